@@ -1,0 +1,190 @@
+/*===- kiln-c/runtime.h - Kiln runtime C API --------------------*- C -*-===*
+ *
+ * Loads a model.so produced by `kilnc`, queries its signature, and runs it.
+ *
+ * Conventions:
+ *   - Every fallible call returns a kiln_status_t*: NULL means OK; otherwise
+ *     the caller owns the status and frees it with kiln_status_free().
+ *   - Results are returned through `out_` parameters, which are only written
+ *     on success (and set to NULL on failure where noted).
+ *   - Handles are opaque, with explicit lifetimes: whoever receives a handle
+ *     from a create/load/run call owns one reference and releases it.
+ *   - The library never aborts, exits or throws; allocation failures are
+ *     reported as KILN_STATUS_RESOURCE_EXHAUSTED.
+ *
+ * Threading: a model may be shared by any number of threads. An instance
+ * holds the per-run state (arena, scratch cache) and runs one call at a time;
+ * use one instance per thread to run concurrently.
+ *===----------------------------------------------------------------------===*/
+#ifndef KILN_C_RUNTIME_H
+#define KILN_C_RUNTIME_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+#if defined(KILN_RUNTIME_BUILDING)
+#define KILN_API __attribute__((visibility("default")))
+#else
+#define KILN_API
+#endif
+
+/*===--------------------------------------------------------------------===*
+ * Status
+ *===--------------------------------------------------------------------===*/
+
+typedef enum kiln_status_code_e {
+  KILN_STATUS_OK = 0,
+  KILN_STATUS_INVALID_ARGUMENT = 1,   /* bad inputs, shapes, dtypes */
+  KILN_STATUS_NOT_FOUND = 2,          /* missing file */
+  KILN_STATUS_RESOURCE_EXHAUSTED = 3, /* out of memory */
+  KILN_STATUS_INCOMPATIBLE = 4,       /* not a Kiln model / ABI mismatch */
+  KILN_STATUS_FAILED_PRECONDITION = 5,
+  KILN_STATUS_INTERNAL = 6, /* the model failed while running */
+  KILN_STATUS_UNIMPLEMENTED = 7,
+} kiln_status_code_t;
+
+typedef struct kiln_status kiln_status_t;
+
+/* KILN_STATUS_OK for NULL. */
+KILN_API kiln_status_code_t kiln_status_code(const kiln_status_t *status);
+/* "" for NULL. Valid until the status is freed. */
+KILN_API const char *kiln_status_message(const kiln_status_t *status);
+/* Accepts NULL. */
+KILN_API void kiln_status_free(kiln_status_t *status);
+/* "OK", "INVALID_ARGUMENT", ... */
+KILN_API const char *kiln_status_code_name(kiln_status_code_t code);
+
+/*===--------------------------------------------------------------------===*
+ * Element types
+ *===--------------------------------------------------------------------===*/
+
+typedef enum kiln_dtype_e {
+  KILN_DTYPE_INVALID = 0,
+  KILN_DTYPE_F16 = 1,
+  KILN_DTYPE_BF16 = 2,
+  KILN_DTYPE_F32 = 3,
+  KILN_DTYPE_F64 = 4,
+  KILN_DTYPE_I8 = 5,
+  KILN_DTYPE_I16 = 6,
+  KILN_DTYPE_I32 = 7,
+  KILN_DTYPE_I64 = 8,
+  KILN_DTYPE_U8 = 9,
+  KILN_DTYPE_U16 = 10,
+  KILN_DTYPE_U32 = 11,
+  KILN_DTYPE_U64 = 12,
+  KILN_DTYPE_BOOL = 13, /* one byte per element, 0 or 1 */
+} kiln_dtype_t;
+
+/* The signature spelling: "f16", "bf16", "f32", ..., "bool"; "invalid" for
+ * anything else. */
+KILN_API const char *kiln_dtype_name(kiln_dtype_t dtype);
+/* Bytes per element; 0 for an invalid dtype. */
+KILN_API size_t kiln_dtype_size(kiln_dtype_t dtype);
+
+/*===--------------------------------------------------------------------===*
+ * Tensors
+ *===--------------------------------------------------------------------===*/
+
+/* A caller-owned description of an input: row-major, contiguous. `data`
+ * must be aligned to the element size (the runtime copies it otherwise) and
+ * stay valid for the duration of the call it is passed to. */
+typedef struct kiln_tensor_view {
+  kiln_dtype_t dtype;
+  size_t rank;
+  const int64_t *dims; /* `rank` entries; may be NULL when rank == 0 */
+  const void *data;
+} kiln_tensor_view_t;
+
+/* A runtime-allocated tensor (host memory, 64-byte aligned, row-major).
+ * Tensors are independent of the model that produced them: they stay valid
+ * after the instance and the model are released. */
+typedef struct kiln_tensor kiln_tensor_t;
+
+/* Allocates an uninitialized tensor. */
+KILN_API kiln_status_t *kiln_tensor_allocate(kiln_dtype_t dtype, size_t rank,
+                                             const int64_t *dims,
+                                             kiln_tensor_t **out_tensor);
+/* Accepts NULL. */
+KILN_API void kiln_tensor_release(kiln_tensor_t *tensor);
+KILN_API kiln_dtype_t kiln_tensor_dtype(const kiln_tensor_t *tensor);
+KILN_API size_t kiln_tensor_rank(const kiln_tensor_t *tensor);
+/* `rank` entries, valid for the tensor's lifetime. */
+KILN_API const int64_t *kiln_tensor_dims(const kiln_tensor_t *tensor);
+KILN_API void *kiln_tensor_data(const kiln_tensor_t *tensor);
+KILN_API size_t kiln_tensor_num_elements(const kiln_tensor_t *tensor);
+KILN_API size_t kiln_tensor_byte_size(const kiln_tensor_t *tensor);
+/* A view of the tensor, to pass it as an input. */
+KILN_API kiln_tensor_view_t kiln_tensor_as_view(const kiln_tensor_t *tensor);
+
+/*===--------------------------------------------------------------------===*
+ * Models
+ *===--------------------------------------------------------------------===*/
+
+typedef struct kiln_model kiln_model_t;
+
+/* Loads a model.so produced by kilnc (dlopen RTLD_NOW | RTLD_LOCAL). A path
+ * without '/' is taken relative to the current directory. Fails with
+ * NOT_FOUND when the file does not exist and INCOMPATIBLE when it is not a
+ * Kiln model or was built for another runtime ABI version. */
+KILN_API kiln_status_t *kiln_model_load(const char *path,
+                                        kiln_model_t **out_model);
+KILN_API void kiln_model_retain(kiln_model_t *model);
+/* Drops one reference; the library is unloaded with the last one (instances
+ * hold a reference). Accepts NULL. */
+KILN_API void kiln_model_release(kiln_model_t *model);
+
+/* Signature of one input or output. All pointers are owned by the model and
+ * valid for its lifetime. */
+typedef struct kiln_value_info {
+  const char *name;
+  kiln_dtype_t dtype;
+  size_t rank;
+  const int64_t *dims;            /* -1 for a symbolic dim */
+  const char *const *dim_symbols; /* per dim: symbol name; "" when the dim is
+                                     static or its symbol is unnamed */
+} kiln_value_info_t;
+
+KILN_API size_t kiln_model_num_inputs(const kiln_model_t *model);
+KILN_API size_t kiln_model_num_outputs(const kiln_model_t *model);
+KILN_API kiln_status_t *kiln_model_input_info(const kiln_model_t *model,
+                                              size_t index,
+                                              kiln_value_info_t *out_info);
+KILN_API kiln_status_t *kiln_model_output_info(const kiln_model_t *model,
+                                               size_t index,
+                                               kiln_value_info_t *out_info);
+/* Size in bytes of the static arena each instance allocates. */
+KILN_API uint64_t kiln_model_arena_size(const kiln_model_t *model);
+
+/*===--------------------------------------------------------------------===*
+ * Instances
+ *===--------------------------------------------------------------------===*/
+
+typedef struct kiln_instance kiln_instance_t;
+
+/* Allocates the per-instance state (static arena, scratch cache). The
+ * instance holds a reference to `model`. */
+KILN_API kiln_status_t *kiln_instance_create(kiln_model_t *model,
+                                             kiln_instance_t **out_instance);
+/* Accepts NULL. */
+KILN_API void kiln_instance_release(kiln_instance_t *instance);
+
+/* Runs the model once. `inputs` are in signature order and are validated
+ * (count, dtype, rank, static dims, agreement of dims sharing a symbol)
+ * before any generated code runs. On success out_outputs[i] receives a new
+ * tensor for output i, owned by the caller; on failure every out_outputs[i]
+ * is NULL. Not reentrant for one instance. */
+KILN_API kiln_status_t *kiln_instance_run(kiln_instance_t *instance,
+                                          const kiln_tensor_view_t *inputs,
+                                          size_t num_inputs,
+                                          kiln_tensor_t **out_outputs,
+                                          size_t num_outputs);
+
+#ifdef __cplusplus
+}
+#endif
+
+#endif /* KILN_C_RUNTIME_H */

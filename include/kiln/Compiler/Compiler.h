@@ -1,0 +1,64 @@
+//===- Compiler.h - Kiln's compiler driver API ------------------*- C++ -*-===//
+//
+// The pipelines from the onnx dialect to a model shared library, callable
+// in-process (what kilnc and embedding applications use). Errors are
+// reported as diagnostics on the context; nothing here exits or aborts.
+//
+//===----------------------------------------------------------------------===//
+#ifndef KILN_COMPILER_COMPILER_H
+#define KILN_COMPILER_COMPILER_H
+
+#include "mlir/IR/BuiltinOps.h"
+#include "mlir/IR/DialectRegistry.h"
+#include "mlir/Pass/PassManager.h"
+
+#include <functional>
+#include <string>
+
+namespace mlir::kiln {
+
+/// Registers every dialect Kiln's pipelines use.
+void registerKilnDialects(DialectRegistry &registry);
+/// Registers Kiln's passes and named pipelines (for kiln-opt).
+void registerAllKilnPasses();
+
+/// The stages of the CPU flow, in order; `--dump-after` takes these names.
+/// import, graph (shape inference), lower (onnx → linalg), kernels (kernel
+/// formation), host (host program + memory plan), bufferize (kernels on
+/// memrefs), llvm (LLVM dialect).
+llvm::ArrayRef<llvm::StringLiteral> getStageNames();
+
+struct CompileOptions {
+  std::string target = "cpu";
+  /// Stage after which to call `dump` with the module ("" for none).
+  std::string dumpAfter;
+  std::function<void(llvm::StringRef stage, ModuleOp module)> dump;
+  /// Linker for the final .so.
+  std::string linker = "/usr/lib/llvm-22/bin/ld.lld";
+  /// The runtime archive linked into every model (libKilnModelRuntime.a).
+  std::string runtimeLibrary;
+  int optLevel = 2;
+};
+
+/// Adds the passes of `stage` to `pm`.
+LogicalResult buildStagePipeline(OpPassManager &pm, llvm::StringRef stage);
+
+/// Runs the stages after import on `module`, ending in the LLVM dialect.
+LogicalResult lowerToLLVMDialect(ModuleOp module, const CompileOptions &options);
+
+/// Translates an LLVM-dialect module to a host object file at `objPath`.
+LogicalResult emitObjectFile(ModuleOp module, llvm::StringRef objPath,
+                             int optLevel);
+
+/// Links `objPath` with the runtime into the shared library `soPath`.
+LogicalResult linkSharedLibrary(MLIRContext *ctx, llvm::StringRef objPath,
+                                llvm::StringRef soPath,
+                                const CompileOptions &options);
+
+/// The whole flow from an imported module to `soPath`.
+LogicalResult compileToSharedLibrary(ModuleOp module, llvm::StringRef soPath,
+                                     const CompileOptions &options);
+
+} // namespace mlir::kiln
+
+#endif // KILN_COMPILER_COMPILER_H

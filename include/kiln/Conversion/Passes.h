@@ -1,0 +1,31 @@
+//===- Passes.h - Kiln conversions ------------------------------*- C++ -*-===//
+#ifndef KILN_CONVERSION_PASSES_H
+#define KILN_CONVERSION_PASSES_H
+
+#include "mlir/Dialect/Arith/IR/Arith.h"
+#include "mlir/Dialect/Func/IR/FuncOps.h"
+#include "mlir/Dialect/LLVMIR/LLVMDialect.h"
+#include "mlir/Dialect/Linalg/IR/Linalg.h"
+#include "mlir/Dialect/Math/IR/Math.h"
+#include "mlir/Dialect/SCF/IR/SCF.h"
+#include "mlir/Dialect/Tensor/IR/Tensor.h"
+#include "mlir/Pass/Pass.h"
+
+namespace mlir {
+class RewritePatternSet;
+class TypeConverter;
+namespace kiln {
+
+#define GEN_PASS_DECL
+#include "kiln/Conversion/Passes.h.inc"
+
+#define GEN_PASS_REGISTRATION
+#include "kiln/Conversion/Passes.h.inc"
+
+/// Patterns lowering onnx ops to linalg/tensor/arith/math.
+void populateOnnxToLinalgPatterns(RewritePatternSet &patterns);
+
+} // namespace kiln
+} // namespace mlir
+
+#endif // KILN_CONVERSION_PASSES_H

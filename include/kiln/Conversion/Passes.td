@@ -1,0 +1,31 @@
+//===- Passes.td - Kiln conversions ------------------------*- tablegen -*-===//
+#ifndef KILN_CONVERSION_PASSES_TD
+#define KILN_CONVERSION_PASSES_TD
+
+include "mlir/Pass/PassBase.td"
+
+def KilnConvertOnnxToLinalg : Pass<"kiln-convert-onnx-to-linalg", "func::FuncOp"> {
+  let summary = "Lowers onnx ops to linalg, tensor, arith and math";
+  let description = [{
+    Rewrites each supported `onnx` op into target-independent tensor algebra.
+    An op without a lowering is an error that names the ONNX node, its op
+    type and the opset it was imported from.
+  }];
+  let dependentDialects = [
+    "::mlir::linalg::LinalgDialect", "::mlir::tensor::TensorDialect",
+    "::mlir::arith::ArithDialect", "::mlir::math::MathDialect",
+    "::mlir::scf::SCFDialect"];
+}
+
+def KilnConvertHostToLLVM : Pass<"kiln-convert-host-to-llvm", "ModuleOp"> {
+  let summary = "Lowers the host program and CPU kernels to the LLVM dialect";
+  let description = [{
+    Lowers `kiln.input`, `kiln.output`, `kiln.buffer` and `kiln.launch` to
+    calls of Kiln's runtime ABI (`kiln_rt_*`), together with the func, memref,
+    arith, math, cf and index conversions to LLVM. Each kernel function gets a
+    packed entry `<kernel>_packed(void **args)` that the runtime calls.
+  }];
+  let dependentDialects = ["::mlir::LLVM::LLVMDialect"];
+}
+
+#endif // KILN_CONVERSION_PASSES_TD

@@ -1,0 +1,169 @@
+//===- KilnOps.td - The kiln dialect -----------------------*- tablegen -*-===//
+//
+// Only what upstream lacks: the kernel region (the unit of fusion and of
+// launch) and the host-side program ops (inputs, outputs, buffers, launches)
+// that memory planning works on.
+//
+//===----------------------------------------------------------------------===//
+
+#ifndef KILN_DIALECT_KILN_IR_KILNOPS_TD
+#define KILN_DIALECT_KILN_IR_KILNOPS_TD
+
+include "mlir/IR/OpBase.td"
+include "mlir/IR/SymbolInterfaces.td"
+include "mlir/Interfaces/SideEffectInterfaces.td"
+include "mlir/Interfaces/ControlFlowInterfaces.td"
+include "mlir/Dialect/LLVMIR/LLVMOpBase.td"
+
+def Kiln_Dialect : Dialect {
+  let name = "kiln";
+  let cppNamespace = "::mlir::kiln";
+  let summary = "Kiln's kernels and host program";
+  let description = [{
+    The `kiln` dialect holds what upstream MLIR lacks for an ahead-of-time
+    graph compiler: `kiln.kernel`, a region on tensors that becomes one launch
+    (the unit of fusion), and the ops of the host program that calls kernels
+    through Kiln's runtime ABI (`include/kiln/Runtime/ModelABI.h`): model
+    inputs and outputs, intermediate buffers carved from the per-instance
+    arena, and kernel launches.
+  }];
+}
+
+// The runtime context the host program receives (an opaque pointer).
+def Kiln_Context : Type<CPred<"::llvm::isa<::mlir::LLVM::LLVMPointerType>($_self)">,
+                        "runtime context pointer">,
+    BuildableType<"::mlir::LLVM::LLVMPointerType::get($_builder.getContext())">;
+
+class Kiln_Op<string mnemonic, list<Trait> traits = []>
+    : Op<Kiln_Dialect, mnemonic, traits>;
+
+//===----------------------------------------------------------------------===//
+// Tensor level
+//===----------------------------------------------------------------------===//
+
+def Kiln_KernelOp : Kiln_Op<"kernel", [
+    IsolatedFromAbove, AttrSizedOperandSegments,
+    SingleBlockImplicitTerminator<"YieldOp">]> {
+  let summary = "A region of tensor computation launched as one kernel";
+  let description = [{
+    `kiln.kernel` groups the tensor ops that become one kernel launch. The
+    region is isolated from above: every value it reads is an operand
+    (`ins`), passed to the block as an argument of the same type. `dims`
+    gives the dynamic sizes of the results, in order, so that the host can
+    allocate their buffers before the launch. Each result is written to a
+    fresh buffer owned by the host program.
+
+    Example:
+    ```mlir
+    %r = kiln.kernel ins(%x, %w : tensor<?x8xf32>, tensor<8x4xf32>)
+                     dims(%n : index) -> tensor<?x4xf32> {
+    ^bb0(%a: tensor<?x8xf32>, %b: tensor<8x4xf32>):
+      ...
+      kiln.yield %v : tensor<?x4xf32>
+    }
+    ```
+  }];
+  let arguments = (ins Variadic<AnyType>:$inputs, Variadic<Index>:$dims,
+                       OptionalAttr<StrAttr>:$name);
+  let results = (outs Variadic<AnyRankedTensor>:$results);
+  let regions = (region SizedRegion<1>:$body);
+  let hasCustomAssemblyFormat = 1;
+  let hasVerifier = 1;
+  let extraClassDeclaration = [{
+    ::mlir::Block &getBodyBlock() { return getBody().front(); }
+    /// The dynamic sizes of result `i` (a slice of `dims`).
+    ::mlir::ValueRange getResultDims(unsigned i);
+  }];
+}
+
+def Kiln_YieldOp : Kiln_Op<"yield", [Pure, Terminator,
+    HasParent<"KernelOp">, ReturnLike]> {
+  let summary = "Yields the results of a kernel region";
+  let arguments = (ins Variadic<AnyType>:$values);
+  let assemblyFormat = "attr-dict ($values^ `:` type($values))?";
+  let builders = [OpBuilder<(ins), [{ build($_builder, $_state, {}); }]>];
+}
+
+//===----------------------------------------------------------------------===//
+// Host program
+//===----------------------------------------------------------------------===//
+
+def Kiln_InputOp : Kiln_Op<"input", [Pure]> {
+  let summary = "The buffer of a model input";
+  let description = [{
+    Returns the caller's buffer of model input `index` (row-major,
+    contiguous); dynamic sizes are read from the runtime. `ctx` is the
+    runtime context the host program received.
+
+    ```mlir
+    %x = kiln.input %ctx [0] : memref<?x784xf32>
+    ```
+  }];
+  let arguments = (ins Kiln_Context:$ctx, I64Attr:$index);
+  let results = (outs AnyMemRef:$buffer);
+  let assemblyFormat = "$ctx `[` $index `]` attr-dict `:` type($buffer)";
+}
+
+def Kiln_OutputOp : Kiln_Op<"output", [MemoryEffects<[MemAlloc]>]> {
+  let summary = "Allocates a model output through the runtime";
+  let description = [{
+    Asks the runtime for the buffer of model output `index` with the given
+    dynamic sizes; the runtime owns it and hands it to the caller after the
+    run. Fails the run (the host program returns non-zero) when the runtime
+    cannot allocate it.
+
+    ```mlir
+    %y = kiln.output %ctx [0] (%n) : memref<?x10xf32>
+    ```
+  }];
+  let arguments = (ins Kiln_Context:$ctx, I64Attr:$index,
+                       Variadic<Index>:$dynamic_sizes);
+  let results = (outs AnyMemRef:$buffer);
+  let assemblyFormat = [{
+    $ctx `[` $index `]` (`(` $dynamic_sizes^ `)`)? attr-dict `:` type($buffer)
+  }];
+  let hasVerifier = 1;
+}
+
+def Kiln_BufferOp : Kiln_Op<"buffer", [MemoryEffects<[MemAlloc]>]> {
+  let summary = "An intermediate buffer between kernels";
+  let description = [{
+    A buffer owned by the host program. With an `offset` (set by
+    `kiln-plan-memory`) it is a view of the instance's static arena at that
+    byte offset; without one (dynamic sizes) it is allocated from the
+    runtime for the duration of the run.
+
+    ```mlir
+    %t = kiln.buffer %ctx {offset = 128} : memref<4x8xf32>
+    %u = kiln.buffer %ctx (%n) : memref<?x8xf32>
+    ```
+  }];
+  let arguments = (ins Kiln_Context:$ctx, Variadic<Index>:$dynamic_sizes,
+                       OptionalAttr<I64Attr>:$offset);
+  let results = (outs AnyMemRef:$buffer);
+  let assemblyFormat = [{
+    $ctx (`(` $dynamic_sizes^ `)`)? attr-dict `:` type($buffer)
+  }];
+  let hasVerifier = 1;
+}
+
+def Kiln_LaunchOp : Kiln_Op<"launch", [
+    DeclareOpInterfaceMethods<SymbolUserOpInterface>]> {
+  let summary = "Launches a kernel function";
+  let description = [{
+    Calls the outlined kernel `kernel` through the runtime's launch entry for
+    the target's device kind. Arguments are the kernel's input buffers, index
+    values, then its output buffers (destination-passing style).
+
+    ```mlir
+    kiln.launch %ctx @main_kernel_0(%x, %w, %y) : memref<?x8xf32>, memref<8x4xf32>, memref<?x4xf32>
+    ```
+  }];
+  let arguments = (ins Kiln_Context:$ctx, FlatSymbolRefAttr:$kernel,
+                       Variadic<AnyType>:$args);
+  let assemblyFormat = [{
+    $ctx $kernel `(` $args `)` attr-dict `:` type($args)
+  }];
+}
+
+#endif // KILN_DIALECT_KILN_IR_KILNOPS_TD

@@ -1,0 +1,74 @@
+//===- OnnxUtils.h - Helpers for onnx ops -----------------------*- C++ -*-===//
+//
+// Constant operand values, numpy-style broadcasting and axis normalization,
+// shared by the onnx verifiers, shape inference and the lowerings.
+//
+//===----------------------------------------------------------------------===//
+
+#ifndef KILN_DIALECT_ONNX_IR_ONNXUTILS_H
+#define KILN_DIALECT_ONNX_IR_ONNXUTILS_H
+
+#include "mlir/IR/BuiltinTypes.h"
+#include "mlir/IR/Value.h"
+#include "mlir/Support/LLVM.h"
+#include "llvm/ADT/SmallVector.h"
+
+#include <optional>
+
+namespace mlir::kiln::onnxops {
+
+/// True if `v` is produced by onnx.NoValue (a missing optional operand).
+bool isNoValue(Value v);
+
+/// The values of an integer `arith.constant` (DenseElementsAttr or
+/// DenseResourceElementsAttr, any integer width, signed), flattened in
+/// row-major order; std::nullopt if `v` is not such a constant.
+std::optional<SmallVector<int64_t>> getConstantIntValues(Value v);
+
+/// Same for floating-point constants (any float width), as doubles.
+std::optional<SmallVector<double>> getConstantFloatValues(Value v);
+
+/// Numpy (multidirectional) broadcast of two shapes; dims may be
+/// ShapedType::kDynamic. A dynamic dim against 1 or a dynamic dim gives a
+/// dynamic dim, a dynamic dim against N > 1 gives N. Failure if two static
+/// dims differ and neither is 1.
+FailureOr<SmallVector<int64_t>> broadcastShapes(ArrayRef<int64_t> lhs,
+                                                ArrayRef<int64_t> rhs);
+
+/// Maps `axis` in [-rank, rank) to [0, rank); failure when out of range.
+FailureOr<int64_t> normalizeAxis(int64_t axis, int64_t rank);
+
+/// Element type for an ONNX TensorProto::DataType enum value (the `to`
+/// attribute of Cast); null for unknown/unsupported (string) types.
+Type getElementTypeForOnnxDataType(MLIRContext *ctx, int64_t dataType);
+
+/// Combines an inferred result type with the current one: keeps whatever the
+/// current type knows that the inferred one does not (a static dim, a rank,
+/// an element type, an encoding); failure if they contradict.
+FailureOr<Type> refineType(Type current, Type inferred);
+
+/// Refines result `index` of `op` to `inferred` (via refineType); emits an
+/// error at `op` and fails if they contradict.
+LogicalResult refineResultType(Operation *op, unsigned index, Type inferred);
+
+/// Shape inference of an op implementing InferShapesOpInterface: refines each
+/// result to the matching type of `inferred` (the op's inferResultTypes()).
+LogicalResult applyInferredResultTypes(Operation *op,
+                                       FailureOr<SmallVector<Type>> inferred);
+
+/// Verifier counterpart: fails (with an error at `op`) if inference failed or
+/// contradicts the declared result types; changes nothing.
+LogicalResult verifyInferredResultTypes(Operation *op,
+                                        FailureOr<SmallVector<Type>> inferred);
+
+/// The shape of a ranked tensor/shaped value, std::nullopt if unranked or not
+/// shaped.
+std::optional<ArrayRef<int64_t>> getShapeOf(Value v);
+
+/// Convenience: RankedTensorType of `shape` with `elementType`, or an
+/// UnrankedTensorType when `shape` is std::nullopt.
+Type makeTensorType(std::optional<ArrayRef<int64_t>> shape, Type elementType);
+
+} // namespace mlir::kiln::onnxops
+
+#endif // KILN_DIALECT_ONNX_IR_ONNXUTILS_H

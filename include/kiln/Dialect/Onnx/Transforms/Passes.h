@@ -1,0 +1,18 @@
+//===- Passes.h - onnx dialect passes ---------------------------*- C++ -*-===//
+#ifndef KILN_DIALECT_ONNX_TRANSFORMS_PASSES_H
+#define KILN_DIALECT_ONNX_TRANSFORMS_PASSES_H
+
+#include "mlir/Dialect/Func/IR/FuncOps.h"
+#include "mlir/Pass/Pass.h"
+
+namespace mlir::kiln {
+
+#define GEN_PASS_DECL
+#include "kiln/Dialect/Onnx/Transforms/Passes.h.inc"
+
+#define GEN_PASS_REGISTRATION
+#include "kiln/Dialect/Onnx/Transforms/Passes.h.inc"
+
+} // namespace mlir::kiln
+
+#endif // KILN_DIALECT_ONNX_TRANSFORMS_PASSES_H

@@ -1,0 +1,66 @@
+/*===- ModelABI.h - Contract between generated code and the runtime -*- C -*-===*
+ *
+ * The interface between the code kilnc generates into model.so (the host
+ * program and its kernels) and Kiln's runtime, which is linked into the same
+ * model.so. Every target uses the same host-side contract; only the launch
+ * entry point differs per device kind.
+ *
+ * Generated code DEFINES:
+ *   int32_t kiln_model_main(kiln_rt_ctx *ctx);
+ *       The host program for one run. Returns 0 on success, non-zero when a
+ *       runtime call it made failed (the runtime has recorded the reason in
+ *       ctx). Called by the runtime only after all inputs were validated
+ *       against the signature.
+ *   extern const char kiln_model_signature[];
+ *       NUL-terminated text, one record per line:
+ *         kiln-signature 1
+ *         arena <bytes>                       static arena size of one instance
+ *         input <name> <dtype> <rank> <dim>*  in signature order
+ *         output <name> <dtype> <rank> <dim>*
+ *       <name>: the ONNX value name, bytes outside [A-Za-z0-9_.:/-] written
+ *       as %XX (hex). <dtype>: f16 bf16 f32 f64 i8 i16 i32 i64 u8 u16 u32 u64
+ *       bool. <dim>: a non-negative integer, or ?<symbol> for a symbolic dim
+ *       (ONNX dim_param; "?" alone when it has no name). Every dim of the same
+ *       symbol must have the same value at run time.
+ *
+ * Generated code CALLS (the runtime defines them):
+ *===----------------------------------------------------------------------===*/
+#ifndef KILN_RUNTIME_MODELABI_H
+#define KILN_RUNTIME_MODELABI_H
+
+#include <stdint.h>
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+typedef struct kiln_rt_ctx kiln_rt_ctx;
+
+/* Data pointer of input `index` (row-major, contiguous). */
+void *kiln_rt_input(kiln_rt_ctx *ctx, int64_t index);
+/* Size of dimension `dim` of input `index`. */
+int64_t kiln_rt_input_dim(kiln_rt_ctx *ctx, int64_t index, int64_t dim);
+/* Allocates output `index` with the given dims (as many as its rank) and
+ * returns its data pointer (64-byte aligned), or NULL on failure. */
+void *kiln_rt_output(kiln_rt_ctx *ctx, int64_t index, const int64_t *dims);
+/* Base of this instance's static arena (64-byte aligned; offsets are planned
+ * by the compiler). */
+void *kiln_rt_arena(kiln_rt_ctx *ctx);
+/* Scratch buffer of `bytes` bytes for an intermediate whose size is only known
+ * at run time; valid until the run ends. 64-byte aligned; NULL on failure. */
+void *kiln_rt_alloc(kiln_rt_ctx *ctx, int64_t bytes);
+/* Runs one kernel on the host CPU. `args[i]` points to the memref descriptor
+ * of kernel argument i: { void *allocated; void *aligned; int64_t offset;
+ * int64_t sizes[rank]; int64_t strides[rank]; } */
+void kiln_rt_launch_cpu(kiln_rt_ctx *ctx, void (*kernel)(void **args),
+                        void **args);
+
+/* Defined by generated code. */
+int32_t kiln_model_main(kiln_rt_ctx *ctx);
+extern const char kiln_model_signature[];
+
+#ifdef __cplusplus
+}
+#endif
+
+#endif /* KILN_RUNTIME_MODELABI_H */

@@ -1,0 +1,292 @@
+//===- Compiler.cpp - Kiln's pipelines and driver -------------------------===//
+
+#include "kiln/Compiler/Compiler.h"
+
+#include "kiln/Conversion/Passes.h"
+#include "kiln/Dialect/Kiln/IR/KilnDialect.h"
+#include "kiln/Dialect/Kiln/Transforms/Passes.h"
+#include "kiln/Dialect/Onnx/IR/OnnxDialect.h"
+#include "kiln/Dialect/Onnx/Transforms/Passes.h"
+
+#include "mlir/Conversion/AffineToStandard/AffineToStandard.h"
+#include "mlir/Conversion/MathToLibm/MathToLibm.h"
+#include "mlir/Conversion/ReconcileUnrealizedCasts/ReconcileUnrealizedCasts.h"
+#include "mlir/Conversion/SCFToControlFlow/SCFToControlFlow.h"
+#include "mlir/Dialect/Affine/IR/AffineOps.h"
+#include "mlir/Dialect/Arith/IR/Arith.h"
+#include "mlir/Dialect/Arith/Transforms/BufferizableOpInterfaceImpl.h"
+#include "mlir/Dialect/Bufferization/IR/Bufferization.h"
+#include "mlir/Dialect/Bufferization/Pipelines/Passes.h"
+#include "mlir/Dialect/Bufferization/Transforms/FuncBufferizableOpInterfaceImpl.h"
+#include "mlir/Dialect/Bufferization/Transforms/Passes.h"
+#include "mlir/Dialect/ControlFlow/IR/ControlFlow.h"
+#include "mlir/Dialect/Func/IR/FuncOps.h"
+#include "mlir/Dialect/Index/IR/IndexDialect.h"
+#include "mlir/Dialect/LLVMIR/LLVMDialect.h"
+#include "mlir/Dialect/Linalg/IR/Linalg.h"
+#include "mlir/Dialect/Linalg/Passes.h"
+#include "mlir/Dialect/Linalg/Transforms/BufferizableOpInterfaceImpl.h"
+#include "mlir/Dialect/Math/IR/Math.h"
+#include "mlir/Dialect/MemRef/IR/MemRef.h"
+#include "mlir/Dialect/MemRef/Transforms/Passes.h"
+#include "mlir/Dialect/SCF/IR/SCF.h"
+#include "mlir/Dialect/SCF/Transforms/BufferizableOpInterfaceImpl.h"
+#include "mlir/Dialect/Tensor/IR/Tensor.h"
+#include "mlir/Dialect/Tensor/Transforms/BufferizableOpInterfaceImpl.h"
+#include "mlir/Dialect/Tensor/Transforms/Transforms.h"
+#include "mlir/Dialect/UB/IR/UBOps.h"
+#include "mlir/ExecutionEngine/OptUtils.h"
+#include "mlir/Pass/PassManager.h"
+#include "mlir/Pass/PassRegistry.h"
+#include "mlir/Target/LLVMIR/Dialect/Builtin/BuiltinToLLVMIRTranslation.h"
+#include "mlir/Target/LLVMIR/Dialect/LLVMIR/LLVMToLLVMIRTranslation.h"
+#include "mlir/Target/LLVMIR/Export.h"
+#include "mlir/Transforms/GreedyPatternRewriteDriver.h"
+#include "mlir/Transforms/Passes.h"
+
+#include "llvm/IR/LegacyPassManager.h"
+#include "llvm/IR/Module.h"
+#include "llvm/MC/TargetRegistry.h"
+#include "llvm/Support/FileSystem.h"
+#include "llvm/Support/MemoryBuffer.h"
+#include "llvm/Support/Path.h"
+#include "llvm/ADT/ScopeExit.h"
+#include "llvm/Support/Program.h"
+#include "llvm/Support/TargetSelect.h"
+#include "llvm/Target/TargetMachine.h"
+#include "llvm/TargetParser/Host.h"
+
+using namespace mlir;
+using namespace mlir::kiln;
+
+void mlir::kiln::registerKilnDialects(DialectRegistry &registry) {
+  registry.insert<onnxops::OnnxDialect, KilnDialect, affine::AffineDialect,
+                  arith::ArithDialect, bufferization::BufferizationDialect,
+                  cf::ControlFlowDialect, func::FuncDialect,
+                  index::IndexDialect, linalg::LinalgDialect,
+                  LLVM::LLVMDialect, math::MathDialect, memref::MemRefDialect,
+                  scf::SCFDialect, tensor::TensorDialect, ub::UBDialect>();
+  arith::registerBufferizableOpInterfaceExternalModels(registry);
+  bufferization::func_ext::registerBufferizableOpInterfaceExternalModels(
+      registry);
+  linalg::registerBufferizableOpInterfaceExternalModels(registry);
+  scf::registerBufferizableOpInterfaceExternalModels(registry);
+  tensor::registerBufferizableOpInterfaceExternalModels(registry);
+  registerBuiltinDialectTranslation(registry);
+  registerLLVMDialectTranslation(registry);
+}
+
+static const llvm::StringLiteral kStages[] = {
+    "import", "graph", "lower", "kernels", "host", "bufferize", "llvm"};
+
+ArrayRef<llvm::StringLiteral> mlir::kiln::getStageNames() { return kStages; }
+
+namespace {
+/// Decomposes tensor.concat into insert_slices so kernels can bufferize it.
+struct DecomposeConcatPass
+    : public PassWrapper<DecomposeConcatPass, OperationPass<ModuleOp>> {
+  MLIR_DEFINE_EXPLICIT_INTERNAL_INLINE_TYPE_ID(DecomposeConcatPass)
+  StringRef getArgument() const final { return "kiln-decompose-concat"; }
+  StringRef getDescription() const final {
+    return "Decomposes tensor.concat into tensor.insert_slice";
+  }
+  void runOnOperation() override {
+    RewritePatternSet patterns(&getContext());
+    tensor::populateDecomposeTensorConcatPatterns(patterns);
+    if (failed(applyPatternsGreedily(getOperation(), std::move(patterns))))
+      signalPassFailure();
+  }
+};
+} // namespace
+
+LogicalResult mlir::kiln::buildStagePipeline(OpPassManager &pm,
+                                             StringRef stage) {
+  if (stage == "graph") {
+    pm.addNestedPass<func::FuncOp>(createKilnOnnxInferShapes());
+  } else if (stage == "lower") {
+    pm.addNestedPass<func::FuncOp>(createKilnConvertOnnxToLinalg());
+    pm.addPass(createCanonicalizerPass());
+    pm.addPass(createCSEPass());
+  } else if (stage == "kernels") {
+    pm.addNestedPass<func::FuncOp>(createKilnFormKernels());
+    pm.addPass(createCanonicalizerPass());
+    pm.addPass(createCSEPass());
+  } else if (stage == "host") {
+    pm.addPass(createKilnOutlineKernels());
+    pm.addPass(createKilnPlanMemory());
+    pm.addPass(createCanonicalizerPass());
+  } else if (stage == "bufferize") {
+    pm.addPass(std::make_unique<DecomposeConcatPass>());
+    pm.addPass(bufferization::createEmptyTensorEliminationPass());
+    bufferization::OneShotBufferizePassOptions bopts;
+    bopts.bufferizeFunctionBoundaries = false;
+    pm.addPass(bufferization::createOneShotBufferizePass(bopts));
+    bufferization::BufferDeallocationPipelineOptions dopts;
+    bufferization::buildBufferDeallocationPipeline(pm, dopts);
+    pm.addNestedPass<func::FuncOp>(createConvertLinalgToLoopsPass());
+    pm.addPass(createCanonicalizerPass());
+  } else if (stage == "llvm") {
+    pm.addPass(memref::createExpandStridedMetadataPass());
+    pm.addPass(createLowerAffinePass());
+    pm.addPass(createSCFToControlFlowPass());
+    pm.addPass(createConvertMathToLibmPass());
+    pm.addPass(createKilnConvertHostToLLVM());
+    pm.addPass(createReconcileUnrealizedCastsPass());
+  } else {
+    return failure();
+  }
+  return success();
+}
+
+void mlir::kiln::registerAllKilnPasses() {
+  registerKilnOnnxPasses();
+  registerKilnPasses();
+  registerKilnConversionPasses();
+  PassRegistration<DecomposeConcatPass>();
+  for (StringRef stage : ArrayRef(kStages).drop_front()) {
+    std::string name = ("kiln-" + stage + "-pipeline").str();
+    PassPipelineRegistration<>(
+        name, ("Kiln's '" + stage + "' stage").str(),
+        [stage](OpPassManager &pm) { (void)buildStagePipeline(pm, stage); });
+  }
+}
+
+LogicalResult mlir::kiln::lowerToLLVMDialect(ModuleOp module,
+                                             const CompileOptions &options) {
+  for (StringRef stage : ArrayRef(kStages).drop_front()) {
+    PassManager pm(module.getContext());
+    if (failed(buildStagePipeline(pm, stage)) || failed(pm.run(module)))
+      return failure();
+    if (options.dumpAfter == stage && options.dump)
+      options.dump(stage, module);
+  }
+  return success();
+}
+
+LogicalResult mlir::kiln::emitObjectFile(ModuleOp module, StringRef objPath,
+                                         int optLevel) {
+  Location loc = module.getLoc();
+  llvm::InitializeNativeTarget();
+  llvm::InitializeNativeTargetAsmPrinter();
+  llvm::LLVMContext llvmContext;
+  std::unique_ptr<llvm::Module> llvmModule =
+      translateModuleToLLVMIR(module, llvmContext, "kiln_model");
+  if (!llvmModule)
+    return emitError(loc) << "translation to LLVM IR failed";
+  std::string tripleStr = llvm::sys::getDefaultTargetTriple();
+  llvm::Triple triple(tripleStr);
+  std::string err;
+  const llvm::Target *target = llvm::TargetRegistry::lookupTarget(triple, err);
+  if (!target)
+    return emitError(loc) << "no LLVM target for '" << tripleStr << "': " << err;
+  llvm::TargetOptions topts;
+  // A portable baseline: the .so must also run on other x86-64 hosts (the GPU
+  // machine).
+  std::string cpu = triple.isX86() ? "x86-64-v2" : "generic";
+  std::unique_ptr<llvm::TargetMachine> tm(target->createTargetMachine(
+      triple, cpu, "", topts, llvm::Reloc::PIC_, std::nullopt,
+      optLevel >= 2 ? llvm::CodeGenOptLevel::Aggressive
+                    : llvm::CodeGenOptLevel::Default));
+  if (!tm)
+    return emitError(loc) << "cannot create a target machine for " << tripleStr;
+  llvmModule->setDataLayout(tm->createDataLayout());
+  llvmModule->setTargetTriple(triple);
+  auto opt = makeOptimizingTransformer(optLevel, /*sizeLevel=*/0, tm.get());
+  if (llvm::Error e = opt(llvmModule.get()))
+    return emitError(loc) << "LLVM optimization failed: "
+                          << llvm::toString(std::move(e));
+  std::error_code ec;
+  llvm::raw_fd_ostream os(objPath, ec, llvm::sys::fs::OF_None);
+  if (ec)
+    return emitError(loc) << "cannot write '" << objPath << "': " << ec.message();
+  llvm::legacy::PassManager codegen;
+  if (tm->addPassesToEmitFile(codegen, os, nullptr,
+                              llvm::CodeGenFileType::ObjectFile))
+    return emitError(loc) << "the target cannot emit object files";
+  codegen.run(*llvmModule);
+  os.flush();
+  return success();
+}
+
+LogicalResult mlir::kiln::linkSharedLibrary(MLIRContext *ctx, StringRef objPath,
+                                            StringRef soPath,
+                                            const CompileOptions &options) {
+  Location loc = UnknownLoc::get(ctx);
+  if (options.runtimeLibrary.empty() ||
+      !llvm::sys::fs::exists(options.runtimeLibrary))
+    return emitError(loc) << "Kiln's model runtime library '"
+                          << options.runtimeLibrary << "' is missing";
+  if (!llvm::sys::fs::can_execute(options.linker))
+    return emitError(loc) << "linker '" << options.linker
+                          << "' not found (install lld-22)";
+  SmallString<128> tmpSo, errFile;
+  llvm::sys::fs::createTemporaryFile("kiln-model", "so", tmpSo);
+  llvm::sys::fs::createTemporaryFile("kiln-link", "txt", errFile);
+  std::string tmpSoStr = tmpSo.str().str();
+  SmallString<128> exportsMap(llvm::sys::path::parent_path(options.runtimeLibrary));
+  llvm::sys::path::append(exportsMap, "KilnModelExports.map");
+  std::string versionScript = "--version-script=" + exportsMap.str().str();
+  // libgcc.a supplies helpers generated code may call (f16 conversions).
+  std::string libgcc = "/usr/lib/gcc/x86_64-linux-gnu/12/libgcc.a";
+  SmallVector<StringRef> args = {options.linker,
+                                 "-shared",
+                                 "--no-undefined",
+                                 "-z",
+                                 "noexecstack",
+                                 "--gc-sections",
+                                 "-o",
+                                 tmpSoStr,
+                                 objPath,
+                                 "--whole-archive",
+                                 options.runtimeLibrary,
+                                 "--no-whole-archive",
+                                 versionScript,
+                                 "-L/usr/lib/x86_64-linux-gnu",
+                                 "-L/lib/x86_64-linux-gnu",
+                                 "-lm",
+                                 "-lc",
+                                 "-lpthread",
+                                 "-ldl",
+                                 "-z",
+                                 "now"};
+  if (llvm::sys::fs::exists(libgcc))
+    args.push_back(libgcc);
+  std::optional<StringRef> redirects[] = {std::nullopt, StringRef(errFile),
+                                          StringRef(errFile)};
+  std::string execErr;
+  int rc = llvm::sys::ExecuteAndWait(options.linker, args, std::nullopt,
+                                     redirects, 0, 0, &execErr);
+  auto cleanup = llvm::make_scope_exit([&] {
+    llvm::sys::fs::remove(errFile);
+    llvm::sys::fs::remove(tmpSo);
+  });
+  if (rc != 0) {
+    std::string msg = execErr;
+    if (auto buf = llvm::MemoryBuffer::getFile(errFile))
+      msg += (*buf)->getBuffer().str();
+    return emitError(loc) << "linking the model failed: " << msg;
+  }
+  if (std::error_code ec = llvm::sys::fs::copy_file(tmpSo, soPath))
+    return emitError(loc) << "cannot write '" << soPath << "': " << ec.message();
+  llvm::sys::fs::setPermissions(soPath, llvm::sys::fs::all_read |
+                                            llvm::sys::fs::owner_write |
+                                            llvm::sys::fs::all_exe);
+  return success();
+}
+
+LogicalResult mlir::kiln::compileToSharedLibrary(ModuleOp module,
+                                                 StringRef soPath,
+                                                 const CompileOptions &options) {
+  if (options.target != "cpu")
+    return emitError(module.getLoc())
+           << "unknown target '" << options.target << "' (supported: cpu)";
+  if (failed(lowerToLLVMDialect(module, options)))
+    return failure();
+  SmallString<128> obj;
+  if (llvm::sys::fs::createTemporaryFile("kiln-model", "o", obj))
+    return emitError(module.getLoc()) << "cannot create a temporary file";
+  auto cleanup = llvm::make_scope_exit([&] { llvm::sys::fs::remove(obj); });
+  if (failed(emitObjectFile(module, obj, options.optLevel)))
+    return failure();
+  return linkSharedLibrary(module.getContext(), obj, soPath, options);
+}

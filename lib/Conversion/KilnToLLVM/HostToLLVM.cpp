@@ -1,0 +1,310 @@
+//===- HostToLLVM.cpp - Host program and CPU kernels to LLVM --------------===//
+//
+// Lowers the kiln host ops to calls of Kiln's runtime ABI
+// (include/kiln/Runtime/ModelABI.h), together with the upstream conversions
+// of everything else to the LLVM dialect; adds the packed kernel entries and
+// the signature the runtime reads.
+//
+//===----------------------------------------------------------------------===//
+
+#include "kiln/Conversion/Passes.h"
+#include "kiln/Dialect/Kiln/IR/KilnDialect.h"
+
+#include "mlir/Conversion/ArithToLLVM/ArithToLLVM.h"
+#include "mlir/Conversion/ControlFlowToLLVM/ControlFlowToLLVM.h"
+#include "mlir/Conversion/FuncToLLVM/ConvertFuncToLLVM.h"
+#include "mlir/Conversion/IndexToLLVM/IndexToLLVM.h"
+#include "mlir/Conversion/LLVMCommon/ConversionTarget.h"
+#include "mlir/Conversion/LLVMCommon/MemRefBuilder.h"
+#include "mlir/Conversion/LLVMCommon/Pattern.h"
+#include "mlir/Conversion/LLVMCommon/TypeConverter.h"
+#include "mlir/Conversion/MathToLLVM/MathToLLVM.h"
+#include "mlir/Conversion/MemRefToLLVM/MemRefToLLVM.h"
+#include "mlir/Conversion/UBToLLVM/UBToLLVM.h"
+#include "mlir/Dialect/LLVMIR/LLVMDialect.h"
+#include "mlir/Transforms/DialectConversion.h"
+
+namespace mlir::kiln {
+#define GEN_PASS_DEF_KILNCONVERTHOSTTOLLVM
+#include "kiln/Conversion/Passes.h.inc"
+} // namespace mlir::kiln
+
+using namespace mlir;
+using namespace mlir::kiln;
+
+namespace {
+
+/// Declares runtime function `name` in `module` if it is not there.
+LLVM::LLVMFuncOp declareRuntimeFn(ModuleOp module, StringRef name, Type result,
+                                  ArrayRef<Type> params) {
+  if (auto fn = module.lookupSymbol<LLVM::LLVMFuncOp>(name))
+    return fn;
+  OpBuilder b = OpBuilder::atBlockBegin(module.getBody());
+  return LLVM::LLVMFuncOp::create(
+      b, module.getLoc(), name, LLVM::LLVMFunctionType::get(result, params));
+}
+
+Value i64(OpBuilder &b, Location loc, int64_t v) {
+  return LLVM::ConstantOp::create(b, loc, b.getI64Type(), v);
+}
+
+/// Builds a row-major descriptor of `type` over `ptr` with `sizes` (one i64
+/// per dim).
+Value buildDescriptor(OpBuilder &b, Location loc,
+                      const LLVMTypeConverter &tc, MemRefType type, Value ptr,
+                      ArrayRef<Value> sizes) {
+  auto desc = MemRefDescriptor::poison(b, loc, tc.convertType(type));
+  desc.setAllocatedPtr(b, loc, ptr);
+  desc.setAlignedPtr(b, loc, ptr);
+  desc.setConstantOffset(b, loc, 0);
+  int64_t rank = type.getRank();
+  Value stride = i64(b, loc, 1);
+  for (int64_t i = rank - 1; i >= 0; --i) {
+    desc.setSize(b, loc, i, sizes[i]);
+    desc.setStride(b, loc, i, stride);
+    stride = LLVM::MulOp::create(b, loc, stride, sizes[i]);
+  }
+  return desc;
+}
+
+/// Sizes of `type` as i64 values: static dims as constants, dynamic ones
+/// from `dynamic` (already converted to i64) in order.
+SmallVector<Value> allSizes(OpBuilder &b, Location loc, MemRefType type,
+                            ValueRange dynamic) {
+  SmallVector<Value> sizes;
+  unsigned k = 0;
+  for (int64_t i = 0; i < type.getRank(); ++i)
+    sizes.push_back(type.isDynamicDim(i) ? dynamic[k++]
+                                         : i64(b, loc, type.getDimSize(i)));
+  return sizes;
+}
+
+struct InputOpLowering : public ConvertOpToLLVMPattern<InputOp> {
+  using ConvertOpToLLVMPattern::ConvertOpToLLVMPattern;
+  LogicalResult
+  matchAndRewrite(InputOp op, OpAdaptor adaptor,
+                  ConversionPatternRewriter &rewriter) const override {
+    Location loc = op.getLoc();
+    auto ptrType = LLVM::LLVMPointerType::get(getContext());
+    Value index = i64(rewriter, loc, op.getIndex());
+    Value ptr = LLVM::CallOp::create(rewriter, loc, TypeRange{ptrType},
+                                     "kiln_rt_input",
+                                     ValueRange{adaptor.getCtx(), index})
+                    .getResult();
+    MemRefType type = op.getBuffer().getType();
+    SmallVector<Value> dynamic;
+    for (int64_t i = 0; i < type.getRank(); ++i)
+      if (type.isDynamicDim(i))
+        dynamic.push_back(
+            LLVM::CallOp::create(rewriter, loc, TypeRange{rewriter.getI64Type()},
+                                 "kiln_rt_input_dim",
+                                 ValueRange{adaptor.getCtx(), index,
+                                            i64(rewriter, loc, i)})
+                .getResult());
+    rewriter.replaceOp(op, buildDescriptor(rewriter, loc, *getTypeConverter(),
+                                           type, ptr,
+                                           allSizes(rewriter, loc, type, dynamic)));
+    return success();
+  }
+};
+
+struct OutputOpLowering : public ConvertOpToLLVMPattern<OutputOp> {
+  using ConvertOpToLLVMPattern::ConvertOpToLLVMPattern;
+  LogicalResult
+  matchAndRewrite(OutputOp op, OpAdaptor adaptor,
+                  ConversionPatternRewriter &rewriter) const override {
+    Location loc = op.getLoc();
+    auto ptrType = LLVM::LLVMPointerType::get(getContext());
+    MemRefType type = op.getBuffer().getType();
+    SmallVector<Value> sizes =
+        allSizes(rewriter, loc, type, adaptor.getDynamicSizes());
+    // The dims go to the runtime in a stack array.
+    int64_t rank = std::max<int64_t>(type.getRank(), 1);
+    auto arrayType = LLVM::LLVMArrayType::get(rewriter.getI64Type(), rank);
+    Value dims = LLVM::AllocaOp::create(rewriter, loc, ptrType, arrayType,
+                                        i64(rewriter, loc, 1));
+    for (auto [i, s] : llvm::enumerate(sizes)) {
+      Value slot = LLVM::GEPOp::create(rewriter, loc, ptrType,
+                                       rewriter.getI64Type(), dims,
+                                       ArrayRef<LLVM::GEPArg>{(int32_t)i});
+      LLVM::StoreOp::create(rewriter, loc, s, slot);
+    }
+    Value ptr = LLVM::CallOp::create(
+                    rewriter, loc, TypeRange{ptrType}, "kiln_rt_output",
+                    ValueRange{adaptor.getCtx(), i64(rewriter, loc, op.getIndex()),
+                               dims})
+                    .getResult();
+    rewriter.replaceOp(op, buildDescriptor(rewriter, loc, *getTypeConverter(),
+                                           type, ptr, sizes));
+    return success();
+  }
+};
+
+struct BufferOpLowering : public ConvertOpToLLVMPattern<BufferOp> {
+  using ConvertOpToLLVMPattern::ConvertOpToLLVMPattern;
+  LogicalResult
+  matchAndRewrite(BufferOp op, OpAdaptor adaptor,
+                  ConversionPatternRewriter &rewriter) const override {
+    Location loc = op.getLoc();
+    auto ptrType = LLVM::LLVMPointerType::get(getContext());
+    MemRefType type = op.getBuffer().getType();
+    SmallVector<Value> sizes =
+        allSizes(rewriter, loc, type, adaptor.getDynamicSizes());
+    Value ptr;
+    if (std::optional<int64_t> offset = op.getOffset()) {
+      Value base = LLVM::CallOp::create(rewriter, loc, TypeRange{ptrType},
+                                        "kiln_rt_arena",
+                                        ValueRange{adaptor.getCtx()})
+                       .getResult();
+      ptr = LLVM::GEPOp::create(rewriter, loc, ptrType, rewriter.getI8Type(),
+                                base, ArrayRef<LLVM::GEPArg>{*offset});
+    } else {
+      int64_t bits = type.getElementTypeBitWidth();
+      Value bytes = i64(rewriter, loc, (bits + 7) / 8);
+      for (Value s : sizes)
+        bytes = LLVM::MulOp::create(rewriter, loc, bytes, s);
+      ptr = LLVM::CallOp::create(rewriter, loc, TypeRange{ptrType},
+                                 "kiln_rt_alloc",
+                                 ValueRange{adaptor.getCtx(), bytes})
+                .getResult();
+    }
+    rewriter.replaceOp(op, buildDescriptor(rewriter, loc, *getTypeConverter(),
+                                           type, ptr, sizes));
+    return success();
+  }
+};
+
+struct LaunchOpLowering : public ConvertOpToLLVMPattern<LaunchOp> {
+  using ConvertOpToLLVMPattern::ConvertOpToLLVMPattern;
+  LogicalResult
+  matchAndRewrite(LaunchOp op, OpAdaptor adaptor,
+                  ConversionPatternRewriter &rewriter) const override {
+    Location loc = op.getLoc();
+    auto ptrType = LLVM::LLVMPointerType::get(getContext());
+    Value one = i64(rewriter, loc, 1);
+    int64_t n = std::max<size_t>(adaptor.getArgs().size(), 1);
+    Value argv = LLVM::AllocaOp::create(
+        rewriter, loc, ptrType, LLVM::LLVMArrayType::get(ptrType, n), one);
+    for (auto [i, arg] : llvm::enumerate(adaptor.getArgs())) {
+      // Each argument lives in its own stack slot; argv[i] points to it.
+      Value slot =
+          LLVM::AllocaOp::create(rewriter, loc, ptrType, arg.getType(), one);
+      LLVM::StoreOp::create(rewriter, loc, arg, slot);
+      Value entry = LLVM::GEPOp::create(rewriter, loc, ptrType, ptrType, argv,
+                                        ArrayRef<LLVM::GEPArg>{(int32_t)i});
+      LLVM::StoreOp::create(rewriter, loc, slot, entry);
+    }
+    Value fn = LLVM::AddressOfOp::create(rewriter, loc, ptrType,
+                                         (op.getKernel() + "_packed").str());
+    LLVM::CallOp::create(rewriter, loc, TypeRange{}, "kiln_rt_launch_cpu",
+                         ValueRange{adaptor.getCtx(), fn, argv});
+    rewriter.eraseOp(op);
+    return success();
+  }
+};
+
+/// `<kernel>_packed(void **args)`: loads each argument's slot and calls the
+/// C interface wrapper `_mlir_ciface_<kernel>` (memref arguments by pointer
+/// to their descriptor, scalars by value).
+void createPackedEntry(ModuleOp module, StringRef kernel,
+                       ArrayRef<bool> isMemRef, ArrayRef<Type> scalarTypes) {
+  MLIRContext *ctx = module.getContext();
+  OpBuilder b = OpBuilder::atBlockEnd(module.getBody());
+  Location loc = module.getLoc();
+  auto ptrType = LLVM::LLVMPointerType::get(ctx);
+  auto fnType = LLVM::LLVMFunctionType::get(LLVM::LLVMVoidType::get(ctx),
+                                            {ptrType});
+  auto fn = LLVM::LLVMFuncOp::create(b, loc, (kernel + "_packed").str(), fnType,
+                                     LLVM::Linkage::Internal);
+  Block *entry = fn.addEntryBlock(b);
+  b.setInsertionPointToStart(entry);
+  SmallVector<Value> args;
+  for (auto [i, mem] : llvm::enumerate(isMemRef)) {
+    Value slotPtr = LLVM::GEPOp::create(b, loc, ptrType, ptrType,
+                                        entry->getArgument(0),
+                                        ArrayRef<LLVM::GEPArg>{(int32_t)i});
+    Value slot = LLVM::LoadOp::create(b, loc, ptrType, slotPtr);
+    args.push_back(mem ? slot
+                       : LLVM::LoadOp::create(b, loc, scalarTypes[i], slot)
+                             .getResult());
+  }
+  LLVM::CallOp::create(b, loc, TypeRange{}, ("_mlir_ciface_" + kernel).str(),
+                       args);
+  LLVM::ReturnOp::create(b, loc, ValueRange{});
+}
+
+struct ConvertHostToLLVMPass
+    : public kiln::impl::KilnConvertHostToLLVMBase<ConvertHostToLLVMPass> {
+  void runOnOperation() override {
+    ModuleOp module = getOperation();
+    MLIRContext *ctx = &getContext();
+    auto ptrType = LLVM::LLVMPointerType::get(ctx);
+    auto i64Type = IntegerType::get(ctx, 64);
+    auto voidType = LLVM::LLVMVoidType::get(ctx);
+    declareRuntimeFn(module, "kiln_rt_input", ptrType, {ptrType, i64Type});
+    declareRuntimeFn(module, "kiln_rt_input_dim", i64Type,
+                     {ptrType, i64Type, i64Type});
+    declareRuntimeFn(module, "kiln_rt_output", ptrType,
+                     {ptrType, i64Type, ptrType});
+    declareRuntimeFn(module, "kiln_rt_arena", ptrType, {ptrType});
+    declareRuntimeFn(module, "kiln_rt_alloc", ptrType, {ptrType, i64Type});
+    declareRuntimeFn(module, "kiln_rt_launch_cpu", voidType,
+                     {ptrType, ptrType, ptrType});
+
+    // Kernels to give a packed entry, and the signature text.
+    LowerToLLVMOptions options(ctx);
+    LLVMTypeConverter converter(ctx, options);
+    struct KernelInfo {
+      std::string name;
+      SmallVector<bool> isMemRef;
+      SmallVector<Type> scalarTypes;
+    };
+    SmallVector<KernelInfo> kernels;
+    std::string io;
+    for (auto fn : module.getOps<func::FuncOp>()) {
+      if (auto sig = fn->getAttrOfType<StringAttr>("kiln.signature_io"))
+        io = sig.str();
+      if (!fn->hasAttr("kiln.kernel"))
+        continue;
+      KernelInfo info{fn.getName().str(), {}, {}};
+      for (Type t : fn.getArgumentTypes()) {
+        info.isMemRef.push_back(isa<MemRefType>(t));
+        info.scalarTypes.push_back(isa<MemRefType>(t) ? Type()
+                                                      : converter.convertType(t));
+      }
+      kernels.push_back(std::move(info));
+    }
+
+    LLVMConversionTarget target(*ctx);
+    target.addLegalOp<ModuleOp>();
+    RewritePatternSet patterns(ctx);
+    arith::populateArithToLLVMConversionPatterns(converter, patterns);
+    cf::populateControlFlowToLLVMConversionPatterns(converter, patterns);
+    populateFuncToLLVMConversionPatterns(converter, patterns);
+    populateFinalizeMemRefToLLVMConversionPatterns(converter, patterns);
+    populateMathToLLVMConversionPatterns(converter, patterns);
+    index::populateIndexToLLVMConversionPatterns(converter, patterns);
+    ub::populateUBToLLVMConversionPatterns(converter, patterns);
+    patterns.add<InputOpLowering, OutputOpLowering, BufferOpLowering,
+                 LaunchOpLowering>(converter);
+    if (failed(applyPartialConversion(module, target, std::move(patterns))))
+      return signalPassFailure();
+
+    for (const KernelInfo &k : kernels)
+      createPackedEntry(module, k.name, k.isMemRef, k.scalarTypes);
+
+    int64_t arena = 0;
+    if (auto a = module->getAttrOfType<IntegerAttr>("kiln.arena_size"))
+      arena = a.getInt();
+    std::string text =
+        "kiln-signature 1\narena " + std::to_string(arena) + "\n" + io;
+    text.push_back('\0');
+    OpBuilder b = OpBuilder::atBlockEnd(module.getBody());
+    auto arrayType = LLVM::LLVMArrayType::get(IntegerType::get(ctx, 8),
+                                              text.size());
+    LLVM::GlobalOp::create(b, module.getLoc(), arrayType, /*isConstant=*/true,
+                           LLVM::Linkage::External, "kiln_model_signature",
+                           b.getStringAttr(text));
+  }
+};
+} // namespace

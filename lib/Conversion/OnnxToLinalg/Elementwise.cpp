@@ -1,0 +1,272 @@
+//===- Elementwise.cpp - Lowering of unary, binary and cast ops -----------===//
+
+#include "Lowering.h"
+
+#include "kiln/Dialect/Onnx/IR/OnnxUtils.h"
+
+using namespace mlir;
+using namespace mlir::kiln;
+using namespace mlir::kiln::lowering;
+
+namespace {
+
+using ScalarBody = std::function<Value(OpBuilder &, Location, Operation *,
+                                       ValueRange, Type)>;
+
+/// Lowers an op whose present tensor operands combine elementwise with
+/// broadcasting. `floatOnly` rejects integer element types.
+LowerFn elementwise(ScalarBody body, bool floatOnly = true) {
+  return [body, floatOnly](Operation *op, OpBuilder &b,
+                           SmallVectorImpl<Value> &results) -> LogicalResult {
+    FailureOr<RankedTensorType> type = rankedResult(op);
+    if (failed(type))
+      return failure();
+    SmallVector<Value> inputs;
+    for (Value v : op->getOperands()) {
+      if (onnxops::isNoValue(v))
+        continue;
+      if (!isa<RankedTensorType>(v.getType()))
+        return nodeError(op) << "an input has unknown rank", failure();
+      inputs.push_back(v);
+    }
+    Type elem = type->getElementType();
+    if (floatOnly && !isa<FloatType>(elem))
+      return nodeError(op) << "element type " << elem
+                           << " is not supported (float types only)",
+             failure();
+    if (!isa<FloatType>(elem) && !elem.isSignlessInteger())
+      return nodeError(op) << "element type " << elem << " is not supported",
+             failure();
+    // Operands that are NoValue keep their position for the body: pass a
+    // null Value in their place.
+    SmallVector<int> position;
+    for (Value v : op->getOperands())
+      position.push_back(onnxops::isNoValue(v) ? -1 : 0);
+    Operation *capturedOp = op;
+    results.push_back(buildElementwise(
+        b, op->getLoc(), *type, inputs,
+        [&](OpBuilder &nb, Location loc, ValueRange args) {
+          SmallVector<Value> full;
+          unsigned k = 0;
+          for (int p : position)
+            full.push_back(p < 0 ? Value() : args[k++]);
+          return body(nb, loc, capturedOp, full, elem);
+        }));
+    return success();
+  };
+}
+
+Value cst(OpBuilder &b, Location loc, Type t, double v) {
+  return scalarConstant(b, loc, t, v);
+}
+
+Value relu(OpBuilder &b, Location loc, Operation *, ValueRange a, Type t) {
+  if (isa<FloatType>(t))
+    return arith::MaximumFOp::create(b, loc, a[0], cst(b, loc, t, 0));
+  return arith::MaxSIOp::create(b, loc, a[0], cst(b, loc, t, 0));
+}
+
+Value sigmoid(OpBuilder &b, Location loc, Operation *, ValueRange a, Type t) {
+  Value neg = arith::NegFOp::create(b, loc, a[0]);
+  Value e = math::ExpOp::create(b, loc, neg);
+  Value den = arith::AddFOp::create(b, loc, cst(b, loc, t, 1.0), e);
+  return arith::DivFOp::create(b, loc, cst(b, loc, t, 1.0), den);
+}
+
+Value convertScalar(OpBuilder &b, Location loc, Value v, Type to) {
+  Type from = v.getType();
+  if (from == to)
+    return v;
+  auto fromF = dyn_cast<FloatType>(from);
+  auto toF = dyn_cast<FloatType>(to);
+  if (fromF && toF)
+    return fromF.getWidth() < toF.getWidth()
+               ? arith::ExtFOp::create(b, loc, to, v).getResult()
+               : arith::TruncFOp::create(b, loc, to, v).getResult();
+  if (fromF) {
+    if (to.isInteger(1))
+      return arith::CmpFOp::create(b, loc, arith::CmpFPredicate::UNE, v,
+                                   cst(b, loc, from, 0.0));
+    return to.isUnsignedInteger()
+               ? arith::FPToUIOp::create(b, loc, to, v).getResult()
+               : arith::FPToSIOp::create(b, loc, to, v).getResult();
+  }
+  if (toF) {
+    if (from.isInteger(1) || from.isUnsignedInteger())
+      return arith::UIToFPOp::create(b, loc, to, v);
+    return arith::SIToFPOp::create(b, loc, to, v);
+  }
+  unsigned fw = from.getIntOrFloatBitWidth(), tw = to.getIntOrFloatBitWidth();
+  if (tw == 1)
+    return arith::CmpIOp::create(b, loc, arith::CmpIPredicate::ne, v,
+                                 cst(b, loc, from, 0));
+  if (fw < tw)
+    return (from.isInteger(1) || from.isUnsignedInteger())
+               ? arith::ExtUIOp::create(b, loc, to, v).getResult()
+               : arith::ExtSIOp::create(b, loc, to, v).getResult();
+  if (fw > tw)
+    return arith::TruncIOp::create(b, loc, to, v);
+  return v;
+}
+
+LogicalResult lowerCast(Operation *op, OpBuilder &b,
+                        SmallVectorImpl<Value> &results) {
+  FailureOr<RankedTensorType> type = rankedResult(op);
+  FailureOr<RankedTensorType> in = rankedOperand(op, 0);
+  if (failed(type) || failed(in))
+    return failure();
+  auto supported = [](Type t) {
+    return isa<FloatType>(t) || t.isSignlessInteger();
+  };
+  if (!supported(type->getElementType()) || !supported(in->getElementType()))
+    return nodeError(op) << "cast from " << in->getElementType() << " to "
+                         << type->getElementType() << " is not supported",
+           failure();
+  Type to = type->getElementType();
+  results.push_back(buildElementwise(
+      b, op->getLoc(), *type, op->getOperand(0),
+      [&](OpBuilder &nb, Location loc, ValueRange a) {
+        return convertScalar(nb, loc, a[0], to);
+      }));
+  return success();
+}
+
+LogicalResult lowerIdentity(Operation *op, OpBuilder &,
+                            SmallVectorImpl<Value> &results) {
+  results.push_back(op->getOperand(0));
+  return success();
+}
+
+} // namespace
+
+void lowering::registerElementwiseLowerings(llvm::StringMap<LowerFn> &t) {
+  t["Relu"] = elementwise(relu, /*floatOnly=*/false);
+  t["LeakyRelu"] = elementwise([](OpBuilder &b, Location loc, Operation *op,
+                                  ValueRange a, Type ty) -> Value {
+    Value alpha = cst(b, loc, ty, getFloat(op, "alpha", 0.01));
+    Value scaled = arith::MulFOp::create(b, loc, a[0], alpha);
+    Value neg = arith::CmpFOp::create(b, loc, arith::CmpFPredicate::OLT, a[0],
+                                      cst(b, loc, ty, 0));
+    return arith::SelectOp::create(b, loc, neg, scaled, a[0]);
+  });
+  t["Sigmoid"] = elementwise(sigmoid);
+  t["Tanh"] = elementwise([](OpBuilder &b, Location loc, Operation *,
+                             ValueRange a, Type) -> Value {
+    return math::TanhOp::create(b, loc, a[0]);
+  });
+  t["HardSigmoid"] = elementwise([](OpBuilder &b, Location loc, Operation *op,
+                                    ValueRange a, Type ty) -> Value {
+    Value alpha = cst(b, loc, ty, getFloat(op, "alpha", 0.2));
+    Value beta = cst(b, loc, ty, getFloat(op, "beta", 0.5));
+    Value v = arith::AddFOp::create(
+        b, loc, arith::MulFOp::create(b, loc, a[0], alpha), beta);
+    v = arith::MinimumFOp::create(b, loc, v, cst(b, loc, ty, 1.0));
+    return arith::MaximumFOp::create(b, loc, v, cst(b, loc, ty, 0.0));
+  });
+  t["Clip"] = elementwise(
+      [](OpBuilder &b, Location loc, Operation *, ValueRange a,
+         Type ty) -> Value {
+        Value v = a[0];
+        bool f = isa<FloatType>(ty);
+        if (a.size() > 1 && a[1])
+          v = f ? arith::MaximumFOp::create(b, loc, v, a[1]).getResult()
+                : arith::MaxSIOp::create(b, loc, v, a[1]).getResult();
+        if (a.size() > 2 && a[2])
+          v = f ? arith::MinimumFOp::create(b, loc, v, a[2]).getResult()
+                : arith::MinSIOp::create(b, loc, v, a[2]).getResult();
+        return v;
+      },
+      /*floatOnly=*/false);
+  t["Exp"] = elementwise([](OpBuilder &b, Location loc, Operation *,
+                            ValueRange a, Type) -> Value {
+    return math::ExpOp::create(b, loc, a[0]);
+  });
+  t["Log"] = elementwise([](OpBuilder &b, Location loc, Operation *,
+                            ValueRange a, Type) -> Value {
+    return math::LogOp::create(b, loc, a[0]);
+  });
+  t["Sqrt"] = elementwise([](OpBuilder &b, Location loc, Operation *,
+                             ValueRange a, Type) -> Value {
+    return math::SqrtOp::create(b, loc, a[0]);
+  });
+  t["Neg"] = elementwise(
+      [](OpBuilder &b, Location loc, Operation *, ValueRange a,
+         Type ty) -> Value {
+        if (isa<FloatType>(ty))
+          return arith::NegFOp::create(b, loc, a[0]);
+        return arith::SubIOp::create(b, loc, cst(b, loc, ty, 0), a[0]);
+      },
+      /*floatOnly=*/false);
+  t["Abs"] = elementwise(
+      [](OpBuilder &b, Location loc, Operation *, ValueRange a,
+         Type ty) -> Value {
+        if (isa<FloatType>(ty))
+          return math::AbsFOp::create(b, loc, a[0]);
+        return math::AbsIOp::create(b, loc, a[0]);
+      },
+      /*floatOnly=*/false);
+
+  auto binary = [](auto fop, auto iop) {
+    return elementwise(
+        [fop, iop](OpBuilder &b, Location loc, Operation *, ValueRange a,
+                   Type ty) -> Value {
+          if (isa<FloatType>(ty))
+            return fop(b, loc, a[0], a[1]);
+          return iop(b, loc, a[0], a[1]);
+        },
+        /*floatOnly=*/false);
+  };
+  t["Add"] = binary(
+      [](OpBuilder &b, Location l, Value x, Value y) -> Value {
+        return arith::AddFOp::create(b, l, x, y);
+      },
+      [](OpBuilder &b, Location l, Value x, Value y) -> Value {
+        return arith::AddIOp::create(b, l, x, y);
+      });
+  t["Sub"] = binary(
+      [](OpBuilder &b, Location l, Value x, Value y) -> Value {
+        return arith::SubFOp::create(b, l, x, y);
+      },
+      [](OpBuilder &b, Location l, Value x, Value y) -> Value {
+        return arith::SubIOp::create(b, l, x, y);
+      });
+  t["Mul"] = binary(
+      [](OpBuilder &b, Location l, Value x, Value y) -> Value {
+        return arith::MulFOp::create(b, l, x, y);
+      },
+      [](OpBuilder &b, Location l, Value x, Value y) -> Value {
+        return arith::MulIOp::create(b, l, x, y);
+      });
+  t["Div"] = binary(
+      [](OpBuilder &b, Location l, Value x, Value y) -> Value {
+        return arith::DivFOp::create(b, l, x, y);
+      },
+      [](OpBuilder &b, Location l, Value x, Value y) -> Value {
+        // Division by zero must not trap the host process.
+        Value zero = cst(b, l, y.getType(), 0);
+        Value isZero =
+            arith::CmpIOp::create(b, l, arith::CmpIPredicate::eq, y, zero);
+        Value safe = arith::SelectOp::create(b, l, isZero,
+                                             cst(b, l, y.getType(), 1), y);
+        Value q = arith::DivSIOp::create(b, l, x, safe);
+        return arith::SelectOp::create(b, l, isZero, zero, q);
+      });
+  t["Pow"] = [](Operation *op, OpBuilder &b,
+                SmallVectorImpl<Value> &results) -> LogicalResult {
+    FailureOr<RankedTensorType> type = rankedResult(op);
+    if (failed(type))
+      return failure();
+    Type elem = type->getElementType();
+    if (!isa<FloatType>(elem))
+      return nodeError(op) << "integer Pow is not supported", failure();
+    results.push_back(buildElementwise(
+        b, op->getLoc(), *type, op->getOperands(),
+        [&](OpBuilder &nb, Location loc, ValueRange a) -> Value {
+          Value e = convertScalar(nb, loc, a[1], elem);
+          return math::PowFOp::create(nb, loc, a[0], e);
+        }));
+    return success();
+  };
+  t["Cast"] = lowerCast;
+  t["Identity"] = lowerIdentity;
+}

@@ -1,0 +1,84 @@
+//===- Lowering.h - Shared helpers of the onnx → linalg lowering -*- C++ -*-===//
+//
+// Each onnx op family has its own file with `lower<Op>` functions; the pass
+// in OnnxToLinalg.cpp walks the model in order and dispatches on the op
+// name. A lowering builds the replacement values at the op, or emits one
+// error at the op (naming the node, op type and opset) and fails.
+//
+//===----------------------------------------------------------------------===//
+#ifndef KILN_LIB_CONVERSION_ONNXTOLINALG_LOWERING_H
+#define KILN_LIB_CONVERSION_ONNXTOLINALG_LOWERING_H
+
+#include "mlir/Dialect/Arith/IR/Arith.h"
+#include "mlir/Dialect/Linalg/IR/Linalg.h"
+#include "mlir/Dialect/Math/IR/Math.h"
+#include "mlir/Dialect/Tensor/IR/Tensor.h"
+#include "mlir/IR/Builders.h"
+#include "llvm/ADT/StringMap.h"
+
+#include <functional>
+
+namespace mlir::kiln::lowering {
+
+/// A lowering: builds the values replacing `op`'s results (in order) or
+/// emits an error and fails.
+using LowerFn = std::function<LogicalResult(Operation *op, OpBuilder &b,
+                                            SmallVectorImpl<Value> &results)>;
+
+void registerElementwiseLowerings(llvm::StringMap<LowerFn> &table);
+void registerNNLowerings(llvm::StringMap<LowerFn> &table);
+void registerTensorLowerings(llvm::StringMap<LowerFn> &table);
+
+/// An error at `op` that names its ONNX node, op type and opset.
+InFlightDiagnostic nodeError(Operation *op);
+
+// Attribute access by ONNX name, with the schema's defaults.
+int64_t getInt(Operation *op, StringRef name, int64_t dflt);
+double getFloat(Operation *op, StringRef name, double dflt);
+std::string getStr(Operation *op, StringRef name, StringRef dflt);
+std::optional<SmallVector<int64_t>> getInts(Operation *op, StringRef name);
+
+/// The ranked tensor type of result `i`, or an error when shape inference
+/// could not rank it.
+FailureOr<RankedTensorType> rankedResult(Operation *op, unsigned i = 0);
+/// The ranked tensor type of operand `i`, or an error.
+FailureOr<RankedTensorType> rankedOperand(Operation *op, unsigned i);
+
+/// Index-typed size of dim `d` of `v` (a constant when static).
+Value dimValue(OpBuilder &b, Location loc, Value v, int64_t d);
+/// `tensor.empty` of `type` whose dynamic sizes come from `dynSizes` (one
+/// per dynamic dim, in order).
+Value emptyTensor(OpBuilder &b, Location loc, RankedTensorType type,
+                  ValueRange dynSizes);
+/// `linalg.fill` of a new tensor with `value`.
+Value filledTensor(OpBuilder &b, Location loc, RankedTensorType type,
+                   ValueRange dynSizes, TypedAttr value);
+/// Scalar constant of `type` (float or integer) with `value`.
+Value scalarConstant(OpBuilder &b, Location loc, Type type, double value);
+TypedAttr scalarAttr(Type type, double value);
+
+/// Body builder of an elementwise computation: receives one scalar per
+/// input and returns the output scalar.
+using ScalarFn = function_ref<Value(OpBuilder &, Location, ValueRange)>;
+
+/// A `linalg.generic` computing `resultType` elementwise from `inputs` with
+/// numpy broadcasting (inputs aligned to the right; static size-1 dims
+/// broadcast). Dynamic result sizes are taken from the inputs.
+Value buildElementwise(OpBuilder &b, Location loc, RankedTensorType resultType,
+                       ValueRange inputs, ScalarFn body);
+
+/// Dynamic sizes of a broadcast result of `inputs`.
+SmallVector<Value> broadcastDynSizes(OpBuilder &b, Location loc,
+                                     RankedTensorType resultType,
+                                     ValueRange inputs);
+
+/// Reshapes `v` to `type` (row-major), with `sizes` giving every dimension
+/// of the result (index values). Emits `tensor.reshape`.
+Value reshapeTo(OpBuilder &b, Location loc, Value v, RankedTensorType type,
+                ArrayRef<Value> sizes);
+
+bool isFloat(Type t);
+
+} // namespace mlir::kiln::lowering
+
+#endif // KILN_LIB_CONVERSION_ONNXTOLINALG_LOWERING_H

@@ -1,0 +1,257 @@
+//===- OnnxToLinalg.cpp - onnx → linalg/tensor/arith/math -----------------===//
+
+#include "Lowering.h"
+
+#include "kiln/Conversion/Passes.h"
+#include "kiln/Dialect/Onnx/IR/OnnxDialect.h"
+#include "kiln/Dialect/Onnx/IR/OnnxOps.h"
+
+#include "mlir/Dialect/Func/IR/FuncOps.h"
+#include "mlir/IR/BuiltinOps.h"
+
+namespace mlir::kiln {
+#define GEN_PASS_DEF_KILNCONVERTONNXTOLINALG
+#include "kiln/Conversion/Passes.h.inc"
+} // namespace mlir::kiln
+
+using namespace mlir;
+using namespace mlir::kiln;
+using namespace mlir::kiln::lowering;
+
+//===----------------------------------------------------------------------===//
+// Helpers
+//===----------------------------------------------------------------------===//
+
+static std::string nodeName(Operation *op) {
+  Location loc = op->getLoc();
+  if (auto fused = dyn_cast<FusedLoc>(loc))
+    for (Location l : fused.getLocations())
+      if (isa<NameLoc>(l)) {
+        loc = l;
+        break;
+      }
+  if (auto name = dyn_cast<NameLoc>(loc))
+    return name.getName().str();
+  return "<unnamed>";
+}
+
+InFlightDiagnostic lowering::nodeError(Operation *op) {
+  int64_t opset = 0;
+  if (auto module = op->getParentOfType<ModuleOp>())
+    if (auto a = module->getAttrOfType<IntegerAttr>("onnx.opset"))
+      opset = a.getInt();
+  StringRef type = op->getName().getStringRef();
+  type.consume_front("onnx.");
+  return op->emitError() << "node '" << nodeName(op) << "' (" << type
+                         << ", opset " << opset << "): ";
+}
+
+int64_t lowering::getInt(Operation *op, StringRef name, int64_t dflt) {
+  if (auto a = op->getAttrOfType<IntegerAttr>(name))
+    return a.getInt();
+  return dflt;
+}
+
+double lowering::getFloat(Operation *op, StringRef name, double dflt) {
+  if (auto a = op->getAttrOfType<FloatAttr>(name))
+    return a.getValueAsDouble();
+  return dflt;
+}
+
+std::string lowering::getStr(Operation *op, StringRef name, StringRef dflt) {
+  if (auto a = op->getAttrOfType<StringAttr>(name))
+    return a.str();
+  return dflt.str();
+}
+
+std::optional<SmallVector<int64_t>> lowering::getInts(Operation *op,
+                                                      StringRef name) {
+  auto a = op->getAttrOfType<ArrayAttr>(name);
+  if (!a)
+    return std::nullopt;
+  SmallVector<int64_t> v;
+  for (Attribute e : a)
+    v.push_back(cast<IntegerAttr>(e).getInt());
+  return v;
+}
+
+FailureOr<RankedTensorType> lowering::rankedResult(Operation *op, unsigned i) {
+  auto t = dyn_cast<RankedTensorType>(op->getResult(i).getType());
+  if (!t)
+    return nodeError(op) << "the rank of output " << i
+                         << " could not be inferred",
+           failure();
+  return t;
+}
+
+FailureOr<RankedTensorType> lowering::rankedOperand(Operation *op, unsigned i) {
+  auto t = dyn_cast<RankedTensorType>(op->getOperand(i).getType());
+  if (!t)
+    return nodeError(op) << "the rank of input " << i << " is unknown",
+           failure();
+  return t;
+}
+
+Value lowering::dimValue(OpBuilder &b, Location loc, Value v, int64_t d) {
+  auto t = cast<RankedTensorType>(v.getType());
+  if (!t.isDynamicDim(d))
+    return arith::ConstantIndexOp::create(b, loc, t.getDimSize(d));
+  return tensor::DimOp::create(b, loc, v, d);
+}
+
+Value lowering::emptyTensor(OpBuilder &b, Location loc, RankedTensorType type,
+                            ValueRange dynSizes) {
+  return tensor::EmptyOp::create(b, loc, type.getShape(), type.getElementType(),
+                                 dynSizes);
+}
+
+TypedAttr lowering::scalarAttr(Type type, double value) {
+  if (isa<FloatType>(type))
+    return FloatAttr::get(type, value);
+  return IntegerAttr::get(type, static_cast<int64_t>(value));
+}
+
+Value lowering::scalarConstant(OpBuilder &b, Location loc, Type type,
+                               double value) {
+  return arith::ConstantOp::create(b, loc, scalarAttr(type, value));
+}
+
+Value lowering::filledTensor(OpBuilder &b, Location loc, RankedTensorType type,
+                             ValueRange dynSizes, TypedAttr value) {
+  Value init = emptyTensor(b, loc, type, dynSizes);
+  Value scalar = arith::ConstantOp::create(b, loc, value);
+  return linalg::FillOp::create(b, loc, scalar, init).getResult(0);
+}
+
+bool lowering::isFloat(Type t) { return isa<FloatType>(getElementTypeOrSelf(t)); }
+
+SmallVector<Value> lowering::broadcastDynSizes(OpBuilder &b, Location loc,
+                                               RankedTensorType resultType,
+                                               ValueRange inputs) {
+  int64_t rank = resultType.getRank();
+  SmallVector<Value> sizes;
+  for (int64_t i = 0; i < rank; ++i) {
+    if (!resultType.isDynamicDim(i))
+      continue;
+    Value size;
+    for (Value in : inputs) {
+      auto t = dyn_cast<RankedTensorType>(in.getType());
+      if (!t)
+        continue;
+      int64_t j = i - (rank - t.getRank());
+      if (j < 0 || !t.isDynamicDim(j))
+        continue;
+      Value d = tensor::DimOp::create(b, loc, in, j);
+      size = size ? arith::MaxSIOp::create(b, loc, size, d).getResult() : d;
+    }
+    assert(size && "dynamic broadcast dim without a dynamic input dim");
+    sizes.push_back(size);
+  }
+  return sizes;
+}
+
+Value lowering::buildElementwise(OpBuilder &b, Location loc,
+                                 RankedTensorType resultType, ValueRange inputs,
+                                 ScalarFn body) {
+  int64_t rank = resultType.getRank();
+  MLIRContext *ctx = b.getContext();
+  SmallVector<AffineMap> maps;
+  for (Value in : inputs) {
+    auto t = cast<RankedTensorType>(in.getType());
+    SmallVector<AffineExpr> exprs;
+    for (int64_t j = 0; j < t.getRank(); ++j) {
+      int64_t i = j + (rank - t.getRank());
+      if (t.getDimSize(j) == 1 && resultType.getDimSize(i) != 1)
+        exprs.push_back(getAffineConstantExpr(0, ctx));
+      else
+        exprs.push_back(getAffineDimExpr(i, ctx));
+    }
+    maps.push_back(AffineMap::get(rank, 0, exprs, ctx));
+  }
+  maps.push_back(AffineMap::getMultiDimIdentityMap(rank, ctx));
+  Value init = emptyTensor(b, loc, resultType,
+                           broadcastDynSizes(b, loc, resultType, inputs));
+  SmallVector<utils::IteratorType> iters(rank, utils::IteratorType::parallel);
+  auto generic = linalg::GenericOp::create(
+      b, loc, TypeRange{resultType}, inputs, ValueRange{init}, maps, iters,
+      [&](OpBuilder &nb, Location nloc, ValueRange args) {
+        Value r = body(nb, nloc, args.drop_back());
+        linalg::YieldOp::create(nb, nloc, r);
+      });
+  return generic.getResult(0);
+}
+
+Value lowering::reshapeTo(OpBuilder &b, Location loc, Value v,
+                          RankedTensorType type, ArrayRef<Value> sizes) {
+  if (v.getType() == type)
+    return v;
+  auto shapeType = RankedTensorType::get({static_cast<int64_t>(sizes.size())},
+                                         b.getIndexType());
+  Value shape = tensor::FromElementsOp::create(b, loc, shapeType, sizes);
+  return tensor::ReshapeOp::create(b, loc, type, v, shape);
+}
+
+//===----------------------------------------------------------------------===//
+// Pass
+//===----------------------------------------------------------------------===//
+
+namespace {
+struct ConvertOnnxToLinalgPass
+    : public kiln::impl::KilnConvertOnnxToLinalgBase<ConvertOnnxToLinalgPass> {
+  void runOnOperation() override {
+    func::FuncOp func = getOperation();
+    llvm::StringMap<LowerFn> table;
+    registerElementwiseLowerings(table);
+    registerNNLowerings(table);
+    registerTensorLowerings(table);
+
+    SmallVector<Operation *> ops;
+    func.walk<WalkOrder::PreOrder>([&](Operation *op) {
+      if (isa<onnxops::OnnxDialect>(op->getDialect()))
+        ops.push_back(op);
+    });
+    bool failed = false;
+    SmallVector<Operation *> noValues;
+    for (Operation *op : ops) {
+      if (isa<onnxops::NoValueOp>(op)) {
+        noValues.push_back(op);
+        continue;
+      }
+      StringRef name = op->getName().getStringRef();
+      name.consume_front("onnx.");
+      auto it = table.find(name);
+      if (it == table.end()) {
+        nodeError(op) << "operator '" << name
+                      << "' is not supported by Kiln yet";
+        failed = true;
+        continue;
+      }
+      OpBuilder b(op);
+      SmallVector<Value> results;
+      if (mlir::failed(it->second(op, b, results))) {
+        failed = true;
+        continue;
+      }
+      assert(results.size() <= op->getNumResults());
+      for (auto [i, r] : llvm::enumerate(results)) {
+        Value old = op->getResult(i);
+        if (r.getType() != old.getType())
+          r = tensor::CastOp::create(b, op->getLoc(), old.getType(), r);
+        old.replaceAllUsesWith(r);
+      }
+      for (unsigned i = results.size(); i < op->getNumResults(); ++i)
+        if (!op->getResult(i).use_empty()) {
+          nodeError(op) << "output " << i << " is not supported";
+          failed = true;
+        }
+      if (!failed)
+        op->erase();
+    }
+    if (failed)
+      return signalPassFailure();
+    for (Operation *op : noValues)
+      if (op->use_empty())
+        op->erase();
+  }
+};
+} // namespace

@@ -1,0 +1,411 @@
+//===- Tensor.cpp - Lowering of shape and data-movement ops ---------------===//
+
+#include "Lowering.h"
+
+#include "kiln/Dialect/Onnx/IR/OnnxUtils.h"
+
+using namespace mlir;
+using namespace mlir::kiln;
+using namespace mlir::kiln::lowering;
+
+namespace {
+
+using utils::IteratorType;
+
+Value idx(OpBuilder &b, Location loc, int64_t v) {
+  return arith::ConstantIndexOp::create(b, loc, v);
+}
+
+/// Row-major reshape to the op's result type; `sizes` gives every result dim.
+LogicalResult finishReshape(Operation *op, OpBuilder &b, ArrayRef<Value> sizes,
+                            SmallVectorImpl<Value> &results) {
+  FailureOr<RankedTensorType> ty = rankedResult(op);
+  if (failed(ty))
+    return failure();
+  SmallVector<Value> fixed(sizes);
+  for (int64_t i = 0; i < ty->getRank(); ++i)
+    if (!ty->isDynamicDim(i))
+      fixed[i] = idx(b, op->getLoc(), ty->getDimSize(i));
+  results.push_back(reshapeTo(b, op->getLoc(), op->getOperand(0), *ty, fixed));
+  return success();
+}
+
+/// Product of dims [from, to) of `v`.
+Value dimProduct(OpBuilder &b, Location loc, Value v, int64_t from, int64_t to) {
+  Value p = idx(b, loc, 1);
+  for (int64_t i = from; i < to; ++i)
+    p = arith::MulIOp::create(b, loc, p, dimValue(b, loc, v, i));
+  return p;
+}
+
+LogicalResult lowerReshape(Operation *op, OpBuilder &b,
+                           SmallVectorImpl<Value> &results) {
+  Location loc = op->getLoc();
+  FailureOr<RankedTensorType> tx = rankedOperand(op, 0);
+  FailureOr<RankedTensorType> ty = rankedResult(op);
+  if (failed(tx) || failed(ty))
+    return failure();
+  Value x = op->getOperand(0), shape = op->getOperand(1);
+  bool allowZero = getInt(op, "allowzero", 0);
+  int64_t rank = ty->getRank();
+  // Requested dims as index values (read at run time when not constant).
+  SmallVector<Value> req;
+  std::optional<SmallVector<int64_t>> cst = onnxops::getConstantIntValues(shape);
+  for (int64_t i = 0; i < rank; ++i) {
+    if (cst) {
+      req.push_back(idx(b, loc, (*cst)[i]));
+      continue;
+    }
+    Value e = tensor::ExtractOp::create(b, loc, shape, ValueRange{idx(b, loc, i)});
+    req.push_back(arith::IndexCastOp::create(b, loc, b.getIndexType(), e));
+  }
+  // 0 copies the input dim (unless allowzero); -1 is inferred.
+  SmallVector<Value> sizes;
+  Value known = idx(b, loc, 1);
+  Value zero = idx(b, loc, 0), minusOne = idx(b, loc, -1);
+  for (int64_t i = 0; i < rank; ++i) {
+    Value r = req[i];
+    if (!allowZero && i < tx->getRank()) {
+      Value isZero = arith::CmpIOp::create(b, loc, arith::CmpIPredicate::eq, r, zero);
+      r = arith::SelectOp::create(b, loc, isZero, dimValue(b, loc, x, i), r);
+    }
+    sizes.push_back(r);
+    Value isNeg = arith::CmpIOp::create(b, loc, arith::CmpIPredicate::eq, r, minusOne);
+    known = arith::MulIOp::create(
+        b, loc, known, arith::SelectOp::create(b, loc, isNeg, idx(b, loc, 1), r));
+  }
+  Value total = dimProduct(b, loc, x, 0, tx->getRank());
+  // Guard the division: a zero-sized known part leaves -1 dims at 0.
+  Value knownIsZero = arith::CmpIOp::create(b, loc, arith::CmpIPredicate::eq, known, zero);
+  Value safeKnown = arith::SelectOp::create(b, loc, knownIsZero, idx(b, loc, 1), known);
+  Value inferred = arith::DivSIOp::create(b, loc, total, safeKnown);
+  for (Value &s : sizes) {
+    Value isNeg = arith::CmpIOp::create(b, loc, arith::CmpIPredicate::eq, s, minusOne);
+    s = arith::SelectOp::create(b, loc, isNeg, inferred, s);
+  }
+  return finishReshape(op, b, sizes, results);
+}
+
+LogicalResult lowerFlatten(Operation *op, OpBuilder &b,
+                           SmallVectorImpl<Value> &results) {
+  FailureOr<RankedTensorType> tx = rankedOperand(op, 0);
+  if (failed(tx))
+    return failure();
+  int64_t rank = tx->getRank();
+  int64_t axis = getInt(op, "axis", 1);
+  if (axis < 0)
+    axis += rank;
+  if (axis < 0 || axis > rank)
+    return nodeError(op) << "axis out of range", failure();
+  Location loc = op->getLoc();
+  Value x = op->getOperand(0);
+  return finishReshape(op, b,
+                       {dimProduct(b, loc, x, 0, axis),
+                        dimProduct(b, loc, x, axis, rank)},
+                       results);
+}
+
+/// Squeeze and Unsqueeze: the result type (from shape inference) tells which
+/// dims remain; sizes of kept dims come from the input in order.
+LogicalResult lowerSqueezeLike(Operation *op, OpBuilder &b,
+                               SmallVectorImpl<Value> &results, bool squeeze) {
+  FailureOr<RankedTensorType> tx = rankedOperand(op, 0);
+  FailureOr<RankedTensorType> ty = rankedResult(op);
+  if (failed(tx) || failed(ty))
+    return failure();
+  Location loc = op->getLoc();
+  Value x = op->getOperand(0);
+  int64_t rx = tx->getRank(), ry = ty->getRank();
+  SmallVector<int64_t> axes;
+  Value axesIn = op->getNumOperands() > 1 ? op->getOperand(1) : Value();
+  if (axesIn && !onnxops::isNoValue(axesIn)) {
+    std::optional<SmallVector<int64_t>> v = onnxops::getConstantIntValues(axesIn);
+    if (!v)
+      return nodeError(op) << "axes must be a constant", failure();
+    for (int64_t a : *v) {
+      FailureOr<int64_t> n = onnxops::normalizeAxis(a, squeeze ? rx : ry);
+      if (failed(n))
+        return nodeError(op) << "axis " << a << " out of range", failure();
+      axes.push_back(*n);
+    }
+  }
+  SmallVector<Value> sizes;
+  if (squeeze) {
+    for (int64_t i = 0; i < rx; ++i) {
+      bool drop = axes.empty() ? tx->getDimSize(i) == 1 : llvm::is_contained(axes, i);
+      if (!drop)
+        sizes.push_back(dimValue(b, loc, x, i));
+    }
+  } else {
+    int64_t j = 0;
+    for (int64_t i = 0; i < ry; ++i)
+      sizes.push_back(llvm::is_contained(axes, i) ? idx(b, loc, 1)
+                                                  : dimValue(b, loc, x, j++));
+  }
+  if (static_cast<int64_t>(sizes.size()) != ry)
+    return nodeError(op) << "cannot squeeze a dynamic dim", failure();
+  return finishReshape(op, b, sizes, results);
+}
+
+LogicalResult lowerTranspose(Operation *op, OpBuilder &b,
+                             SmallVectorImpl<Value> &results) {
+  FailureOr<RankedTensorType> tx = rankedOperand(op, 0);
+  FailureOr<RankedTensorType> ty = rankedResult(op);
+  if (failed(tx) || failed(ty))
+    return failure();
+  Location loc = op->getLoc();
+  int64_t rank = tx->getRank();
+  SmallVector<int64_t> perm;
+  if (auto p = getInts(op, "perm"))
+    perm = *p;
+  else
+    for (int64_t i = rank - 1; i >= 0; --i)
+      perm.push_back(i);
+  Value x = op->getOperand(0);
+  SmallVector<Value> dyn;
+  for (int64_t i = 0; i < rank; ++i)
+    if (ty->isDynamicDim(i))
+      dyn.push_back(tensor::DimOp::create(b, loc, x, perm[i]));
+  Value init = emptyTensor(b, loc, *ty, dyn);
+  results.push_back(
+      linalg::TransposeOp::create(b, loc, x, init, perm).getResult()[0]);
+  return success();
+}
+
+LogicalResult lowerConcat(Operation *op, OpBuilder &b,
+                          SmallVectorImpl<Value> &results) {
+  FailureOr<RankedTensorType> ty = rankedResult(op);
+  if (failed(ty))
+    return failure();
+  FailureOr<int64_t> axis =
+      onnxops::normalizeAxis(getInt(op, "axis", 0), ty->getRank());
+  if (failed(axis))
+    return nodeError(op) << "axis out of range", failure();
+  SmallVector<Value> inputs;
+  for (Value v : op->getOperands()) {
+    auto t = dyn_cast<RankedTensorType>(v.getType());
+    if (!t)
+      return nodeError(op) << "an input has unknown rank", failure();
+    if (t.getDimSize(*axis) == 0)
+      continue;
+    inputs.push_back(v);
+  }
+  if (inputs.size() == 1) {
+    results.push_back(inputs[0]);
+    return success();
+  }
+  if (inputs.empty())
+    inputs.push_back(op->getOperand(0));
+  results.push_back(
+      tensor::ConcatOp::create(b, op->getLoc(), *ty, *axis, inputs).getResult());
+  return success();
+}
+
+/// Slice with constant starts/ends/axes/steps, as a linalg.generic that reads
+/// input[start + i*step] (any sign of step).
+LogicalResult lowerSlice(Operation *op, OpBuilder &b,
+                         SmallVectorImpl<Value> &results) {
+  FailureOr<RankedTensorType> tx = rankedOperand(op, 0);
+  FailureOr<RankedTensorType> ty = rankedResult(op);
+  if (failed(tx) || failed(ty))
+    return failure();
+  Location loc = op->getLoc();
+  int64_t rank = tx->getRank();
+  auto read = [&](unsigned i) -> std::optional<SmallVector<int64_t>> {
+    if (i >= op->getNumOperands() || onnxops::isNoValue(op->getOperand(i)))
+      return SmallVector<int64_t>();
+    return onnxops::getConstantIntValues(op->getOperand(i));
+  };
+  auto starts = read(1), ends = read(2), axesV = read(3), stepsV = read(4);
+  if (!starts || !ends || !axesV || !stepsV)
+    return nodeError(op) << "starts, ends, axes and steps must be constants",
+           failure();
+  SmallVector<int64_t> axes = *axesV, steps = *stepsV;
+  if (axes.empty())
+    for (size_t i = 0; i < starts->size(); ++i)
+      axes.push_back(i);
+  if (steps.empty())
+    steps.assign(starts->size(), 1);
+  if (ends->size() != starts->size() || axes.size() != starts->size() ||
+      steps.size() != starts->size())
+    return nodeError(op) << "starts, ends, axes and steps differ in length",
+           failure();
+  Value x = op->getOperand(0);
+  SmallVector<Value> start(rank), step(rank), size(rank);
+  for (int64_t i = 0; i < rank; ++i) {
+    start[i] = idx(b, loc, 0);
+    step[i] = idx(b, loc, 1);
+    size[i] = dimValue(b, loc, x, i);
+  }
+  for (size_t k = 0; k < axes.size(); ++k) {
+    FailureOr<int64_t> a = onnxops::normalizeAxis(axes[k], rank);
+    if (failed(a) || steps[k] == 0)
+      return nodeError(op) << "bad axis or zero step", failure();
+    // Clamp per the ONNX spec at run time (dims may be dynamic).
+    Value dim = dimValue(b, loc, x, *a);
+    auto clampIdx = [&](int64_t v, bool isEnd) -> Value {
+      int64_t s = steps[k];
+      Value val = idx(b, loc, std::clamp<int64_t>(v, INT64_MIN / 4, INT64_MAX / 4));
+      if (v < 0)
+        val = arith::AddIOp::create(b, loc, val, dim);
+      Value lo = s > 0 ? idx(b, loc, 0) : idx(b, loc, -1);
+      Value hi = s > 0 ? dim : arith::SubIOp::create(b, loc, dim, idx(b, loc, 1)).getResult();
+      if (!isEnd && s < 0)
+        lo = idx(b, loc, 0);
+      if (isEnd && s > 0)
+        lo = idx(b, loc, 0);
+      val = arith::MaxSIOp::create(b, loc, val, lo);
+      val = arith::MinSIOp::create(b, loc, val, hi);
+      return val;
+    };
+    Value st = clampIdx((*starts)[k], false);
+    Value en = clampIdx((*ends)[k], true);
+    // size = max(0, ceil((en - st) / step))
+    int64_t s = steps[k];
+    Value diff = arith::SubIOp::create(b, loc, en, st);
+    Value adj = arith::AddIOp::create(b, loc, diff, idx(b, loc, s > 0 ? s - 1 : s + 1));
+    Value n = arith::DivSIOp::create(b, loc, adj, idx(b, loc, s));
+    n = arith::MaxSIOp::create(b, loc, n, idx(b, loc, 0));
+    start[*a] = st;
+    step[*a] = idx(b, loc, s);
+    size[*a] = n;
+  }
+  SmallVector<Value> dyn;
+  for (int64_t i = 0; i < rank; ++i)
+    if (ty->isDynamicDim(i))
+      dyn.push_back(size[i]);
+  Value init = emptyTensor(b, loc, *ty, dyn);
+  MLIRContext *ctx = b.getContext();
+  auto g = linalg::GenericOp::create(
+      b, loc, TypeRange{*ty}, ValueRange{}, ValueRange{init},
+      {AffineMap::getMultiDimIdentityMap(rank, ctx)},
+      SmallVector<IteratorType>(rank, IteratorType::parallel),
+      [&](OpBuilder &nb, Location l, ValueRange) {
+        SmallVector<Value> ix;
+        for (int64_t i = 0; i < rank; ++i) {
+          Value o = linalg::IndexOp::create(nb, l, i);
+          ix.push_back(arith::AddIOp::create(
+              nb, l, start[i], arith::MulIOp::create(nb, l, o, step[i])));
+        }
+        linalg::YieldOp::create(nb, l,
+                                tensor::ExtractOp::create(nb, l, x, ix).getResult());
+      });
+  results.push_back(g.getResult(0));
+  return success();
+}
+
+/// Gather along `axis`; negative indices count from the end, out-of-range
+/// indices are clamped (never a wild read).
+LogicalResult lowerGather(Operation *op, OpBuilder &b,
+                          SmallVectorImpl<Value> &results) {
+  FailureOr<RankedTensorType> tx = rankedOperand(op, 0);
+  FailureOr<RankedTensorType> ti = rankedOperand(op, 1);
+  FailureOr<RankedTensorType> ty = rankedResult(op);
+  if (failed(tx) || failed(ti) || failed(ty))
+    return failure();
+  Location loc = op->getLoc();
+  int64_t r = tx->getRank(), q = ti->getRank();
+  FailureOr<int64_t> axis = onnxops::normalizeAxis(getInt(op, "axis", 0), r);
+  if (failed(axis))
+    return nodeError(op) << "axis out of range", failure();
+  Value x = op->getOperand(0), ind = op->getOperand(1);
+  MLIRContext *ctx = b.getContext();
+  int64_t ry = ty->getRank();
+  SmallVector<Value> dyn;
+  for (int64_t i = 0; i < ry; ++i) {
+    if (!ty->isDynamicDim(i))
+      continue;
+    if (i < *axis)
+      dyn.push_back(tensor::DimOp::create(b, loc, x, i));
+    else if (i < *axis + q)
+      dyn.push_back(tensor::DimOp::create(b, loc, ind, i - *axis));
+    else
+      dyn.push_back(tensor::DimOp::create(b, loc, x, i - q + 1));
+  }
+  Value init = emptyTensor(b, loc, *ty, dyn);
+  SmallVector<AffineExpr> ie;
+  for (int64_t j = 0; j < q; ++j)
+    ie.push_back(getAffineDimExpr(*axis + j, ctx));
+  SmallVector<AffineMap> maps = {AffineMap::get(ry, 0, ie, ctx),
+                                 AffineMap::getMultiDimIdentityMap(ry, ctx)};
+  Value axisDim = dimValue(b, loc, x, *axis);
+  auto g = linalg::GenericOp::create(
+      b, loc, TypeRange{*ty}, ValueRange{ind}, ValueRange{init}, maps,
+      SmallVector<IteratorType>(ry, IteratorType::parallel),
+      [&](OpBuilder &nb, Location l, ValueRange a) {
+        Value i = arith::IndexCastOp::create(nb, l, nb.getIndexType(), a[0]);
+        Value neg = arith::CmpIOp::create(nb, l, arith::CmpIPredicate::slt, i,
+                                          idx(nb, l, 0));
+        i = arith::SelectOp::create(nb, l, neg,
+                                    arith::AddIOp::create(nb, l, i, axisDim), i);
+        i = arith::MaxSIOp::create(nb, l, i, idx(nb, l, 0));
+        i = arith::MinSIOp::create(
+            nb, l, i, arith::SubIOp::create(nb, l, axisDim, idx(nb, l, 1)));
+        SmallVector<Value> ix;
+        for (int64_t d = 0; d < r; ++d) {
+          if (d < *axis)
+            ix.push_back(linalg::IndexOp::create(nb, l, d));
+          else if (d == *axis)
+            ix.push_back(i);
+          else
+            ix.push_back(linalg::IndexOp::create(nb, l, d + q - 1));
+        }
+        linalg::YieldOp::create(nb, l,
+                                tensor::ExtractOp::create(nb, l, x, ix).getResult());
+      });
+  results.push_back(g.getResult(0));
+  return success();
+}
+
+LogicalResult lowerShape(Operation *op, OpBuilder &b,
+                         SmallVectorImpl<Value> &results) {
+  FailureOr<RankedTensorType> tx = rankedOperand(op, 0);
+  FailureOr<RankedTensorType> ty = rankedResult(op);
+  if (failed(tx) || failed(ty))
+    return failure();
+  Location loc = op->getLoc();
+  int64_t rank = tx->getRank();
+  auto clampAxis = [&](int64_t a) {
+    if (a < 0)
+      a += rank;
+    return std::clamp<int64_t>(a, 0, rank);
+  };
+  int64_t start = clampAxis(getInt(op, "start", 0));
+  int64_t end = clampAxis(getInt(op, "end", rank));
+  SmallVector<Value> dims;
+  bool allStatic = true;
+  SmallVector<int64_t> staticDims;
+  for (int64_t i = start; i < end; ++i) {
+    allStatic &= !tx->isDynamicDim(i);
+    staticDims.push_back(tx->getDimSize(i));
+    dims.push_back(arith::IndexCastOp::create(b, loc, b.getI64Type(),
+                                              dimValue(b, loc, op->getOperand(0), i)));
+  }
+  auto type = RankedTensorType::get({static_cast<int64_t>(dims.size())},
+                                    b.getI64Type());
+  if (allStatic) {
+    results.push_back(arith::ConstantOp::create(
+        b, loc, DenseElementsAttr::get(type, ArrayRef<int64_t>(staticDims))));
+    return success();
+  }
+  results.push_back(tensor::FromElementsOp::create(b, loc, type, dims));
+  return success();
+}
+
+} // namespace
+
+void lowering::registerTensorLowerings(llvm::StringMap<LowerFn> &t) {
+  t["Reshape"] = lowerReshape;
+  t["Flatten"] = lowerFlatten;
+  t["Squeeze"] = [](Operation *op, OpBuilder &b, SmallVectorImpl<Value> &r) {
+    return lowerSqueezeLike(op, b, r, /*squeeze=*/true);
+  };
+  t["Unsqueeze"] = [](Operation *op, OpBuilder &b, SmallVectorImpl<Value> &r) {
+    return lowerSqueezeLike(op, b, r, /*squeeze=*/false);
+  };
+  t["Transpose"] = lowerTranspose;
+  t["Concat"] = lowerConcat;
+  t["Slice"] = lowerSlice;
+  t["Gather"] = lowerGather;
+  t["Shape"] = lowerShape;
+}

@@ -1,0 +1,165 @@
+//===- KilnDialect.cpp - The kiln dialect ---------------------------------===//
+
+#include "kiln/Dialect/Kiln/IR/KilnDialect.h"
+
+#include "mlir/Dialect/LLVMIR/LLVMDialect.h"
+#include "mlir/Dialect/MemRef/IR/MemRef.h"
+#include "mlir/Dialect/Tensor/IR/Tensor.h"
+#include "mlir/IR/Builders.h"
+#include "mlir/IR/OpImplementation.h"
+
+using namespace mlir;
+using namespace mlir::kiln;
+
+#include "kiln/Dialect/Kiln/IR/KilnOpsDialect.cpp.inc"
+
+void KilnDialect::initialize() {
+  addOperations<
+#define GET_OP_LIST
+#include "kiln/Dialect/Kiln/IR/KilnOps.cpp.inc"
+      >();
+}
+
+//===----------------------------------------------------------------------===//
+// KernelOp
+//===----------------------------------------------------------------------===//
+
+// Format:
+//   kiln.kernel ins(%a, %b : t1, t2) dims(%d : index) -> (r1, r2) {attrs} {
+//   ^bb0(...): ... }
+void KernelOp::print(OpAsmPrinter &p) {
+  if (getNameAttr())
+    p << " " << getNameAttr();
+  p << " ins(";
+  p << getInputs();
+  if (!getInputs().empty())
+    p << " : " << getInputs().getTypes();
+  p << ")";
+  if (!getDims().empty())
+    p << " dims(" << getDims() << ")";
+  p << " -> (" << getResultTypes() << ")";
+  p.printOptionalAttrDict((*this)->getAttrs(),
+                          {"operandSegmentSizes", getNameAttrName()});
+  p << " ";
+  p.printRegion(getBody(), /*printEntryBlockArgs=*/true,
+                /*printBlockTerminators=*/true);
+}
+
+ParseResult KernelOp::parse(OpAsmParser &parser, OperationState &result) {
+  StringAttr name;
+  std::string nameStr;
+  if (succeeded(parser.parseOptionalString(&nameStr)))
+    result.addAttribute("name", parser.getBuilder().getStringAttr(nameStr));
+  SmallVector<OpAsmParser::UnresolvedOperand> inputs, dims;
+  SmallVector<Type> inputTypes, resultTypes;
+  if (parser.parseKeyword("ins") || parser.parseLParen() ||
+      parser.parseOperandList(inputs))
+    return failure();
+  if (!inputs.empty() &&
+      (parser.parseColon() || parser.parseTypeList(inputTypes)))
+    return failure();
+  if (parser.parseRParen())
+    return failure();
+  if (succeeded(parser.parseOptionalKeyword("dims"))) {
+    if (parser.parseLParen() || parser.parseOperandList(dims) ||
+        parser.parseRParen())
+      return failure();
+  }
+  if (parser.parseArrow() || parser.parseLParen() ||
+      parser.parseTypeList(resultTypes) || parser.parseRParen() ||
+      parser.parseOptionalAttrDict(result.attributes))
+    return failure();
+  SMLoc loc = parser.getCurrentLocation();
+  if (parser.resolveOperands(inputs, inputTypes, loc, result.operands) ||
+      parser.resolveOperands(dims, parser.getBuilder().getIndexType(),
+                             result.operands))
+    return failure();
+  result.addTypes(resultTypes);
+  result.addAttribute("operandSegmentSizes",
+                      parser.getBuilder().getDenseI32ArrayAttr(
+                          {static_cast<int32_t>(inputs.size()),
+                           static_cast<int32_t>(dims.size())}));
+  Region *body = result.addRegion();
+  if (parser.parseRegion(*body, /*arguments=*/{}, /*enableNameShadowing=*/false))
+    return failure();
+  KernelOp::ensureTerminator(*body, parser.getBuilder(), result.location);
+  (void)name;
+  return success();
+}
+
+LogicalResult KernelOp::verify() {
+  Block &block = getBodyBlock();
+  if (block.getNumArguments() != getInputs().size())
+    return emitOpError("expects ")
+           << getInputs().size() << " block arguments, one per input, got "
+           << block.getNumArguments();
+  for (auto [arg, in] : llvm::zip(block.getArguments(), getInputs()))
+    if (arg.getType() != in.getType())
+      return emitOpError("block argument type ")
+             << arg.getType() << " differs from input type " << in.getType();
+  int64_t numDynamic = 0;
+  for (Type t : getResultTypes())
+    numDynamic += cast<RankedTensorType>(t).getNumDynamicDims();
+  if (numDynamic != static_cast<int64_t>(getDims().size()))
+    return emitOpError("expects ")
+           << numDynamic << " dynamic result sizes, got " << getDims().size();
+  auto yield = cast<YieldOp>(block.getTerminator());
+  if (yield.getValues().getTypes() != getResultTypes())
+    return emitOpError("yielded types do not match the result types");
+  return success();
+}
+
+ValueRange KernelOp::getResultDims(unsigned i) {
+  unsigned start = 0;
+  for (unsigned r = 0; r < i; ++r)
+    start += cast<RankedTensorType>(getResult(r).getType()).getNumDynamicDims();
+  unsigned n =
+      cast<RankedTensorType>(getResult(i).getType()).getNumDynamicDims();
+  return getDims().slice(start, n);
+}
+
+//===----------------------------------------------------------------------===//
+// Host ops
+//===----------------------------------------------------------------------===//
+
+static LogicalResult verifyDynamicSizes(Operation *op, MemRefType type,
+                                        ValueRange sizes) {
+  if (type.getNumDynamicDims() != static_cast<int64_t>(sizes.size()))
+    return op->emitOpError("expects ")
+           << type.getNumDynamicDims() << " dynamic sizes for " << type
+           << ", got " << sizes.size();
+  if (!type.getLayout().isIdentity())
+    return op->emitOpError("expects a row-major (identity layout) memref");
+  return success();
+}
+
+LogicalResult OutputOp::verify() {
+  return verifyDynamicSizes(*this, getBuffer().getType(), getDynamicSizes());
+}
+
+LogicalResult BufferOp::verify() {
+  if (failed(verifyDynamicSizes(*this, getBuffer().getType(),
+                                getDynamicSizes())))
+    return failure();
+  if (getOffset() && !getBuffer().getType().hasStaticShape())
+    return emitOpError("an arena offset needs a static shape");
+  if (getOffset() && *getOffset() < 0)
+    return emitOpError("arena offset must be non-negative");
+  return success();
+}
+
+LogicalResult
+LaunchOp::verifySymbolUses(SymbolTableCollection &symbolTable) {
+  Operation *callee =
+      symbolTable.lookupNearestSymbolFrom(*this, getKernelAttr());
+  auto fn = dyn_cast_or_null<FunctionOpInterface>(callee);
+  if (!fn)
+    return emitOpError("kernel '") << getKernel() << "' is not a function";
+  if (TypeRange(fn.getArgumentTypes()) != TypeRange(getArgs().getTypes()))
+    return emitOpError("argument types do not match kernel '")
+           << getKernel() << "'";
+  return success();
+}
+
+#define GET_OP_CLASSES
+#include "kiln/Dialect/Kiln/IR/KilnOps.cpp.inc"

@@ -1,0 +1,164 @@
+//===- FormKernels.cpp - Group tensor computations into kernels -----------===//
+
+#include "kiln/Dialect/Kiln/Transforms/Passes.h"
+
+#include "mlir/Dialect/Arith/Utils/Utils.h"
+#include "mlir/Dialect/Linalg/IR/Linalg.h"
+#include "mlir/Interfaces/InferTypeOpInterface.h"
+#include "mlir/IR/IRMapping.h"
+#include "mlir/Transforms/RegionUtils.h"
+
+namespace mlir::kiln {
+#define GEN_PASS_DEF_KILNFORMKERNELS
+#include "kiln/Dialect/Kiln/Transforms/Passes.h.inc"
+} // namespace mlir::kiln
+
+using namespace mlir;
+using namespace mlir::kiln;
+
+/// Ops that stay in the host program: shape-only ops whose result is a view
+/// or a scalar, and constants.
+static bool isHostOp(Operation *op) {
+  if (isa<tensor::EmptyOp, tensor::ReshapeOp, tensor::CollapseShapeOp,
+          tensor::ExpandShapeOp, tensor::CastOp, tensor::DimOp,
+          tensor::FromElementsOp, tensor::ExtractOp, arith::ConstantOp>(op))
+    return true;
+  // Scalar (index/integer/float) arithmetic.
+  return llvm::none_of(op->getResultTypes(),
+                       [](Type t) { return isa<TensorType>(t); });
+}
+
+/// Producers worth cloning into the kernel that uses them rather than
+/// passing their result in: they cost nothing to recompute.
+static bool isCloneable(Operation *op, Operation *root) {
+  if (auto c = dyn_cast<arith::ConstantOp>(op)) {
+    auto elements = dyn_cast<DenseElementsAttr>(c.getValue());
+    return !isa<TensorType>(c.getType()) || (elements && elements.isSplat());
+  }
+  if (isa<tensor::EmptyOp>(op))
+    return true;
+  // A fill used only by the root (its init).
+  if (isa<linalg::FillOp>(op))
+    return op->hasOneUse() && *op->getUsers().begin() == root;
+  return false;
+}
+
+namespace {
+struct FormKernelsPass
+    : public kiln::impl::KilnFormKernelsBase<FormKernelsPass> {
+  void runOnOperation() override {
+    func::FuncOp func = getOperation();
+    // Every returned value must be the result of its own kernel so the host
+    // program can write it straight into the output buffer: copy values that
+    // are views, constants, inputs, or returned twice.
+    auto ret = cast<func::ReturnOp>(func.getBody().front().getTerminator());
+    llvm::SmallPtrSet<Value, 8> seen;
+    OpBuilder b(ret);
+    for (OpOperand &operand : ret->getOpOperands()) {
+      Value v = operand.get();
+      Operation *def = v.getDefiningOp();
+      bool needsCopy = !def || isHostOp(def) || !seen.insert(v).second;
+      if (!needsCopy)
+        continue;
+      auto type = dyn_cast<RankedTensorType>(v.getType());
+      if (!type) {
+        ret.emitError("model output ") << operand.getOperandNumber()
+                                       << " has no static rank";
+        return signalPassFailure();
+      }
+      SmallVector<Value> dyn;
+      for (int64_t i = 0; i < type.getRank(); ++i)
+        if (type.isDynamicDim(i))
+          dyn.push_back(tensor::DimOp::create(b, ret.getLoc(), v, i));
+      Value init = tensor::EmptyOp::create(b, ret.getLoc(), type.getShape(),
+                                           type.getElementType(), dyn);
+      operand.set(
+          linalg::CopyOp::create(b, ret.getLoc(), v, init).getResult(0));
+    }
+
+    SmallVector<Operation *> roots;
+    for (Operation &op : func.getBody().front())
+      if (!isHostOp(&op) && !isa<func::ReturnOp>(op) &&
+          !(isa<linalg::FillOp>(op) && op.hasOneUse() &&
+            !isHostOp(*op.getUsers().begin())))
+        roots.push_back(&op);
+
+    unsigned counter = 0;
+    for (Operation *root : roots)
+      if (failed(formKernel(root, counter++)))
+        return signalPassFailure();
+  }
+
+  LogicalResult formKernel(Operation *root, unsigned id) {
+    Location loc = root->getLoc();
+    OpBuilder b(root);
+    // Dynamic sizes of the results, computed on the host before the kernel.
+    SmallVector<Value> dims;
+    auto reify = dyn_cast<ReifyRankedShapedTypeOpInterface>(root);
+    for (Value r : root->getResults()) {
+      auto t = dyn_cast<RankedTensorType>(r.getType());
+      if (!t)
+        return root->emitError("kernel result has no static rank: ")
+               << r.getType();
+    }
+    bool anyDynamic = llvm::any_of(root->getResultTypes(), [](Type t) {
+      return !cast<RankedTensorType>(t).hasStaticShape();
+    });
+    if (anyDynamic) {
+      ReifiedRankedShapedTypeDims shapes;
+      if (!reify || failed(reify.reifyResultShapes(b, shapes)))
+        return root->emitError("cannot compute the result sizes of ")
+               << root->getName() << " for its buffer";
+      for (auto [r, shape] : llvm::zip(root->getResults(), shapes)) {
+        auto t = cast<RankedTensorType>(r.getType());
+        for (int64_t i = 0; i < t.getRank(); ++i)
+          if (t.isDynamicDim(i))
+            dims.push_back(getValueOrCreateConstantIndexOp(b, loc, shape[i]));
+      }
+    }
+
+    // Collect the closure of the root: cloneable producers come along,
+    // everything else is an input.
+    SetVector<Operation *> cloned;
+    SetVector<Value> inputs;
+    std::function<void(Operation *)> visit = [&](Operation *op) {
+      SetVector<Value> used;
+      for (Value v : op->getOperands())
+        used.insert(v);
+      for (Region &region : op->getRegions())
+        getUsedValuesDefinedAbove(region, used);
+      for (Value v : used) {
+        Operation *def = v.getDefiningOp();
+        if (def && isCloneable(def, op == root ? root : nullptr) &&
+            !cloned.contains(def)) {
+          visit(def);
+          cloned.insert(def);
+        } else if (!def || !cloned.contains(def)) {
+          inputs.insert(v);
+        }
+      }
+    };
+    visit(root);
+
+    auto kernel = KernelOp::create(
+        b, loc, root->getResultTypes(), inputs.getArrayRef(), dims,
+        b.getStringAttr("kernel_" + std::to_string(id)));
+    Block *block = new Block();
+    kernel.getBody().push_back(block);
+    IRMapping map;
+    for (Value in : inputs)
+      map.map(in, block->addArgument(in.getType(), in.getLoc()));
+    OpBuilder kb = OpBuilder::atBlockBegin(block);
+    for (Operation *op : cloned)
+      kb.clone(*op, map);
+    Operation *newRoot = kb.clone(*root, map);
+    YieldOp::create(kb, loc, newRoot->getResults());
+    root->replaceAllUsesWith(kernel.getResults());
+    root->erase();
+    for (Operation *op : llvm::reverse(cloned))
+      if (op->use_empty())
+        op->erase();
+    return success();
+  }
+};
+} // namespace

@@ -1,0 +1,908 @@
+//===- Importer.cpp - ONNX ModelProto to the onnx dialect -----------------===//
+//
+// Compiled with -fexceptions: protobuf's generated code may throw, and every
+// exception is caught at this boundary and turned into a diagnostic.
+//
+//===----------------------------------------------------------------------===//
+
+#include "kiln/Import/Onnx/Importer.h"
+
+#include "kiln/Dialect/Onnx/IR/OnnxDialect.h"
+#include "kiln/Dialect/Onnx/IR/OnnxOps.h"
+
+#include "mlir/Dialect/Arith/IR/Arith.h"
+#include "mlir/Dialect/Func/IR/FuncOps.h"
+#include "mlir/Dialect/Tensor/IR/Tensor.h"
+#include "mlir/IR/AsmState.h"
+#include "mlir/IR/Builders.h"
+#include "mlir/IR/BuiltinAttributes.h"
+#include "mlir/IR/DialectResourceBlobManager.h"
+#include "mlir/IR/Verifier.h"
+#include "mlir/Tools/mlir-translate/Translation.h"
+#include "llvm/ADT/StringMap.h"
+#include "llvm/Support/FileSystem.h"
+#include "llvm/Support/MemoryBuffer.h"
+#include "llvm/Support/Path.h"
+#include "llvm/Support/SourceMgr.h"
+
+#include <onnx/onnx_pb.h>
+
+#include <cstring>
+#include <exception>
+
+using namespace mlir;
+using namespace mlir::kiln;
+
+namespace {
+
+/// Formal signature of an onnx op, from the generated schema table.
+struct OpSchemaInfo {
+  int sinceVersion;
+  int numInputs;
+  bool lastInputVariadic;
+  int numOutputs;
+  bool lastOutputVariadic;
+  int numRegions;
+};
+
+const llvm::StringMap<OpSchemaInfo> &getSchemaTable() {
+  static const llvm::StringMap<OpSchemaInfo> table = [] {
+    llvm::StringMap<OpSchemaInfo> t;
+#define KILN_ONNX_OP(NAME, SINCE, NIN, INVAR, NOUT, OUTVAR, NREG)              \
+  t[NAME] = OpSchemaInfo{SINCE, NIN, INVAR, NOUT, OUTVAR, NREG};
+#include "kiln/Dialect/Onnx/IR/OnnxSchema.inc"
+#undef KILN_ONNX_OP
+    return t;
+  }();
+  return table;
+}
+
+/// Region attribute names (ONNX GRAPH attributes) per op, in region order.
+const llvm::StringMap<SmallVector<std::string, 2>> &getRegionTable() {
+  static const llvm::StringMap<SmallVector<std::string, 2>> table = [] {
+    llvm::StringMap<SmallVector<std::string, 2>> t;
+#define KILN_ONNX_REGION(NAME, INDEX, ATTR) t[NAME].push_back(ATTR);
+#include "kiln/Dialect/Onnx/IR/OnnxSchema.inc"
+#undef KILN_ONNX_REGION
+    return t;
+  }();
+  return table;
+}
+
+class Importer {
+public:
+  Importer(MLIRContext *ctx, StringRef baseDir, StringRef sourceName,
+           const OnnxImportOptions &options)
+      : ctx(ctx), builder(ctx), baseDir(baseDir.str()),
+        sourceName(sourceName.str()), options(options) {}
+
+  OwningOpRef<ModuleOp> importModel(const onnx::ModelProto &model);
+
+private:
+  // Types and tensors.
+  FailureOr<Type> convertElementType(int32_t onnxType, Location loc);
+  FailureOr<Type> convertValueType(const onnx::TypeProto &type, Location loc,
+                                   SmallVectorImpl<std::string> *dimNames);
+  FailureOr<ElementsAttr> convertTensor(const onnx::TensorProto &tensor,
+                                        Location loc);
+  LogicalResult readExternalData(const onnx::TensorProto &tensor,
+                                 std::string &out, Location loc);
+
+  // Graphs and nodes.
+  LogicalResult importGraphBody(const onnx::GraphProto &graph);
+  LogicalResult importNode(const onnx::NodeProto &node, int64_t index);
+  LogicalResult importConstantNode(const onnx::NodeProto &node, Location loc);
+  FailureOr<NamedAttribute> convertAttribute(const onnx::AttributeProto &attr,
+                                             Location loc);
+  LogicalResult normalize(const onnx::NodeProto &node, Location loc,
+                          SmallVectorImpl<Value> &operands,
+                          SmallVectorImpl<NamedAttribute> &attrs);
+  Value lookup(const std::string &name) const;
+  Value noValue(Location loc);
+  Value i64Constant(ArrayRef<int64_t> values, Location loc);
+  Location nodeLoc(const onnx::NodeProto &node, int64_t index);
+  InFlightDiagnostic nodeError(const onnx::NodeProto &node, Location loc);
+
+  MLIRContext *ctx;
+  OpBuilder builder;
+  std::string baseDir;
+  std::string sourceName;
+  OnnxImportOptions options;
+  /// Opset of the default (ai.onnx) domain.
+  int64_t opset = 0;
+  /// ONNX value name → SSA value, one map per graph scope (innermost last).
+  SmallVector<llvm::StringMap<Value>, 2> scopes;
+  int64_t resourceCounter = 0;
+};
+
+} // namespace
+
+//===----------------------------------------------------------------------===//
+// Types
+//===----------------------------------------------------------------------===//
+
+FailureOr<Type> Importer::convertElementType(int32_t t, Location loc) {
+  switch (t) {
+  case onnx::TensorProto::FLOAT:
+    return Type(builder.getF32Type());
+  case onnx::TensorProto::DOUBLE:
+    return Type(builder.getF64Type());
+  case onnx::TensorProto::FLOAT16:
+    return Type(builder.getF16Type());
+  case onnx::TensorProto::BFLOAT16:
+    return Type(builder.getBF16Type());
+  case onnx::TensorProto::INT8:
+    return Type(builder.getIntegerType(8));
+  case onnx::TensorProto::INT16:
+    return Type(builder.getIntegerType(16));
+  case onnx::TensorProto::INT32:
+    return Type(builder.getIntegerType(32));
+  case onnx::TensorProto::INT64:
+    return Type(builder.getIntegerType(64));
+  case onnx::TensorProto::UINT8:
+    return Type(builder.getIntegerType(8, /*isSigned=*/false));
+  case onnx::TensorProto::UINT16:
+    return Type(builder.getIntegerType(16, false));
+  case onnx::TensorProto::UINT32:
+    return Type(builder.getIntegerType(32, false));
+  case onnx::TensorProto::UINT64:
+    return Type(builder.getIntegerType(64, false));
+  case onnx::TensorProto::BOOL:
+    return Type(builder.getI1Type());
+  case onnx::TensorProto::COMPLEX64:
+    return Type(ComplexType::get(builder.getF32Type()));
+  case onnx::TensorProto::COMPLEX128:
+    return Type(ComplexType::get(builder.getF64Type()));
+  case 17: // FLOAT8E4M3FN
+    return Type(builder.getType<Float8E4M3FNType>());
+  case 18: // FLOAT8E4M3FNUZ
+    return Type(builder.getType<Float8E4M3FNUZType>());
+  case 19: // FLOAT8E5M2
+    return Type(builder.getType<Float8E5M2Type>());
+  case 20: // FLOAT8E5M2FNUZ
+    return Type(builder.getType<Float8E5M2FNUZType>());
+  default:
+    return emitError(loc) << "unsupported ONNX element type " << t
+                          << " (string and other non-numeric tensors are not "
+                             "supported)",
+           failure();
+  }
+}
+
+FailureOr<Type>
+Importer::convertValueType(const onnx::TypeProto &type, Location loc,
+                           SmallVectorImpl<std::string> *dimNames) {
+  if (!type.has_tensor_type())
+    return emitError(loc) << "only tensor-typed graph values are supported "
+                             "(sequence, map and optional values are not)",
+           failure();
+  const auto &tt = type.tensor_type();
+  FailureOr<Type> elem = convertElementType(tt.elem_type(), loc);
+  if (failed(elem))
+    return failure();
+  if (!tt.has_shape())
+    return Type(UnrankedTensorType::get(*elem));
+  SmallVector<int64_t> shape;
+  for (const auto &dim : tt.shape().dim()) {
+    if (dim.has_dim_value() && dim.dim_value() >= 0) {
+      shape.push_back(dim.dim_value());
+      if (dimNames)
+        dimNames->push_back("");
+    } else {
+      shape.push_back(ShapedType::kDynamic);
+      if (dimNames)
+        dimNames->push_back(dim.has_dim_param() ? dim.dim_param() : "");
+    }
+  }
+  return Type(RankedTensorType::get(shape, *elem));
+}
+
+LogicalResult Importer::readExternalData(const onnx::TensorProto &tensor,
+                                         std::string &out, Location loc) {
+  std::string location;
+  int64_t offset = 0, length = -1;
+  for (const auto &kv : tensor.external_data()) {
+    if (kv.key() == "location")
+      location = kv.value();
+    else if (kv.key() == "offset" || kv.key() == "length") {
+      char *end = nullptr;
+      long long v = std::strtoll(kv.value().c_str(), &end, 10);
+      if (kv.value().empty() || *end || v < 0)
+        return emitError(loc) << "tensor '" << tensor.name()
+                              << "': bad external-data " << kv.key() << " '"
+                              << kv.value() << "'";
+      (kv.key() == "offset" ? offset : length) = v;
+    }
+  }
+  if (location.empty())
+    return emitError(loc) << "tensor '" << tensor.name()
+                          << "': external data without a location";
+  SmallString<256> path(baseDir);
+  llvm::sys::path::append(path, location);
+  auto buf = llvm::MemoryBuffer::getFile(path, /*IsText=*/false,
+                                         /*RequiresNullTerminator=*/false);
+  if (!buf)
+    return emitError(loc) << "tensor '" << tensor.name()
+                          << "': cannot read external data file '" << path
+                          << "': " << buf.getError().message();
+  int64_t size = (*buf)->getBufferSize();
+  if (length < 0)
+    length = size - offset;
+  if (offset > size || length > size - offset)
+    return emitError(loc) << "tensor '" << tensor.name()
+                          << "': external data [" << offset << ", "
+                          << offset + length << ") is outside '" << path
+                          << "' (" << size << " bytes)";
+  out.assign((*buf)->getBufferStart() + offset, length);
+  return success();
+}
+
+/// Appends `values` to `bytes` as little-endian elements of `width` bytes.
+template <typename T>
+static void appendNarrowed(std::string &bytes, const T &values, int width) {
+  for (auto v : values) {
+    uint64_t u = static_cast<uint64_t>(v);
+    for (int i = 0; i < width; ++i)
+      bytes.push_back(static_cast<char>((u >> (8 * i)) & 0xff));
+  }
+}
+
+FailureOr<ElementsAttr> Importer::convertTensor(const onnx::TensorProto &tensor,
+                                                Location loc) {
+  FailureOr<Type> elem = convertElementType(tensor.data_type(), loc);
+  if (failed(elem))
+    return failure();
+  SmallVector<int64_t> shape;
+  int64_t numElements = 1;
+  for (int64_t d : tensor.dims()) {
+    if (d < 0)
+      return emitError(loc) << "tensor '" << tensor.name()
+                            << "' has a negative dimension " << d,
+             failure();
+    shape.push_back(d);
+    numElements *= d;
+  }
+  auto type = RankedTensorType::get(shape, *elem);
+  int64_t width = std::max<int64_t>(1, elem->getIntOrFloatBitWidth() / 8);
+  if (isa<ComplexType>(*elem))
+    width = 2 * cast<ComplexType>(*elem).getElementType().getIntOrFloatBitWidth() / 8;
+
+  std::string bytes;
+  if (tensor.data_location() == onnx::TensorProto::EXTERNAL) {
+    if (failed(readExternalData(tensor, bytes, loc)))
+      return failure();
+  } else if (tensor.has_raw_data()) {
+    bytes = tensor.raw_data();
+  } else {
+    switch (tensor.data_type()) {
+    case onnx::TensorProto::FLOAT:
+      bytes.assign(reinterpret_cast<const char *>(tensor.float_data().data()),
+                   tensor.float_data_size() * sizeof(float));
+      break;
+    case onnx::TensorProto::DOUBLE:
+      bytes.assign(reinterpret_cast<const char *>(tensor.double_data().data()),
+                   tensor.double_data_size() * sizeof(double));
+      break;
+    case onnx::TensorProto::INT64:
+      bytes.assign(reinterpret_cast<const char *>(tensor.int64_data().data()),
+                   tensor.int64_data_size() * sizeof(int64_t));
+      break;
+    case onnx::TensorProto::UINT32:
+    case onnx::TensorProto::UINT64:
+      appendNarrowed(bytes, tensor.uint64_data(), width);
+      break;
+    case onnx::TensorProto::COMPLEX64:
+      bytes.assign(reinterpret_cast<const char *>(tensor.float_data().data()),
+                   tensor.float_data_size() * sizeof(float));
+      break;
+    case onnx::TensorProto::STRING:
+      return emitError(loc) << "string tensors are not supported", failure();
+    default:
+      // INT32, INT16, INT8, UINT8, UINT16, BOOL, FLOAT16, BFLOAT16, FLOAT8*:
+      // one int32_data entry per element holding the bit pattern.
+      appendNarrowed(bytes, tensor.int32_data(), width);
+      break;
+    }
+  }
+  if (static_cast<int64_t>(bytes.size()) != numElements * width)
+    return emitError(loc) << "tensor '" << tensor.name() << "' of type "
+                          << type << " needs " << numElements * width
+                          << " bytes of data, found " << bytes.size(),
+           failure();
+
+  if (elem->isInteger(1)) {
+    SmallVector<bool> bools;
+    for (char c : bytes)
+      bools.push_back(c != 0);
+    return ElementsAttr(DenseElementsAttr::get(type, bools));
+  }
+  if (numElements <= options.maxInlineElements) {
+    bool splat = false;
+    if (!DenseElementsAttr::isValidRawBuffer(type, ArrayRef<char>(bytes.data(), bytes.size()), splat))
+      return emitError(loc) << "tensor '" << tensor.name()
+                            << "': invalid data buffer",
+             failure();
+    return ElementsAttr(DenseElementsAttr::getFromRawBuffer(
+        type, ArrayRef<char>(bytes.data(), bytes.size())));
+  }
+  std::string blobName = tensor.name().empty()
+                             ? "onnx_tensor_" + std::to_string(resourceCounter++)
+                             : tensor.name();
+  for (char &c : blobName)
+    if (!llvm::isAlnum(c) && c != '_' && c != '.')
+      c = '_';
+  AsmResourceBlob blob = HeapAsmResourceBlob::allocateAndCopyWithAlign(
+      ArrayRef<char>(bytes.data(), bytes.size()), alignof(uint64_t));
+  return ElementsAttr(DenseResourceElementsAttr::get(type, blobName, std::move(blob)));
+}
+
+//===----------------------------------------------------------------------===//
+// Attributes
+//===----------------------------------------------------------------------===//
+
+FailureOr<NamedAttribute>
+Importer::convertAttribute(const onnx::AttributeProto &attr, Location loc) {
+  auto name = builder.getStringAttr(attr.name());
+  switch (attr.type()) {
+  case onnx::AttributeProto::INT:
+    return NamedAttribute(name, builder.getI64IntegerAttr(attr.i()));
+  case onnx::AttributeProto::FLOAT:
+    return NamedAttribute(name, builder.getF32FloatAttr(attr.f()));
+  case onnx::AttributeProto::STRING:
+    return NamedAttribute(name, builder.getStringAttr(attr.s()));
+  case onnx::AttributeProto::INTS: {
+    SmallVector<int64_t> v(attr.ints().begin(), attr.ints().end());
+    return NamedAttribute(name, builder.getI64ArrayAttr(v));
+  }
+  case onnx::AttributeProto::FLOATS: {
+    SmallVector<float> v(attr.floats().begin(), attr.floats().end());
+    return NamedAttribute(name, builder.getF32ArrayAttr(v));
+  }
+  case onnx::AttributeProto::STRINGS: {
+    SmallVector<StringRef> v;
+    for (const auto &s : attr.strings())
+      v.push_back(s);
+    return NamedAttribute(name, builder.getStrArrayAttr(v));
+  }
+  case onnx::AttributeProto::TENSOR: {
+    FailureOr<ElementsAttr> t = convertTensor(attr.t(), loc);
+    if (failed(t))
+      return failure();
+    return NamedAttribute(name, *t);
+  }
+  case onnx::AttributeProto::TYPE_PROTO: {
+    FailureOr<Type> t = convertValueType(attr.tp(), loc, nullptr);
+    if (failed(t))
+      return failure();
+    return NamedAttribute(name, TypeAttr::get(*t));
+  }
+  default:
+    return emitError(loc) << "attribute '" << attr.name()
+                          << "' has an unsupported type (" << attr.type()
+                          << ")",
+           failure();
+  }
+}
+
+//===----------------------------------------------------------------------===//
+// Nodes
+//===----------------------------------------------------------------------===//
+
+Value Importer::lookup(const std::string &name) const {
+  for (auto it = scopes.rbegin(); it != scopes.rend(); ++it) {
+    auto found = it->find(name);
+    if (found != it->end())
+      return found->second;
+  }
+  return {};
+}
+
+Value Importer::noValue(Location loc) {
+  return onnxops::NoValueOp::create(builder, loc).getResult();
+}
+
+Value Importer::i64Constant(ArrayRef<int64_t> values, Location loc) {
+  auto type = RankedTensorType::get({static_cast<int64_t>(values.size())},
+                                    builder.getI64Type());
+  return arith::ConstantOp::create(builder, loc,
+                                   DenseElementsAttr::get(type, values));
+}
+
+Location Importer::nodeLoc(const onnx::NodeProto &node, int64_t index) {
+  std::string name = node.name();
+  if (name.empty())
+    name = node.op_type() + "_" + std::to_string(index);
+  return NameLoc::get(builder.getStringAttr(name),
+                      FileLineColLoc::get(ctx, sourceName, 0, 0));
+}
+
+InFlightDiagnostic Importer::nodeError(const onnx::NodeProto &node,
+                                       Location loc) {
+  return emitError(loc) << "node '" << node.name() << "' (" << node.op_type()
+                        << ", opset " << opset << "): ";
+}
+
+LogicalResult Importer::importConstantNode(const onnx::NodeProto &node,
+                                           Location loc) {
+  if (node.attribute_size() != 1 || node.output_size() != 1)
+    return nodeError(node, loc) << "expects exactly one value attribute";
+  const auto &a = node.attribute(0);
+  TypedAttr value;
+  if (a.name() == "value") {
+    FailureOr<ElementsAttr> t = convertTensor(a.t(), loc);
+    if (failed(t))
+      return failure();
+    value = cast<TypedAttr>(*t);
+  } else if (a.name() == "value_float") {
+    value = DenseElementsAttr::get(RankedTensorType::get({}, builder.getF32Type()), a.f());
+  } else if (a.name() == "value_floats") {
+    SmallVector<float> v(a.floats().begin(), a.floats().end());
+    value = DenseElementsAttr::get(
+        RankedTensorType::get({(int64_t)v.size()}, builder.getF32Type()),
+        ArrayRef<float>(v));
+  } else if (a.name() == "value_int") {
+    value = DenseElementsAttr::get(RankedTensorType::get({}, builder.getI64Type()), a.i());
+  } else if (a.name() == "value_ints") {
+    SmallVector<int64_t> v(a.ints().begin(), a.ints().end());
+    value = DenseElementsAttr::get(
+        RankedTensorType::get({(int64_t)v.size()}, builder.getI64Type()),
+        ArrayRef<int64_t>(v));
+  } else {
+    return nodeError(node, loc) << "unsupported constant attribute '"
+                                << a.name() << "'";
+  }
+  scopes.back()[node.output(0)] =
+      arith::ConstantOp::create(builder, loc, value).getResult();
+  return success();
+}
+
+/// Removes attribute `name` from `attrs`, returning it.
+static Attribute takeAttr(SmallVectorImpl<NamedAttribute> &attrs,
+                          StringRef name) {
+  for (auto *it = attrs.begin(); it != attrs.end(); ++it)
+    if (it->getName() == name) {
+      Attribute a = it->getValue();
+      attrs.erase(it);
+      return a;
+    }
+  return {};
+}
+
+static SmallVector<int64_t> toI64s(Attribute a) {
+  SmallVector<int64_t> v;
+  for (Attribute e : cast<ArrayAttr>(a))
+    v.push_back(cast<IntegerAttr>(e).getInt());
+  return v;
+}
+
+/// Rewrites older-opset forms into the form of the latest schema, which is
+/// what the dialect defines.
+LogicalResult Importer::normalize(const onnx::NodeProto &node, Location loc,
+                                  SmallVectorImpl<Value> &operands,
+                                  SmallVectorImpl<NamedAttribute> &attrs) {
+  StringRef op = node.op_type();
+  auto setInput = [&](unsigned i, Value v) {
+    while (operands.size() <= i)
+      operands.push_back(noValue(loc));
+    operands[i] = v;
+  };
+  // `axes` moved from attribute to input.
+  bool axesToInput =
+      ((op == "Squeeze" || op == "Unsqueeze" || op == "ReduceSum") &&
+       opset < 13) ||
+      ((op == "ReduceMean" || op == "ReduceMax" || op == "ReduceMin" ||
+        op == "ReduceProd" || op == "ReduceL1" || op == "ReduceL2" ||
+        op == "ReduceLogSum" || op == "ReduceLogSumExp" ||
+        op == "ReduceSumSquare") &&
+       opset < 18);
+  if (axesToInput) {
+    if (Attribute axes = takeAttr(attrs, "axes"))
+      setInput(1, i64Constant(toI64s(axes), loc));
+  }
+  if (op == "Slice" && opset < 10) {
+    Attribute starts = takeAttr(attrs, "starts");
+    Attribute ends = takeAttr(attrs, "ends");
+    Attribute axes = takeAttr(attrs, "axes");
+    if (!starts || !ends)
+      return nodeError(node, loc) << "needs 'starts' and 'ends'";
+    setInput(1, i64Constant(toI64s(starts), loc));
+    setInput(2, i64Constant(toI64s(ends), loc));
+    if (axes)
+      setInput(3, i64Constant(toI64s(axes), loc));
+  }
+  if (op == "Clip" && opset < 11) {
+    auto scalar = [&](float v) {
+      return arith::ConstantOp::create(
+          builder, loc,
+          DenseElementsAttr::get(RankedTensorType::get({}, builder.getF32Type()), v));
+    };
+    Attribute min = takeAttr(attrs, "min");
+    Attribute max = takeAttr(attrs, "max");
+    if (min)
+      setInput(1, scalar(cast<FloatAttr>(min).getValueAsDouble()));
+    if (max)
+      setInput(2, scalar(cast<FloatAttr>(max).getValueAsDouble()));
+  }
+  if (op == "BatchNormalization") {
+    takeAttr(attrs, "spatial");
+    takeAttr(attrs, "is_test");
+    takeAttr(attrs, "consumed_inputs");
+  }
+  if ((op == "Add" || op == "Sub" || op == "Mul" || op == "Div") &&
+      opset < 7) {
+    if (takeAttr(attrs, "broadcast") || takeAttr(attrs, "axis"))
+      return nodeError(node, loc)
+             << "legacy broadcast attributes (opset < 7) are not supported";
+    takeAttr(attrs, "consumed_inputs");
+  }
+  if (op == "Gemm" && opset < 7)
+    takeAttr(attrs, "broadcast");
+  return success();
+}
+
+LogicalResult Importer::importNode(const onnx::NodeProto &node,
+                                   int64_t index) {
+  Location loc = nodeLoc(node, index);
+  if (!node.domain().empty() && node.domain() != "ai.onnx")
+    return nodeError(node, loc) << "operator '" << node.op_type()
+                                << "' of domain '" << node.domain()
+                                << "' is not supported";
+  if (node.op_type() == "Constant")
+    return importConstantNode(node, loc);
+
+  std::string opName = "onnx." + node.op_type();
+  auto registered = RegisteredOperationName::lookup(opName, ctx);
+  const auto &table = getSchemaTable();
+  auto schemaIt = table.find(node.op_type());
+  if (!registered || schemaIt == table.end())
+    return nodeError(node, loc) << "unknown ONNX operator '" << node.op_type()
+                                << "'";
+  const OpSchemaInfo &schema = schemaIt->second;
+
+  SmallVector<Value> operands;
+  for (const std::string &in : node.input()) {
+    if (in.empty()) {
+      operands.push_back(noValue(loc));
+      continue;
+    }
+    Value v = lookup(in);
+    if (!v)
+      return nodeError(node, loc) << "input '" << in
+                                  << "' is not defined before its use";
+    operands.push_back(v);
+  }
+  SmallVector<NamedAttribute> attrs;
+  SmallVector<const onnx::GraphProto *> graphs;
+  const auto &regionNames = getRegionTable();
+  auto regionIt = regionNames.find(node.op_type());
+  SmallVector<const onnx::GraphProto *> regionGraphs(schema.numRegions, nullptr);
+  for (const auto &a : node.attribute()) {
+    if (a.type() == onnx::AttributeProto::GRAPH) {
+      bool placed = false;
+      if (regionIt != regionNames.end())
+        for (auto [i, n] : llvm::enumerate(regionIt->second))
+          if (n == a.name()) {
+            regionGraphs[i] = &a.g();
+            placed = true;
+          }
+      if (!placed)
+        return nodeError(node, loc) << "unexpected graph attribute '"
+                                    << a.name() << "'";
+      continue;
+    }
+    FailureOr<NamedAttribute> na = convertAttribute(a, loc);
+    if (failed(na))
+      return failure();
+    attrs.push_back(*na);
+  }
+  if (failed(normalize(node, loc, operands, attrs)))
+    return failure();
+
+  // Pad omitted trailing optional inputs.
+  int fixedInputs = schema.numInputs - (schema.lastInputVariadic ? 1 : 0);
+  while (static_cast<int>(operands.size()) < fixedInputs)
+    operands.push_back(noValue(loc));
+  if (!schema.lastInputVariadic &&
+      static_cast<int>(operands.size()) > schema.numInputs)
+    return nodeError(node, loc) << "has " << operands.size()
+                                << " inputs, the operator takes at most "
+                                << schema.numInputs;
+
+  int numResults = node.output_size();
+  int fixedOutputs = schema.numOutputs - (schema.lastOutputVariadic ? 1 : 0);
+  if (!schema.lastOutputVariadic && numResults > schema.numOutputs)
+    return nodeError(node, loc) << "has " << numResults
+                                << " outputs, the operator has at most "
+                                << schema.numOutputs;
+  numResults = std::max(numResults, fixedOutputs);
+
+  // Initial result types: refined by shape inference below, or taken from
+  // the graph's value_info; otherwise an unranked tensor of the first input's
+  // element type.
+  Type defaultElem = builder.getF32Type();
+  for (Value v : operands)
+    if (auto st = dyn_cast<ShapedType>(v.getType())) {
+      defaultElem = st.getElementType();
+      break;
+    }
+  SmallVector<Type> resultTypes;
+  for (int i = 0; i < numResults; ++i) {
+    bool present = i < node.output_size() && !node.output(i).empty();
+    resultTypes.push_back(present
+                              ? Type(UnrankedTensorType::get(defaultElem))
+                              : Type(builder.getNoneType()));
+  }
+
+  OperationState state(loc, opName);
+  state.addOperands(operands);
+  state.addAttributes(attrs);
+  state.addTypes(resultTypes);
+  for (int i = 0; i < schema.numRegions; ++i)
+    state.addRegion();
+  Operation *op = builder.create(state);
+
+  // Subgraphs become regions ending in onnx.Yield; they may use values of
+  // the enclosing graphs.
+  for (auto [i, g] : llvm::enumerate(regionGraphs)) {
+    if (!g)
+      continue;
+    Block *block = new Block();
+    op->getRegion(i).push_back(block);
+    OpBuilder::InsertionGuard guard(builder);
+    builder.setInsertionPointToStart(block);
+    scopes.emplace_back();
+    for (const auto &in : g->input()) {
+      FailureOr<Type> t = convertValueType(in.type(), loc, nullptr);
+      if (failed(t))
+        return failure();
+      scopes.back()[in.name()] = block->addArgument(*t, loc);
+    }
+    if (failed(importGraphBody(*g)))
+      return failure();
+    SmallVector<Value> results;
+    for (const auto &out : g->output()) {
+      Value v = lookup(out.name());
+      if (!v)
+        return nodeError(node, loc) << "subgraph output '" << out.name()
+                                    << "' is not defined";
+      results.push_back(v);
+    }
+    onnxops::YieldOp::create(builder, loc, results);
+    scopes.pop_back();
+  }
+
+  if (auto infer = dyn_cast<onnxops::InferShapesOpInterface>(op))
+    if (failed(infer.inferShapes()))
+      return failure();
+  for (int i = 0; i < node.output_size(); ++i)
+    if (!node.output(i).empty())
+      scopes.back()[node.output(i)] = op->getResult(i);
+  return success();
+}
+
+LogicalResult Importer::importGraphBody(const onnx::GraphProto &graph) {
+  for (const auto &init : graph.initializer()) {
+    Location loc = NameLoc::get(builder.getStringAttr(init.name()),
+                                FileLineColLoc::get(ctx, sourceName, 0, 0));
+    FailureOr<ElementsAttr> value = convertTensor(init, loc);
+    if (failed(value))
+      return failure();
+    scopes.back()[init.name()] =
+        arith::ConstantOp::create(builder, loc, cast<TypedAttr>(*value))
+            .getResult();
+  }
+  for (const auto &[i, node] : llvm::enumerate(graph.node()))
+    if (failed(importNode(node, i)))
+      return failure();
+  return success();
+}
+
+//===----------------------------------------------------------------------===//
+// Model
+//===----------------------------------------------------------------------===//
+
+static ArrayAttr dimNamesAttr(Builder &b, ArrayRef<std::string> names) {
+  SmallVector<Attribute> attrs;
+  for (const auto &n : names)
+    attrs.push_back(b.getStringAttr(n));
+  return b.getArrayAttr(attrs);
+}
+
+OwningOpRef<ModuleOp> Importer::importModel(const onnx::ModelProto &model) {
+  Location fileLoc = FileLineColLoc::get(ctx, sourceName, 0, 0);
+  if (!model.has_graph())
+    return emitError(fileLoc) << "'" << sourceName
+                              << "' is not an ONNX model: it has no graph",
+           nullptr;
+  opset = 0;
+  bool haveDefaultDomain = false;
+  for (const auto &imp : model.opset_import())
+    if (imp.domain().empty() || imp.domain() == "ai.onnx") {
+      opset = imp.version();
+      haveDefaultDomain = true;
+    }
+  if (!haveDefaultDomain) {
+    if (model.ir_version() < 3 && model.opset_import_size() == 0)
+      opset = 1;
+    else if (model.graph().node_size() > 0)
+      return emitError(fileLoc) << "'" << sourceName
+                                << "' imports no version of the ai.onnx "
+                                   "operator set",
+             nullptr;
+  }
+  const onnx::GraphProto &graph = model.graph();
+
+  OwningOpRef<ModuleOp> module = ModuleOp::create(fileLoc);
+  (*module)->setAttr("onnx.opset", builder.getI64IntegerAttr(opset));
+  (*module)->setAttr("onnx.ir_version",
+                     builder.getI64IntegerAttr(model.ir_version()));
+  if (!model.producer_name().empty())
+    (*module)->setAttr("onnx.producer",
+                       builder.getStringAttr(model.producer_name()));
+
+  llvm::StringSet<> initNames;
+  for (const auto &init : graph.initializer())
+    initNames.insert(init.name());
+
+  // Function signature.
+  SmallVector<Type> argTypes;
+  SmallVector<DictionaryAttr> argAttrs;
+  SmallVector<std::string> argNames;
+  for (const auto &in : graph.input()) {
+    if (initNames.contains(in.name()))
+      continue; // IR < 4 lists initializers among the inputs.
+    Location loc = NameLoc::get(builder.getStringAttr(in.name()), fileLoc);
+    SmallVector<std::string> dimNames;
+    FailureOr<Type> t = convertValueType(in.type(), loc, &dimNames);
+    if (failed(t))
+      return nullptr;
+    if (!isa<RankedTensorType>(*t))
+      return emitError(loc) << "input '" << in.name()
+                            << "' has no shape; Kiln needs the rank of every "
+                               "model input",
+             nullptr;
+    argTypes.push_back(*t);
+    argNames.push_back(in.name());
+    argAttrs.push_back(builder.getDictionaryAttr(
+        {builder.getNamedAttr("kiln.name", builder.getStringAttr(in.name())),
+         builder.getNamedAttr("kiln.dim_names", dimNamesAttr(builder, dimNames))}));
+  }
+
+  auto func = func::FuncOp::create(fileLoc, options.functionName,
+                                   builder.getFunctionType(argTypes, {}));
+  module->push_back(func);
+  Block *entry = func.addEntryBlock();
+  builder.setInsertionPointToStart(entry);
+  scopes.clear();
+  scopes.emplace_back();
+  for (auto [i, name] : llvm::enumerate(argNames))
+    scopes.back()[name] = entry->getArgument(i);
+
+  if (failed(importGraphBody(graph)))
+    return nullptr;
+
+  SmallVector<Value> results;
+  SmallVector<Type> resultTypes;
+  SmallVector<DictionaryAttr> resultAttrs;
+  for (const auto &out : graph.output()) {
+    Location loc = NameLoc::get(builder.getStringAttr(out.name()), fileLoc);
+    Value v = lookup(out.name());
+    if (!v)
+      return emitError(loc) << "graph output '" << out.name()
+                            << "' is not produced by any node",
+             nullptr;
+    SmallVector<std::string> dimNames;
+    Type declared = v.getType();
+    if (out.has_type()) {
+      FailureOr<Type> t = convertValueType(out.type(), loc, &dimNames);
+      if (failed(t))
+        return nullptr;
+      declared = *t;
+    }
+    auto inferred = dyn_cast<RankedTensorType>(v.getType());
+    auto decl = dyn_cast<RankedTensorType>(declared);
+    Type resultType = v.getType();
+    if (decl && (!inferred || inferred != decl)) {
+      if (inferred && failed(verifyCompatibleShape(inferred, decl)))
+        return emitError(loc) << "graph output '" << out.name()
+                              << "' is declared as " << decl
+                              << " but computes " << inferred,
+               nullptr;
+      if (inferred && inferred.getElementType() != decl.getElementType())
+        return emitError(loc) << "graph output '" << out.name()
+                              << "' is declared as " << decl
+                              << " but computes " << inferred,
+               nullptr;
+      v = tensor::CastOp::create(builder, loc, decl, v);
+      resultType = decl;
+    }
+    if (auto rt = dyn_cast<RankedTensorType>(resultType))
+      dimNames.resize(rt.getRank());
+    results.push_back(v);
+    resultTypes.push_back(resultType);
+    resultAttrs.push_back(builder.getDictionaryAttr(
+        {builder.getNamedAttr("kiln.name", builder.getStringAttr(out.name())),
+         builder.getNamedAttr("kiln.dim_names", dimNamesAttr(builder, dimNames))}));
+  }
+  func::ReturnOp::create(builder, fileLoc, results);
+  func.setFunctionType(builder.getFunctionType(argTypes, resultTypes));
+  func.setAllArgAttrs(argAttrs);
+  func.setAllResultAttrs(resultAttrs);
+
+  if (failed(verify(*module)))
+    return nullptr;
+  return module;
+}
+
+//===----------------------------------------------------------------------===//
+// Entry points
+//===----------------------------------------------------------------------===//
+
+OwningOpRef<ModuleOp> mlir::kiln::importOnnxBuffer(
+    MLIRContext *context, StringRef bytes, StringRef baseDir,
+    StringRef sourceName, const OnnxImportOptions &options) {
+  context->loadDialect<onnxops::OnnxDialect, func::FuncDialect,
+                       arith::ArithDialect, tensor::TensorDialect>();
+  Location fileLoc = FileLineColLoc::get(context, sourceName, 0, 0);
+  try {
+    onnx::ModelProto model;
+    if (bytes.size() > static_cast<size_t>(INT_MAX))
+      return emitError(fileLoc) << "'" << sourceName
+                                << "' is larger than 2 GiB; store its weights "
+                                   "as external data",
+             nullptr;
+    if (!model.ParseFromArray(bytes.data(), static_cast<int>(bytes.size())))
+      return emitError(fileLoc) << "'" << sourceName
+                                << "' is not a valid ONNX model (the protobuf "
+                                   "could not be parsed: truncated or not an "
+                                   "ONNX file)",
+             nullptr;
+    if (model.ir_version() <= 0 && !model.has_graph())
+      return emitError(fileLoc) << "'" << sourceName
+                                << "' is not a valid ONNX model (no IR version "
+                                   "and no graph)",
+             nullptr;
+    Importer importer(context, baseDir, sourceName, options);
+    return importer.importModel(model);
+  } catch (const std::exception &e) {
+    return emitError(fileLoc) << "while reading '" << sourceName
+                              << "': " << e.what(),
+           nullptr;
+  } catch (...) {
+    return emitError(fileLoc) << "while reading '" << sourceName
+                              << "': unknown error",
+           nullptr;
+  }
+}
+
+OwningOpRef<ModuleOp> mlir::kiln::importOnnxFile(MLIRContext *context,
+                                                 StringRef path,
+                                                 const OnnxImportOptions &options) {
+  auto buf = llvm::MemoryBuffer::getFile(path, /*IsText=*/false,
+                                         /*RequiresNullTerminator=*/false);
+  if (!buf)
+    return emitError(UnknownLoc::get(context))
+               << "cannot read '" << path << "': " << buf.getError().message(),
+           nullptr;
+  StringRef dir = llvm::sys::path::parent_path(path);
+  return importOnnxBuffer(context, (*buf)->getBuffer(), dir.empty() ? "." : dir,
+                          path, options);
+}
+
+void mlir::kiln::registerOnnxImportTranslation() {
+  static TranslateToMLIRRegistration reg(
+      "import-onnx", "Import an ONNX model (ModelProto) into the onnx dialect",
+      [](llvm::SourceMgr &sourceMgr, MLIRContext *context) -> OwningOpRef<Operation *> {
+        const llvm::MemoryBuffer *buf =
+            sourceMgr.getMemoryBuffer(sourceMgr.getMainFileID());
+        StringRef name = buf->getBufferIdentifier();
+        StringRef dir = llvm::sys::path::parent_path(name);
+        OwningOpRef<ModuleOp> m = importOnnxBuffer(
+            context, buf->getBuffer(), dir.empty() ? "." : dir, name);
+        return OwningOpRef<Operation *>(m.release());
+      },
+      [](DialectRegistry &registry) {
+        registry.insert<onnxops::OnnxDialect, func::FuncDialect,
+                        arith::ArithDialect, tensor::TensorDialect>();
+      });
+}

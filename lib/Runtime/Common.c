@@ -1,0 +1,159 @@
+/*===- Common.c - Helpers shared by the loader and model runtime ----------===*/
+#include "Common.h"
+
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+/* Same layout as struct kiln_status, with room for the message. Never
+ * written: kiln_status_free skips it (is_static). */
+static struct {
+  int32_t code;
+  int32_t is_static;
+  char message[16];
+} kOomStatus = {KILN_STATUS_RESOURCE_EXHAUSTED, 1, "out of memory"};
+
+kiln_status_t *kiln_rtc_oom_status(void) {
+  return (kiln_status_t *)(void *)&kOomStatus;
+}
+
+kiln_status_t *kiln_rtc_make_status_v(kiln_status_code_t code,
+                                      const char *format, va_list args) {
+  va_list copy;
+  va_copy(copy, args);
+  int len = vsnprintf(NULL, 0, format, copy);
+  va_end(copy);
+  if (len < 0)
+    len = 0;
+  kiln_status_t *status =
+      (kiln_status_t *)malloc(sizeof(kiln_status_t) + (size_t)len + 1);
+  if (!status)
+    return kiln_rtc_oom_status();
+  status->code = code == KILN_STATUS_OK ? KILN_STATUS_INTERNAL : code;
+  status->is_static = 0;
+  vsnprintf(status->message, (size_t)len + 1, format, args);
+  return status;
+}
+
+kiln_status_t *kiln_rtc_make_status(kiln_status_code_t code, const char *format,
+                                    ...) {
+  va_list args;
+  va_start(args, format);
+  kiln_status_t *status = kiln_rtc_make_status_v(code, format, args);
+  va_end(args);
+  return status;
+}
+
+static const struct {
+  const char *name;
+  size_t size;
+} kDtypes[] = {
+    {"invalid", 0}, {"f16", 2}, {"bf16", 2}, {"f32", 4},  {"f64", 8},
+    {"i8", 1},      {"i16", 2}, {"i32", 4},  {"i64", 8},  {"u8", 1},
+    {"u16", 2},     {"u32", 4}, {"u64", 8},  {"bool", 1},
+};
+#define KILN_NUM_DTYPES (sizeof(kDtypes) / sizeof(kDtypes[0]))
+
+const char *kiln_rtc_dtype_name(kiln_dtype_t dtype) {
+  if ((unsigned)dtype >= KILN_NUM_DTYPES)
+    return "invalid";
+  return kDtypes[dtype].name;
+}
+
+size_t kiln_rtc_dtype_size(kiln_dtype_t dtype) {
+  if ((unsigned)dtype >= KILN_NUM_DTYPES)
+    return 0;
+  return kDtypes[dtype].size;
+}
+
+kiln_dtype_t kiln_rtc_dtype_from_name(const char *name, size_t len) {
+  for (unsigned i = 1; i < KILN_NUM_DTYPES; ++i)
+    if (strlen(kDtypes[i].name) == len &&
+        memcmp(kDtypes[i].name, name, len) == 0)
+      return (kiln_dtype_t)i;
+  return KILN_DTYPE_INVALID;
+}
+
+size_t kiln_rtc_num_elements(size_t rank, const int64_t *dims, int *overflow) {
+  size_t n = 1;
+  *overflow = 0;
+  for (size_t i = 0; i < rank; ++i) {
+    if (dims[i] < 0 || __builtin_mul_overflow(n, (size_t)dims[i], &n)) {
+      *overflow = 1;
+      return 0;
+    }
+  }
+  return n;
+}
+
+void *kiln_rtc_aligned_alloc(size_t bytes) {
+  if (bytes > ((size_t)1 << 62))
+    return NULL;
+  bytes = (bytes + KILN_ALIGNMENT - 1) & ~(size_t)(KILN_ALIGNMENT - 1);
+  if (bytes == 0)
+    bytes = KILN_ALIGNMENT;
+  void *ptr = NULL;
+  if (posix_memalign(&ptr, KILN_ALIGNMENT, bytes) != 0)
+    return NULL;
+  return ptr;
+}
+
+kiln_tensor_t *kiln_rtc_tensor_create(kiln_dtype_t dtype, size_t rank,
+                                      const int64_t *dims,
+                                      kiln_status_t **out_status) {
+  size_t elem = kiln_rtc_dtype_size(dtype);
+  if (elem == 0) {
+    *out_status = kiln_rtc_make_status(KILN_STATUS_INVALID_ARGUMENT,
+                                       "invalid dtype %d", (int)dtype);
+    return NULL;
+  }
+  if (rank > 0 && !dims) {
+    *out_status = kiln_rtc_make_status(KILN_STATUS_INVALID_ARGUMENT,
+                                       "dims is NULL for rank %zu", rank);
+    return NULL;
+  }
+  if (rank > 4096) {
+    *out_status = kiln_rtc_make_status(KILN_STATUS_INVALID_ARGUMENT,
+                                       "rank %zu is too large", rank);
+    return NULL;
+  }
+  int overflow = 0;
+  size_t count = kiln_rtc_num_elements(rank, dims, &overflow);
+  size_t bytes = 0;
+  if (overflow || __builtin_mul_overflow(count, elem, &bytes)) {
+    *out_status = kiln_rtc_make_status(
+        KILN_STATUS_INVALID_ARGUMENT,
+        "tensor dims are negative or their product overflows");
+    return NULL;
+  }
+  kiln_tensor_t *tensor =
+      (kiln_tensor_t *)malloc(sizeof(kiln_tensor_t) + rank * sizeof(int64_t));
+  if (!tensor) {
+    *out_status = kiln_rtc_oom_status();
+    return NULL;
+  }
+  tensor->data = kiln_rtc_aligned_alloc(bytes);
+  if (!tensor->data) {
+    free(tensor);
+    *out_status = kiln_rtc_make_status(
+        KILN_STATUS_RESOURCE_EXHAUSTED,
+        "out of memory allocating a %zu-byte tensor", bytes);
+    return NULL;
+  }
+  tensor->dtype = dtype;
+  tensor->rank = rank;
+  tensor->dims = (int64_t *)(tensor + 1);
+  if (rank)
+    memcpy(tensor->dims, dims, rank * sizeof(int64_t));
+  tensor->num_elements = count;
+  tensor->byte_size = bytes;
+  *out_status = NULL;
+  return tensor;
+}
+
+void kiln_rtc_tensor_free(kiln_tensor_t *tensor) {
+  if (!tensor)
+    return;
+  free(tensor->data);
+  free(tensor);
+}

@@ -1,0 +1,302 @@
+/*===- Loader.c - The public runtime API (libkiln_runtime) ----------------===*
+ *
+ * Implements kiln-c/runtime.h: dlopens a model.so, finds its exported
+ * kiln_model_api_v1 table (ModelAPI.h) and forwards to it. Status and tensor
+ * objects are shared plain allocations, freed here with free().
+ *===----------------------------------------------------------------------===*/
+#ifndef _GNU_SOURCE
+#define _GNU_SOURCE
+#endif
+#include "Common.h"
+
+#include <dlfcn.h>
+#include <errno.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+
+struct kiln_model {
+  int refcount; /* atomic */
+  void *library;
+  const kiln_model_api_v1_table *api;
+  kiln_model_impl *impl;
+};
+
+struct kiln_instance {
+  kiln_model_t *model;
+  kiln_instance_impl *impl;
+};
+
+/* A status from the model's side: its static out-of-memory status lives in
+ * model.so, which may be unloaded before the caller frees the status, so
+ * swap it for ours. */
+static kiln_status_t *adopt(kiln_status_t *status) {
+  if (status && status->is_static)
+    return kiln_rtc_oom_status();
+  return status;
+}
+
+/*===--------------------------------------------------------------------===*
+ * Status, dtypes
+ *===--------------------------------------------------------------------===*/
+
+kiln_status_code_t kiln_status_code(const kiln_status_t *status) {
+  return status ? (kiln_status_code_t)status->code : KILN_STATUS_OK;
+}
+
+const char *kiln_status_message(const kiln_status_t *status) {
+  return status ? status->message : "";
+}
+
+void kiln_status_free(kiln_status_t *status) {
+  if (status && !status->is_static)
+    free(status);
+}
+
+const char *kiln_status_code_name(kiln_status_code_t code) {
+  switch (code) {
+  case KILN_STATUS_OK:
+    return "OK";
+  case KILN_STATUS_INVALID_ARGUMENT:
+    return "INVALID_ARGUMENT";
+  case KILN_STATUS_NOT_FOUND:
+    return "NOT_FOUND";
+  case KILN_STATUS_RESOURCE_EXHAUSTED:
+    return "RESOURCE_EXHAUSTED";
+  case KILN_STATUS_INCOMPATIBLE:
+    return "INCOMPATIBLE";
+  case KILN_STATUS_FAILED_PRECONDITION:
+    return "FAILED_PRECONDITION";
+  case KILN_STATUS_INTERNAL:
+    return "INTERNAL";
+  case KILN_STATUS_UNIMPLEMENTED:
+    return "UNIMPLEMENTED";
+  }
+  return "UNKNOWN";
+}
+
+const char *kiln_dtype_name(kiln_dtype_t dtype) {
+  return kiln_rtc_dtype_name(dtype);
+}
+
+size_t kiln_dtype_size(kiln_dtype_t dtype) {
+  return kiln_rtc_dtype_size(dtype);
+}
+
+/*===--------------------------------------------------------------------===*
+ * Tensors
+ *===--------------------------------------------------------------------===*/
+
+kiln_status_t *kiln_tensor_allocate(kiln_dtype_t dtype, size_t rank,
+                                    const int64_t *dims,
+                                    kiln_tensor_t **out_tensor) {
+  if (!out_tensor)
+    return kiln_rtc_make_status(KILN_STATUS_INVALID_ARGUMENT,
+                                "out_tensor is NULL");
+  kiln_status_t *status = NULL;
+  *out_tensor = kiln_rtc_tensor_create(dtype, rank, dims, &status);
+  return status;
+}
+
+void kiln_tensor_release(kiln_tensor_t *tensor) {
+  kiln_rtc_tensor_free(tensor);
+}
+
+kiln_dtype_t kiln_tensor_dtype(const kiln_tensor_t *tensor) {
+  return tensor ? tensor->dtype : KILN_DTYPE_INVALID;
+}
+size_t kiln_tensor_rank(const kiln_tensor_t *tensor) {
+  return tensor ? tensor->rank : 0;
+}
+const int64_t *kiln_tensor_dims(const kiln_tensor_t *tensor) {
+  return tensor ? tensor->dims : NULL;
+}
+void *kiln_tensor_data(const kiln_tensor_t *tensor) {
+  return tensor ? tensor->data : NULL;
+}
+size_t kiln_tensor_num_elements(const kiln_tensor_t *tensor) {
+  return tensor ? tensor->num_elements : 0;
+}
+size_t kiln_tensor_byte_size(const kiln_tensor_t *tensor) {
+  return tensor ? tensor->byte_size : 0;
+}
+
+kiln_tensor_view_t kiln_tensor_as_view(const kiln_tensor_t *tensor) {
+  kiln_tensor_view_t view;
+  memset(&view, 0, sizeof(view));
+  if (tensor) {
+    view.dtype = tensor->dtype;
+    view.rank = tensor->rank;
+    view.dims = tensor->dims;
+    view.data = tensor->data;
+  }
+  return view;
+}
+
+/*===--------------------------------------------------------------------===*
+ * Models
+ *===--------------------------------------------------------------------===*/
+
+kiln_status_t *kiln_model_load(const char *path, kiln_model_t **out_model) {
+  if (!out_model)
+    return kiln_rtc_make_status(KILN_STATUS_INVALID_ARGUMENT,
+                                "out_model is NULL");
+  *out_model = NULL;
+  if (!path || !*path)
+    return kiln_rtc_make_status(KILN_STATUS_INVALID_ARGUMENT,
+                                "model path is empty");
+  struct stat st;
+  if (stat(path, &st) != 0)
+    return kiln_rtc_make_status(
+        errno == ENOENT ? KILN_STATUS_NOT_FOUND : KILN_STATUS_INVALID_ARGUMENT,
+        "cannot open model '%s': %s", path, strerror(errno));
+  if (S_ISDIR(st.st_mode))
+    return kiln_rtc_make_status(KILN_STATUS_INVALID_ARGUMENT,
+                                "cannot open model '%s': is a directory", path);
+
+  /* dlopen searches the library path for names without '/'. */
+  char *local = NULL;
+  const char *open_path = path;
+  if (!strchr(path, '/')) {
+    size_t len = strlen(path);
+    local = (char *)malloc(len + 3);
+    if (!local)
+      return kiln_rtc_oom_status();
+    memcpy(local, "./", 2);
+    memcpy(local + 2, path, len + 1);
+    open_path = local;
+  }
+  dlerror();
+  void *library = dlopen(open_path, RTLD_NOW | RTLD_LOCAL);
+  free(local);
+  if (!library) {
+    const char *why = dlerror();
+    return kiln_rtc_make_status(KILN_STATUS_INCOMPATIBLE,
+                                "cannot load model '%s': %s", path,
+                                why ? why : "unknown dlopen error");
+  }
+  kiln_model_api_v1_fn entry =
+      (kiln_model_api_v1_fn)dlsym(library, KILN_MODEL_API_SYMBOL);
+  if (!entry) {
+    dlclose(library);
+    return kiln_rtc_make_status(
+        KILN_STATUS_INCOMPATIBLE,
+        "'%s' is not a Kiln model (it does not export %s)", path,
+        KILN_MODEL_API_SYMBOL);
+  }
+  const kiln_model_api_v1_table *api = entry();
+  if (!api || api->abi_version != KILN_MODEL_ABI_VERSION ||
+      api->struct_size < sizeof(kiln_model_api_v1_table)) {
+    unsigned version = api ? api->abi_version : 0;
+    dlclose(library);
+    return kiln_rtc_make_status(
+        KILN_STATUS_INCOMPATIBLE,
+        "model '%s' was built for Kiln runtime ABI version %u, this runtime "
+        "supports version %u; recompile it with a matching kilnc",
+        path, version, KILN_MODEL_ABI_VERSION);
+  }
+  kiln_model_t *model = (kiln_model_t *)calloc(1, sizeof(*model));
+  if (!model) {
+    dlclose(library);
+    return kiln_rtc_oom_status();
+  }
+  kiln_status_t *status = adopt(api->model_create(&model->impl));
+  if (status) {
+    /* A plain malloc'ed block: it outlives dlclose. */
+    free(model);
+    dlclose(library);
+    return status;
+  }
+  model->refcount = 1;
+  model->library = library;
+  model->api = api;
+  *out_model = model;
+  return NULL;
+}
+
+void kiln_model_retain(kiln_model_t *model) {
+  if (model)
+    __atomic_fetch_add(&model->refcount, 1, __ATOMIC_RELAXED);
+}
+
+void kiln_model_release(kiln_model_t *model) {
+  if (!model || __atomic_sub_fetch(&model->refcount, 1, __ATOMIC_ACQ_REL) != 0)
+    return;
+  model->api->model_destroy(model->impl);
+  dlclose(model->library);
+  free(model);
+}
+
+size_t kiln_model_num_inputs(const kiln_model_t *model) {
+  return model ? model->api->num_inputs(model->impl) : 0;
+}
+
+size_t kiln_model_num_outputs(const kiln_model_t *model) {
+  return model ? model->api->num_outputs(model->impl) : 0;
+}
+
+kiln_status_t *kiln_model_input_info(const kiln_model_t *model, size_t index,
+                                     kiln_value_info_t *out_info) {
+  if (!model || !out_info)
+    return kiln_rtc_make_status(KILN_STATUS_INVALID_ARGUMENT,
+                                "model or out_info is NULL");
+  return adopt(model->api->input_info(model->impl, index, out_info));
+}
+
+kiln_status_t *kiln_model_output_info(const kiln_model_t *model, size_t index,
+                                      kiln_value_info_t *out_info) {
+  if (!model || !out_info)
+    return kiln_rtc_make_status(KILN_STATUS_INVALID_ARGUMENT,
+                                "model or out_info is NULL");
+  return adopt(model->api->output_info(model->impl, index, out_info));
+}
+
+uint64_t kiln_model_arena_size(const kiln_model_t *model) {
+  return model ? model->api->arena_size(model->impl) : 0;
+}
+
+/*===--------------------------------------------------------------------===*
+ * Instances
+ *===--------------------------------------------------------------------===*/
+
+kiln_status_t *kiln_instance_create(kiln_model_t *model,
+                                    kiln_instance_t **out_instance) {
+  if (!out_instance)
+    return kiln_rtc_make_status(KILN_STATUS_INVALID_ARGUMENT,
+                                "out_instance is NULL");
+  *out_instance = NULL;
+  if (!model)
+    return kiln_rtc_make_status(KILN_STATUS_INVALID_ARGUMENT, "model is NULL");
+  kiln_instance_t *instance = (kiln_instance_t *)calloc(1, sizeof(*instance));
+  if (!instance)
+    return kiln_rtc_oom_status();
+  kiln_status_t *status =
+      adopt(model->api->instance_create(model->impl, &instance->impl));
+  if (status) {
+    free(instance);
+    return status;
+  }
+  kiln_model_retain(model);
+  instance->model = model;
+  *out_instance = instance;
+  return NULL;
+}
+
+void kiln_instance_release(kiln_instance_t *instance) {
+  if (!instance)
+    return;
+  instance->model->api->instance_destroy(instance->impl);
+  kiln_model_release(instance->model);
+  free(instance);
+}
+
+kiln_status_t *kiln_instance_run(kiln_instance_t *instance,
+                                 const kiln_tensor_view_t *inputs,
+                                 size_t num_inputs, kiln_tensor_t **out_outputs,
+                                 size_t num_outputs) {
+  if (!instance)
+    return kiln_rtc_make_status(KILN_STATUS_INVALID_ARGUMENT,
+                                "instance is NULL");
+  return adopt(instance->model->api->instance_run(
+      instance->impl, inputs, num_inputs, out_outputs, num_outputs));
+}

@@ -1,0 +1,774 @@
+/*===- ModelRuntime.c - The runtime linked into every model.so ------------===*
+ *
+ * Parses the signature the generated code embeds, owns instances (static
+ * arena, scratch cache), validates inputs, runs kiln_model_main and
+ * implements the kiln_rt_* callbacks of kiln/Runtime/ModelABI.h. Exposed to
+ * the loader through the single exported symbol kiln_model_api_v1 (see
+ * ModelAPI.h); everything else is hidden. Plain C, no global mutable state:
+ * instances of one model run concurrently on different threads.
+ *===----------------------------------------------------------------------===*/
+#include "Common.h"
+#include "kiln/Runtime/ModelABI.h"
+
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+/*===--------------------------------------------------------------------===*
+ * Signature
+ *===--------------------------------------------------------------------===*/
+
+typedef struct kiln_value_sig {
+  const char *name;
+  kiln_dtype_t dtype;
+  size_t rank;
+  int64_t *dims;            /* -1: symbolic */
+  const char **dim_symbols; /* "" when static or unnamed */
+  int32_t *symbol_ids;      /* -1 when static or unnamed */
+} kiln_value_sig;
+
+/* Metadata blocks of a model, freed together. */
+typedef struct kiln_meta_block {
+  struct kiln_meta_block *next;
+  max_align_t align[];
+} kiln_meta_block;
+
+struct kiln_model_impl {
+  uint64_t arena_size;
+  size_t num_inputs, num_outputs;
+  kiln_value_sig *inputs, *outputs;
+  size_t num_symbols;
+  const char **symbols;
+  kiln_meta_block *meta;
+};
+
+static void *meta_alloc(kiln_model_impl *model, size_t bytes) {
+  kiln_meta_block *block =
+      (kiln_meta_block *)calloc(1, sizeof(kiln_meta_block) + bytes + 1);
+  if (!block)
+    return NULL;
+  block->next = model->meta;
+  model->meta = block;
+  return block->align;
+}
+
+static void model_destroy(kiln_model_impl *model) {
+  if (!model)
+    return;
+  for (kiln_meta_block *block = model->meta; block;) {
+    kiln_meta_block *next = block->next;
+    free(block);
+    block = next;
+  }
+  free(model);
+}
+
+static int hex_value(char c) {
+  if (c >= '0' && c <= '9')
+    return c - '0';
+  if (c >= 'a' && c <= 'f')
+    return c - 'a' + 10;
+  if (c >= 'A' && c <= 'F')
+    return c - 'A' + 10;
+  return -1;
+}
+
+/* Decodes %XX escapes of [begin, end) into a new NUL-terminated string;
+ * NULL when out of memory or malformed (*malformed set). */
+static const char *decode_name(kiln_model_impl *model, const char *begin,
+                               const char *end, int *malformed) {
+  char *out = (char *)meta_alloc(model, (size_t)(end - begin) + 1);
+  *malformed = 0;
+  if (!out)
+    return NULL;
+  size_t n = 0;
+  for (const char *p = begin; p < end; ++p) {
+    if (*p == '%') {
+      if (end - p < 3 || hex_value(p[1]) < 0 || hex_value(p[2]) < 0) {
+        *malformed = 1;
+        return NULL;
+      }
+      out[n++] = (char)(hex_value(p[1]) * 16 + hex_value(p[2]));
+      p += 2;
+    } else {
+      out[n++] = *p;
+    }
+  }
+  out[n] = '\0';
+  return out;
+}
+
+/* Parses a non-negative decimal integer of [begin, end). */
+static int parse_u64(const char *begin, const char *end, uint64_t *out) {
+  if (begin == end)
+    return 0;
+  uint64_t value = 0;
+  for (const char *p = begin; p < end; ++p) {
+    if (*p < '0' || *p > '9')
+      return 0;
+    if (__builtin_mul_overflow(value, 10u, &value) ||
+        __builtin_add_overflow(value, (uint64_t)(*p - '0'), &value))
+      return 0;
+  }
+  *out = value;
+  return 1;
+}
+
+typedef struct {
+  const char *begin, *end;
+} token_t;
+
+/* Splits [begin, end) at spaces into at most `max` tokens; returns the count
+ * or max + 1 when there are more. */
+static size_t tokenize(const char *begin, const char *end, token_t *tokens,
+                       size_t max) {
+  size_t n = 0;
+  const char *p = begin;
+  while (p < end) {
+    while (p < end && (*p == ' ' || *p == '\t' || *p == '\r'))
+      ++p;
+    if (p == end)
+      break;
+    const char *start = p;
+    while (p < end && *p != ' ' && *p != '\t' && *p != '\r')
+      ++p;
+    if (n == max)
+      return max + 1;
+    tokens[n].begin = start;
+    tokens[n].end = p;
+    ++n;
+  }
+  return n;
+}
+
+static int token_is(token_t token, const char *text) {
+  size_t len = strlen(text);
+  return (size_t)(token.end - token.begin) == len &&
+         memcmp(token.begin, text, len) == 0;
+}
+
+#define KILN_MAX_RANK 64
+#define KILN_MAX_TOKENS (KILN_MAX_RANK + 4)
+
+static kiln_status_t *signature_error(int line, const char *what) {
+  return kiln_rtc_make_status(KILN_STATUS_INCOMPATIBLE,
+                              "malformed model signature, line %d: %s", line,
+                              what);
+}
+
+static kiln_status_t *parse_value(kiln_model_impl *model, token_t *tokens,
+                                  size_t count, int line,
+                                  kiln_value_sig *value) {
+  if (count < 4)
+    return signature_error(line, "expected '<kind> <name> <dtype> <rank>'");
+  int malformed = 0;
+  value->name = decode_name(model, tokens[1].begin, tokens[1].end, &malformed);
+  if (!value->name)
+    return malformed ? signature_error(line, "bad %XX escape in name")
+                     : kiln_rtc_oom_status();
+  value->dtype = kiln_rtc_dtype_from_name(
+      tokens[2].begin, (size_t)(tokens[2].end - tokens[2].begin));
+  if (value->dtype == KILN_DTYPE_INVALID)
+    return signature_error(line, "unknown dtype");
+  uint64_t rank = 0;
+  if (!parse_u64(tokens[3].begin, tokens[3].end, &rank) || rank > KILN_MAX_RANK)
+    return signature_error(line, "bad rank");
+  if (count != 4 + rank)
+    return signature_error(line, "number of dims differs from the rank");
+  value->rank = (size_t)rank;
+  value->dims = (int64_t *)meta_alloc(model, sizeof(int64_t) * rank);
+  value->dim_symbols = (const char **)meta_alloc(model, sizeof(char *) * rank);
+  value->symbol_ids = (int32_t *)meta_alloc(model, sizeof(int32_t) * rank);
+  if (!value->dims || !value->dim_symbols || !value->symbol_ids)
+    return kiln_rtc_oom_status();
+  for (size_t d = 0; d < rank; ++d) {
+    token_t tok = tokens[4 + d];
+    value->symbol_ids[d] = -1;
+    value->dim_symbols[d] = "";
+    if (*tok.begin == '?') {
+      value->dims[d] = -1;
+      if (tok.end - tok.begin == 1)
+        continue;
+      const char *symbol =
+          decode_name(model, tok.begin + 1, tok.end, &malformed);
+      if (!symbol)
+        return malformed ? signature_error(line, "bad %XX escape in symbol")
+                         : kiln_rtc_oom_status();
+      size_t id = 0;
+      while (id < model->num_symbols && strcmp(model->symbols[id], symbol))
+        ++id;
+      if (id == model->num_symbols)
+        model->symbols[model->num_symbols++] = symbol;
+      value->symbol_ids[d] = (int32_t)id;
+      value->dim_symbols[d] = model->symbols[id];
+      continue;
+    }
+    uint64_t dim = 0;
+    if (!parse_u64(tok.begin, tok.end, &dim) || dim > (uint64_t)INT64_MAX)
+      return signature_error(line, "bad dim");
+    value->dims[d] = (int64_t)dim;
+  }
+  return NULL;
+}
+
+static kiln_status_t *parse_signature(kiln_model_impl *model,
+                                      const char *text) {
+  /* First pass: count records and an upper bound of symbols. */
+  size_t inputs = 0, outputs = 0, max_symbols = 0;
+  for (const char *p = text; *p;) {
+    const char *eol = strchr(p, '\n');
+    if (!eol)
+      eol = p + strlen(p);
+    if (strncmp(p, "input ", 6) == 0)
+      ++inputs;
+    else if (strncmp(p, "output ", 7) == 0)
+      ++outputs;
+    for (const char *q = p; q < eol; ++q)
+      max_symbols += *q == '?';
+    p = *eol ? eol + 1 : eol;
+  }
+  model->inputs =
+      (kiln_value_sig *)meta_alloc(model, sizeof(kiln_value_sig) * inputs);
+  model->outputs =
+      (kiln_value_sig *)meta_alloc(model, sizeof(kiln_value_sig) * outputs);
+  model->symbols =
+      (const char **)meta_alloc(model, sizeof(char *) * max_symbols);
+  if (!model->inputs || !model->outputs || !model->symbols)
+    return kiln_rtc_oom_status();
+
+  int line = 0, have_header = 0, have_arena = 0;
+  token_t tokens[KILN_MAX_TOKENS];
+  for (const char *p = text; *p;) {
+    const char *eol = strchr(p, '\n');
+    if (!eol)
+      eol = p + strlen(p);
+    ++line;
+    size_t count = tokenize(p, eol, tokens, KILN_MAX_TOKENS);
+    p = *eol ? eol + 1 : eol;
+    if (count == 0)
+      continue;
+    if (count > KILN_MAX_TOKENS)
+      return signature_error(line, "too many fields (rank above 64?)");
+    if (!have_header) {
+      if (count != 2 || !token_is(tokens[0], "kiln-signature"))
+        return signature_error(line, "expected 'kiln-signature <version>'");
+      if (!token_is(tokens[1], "1"))
+        return kiln_rtc_make_status(
+            KILN_STATUS_INCOMPATIBLE,
+            "model signature version %.*s is not supported (expected 1)",
+            (int)(tokens[1].end - tokens[1].begin), tokens[1].begin);
+      have_header = 1;
+    } else if (token_is(tokens[0], "arena")) {
+      if (count != 2 ||
+          !parse_u64(tokens[1].begin, tokens[1].end, &model->arena_size))
+        return signature_error(line, "expected 'arena <bytes>'");
+      have_arena = 1;
+    } else if (token_is(tokens[0], "input")) {
+      kiln_status_t *status = parse_value(model, tokens, count, line,
+                                          &model->inputs[model->num_inputs]);
+      if (status)
+        return status;
+      ++model->num_inputs;
+    } else if (token_is(tokens[0], "output")) {
+      kiln_status_t *status = parse_value(model, tokens, count, line,
+                                          &model->outputs[model->num_outputs]);
+      if (status)
+        return status;
+      ++model->num_outputs;
+    } else {
+      return signature_error(line, "unknown record");
+    }
+  }
+  if (!have_header)
+    return signature_error(line, "missing 'kiln-signature' header");
+  (void)have_arena; /* optional: 0 bytes when absent */
+  return NULL;
+}
+
+static kiln_status_t *model_create(kiln_model_impl **out_model) {
+  *out_model = NULL;
+  kiln_model_impl *model = (kiln_model_impl *)calloc(1, sizeof(*model));
+  if (!model)
+    return kiln_rtc_oom_status();
+  kiln_status_t *status = parse_signature(model, kiln_model_signature);
+  if (status) {
+    model_destroy(model);
+    return status;
+  }
+  *out_model = model;
+  return NULL;
+}
+
+static size_t num_inputs(const kiln_model_impl *model) {
+  return model->num_inputs;
+}
+static size_t num_outputs(const kiln_model_impl *model) {
+  return model->num_outputs;
+}
+static uint64_t arena_size(const kiln_model_impl *model) {
+  return model->arena_size;
+}
+
+static void fill_info(const kiln_value_sig *value, kiln_value_info_t *info) {
+  info->name = value->name;
+  info->dtype = value->dtype;
+  info->rank = value->rank;
+  info->dims = value->dims;
+  info->dim_symbols = value->dim_symbols;
+}
+
+static kiln_status_t *input_info(const kiln_model_impl *model, size_t index,
+                                 kiln_value_info_t *out_info) {
+  if (index >= model->num_inputs)
+    return kiln_rtc_make_status(KILN_STATUS_INVALID_ARGUMENT,
+                                "input index %zu out of range (%zu inputs)",
+                                index, model->num_inputs);
+  fill_info(&model->inputs[index], out_info);
+  return NULL;
+}
+
+static kiln_status_t *output_info(const kiln_model_impl *model, size_t index,
+                                  kiln_value_info_t *out_info) {
+  if (index >= model->num_outputs)
+    return kiln_rtc_make_status(KILN_STATUS_INVALID_ARGUMENT,
+                                "output index %zu out of range (%zu outputs)",
+                                index, model->num_outputs);
+  fill_info(&model->outputs[index], out_info);
+  return NULL;
+}
+
+/*===--------------------------------------------------------------------===*
+ * Instances
+ *===--------------------------------------------------------------------===*/
+
+/* A scratch buffer of kiln_rt_alloc, cached across runs. */
+typedef struct kiln_scratch {
+  void *ptr;
+  size_t size;
+  int in_use;
+} kiln_scratch;
+
+typedef struct kiln_binding {
+  int64_t value;
+  size_t input, dim;
+  int bound;
+} kiln_binding;
+
+struct kiln_instance_impl {
+  kiln_model_impl *model;
+  void *arena;
+  kiln_binding *bindings;  /* per symbol */
+  void **input_data;       /* per input */
+  kiln_tensor_t **outputs; /* per output */
+  kiln_scratch *scratch;
+  size_t num_scratch, cap_scratch;
+};
+
+struct kiln_rt_ctx {
+  kiln_instance_impl *instance;
+  const kiln_tensor_view_t *inputs;
+  int failed;
+  kiln_status_code_t code;
+  char reason[512];
+};
+
+static void instance_destroy(kiln_instance_impl *instance) {
+  if (!instance)
+    return;
+  for (size_t i = 0; i < instance->num_scratch; ++i)
+    free(instance->scratch[i].ptr);
+  free(instance->scratch);
+  free(instance->arena);
+  free(instance->bindings);
+  free(instance->input_data);
+  free(instance->outputs);
+  free(instance);
+}
+
+static kiln_status_t *instance_create(kiln_model_impl *model,
+                                      kiln_instance_impl **out_instance) {
+  *out_instance = NULL;
+  kiln_instance_impl *instance =
+      (kiln_instance_impl *)calloc(1, sizeof(*instance));
+  if (!instance)
+    return kiln_rtc_oom_status();
+  instance->model = model;
+  if (model->arena_size > ((uint64_t)1 << 62)) {
+    instance_destroy(instance);
+    return kiln_rtc_make_status(KILN_STATUS_RESOURCE_EXHAUSTED,
+                                "arena of %llu bytes is too large",
+                                (unsigned long long)model->arena_size);
+  }
+  instance->arena = kiln_rtc_aligned_alloc((size_t)model->arena_size);
+  instance->bindings =
+      (kiln_binding *)calloc(model->num_symbols + 1, sizeof(kiln_binding));
+  instance->input_data = (void **)calloc(model->num_inputs + 1, sizeof(void *));
+  instance->outputs =
+      (kiln_tensor_t **)calloc(model->num_outputs + 1, sizeof(kiln_tensor_t *));
+  if (!instance->arena || !instance->bindings || !instance->input_data ||
+      !instance->outputs) {
+    int arena_failed = !instance->arena;
+    instance_destroy(instance);
+    if (arena_failed)
+      return kiln_rtc_make_status(
+          KILN_STATUS_RESOURCE_EXHAUSTED,
+          "out of memory allocating the %llu-byte instance arena",
+          (unsigned long long)model->arena_size);
+    return kiln_rtc_oom_status();
+  }
+  *out_instance = instance;
+  return NULL;
+}
+
+static void ctx_fail(kiln_rt_ctx *ctx, kiln_status_code_t code,
+                     const char *format, ...)
+    __attribute__((format(printf, 3, 4)));
+static void ctx_fail(kiln_rt_ctx *ctx, kiln_status_code_t code,
+                     const char *format, ...) {
+  if (ctx->failed)
+    return; /* keep the first reason */
+  ctx->failed = 1;
+  ctx->code = code;
+  va_list args;
+  va_start(args, format);
+  vsnprintf(ctx->reason, sizeof(ctx->reason), format, args);
+  va_end(args);
+}
+
+static void *scratch_alloc(kiln_rt_ctx *ctx, size_t bytes) {
+  kiln_instance_impl *instance = ctx->instance;
+  /* Best fit among the free cached buffers that are not much too large. */
+  kiln_scratch *best = NULL;
+  for (size_t i = 0; i < instance->num_scratch; ++i) {
+    kiln_scratch *s = &instance->scratch[i];
+    if (s->in_use || s->size < bytes || s->size > 2 * bytes + 65536)
+      continue;
+    if (!best || s->size < best->size)
+      best = s;
+  }
+  if (best) {
+    best->in_use = 1;
+    return best->ptr;
+  }
+  if (instance->num_scratch == instance->cap_scratch) {
+    size_t cap = instance->cap_scratch ? 2 * instance->cap_scratch : 16;
+    kiln_scratch *grown =
+        (kiln_scratch *)realloc(instance->scratch, cap * sizeof(kiln_scratch));
+    if (!grown)
+      return NULL;
+    instance->scratch = grown;
+    instance->cap_scratch = cap;
+  }
+  size_t size = (bytes + KILN_ALIGNMENT - 1) & ~(size_t)(KILN_ALIGNMENT - 1);
+  void *ptr = kiln_rtc_aligned_alloc(size);
+  if (!ptr)
+    return NULL;
+  kiln_scratch *s = &instance->scratch[instance->num_scratch++];
+  s->ptr = ptr;
+  s->size = size ? size : KILN_ALIGNMENT;
+  s->in_use = 1;
+  return ptr;
+}
+
+/* Ends a run: keeps the buffers this run used for the next one and frees
+ * the others, so the cache tracks the latest working set. */
+static void scratch_end_run(kiln_instance_impl *instance) {
+  size_t kept = 0;
+  for (size_t i = 0; i < instance->num_scratch; ++i) {
+    kiln_scratch s = instance->scratch[i];
+    if (!s.in_use) {
+      free(s.ptr);
+      continue;
+    }
+    s.in_use = 0;
+    instance->scratch[kept++] = s;
+  }
+  instance->num_scratch = kept;
+}
+
+static kiln_status_t *input_error(kiln_model_impl *model, size_t index,
+                                  const char *format, ...)
+    __attribute__((format(printf, 3, 4)));
+static kiln_status_t *input_error(kiln_model_impl *model, size_t index,
+                                  const char *format, ...) {
+  char detail[384];
+  va_list args;
+  va_start(args, format);
+  vsnprintf(detail, sizeof(detail), format, args);
+  va_end(args);
+  return kiln_rtc_make_status(KILN_STATUS_INVALID_ARGUMENT,
+                              "input %zu ('%s'): %s", index,
+                              model->inputs[index].name, detail);
+}
+
+static kiln_status_t *validate_inputs(kiln_instance_impl *instance,
+                                      const kiln_tensor_view_t *inputs) {
+  kiln_model_impl *model = instance->model;
+  for (size_t s = 0; s < model->num_symbols; ++s)
+    instance->bindings[s].bound = 0;
+  for (size_t i = 0; i < model->num_inputs; ++i) {
+    const kiln_value_sig *sig = &model->inputs[i];
+    const kiln_tensor_view_t *view = &inputs[i];
+    if (view->dtype != sig->dtype)
+      return input_error(model, i, "dtype is %s, expected %s",
+                         kiln_rtc_dtype_name(view->dtype),
+                         kiln_rtc_dtype_name(sig->dtype));
+    if (view->rank != sig->rank)
+      return input_error(model, i, "rank is %zu, expected %zu", view->rank,
+                         sig->rank);
+    if (view->rank > 0 && !view->dims)
+      return input_error(model, i, "dims is NULL");
+    for (size_t d = 0; d < sig->rank; ++d) {
+      int64_t got = view->dims[d];
+      if (got < 0)
+        return input_error(model, i,
+                           "dimension %zu is %lld, expected a "
+                           "non-negative size",
+                           d, (long long)got);
+      if (sig->dims[d] >= 0 && got != sig->dims[d])
+        return input_error(model, i, "dimension %zu is %lld, expected %lld", d,
+                           (long long)got, (long long)sig->dims[d]);
+      int32_t id = sig->symbol_ids[d];
+      if (id < 0)
+        continue;
+      kiln_binding *b = &instance->bindings[id];
+      if (!b->bound) {
+        b->bound = 1;
+        b->value = got;
+        b->input = i;
+        b->dim = d;
+      } else if (b->value != got) {
+        return input_error(
+            model, i,
+            "dimension %zu is %lld, expected %lld (symbol '%s' is %lld in "
+            "input %zu ('%s') dimension %zu)",
+            d, (long long)got, (long long)b->value, sig->dim_symbols[d],
+            (long long)b->value, b->input, model->inputs[b->input].name,
+            b->dim);
+      }
+    }
+    int overflow = 0;
+    size_t count = kiln_rtc_num_elements(view->rank, view->dims, &overflow);
+    size_t bytes = 0;
+    if (overflow ||
+        __builtin_mul_overflow(count, kiln_rtc_dtype_size(view->dtype), &bytes))
+      return input_error(model, i, "number of elements overflows");
+    if (!view->data && count > 0)
+      return input_error(model, i, "data is NULL");
+  }
+  return NULL;
+}
+
+/* Points input_data at the caller's buffers, copying those that are not
+ * aligned to their element size into scratch buffers. */
+static kiln_status_t *prepare_inputs(kiln_rt_ctx *ctx) {
+  kiln_instance_impl *instance = ctx->instance;
+  for (size_t i = 0; i < instance->model->num_inputs; ++i) {
+    const kiln_tensor_view_t *view = &ctx->inputs[i];
+    size_t elem = kiln_rtc_dtype_size(view->dtype);
+    instance->input_data[i] = (void *)view->data;
+    if (!view->data || (uintptr_t)view->data % elem == 0)
+      continue;
+    int overflow = 0;
+    size_t bytes =
+        kiln_rtc_num_elements(view->rank, view->dims, &overflow) * elem;
+    void *copy = scratch_alloc(ctx, bytes);
+    if (!copy)
+      return kiln_rtc_make_status(
+          KILN_STATUS_RESOURCE_EXHAUSTED,
+          "out of memory copying unaligned input %zu ('%s')", i,
+          instance->model->inputs[i].name);
+    memcpy(copy, view->data, bytes);
+    instance->input_data[i] = copy;
+  }
+  return NULL;
+}
+
+static void release_outputs(kiln_instance_impl *instance) {
+  for (size_t i = 0; i < instance->model->num_outputs; ++i) {
+    kiln_rtc_tensor_free(instance->outputs[i]);
+    instance->outputs[i] = NULL;
+  }
+}
+
+static kiln_status_t *instance_run(kiln_instance_impl *instance,
+                                   const kiln_tensor_view_t *inputs,
+                                   size_t num_inputs,
+                                   kiln_tensor_t **out_outputs,
+                                   size_t num_outputs) {
+  kiln_model_impl *model = instance->model;
+  if (out_outputs)
+    for (size_t i = 0; i < num_outputs; ++i)
+      out_outputs[i] = NULL;
+  if (num_inputs != model->num_inputs)
+    return kiln_rtc_make_status(KILN_STATUS_INVALID_ARGUMENT,
+                                "expected %zu inputs, got %zu",
+                                model->num_inputs, num_inputs);
+  if (num_outputs != model->num_outputs)
+    return kiln_rtc_make_status(KILN_STATUS_INVALID_ARGUMENT,
+                                "expected %zu outputs, got %zu",
+                                model->num_outputs, num_outputs);
+  if (num_inputs > 0 && !inputs)
+    return kiln_rtc_make_status(KILN_STATUS_INVALID_ARGUMENT, "inputs is NULL");
+  if (num_outputs > 0 && !out_outputs)
+    return kiln_rtc_make_status(KILN_STATUS_INVALID_ARGUMENT,
+                                "out_outputs is NULL");
+  kiln_status_t *status = validate_inputs(instance, inputs);
+  if (status)
+    return status;
+
+  kiln_rt_ctx ctx;
+  ctx.instance = instance;
+  ctx.inputs = inputs;
+  ctx.failed = 0;
+  ctx.code = KILN_STATUS_OK;
+  ctx.reason[0] = '\0';
+  for (size_t i = 0; i < model->num_outputs; ++i)
+    instance->outputs[i] = NULL;
+
+  status = prepare_inputs(&ctx);
+  if (!status) {
+    int32_t rc = kiln_model_main(&ctx);
+    if (ctx.failed)
+      status =
+          kiln_rtc_make_status(ctx.code, "model run failed: %s", ctx.reason);
+    else if (rc != 0)
+      status = kiln_rtc_make_status(
+          KILN_STATUS_INTERNAL, "model run failed: kiln_model_main returned %d",
+          (int)rc);
+  }
+  for (size_t i = 0; !status && i < model->num_outputs; ++i)
+    if (!instance->outputs[i])
+      status = kiln_rtc_make_status(
+          KILN_STATUS_INTERNAL, "model run did not produce output %zu ('%s')",
+          i, model->outputs[i].name);
+  scratch_end_run(instance);
+  if (status) {
+    release_outputs(instance);
+    return status;
+  }
+  for (size_t i = 0; i < num_outputs; ++i) {
+    out_outputs[i] = instance->outputs[i];
+    instance->outputs[i] = NULL;
+  }
+  return NULL;
+}
+
+/*===--------------------------------------------------------------------===*
+ * Callbacks of generated code (ModelABI.h)
+ *===--------------------------------------------------------------------===*/
+
+void *kiln_rt_input(kiln_rt_ctx *ctx, int64_t index) {
+  if (index < 0 || (uint64_t)index >= ctx->instance->model->num_inputs) {
+    ctx_fail(ctx, KILN_STATUS_INTERNAL, "kiln_rt_input: no input %lld",
+             (long long)index);
+    return NULL;
+  }
+  return ctx->instance->input_data[index];
+}
+
+int64_t kiln_rt_input_dim(kiln_rt_ctx *ctx, int64_t index, int64_t dim) {
+  kiln_model_impl *model = ctx->instance->model;
+  if (index < 0 || (uint64_t)index >= model->num_inputs || dim < 0 ||
+      (uint64_t)dim >= model->inputs[index].rank) {
+    ctx_fail(ctx, KILN_STATUS_INTERNAL,
+             "kiln_rt_input_dim: no dimension %lld of input %lld",
+             (long long)dim, (long long)index);
+    return 0;
+  }
+  return ctx->inputs[index].dims[dim];
+}
+
+void *kiln_rt_output(kiln_rt_ctx *ctx, int64_t index, const int64_t *dims) {
+  kiln_instance_impl *instance = ctx->instance;
+  kiln_model_impl *model = instance->model;
+  if (index < 0 || (uint64_t)index >= model->num_outputs) {
+    ctx_fail(ctx, KILN_STATUS_INTERNAL, "kiln_rt_output: no output %lld",
+             (long long)index);
+    return NULL;
+  }
+  const kiln_value_sig *sig = &model->outputs[index];
+  if (instance->outputs[index]) {
+    ctx_fail(ctx, KILN_STATUS_INTERNAL,
+             "output %lld ('%s') was allocated twice", (long long)index,
+             sig->name);
+    return NULL;
+  }
+  if (sig->rank > 0 && !dims) {
+    ctx_fail(ctx, KILN_STATUS_INTERNAL, "kiln_rt_output: dims is NULL");
+    return NULL;
+  }
+  for (size_t d = 0; d < sig->rank; ++d) {
+    if (dims[d] < 0 || (sig->dims[d] >= 0 && dims[d] != sig->dims[d])) {
+      ctx_fail(ctx, KILN_STATUS_INTERNAL,
+               "output %lld ('%s'): dimension %zu allocated as %lld, "
+               "signature says %lld",
+               (long long)index, sig->name, d, (long long)dims[d],
+               (long long)sig->dims[d]);
+      return NULL;
+    }
+  }
+  kiln_status_t *status = NULL;
+  kiln_tensor_t *tensor =
+      kiln_rtc_tensor_create(sig->dtype, sig->rank, dims, &status);
+  if (!tensor) {
+    ctx_fail(ctx, (kiln_status_code_t)status->code, "output %lld ('%s'): %s",
+             (long long)index, sig->name, status->message);
+    if (!status->is_static)
+      free(status);
+    return NULL;
+  }
+  instance->outputs[index] = tensor;
+  return tensor->data;
+}
+
+void *kiln_rt_arena(kiln_rt_ctx *ctx) { return ctx->instance->arena; }
+
+void *kiln_rt_alloc(kiln_rt_ctx *ctx, int64_t bytes) {
+  if (bytes < 0) {
+    ctx_fail(ctx, KILN_STATUS_INTERNAL, "kiln_rt_alloc: negative size %lld",
+             (long long)bytes);
+    return NULL;
+  }
+  void *ptr = (uint64_t)bytes > ((uint64_t)1 << 62)
+                  ? NULL
+                  : scratch_alloc(ctx, (size_t)bytes);
+  if (!ptr)
+    ctx_fail(ctx, KILN_STATUS_RESOURCE_EXHAUSTED,
+             "out of memory allocating a %lld-byte scratch buffer",
+             (long long)bytes);
+  return ptr;
+}
+
+void kiln_rt_launch_cpu(kiln_rt_ctx *ctx, void (*kernel)(void **args),
+                        void **args) {
+  /* After a failure a buffer may be NULL: skip the remaining kernels. */
+  if (ctx->failed)
+    return;
+  kernel(args);
+}
+
+/*===--------------------------------------------------------------------===*
+ * The exported table
+ *===--------------------------------------------------------------------===*/
+
+static const kiln_model_api_v1_table kApiTable = {
+    KILN_MODEL_ABI_VERSION,
+    sizeof(kiln_model_api_v1_table),
+    model_create,
+    model_destroy,
+    num_inputs,
+    num_outputs,
+    input_info,
+    output_info,
+    arena_size,
+    instance_create,
+    instance_destroy,
+    instance_run,
+};
+
+__attribute__((visibility("default"))) const kiln_model_api_v1_table *
+kiln_model_api_v1(void) {
+  return &kApiTable;
+}

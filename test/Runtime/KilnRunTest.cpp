@@ -1,0 +1,216 @@
+//===- KilnRunTest.cpp - Tests of the kiln-run tool -----------------------===//
+#include "TensorProto.h"
+
+#include <gtest/gtest.h>
+
+#include <cstdio>
+#include <cstring>
+#include <string>
+#include <sys/stat.h>
+#include <sys/wait.h>
+#include <vector>
+
+using kiln::HostTensor;
+
+namespace {
+
+struct Result {
+  int exitCode;
+  std::string output; // stdout and stderr
+};
+
+Result runTool(const std::string &args) {
+  std::string command = std::string(KILN_TEST_KILN_RUN) + " " + args + " 2>&1";
+  Result result{-1, ""};
+  FILE *pipe = popen(command.c_str(), "r");
+  if (!pipe)
+    return result;
+  char buffer[4096];
+  size_t n;
+  while ((n = fread(buffer, 1, sizeof(buffer), pipe)) > 0)
+    result.output.append(buffer, n);
+  int status = pclose(pipe);
+  result.exitCode = WIFEXITED(status) ? WEXITSTATUS(status) : -1;
+  return result;
+}
+
+HostTensor f32(std::vector<int64_t> dims, std::vector<float> values,
+               const std::string &name = "") {
+  HostTensor t;
+  t.dtype = KILN_DTYPE_F32;
+  t.dims = std::move(dims);
+  t.name = name;
+  t.data.resize(values.size() * 4);
+  if (!values.empty())
+    std::memcpy(t.data.data(), values.data(), t.data.size());
+  return t;
+}
+
+class KilnRunTest : public ::testing::Test {
+protected:
+  void SetUp() override {
+    if (!*KILN_TEST_KILN_RUN)
+      GTEST_SKIP() << "kiln-run not built";
+    mkdir(KILN_TEST_TMP_DIR, 0755);
+    dir = std::string(KILN_TEST_TMP_DIR) + "/" +
+          ::testing::UnitTest::GetInstance()->current_test_info()->name();
+    mkdir(dir.c_str(), 0755);
+    // x = [[1,2,3,4],[5,6,7,8]], bias = [10, 20]
+    write("x.pb", f32({2, 4}, {1, 2, 3, 4, 5, 6, 7, 8}, "x"));
+    write("bias.pb", f32({2}, {10, 20}, "bias"));
+    write("y.pb", f32({2, 4}, {12, 14, 16, 18, 30, 32, 34, 36}, "y"));
+    HostTensor rows;
+    rows.dtype = KILN_DTYPE_I64;
+    rows.data.assign(8, 0);
+    rows.data[0] = 2;
+    write("rows.pb", rows);
+  }
+  std::string path(const std::string &file) { return dir + "/" + file; }
+  void write(const std::string &file, const HostTensor &t) {
+    std::string error;
+    ASSERT_TRUE(kiln::writeTensorProtoFile(path(file), t, error)) << error;
+  }
+  std::string model() { return std::string(KILN_TEST_FAKE_MODEL); }
+  std::string inputs() {
+    return " --input " + path("x.pb") + " --input " + path("bias.pb");
+  }
+
+  std::string dir;
+};
+
+TEST_F(KilnRunTest, Help) {
+  Result r = runTool("--help");
+  EXPECT_EQ(r.exitCode, 0);
+  EXPECT_NE(r.output.find("usage: kiln-run"), std::string::npos);
+}
+
+TEST_F(KilnRunTest, PrintsSummary) {
+  Result r = runTool(model() + inputs());
+  EXPECT_EQ(r.exitCode, 0) << r.output;
+  EXPECT_EQ(r.output, "output 0 ('y'): f32 [2, 4] = [12, 14, 16, 18, 30, 32, "
+                      "34, 36]\noutput 1 ('n rows'): i64 [] = [2]\n");
+}
+
+TEST_F(KilnRunTest, ExpectOk) {
+  Result r = runTool(model() + inputs() + " --expect " + path("y.pb") +
+                     " --expect " + path("rows.pb"));
+  EXPECT_EQ(r.exitCode, 0) << r.output;
+  EXPECT_EQ(r.output, "output 0 ('y'): OK max_rel_err=0 max_abs_err=0\n"
+                      "output 1 ('n rows'): OK max_rel_err=0 max_abs_err=0\n");
+}
+
+TEST_F(KilnRunTest, NamedInputs) {
+  Result r = runTool(model() + " --input bias=" + path("bias.pb") +
+                     " --input x=" + path("x.pb") + " --expect " +
+                     path("y.pb") + " --expect " + path("rows.pb"));
+  EXPECT_EQ(r.exitCode, 0) << r.output;
+}
+
+TEST_F(KilnRunTest, ExpectMismatch) {
+  write("y_bad.pb", f32({2, 4}, {12, 14, 16, 18, 30, 32, 34, 36.5f}));
+  Result r = runTool(model() + inputs() + " --expect " + path("y_bad.pb") +
+                     " --expect " + path("rows.pb"));
+  EXPECT_EQ(r.exitCode, 1);
+  EXPECT_NE(r.output.find("output 0 ('y'): MISMATCH 1 of 8 elements differ "
+                          "(first at [1, 3]: got 36, expected 36.5)"),
+            std::string::npos)
+      << r.output;
+  EXPECT_NE(r.output.find("kiln-run: 1 of 2 outputs differ from --expect"),
+            std::string::npos);
+  // Within a loose tolerance it passes.
+  r = runTool(model() + inputs() + " --expect " + path("y_bad.pb") +
+              " --expect " + path("rows.pb") + " --rtol 0.02");
+  EXPECT_EQ(r.exitCode, 0) << r.output;
+}
+
+TEST_F(KilnRunTest, ExpectShapeMismatch) {
+  write("y_shape.pb", f32({4, 2}, {12, 14, 16, 18, 30, 32, 34, 36}));
+  Result r = runTool(model() + inputs() + " --expect " + path("y_shape.pb") +
+                     " --expect " + path("rows.pb"));
+  EXPECT_EQ(r.exitCode, 1);
+  EXPECT_NE(
+      r.output.find("output 0 ('y'): MISMATCH shape [2, 4], expected [4, 2]"),
+      std::string::npos)
+      << r.output;
+}
+
+TEST_F(KilnRunTest, OutputDir) {
+  Result r = runTool(model() + inputs() + " --output-dir " + dir);
+  EXPECT_EQ(r.exitCode, 0) << r.output;
+  EXPECT_EQ(r.output, "");
+  HostTensor y;
+  std::string error;
+  ASSERT_TRUE(kiln::readTensorProtoFile(path("output_0.pb"), y, error))
+      << error;
+  EXPECT_EQ(y.name, "y");
+  EXPECT_EQ(y.dims, (std::vector<int64_t>{2, 4}));
+  EXPECT_EQ(kiln::elementAsDouble(y.dtype, y.data.data(), 7), 36.0);
+  HostTensor rows;
+  ASSERT_TRUE(kiln::readTensorProtoFile(path("output_1.pb"), rows, error));
+  EXPECT_EQ(rows.name, "n rows");
+
+  r = runTool(model() + inputs() + " --output-dir " + dir + "/missing");
+  EXPECT_EQ(r.exitCode, 1);
+  EXPECT_EQ(r.output, "kiln-run: cannot write '" + dir +
+                          "/missing/output_0.pb': No such file or directory\n");
+}
+
+TEST_F(KilnRunTest, Benchmark) {
+  Result r = runTool(model() + inputs() + " --benchmark 20");
+  EXPECT_EQ(r.exitCode, 0) << r.output;
+  EXPECT_NE(r.output.find("benchmark: 20 runs after 3 warm-up: median "),
+            std::string::npos)
+      << r.output;
+  EXPECT_NE(r.output.find("p99"), std::string::npos);
+}
+
+TEST_F(KilnRunTest, Errors) {
+  Result r = runTool(model() + " --input " + path("x.pb"));
+  EXPECT_EQ(r.exitCode, 1);
+  EXPECT_EQ(r.output,
+            "kiln-run: model has 2 inputs (x, bias), got 1 --input\n");
+
+  r = runTool(model() + " --input " + path("x.pb") + " --input " +
+              path("nope.pb"));
+  EXPECT_EQ(r.exitCode, 1);
+  EXPECT_EQ(r.output, "kiln-run: cannot open '" + path("nope.pb") +
+                          "': No such file or directory\n");
+
+  FILE *f = fopen(path("junk.pb").c_str(), "wb");
+  fputs("\x0a\x05\x01", f);
+  fclose(f);
+  r = runTool(model() + " --input " + path("x.pb") + " --input " +
+              path("junk.pb"));
+  EXPECT_EQ(r.exitCode, 1);
+  EXPECT_EQ(r.output, "kiln-run: '" + path("junk.pb") +
+                          "' is not a valid TensorProto: truncated or "
+                          "malformed field 1 (dims)\n");
+
+  write("bias3.pb", f32({3}, {1, 2, 3}));
+  r = runTool(model() + " --input " + path("x.pb") + " --input " +
+              path("bias3.pb"));
+  EXPECT_EQ(r.exitCode, 1);
+  EXPECT_EQ(r.output, "kiln-run: input 1 ('bias'): dimension 0 is 3, expected "
+                      "2 (symbol 'N' is 2 in input 0 ('x') dimension 0)\n");
+
+  r = runTool("/nonexistent/model.so");
+  EXPECT_EQ(r.exitCode, 1);
+  EXPECT_EQ(r.output, "kiln-run: cannot open model '/nonexistent/model.so': "
+                      "No such file or directory\n");
+
+  r = runTool(model() + " --bogus");
+  EXPECT_EQ(r.exitCode, 1);
+  EXPECT_EQ(r.output,
+            "kiln-run: unknown option '--bogus' (see kiln-run --help)\n");
+
+  r = runTool(model() + inputs() + " --rtol abc");
+  EXPECT_EQ(r.exitCode, 1);
+  EXPECT_EQ(r.output,
+            "kiln-run: --rtol expects a non-negative number, got 'abc'\n");
+
+  r = runTool(model() + inputs() + " --expect " + path("y.pb"));
+  EXPECT_EQ(r.exitCode, 1);
+  EXPECT_EQ(r.output, "kiln-run: model has 2 outputs, got 1 --expect\n");
+}
+
+} // namespace

@@ -1,0 +1,21 @@
+# -*- Python -*-
+import os
+
+import lit.formats
+from lit.llvm import llvm_config
+
+config.name = "Kiln"
+config.test_format = lit.formats.ShTest(not llvm_config.use_lit_shell)
+config.suffixes = [".mlir", ".test", ".py"]
+config.excludes = ["lit.cfg.py", "lit.site.cfg.py", "Inputs", "Runtime", "CMakeLists.txt", "e2e_util.py"]
+config.test_source_root = os.path.dirname(__file__)
+config.test_exec_root = os.path.join(config.kiln_obj_root, "test")
+
+config.substitutions.append(("%PATH%", config.environment["PATH"]))
+config.substitutions.append(("%python", config.python_executable))
+config.substitutions.append(("%kiln_src", config.kiln_src_root))
+config.substitutions.append(("%kiln_bin", os.path.join(config.kiln_obj_root, "bin")))
+
+llvm_config.use_default_substitutions()
+llvm_config.with_environment("PATH", config.llvm_tools_dir, append_path=True)
+llvm_config.with_environment("PATH", os.path.join(config.kiln_obj_root, "bin"), append_path=False)

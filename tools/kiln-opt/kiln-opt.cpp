@@ -1,0 +1,31 @@
+//===- kiln-opt.cpp - Kiln's pass driver ----------------------------------===//
+//
+// Every Kiln dialect and pass, plus the upstream passes Kiln's pipelines
+// use, for driving and testing passes one at a time with lit and FileCheck.
+//
+//===----------------------------------------------------------------------===//
+
+#include "kiln/Compiler/Compiler.h"
+
+#include "mlir/Conversion/Passes.h"
+#include "mlir/Dialect/Bufferization/Transforms/Passes.h"
+#include "mlir/Dialect/Linalg/Passes.h"
+#include "mlir/Dialect/MemRef/Transforms/Passes.h"
+#include "mlir/Tools/mlir-opt/MlirOptMain.h"
+#include "mlir/Transforms/Passes.h"
+
+int main(int argc, char **argv) {
+  mlir::registerTransformsPasses();
+  mlir::registerLinalgPasses();
+  mlir::bufferization::registerBufferizationPasses();
+  mlir::memref::registerMemRefPasses();
+  mlir::registerSCFToControlFlowPass();
+  mlir::registerConvertMathToLibmPass();
+  mlir::registerLowerAffinePass();
+  mlir::registerReconcileUnrealizedCastsPass();
+  mlir::kiln::registerAllKilnPasses();
+  mlir::DialectRegistry registry;
+  mlir::kiln::registerKilnDialects(registry);
+  return mlir::asMainReturnCode(
+      mlir::MlirOptMain(argc, argv, "Kiln optimizer driver\n", registry));
+}

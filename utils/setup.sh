@@ -1,0 +1,27 @@
+#!/usr/bin/env bash
+# Installs everything Kiln needs on a fresh Debian 12 machine (as root) and creates the
+# Python virtual environment in .venv. Idempotent: skips what is already there.
+set -euo pipefail
+ROOT="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
+cd "$ROOT"
+
+PKGS=(llvm-22-dev libmlir-22-dev mlir-22-tools clang-22 lld-22 llvm-22-tools ninja-build cmake
+      libonnx-dev libprotobuf-dev protobuf-compiler libgtest-dev python3-venv)
+missing=()
+for p in "${PKGS[@]}"; do
+  dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "install ok installed" || missing+=("$p")
+done
+if [ ${#missing[@]} -gt 0 ]; then
+  echo "== installing system packages: ${missing[*]}"
+  export DEBIAN_FRONTEND=noninteractive
+  apt-get update -qq
+  apt-get install -y -qq --no-install-recommends "${missing[@]}"
+fi
+
+VENV="$ROOT/.venv"
+if [ ! -x "$VENV/bin/python" ] || ! "$VENV/bin/python" -c "import onnx, onnxruntime, numpy, lit, pytest" 2>/dev/null; then
+  echo "== creating Python environment in $VENV"
+  /usr/bin/python3 -m venv --system-site-packages "$VENV"
+  "$VENV/bin/pip" install -q --upgrade pip
+  "$VENV/bin/pip" install -q -r "$ROOT/python/requirements.txt"
+fi
