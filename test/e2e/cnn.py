@@ -66,7 +66,7 @@ def build(bn_stats):
         nodes, "cnn",
         [helper.make_tensor_value_info("x", TensorProto.FLOAT, ["N", 3, 16, 16])],
         outputs, inits)
-    return helper.make_model(graph, opset_imports=[helper.make_opsetid("", 17)])
+    return helper.make_model(graph, opset_imports=[helper.make_opsetid("", 17)], ir_version=8)
 
 
 def measure(model, tensor, x):

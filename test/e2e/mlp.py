@@ -42,6 +42,6 @@ graph = helper.make_graph(
     [helper.make_tensor_value_info("probs", TensorProto.FLOAT, [4, 10]),
      helper.make_tensor_value_info("logits", TensorProto.FLOAT, [4, 10])],
     inits)
-model = helper.make_model(graph, opset_imports=[helper.make_opsetid("", 17)])
+model = helper.make_model(graph, opset_imports=[helper.make_opsetid("", 17)], ir_version=8)
 feeds = [{"x": rng.standard_normal((4, 64)).astype(np.float32)} for _ in range(2)]
 e2e_util.check(model, sys.argv[1], feeds, "mlp")

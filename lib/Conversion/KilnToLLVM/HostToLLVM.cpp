@@ -21,7 +21,9 @@
 #include "mlir/Conversion/MathToLLVM/MathToLLVM.h"
 #include "mlir/Conversion/MemRefToLLVM/MemRefToLLVM.h"
 #include "mlir/Conversion/UBToLLVM/UBToLLVM.h"
+#include "mlir/Dialect/ControlFlow/IR/ControlFlowOps.h"
 #include "mlir/Dialect/LLVMIR/LLVMDialect.h"
+#include "mlir/Dialect/MemRef/IR/MemRef.h"
 #include "mlir/Transforms/DialectConversion.h"
 
 namespace mlir::kiln {
@@ -233,6 +235,35 @@ void createPackedEntry(ModuleOp module, StringRef kernel,
   LLVM::ReturnOp::create(b, loc, ValueRange{});
 }
 
+/// After each allocation through the runtime (outputs, dynamic buffers),
+/// returns 1 from the host program when it failed; the runtime has recorded
+/// why. Kernels never run on a null buffer.
+void insertAllocationChecks(func::FuncOp host) {
+  SmallVector<Operation *> allocs;
+  host.walk([&](Operation *op) {
+    if (isa<OutputOp>(op) ||
+        (isa<BufferOp>(op) && !cast<BufferOp>(op).getOffset()))
+      allocs.push_back(op);
+  });
+  for (Operation *op : allocs) {
+    Location loc = op->getLoc();
+    OpBuilder b(op->getContext());
+    b.setInsertionPointAfter(op);
+    Value ptr = memref::ExtractAlignedPointerAsIndexOp::create(
+        b, loc, op->getResult(0));
+    Value isNull = arith::CmpIOp::create(
+        b, loc, arith::CmpIPredicate::eq, ptr,
+        arith::ConstantIndexOp::create(b, loc, 0));
+    Block *cur = b.getInsertionBlock();
+    Block *cont = cur->splitBlock(b.getInsertionPoint());
+    Block *fail = b.createBlock(cont);
+    func::ReturnOp::create(
+        b, loc, arith::ConstantIntOp::create(b, loc, 1, 32).getResult());
+    b.setInsertionPointToEnd(cur);
+    cf::CondBranchOp::create(b, loc, isNull, fail, cont);
+  }
+}
+
 struct ConvertHostToLLVMPass
     : public kiln::impl::KilnConvertHostToLLVMBase<ConvertHostToLLVMPass> {
   void runOnOperation() override {
@@ -262,8 +293,10 @@ struct ConvertHostToLLVMPass
     SmallVector<KernelInfo> kernels;
     std::string io;
     for (auto fn : module.getOps<func::FuncOp>()) {
-      if (auto sig = fn->getAttrOfType<StringAttr>("kiln.signature_io"))
+      if (auto sig = fn->getAttrOfType<StringAttr>("kiln.signature_io")) {
         io = sig.str();
+        insertAllocationChecks(fn);
+      }
       if (!fn->hasAttr("kiln.kernel"))
         continue;
       KernelInfo info{fn.getName().str(), {}, {}};

@@ -20,11 +20,18 @@
 #include "mlir/IR/Verifier.h"
 #include "mlir/Tools/mlir-translate/Translation.h"
 #include "llvm/ADT/StringMap.h"
+#include "llvm/ADT/StringSet.h"
 #include "llvm/Support/FileSystem.h"
 #include "llvm/Support/MemoryBuffer.h"
 #include "llvm/Support/Path.h"
 #include "llvm/Support/SourceMgr.h"
 
+#ifndef ONNX_ML
+#define ONNX_ML 1
+#endif
+#ifndef ONNX_NAMESPACE
+#define ONNX_NAMESPACE onnx
+#endif
 #include <onnx/onnx_pb.h>
 
 #include <cstring>
@@ -398,7 +405,8 @@ Value Importer::lookup(const std::string &name) const {
 }
 
 Value Importer::noValue(Location loc) {
-  return onnxops::NoValueOp::create(builder, loc).getResult();
+  return onnxops::NoValueOp::create(builder, loc, builder.getNoneType())
+      .getResult();
 }
 
 Value Importer::i64Constant(ArrayRef<int64_t> values, Location loc) {
@@ -740,7 +748,7 @@ OwningOpRef<ModuleOp> Importer::importModel(const onnx::ModelProto &model) {
     (*module)->setAttr("onnx.producer",
                        builder.getStringAttr(model.producer_name()));
 
-  llvm::StringSet<> initNames;
+  llvm::StringSet<llvm::MallocAllocator> initNames;
   for (const auto &init : graph.initializer())
     initNames.insert(init.name());
 

@@ -92,6 +92,29 @@ struct FormKernelsPass
   LogicalResult formKernel(Operation *root, unsigned id) {
     Location loc = root->getLoc();
     OpBuilder b(root);
+    // Collect the closure (before sizing the results, which adds uses) of the root: cloneable producers come along,
+    // everything else is an input.
+    SetVector<Operation *> cloned;
+    SetVector<Value> inputs;
+    std::function<void(Operation *)> visit = [&](Operation *op) {
+      SetVector<Value> used;
+      for (Value v : op->getOperands())
+        used.insert(v);
+      for (Region &region : op->getRegions())
+        getUsedValuesDefinedAbove(region, used);
+      for (Value v : used) {
+        Operation *def = v.getDefiningOp();
+        if (def && isCloneable(def, op == root ? root : nullptr) &&
+            !cloned.contains(def)) {
+          visit(def);
+          cloned.insert(def);
+        } else if (!def || !cloned.contains(def)) {
+          inputs.insert(v);
+        }
+      }
+    };
+    visit(root);
+
     // Dynamic sizes of the results, computed on the host before the kernel.
     SmallVector<Value> dims;
     auto reify = dyn_cast<ReifyRankedShapedTypeOpInterface>(root);
@@ -116,29 +139,6 @@ struct FormKernelsPass
             dims.push_back(getValueOrCreateConstantIndexOp(b, loc, shape[i]));
       }
     }
-
-    // Collect the closure of the root: cloneable producers come along,
-    // everything else is an input.
-    SetVector<Operation *> cloned;
-    SetVector<Value> inputs;
-    std::function<void(Operation *)> visit = [&](Operation *op) {
-      SetVector<Value> used;
-      for (Value v : op->getOperands())
-        used.insert(v);
-      for (Region &region : op->getRegions())
-        getUsedValuesDefinedAbove(region, used);
-      for (Value v : used) {
-        Operation *def = v.getDefiningOp();
-        if (def && isCloneable(def, op == root ? root : nullptr) &&
-            !cloned.contains(def)) {
-          visit(def);
-          cloned.insert(def);
-        } else if (!def || !cloned.contains(def)) {
-          inputs.insert(v);
-        }
-      }
-    };
-    visit(root);
 
     auto kernel = KernelOp::create(
         b, loc, root->getResultTypes(), inputs.getArrayRef(), dims,

@@ -4,7 +4,6 @@
 
 #include "mlir/Dialect/Arith/Utils/Utils.h"
 #include "mlir/Dialect/Bufferization/IR/Bufferization.h"
-#include "mlir/Dialect/ControlFlow/IR/ControlFlowOps.h"
 #include "mlir/IR/IRMapping.h"
 #include "mlir/IR/SymbolTable.h"
 
@@ -156,25 +155,6 @@ struct OutlineKernelsPass
     Value zero = arith::ConstantIntOp::create(b, ret.getLoc(), 0, 32);
     func::ReturnOp::create(b, ret.getLoc(), zero);
     model.erase();
-  }
-
-  /// After an allocation through the runtime: return 1 from the host
-  /// program when it failed (the runtime recorded why).
-  void checkAllocation(Location loc, Value buffer) {
-    Value ptr =
-        memref::ExtractAlignedPointerAsIndexOp::create(b, loc, buffer);
-    Value isNull = arith::CmpIOp::create(
-        b, loc, arith::CmpIPredicate::eq, ptr,
-        arith::ConstantIndexOp::create(b, loc, 0));
-    Block *cur = b.getInsertionBlock();
-    Region *region = cur->getParent();
-    Block *fail = b.createBlock(region, region->end());
-    func::ReturnOp::create(b, loc,
-                           arith::ConstantIntOp::create(b, loc, 1, 32).getResult());
-    Block *cont = b.createBlock(region, region->end());
-    b.setInsertionPointToEnd(cur);
-    cf::CondBranchOp::create(b, loc, isNull, fail, cont);
-    b.setInsertionPointToStart(cont);
   }
 
   Value lookupBuffer(Value v, Operation *user) {
@@ -368,11 +348,8 @@ struct OutlineKernelsPass
       if (it != outputIndex.end()) {
         buf = OutputOp::create(b, loc, mt, ctx, b.getI64IntegerAttr(it->second),
                                dims);
-        checkAllocation(loc, buf);
       } else {
         buf = BufferOp::create(b, loc, mt, ctx, dims, IntegerAttr());
-        if (!mt.hasStaticShape())
-          checkAllocation(loc, buf);
       }
       outs.push_back(buf);
       map.map(r, buf);

@@ -104,7 +104,10 @@ def Kiln_InputOp : Kiln_Op<"input", [Pure]> {
   let assemblyFormat = "$ctx `[` $index `]` attr-dict `:` type($buffer)";
 }
 
-def Kiln_OutputOp : Kiln_Op<"output", [MemoryEffects<[MemAlloc]>]> {
+// Outputs and buffers come from the runtime, which owns them: they are not
+// allocations the bufferization deallocation passes should free, and two of
+// them must never be merged, hence a write effect on the runtime's state.
+def Kiln_OutputOp : Kiln_Op<"output", [MemoryEffects<[MemWrite]>]> {
   let summary = "Allocates a model output through the runtime";
   let description = [{
     Asks the runtime for the buffer of model output `index` with the given
@@ -125,7 +128,7 @@ def Kiln_OutputOp : Kiln_Op<"output", [MemoryEffects<[MemAlloc]>]> {
   let hasVerifier = 1;
 }
 
-def Kiln_BufferOp : Kiln_Op<"buffer", [MemoryEffects<[MemAlloc]>]> {
+def Kiln_BufferOp : Kiln_Op<"buffer", [MemoryEffects<[MemWrite]>]> {
   let summary = "An intermediate buffer between kernels";
   let description = [{
     A buffer owned by the host program. With an `offset` (set by
@@ -148,7 +151,8 @@ def Kiln_BufferOp : Kiln_Op<"buffer", [MemoryEffects<[MemAlloc]>]> {
 }
 
 def Kiln_LaunchOp : Kiln_Op<"launch", [
-    DeclareOpInterfaceMethods<SymbolUserOpInterface>]> {
+    DeclareOpInterfaceMethods<SymbolUserOpInterface>,
+    MemoryEffects<[MemRead, MemWrite]>]> {
   let summary = "Launches a kernel function";
   let description = [{
     Calls the outlined kernel `kernel` through the runtime's launch entry for

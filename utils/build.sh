@@ -1,0 +1,13 @@
+#!/usr/bin/env bash
+# Configures (once) and builds Kiln in ./build with clang-22 and -j2.
+set -euo pipefail
+ROOT="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
+cd "$ROOT"
+if [ ! -f build/build.ninja ]; then
+  cmake -G Ninja -B build -DMLIR_DIR=/usr/lib/llvm-22/lib/cmake/mlir \
+    -DLLVM_EXTERNAL_LIT=/usr/lib/llvm-22/bin/lit \
+    -DCMAKE_C_COMPILER=clang-22 -DCMAKE_CXX_COMPILER=clang++-22 \
+    -DLLVM_USE_LINKER=lld -DCMAKE_BUILD_TYPE=Release \
+    -DKILN_PYTHON="$ROOT/.venv/bin/python"
+fi
+ninja -C build -j2
