@@ -758,7 +758,8 @@ LogicalResult lowerBatchNorm(Operation *op, OpBuilder &b,
       [&](OpBuilder &nb, Location l, ValueRange a) -> Value {
         // (x - mean) / sqrt(var + eps) * scale + bias
         Value var = arith::AddFOp::create(nb, l, a[4], scalarConstant(nb, l, elem, eps));
-        Value inv = math::RsqrtOp::create(nb, l, var);
+        Value inv = arith::DivFOp::create(nb, l, scalarConstant(nb, l, elem, 1.0),
+                                          math::SqrtOp::create(nb, l, var));
         Value xc = arith::SubFOp::create(nb, l, a[0], a[3]);
         Value y = arith::MulFOp::create(nb, l, xc, arith::MulFOp::create(nb, l, inv, a[1]));
         return arith::AddFOp::create(nb, l, y, a[2]);
