@@ -38,7 +38,7 @@ void KernelOp::print(OpAsmPrinter &p) {
   if (!getDims().empty())
     p << " dims(" << getDims() << ")";
   p << " -> (" << getResultTypes() << ")";
-  p.printOptionalAttrDict((*this)->getAttrs(),
+  p.printOptionalAttrDictWithKeyword((*this)->getAttrs(),
                           {"operandSegmentSizes", getNameAttrName()});
   p << " ";
   p.printRegion(getBody(), /*printEntryBlockArgs=*/true,
@@ -67,7 +67,7 @@ ParseResult KernelOp::parse(OpAsmParser &parser, OperationState &result) {
   }
   if (parser.parseArrow() || parser.parseLParen() ||
       parser.parseTypeList(resultTypes) || parser.parseRParen() ||
-      parser.parseOptionalAttrDict(result.attributes))
+      parser.parseOptionalAttrDictWithKeyword(result.attributes))
     return failure();
   SMLoc loc = parser.getCurrentLocation();
   if (parser.resolveOperands(inputs, inputTypes, loc, result.operands) ||

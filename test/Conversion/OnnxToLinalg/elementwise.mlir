@@ -1,0 +1,79 @@
+// RUN: kiln-opt %s -split-input-file --kiln-convert-onnx-to-linalg | FileCheck %s
+
+// Broadcasting: the [3] operand is read along the last dim only.
+// CHECK-DAG: #[[ID:.*]] = affine_map<(d0, d1) -> (d0, d1)>
+// CHECK-DAG: #[[ROW:.*]] = affine_map<(d0, d1) -> (d1)>
+// CHECK-LABEL: func @add_broadcast
+// CHECK-SAME: %[[A:.*]]: tensor<?x3xf32>, %[[B:.*]]: tensor<3xf32>
+// CHECK: %[[N:.*]] = tensor.dim %[[A]], %{{.*}} : tensor<?x3xf32>
+// CHECK: %[[E:.*]] = tensor.empty(%[[N]]) : tensor<?x3xf32>
+// CHECK: linalg.generic {indexing_maps = [#[[ID]], #[[ROW]], #[[ID]]], iterator_types = ["parallel", "parallel"]} ins(%[[A]], %[[B]] : tensor<?x3xf32>, tensor<3xf32>) outs(%[[E]] : tensor<?x3xf32>)
+// CHECK: arith.addf
+// CHECK-NOT: onnx.
+func.func @add_broadcast(%a: tensor<?x3xf32>, %b: tensor<3xf32>) -> tensor<?x3xf32> {
+  %0 = "onnx.Add"(%a, %b) : (tensor<?x3xf32>, tensor<3xf32>) -> tensor<?x3xf32>
+  return %0 : tensor<?x3xf32>
+}
+
+// -----
+
+// A size-1 dim broadcasts through a constant index.
+// CHECK-DAG: #[[COL:.*]] = affine_map<(d0, d1) -> (d0, 0)>
+// CHECK-LABEL: func @mul_size_one
+// CHECK: linalg.generic {indexing_maps = [#{{.*}}, #[[COL]], #{{.*}}]
+// CHECK: arith.mulf
+func.func @mul_size_one(%a: tensor<4x3xf32>, %b: tensor<4x1xf32>) -> tensor<4x3xf32> {
+  %0 = "onnx.Mul"(%a, %b) : (tensor<4x3xf32>, tensor<4x1xf32>) -> tensor<4x3xf32>
+  return %0 : tensor<4x3xf32>
+}
+
+// -----
+
+// CHECK-LABEL: func @int_div_guards_zero
+// CHECK: arith.cmpi eq
+// CHECK: arith.select
+// CHECK: arith.divsi
+func.func @int_div_guards_zero(%a: tensor<4xi64>, %b: tensor<4xi64>) -> tensor<4xi64> {
+  %0 = "onnx.Div"(%a, %b) : (tensor<4xi64>, tensor<4xi64>) -> tensor<4xi64>
+  return %0 : tensor<4xi64>
+}
+
+// -----
+
+// CHECK-LABEL: func @activations
+// CHECK: arith.maximumf
+// CHECK: math.exp
+// CHECK: arith.divf
+// CHECK: math.tanh
+// CHECK: arith.cmpf olt
+// CHECK: arith.select
+func.func @activations(%a: tensor<4xf32>) -> tensor<4xf32> {
+  %0 = "onnx.Relu"(%a) : (tensor<4xf32>) -> tensor<4xf32>
+  %1 = "onnx.Sigmoid"(%0) : (tensor<4xf32>) -> tensor<4xf32>
+  %2 = "onnx.Tanh"(%1) : (tensor<4xf32>) -> tensor<4xf32>
+  %3 = "onnx.LeakyRelu"(%2) {alpha = 0.2 : f32} : (tensor<4xf32>) -> tensor<4xf32>
+  return %3 : tensor<4xf32>
+}
+
+// -----
+
+// Clip with only a max: the missing min is onnx.NoValue.
+// CHECK-LABEL: func @clip_max_only
+// CHECK: linalg.generic
+// CHECK-NOT: arith.maximumf
+// CHECK: arith.minimumf
+// CHECK-NOT: onnx.NoValue
+func.func @clip_max_only(%a: tensor<4xf32>, %hi: tensor<f32>) -> tensor<4xf32> {
+  %none = onnx.NoValue
+  %0 = "onnx.Clip"(%a, %none, %hi) : (tensor<4xf32>, none, tensor<f32>) -> tensor<4xf32>
+  return %0 : tensor<4xf32>
+}
+
+// -----
+
+// CHECK-LABEL: func @cast
+// CHECK: arith.fptosi %{{.*}} : f32 to i64
+func.func @cast(%a: tensor<4xf32>) -> tensor<4xi64> {
+  %0 = "onnx.Cast"(%a) {to = 7 : i64} : (tensor<4xf32>) -> tensor<4xi64>
+  return %0 : tensor<4xi64>
+}

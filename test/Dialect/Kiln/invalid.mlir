@@ -1,0 +1,65 @@
+// RUN: kiln-opt %s -split-input-file -verify-diagnostics
+
+func.func @wrong_block_args(%x: tensor<4xf32>) -> tensor<4xf32> {
+  // expected-error @+1 {{expects 1 block arguments, one per input, got 0}}
+  %r = kiln.kernel ins(%x : tensor<4xf32>) -> (tensor<4xf32>) {
+    %c = arith.constant dense<1.0> : tensor<4xf32>
+    kiln.yield %c : tensor<4xf32>
+  }
+  return %r : tensor<4xf32>
+}
+
+// -----
+
+func.func @wrong_dims(%x: tensor<?xf32>) -> tensor<?xf32> {
+  // expected-error @+1 {{expects 1 dynamic result sizes, got 0}}
+  %r = kiln.kernel ins(%x : tensor<?xf32>) -> (tensor<?xf32>) {
+  ^bb0(%a: tensor<?xf32>):
+    kiln.yield %a : tensor<?xf32>
+  }
+  return %r : tensor<?xf32>
+}
+
+// -----
+
+func.func @wrong_yield(%x: tensor<4xf32>) -> tensor<4xi32> {
+  // expected-error @+1 {{yielded types do not match the result types}}
+  %r = kiln.kernel ins(%x : tensor<4xf32>) -> (tensor<4xi32>) {
+  ^bb0(%a: tensor<4xf32>):
+    kiln.yield %a : tensor<4xf32>
+  }
+  return %r : tensor<4xi32>
+}
+
+// -----
+
+func.func @output_sizes(%ctx: !llvm.ptr) {
+  // expected-error @+1 {{expects 1 dynamic sizes for 'memref<?x8xf32>', got 0}}
+  %y = kiln.output %ctx [0] : memref<?x8xf32>
+  return
+}
+
+// -----
+
+func.func @offset_dynamic(%ctx: !llvm.ptr, %n: index) {
+  // expected-error @+1 {{an arena offset needs a static shape}}
+  %y = kiln.buffer %ctx (%n) {offset = 0} : memref<?x8xf32>
+  return
+}
+
+// -----
+
+func.func @launch_missing(%ctx: !llvm.ptr, %m: memref<4xf32>) {
+  // expected-error @+1 {{kernel 'nope' is not a function}}
+  kiln.launch %ctx @nope(%m) : memref<4xf32>
+  return
+}
+
+// -----
+
+func.func private @k(memref<4xf32>)
+func.func @launch_types(%ctx: !llvm.ptr, %m: memref<8xf32>) {
+  // expected-error @+1 {{argument types do not match kernel 'k'}}
+  kiln.launch %ctx @k(%m) : memref<8xf32>
+  return
+}
