@@ -296,7 +296,7 @@ def shapes():
                ("s4c", F32, [2, 3, 2, 3]), ("u", F32, [1, 4, 1, 3, 1])],
               [(n.output[0], F32) for n in nodes
                if n.output[0] not in ("x_shape", "x_batch", "x_batch1", "dyn_shape")]
-              + [("dyn_shape", I64)])
+              + [("dyn_shape", I64)], inits)
     check("shapes", m, [{"x": randn(n, 3, 4), "s4": randn(2, 3, 2, 5), "s4b": randn(1, 3, 2, 5),
                          "s4c": randn(2, 3, 2, 3), "u": randn(1, 4, 1, 3, 1)} for n in (2, 5)])
 

@@ -25,7 +25,10 @@ def KilnConvertHostToLLVM : Pass<"kiln-convert-host-to-llvm", "ModuleOp"> {
     arith, math, cf and index conversions to LLVM. Each kernel function gets a
     packed entry `<kernel>_packed(void **args)` that the runtime calls.
   }];
-  let dependentDialects = ["::mlir::LLVM::LLVMDialect"];
+  let dependentDialects = ["::mlir::LLVM::LLVMDialect",
+                           "::mlir::cf::ControlFlowDialect",
+                           "::mlir::memref::MemRefDialect",
+                           "::mlir::arith::ArithDialect"];
 }
 
 #endif // KILN_CONVERSION_PASSES_TD

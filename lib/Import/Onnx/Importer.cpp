@@ -104,6 +104,20 @@ private:
   LogicalResult normalize(const onnx::NodeProto &node, Location loc,
                           SmallVectorImpl<Value> &operands,
                           SmallVectorImpl<NamedAttribute> &attrs);
+  LogicalResult importLegacySoftmax(const onnx::NodeProto &node, Location loc,
+                                    Value input,
+                                    SmallVectorImpl<NamedAttribute> &attrs);
+  FailureOr<Operation *> buildOp(StringRef opName, ValueRange operands,
+                                 ArrayRef<NamedAttribute> attrs,
+                                 ArrayRef<Type> resultTypes,
+                                 unsigned numRegions, Location loc);
+  LogicalResult finishOp(Operation *op);
+  FailureOr<Value> buildSimpleOp(StringRef opName, ValueRange operands,
+                                 ArrayRef<NamedAttribute> attrs, Type elem,
+                                 Location loc);
+  void refineControlFlowResults(Operation *op,
+                                ArrayRef<SmallVector<Type>> yieldTypes);
+  Type declaredType(const std::string &name);
   Value lookup(const std::string &name) const;
   Value noValue(Location loc);
   Value i64Constant(ArrayRef<int64_t> values, Location loc);
@@ -119,6 +133,9 @@ private:
   int64_t opset = 0;
   /// ONNX value name → SSA value, one map per graph scope (innermost last).
   SmallVector<llvm::StringMap<Value>, 2> scopes;
+  /// ONNX value name → type the graph declares for it (value_info, graph
+  /// outputs), per graph scope like `scopes`.
+  SmallVector<llvm::StringMap<const onnx::TypeProto *>, 2> declared;
   int64_t resourceCounter = 0;
 };
 
@@ -224,6 +241,15 @@ LogicalResult Importer::readExternalData(const onnx::TensorProto &tensor,
   if (location.empty())
     return emitError(loc) << "tensor '" << tensor.name()
                           << "': external data without a location";
+  // The ONNX spec: a path relative to the model's folder, inside it.
+  if (llvm::sys::path::is_absolute(location) ||
+      llvm::is_contained(llvm::make_range(llvm::sys::path::begin(location),
+                                          llvm::sys::path::end(location)),
+                         ".."))
+    return emitError(loc) << "tensor '" << tensor.name()
+                          << "': external data location '" << location
+                          << "' must be a relative path inside the model's "
+                             "folder";
   SmallString<256> path(baseDir);
   llvm::sys::path::append(path, location);
   auto buf = llvm::MemoryBuffer::getFile(path, /*IsText=*/false,
@@ -267,12 +293,20 @@ FailureOr<ElementsAttr> Importer::convertTensor(const onnx::TensorProto &tensor,
                             << "' has a negative dimension " << d,
              failure();
     shape.push_back(d);
+    // Element counts past 2^48 cannot be real data; also keeps the byte
+    // count below from overflowing.
+    if (d != 0 && numElements > (int64_t(1) << 48) / d)
+      return emitError(loc) << "tensor '" << tensor.name()
+                            << "' has too many elements",
+             failure();
     numElements *= d;
   }
   auto type = RankedTensorType::get(shape, *elem);
-  int64_t width = std::max<int64_t>(1, elem->getIntOrFloatBitWidth() / 8);
-  if (isa<ComplexType>(*elem))
-    width = 2 * cast<ComplexType>(*elem).getElementType().getIntOrFloatBitWidth() / 8;
+  int64_t width;
+  if (auto complex = dyn_cast<ComplexType>(*elem))
+    width = 2 * complex.getElementType().getIntOrFloatBitWidth() / 8;
+  else
+    width = std::max<int64_t>(1, elem->getIntOrFloatBitWidth() / 8);
 
   std::string bytes;
   if (tensor.data_location() == onnx::TensorProto::EXTERNAL) {
@@ -426,7 +460,10 @@ Location Importer::nodeLoc(const onnx::NodeProto &node, int64_t index) {
 
 InFlightDiagnostic Importer::nodeError(const onnx::NodeProto &node,
                                        Location loc) {
-  return emitError(loc) << "node '" << node.name() << "' (" << node.op_type()
+  std::string name = node.name();
+  if (auto nameLoc = dyn_cast<NameLoc>(loc))
+    name = nameLoc.getName().str();
+  return emitError(loc) << "node '" << name << "' (" << node.op_type()
                         << ", opset " << opset << "): ";
 }
 
@@ -464,6 +501,13 @@ LogicalResult Importer::importConstantNode(const onnx::NodeProto &node,
   return success();
 }
 
+/// Element type of `v` if it is a shaped value.
+static Type elementTypeOf(Value v) {
+  if (auto st = dyn_cast<ShapedType>(v.getType()))
+    return st.getElementType();
+  return {};
+}
+
 /// Removes attribute `name` from `attrs`, returning it.
 static Attribute takeAttr(SmallVectorImpl<NamedAttribute> &attrs,
                           StringRef name) {
@@ -476,10 +520,22 @@ static Attribute takeAttr(SmallVectorImpl<NamedAttribute> &attrs,
   return {};
 }
 
-static SmallVector<int64_t> toI64s(Attribute a) {
+/// The integers of an INTS (or INT) attribute; failure for other kinds.
+static FailureOr<SmallVector<int64_t>> toI64s(Attribute a) {
   SmallVector<int64_t> v;
-  for (Attribute e : cast<ArrayAttr>(a))
-    v.push_back(cast<IntegerAttr>(e).getInt());
+  if (auto i = dyn_cast<IntegerAttr>(a)) {
+    v.push_back(i.getInt());
+    return v;
+  }
+  auto array = dyn_cast<ArrayAttr>(a);
+  if (!array)
+    return failure();
+  for (Attribute e : array) {
+    auto i = dyn_cast<IntegerAttr>(e);
+    if (!i)
+      return failure();
+    v.push_back(i.getInt());
+  }
   return v;
 }
 
@@ -503,33 +559,60 @@ LogicalResult Importer::normalize(const onnx::NodeProto &node, Location loc,
         op == "ReduceLogSum" || op == "ReduceLogSumExp" ||
         op == "ReduceSumSquare") &&
        opset < 18);
-  if (axesToInput) {
-    if (Attribute axes = takeAttr(attrs, "axes"))
-      setInput(1, i64Constant(toI64s(axes), loc));
-  }
+  // Moves integer-list attribute `name` to input `index` as a constant.
+  auto attrToInput = [&](StringRef name, unsigned index,
+                         bool required) -> LogicalResult {
+    Attribute a = takeAttr(attrs, name);
+    if (!a) {
+      if (required)
+        return nodeError(node, loc) << "needs attribute '" << name << "'";
+      return success();
+    }
+    FailureOr<SmallVector<int64_t>> values = toI64s(a);
+    if (failed(values))
+      return nodeError(node, loc) << "attribute '" << name
+                                  << "' must be a list of integers";
+    if (operands.size() > index && !isa<NoneType>(operands[index].getType()))
+      return nodeError(node, loc) << "has both attribute '" << name
+                                  << "' and input " << index;
+    setInput(index, i64Constant(*values, loc));
+    return success();
+  };
+  if (axesToInput && failed(attrToInput("axes", 1, /*required=*/false)))
+    return failure();
   if (op == "Slice" && opset < 10) {
-    Attribute starts = takeAttr(attrs, "starts");
-    Attribute ends = takeAttr(attrs, "ends");
-    Attribute axes = takeAttr(attrs, "axes");
-    if (!starts || !ends)
-      return nodeError(node, loc) << "needs 'starts' and 'ends'";
-    setInput(1, i64Constant(toI64s(starts), loc));
-    setInput(2, i64Constant(toI64s(ends), loc));
-    if (axes)
-      setInput(3, i64Constant(toI64s(axes), loc));
+    if (operands.size() != 1)
+      return nodeError(node, loc) << "takes one input before opset 10";
+    if (failed(attrToInput("starts", 1, true)) ||
+        failed(attrToInput("ends", 2, true)) ||
+        failed(attrToInput("axes", 3, false)))
+      return failure();
   }
   if (op == "Clip" && opset < 11) {
-    auto scalar = [&](float v) {
-      return arith::ConstantOp::create(
-          builder, loc,
-          DenseElementsAttr::get(RankedTensorType::get({}, builder.getF32Type()), v));
-    };
-    Attribute min = takeAttr(attrs, "min");
-    Attribute max = takeAttr(attrs, "max");
-    if (min)
-      setInput(1, scalar(cast<FloatAttr>(min).getValueAsDouble()));
-    if (max)
-      setInput(2, scalar(cast<FloatAttr>(max).getValueAsDouble()));
+    if (operands.size() != 1)
+      return nodeError(node, loc) << "takes one input before opset 11";
+    Type elem = elementTypeOf(operands[0]);
+    if (!elem || !isa<FloatType>(elem))
+      return nodeError(node, loc)
+             << "input must be a floating-point tensor before opset 11";
+    for (auto [name, index] : {std::pair<StringRef, unsigned>("min", 1),
+                               std::pair<StringRef, unsigned>("max", 2)}) {
+      Attribute a = takeAttr(attrs, name);
+      if (!a)
+        continue;
+      auto f = dyn_cast<FloatAttr>(a);
+      if (!f)
+        return nodeError(node, loc) << "attribute '" << name
+                                    << "' must be a float";
+      APFloat v(f.getValueAsDouble());
+      bool lost = false;
+      v.convert(cast<FloatType>(elem).getFloatSemantics(),
+                APFloat::rmNearestTiesToEven, &lost);
+      setInput(index, arith::ConstantOp::create(
+                          builder, loc,
+                          DenseElementsAttr::get(
+                              RankedTensorType::get({}, elem), v)));
+    }
   }
   if (op == "BatchNormalization") {
     takeAttr(attrs, "spatial");
@@ -545,6 +628,101 @@ LogicalResult Importer::normalize(const onnx::NodeProto &node, Location loc,
   }
   if (op == "Gemm" && opset < 7)
     takeAttr(attrs, "broadcast");
+  return success();
+}
+
+FailureOr<Operation *> Importer::buildOp(StringRef opName, ValueRange operands,
+                                         ArrayRef<NamedAttribute> attrs,
+                                         ArrayRef<Type> resultTypes,
+                                         unsigned numRegions, Location loc) {
+  OperationState state(loc, opName);
+  state.addOperands(operands);
+  state.addAttributes(attrs);
+  state.addTypes(resultTypes);
+  for (unsigned i = 0; i < numRegions; ++i)
+    state.addRegion();
+  return builder.create(state);
+}
+
+LogicalResult Importer::finishOp(Operation *op) {
+  // Shape inference and later passes assume verified ops: check this one
+  // (operand counts, attribute kinds) before inferring anything from it.
+  if (failed(verify(op, /*verifyRecursively=*/false)))
+    return failure();
+  if (auto infer = dyn_cast<onnxops::InferShapesOpInterface>(op))
+    if (failed(infer.inferShapes()))
+      return failure();
+  return success();
+}
+
+FailureOr<Value> Importer::buildSimpleOp(StringRef opName, ValueRange operands,
+                                         ArrayRef<NamedAttribute> attrs,
+                                         Type elem, Location loc) {
+  FailureOr<Operation *> op = buildOp(opName, operands, attrs,
+                                      {UnrankedTensorType::get(elem)}, 0, loc);
+  if (failed(op) || failed(finishOp(*op)))
+    return failure();
+  return (*op)->getResult(0);
+}
+
+LogicalResult Importer::importLegacySoftmax(const onnx::NodeProto &node,
+                                            Location loc, Value input,
+                                            SmallVectorImpl<NamedAttribute> &attrs) {
+  // Before opset 13, Softmax, LogSoftmax and Hardmax flatten the input to 2-D
+  // at `axis` (default 1) and normalize each row. Over the last dim that is
+  // the opset-13 op; otherwise: Flatten -> op(axis = -1) -> Reshape back.
+  int64_t axis = 1;
+  if (Attribute a = takeAttr(attrs, "axis")) {
+    auto ia = dyn_cast<IntegerAttr>(a);
+    if (!ia)
+      return nodeError(node, loc) << "attribute 'axis' must be an integer";
+    axis = ia.getInt();
+  }
+  std::string opName = "onnx." + node.op_type();
+  Type elem = elementTypeOf(input);
+  if (!elem)
+    return nodeError(node, loc) << "input must be a tensor";
+  auto ranked = dyn_cast<RankedTensorType>(input.getType());
+  if (ranked) {
+    int64_t rank = ranked.getRank();
+    if (axis < -rank || axis > rank || (rank == 0 && axis != 0))
+      return nodeError(node, loc) << "axis " << axis
+                                  << " is out of range for rank " << rank;
+    if (axis < 0)
+      axis += rank;
+  }
+  auto axisAttr = [&](int64_t v) {
+    return builder.getNamedAttr("axis", builder.getI64IntegerAttr(v));
+  };
+  SmallVector<NamedAttribute> opAttrs(attrs.begin(), attrs.end());
+  opAttrs.push_back(axisAttr(-1));
+  Value result;
+  if (ranked && (axis == ranked.getRank() - 1 ||
+                 (axis == ranked.getRank() && ranked.getRank() == 0))) {
+    FailureOr<Value> v = buildSimpleOp(opName, {input}, opAttrs, elem, loc);
+    if (failed(v))
+      return failure();
+    result = *v;
+  } else {
+    FailureOr<Value> flat =
+        buildSimpleOp("onnx.Flatten", {input}, {axisAttr(axis)}, elem, loc);
+    if (failed(flat))
+      return failure();
+    FailureOr<Value> norm = buildSimpleOp(opName, {*flat}, opAttrs, elem, loc);
+    if (failed(norm))
+      return failure();
+    FailureOr<Value> shape = buildSimpleOp("onnx.Shape", {input}, {},
+                                           builder.getI64Type(), loc);
+    if (failed(shape))
+      return failure();
+    FailureOr<Value> back =
+        buildSimpleOp("onnx.Reshape", {*norm, *shape}, {}, elem, loc);
+    if (failed(back))
+      return failure();
+    result = *back;
+  }
+  if (node.output_size() > 0 && !node.output(0).empty())
+    scopes.back()[node.output(0)] = result;
   return success();
 }
 
@@ -580,16 +758,21 @@ LogicalResult Importer::importNode(const onnx::NodeProto &node,
     operands.push_back(v);
   }
   SmallVector<NamedAttribute> attrs;
-  SmallVector<const onnx::GraphProto *> graphs;
+  llvm::StringSet<> attrNames;
   const auto &regionNames = getRegionTable();
   auto regionIt = regionNames.find(node.op_type());
   SmallVector<const onnx::GraphProto *> regionGraphs(schema.numRegions, nullptr);
   for (const auto &a : node.attribute()) {
+    if (a.name().empty())
+      return nodeError(node, loc) << "has an attribute without a name";
+    if (!attrNames.insert(a.name()).second)
+      return nodeError(node, loc) << "has attribute '" << a.name()
+                                  << "' more than once";
     if (a.type() == onnx::AttributeProto::GRAPH) {
       bool placed = false;
       if (regionIt != regionNames.end())
         for (auto [i, n] : llvm::enumerate(regionIt->second))
-          if (n == a.name()) {
+          if (n == a.name() && i < regionGraphs.size()) {
             regionGraphs[i] = &a.g();
             placed = true;
           }
@@ -603,8 +786,20 @@ LogicalResult Importer::importNode(const onnx::NodeProto &node,
       return failure();
     attrs.push_back(*na);
   }
+  for (auto [i, g] : llvm::enumerate(regionGraphs))
+    if (!g)
+      return nodeError(node, loc) << "is missing its graph attribute '"
+                                  << regionIt->second[i] << "'";
   if (failed(normalize(node, loc, operands, attrs)))
     return failure();
+
+  StringRef opType = node.op_type();
+  if ((opType == "Softmax" || opType == "LogSoftmax" || opType == "Hardmax") &&
+      opset < 13) {
+    if (operands.size() != 1 || node.output_size() != 1)
+      return nodeError(node, loc) << "expects one input and one output";
+    return importLegacySoftmax(node, loc, operands[0], attrs);
+  }
 
   // Pad omitted trailing optional inputs.
   int fixedInputs = schema.numInputs - (schema.lastInputVariadic ? 1 : 0);
@@ -624,41 +819,52 @@ LogicalResult Importer::importNode(const onnx::NodeProto &node,
                                 << schema.numOutputs;
   numResults = std::max(numResults, fixedOutputs);
 
-  // Initial result types: refined by shape inference below, or taken from
-  // the graph's value_info; otherwise an unranked tensor of the first input's
-  // element type.
+  // Initial result types: refined by shape inference below (or, for If and
+  // Loop, taken from the subgraphs' outputs); otherwise the type the graph
+  // declares for the value (value_info, graph outputs); otherwise an
+  // unranked tensor of the first input's element type.
   Type defaultElem = builder.getF32Type();
   for (Value v : operands)
-    if (auto st = dyn_cast<ShapedType>(v.getType())) {
-      defaultElem = st.getElementType();
+    if (Type e = elementTypeOf(v)) {
+      defaultElem = e;
       break;
     }
+  // Ops whose result element type does not follow their first input.
+  if (node.op_type() == "Shape" || node.op_type() == "Size")
+    defaultElem = builder.getI64Type();
+  if (node.op_type() == "Cast")
+    for (const auto &a : node.attribute())
+      if (a.name() == "to")
+        if (Type t = onnxops::getElementTypeForOnnxDataType(ctx, a.i()))
+          defaultElem = t;
   SmallVector<Type> resultTypes;
   for (int i = 0; i < numResults; ++i) {
     bool present = i < node.output_size() && !node.output(i).empty();
-    resultTypes.push_back(present
-                              ? Type(UnrankedTensorType::get(defaultElem))
-                              : Type(builder.getNoneType()));
+    Type t = builder.getNoneType();
+    if (present) {
+      t = UnrankedTensorType::get(defaultElem);
+      if (Type hinted = declaredType(node.output(i)))
+        t = hinted;
+    }
+    resultTypes.push_back(t);
   }
 
-  OperationState state(loc, opName);
-  state.addOperands(operands);
-  state.addAttributes(attrs);
-  state.addTypes(resultTypes);
-  for (int i = 0; i < schema.numRegions; ++i)
-    state.addRegion();
-  Operation *op = builder.create(state);
+  FailureOr<Operation *> created = buildOp(opName, operands, attrs, resultTypes,
+                                           schema.numRegions, loc);
+  if (failed(created))
+    return failure();
+  Operation *op = *created;
 
   // Subgraphs become regions ending in onnx.Yield; they may use values of
   // the enclosing graphs.
+  SmallVector<SmallVector<Type>> yieldTypes;
   for (auto [i, g] : llvm::enumerate(regionGraphs)) {
-    if (!g)
-      continue;
     Block *block = new Block();
     op->getRegion(i).push_back(block);
     OpBuilder::InsertionGuard guard(builder);
     builder.setInsertionPointToStart(block);
     scopes.emplace_back();
+    declared.emplace_back();
     for (const auto &in : g->input()) {
       FailureOr<Type> t = convertValueType(in.type(), loc, nullptr);
       if (failed(t))
@@ -675,20 +881,79 @@ LogicalResult Importer::importNode(const onnx::NodeProto &node,
                                     << "' is not defined";
       results.push_back(v);
     }
+    yieldTypes.emplace_back(llvm::map_range(
+        results, [](Value v) { return v.getType(); }));
     onnxops::YieldOp::create(builder, loc, results);
     scopes.pop_back();
+    declared.pop_back();
   }
+  refineControlFlowResults(op, yieldTypes);
 
-  if (auto infer = dyn_cast<onnxops::InferShapesOpInterface>(op))
-    if (failed(infer.inferShapes()))
-      return failure();
+  if (failed(finishOp(op)))
+    return failure();
   for (int i = 0; i < node.output_size(); ++i)
     if (!node.output(i).empty())
       scopes.back()[node.output(i)] = op->getResult(i);
   return success();
 }
 
+void Importer::refineControlFlowResults(
+    Operation *op, ArrayRef<SmallVector<Type>> yieldTypes) {
+  auto unknownResult = [&](unsigned i) {
+    return i < op->getNumResults() &&
+           isa<UnrankedTensorType>(op->getResult(i).getType());
+  };
+  if (isa<onnxops::IfOp>(op) && yieldTypes.size() == 2) {
+    for (unsigned i = 0; i < op->getNumResults(); ++i) {
+      if (!unknownResult(i) || i >= yieldTypes[0].size() ||
+          i >= yieldTypes[1].size())
+        continue;
+      Type a = yieldTypes[0][i], b = yieldTypes[1][i];
+      if (a == b)
+        op->getResult(i).setType(a);
+      else if (Type e = getElementTypeOrSelf(a); e == getElementTypeOrSelf(b))
+        op->getResult(i).setType(UnrankedTensorType::get(e));
+    }
+  } else if (isa<onnxops::LoopOp>(op) && yieldTypes.size() == 1) {
+    // Body yields (cond, carried..., scan...); the results are
+    // (carried..., scan outputs stacked along a new leading dim).
+    int64_t numCarried = static_cast<int64_t>(op->getNumOperands()) - 2;
+    ArrayRef<Type> body = yieldTypes[0];
+    for (unsigned i = 0; i < op->getNumResults(); ++i) {
+      if (!unknownResult(i) || i + 1 >= body.size())
+        continue;
+      Type t = body[i + 1];
+      if (static_cast<int64_t>(i) < numCarried)
+        op->getResult(i).setType(t);
+      else if (auto st = dyn_cast<ShapedType>(t))
+        op->getResult(i).setType(UnrankedTensorType::get(st.getElementType()));
+    }
+  }
+}
+
+Type Importer::declaredType(const std::string &name) {
+  for (auto it = declared.rbegin(); it != declared.rend(); ++it) {
+    auto found = it->find(name);
+    if (found == it->end())
+      continue;
+    // A declaration we cannot convert is only a hint: ignore it.
+    ScopedDiagnosticHandler silence(ctx, [](Diagnostic &) { return success(); });
+    FailureOr<Type> t = convertValueType(*found->second, builder.getUnknownLoc(),
+                                         nullptr);
+    if (failed(t) || !isa<TensorType>(*t))
+      return {};
+    return *t;
+  }
+  return {};
+}
+
 LogicalResult Importer::importGraphBody(const onnx::GraphProto &graph) {
+  for (const auto &vi : graph.value_info())
+    if (vi.has_type())
+      declared.back()[vi.name()] = &vi.type();
+  for (const auto &out : graph.output())
+    if (out.has_type())
+      declared.back()[out.name()] = &out.type();
   for (const auto &init : graph.initializer()) {
     Location loc = NameLoc::get(builder.getStringAttr(init.name()),
                                 FileLineColLoc::get(ctx, sourceName, 0, 0));
@@ -783,8 +1048,12 @@ OwningOpRef<ModuleOp> Importer::importModel(const onnx::ModelProto &model) {
   builder.setInsertionPointToStart(entry);
   scopes.clear();
   scopes.emplace_back();
+  declared.clear();
+  declared.emplace_back();
   for (auto [i, name] : llvm::enumerate(argNames))
     scopes.back()[name] = entry->getArgument(i);
+  for (auto [arg, name] : llvm::zip(entry->getArguments(), argNames))
+    arg.setLoc(NameLoc::get(builder.getStringAttr(name), fileLoc));
 
   if (failed(importGraphBody(graph)))
     return nullptr;
