@@ -546,9 +546,12 @@ LogicalResult Importer::normalize(const onnx::NodeProto &node, Location loc,
                                   SmallVectorImpl<NamedAttribute> &attrs) {
   StringRef op = node.op_type();
   auto setInput = [&](unsigned i, Value v) {
-    while (operands.size() <= i)
+    while (operands.size() < i)
       operands.push_back(noValue(loc));
-    operands[i] = v;
+    if (operands.size() == i)
+      operands.push_back(v);
+    else
+      operands[i] = v;
   };
   // `axes` moved from attribute to input.
   bool axesToInput =
