@@ -9,6 +9,7 @@
 
 #include "kiln/Dialect/Onnx/IR/OnnxDialect.h"
 #include "kiln/Dialect/Onnx/IR/OnnxOps.h"
+#include "kiln/Dialect/Onnx/IR/OnnxUtils.h"
 
 #include "mlir/Dialect/Arith/IR/Arith.h"
 #include "mlir/Dialect/Func/IR/FuncOps.h"
