@@ -18,4 +18,4 @@ config.substitutions.append(("%kiln_bin", os.path.join(config.kiln_obj_root, "bi
 
 llvm_config.use_default_substitutions()
 llvm_config.with_environment("PATH", config.llvm_tools_dir, append_path=True)
-llvm_config.with_environment("PATH", os.path.join(config.kiln_obj_root, "bin"), append_path=False)
+llvm_config.with_environment("PATH", os.path.join(config.kiln_obj_root, "bin"), append_path=True)

@@ -114,8 +114,8 @@ private:
                                  unsigned numRegions, Location loc);
   LogicalResult finishOp(Operation *op);
   FailureOr<Value> buildSimpleOp(StringRef opName, ValueRange operands,
-                                 ArrayRef<NamedAttribute> attrs, Type elem,
-                                 Location loc);
+                                 ArrayRef<NamedAttribute> attrs,
+                                 Type resultType, Location loc);
   void refineControlFlowResults(Operation *op,
                                 ArrayRef<SmallVector<Type>> yieldTypes);
   Type declaredType(const std::string &name);
@@ -645,25 +645,67 @@ FailureOr<Operation *> Importer::buildOp(StringRef opName, ValueRange operands,
   state.addTypes(resultTypes);
   for (unsigned i = 0; i < numRegions; ++i)
     state.addRegion();
-  return builder.create(state);
+  Operation *op = builder.create(state);
+  // An attribute of the wrong kind for the op (an INT where the schema has a
+  // FLOAT, say) is dropped when stored as a property; say so instead of
+  // leaving the op without it.
+  for (const NamedAttribute &a : attrs) {
+    std::optional<Attribute> stored = op->getInherentAttr(a.getName());
+    if (stored && !*stored)
+      return op->emitError() << "node '"
+                             << (isa<NameLoc>(loc)
+                                     ? cast<NameLoc>(loc).getName().str()
+                                     : std::string())
+                             << "' (" << opName.drop_front(5) << ", opset "
+                             << opset << "): attribute '"
+                             << a.getName().getValue()
+                             << "' has the wrong kind: " << a.getValue(),
+             failure();
+  }
+  return op;
 }
 
 LogicalResult Importer::finishOp(Operation *op) {
-  // Shape inference and later passes assume verified ops: check this one
-  // (operand counts, attribute kinds) before inferring anything from it.
-  if (failed(verify(op, /*verifyRecursively=*/false)))
-    return failure();
-  if (auto infer = dyn_cast<onnxops::InferShapesOpInterface>(op))
-    if (failed(infer.inferShapes()))
-      return failure();
-  return success();
+  // Verifier and shape-inference errors are re-emitted naming the node (name,
+  // op type, opset) instead of "'onnx.X' op ...".
+  std::string message;
+  LogicalResult result = success();
+  {
+    ScopedDiagnosticHandler capture(ctx, [&](Diagnostic &d) {
+      if (d.getSeverity() != DiagnosticSeverity::Error)
+        return failure();
+      if (message.empty())
+        message = d.str();
+      return success();
+    });
+    // Shape inference and later passes assume verified ops: check this one
+    // (operand counts, attribute kinds) before inferring anything from it.
+    result = verify(op, /*verifyRecursively=*/false);
+    if (succeeded(result))
+      if (auto infer = dyn_cast<onnxops::InferShapesOpInterface>(op))
+        result = infer.inferShapes();
+  }
+  if (succeeded(result))
+    return success();
+  StringRef type = op->getName().getStringRef();
+  type.consume_front("onnx.");
+  StringRef msg = message;
+  std::string prefix = ("'" + op->getName().getStringRef() + "' op ").str();
+  msg.consume_front(prefix);
+  Location loc = op->getLoc();
+  std::string name = isa<NameLoc>(loc) ? cast<NameLoc>(loc).getName().str() : "";
+  return emitError(loc) << "node '" << name << "' (" << type << ", opset "
+                        << opset << "): " << msg,
+         failure();
 }
 
 FailureOr<Value> Importer::buildSimpleOp(StringRef opName, ValueRange operands,
                                          ArrayRef<NamedAttribute> attrs,
-                                         Type elem, Location loc) {
-  FailureOr<Operation *> op = buildOp(opName, operands, attrs,
-                                      {UnrankedTensorType::get(elem)}, 0, loc);
+                                         Type resultType, Location loc) {
+  if (!isa<TensorType>(resultType))
+    resultType = UnrankedTensorType::get(resultType);
+  FailureOr<Operation *> op =
+      buildOp(opName, operands, attrs, {resultType}, 0, loc);
   if (failed(op) || failed(finishOp(*op)))
     return failure();
   return (*op)->getResult(0);
@@ -703,7 +745,9 @@ LogicalResult Importer::importLegacySoftmax(const onnx::NodeProto &node,
   Value result;
   if (ranked && (axis == ranked.getRank() - 1 ||
                  (axis == ranked.getRank() && ranked.getRank() == 0))) {
-    FailureOr<Value> v = buildSimpleOp(opName, {input}, opAttrs, elem, loc);
+    // The result has the input's shape; the op may lack shape inference.
+    FailureOr<Value> v =
+        buildSimpleOp(opName, {input}, opAttrs, input.getType(), loc);
     if (failed(v))
       return failure();
     result = *v;
@@ -712,7 +756,8 @@ LogicalResult Importer::importLegacySoftmax(const onnx::NodeProto &node,
         buildSimpleOp("onnx.Flatten", {input}, {axisAttr(axis)}, elem, loc);
     if (failed(flat))
       return failure();
-    FailureOr<Value> norm = buildSimpleOp(opName, {*flat}, opAttrs, elem, loc);
+    FailureOr<Value> norm =
+        buildSimpleOp(opName, {*flat}, opAttrs, flat->getType(), loc);
     if (failed(norm))
       return failure();
     FailureOr<Value> shape = buildSimpleOp("onnx.Shape", {input}, {},
@@ -720,7 +765,11 @@ LogicalResult Importer::importLegacySoftmax(const onnx::NodeProto &node,
     if (failed(shape))
       return failure();
     FailureOr<Value> back =
-        buildSimpleOp("onnx.Reshape", {*norm, *shape}, {}, elem, loc);
+        buildSimpleOp("onnx.Reshape", {*norm, *shape},
+                      // Zeros in the shape are dims of size 0, not copies.
+                      {builder.getNamedAttr("allowzero",
+                                            builder.getI64IntegerAttr(1))},
+                      input.getType(), loc);
     if (failed(back))
       return failure();
     result = *back;
