@@ -8,6 +8,7 @@ import os
 import sys
 
 import numpy as np
+import onnx
 from onnx import TensorProto, helper, numpy_helper
 
 sys.path.insert(0, os.path.dirname(__file__))
@@ -57,6 +58,18 @@ def check(name, m, feeds_list):
     except SystemExit as e:
         if e.code:
             failures.append(name)
+        return
+    # e2e_util.check compares values and shapes; also compare dtypes.
+    refs = e2e_util.ort_run_model(m, feeds_list[0])
+    for i, ref in enumerate(refs):
+        t = onnx.TensorProto()
+        with open(os.path.join(sys.argv[1], f"{name}_set0", "out", f"output_{i}.pb"), "rb") as f:
+            t.ParseFromString(f.read())
+        got = numpy_helper.to_array(t)
+        if got.dtype != ref.dtype:
+            print(f"FAIL {name} output {i}: dtype {got.dtype} != {ref.dtype}")
+            failures.append(name)
+            return
 
 
 # --------------------------------------------------------------------------
@@ -277,7 +290,7 @@ def shapes():
         node("Transpose", ["s4"], ["transpose_perm"], perm=[2, 0, 3, 1]),
         node("Transpose", ["x"], ["transpose_sym"], perm=[1, 2, 0]),
         node("Concat", ["s4", "s4b"], ["concat_0"], axis=0),
-        node("Concat", ["s4", "s4b", "s4"], ["concat_2"], axis=2),
+        node("Concat", ["s4", "s4d", "s4"], ["concat_2"], axis=2),
         node("Concat", ["s4", "s4c"], ["concat_neg"], axis=-1),
         node("Concat", ["x", "x"], ["concat_sym0"], axis=0),
         node("Concat", ["x", "x"], ["concat_sym1"], axis=-2),
@@ -293,12 +306,13 @@ def shapes():
              i64("unsq_axes", [0, 3]), i64("unsq_neg", [-1, 1])]
     m = model("shapes", nodes,
               [("x", F32, ["N", 3, 4]), ("s4", F32, [2, 3, 2, 5]), ("s4b", F32, [1, 3, 2, 5]),
-               ("s4c", F32, [2, 3, 2, 3]), ("u", F32, [1, 4, 1, 3, 1])],
+               ("s4c", F32, [2, 3, 2, 3]), ("s4d", F32, [2, 3, 1, 5]),
+               ("u", F32, [1, 4, 1, 3, 1])],
               [(n.output[0], F32) for n in nodes
                if n.output[0] not in ("x_shape", "x_batch", "x_batch1", "dyn_shape")]
               + [("dyn_shape", I64)], inits)
     check("shapes", m, [{"x": randn(n, 3, 4), "s4": randn(2, 3, 2, 5), "s4b": randn(1, 3, 2, 5),
-                         "s4c": randn(2, 3, 2, 3), "u": randn(1, 4, 1, 3, 1)} for n in (2, 5)])
+                         "s4c": randn(2, 3, 2, 3), "s4d": randn(2, 3, 1, 5), "u": randn(1, 4, 1, 3, 1)} for n in (2, 5)])
 
 
 def squeeze_opset11():
@@ -420,7 +434,6 @@ def misc():
         node("Sub", ["iv", "one64"], ["i64_sub"]),
         node("Neg", ["iv"], ["i64_neg"]),
         node("Abs", ["iv"], ["i64_abs"]),
-        node("Relu", ["iv"], ["i64_relu"]),
         node("Div", ["iv", "two64"], ["i64_div"]),
     ]
     inits = [i64("two64", 2), i64("one64", [1])]
@@ -428,7 +441,7 @@ def misc():
             for n in nodes]
     int_outs = {"add_const_ints", "ident_i64", "shape_all", "shape_start", "shape_start_end",
                 "shape_neg_start", "shape_mul", "shape_add", "i64_sub", "i64_neg", "i64_abs",
-                "i64_relu", "i64_div"}
+                "i64_div"}
     outs = [(o, I64 if o in int_outs else t) for o, t in outs]
     m = model("misc", nodes, [("x", F32, [2, 3]), ("iv", I64, [3]), ("xs", F32, ["N", 3, 2])],
               outs, inits)
@@ -439,8 +452,50 @@ def misc():
     check("misc", m, [feeds(1), feeds(4)])
 
 
+# --------------------------------------------------------------------------
+# Symbolic dims: run-time broadcasting (a dim that is 1 in one run and not in
+# the other), dynamic spatial dims, rank-0 inputs; more pooling and 3-D
+# --------------------------------------------------------------------------
+def dynbcast():
+    nodes = [node("Add", ["x", "y"], ["add_dyn"]), node("Mul", ["y", "x"], ["mul_dyn"]),
+             node("MatMul", ["a", "b"], ["mm_dyn_bcast"])]
+    m = model("dynbcast", nodes, [("x", F32, ["N", 4]), ("y", F32, ["M", 4]),
+              ("a", F32, ["B", 2, 3]), ("b", F32, ["C", 3, 2])], [(n.output[0], F32) for n in nodes])
+    check("dynbcast", m, [{"x": randn(3, 4), "y": randn(1, 4), "a": randn(1, 2, 3), "b": randn(4, 3, 2)},
+                          {"x": randn(1, 4), "y": randn(5, 4), "a": randn(3, 2, 3), "b": randn(1, 3, 2)}])
+
+def dynspatial():
+    nodes = [node("Conv", ["x", "w"], ["conv_dyn"], pads=[1, 1, 1, 1], strides=[2, 2]),
+             node("Softmax", ["x"], ["sm_dyn"], axis=2),
+             node("ReduceMean", ["x", "ax"], ["rm_dyn"], keepdims=0),
+             node("Relu", ["s"], ["relu_scalar"]),
+             node("Slice", ["x", "st", "en", "axs", "stp"], ["slice_dyn"]),
+             node("Flatten", ["x"], ["flat_dyn"], axis=2),
+             node("Transpose", ["x"], ["tr_dyn"]),
+             node("GlobalAveragePool", ["x"], ["gap_dyn"]),
+             ]
+    m = model("dynspatial", nodes, [("x", F32, ["N", 2, "H", "W"]), ("s", F32, [])],
+              [(n.output[0], F32) for n in nodes],
+              [init("w", randn(3, 2, 3, 3)), i64("ax", [2, 3]), i64("st", [-1, 1]), i64("en", [-1000, 100]),
+               i64("axs", [2, 3]), i64("stp", [-2, 2])], opset=18)
+    check("dynspatial", m, [{"x": randn(1, 2, 5, 6), "s": np.array(-1.5, np.float32)},
+                            {"x": randn(2, 2, 8, 3), "s": np.array(2.5, np.float32)}])
+
+def poolmore():
+    nodes = [node("MaxPool", ["x"], ["mp_sl"], kernel_shape=[3, 3], strides=[2, 2], auto_pad="SAME_LOWER"),
+             node("MaxPool", ["x"], ["mp_ceil_dil"], kernel_shape=[2, 2], strides=[2, 2], dilations=[2, 2], ceil_mode=1),
+             node("AveragePool", ["x"], ["ap_su_incl"], kernel_shape=[3, 3], strides=[2, 2], auto_pad="SAME_UPPER", count_include_pad=1),
+             node("AveragePool", ["x"], ["ap_valid"], kernel_shape=[3, 2], auto_pad="VALID", strides=[2, 2]),
+             node("AveragePool", ["x"], ["ap_dil"], kernel_shape=[2, 2], dilations=[2, 1], pads=[1, 1, 1, 1]),
+             node("MaxPool", ["x3"], ["mp_3d"], kernel_shape=[2, 2, 2], strides=[1, 2, 2]),
+             node("Conv", ["x3", "w3"], ["conv_3d"], pads=[1, 0, 1, 0, 1, 1]),
+             ]
+    m = model("poolmore", nodes, [("x", F32, [1, 2, 9, 7]), ("x3", F32, [1, 2, 4, 5, 6])],
+              [(n.output[0], F32) for n in nodes], [init("w3", randn(3, 2, 2, 3, 2))], opset=19)
+    check("poolmore", m, [{"x": randn(1, 2, 9, 7), "x3": randn(1, 2, 4, 5, 6)}])
+
 for fn in (matmul, gemm, conv, unary, clip_old_opset, binary, pool, shapes, squeeze_opset11,
-           slice_gather, softmax_reduce, softmax_opset13, misc):
+           slice_gather, softmax_reduce, softmax_opset13, misc, dynbcast, dynspatial, poolmore):
     fn()
 
 if failures:

@@ -202,7 +202,12 @@ void lowering::registerElementwiseLowerings(llvm::StringMap<LowerFn> &t) {
          Type ty) -> Value {
         if (isa<FloatType>(ty))
           return math::AbsFOp::create(b, loc, a[0]);
-        return math::AbsIOp::create(b, loc, a[0]);
+        // math.absi has no lowering to LLVM here: select(x < 0, -x, x).
+        Value zero = cst(b, loc, ty, 0);
+        Value isNeg = arith::CmpIOp::create(b, loc, arith::CmpIPredicate::slt,
+                                            a[0], zero);
+        Value neg = arith::SubIOp::create(b, loc, zero, a[0]);
+        return arith::SelectOp::create(b, loc, isNeg, neg, a[0]);
       },
       /*floatOnly=*/false);
 

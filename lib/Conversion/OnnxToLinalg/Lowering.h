@@ -67,6 +67,16 @@ using ScalarFn = function_ref<Value(OpBuilder &, Location, ValueRange)>;
 Value buildElementwise(OpBuilder &b, Location loc, RankedTensorType resultType,
                        ValueRange inputs, ScalarFn body);
 
+/// The generic behind buildElementwise, with the result's dynamic sizes
+/// given and, per input and input dim, whether that (dynamic) dim may be 1
+/// at run time and broadcast (read with tensor.extract at select(dim == 1,
+/// 0, i)). `runtimeBcast` may be shorter than `inputs`.
+Value buildBroadcastGeneric(OpBuilder &b, Location loc,
+                            RankedTensorType resultType, ValueRange inputs,
+                            ValueRange dynSizes,
+                            ArrayRef<SmallVector<bool>> runtimeBcast,
+                            ScalarFn body);
+
 /// Dynamic sizes of a broadcast result of `inputs`.
 SmallVector<Value> broadcastDynSizes(OpBuilder &b, Location loc,
                                      RankedTensorType resultType,

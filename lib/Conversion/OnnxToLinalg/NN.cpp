@@ -70,6 +70,61 @@ LogicalResult lowerMatMul(Operation *op, OpBuilder &b,
   AffineExpr k = getAffineDimExpr(ry, ctx);
   // Result layout: batch..., [m if ra>1], [n if rb>1].
   int64_t batchRank = ry - (ra > 1 ? 1 : 0) - (rb > 1 ? 1 : 0);
+
+  // Size of batch dim `i` of the result: the max of the operands' dynamic
+  // batch dims there.
+  auto batchSize = [&](int64_t i) -> Value {
+    Value size;
+    for (auto [v, t, nb] :
+         {std::tuple{A, *ta, ra - 2}, std::tuple{B, *tb, rb - 2}}) {
+      int64_t j = i - (batchRank - nb);
+      if (nb <= 0 || j < 0 || !t.isDynamicDim(j))
+        continue;
+      Value d = tensor::DimOp::create(b, loc, v, j);
+      size = size ? arith::MaxSIOp::create(b, loc, size, d).getResult() : d;
+    }
+    return size;
+  };
+  // Batch dims dynamic in both operands may broadcast at run time (one of
+  // them 1): expand both operands to the full batch shape first.
+  {
+    int64_t nbA = std::max<int64_t>(ra - 2, 0), nbB = std::max<int64_t>(rb - 2, 0);
+    SmallVector<bool> maskA(ra, false), maskB(rb, false);
+    bool ambiguous = false;
+    for (int64_t i = 0; i < batchRank; ++i) {
+      int64_t ja = i - (batchRank - nbA), jb = i - (batchRank - nbB);
+      if (ja >= 0 && jb >= 0 && ta->isDynamicDim(ja) && tb->isDynamicDim(jb) &&
+          A != B) {
+        maskA[ja] = maskB[jb] = true;
+        ambiguous = true;
+      }
+    }
+    if (ambiguous) {
+      auto expand = [&](Value v, RankedTensorType t, int64_t nb,
+                        SmallVector<bool> mask) -> Value {
+        SmallVector<int64_t> shape(ty->getShape().take_front(batchRank));
+        llvm::append_range(shape, t.getShape().drop_front(nb));
+        auto et = RankedTensorType::get(shape, t.getElementType());
+        SmallVector<Value> dynS;
+        for (int64_t i = 0; i < et.getRank(); ++i)
+          if (et.isDynamicDim(i))
+            dynS.push_back(i < batchRank
+                               ? batchSize(i)
+                               : tensor::DimOp::create(b, loc, v,
+                                                       i - batchRank + nb)
+                                     .getResult());
+        return buildBroadcastGeneric(
+            b, loc, et, v, dynS, {mask},
+            [](OpBuilder &, Location, ValueRange a) { return a[0]; });
+      };
+      A = expand(A, *ta, nbA, maskA);
+      B = expand(B, *tb, nbB, maskB);
+      ta = cast<RankedTensorType>(A.getType());
+      tb = cast<RankedTensorType>(B.getType());
+      ra = ta->getRank();
+      rb = tb->getRank();
+    }
+  }
   AffineExpr m = ra > 1 ? getAffineDimExpr(batchRank, ctx) : AffineExpr();
   AffineExpr n =
       rb > 1 ? getAffineDimExpr(batchRank + (ra > 1 ? 1 : 0), ctx) : AffineExpr();
@@ -112,14 +167,7 @@ LogicalResult lowerMatMul(Operation *op, OpBuilder &b,
     } else if (rb > 1 && i == ry - 1) {
       dyn.push_back(tensor::DimOp::create(b, loc, B, rb - 1));
     } else {
-      Value size;
-      for (auto [v, t, nb] : {std::tuple{A, *ta, ra - 2}, std::tuple{B, *tb, rb - 2}}) {
-        int64_t j = i - (batchRank - nb);
-        if (nb <= 0 || j < 0 || !t.isDynamicDim(j))
-          continue;
-        Value d = tensor::DimOp::create(b, loc, v, j);
-        size = size ? arith::MaxSIOp::create(b, loc, size, d).getResult() : d;
-      }
+      Value size = batchSize(i);
       if (!size)
         return nodeError(op) << "cannot size dynamic output dim " << i,
                failure();

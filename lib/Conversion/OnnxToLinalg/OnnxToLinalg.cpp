@@ -153,11 +153,65 @@ SmallVector<Value> lowering::broadcastDynSizes(OpBuilder &b, Location loc,
 Value lowering::buildElementwise(OpBuilder &b, Location loc,
                                  RankedTensorType resultType, ValueRange inputs,
                                  ScalarFn body) {
+  // A dynamic input dim may be 1 at run time and broadcast when another
+  // (different) input is also dynamic at the same result position: the
+  // result size is the max, and such an input is read at select(dim == 1,
+  // 0, i) instead of through an affine map.
+  int64_t rank = resultType.getRank();
+  SmallVector<SmallVector<bool>> runtimeBcast;
+  for (auto [k, in] : llvm::enumerate(inputs)) {
+    auto t = cast<RankedTensorType>(in.getType());
+    SmallVector<bool> mask(t.getRank(), false);
+    for (int64_t j = 0; j < t.getRank(); ++j) {
+      int64_t i = j + (rank - t.getRank());
+      if (!t.isDynamicDim(j) || !resultType.isDynamicDim(i))
+        continue;
+      for (auto [k2, other] : llvm::enumerate(inputs)) {
+        if (k2 == k || other == in)
+          continue;
+        auto ot = cast<RankedTensorType>(other.getType());
+        int64_t j2 = i - (rank - ot.getRank());
+        if (j2 >= 0 && ot.isDynamicDim(j2))
+          mask[j] = true;
+      }
+    }
+    runtimeBcast.push_back(mask);
+  }
+  return buildBroadcastGeneric(b, loc, resultType, inputs,
+                               broadcastDynSizes(b, loc, resultType, inputs),
+                               runtimeBcast, body);
+}
+
+Value lowering::buildBroadcastGeneric(OpBuilder &b, Location loc,
+                                      RankedTensorType resultType,
+                                      ValueRange inputs, ValueRange dynSizes,
+                                      ArrayRef<SmallVector<bool>> runtimeBcast,
+                                      ScalarFn body) {
   int64_t rank = resultType.getRank();
   MLIRContext *ctx = b.getContext();
   SmallVector<AffineMap> maps;
-  for (Value in : inputs) {
+  SmallVector<Value> genericIns;
+  // Per input: null when read through the generic's operands; otherwise
+  // the "dim j is 1" flags (null for dims that never broadcast at run time).
+  SmallVector<std::optional<SmallVector<Value>>> extracted;
+  for (auto [k, in] : llvm::enumerate(inputs)) {
     auto t = cast<RankedTensorType>(in.getType());
+    bool anyRuntime = k < runtimeBcast.size() &&
+                      llvm::is_contained(runtimeBcast[k], true);
+    if (anyRuntime) {
+      SmallVector<Value> isOne;
+      for (int64_t j = 0; j < t.getRank(); ++j)
+        isOne.push_back(
+            runtimeBcast[k][j]
+                ? arith::CmpIOp::create(b, loc, arith::CmpIPredicate::eq,
+                                        tensor::DimOp::create(b, loc, in, j),
+                                        arith::ConstantIndexOp::create(b, loc, 1))
+                      .getResult()
+                : Value());
+      extracted.push_back(isOne);
+      continue;
+    }
+    extracted.push_back(std::nullopt);
     SmallVector<AffineExpr> exprs;
     for (int64_t j = 0; j < t.getRank(); ++j) {
       int64_t i = j + (rank - t.getRank());
@@ -167,15 +221,38 @@ Value lowering::buildElementwise(OpBuilder &b, Location loc,
         exprs.push_back(getAffineDimExpr(i, ctx));
     }
     maps.push_back(AffineMap::get(rank, 0, exprs, ctx));
+    genericIns.push_back(in);
   }
   maps.push_back(AffineMap::getMultiDimIdentityMap(rank, ctx));
-  Value init = emptyTensor(b, loc, resultType,
-                           broadcastDynSizes(b, loc, resultType, inputs));
+  Value init = emptyTensor(b, loc, resultType, dynSizes);
   SmallVector<utils::IteratorType> iters(rank, utils::IteratorType::parallel);
   auto generic = linalg::GenericOp::create(
-      b, loc, TypeRange{resultType}, inputs, ValueRange{init}, maps, iters,
+      b, loc, TypeRange{resultType}, genericIns, ValueRange{init}, maps, iters,
       [&](OpBuilder &nb, Location nloc, ValueRange args) {
-        Value r = body(nb, nloc, args.drop_back());
+        SmallVector<Value> scalars;
+        unsigned next = 0;
+        for (auto [k, in] : llvm::enumerate(inputs)) {
+          if (!extracted[k]) {
+            scalars.push_back(args[next++]);
+            continue;
+          }
+          auto t = cast<RankedTensorType>(in.getType());
+          Value zero = arith::ConstantIndexOp::create(nb, nloc, 0);
+          SmallVector<Value> ix;
+          for (int64_t j = 0; j < t.getRank(); ++j) {
+            int64_t i = j + (rank - t.getRank());
+            if (t.getDimSize(j) == 1 && resultType.getDimSize(i) != 1) {
+              ix.push_back(zero);
+              continue;
+            }
+            Value iv = linalg::IndexOp::create(nb, nloc, i);
+            if (Value one = (*extracted[k])[j])
+              iv = arith::SelectOp::create(nb, nloc, one, zero, iv);
+            ix.push_back(iv);
+          }
+          scalars.push_back(tensor::ExtractOp::create(nb, nloc, in, ix));
+        }
+        Value r = body(nb, nloc, scalars);
         linalg::YieldOp::create(nb, nloc, r);
       });
   return generic.getResult(0);
