@@ -258,7 +258,7 @@ LogicalResult mlir::kiln::linkSharedLibrary(MLIRContext *ctx, StringRef objPath,
   std::string execErr;
   int rc = llvm::sys::ExecuteAndWait(options.linker, args, std::nullopt,
                                      redirects, 0, 0, &execErr);
-  auto cleanup = llvm::make_scope_exit([&] {
+  auto cleanup = llvm::scope_exit([&] {
     llvm::sys::fs::remove(errFile);
     llvm::sys::fs::remove(tmpSo);
   });
@@ -287,7 +287,7 @@ LogicalResult mlir::kiln::compileToSharedLibrary(ModuleOp module,
   SmallString<128> obj;
   if (llvm::sys::fs::createTemporaryFile("kiln-model", "o", obj))
     return emitError(module.getLoc()) << "cannot create a temporary file";
-  auto cleanup = llvm::make_scope_exit([&] { llvm::sys::fs::remove(obj); });
+  auto cleanup = llvm::scope_exit([&] { llvm::sys::fs::remove(obj); });
   if (failed(emitObjectFile(module, obj, options.optLevel)))
     return failure();
   return linkSharedLibrary(module.getContext(), obj, soPath, options);
