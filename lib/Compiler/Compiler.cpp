@@ -102,7 +102,7 @@ struct DecomposeConcatPass
 } // namespace
 
 LogicalResult mlir::kiln::buildStagePipeline(OpPassManager &pm,
-                                             StringRef stage) {
+                                             StringRef stage, int optLevel) {
   if (stage == "graph") {
     pm.addNestedPass<func::FuncOp>(createKilnOnnxInferShapes());
   } else if (stage == "lower") {
@@ -113,6 +113,11 @@ LogicalResult mlir::kiln::buildStagePipeline(OpPassManager &pm,
     pm.addNestedPass<func::FuncOp>(createKilnFormKernels());
     pm.addPass(createCanonicalizerPass());
     pm.addPass(createCSEPass());
+    if (optLevel >= 1) {
+      pm.addNestedPass<func::FuncOp>(createKilnFuseKernels());
+      pm.addPass(createCanonicalizerPass());
+      pm.addPass(createCSEPass());
+    }
   } else if (stage == "host") {
     pm.addPass(createKilnOutlineKernels());
     pm.addPass(createKilnPlanMemory());
@@ -157,10 +162,13 @@ LogicalResult mlir::kiln::lowerToLLVMDialect(ModuleOp module,
                                              const CompileOptions &options) {
   for (StringRef stage : ArrayRef(kStages).drop_front()) {
     PassManager pm(module.getContext());
-    if (failed(buildStagePipeline(pm, stage)) || failed(pm.run(module)))
+    if (failed(buildStagePipeline(pm, stage, options.optLevel)) ||
+        failed(pm.run(module)))
       return failure();
     if (options.dumpAfter == stage && options.dump)
       options.dump(stage, module);
+    if (stage == "host" && options.afterHost)
+      options.afterHost(module);
   }
   return success();
 }

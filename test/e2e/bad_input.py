@@ -81,8 +81,8 @@ with open(path("empty.onnx"), "wb") as f:
 expect_error("empty model file", kilnc(path("empty.onnx")), "empty.onnx", "error")
 
 # (b) Operators Kiln does not lower, and an unknown custom domain.
-for op, ins, attrs in [("Det", ["sq"], {}), ("Hardmax", ["x"], {"axis": 1}),
-                       ("NonZero", ["x"], {})]:
+# (ops outside Kiln's scope for now: linear algebra and signal processing)
+for op, ins, attrs in [("Det", ["sq"], {}), ("DFT", ["x"], {})]:
     m = mk([helper.make_node(op, ins, ["y"], name=f"my_{op.lower()}", **attrs)],
            [("x", TensorProto.FLOAT, [2, 3]), ("sq", TensorProto.FLOAT, [3, 3])],
            [("y", TensorProto.INT64 if op == "NonZero" else TensorProto.FLOAT, None)])

@@ -1,10 +1,12 @@
 //===- kilnc.cpp - Kiln's ahead-of-time compiler --------------------------===//
 //
 //   kilnc model.onnx -o model.so [--target=cpu] [--dump-after=STAGE] [-O N]
+//   kilnc --check model.onnx
 //
 //===----------------------------------------------------------------------===//
 
 #include "kiln/Compiler/Compiler.h"
+#include "kiln/Conversion/Passes.h"
 #include "kiln/Import/Onnx/Importer.h"
 
 #include "mlir/IR/AsmState.h"
@@ -13,9 +15,16 @@
 #include "llvm/Support/CommandLine.h"
 #include "llvm/Support/FileSystem.h"
 #include "llvm/Support/InitLLVM.h"
+#include "llvm/Support/MemoryBuffer.h"
+#include "llvm/Support/Format.h"
+#include "llvm/Support/FormatVariadic.h"
 #include "llvm/Support/Path.h"
 #include "llvm/Support/SourceMgr.h"
 #include "llvm/Support/raw_ostream.h"
+
+#include <onnx/onnx_pb.h>
+
+#include <map>
 
 using namespace mlir;
 namespace cl = llvm::cl;
@@ -31,12 +40,101 @@ static cl::opt<std::string>
               cl::desc("Print the IR after a stage (import, graph, lower, "
                        "kernels, host, bufferize, llvm) to stdout"),
               cl::init(""));
+static cl::opt<std::string>
+    reportFile("report",
+               cl::desc("Write the compile report (kernels, ONNX nodes, "
+                        "FLOPs, bytes, arena) as JSON to this file and print "
+                        "a summary"),
+               cl::value_desc("FILE.json"), cl::init(""));
 static cl::opt<int> optLevel("O", cl::desc("Optimization level (0-3)"),
                              cl::init(2), cl::Prefix);
+static cl::opt<bool>
+    checkOnly("check",
+              cl::desc("List the model's operators (type, opset, count) and "
+                       "whether Kiln supports each, without compiling; exit "
+                       "1 if any is unsupported"),
+              cl::init(false));
+
+/// `kilnc --check`: reads the ModelProto (subgraphs included) and prints one
+/// row per operator. Supported means the onnx → linalg lowering has the op
+/// (Constant nodes are imported as constants).
+static int checkModel(llvm::StringRef path) {
+  auto buffer = llvm::MemoryBuffer::getFile(path);
+  if (!buffer) {
+    llvm::errs() << "kilnc: cannot read '" << path
+                 << "': " << buffer.getError().message() << "\n";
+    return 1;
+  }
+  ::onnx::ModelProto model;
+  llvm::StringRef bytes = (*buffer)->getBuffer();
+  if (bytes.size() > static_cast<size_t>(INT32_MAX) ||
+      !model.ParseFromArray(bytes.data(), static_cast<int>(bytes.size()))) {
+    llvm::errs() << "kilnc: '" << path << "' is not an ONNX model\n";
+    return 1;
+  }
+  std::map<std::string, int64_t> opsets;
+  for (const auto &o : model.opset_import())
+    opsets[o.domain() == "ai.onnx" ? "" : o.domain()] = o.version();
+  // (domain, op type) -> count, in name order.
+  std::map<std::pair<std::string, std::string>, int64_t> counts;
+  std::function<void(const ::onnx::GraphProto &)> visit =
+      [&](const ::onnx::GraphProto &g) {
+        for (const auto &n : g.node()) {
+          std::string domain = n.domain() == "ai.onnx" ? "" : n.domain();
+          ++counts[{domain, n.op_type()}];
+          for (const auto &a : n.attribute()) {
+            if (a.has_g())
+              visit(a.g());
+            for (const auto &sub : a.graphs())
+              visit(sub);
+          }
+        }
+      };
+  visit(model.graph());
+
+  auto isSupported = [](const std::string &domain, const std::string &type) {
+    return domain.empty() &&
+           (type == "Constant" || kiln::isOnnxOpLowered(type));
+  };
+  size_t width = 8;
+  for (const auto &[key, n] : counts)
+    width = std::max(width, key.second.size() +
+                                (key.first.empty() ? 0 : key.first.size() + 1));
+  llvm::outs() << llvm::left_justify("operator", width)
+               << llvm::formatv("  {0,5}  {1,5}  {2}\n", "opset", "count",
+                                "supported");
+  int64_t nodes = 0;
+  SmallVector<std::string> unsupported;
+  for (const auto &[key, n] : counts) {
+    const auto &[domain, type] = key;
+    std::string name = domain.empty() ? type : domain + "." + type;
+    auto it = opsets.find(domain);
+    std::string opset = it == opsets.end() ? "?" : std::to_string(it->second);
+    bool ok = isSupported(domain, type);
+    if (!ok)
+      unsupported.push_back(name);
+    nodes += n;
+    llvm::outs() << llvm::left_justify(name, width)
+                 << llvm::formatv("  {0,5}  {1,5}  {2}\n", opset, n,
+                                  ok ? "yes" : "NO");
+  }
+  llvm::outs() << counts.size() << " operators, " << nodes << " nodes: ";
+  if (unsupported.empty()) {
+    llvm::outs() << "all supported\n";
+    return 0;
+  }
+  llvm::outs() << unsupported.size() << " unsupported (";
+  llvm::interleaveComma(unsupported, llvm::outs());
+  llvm::outs() << ")\n";
+  return 1;
+}
 
 int main(int argc, char **argv) {
   llvm::InitLLVM init(argc, argv);
   cl::ParseCommandLineOptions(argc, argv, "Kiln: ONNX to shared library\n");
+
+  if (checkOnly)
+    return checkModel(inputFile);
 
   auto stages = kiln::getStageNames();
   if (!dumpAfter.empty() && !llvm::is_contained(stages, dumpAfter)) {
@@ -87,6 +185,22 @@ int main(int argc, char **argv) {
     m.print(llvm::outs());
     llvm::outs() << "\n";
   };
+  bool reportFailed = false;
+  if (!reportFile.empty()) {
+    options.afterHost = [&](ModuleOp m) {
+      llvm::json::Value report = kiln::buildCompileReport(m);
+      std::error_code ec;
+      llvm::raw_fd_ostream os(reportFile, ec);
+      if (ec) {
+        llvm::errs() << "kilnc: cannot write '" << reportFile
+                     << "': " << ec.message() << "\n";
+        reportFailed = true;
+        return;
+      }
+      os << llvm::formatv("{0:2}", report) << "\n";
+      kiln::printReportSummary(report, llvm::outs());
+    };
+  }
   std::string exe = llvm::sys::fs::getMainExecutable(argv[0], (void *)&main);
   llvm::SmallString<256> lib(llvm::sys::path::parent_path(
       llvm::sys::path::parent_path(exe)));
@@ -95,9 +209,11 @@ int main(int argc, char **argv) {
 
   if (outputFile.empty()) {
     // Dump only: run the stages without emitting code.
-    return failed(kiln::lowerToLLVMDialect(*module, options)) ? 1 : 0;
+    return failed(kiln::lowerToLLVMDialect(*module, options)) || reportFailed
+               ? 1
+               : 0;
   }
   if (failed(kiln::compileToSharedLibrary(*module, outputFile, options)))
     return 1;
-  return 0;
+  return reportFailed ? 1 : 0;
 }

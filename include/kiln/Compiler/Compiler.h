@@ -11,6 +11,7 @@
 #include "mlir/IR/BuiltinOps.h"
 #include "mlir/IR/DialectRegistry.h"
 #include "mlir/Pass/PassManager.h"
+#include "llvm/Support/JSON.h"
 
 #include <functional>
 #include <string>
@@ -33,6 +34,9 @@ struct CompileOptions {
   /// Stage after which to call `dump` with the module ("" for none).
   std::string dumpAfter;
   std::function<void(llvm::StringRef stage, ModuleOp module)> dump;
+  /// Called with the module after the host stage (kernels formed, memory
+  /// planned): where the compile report is taken.
+  std::function<void(ModuleOp module)> afterHost;
   /// Linker for the final .so.
   std::string linker = "/usr/lib/llvm-22/bin/ld.lld";
   /// The runtime archive linked into every model (libKilnModelRuntime.a).
@@ -40,8 +44,17 @@ struct CompileOptions {
   int optLevel = 2;
 };
 
-/// Adds the passes of `stage` to `pm`.
-LogicalResult buildStagePipeline(OpPassManager &pm, llvm::StringRef stage);
+/// The compile report of a module after the host stage: each kernel with its
+/// ONNX nodes, estimated FLOPs and bytes moved; the arena against the sum of
+/// all intermediates and the largest set of buffers live at once.
+llvm::json::Value buildCompileReport(ModuleOp module);
+/// A readable summary of a report.
+void printReportSummary(const llvm::json::Value &report, llvm::raw_ostream &os);
+
+/// Adds the passes of `stage` to `pm`; `optLevel` 0 leaves out the graph
+/// optimizer (simplification, fusion).
+LogicalResult buildStagePipeline(OpPassManager &pm, llvm::StringRef stage,
+                                 int optLevel = 2);
 
 /// Runs the stages after import on `module`, ending in the LLVM dialect.
 LogicalResult lowerToLLVMDialect(ModuleOp module, const CompileOptions &options);

@@ -1,6 +1,24 @@
 //===- PlanMemory.cpp - Arena offsets for intermediate buffers ------------===//
+//
+// Plans the per-instance arena of the host program:
+//  1. live range of every static `kiln.buffer`: from its first use to its
+//     last use (uses through views count), in program order;
+//  2. in-place reuse: an elementwise kernel may write its output into the
+//     buffer of an input that dies at that launch (same size; the kernel
+//     reads and writes each element at the same index in one iteration);
+//  3. offsets by greedy best fit, largest buffers first: each buffer goes to
+//     the lowest aligned offset where it overlaps no buffer whose live range
+//     intersects its own.
+// Model inputs and outputs are not arena buffers: never overwritten.
+//
+//===----------------------------------------------------------------------===//
 
+#include "kiln/Dialect/Kiln/Transforms/MemoryPlan.h"
 #include "kiln/Dialect/Kiln/Transforms/Passes.h"
+
+#include "mlir/Dialect/Linalg/IR/Linalg.h"
+#include "mlir/Interfaces/ViewLikeInterface.h"
+#include "llvm/ADT/EquivalenceClasses.h"
 
 namespace mlir::kiln {
 #define GEN_PASS_DEF_KILNPLANMEMORY
@@ -9,6 +27,255 @@ namespace mlir::kiln {
 
 using namespace mlir;
 using namespace mlir::kiln;
+
+int64_t mlir::kiln::bufferBytes(MemRefType t) {
+  if (!t.hasStaticShape())
+    return -1;
+  int64_t bits = t.getElementTypeBitWidth();
+  return t.getNumElements() * ((bits + 7) / 8);
+}
+
+/// The buffer a value is a view of (through reshape/cast views), or null.
+static BufferOp rootBuffer(Value v) {
+  while (true) {
+    if (auto b = v.getDefiningOp<BufferOp>())
+      return b;
+    Operation *def = v.getDefiningOp();
+    if (!def)
+      return {};
+    if (auto view = dyn_cast<ViewLikeOpInterface>(def)) {
+      v = view.getViewSource();
+      continue;
+    }
+    if (isa<UnrealizedConversionCastOp>(def) && def->getNumOperands() == 1) {
+      v = def->getOperand(0);
+      continue;
+    }
+    return {};
+  }
+}
+
+/// Whether kernel `fn` may write output argument `outIdx` over input
+/// argument `inIdx`: its body is one all-parallel linalg.generic that reads
+/// that input and writes that output with the same (identity) indexing, and
+/// reads no other view of it.
+static bool isInPlaceSafe(func::FuncOp fn, unsigned inIdx, unsigned outIdx) {
+  if (!fn || fn.isExternal())
+    return false;
+  Block &body = fn.getBody().front();
+  BlockArgument in = body.getArgument(inIdx), out = body.getArgument(outIdx);
+  // The tensor each memref argument is read as.
+  Value inTensor, result;
+  linalg::GenericOp generic;
+  for (Operation &op : body) {
+    if (auto t = dyn_cast<bufferization::ToTensorOp>(op)) {
+      if (t.getBuffer() == in)
+        inTensor = t.getResult();
+    } else if (auto g = dyn_cast<linalg::GenericOp>(op)) {
+      if (generic)
+        return false; // more than one computation
+      generic = g;
+    } else if (auto m = dyn_cast<bufferization::MaterializeInDestinationOp>(op)) {
+      if (m.getDest() == out)
+        result = m.getSource();
+    } else if (!isa<tensor::EmptyOp, arith::ConstantOp, func::ReturnOp,
+                    linalg::FillOp>(op) &&
+               !(op.getNumRegions() == 0 && llvm::none_of(op.getResultTypes(), [](Type t) {
+                   return isa<ShapedType>(t);
+                 }))) {
+      return false;
+    }
+  }
+  if (!generic || !inTensor || !result || generic->getNumResults() != 1 ||
+      generic->getResult(0) != result)
+    return false;
+  if (generic.getNumLoops() != generic.getNumParallelLoops())
+    return false;
+  AffineMap outMap = generic.getIndexingMapsArray().back();
+  if (!outMap.isIdentity())
+    return false;
+  bool found = false;
+  for (OpOperand *operand : generic.getDpsInputOperands()) {
+    if (operand->get() != inTensor)
+      continue;
+    if (!generic.getMatchingIndexingMap(operand).isIdentity())
+      return false;
+    found = true;
+  }
+  // The input must not be read other than through the generic's operands
+  // (e.g. with tensor.extract at other indices).
+  for (OpOperand &use : inTensor.getUses())
+    if (use.getOwner() != generic.getOperation())
+      return false;
+  return found;
+}
+
+MemoryPlan mlir::kiln::computeMemoryPlan(func::FuncOp host, int64_t alignment,
+                                         bool inPlace) {
+  MemoryPlan plan;
+  Block &block = host.getBody().front();
+  DenseMap<Operation *, int64_t> position;
+  int64_t pos = 0;
+  for (Operation &op : block)
+    position[&op] = pos++;
+
+  // Static buffers and their live ranges.
+  SmallVector<BufferOp> buffers;
+  DenseMap<Operation *, unsigned> index;
+  for (Operation &op : block)
+    if (auto b = dyn_cast<BufferOp>(op))
+      if (b.getBuffer().getType().hasStaticShape()) {
+        index[b] = buffers.size();
+        buffers.push_back(b);
+      }
+  unsigned n = buffers.size();
+  plan.buffers.resize(n);
+  for (unsigned i = 0; i < n; ++i) {
+    plan.buffers[i].op = buffers[i];
+    plan.buffers[i].bytes = bufferBytes(buffers[i].getBuffer().getType());
+    plan.buffers[i].start = INT64_MAX;
+    plan.buffers[i].end = -1;
+  }
+  // Uses, following views.
+  for (Operation &op : block) {
+    for (Value operand : op.getOperands()) {
+      BufferOp root = rootBuffer(operand);
+      if (!root || !index.count(root))
+        continue;
+      // The view ops themselves don't touch memory.
+      if (isa<ViewLikeOpInterface>(op) || isa<UnrealizedConversionCastOp>(op))
+        continue;
+      BufferPlan &bp = plan.buffers[index[root]];
+      bp.start = std::min(bp.start, position[&op]);
+      bp.end = std::max(bp.end, position[&op]);
+    }
+  }
+  for (BufferPlan &bp : plan.buffers)
+    if (bp.end < 0) // never used
+      bp.start = bp.end = position[bp.op];
+
+  // In-place: union an output with an input that dies at the launch.
+  llvm::EquivalenceClasses<unsigned> slots;
+  for (unsigned i = 0; i < n; ++i)
+    slots.insert(i);
+  SymbolTable symbols(host->getParentOfType<ModuleOp>());
+  if (inPlace) {
+    for (Operation &op : block) {
+      auto launch = dyn_cast<LaunchOp>(op);
+      if (!launch)
+        continue;
+      auto fn = symbols.lookup<func::FuncOp>(launch.getKernel());
+      if (!fn)
+        continue;
+      int64_t t = position[launch];
+      ValueRange args = launch.getArgs();
+      // Outputs are the trailing arguments the kernel writes; in-place only
+      // for single-output kernels (their last argument).
+      unsigned outIdx = args.size() - 1;
+      BufferOp outBuf = rootBuffer(args[outIdx]);
+      if (!outBuf || !index.count(outBuf) || args[outIdx] != outBuf.getBuffer())
+        continue;
+      BufferPlan &out = plan.buffers[index[outBuf]];
+      if (out.start != t)
+        continue;
+      for (unsigned a = 0; a < outIdx; ++a) {
+        BufferOp inBuf = rootBuffer(args[a]);
+        if (!inBuf || !index.count(inBuf) || inBuf == outBuf)
+          continue;
+        // The input's whole slot group must end here.
+        int64_t groupEnd = -1, groupBytes = -1;
+        for (auto it = slots.findLeader(index[inBuf]); it != slots.member_end();
+             ++it) {
+          groupEnd = std::max(groupEnd, plan.buffers[*it].end);
+          groupBytes = std::max(groupBytes, plan.buffers[*it].bytes);
+        }
+        if (groupEnd != t || groupBytes != out.bytes)
+          continue;
+        // Every use of the input at this launch is this one argument.
+        if (llvm::count_if(args, [&](Value v) { return rootBuffer(v) == inBuf; }) != 1)
+          continue;
+        if (!isInPlaceSafe(fn, a, outIdx))
+          continue;
+        slots.unionSets(index[inBuf], index[outBuf]);
+        out.inPlaceOf = index[inBuf];
+        break;
+      }
+    }
+  }
+
+  // Slot groups: union of live ranges, max size.
+  struct Slot {
+    SmallVector<unsigned> members;
+    int64_t start = INT64_MAX, end = -1, bytes = 0, offset = -1;
+  };
+  SmallVector<Slot> groups;
+  DenseMap<unsigned, unsigned> groupOf;
+  for (unsigned i = 0; i < n; ++i) {
+    unsigned leader = slots.getLeaderValue(i);
+    auto [it, inserted] = groupOf.try_emplace(leader, groups.size());
+    if (inserted)
+      groups.emplace_back();
+    Slot &s = groups[it->second];
+    s.members.push_back(i);
+    s.start = std::min(s.start, plan.buffers[i].start);
+    s.end = std::max(s.end, plan.buffers[i].end);
+    s.bytes = std::max(s.bytes, plan.buffers[i].bytes);
+  }
+  // Greedy best fit, largest first.
+  SmallVector<unsigned> order(groups.size());
+  for (unsigned i = 0; i < groups.size(); ++i)
+    order[i] = i;
+  llvm::stable_sort(order, [&](unsigned a, unsigned b) {
+    if (groups[a].bytes != groups[b].bytes)
+      return groups[a].bytes > groups[b].bytes;
+    return groups[a].start < groups[b].start;
+  });
+  auto alignUp = [&](int64_t v) {
+    return (v + alignment - 1) / alignment * alignment;
+  };
+  SmallVector<unsigned> placed;
+  for (unsigned g : order) {
+    Slot &s = groups[g];
+    // Intervals [offset, offset + bytes) of live-overlapping placed slots.
+    SmallVector<std::pair<int64_t, int64_t>> busy;
+    for (unsigned p : placed) {
+      const Slot &o = groups[p];
+      if (o.start <= s.end && s.start <= o.end)
+        busy.push_back({o.offset, o.offset + o.bytes});
+    }
+    llvm::sort(busy);
+    // Best fit: the smallest gap that holds the slot; else past the end.
+    int64_t best = -1, bestGap = INT64_MAX, cursor = 0;
+    for (auto [lo, hi] : busy) {
+      int64_t start = alignUp(cursor);
+      if (lo - start >= s.bytes && lo - start < bestGap) {
+        best = start;
+        bestGap = lo - start;
+      }
+      cursor = std::max(cursor, hi);
+    }
+    if (best < 0)
+      best = alignUp(cursor);
+    s.offset = best;
+    placed.push_back(g);
+    plan.arenaBytes = std::max(plan.arenaBytes, alignUp(best + s.bytes));
+  }
+  for (const Slot &s : groups)
+    for (unsigned m : s.members)
+      plan.buffers[m].offset = s.offset;
+
+  // Totals: all intermediates, and the largest set live at once.
+  for (const BufferPlan &bp : plan.buffers)
+    plan.totalBytes += bp.bytes;
+  for (int64_t t = 0; t < pos; ++t) {
+    int64_t live = 0;
+    for (const Slot &s : groups)
+      if (s.start <= t && t <= s.end)
+        live += s.bytes;
+    plan.peakLiveBytes = std::max(plan.peakLiveBytes, live);
+  }
+  return plan;
+}
 
 namespace {
 struct PlanMemoryPass : public kiln::impl::KilnPlanMemoryBase<PlanMemoryPass> {
@@ -19,27 +286,32 @@ struct PlanMemoryPass : public kiln::impl::KilnPlanMemoryBase<PlanMemoryPass> {
       module.emitError("kiln-plan-memory: alignment must be a power of two");
       return signalPassFailure();
     }
-    int64_t size = 0;
-    WalkResult r = module.walk([&](BufferOp buf) {
-      MemRefType t = buf.getBuffer().getType();
-      if (!t.hasStaticShape() || buf.getOffset())
-        return WalkResult::advance();
-      int64_t bits = t.getElementTypeBitWidth();
-      int64_t bytes = t.getNumElements() * ((bits + 7) / 8);
-      if (bytes < 0 || bytes > (int64_t(1) << 48)) {
-        buf.emitError("buffer of ") << t << " is too large for the arena";
-        return WalkResult::interrupt();
+    int64_t arena = 0, total = 0, peak = 0;
+    for (auto host : module.getOps<func::FuncOp>()) {
+      if (!host->hasAttr("kiln.signature_io"))
+        continue;
+      if (!host.getBody().hasOneBlock()) {
+        host.emitError("kiln-plan-memory: the host program must be one block");
+        return signalPassFailure();
       }
-      size = (size + alignment - 1) / alignment * alignment;
-      buf.setOffsetAttr(IntegerAttr::get(IntegerType::get(&getContext(), 64), size));
-      size += bytes;
-      return WalkResult::advance();
-    });
-    if (r.wasInterrupted())
-      return signalPassFailure();
-    size = (size + alignment - 1) / alignment * alignment;
-    module->setAttr("kiln.arena_size",
-                    IntegerAttr::get(IntegerType::get(&getContext(), 64), size));
+      MemoryPlan plan = computeMemoryPlan(host, alignment, inPlace);
+      for (BufferPlan &bp : plan.buffers) {
+        if (bp.bytes > (int64_t(1) << 48)) {
+          bp.op.emitError("buffer of ")
+              << bp.op.getBuffer().getType() << " is too large for the arena";
+          return signalPassFailure();
+        }
+        bp.op.setOffsetAttr(
+            IntegerAttr::get(IntegerType::get(&getContext(), 64), bp.offset));
+      }
+      arena = std::max(arena, plan.arenaBytes);
+      total += plan.totalBytes;
+      peak = std::max(peak, plan.peakLiveBytes);
+    }
+    auto i64 = IntegerType::get(&getContext(), 64);
+    module->setAttr("kiln.arena_size", IntegerAttr::get(i64, arena));
+    module->setAttr("kiln.intermediate_bytes", IntegerAttr::get(i64, total));
+    module->setAttr("kiln.peak_live_bytes", IntegerAttr::get(i64, peak));
   }
 };
 } // namespace

@@ -18,6 +18,26 @@ def KilnFormKernels : Pass<"kiln-form-kernels", "func::FuncOp"> {
                            "::mlir::tensor::TensorDialect"];
 }
 
+def KilnFuseKernels : Pass<"kiln-fuse-kernels", "func::FuncOp"> {
+  let summary = "Merges kernels by a cost model (fusion)";
+  let description = [{
+    Merges `kiln.kernel`s so intermediates stay inside one launch: a cheap
+    producer (elementwise, padding, transpose) all of whose results one
+    kernel consumes moves into it (prologue); an elementwise kernel joins the
+    contraction or elementwise kernel producing its input when it does not
+    broadcast it to a larger shape (epilogue: bias, activation, residual add);
+    reductions over innermost dims merge with the elementwise ops on the same
+    rows (softmax and layer normalization become one kernel), while a
+    reduction feeding a broadcast along other dims does not; contractions of
+    one shape that read a common input merge horizontally (Q, K, V). Nothing
+    is duplicated, and contractions never merge vertically, so no expensive
+    producer is recomputed. Merges keep the program convex (no path leaves a
+    kernel and comes back).
+  }];
+  let dependentDialects = ["::mlir::kiln::KilnDialect",
+                           "::mlir::arith::ArithDialect"];
+}
+
 def KilnOutlineKernels : Pass<"kiln-outline-kernels", "ModuleOp"> {
   let summary = "Builds the host program and outlines kernels to functions";
   let description = [{
@@ -44,14 +64,22 @@ def KilnOutlineKernels : Pass<"kiln-outline-kernels", "ModuleOp"> {
 def KilnPlanMemory : Pass<"kiln-plan-memory", "ModuleOp"> {
   let summary = "Assigns arena offsets to static intermediate buffers";
   let description = [{
-    Gives every static-shaped `kiln.buffer` in the host program an offset in
-    the instance's arena and records the arena size as the module attribute
-    `kiln.arena_size`. This version gives each buffer its own slot (no reuse);
-    buffers with dynamic sizes are left to the runtime's allocator.
+    Plans the instance's arena for the static `kiln.buffer`s of the host
+    program: each buffer is live from its first to its last use (through
+    views); an elementwise kernel writes in place over an input that dies at
+    its launch (same size, identity indexing); offsets come from a greedy
+    best fit, largest buffers first, so buffers whose live ranges don't
+    intersect share memory. Records `kiln.arena_size`,
+    `kiln.intermediate_bytes` (sum of all buffers) and `kiln.peak_live_bytes`
+    (the largest set live at once) on the module. Buffers with dynamic sizes
+    are left to the runtime's allocator; model inputs and outputs are never
+    in the arena.
   }];
   let options = [
     Option<"alignment", "alignment", "int64_t", /*default=*/"64",
            "Alignment of each slot in bytes">,
+    Option<"inPlace", "in-place", "bool", /*default=*/"true",
+           "Let elementwise kernels write over an input that dies">,
   ];
 }
 

@@ -1,0 +1,172 @@
+//===- Report.cpp - The compile report -------------------------------------===//
+//
+// After the host stage: each kernel with the ONNX nodes it contains, its
+// estimated FLOPs and bytes moved, and the arena against the sum of all
+// intermediates and the largest set of buffers live at once.
+//
+//===----------------------------------------------------------------------===//
+
+#include "kiln/Compiler/Compiler.h"
+
+#include "kiln/Dialect/Kiln/IR/KilnDialect.h"
+#include "kiln/Dialect/Kiln/Transforms/MemoryPlan.h"
+
+#include "mlir/Dialect/Func/IR/FuncOps.h"
+#include "mlir/Dialect/Linalg/IR/Linalg.h"
+#include "mlir/Dialect/Math/IR/Math.h"
+#include "mlir/IR/BuiltinOps.h"
+#include "llvm/ADT/SetVector.h"
+#include <set>
+#include <vector>
+#include "llvm/Support/Format.h"
+#include "llvm/Support/JSON.h"
+
+using namespace mlir;
+using namespace mlir::kiln;
+
+/// ONNX node names of the ops in `region` (NameLocs, also inside fused
+/// locations), in order of appearance.
+static void collectNodeNames(Operation *root, llvm::SetVector<std::string, std::vector<std::string>, std::set<std::string>> &names) {
+  root->walk([&](Operation *op) {
+    op->getLoc()->walk([&](Location loc) {
+      if (auto name = dyn_cast<NameLoc>(loc))
+        names.insert(name.getName().str());
+      return WalkResult::advance();
+    });
+  });
+}
+
+/// FLOPs of a linalg op: iterations × arithmetic ops in its body (-1 when a
+/// loop range is dynamic).
+static int64_t linalgFlops(linalg::LinalgOp op) {
+  SmallVector<int64_t> ranges = op.getStaticLoopRanges();
+  int64_t iterations = 1;
+  for (int64_t r : ranges) {
+    if (ShapedType::isDynamic(r))
+      return -1;
+    iterations *= r;
+  }
+  int64_t perIteration = 0;
+  op->walk([&](Operation *inner) {
+    if (inner == op.getOperation())
+      return;
+    if (isa<arith::ArithDialect, math::MathDialect>(inner->getDialect()) &&
+        !isa<arith::ConstantOp, arith::IndexCastOp>(inner))
+      ++perIteration;
+  });
+  if (isa<linalg::MatmulOp, linalg::BatchMatmulOp>(op))
+    perIteration = 2;
+  return iterations * perIteration;
+}
+
+static int64_t memrefBytes(Type t) {
+  auto m = dyn_cast<MemRefType>(t);
+  return m ? bufferBytes(m) : 0;
+}
+
+llvm::json::Value mlir::kiln::buildCompileReport(ModuleOp module) {
+  llvm::json::Array kernels;
+  func::FuncOp host;
+  for (auto fn : module.getOps<func::FuncOp>())
+    if (fn->hasAttr("kiln.signature_io"))
+      host = fn;
+  SymbolTable symbols(module);
+  int64_t totalFlops = 0, totalBytes = 0;
+  bool flopsKnown = true, bytesKnown = true;
+  if (host) {
+    host.walk([&](LaunchOp launch) {
+      auto fn = symbols.lookup<func::FuncOp>(launch.getKernel());
+      llvm::SetVector<std::string, std::vector<std::string>, std::set<std::string>> nodes;
+      int64_t flops = 0;
+      if (fn) {
+        collectNodeNames(fn, nodes);
+        fn.walk([&](linalg::LinalgOp op) {
+          int64_t f = linalgFlops(op);
+          flops = (f < 0 || flops < 0) ? -1 : flops + f;
+        });
+      }
+      int64_t bytes = 0;
+      for (Value arg : launch.getArgs()) {
+        int64_t b = memrefBytes(arg.getType());
+        if (b < 0) {
+          bytes = -1;
+          break;
+        }
+        bytes += b;
+      }
+      flopsKnown &= flops >= 0;
+      bytesKnown &= bytes >= 0;
+      totalFlops += std::max<int64_t>(flops, 0);
+      totalBytes += std::max<int64_t>(bytes, 0);
+      llvm::json::Array nodeArray;
+      for (const std::string &n : nodes)
+        nodeArray.push_back(n);
+      kernels.push_back(llvm::json::Object{
+          {"name", launch.getKernel().str()},
+          {"onnx_nodes", std::move(nodeArray)},
+          {"flops", flops},
+          {"bytes", bytes},
+      });
+    });
+  }
+  auto attr = [&](StringRef name) -> int64_t {
+    if (auto a = module->getAttrOfType<IntegerAttr>(name))
+      return a.getInt();
+    return 0;
+  };
+  int64_t numKernels = kernels.size();
+  return llvm::json::Object{
+      {"kernels", std::move(kernels)},
+      {"num_kernels", numKernels},
+      {"total_flops", flopsKnown ? totalFlops : -1},
+      {"total_bytes", bytesKnown ? totalBytes : -1},
+      {"arena_bytes", attr("kiln.arena_size")},
+      {"intermediate_bytes", attr("kiln.intermediate_bytes")},
+      {"peak_live_bytes", attr("kiln.peak_live_bytes")},
+  };
+}
+
+void mlir::kiln::printReportSummary(const llvm::json::Value &report,
+                                    llvm::raw_ostream &os) {
+  const llvm::json::Object *obj = report.getAsObject();
+  if (!obj)
+    return;
+  auto num = [&](StringRef key) {
+    return obj->getInteger(key).value_or(0);
+  };
+  auto mib = [](int64_t b) { return b / (1024.0 * 1024.0); };
+  os << "kilnc report: " << num("num_kernels") << " kernels";
+  if (num("total_flops") >= 0)
+    os << ", " << llvm::format("%.3f", num("total_flops") / 1e9) << " GFLOP";
+  os << "\n  arena " << llvm::format("%.2f", mib(num("arena_bytes")))
+     << " MiB; all intermediates "
+     << llvm::format("%.2f", mib(num("intermediate_bytes")))
+     << " MiB; largest live set "
+     << llvm::format("%.2f", mib(num("peak_live_bytes"))) << " MiB\n";
+  if (const llvm::json::Array *kernels = obj->getArray("kernels")) {
+    for (const llvm::json::Value &k : *kernels) {
+      const llvm::json::Object *ko = k.getAsObject();
+      if (!ko)
+        continue;
+      os << "  " << ko->getString("name").value_or("?") << ": ";
+      if (const llvm::json::Array *nodes = ko->getArray("onnx_nodes")) {
+        bool first = true;
+        for (const llvm::json::Value &n : *nodes) {
+          os << (first ? "" : ", ") << n.getAsString().value_or("");
+          first = false;
+        }
+      }
+      int64_t flops = ko->getInteger("flops").value_or(-1);
+      int64_t bytes = ko->getInteger("bytes").value_or(-1);
+      os << "  [";
+      if (flops >= 0)
+        os << llvm::format("%.3f", flops / 1e6) << " MFLOP, ";
+      else
+        os << "? FLOP, ";
+      if (bytes >= 0)
+        os << llvm::format("%.3f", bytes / 1e6) << " MB]\n";
+      else
+        os << "? MB]\n";
+    }
+  }
+}

@@ -1,0 +1,435 @@
+//===- FuseKernels.cpp - Merge kernels by a cost model ---------------------===//
+//
+// Kernel formation gives every computation its own `kiln.kernel`; this pass
+// merges kernels so intermediates stay inside one launch:
+//  - prologue: a cheap producer (elementwise or data movement, e.g. the
+//    padding of a convolution, a transpose) whose results are all consumed by
+//    one kernel moves into it;
+//  - epilogue: an elementwise kernel joins the contraction, reduction or
+//    elementwise kernel producing its input (bias, activation, residual add,
+//    scaling), when it reads that result without broadcasting it to a larger
+//    shape;
+//  - rows: reductions over the innermost dims and the elementwise ops around
+//    them on the same rows (softmax, layer normalization) become one kernel;
+//    a reduction that feeds a broadcast along other dims does not fuse;
+//  - horizontal: contractions of the same shape that read a common input
+//    (the Q, K and V projections) become one kernel.
+// Nothing is ever duplicated: a producer with several consumers outside the
+// merged kernel stays a result of it, and two contractions never merge
+// vertically, so an expensive producer is never recomputed.
+//
+//===----------------------------------------------------------------------===//
+
+#include "kiln/Dialect/Kiln/Transforms/Passes.h"
+
+#include "mlir/Dialect/Linalg/IR/Linalg.h"
+#include "mlir/IR/IRMapping.h"
+#include "llvm/ADT/SetVector.h"
+
+namespace mlir::kiln {
+#define GEN_PASS_DEF_KILNFUSEKERNELS
+#include "kiln/Dialect/Kiln/Transforms/Passes.h.inc"
+} // namespace mlir::kiln
+
+using namespace mlir;
+using namespace mlir::kiln;
+
+namespace {
+
+enum class KernelKind { Elementwise, Movement, Reduction, Contraction, Other };
+
+/// What a kernel computes, and for reductions the shape of their rows.
+struct KernelInfo {
+  KernelKind kind = KernelKind::Other;
+  /// Iteration shape of the widest op (rows ++ reduced dims) for kernels
+  /// whose ops all live on the same rows; empty when unknown.
+  SmallVector<int64_t> space;
+  /// Number of leading (row) dims; the rest are reduced. -1: no reduction.
+  int64_t rowDims = -1;
+  bool rowCompatible = false;
+};
+
+bool isRealInput(Value v) {
+  // Pooling windows are empty tensors that only give loop ranges.
+  return !v.getDefiningOp<tensor::EmptyOp>();
+}
+
+KernelInfo analyze(KernelOp kernel) {
+  KernelInfo info;
+  bool anyContraction = false, anyReduction = false, anyMovement = false,
+       anyOther = false, anyLinalg = false;
+  SmallVector<linalg::LinalgOp> ops;
+  for (Operation &op : kernel.getBodyBlock().without_terminator()) {
+    if (isa<tensor::EmptyOp, arith::ConstantOp, linalg::FillOp>(op))
+      continue;
+    if (auto l = dyn_cast<linalg::LinalgOp>(op)) {
+      anyLinalg = true;
+      ops.push_back(l);
+      if (l.getNumReductionLoops() == 0)
+        continue;
+      int64_t realInputs = llvm::count_if(
+          l.getDpsInputs(), [](Value v) { return isRealInput(v); });
+      bool windowed = realInputs < static_cast<int64_t>(l.getNumDpsInputs());
+      if (realInputs >= 2 || windowed || isa<linalg::MatmulOp>(op))
+        anyContraction = true;
+      else
+        anyReduction = true;
+      continue;
+    }
+    if (isa<tensor::PadOp, tensor::ConcatOp, tensor::ExtractSliceOp,
+            tensor::InsertSliceOp, tensor::ReshapeOp, tensor::CollapseShapeOp,
+            tensor::ExpandShapeOp, tensor::CastOp>(op)) {
+      anyMovement = true;
+      continue;
+    }
+    if (op.getNumRegions() == 0 &&
+        llvm::none_of(op.getResultTypes(),
+                      [](Type t) { return isa<ShapedType>(t); }))
+      continue; // scalar arithmetic
+    anyOther = true;
+  }
+  if (anyOther || (!anyLinalg && !anyMovement))
+    info.kind = KernelKind::Other;
+  else if (anyContraction)
+    info.kind = KernelKind::Contraction;
+  else if (anyReduction)
+    info.kind = KernelKind::Reduction;
+  else if (anyMovement)
+    info.kind = KernelKind::Movement;
+  else
+    info.kind = KernelKind::Elementwise;
+
+  // Row analysis for elementwise and reduction kernels: reductions only over
+  // trailing dims of a common iteration space, every other op on that space
+  // or on its rows (reduced dims of size 1).
+  if (info.kind != KernelKind::Elementwise &&
+      info.kind != KernelKind::Reduction)
+    return info;
+  SmallVector<int64_t> space;
+  int64_t rows = -1;
+  for (linalg::LinalgOp l : ops) {
+    if (l.getNumReductionLoops() == 0)
+      continue;
+    SmallVector<int64_t> ranges = l.getStaticLoopRanges();
+    auto iters = l.getIteratorTypesArray();
+    int64_t first = llvm::find(iters, utils::IteratorType::reduction) - iters.begin();
+    for (int64_t i = first; i < static_cast<int64_t>(iters.size()); ++i)
+      if (iters[i] != utils::IteratorType::reduction)
+        return info; // reduction dims not trailing
+    if (!space.empty() && (space != ranges || rows != first))
+      return info;
+    space = ranges;
+    rows = first;
+  }
+  if (space.empty()) {
+    // Elementwise only: its own space; any row split fits.
+    for (linalg::LinalgOp l : ops) {
+      SmallVector<int64_t> ranges = l.getStaticLoopRanges();
+      if (space.empty() || ranges.size() > space.size())
+        space = ranges;
+    }
+    info.space = space;
+    info.rowDims = -1;
+    info.rowCompatible = true;
+    return info;
+  }
+  for (linalg::LinalgOp l : ops) {
+    SmallVector<int64_t> ranges = l.getStaticLoopRanges();
+    if (ranges.size() != space.size())
+      return info;
+    for (int64_t i = 0; i < static_cast<int64_t>(space.size()); ++i) {
+      bool ok = ranges[i] == space[i] || (i >= rows && ranges[i] == 1);
+      if (!ok)
+        return info;
+    }
+  }
+  info.space = space;
+  info.rowDims = rows;
+  info.rowCompatible = true;
+  return info;
+}
+
+/// Whether two row-compatible kernels work on the same rows.
+bool sameRows(const KernelInfo &a, const KernelInfo &b) {
+  if (!a.rowCompatible || !b.rowCompatible)
+    return false;
+  if (a.space.size() != b.space.size())
+    return false;
+  int64_t rows = a.rowDims >= 0 ? a.rowDims : b.rowDims;
+  if (rows < 0)
+    return a.space == b.space;
+  if (a.rowDims >= 0 && b.rowDims >= 0 && a.rowDims != b.rowDims)
+    return false;
+  for (int64_t i = 0; i < static_cast<int64_t>(a.space.size()); ++i) {
+    // Dynamic sizes are taken to agree: grouping ops into one kernel is
+    // correct whatever the sizes; the row structure only guides codegen.
+    if (ShapedType::isDynamic(a.space[i]) || ShapedType::isDynamic(b.space[i]))
+      continue;
+    if (i < rows && a.space[i] != b.space[i])
+      return false;
+    if (i >= rows && a.space[i] != b.space[i] && a.space[i] != 1 &&
+        b.space[i] != 1)
+      return false;
+  }
+  return true;
+}
+
+struct FuseKernelsPass
+    : public kiln::impl::KilnFuseKernelsBase<FuseKernelsPass> {
+  void runOnOperation() override {
+    func::FuncOp func = getOperation();
+    Block &block = func.getBody().front();
+    forwardResultDims(block);
+    bool changed = true;
+    unsigned rounds = 0;
+    while (changed && rounds++ < 10000) {
+      changed = false;
+      SmallVector<KernelOp> kernels(block.getOps<KernelOp>());
+      for (KernelOp k2 : kernels) {
+        if (tryVertical(block, k2)) {
+          changed = true;
+          break;
+        }
+      }
+      if (changed)
+        continue;
+      for (KernelOp k : kernels)
+        if (tryHorizontal(block, k)) {
+          changed = true;
+          break;
+        }
+    }
+    // Renumber kernel names in program order.
+    unsigned id = 0;
+    for (KernelOp k : block.getOps<KernelOp>())
+      k.setNameAttr(StringAttr::get(&getContext(),
+                                    "kernel_" + std::to_string(id++)));
+  }
+
+  /// `tensor.dim` of a kernel result is the kernel's own dims operand (or a
+  /// constant): reading it needs no dependence on the kernel.
+  static void forwardResultDims(Block &block) {
+    SmallVector<tensor::DimOp> dimOps;
+    block.walk([&](tensor::DimOp d) { dimOps.push_back(d); });
+    for (tensor::DimOp d : dimOps) {
+      auto result = dyn_cast<OpResult>(d.getSource());
+      auto kernel = result ? dyn_cast<KernelOp>(result.getOwner()) : nullptr;
+      std::optional<int64_t> index = d.getConstantIndex();
+      if (!kernel || !index)
+        continue;
+      auto type = cast<RankedTensorType>(result.getType());
+      if (*index < 0 || *index >= type.getRank())
+        continue;
+      OpBuilder b(d);
+      if (!type.isDynamicDim(*index)) {
+        d.replaceAllUsesWith(
+            arith::ConstantIndexOp::create(b, d.getLoc(), type.getDimSize(*index))
+                .getResult());
+        d.erase();
+        continue;
+      }
+      unsigned k = 0;
+      for (int64_t i = 0; i < *index; ++i)
+        k += type.isDynamicDim(i);
+      d.replaceAllUsesWith(kernel.getResultDims(result.getResultNumber())[k]);
+      d.erase();
+    }
+  }
+
+  /// Ops strictly between `a` and `b` (same block, a before b) that depend
+  /// on `a`, transitively.
+  static SetVector<Operation *> dependentsBetween(Operation *a, Operation *b) {
+    SetVector<Operation *> deps;
+    llvm::SmallPtrSet<Operation *, 16> set;
+    set.insert(a);
+    for (Operation *op = a->getNextNode(); op && op != b; op = op->getNextNode()) {
+      bool depends = false;
+      op->walk([&](Operation *inner) {
+        for (Value v : inner->getOperands())
+          if (Operation *def = v.getDefiningOp())
+            if (set.contains(def->getBlock() == a->getBlock()
+                                 ? def
+                                 : a->getBlock()->findAncestorOpInBlock(*def)))
+              depends = true;
+      });
+      if (depends) {
+        set.insert(op);
+        deps.insert(op);
+      }
+    }
+    return deps;
+  }
+
+  /// Whether `b` reads any result of the ops in `ops`.
+  static bool readsAny(Operation *b, const SetVector<Operation *> &ops) {
+    bool found = false;
+    b->walk([&](Operation *inner) {
+      for (Value v : inner->getOperands())
+        if (Operation *def = v.getDefiningOp())
+          if (ops.contains(def))
+            found = true;
+    });
+    return found;
+  }
+
+  bool tryVertical(Block &block, KernelOp k2) {
+    KernelInfo i2 = analyze(k2);
+    if (i2.kind == KernelKind::Other)
+      return false;
+    for (Value in : k2.getInputs()) {
+      auto k1 = in.getDefiningOp<KernelOp>();
+      if (!k1 || k1 == k2)
+        continue;
+      KernelInfo i1 = analyze(k1);
+      if (i1.kind == KernelKind::Other)
+        continue;
+      bool allUsesInK2 = llvm::all_of(k1->getUsers(), [&](Operation *u) {
+        return u == k2.getOperation();
+      });
+      bool prologue = (i1.kind == KernelKind::Elementwise ||
+                       i1.kind == KernelKind::Movement) &&
+                      allUsesInK2 && i2.kind != KernelKind::Movement;
+      bool epilogue = false;
+      if (i2.kind == KernelKind::Elementwise &&
+          (i1.kind == KernelKind::Contraction ||
+           i1.kind == KernelKind::Elementwise)) {
+        // k2 reads k1's results at their own shape (no broadcast to a
+        // larger space).
+        epilogue = llvm::all_of(k2->getResultTypes(), [&](Type t) {
+          return llvm::any_of(k1->getResultTypes(),
+                              [&](Type r) { return r == t; });
+        });
+      }
+      bool rows = (i1.kind == KernelKind::Reduction ||
+                   i2.kind == KernelKind::Reduction ||
+                   (i1.kind == KernelKind::Elementwise &&
+                    i2.kind == KernelKind::Elementwise)) &&
+                  i1.kind != KernelKind::Contraction &&
+                  i2.kind != KernelKind::Contraction && sameRows(i1, i2);
+      if (!prologue && !epilogue && !rows)
+        continue;
+      if (mergeInto(block, k1, k2))
+        return true;
+    }
+    return false;
+  }
+
+  bool tryHorizontal(Block &block, KernelOp a) {
+    if (analyze(a).kind != KernelKind::Contraction)
+      return false;
+    for (Value in : a.getInputs()) {
+      if (!isa<RankedTensorType>(in.getType()))
+        continue;
+      for (Operation *user : in.getUsers()) {
+        auto b = dyn_cast<KernelOp>(user);
+        if (!b || b == a || b->getBlock() != &block || !a->isBeforeInBlock(b))
+          continue;
+        if (analyze(b).kind != KernelKind::Contraction)
+          continue;
+        if (a->getResultTypes() != b->getResultTypes())
+          continue;
+        // Siblings only: b must not read a (a direct edge is vertical).
+        if (llvm::any_of(b.getInputs(),
+                         [&](Value v) { return v.getDefiningOp() == a.getOperation(); }))
+          continue;
+        if (mergeInto(block, a, b))
+          return true;
+      }
+    }
+    return false;
+  }
+
+  /// Merges `k1` (earlier) into `k2`: one kernel at k2's position whose body
+  /// is k1's then k2's; k1's results consumed only by k2 become internal.
+  /// Ops between them that depend on k1 (but not feeding k2) move after it.
+  /// Returns false (changing nothing) when the merge would not be convex.
+  bool mergeInto(Block &block, KernelOp k1, KernelOp k2) {
+    if (!k1->isBeforeInBlock(k2))
+      return false;
+    SetVector<Operation *> between = dependentsBetween(k1, k2);
+    if (readsAny(k2, between))
+      return false; // k1 → x → k2: not convex
+    // The dims of k1's exported results are host values defined before k1
+    // or between; they must dominate the merged kernel: they do (defined
+    // before k2). Inputs of k1 dominate k2 as well.
+    OpBuilder b(k2);
+    Location loc = FusedLoc::get(b.getContext(), {k1.getLoc(), k2.getLoc()});
+
+    // Inputs: k1's, then k2's that are not k1's results.
+    SetVector<Value> inputs;
+    for (Value v : k1.getInputs())
+      inputs.insert(v);
+    for (Value v : k2.getInputs())
+      if (v.getDefiningOp() != k1.getOperation())
+        inputs.insert(v);
+    // Results: k1's still used outside k2, then k2's.
+    SmallVector<OpResult> exported;
+    for (OpResult r : k1->getResults())
+      if (llvm::any_of(r.getUsers(),
+                       [&](Operation *u) { return u != k2.getOperation(); }))
+        exported.push_back(r);
+    SmallVector<Type> resultTypes;
+    SmallVector<Value> dims;
+    for (OpResult r : exported) {
+      resultTypes.push_back(r.getType());
+      llvm::append_range(dims, k1.getResultDims(r.getResultNumber()));
+    }
+    for (OpResult r : k2->getResults()) {
+      resultTypes.push_back(r.getType());
+      llvm::append_range(dims, k2.getResultDims(r.getResultNumber()));
+    }
+    auto merged = KernelOp::create(b, loc, resultTypes, inputs.getArrayRef(),
+                                   dims, k2.getNameAttr());
+    Block *body = new Block();
+    merged.getBody().push_back(body);
+    IRMapping map;
+    DenseMap<Value, Value> argOf;
+    for (Value v : inputs)
+      argOf[v] = body->addArgument(v.getType(), v.getLoc());
+    OpBuilder kb = OpBuilder::atBlockBegin(body);
+    // k1's body.
+    IRMapping m1;
+    for (auto [arg, in] : llvm::zip(k1.getBodyBlock().getArguments(), k1.getInputs()))
+      m1.map(arg, argOf[in]);
+    for (Operation &op : k1.getBodyBlock().without_terminator())
+      kb.clone(op, m1);
+    auto y1 = cast<YieldOp>(k1.getBodyBlock().getTerminator());
+    SmallVector<Value> k1Values;
+    for (Value v : y1.getValues())
+      k1Values.push_back(m1.lookupOrDefault(v));
+    // k2's body.
+    IRMapping m2;
+    for (auto [arg, in] : llvm::zip(k2.getBodyBlock().getArguments(), k2.getInputs())) {
+      if (in.getDefiningOp() == k1.getOperation())
+        m2.map(arg, k1Values[cast<OpResult>(in).getResultNumber()]);
+      else
+        m2.map(arg, argOf[in]);
+    }
+    for (Operation &op : k2.getBodyBlock().without_terminator())
+      kb.clone(op, m2);
+    auto y2 = cast<YieldOp>(k2.getBodyBlock().getTerminator());
+    SmallVector<Value> yields;
+    for (OpResult r : exported)
+      yields.push_back(k1Values[r.getResultNumber()]);
+    for (Value v : y2.getValues())
+      yields.push_back(m2.lookupOrDefault(v));
+    YieldOp::create(kb, loc, yields);
+
+    // Move the dependents of k1 that sat between them after the merged
+    // kernel, in order.
+    Operation *after = merged;
+    for (Operation *op : between) {
+      op->moveAfter(after);
+      after = op;
+    }
+    unsigned i = 0;
+    for (OpResult r : exported)
+      r.replaceAllUsesWith(merged->getResult(i++));
+    for (OpResult r : k2->getResults())
+      r.replaceAllUsesWith(merged->getResult(i++));
+    k2.erase();
+    k1.erase();
+    return true;
+  }
+};
+} // namespace
