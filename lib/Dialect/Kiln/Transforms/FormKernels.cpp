@@ -4,6 +4,7 @@
 
 #include "mlir/Dialect/Arith/Utils/Utils.h"
 #include "mlir/Dialect/Linalg/IR/Linalg.h"
+#include "mlir/Dialect/SCF/IR/SCF.h"
 #include "mlir/Interfaces/InferTypeOpInterface.h"
 #include "mlir/IR/IRMapping.h"
 #include "mlir/Transforms/RegionUtils.h"
@@ -21,7 +22,8 @@ using namespace mlir::kiln;
 static bool isHostOp(Operation *op) {
   if (isa<tensor::EmptyOp, tensor::ReshapeOp, tensor::CollapseShapeOp,
           tensor::ExpandShapeOp, tensor::CastOp, tensor::DimOp,
-          tensor::FromElementsOp, tensor::ExtractOp, arith::ConstantOp>(op))
+          tensor::FromElementsOp, tensor::ExtractOp, arith::ConstantOp,
+          tensor::BitcastOp>(op))
     return true;
   // Scalar (index/integer/float) arithmetic.
   return llvm::none_of(op->getResultTypes(),
@@ -89,6 +91,37 @@ struct FormKernelsPass
         return signalPassFailure();
   }
 
+  /// Result sizes of a loop whose carried tensors keep their shape (the
+  /// recurrent lowerings' time loops): those of its init values.
+  static LogicalResult reifyLoopResults(OpBuilder &b, scf::ForOp loop,
+                                        ReifiedRankedShapedTypeDims &shapes) {
+    for (Value init : loop.getInitArgs()) {
+      auto result = dyn_cast<OpResult>(init);
+      auto reify = result ? dyn_cast<ReifyRankedShapedTypeOpInterface>(
+                                result.getOwner())
+                          : nullptr;
+      if (reify) {
+        ReifiedRankedShapedTypeDims initShapes;
+        if (failed(reify.reifyResultShapes(b, initShapes)))
+          return failure();
+        shapes.push_back(initShapes[result.getResultNumber()]);
+        continue;
+      }
+      auto type = dyn_cast<RankedTensorType>(init.getType());
+      if (!type)
+        return failure();
+      SmallVector<OpFoldResult> sizes;
+      for (int64_t i = 0; i < type.getRank(); ++i)
+        sizes.push_back(
+            type.isDynamicDim(i)
+                ? OpFoldResult(tensor::DimOp::create(b, loop.getLoc(), init, i)
+                                   .getResult())
+                : OpFoldResult(b.getIndexAttr(type.getDimSize(i))));
+      shapes.push_back(sizes);
+    }
+    return success();
+  }
+
   LogicalResult formKernel(Operation *root, unsigned id) {
     Location loc = root->getLoc();
     OpBuilder b(root);
@@ -129,7 +162,11 @@ struct FormKernelsPass
     });
     if (anyDynamic) {
       ReifiedRankedShapedTypeDims shapes;
-      if (!reify || failed(reify.reifyResultShapes(b, shapes)))
+      if (auto loop = dyn_cast<scf::ForOp>(root)) {
+        if (failed(reifyLoopResults(b, loop, shapes)))
+          return root->emitError("cannot compute the result sizes of ")
+                 << root->getName() << " for its buffer";
+      } else if (!reify || failed(reify.reifyResultShapes(b, shapes)))
         return root->emitError("cannot compute the result sizes of ")
                << root->getName() << " for its buffer";
       for (auto [r, shape] : llvm::zip(root->getResults(), shapes)) {
