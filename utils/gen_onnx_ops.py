@@ -39,6 +39,25 @@ VERIFIER_OPS = [
 
 # Ops implementing Onnx_InferShapesOpInterface (in InferShapes*.cpp).
 INFER_SHAPES_OPS = [
+    # Reductions, normalizations, losses (InferShapesReduction.cpp,
+    # InferShapesNormalization.cpp).
+    "ReduceMax", "ReduceMin", "ReduceProd", "ReduceL1", "ReduceL2",
+    "ReduceLogSum", "ReduceLogSumExp", "ReduceSumSquare", "ArgMax", "ArgMin",
+    "LogSoftmax", "Hardmax", "CumSum", "TopK", "LayerNormalization",
+    "RMSNormalization", "InstanceNormalization", "GroupNormalization",
+    "MeanVarianceNormalization", "LpNormalization", "LRN",
+    "SoftmaxCrossEntropyLoss", "NegativeLogLikelihoodLoss",
+    # Recurrent family (InferShapesRecurrent.cpp).
+    "LSTM", "GRU", "RNN",
+    # Elementwise, logic and dtype family (InferShapesElementwise2.cpp).
+    "Equal", "Less", "Greater", "LessOrEqual", "GreaterOrEqual", "And", "Or",
+    "Xor", "Not", "Where", "Max", "Min", "Sum", "Mean", "Mod", "Round",
+    "Floor", "Ceil", "Sign", "Reciprocal", "Sin", "Cos", "Tan", "Asin",
+    "Acos", "Atan", "Sinh", "Cosh", "Asinh", "Acosh", "Atanh", "Erf", "Gelu",
+    "Elu", "Selu", "Celu", "Softplus", "Softsign", "ThresholdedRelu", "PRelu",
+    "Mish", "HardSwish", "Swish", "IsNaN", "IsInf", "BitShift", "BitwiseAnd",
+    "BitwiseOr", "BitwiseXor", "BitwiseNot", "CastLike", "Dropout", "Size",
+    "ConstantOfShape", "Expand", "Tile", "Range", "EyeLike", "Trilu", "OneHot",
     "MatMul", "Gemm", "Conv", "BatchNormalization", "Relu", "LeakyRelu",
     "Sigmoid", "Tanh", "Clip", "HardSigmoid", "Exp", "Log", "Sqrt", "Neg",
     "Abs", "Add", "Sub", "Mul", "Div", "Pow", "MaxPool", "AveragePool",

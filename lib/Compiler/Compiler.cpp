@@ -105,6 +105,15 @@ LogicalResult mlir::kiln::buildStagePipeline(OpPassManager &pm,
                                              StringRef stage, int optLevel) {
   if (stage == "graph") {
     pm.addNestedPass<func::FuncOp>(createKilnOnnxInferShapes());
+    if (optLevel >= 1) {
+      // Folding makes shapes static, which lets more fold: twice.
+      for (int i = 0; i < 2; ++i) {
+        pm.addNestedPass<func::FuncOp>(createKilnOnnxSimplify());
+        pm.addPass(createCanonicalizerPass());
+        pm.addPass(createCSEPass());
+        pm.addNestedPass<func::FuncOp>(createKilnOnnxInferShapes());
+      }
+    }
   } else if (stage == "lower") {
     pm.addNestedPass<func::FuncOp>(createKilnConvertOnnxToLinalg());
     pm.addPass(createCanonicalizerPass());

@@ -27,6 +27,10 @@ namespace kiln {
 /// Patterns lowering onnx ops to linalg/tensor/arith/math.
 void populateOnnxToLinalgPatterns(RewritePatternSet &patterns);
 
+/// Whether the onnx → linalg lowering has a lowering for ONNX operator
+/// `opType` (e.g. "Conv"): the table `kiln-convert-onnx-to-linalg` uses.
+bool isOnnxOpLowered(StringRef opType);
+
 } // namespace kiln
 } // namespace mlir
 

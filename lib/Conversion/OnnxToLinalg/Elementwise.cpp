@@ -109,28 +109,6 @@ Value convertScalar(OpBuilder &b, Location loc, Value v, Type to) {
   return v;
 }
 
-LogicalResult lowerCast(Operation *op, OpBuilder &b,
-                        SmallVectorImpl<Value> &results) {
-  FailureOr<RankedTensorType> type = rankedResult(op);
-  FailureOr<RankedTensorType> in = rankedOperand(op, 0);
-  if (failed(type) || failed(in))
-    return failure();
-  auto supported = [](Type t) {
-    return isa<FloatType>(t) || t.isSignlessInteger();
-  };
-  if (!supported(type->getElementType()) || !supported(in->getElementType()))
-    return nodeError(op) << "cast from " << in->getElementType() << " to "
-                         << type->getElementType() << " is not supported",
-           failure();
-  Type to = type->getElementType();
-  results.push_back(buildElementwise(
-      b, op->getLoc(), *type, op->getOperand(0),
-      [&](OpBuilder &nb, Location loc, ValueRange a) {
-        return convertScalar(nb, loc, a[0], to);
-      }));
-  return success();
-}
-
 LogicalResult lowerIdentity(Operation *op, OpBuilder &,
                             SmallVectorImpl<Value> &results) {
   results.push_back(op->getOperand(0));
@@ -272,6 +250,5 @@ void lowering::registerElementwiseLowerings(llvm::StringMap<LowerFn> &t) {
         }));
     return success();
   };
-  t["Cast"] = lowerCast;
   t["Identity"] = lowerIdentity;
 }

@@ -26,8 +26,18 @@ using LowerFn = std::function<LogicalResult(Operation *op, OpBuilder &b,
                                             SmallVectorImpl<Value> &results)>;
 
 void registerElementwiseLowerings(llvm::StringMap<LowerFn> &table);
+void registerElementwise2Lowerings(llvm::StringMap<LowerFn> &table);
+void registerGenerateLowerings(llvm::StringMap<LowerFn> &table);
 void registerNNLowerings(llvm::StringMap<LowerFn> &table);
+void registerRecurrentLowerings(llvm::StringMap<LowerFn> &table);
+void registerReductionLowerings(llvm::StringMap<LowerFn> &table);
+void registerNormalizationLowerings(llvm::StringMap<LowerFn> &table);
+void registerAttentionLowerings(llvm::StringMap<LowerFn> &table);
 void registerTensorLowerings(llvm::StringMap<LowerFn> &table);
+void registerDataMovementLowerings(llvm::StringMap<LowerFn> &table);
+void registerResampleLowerings(llvm::StringMap<LowerFn> &table);
+void registerQuantizeLowerings(llvm::StringMap<LowerFn> &table);
+void registerSpatialLowerings(llvm::StringMap<LowerFn> &table);
 
 /// An error at `op` that names its ONNX node, op type and opset.
 InFlightDiagnostic nodeError(Operation *op);
@@ -88,6 +98,22 @@ Value reshapeTo(OpBuilder &b, Location loc, Value v, RankedTensorType type,
                 ArrayRef<Value> sizes);
 
 bool isFloat(Type t);
+
+/// Sum (or max) of `x` over the dims flagged in `reduced`, kept as size-1
+/// dims (Reduction.cpp).
+Value reduceKept(OpBuilder &b, Location loc, Value x, ArrayRef<bool> reduced,
+                 bool isMax = false);
+/// log(softmax(x)) along `axis` (float `x`; Reduction.cpp).
+Value logSoftmax(OpBuilder &b, Location loc, Value x, int64_t axis);
+
+/// Unsigned integer types (`ui8`...) as the signless type of the same width
+/// (arith works on signless integers); other types unchanged.
+Type signlessType(Type t);
+RankedTensorType signlessTensor(RankedTensorType t);
+/// `tensor.bitcast` of an unsigned tensor to signless (a host view), and back
+/// to `type`; no-ops for other types.
+Value toSignless(OpBuilder &b, Location loc, Value v);
+Value fromSignless(OpBuilder &b, Location loc, Value v, RankedTensorType type);
 
 } // namespace mlir::kiln::lowering
 

@@ -272,15 +272,40 @@ Value lowering::reshapeTo(OpBuilder &b, Location loc, Value v,
 // Pass
 //===----------------------------------------------------------------------===//
 
+/// Every lowering, by ONNX op type: the table the pass dispatches on (also
+/// behind isOnnxOpLowered). Register a new family here.
+static void registerAllLowerings(llvm::StringMap<LowerFn> &table) {
+  registerElementwiseLowerings(table);
+  registerElementwise2Lowerings(table);
+  registerGenerateLowerings(table);
+  registerNNLowerings(table);
+  registerTensorLowerings(table);
+  registerDataMovementLowerings(table);
+  registerResampleLowerings(table);
+  registerQuantizeLowerings(table);
+  registerSpatialLowerings(table);
+  registerRecurrentLowerings(table);
+  registerReductionLowerings(table);
+  registerNormalizationLowerings(table);
+  registerAttentionLowerings(table);
+}
+
+bool mlir::kiln::isOnnxOpLowered(StringRef opType) {
+  static const llvm::StringMap<LowerFn> table = [] {
+    llvm::StringMap<LowerFn> t;
+    registerAllLowerings(t);
+    return t;
+  }();
+  return table.contains(opType);
+}
+
 namespace {
 struct ConvertOnnxToLinalgPass
     : public kiln::impl::KilnConvertOnnxToLinalgBase<ConvertOnnxToLinalgPass> {
   void runOnOperation() override {
     func::FuncOp func = getOperation();
     llvm::StringMap<LowerFn> table;
-    registerElementwiseLowerings(table);
-    registerNNLowerings(table);
-    registerTensorLowerings(table);
+    registerAllLowerings(table);
 
     SmallVector<Operation *> ops;
     func.walk<WalkOrder::PreOrder>([&](Operation *op) {
@@ -311,10 +336,13 @@ struct ConvertOnnxToLinalgPass
       }
       assert(results.size() <= op->getNumResults());
       for (auto [i, r] : llvm::enumerate(results)) {
+        if (!r) // an absent or unused optional output: nothing to replace
+          continue;
         Value old = op->getResult(i);
         if (r.getType() != old.getType())
           r = tensor::CastOp::create(b, op->getLoc(), old.getType(), r);
-        old.replaceAllUsesWith(r);
+        if (r != old) // a lowering may hand back an omitted (none) output
+          old.replaceAllUsesWith(r);
       }
       for (unsigned i = results.size(); i < op->getNumResults(); ++i)
         if (!op->getResult(i).use_empty()) {

@@ -120,8 +120,17 @@ LogicalResult lowerSqueezeLike(Operation *op, OpBuilder &b,
   Value axesIn = op->getNumOperands() > 1 ? op->getOperand(1) : Value();
   if (axesIn && !onnxops::isNoValue(axesIn)) {
     std::optional<SmallVector<int64_t>> v = onnxops::getConstantIntValues(axesIn);
+    if (!v && ty->hasStaticShape()) {
+      // Axes read at run time: the declared result shape says it all.
+      SmallVector<Value> sizes;
+      for (int64_t d : ty->getShape())
+        sizes.push_back(idx(b, loc, d));
+      return finishReshape(op, b, sizes, results);
+    }
     if (!v)
-      return nodeError(op) << "axes must be a constant", failure();
+      return nodeError(op) << "axes must be a constant (or the result shape "
+                              "static)",
+             failure();
     for (int64_t a : *v) {
       FailureOr<int64_t> n = onnxops::normalizeAxis(a, squeeze ? rx : ry);
       if (failed(n))
@@ -211,64 +220,123 @@ LogicalResult lowerSlice(Operation *op, OpBuilder &b,
     return failure();
   Location loc = op->getLoc();
   int64_t rank = tx->getRank();
-  auto read = [&](unsigned i) -> std::optional<SmallVector<int64_t>> {
-    if (i >= op->getNumOperands() || onnxops::isNoValue(op->getOperand(i)))
-      return SmallVector<int64_t>();
-    return onnxops::getConstantIntValues(op->getOperand(i));
+  // starts/ends/axes/steps: constants, or read on the host at run time.
+  auto present = [&](unsigned i) {
+    return i < op->getNumOperands() && !onnxops::isNoValue(op->getOperand(i));
   };
-  auto starts = read(1), ends = read(2), axesV = read(3), stepsV = read(4);
-  if (!starts || !ends || !axesV || !stepsV)
-    return nodeError(op) << "starts, ends, axes and steps must be constants",
+  auto t1 = dyn_cast<RankedTensorType>(op->getOperand(1).getType());
+  if (!t1 || t1.getRank() != 1 || t1.isDynamicDim(0))
+    return nodeError(op) << "starts must be 1-D with a static length",
            failure();
-  SmallVector<int64_t> axes = *axesV, steps = *stepsV;
-  if (axes.empty())
-    for (size_t i = 0; i < starts->size(); ++i)
-      axes.push_back(i);
-  if (steps.empty())
-    steps.assign(starts->size(), 1);
-  if (ends->size() != starts->size() || axes.size() != starts->size() ||
-      steps.size() != starts->size())
-    return nodeError(op) << "starts, ends, axes and steps differ in length",
-           failure();
+  int64_t n = t1.getDimSize(0);
+  auto read = [&](unsigned i, int64_t dflt,
+                  std::optional<SmallVector<int64_t>> &cst) {
+    SmallVector<Value> v;
+    if (!present(i)) {
+      cst = SmallVector<int64_t>();
+      for (int64_t k = 0; k < n; ++k) {
+        cst->push_back(dflt == -1 ? k : dflt);
+        v.push_back(idx(b, loc, cst->back()));
+      }
+      return v;
+    }
+    Value t = op->getOperand(i);
+    cst = onnxops::getConstantIntValues(t);
+    for (int64_t k = 0; k < n; ++k) {
+      if (cst) {
+        int64_t c = k < (int64_t)cst->size() ? (*cst)[k] : 0;
+        v.push_back(idx(b, loc, std::clamp<int64_t>(c, INT64_MIN / 4, INT64_MAX / 4)));
+        continue;
+      }
+      Value e = tensor::ExtractOp::create(b, loc, t, ValueRange{idx(b, loc, k)});
+      e = arith::IndexCastOp::create(b, loc, b.getIndexType(), e);
+      e = arith::MaxSIOp::create(b, loc, e, idx(b, loc, INT64_MIN / 4));
+      v.push_back(arith::MinSIOp::create(b, loc, e, idx(b, loc, INT64_MAX / 4)));
+    }
+    return v;
+  };
+  for (unsigned i = 2; i <= 4; ++i) {
+    if (!present(i))
+      continue;
+    auto ti = dyn_cast<RankedTensorType>(op->getOperand(i).getType());
+    if (!ti || ti.getRank() != 1 || ti.getDimSize(0) != n)
+      return nodeError(op) << "starts, ends, axes and steps differ in length",
+             failure();
+  }
+  std::optional<SmallVector<int64_t>> cStarts, cEnds, cAxes, cSteps;
+  SmallVector<Value> starts = read(1, 0, cStarts), ends = read(2, 0, cEnds);
+  SmallVector<Value> axesV = read(3, -1, cAxes), stepsV = read(4, 1, cSteps);
   Value x = op->getOperand(0);
-  SmallVector<Value> start(rank), step(rank), size(rank);
+  SmallVector<Value> start(rank), step(rank), size(rank), dims(rank);
   for (int64_t i = 0; i < rank; ++i) {
     start[i] = idx(b, loc, 0);
     step[i] = idx(b, loc, 1);
-    size[i] = dimValue(b, loc, x, i);
+    dims[i] = dimValue(b, loc, x, i);
+    size[i] = dims[i];
   }
-  for (size_t k = 0; k < axes.size(); ++k) {
-    FailureOr<int64_t> a = onnxops::normalizeAxis(axes[k], rank);
-    if (failed(a) || steps[k] == 0)
-      return nodeError(op) << "bad axis or zero step", failure();
-    // Clamp per the ONNX spec at run time (dims may be dynamic).
-    Value dim = dimValue(b, loc, x, *a);
-    auto clampIdx = [&](int64_t v, bool isEnd) -> Value {
-      int64_t s = steps[k];
-      Value val = idx(b, loc, std::clamp<int64_t>(v, INT64_MIN / 4, INT64_MAX / 4));
-      if (v < 0)
-        val = arith::AddIOp::create(b, loc, val, dim);
-      Value lo = s > 0 ? idx(b, loc, 0) : idx(b, loc, -1);
-      Value hi = s > 0 ? dim : arith::SubIOp::create(b, loc, dim, idx(b, loc, 1)).getResult();
-      if (!isEnd && s < 0)
-        lo = idx(b, loc, 0);
-      if (isEnd && s > 0)
-        lo = idx(b, loc, 0);
-      val = arith::MaxSIOp::create(b, loc, val, lo);
-      val = arith::MinSIOp::create(b, loc, val, hi);
-      return val;
+  auto cmp = [&](arith::CmpIPredicate p, Value l, Value r) {
+    return arith::CmpIOp::create(b, loc, p, l, r).getResult();
+  };
+  auto sel = [&](Value c, Value t, Value f) {
+    return arith::SelectOp::create(b, loc, c, t, f).getResult();
+  };
+  for (int64_t k = 0; k < n; ++k) {
+    // The axis: static when constant, else every dim selects on it.
+    std::optional<int64_t> a;
+    if (cAxes) {
+      FailureOr<int64_t> na = onnxops::normalizeAxis((*cAxes)[k], rank);
+      if (failed(na))
+        return nodeError(op) << "axis " << (*cAxes)[k] << " out of range",
+               failure();
+      a = *na;
+    }
+    if (cSteps && (*cSteps)[k] == 0)
+      return nodeError(op) << "steps must not be 0", failure();
+    Value s = stepsV[k];
+    if (!cSteps)
+      s = sel(cmp(arith::CmpIPredicate::eq, s, idx(b, loc, 0)), idx(b, loc, 1), s);
+    Value axisV = axesV[k];
+    if (!a)
+      axisV = sel(cmp(arith::CmpIPredicate::slt, axisV, idx(b, loc, 0)),
+                  arith::AddIOp::create(b, loc, axisV, idx(b, loc, rank)), axisV);
+    Value dim = dims[a.value_or(0)];
+    if (!a)
+      for (int64_t i = 1; i < rank; ++i)
+        dim = sel(cmp(arith::CmpIPredicate::eq, axisV, idx(b, loc, i)), dims[i], dim);
+    // Clamp per the ONNX spec at run time (dims and steps may be dynamic).
+    Value pos = cmp(arith::CmpIPredicate::sgt, s, idx(b, loc, 0));
+    Value dm1 = arith::SubIOp::create(b, loc, dim, idx(b, loc, 1));
+    auto clampIdx = [&](Value v, bool isEnd) -> Value {
+      v = sel(cmp(arith::CmpIPredicate::slt, v, idx(b, loc, 0)),
+              arith::AddIOp::create(b, loc, v, dim), v);
+      Value lo = isEnd ? sel(pos, idx(b, loc, 0), idx(b, loc, -1)) : idx(b, loc, 0);
+      Value hi = sel(pos, dim, dm1);
+      v = arith::MaxSIOp::create(b, loc, v, lo);
+      return arith::MinSIOp::create(b, loc, v, hi);
     };
-    Value st = clampIdx((*starts)[k], false);
-    Value en = clampIdx((*ends)[k], true);
+    Value st = clampIdx(starts[k], false);
+    Value en = clampIdx(ends[k], true);
     // size = max(0, ceil((en - st) / step))
-    int64_t s = steps[k];
     Value diff = arith::SubIOp::create(b, loc, en, st);
-    Value adj = arith::AddIOp::create(b, loc, diff, idx(b, loc, s > 0 ? s - 1 : s + 1));
-    Value n = arith::DivSIOp::create(b, loc, adj, idx(b, loc, s));
-    n = arith::MaxSIOp::create(b, loc, n, idx(b, loc, 0));
-    start[*a] = st;
-    step[*a] = idx(b, loc, s);
-    size[*a] = n;
+    Value adj = arith::AddIOp::create(
+        b, loc, diff,
+        arith::SubIOp::create(b, loc, s, sel(pos, idx(b, loc, 1), idx(b, loc, -1))));
+    Value cnt = arith::DivSIOp::create(b, loc, adj, s);
+    cnt = arith::MaxSIOp::create(b, loc, cnt, idx(b, loc, 0));
+    for (int64_t i = 0; i < rank; ++i) {
+      if (a && *a != i)
+        continue;
+      if (a) {
+        start[i] = st;
+        step[i] = s;
+        size[i] = cnt;
+        continue;
+      }
+      Value is = cmp(arith::CmpIPredicate::eq, axisV, idx(b, loc, i));
+      start[i] = sel(is, st, start[i]);
+      step[i] = sel(is, s, step[i]);
+      size[i] = sel(is, cnt, size[i]);
+    }
   }
   SmallVector<Value> dyn;
   for (int64_t i = 0; i < rank; ++i)
@@ -284,8 +352,13 @@ LogicalResult lowerSlice(Operation *op, OpBuilder &b,
         SmallVector<Value> ix;
         for (int64_t i = 0; i < rank; ++i) {
           Value o = linalg::IndexOp::create(nb, l, i);
-          ix.push_back(arith::AddIOp::create(
-              nb, l, start[i], arith::MulIOp::create(nb, l, o, step[i])));
+          Value p = arith::AddIOp::create(
+              nb, l, start[i], arith::MulIOp::create(nb, l, o, step[i]));
+          // Only a result size declared larger than the slice could leave
+          // the range: clamp so no input reads out of bounds.
+          Value hi = arith::SubIOp::create(nb, l, dims[i], idx(nb, l, 1));
+          p = arith::MinSIOp::create(nb, l, p, hi);
+          ix.push_back(arith::MaxSIOp::create(nb, l, p, idx(nb, l, 0)));
         }
         linalg::YieldOp::create(nb, l,
                                 tensor::ExtractOp::create(nb, l, x, ix).getResult());

@@ -890,12 +890,46 @@ LogicalResult Importer::importNode(const onnx::NodeProto &node,
       if (a.name() == "to")
         if (Type t = onnxops::getElementTypeForOnnxDataType(ctx, a.i()))
           defaultElem = t;
+  auto operandElem = [&](unsigned i) -> Type {
+    return i < operands.size() ? elementTypeOf(operands[i]) : Type();
+  };
+  if (llvm::is_contained({"Equal", "Less", "Greater", "LessOrEqual",
+                          "GreaterOrEqual", "And", "Or", "Xor", "Not",
+                          "IsNaN", "IsInf"},
+                         node.op_type()))
+    defaultElem = builder.getI1Type();
+  else if (node.op_type() == "Where" || node.op_type() == "CastLike")
+    defaultElem = operandElem(1) ? operandElem(1) : defaultElem;
+  else if (node.op_type() == "OneHot")
+    defaultElem = operandElem(2) ? operandElem(2) : defaultElem;
+  else if (node.op_type() == "ConstantOfShape")
+    defaultElem = builder.getF32Type();
+  else if (node.op_type() == "ArgMax" || node.op_type() == "ArgMin")
+    defaultElem = builder.getI64Type();
+  for (const NamedAttribute &a : attrs) {
+    if (node.op_type() == "ConstantOfShape" && a.getName() == "value")
+      if (auto e = dyn_cast<ElementsAttr>(a.getValue()))
+        defaultElem = e.getElementType();
+    if (node.op_type() == "EyeLike" && a.getName() == "dtype")
+      if (auto i = dyn_cast<IntegerAttr>(a.getValue()))
+        if (Type t = onnxops::getElementTypeForOnnxDataType(ctx, i.getInt()))
+          defaultElem = t;
+  }
   SmallVector<Type> resultTypes;
   for (int i = 0; i < numResults; ++i) {
     bool present = i < node.output_size() && !node.output(i).empty();
     Type t = builder.getNoneType();
     if (present) {
-      t = UnrankedTensorType::get(defaultElem);
+      // Dropout's mask is bool.
+      t = UnrankedTensorType::get(node.op_type() == "Dropout" && i == 1
+                                      ? builder.getI1Type()
+                                      : defaultElem);
+      // TopK's indices are int64; LayerNormalization's statistics are
+      // float32 (its default stash_type).
+      if (node.op_type() == "TopK" && i == 1)
+        t = UnrankedTensorType::get(builder.getI64Type());
+      if (node.op_type() == "LayerNormalization" && i > 0)
+        t = UnrankedTensorType::get(builder.getF32Type());
       if (Type hinted = declaredType(node.output(i)))
         t = hinted;
     }

@@ -270,6 +270,20 @@ struct OutlineKernelsPass
               memref::CastOp::create(b, loc, bufferType(c.getType()), src));
       return success();
     }
+    if (auto c = dyn_cast<tensor::BitcastOp>(op)) {
+      // Unsigned <-> signless of one width: the same buffer (both lower to
+      // the same LLVM memref descriptor; reconcile-unrealized-casts folds it).
+      Value src = lookupBuffer(c.getSource(), op);
+      if (!src)
+        return failure();
+      auto srcType = cast<MemRefType>(src.getType());
+      auto type = MemRefType::get(srcType.getShape(),
+                                  c.getType().getElementType(),
+                                  srcType.getLayout(), srcType.getMemorySpace());
+      map.map(c.getResult(), UnrealizedConversionCastOp::create(b, loc, type, src)
+                                 .getResult(0));
+      return success();
+    }
     if (auto d = dyn_cast<tensor::DimOp>(op)) {
       Value src = lookupBuffer(d.getSource(), op);
       if (!src)

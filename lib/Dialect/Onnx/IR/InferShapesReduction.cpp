@@ -181,3 +181,85 @@ InferredTypes GemmOp::inferResultTypes() {
   }
   return SmallVector<Type>{RankedTensorType::get({m, n}, elemTy)};
 }
+
+//===----------------------------------------------------------------------===//
+// The other Reduce* ops, ArgMax/ArgMin, LogSoftmax, Hardmax, CumSum
+//===----------------------------------------------------------------------===//
+
+InferredTypes ReduceMaxOp::inferResultTypes() { return inferReduce(*this); }
+InferredTypes ReduceMinOp::inferResultTypes() { return inferReduce(*this); }
+InferredTypes ReduceProdOp::inferResultTypes() { return inferReduce(*this); }
+InferredTypes ReduceL1Op::inferResultTypes() { return inferReduce(*this); }
+InferredTypes ReduceL2Op::inferResultTypes() { return inferReduce(*this); }
+InferredTypes ReduceLogSumOp::inferResultTypes() { return inferReduce(*this); }
+InferredTypes ReduceLogSumExpOp::inferResultTypes() {
+  return inferReduce(*this);
+}
+InferredTypes ReduceSumSquareOp::inferResultTypes() {
+  return inferReduce(*this);
+}
+
+template <typename ArgOp>
+static InferredTypes inferArgReduce(ArgOp op) {
+  Type i64 = IntegerType::get(op.getContext(), 64);
+  std::optional<ArrayRef<int64_t>> in = getShapeOf(op.getData());
+  if (!in)
+    return SmallVector<Type>{UnrankedTensorType::get(i64)};
+  int64_t rank = in->size();
+  int64_t axis = op.getAxis();
+  FailureOr<int64_t> n = normalizeAxis(axis, rank);
+  if (failed(n))
+    return op.emitOpError() << "axis " << axis << " is out of range for rank "
+                            << rank;
+  SmallVector<int64_t> out;
+  for (int64_t i = 0; i < rank; ++i) {
+    if (i != *n)
+      out.push_back((*in)[i]);
+    else if (op.getKeepdims())
+      out.push_back(1);
+  }
+  return SmallVector<Type>{RankedTensorType::get(out, i64)};
+}
+
+InferredTypes ArgMaxOp::inferResultTypes() { return inferArgReduce(*this); }
+InferredTypes ArgMinOp::inferResultTypes() { return inferArgReduce(*this); }
+
+template <typename AxisOp>
+static InferredTypes inferSameAlongAxis(AxisOp op) {
+  if (std::optional<ArrayRef<int64_t>> in = getShapeOf(op.getInput())) {
+    int64_t axis = (int64_t)op.getAxis();
+    if (failed(normalizeAxis(axis, in->size())))
+      return op.emitOpError() << "axis " << axis
+                              << " is out of range for rank " << in->size();
+  }
+  return SmallVector<Type>{op.getInput().getType()};
+}
+
+InferredTypes LogSoftmaxOp::inferResultTypes() {
+  return inferSameAlongAxis(*this);
+}
+InferredTypes HardmaxOp::inferResultTypes() { return inferSameAlongAxis(*this); }
+InferredTypes CumSumOp::inferResultTypes() {
+  return SmallVector<Type>{getX().getType()};
+}
+
+InferredTypes TopKOp::inferResultTypes() {
+  Type elemTy = getElementTypeOrSelf(getX().getType());
+  Type i64 = IntegerType::get(getContext(), 64);
+  std::optional<ArrayRef<int64_t>> in = getShapeOf(getX());
+  if (!in)
+    return SmallVector<Type>{UnrankedTensorType::get(elemTy),
+                             UnrankedTensorType::get(i64)};
+  int64_t axis = getAxis();
+  FailureOr<int64_t> n = normalizeAxis(axis, in->size());
+  if (failed(n))
+    return emitOpError() << "axis " << axis << " is out of range for rank "
+                         << in->size();
+  SmallVector<int64_t> out(*in);
+  out[*n] = kDynamic;
+  if (std::optional<SmallVector<int64_t>> k = getConstantIntValues(getK()))
+    if (k->size() == 1 && (*k)[0] >= 0)
+      out[*n] = (*k)[0];
+  return SmallVector<Type>{RankedTensorType::get(out, elemTy),
+                           RankedTensorType::get(out, i64)};
+}

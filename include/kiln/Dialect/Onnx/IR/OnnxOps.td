@@ -114,7 +114,8 @@ ONNX operator `Abs` of the ai.onnx domain, since_version 13.
 //===----------------------------------------------------------------------===//
 
 def Onnx_AcosOp : Onnx_Op<"Acos",
-    [Pure]> {
+    [Pure,
+     DeclareOpInterfaceMethods<Onnx_InferShapesOpInterface>]> {
   let summary = "Calculates the arccosine (inverse of cosine) of the given input tensor, element-wise.";
   let description = [{
 Calculates the arccosine (inverse of cosine) of the given input tensor, element-wise.
@@ -125,6 +126,11 @@ ONNX operator `Acos` of the ai.onnx domain, since_version 22.
     Onnx_T1:$input);
   let results = (outs
     Onnx_T1:$output);
+  let extraClassDeclaration = [{
+    /// Result types inferred from the operands (ONNX semantics); emits an
+    /// error at the op and fails on inconsistent shapes.
+    ::mlir::FailureOr<::llvm::SmallVector<::mlir::Type>> inferResultTypes();
+  }];
 }
 
 //===----------------------------------------------------------------------===//
@@ -132,7 +138,8 @@ ONNX operator `Acos` of the ai.onnx domain, since_version 22.
 //===----------------------------------------------------------------------===//
 
 def Onnx_AcoshOp : Onnx_Op<"Acosh",
-    [Pure]> {
+    [Pure,
+     DeclareOpInterfaceMethods<Onnx_InferShapesOpInterface>]> {
   let summary = "Calculates the hyperbolic arccosine of the given input tensor element-wise.";
   let description = [{
 Calculates the hyperbolic arccosine of the given input tensor element-wise.
@@ -143,6 +150,11 @@ ONNX operator `Acosh` of the ai.onnx domain, since_version 22.
     Onnx_T1:$input);
   let results = (outs
     Onnx_T1:$output);
+  let extraClassDeclaration = [{
+    /// Result types inferred from the operands (ONNX semantics); emits an
+    /// error at the op and fails on inconsistent shapes.
+    ::mlir::FailureOr<::llvm::SmallVector<::mlir::Type>> inferResultTypes();
+  }];
 }
 
 //===----------------------------------------------------------------------===//
@@ -226,7 +238,8 @@ ONNX operator `AffineGrid` of the ai.onnx domain, since_version 20.
 //===----------------------------------------------------------------------===//
 
 def Onnx_AndOp : Onnx_Op<"And",
-    [Pure]> {
+    [Pure,
+     DeclareOpInterfaceMethods<Onnx_InferShapesOpInterface>]> {
   let summary = "Returns the tensor resulted from performing the `and` logical operation elementwise on the input tensors `A` and `B` (with Numpy-style broadcasting support).";
   let description = [{
 Returns the tensor resulted from performing the `and` logical operation
@@ -241,6 +254,11 @@ ONNX operator `And` of the ai.onnx domain, since_version 7.
     Onnx_T3:$B);
   let results = (outs
     Onnx_T3:$C);
+  let extraClassDeclaration = [{
+    /// Result types inferred from the operands (ONNX semantics); emits an
+    /// error at the op and fails on inconsistent shapes.
+    ::mlir::FailureOr<::llvm::SmallVector<::mlir::Type>> inferResultTypes();
+  }];
 }
 
 //===----------------------------------------------------------------------===//
@@ -248,7 +266,8 @@ ONNX operator `And` of the ai.onnx domain, since_version 7.
 //===----------------------------------------------------------------------===//
 
 def Onnx_ArgMaxOp : Onnx_Op<"ArgMax",
-    [Pure]> {
+    [Pure,
+     DeclareOpInterfaceMethods<Onnx_InferShapesOpInterface>]> {
   let summary = "Computes the indices of the max elements of the input tensor's element along the provided axis.";
   let description = [{
 Computes the indices of the max elements of the input tensor's element along the
@@ -268,6 +287,11 @@ ONNX operator `ArgMax` of the ai.onnx domain, since_version 13.
     DefaultValuedAttr<I64Attr, "0">:$select_last_index);
   let results = (outs
     Onnx_T2:$reduced);
+  let extraClassDeclaration = [{
+    /// Result types inferred from the operands (ONNX semantics); emits an
+    /// error at the op and fails on inconsistent shapes.
+    ::mlir::FailureOr<::llvm::SmallVector<::mlir::Type>> inferResultTypes();
+  }];
 }
 
 //===----------------------------------------------------------------------===//
@@ -275,7 +299,8 @@ ONNX operator `ArgMax` of the ai.onnx domain, since_version 13.
 //===----------------------------------------------------------------------===//
 
 def Onnx_ArgMinOp : Onnx_Op<"ArgMin",
-    [Pure]> {
+    [Pure,
+     DeclareOpInterfaceMethods<Onnx_InferShapesOpInterface>]> {
   let summary = "Computes the indices of the min elements of the input tensor's element along the provided axis.";
   let description = [{
 Computes the indices of the min elements of the input tensor's element along the
@@ -295,6 +320,11 @@ ONNX operator `ArgMin` of the ai.onnx domain, since_version 13.
     DefaultValuedAttr<I64Attr, "0">:$select_last_index);
   let results = (outs
     Onnx_T2:$reduced);
+  let extraClassDeclaration = [{
+    /// Result types inferred from the operands (ONNX semantics); emits an
+    /// error at the op and fails on inconsistent shapes.
+    ::mlir::FailureOr<::llvm::SmallVector<::mlir::Type>> inferResultTypes();
+  }];
 }
 
 //===----------------------------------------------------------------------===//
@@ -302,7 +332,8 @@ ONNX operator `ArgMin` of the ai.onnx domain, since_version 13.
 //===----------------------------------------------------------------------===//
 
 def Onnx_AsinOp : Onnx_Op<"Asin",
-    [Pure]> {
+    [Pure,
+     DeclareOpInterfaceMethods<Onnx_InferShapesOpInterface>]> {
   let summary = "Calculates the arcsine (inverse of sine) of the given input tensor, element-wise.";
   let description = [{
 Calculates the arcsine (inverse of sine) of the given input tensor, element-wise.
@@ -313,6 +344,11 @@ ONNX operator `Asin` of the ai.onnx domain, since_version 22.
     Onnx_T1:$input);
   let results = (outs
     Onnx_T1:$output);
+  let extraClassDeclaration = [{
+    /// Result types inferred from the operands (ONNX semantics); emits an
+    /// error at the op and fails on inconsistent shapes.
+    ::mlir::FailureOr<::llvm::SmallVector<::mlir::Type>> inferResultTypes();
+  }];
 }
 
 //===----------------------------------------------------------------------===//
@@ -320,7 +356,8 @@ ONNX operator `Asin` of the ai.onnx domain, since_version 22.
 //===----------------------------------------------------------------------===//
 
 def Onnx_AsinhOp : Onnx_Op<"Asinh",
-    [Pure]> {
+    [Pure,
+     DeclareOpInterfaceMethods<Onnx_InferShapesOpInterface>]> {
   let summary = "Calculates the hyperbolic arcsine of the given input tensor element-wise.";
   let description = [{
 Calculates the hyperbolic arcsine of the given input tensor element-wise.
@@ -331,6 +368,11 @@ ONNX operator `Asinh` of the ai.onnx domain, since_version 22.
     Onnx_T1:$input);
   let results = (outs
     Onnx_T1:$output);
+  let extraClassDeclaration = [{
+    /// Result types inferred from the operands (ONNX semantics); emits an
+    /// error at the op and fails on inconsistent shapes.
+    ::mlir::FailureOr<::llvm::SmallVector<::mlir::Type>> inferResultTypes();
+  }];
 }
 
 //===----------------------------------------------------------------------===//
@@ -338,7 +380,8 @@ ONNX operator `Asinh` of the ai.onnx domain, since_version 22.
 //===----------------------------------------------------------------------===//
 
 def Onnx_AtanOp : Onnx_Op<"Atan",
-    [Pure]> {
+    [Pure,
+     DeclareOpInterfaceMethods<Onnx_InferShapesOpInterface>]> {
   let summary = "Calculates the arctangent (inverse of tangent) of the given input tensor, element-wise.";
   let description = [{
 Calculates the arctangent (inverse of tangent) of the given input tensor, element-wise.
@@ -349,6 +392,11 @@ ONNX operator `Atan` of the ai.onnx domain, since_version 22.
     Onnx_T1:$input);
   let results = (outs
     Onnx_T1:$output);
+  let extraClassDeclaration = [{
+    /// Result types inferred from the operands (ONNX semantics); emits an
+    /// error at the op and fails on inconsistent shapes.
+    ::mlir::FailureOr<::llvm::SmallVector<::mlir::Type>> inferResultTypes();
+  }];
 }
 
 //===----------------------------------------------------------------------===//
@@ -356,7 +404,8 @@ ONNX operator `Atan` of the ai.onnx domain, since_version 22.
 //===----------------------------------------------------------------------===//
 
 def Onnx_AtanhOp : Onnx_Op<"Atanh",
-    [Pure]> {
+    [Pure,
+     DeclareOpInterfaceMethods<Onnx_InferShapesOpInterface>]> {
   let summary = "Calculates the hyperbolic arctangent of the given input tensor element-wise.";
   let description = [{
 Calculates the hyperbolic arctangent of the given input tensor element-wise.
@@ -367,6 +416,11 @@ ONNX operator `Atanh` of the ai.onnx domain, since_version 22.
     Onnx_T1:$input);
   let results = (outs
     Onnx_T1:$output);
+  let extraClassDeclaration = [{
+    /// Result types inferred from the operands (ONNX semantics); emits an
+    /// error at the op and fails on inconsistent shapes.
+    ::mlir::FailureOr<::llvm::SmallVector<::mlir::Type>> inferResultTypes();
+  }];
 }
 
 //===----------------------------------------------------------------------===//
@@ -621,7 +675,8 @@ ONNX operator `Bernoulli` of the ai.onnx domain, since_version 22.
 //===----------------------------------------------------------------------===//
 
 def Onnx_BitShiftOp : Onnx_Op<"BitShift",
-    [Pure]> {
+    [Pure,
+     DeclareOpInterfaceMethods<Onnx_InferShapesOpInterface>]> {
   let summary = "Bitwise shift operator performs element-wise operation.";
   let description = [{
 Bitwise shift operator performs element-wise operation. For each input element, if the
@@ -645,6 +700,11 @@ ONNX operator `BitShift` of the ai.onnx domain, since_version 11.
     StrAttr:$direction);
   let results = (outs
     Onnx_T5:$Z);
+  let extraClassDeclaration = [{
+    /// Result types inferred from the operands (ONNX semantics); emits an
+    /// error at the op and fails on inconsistent shapes.
+    ::mlir::FailureOr<::llvm::SmallVector<::mlir::Type>> inferResultTypes();
+  }];
 }
 
 //===----------------------------------------------------------------------===//
@@ -652,7 +712,8 @@ ONNX operator `BitShift` of the ai.onnx domain, since_version 11.
 //===----------------------------------------------------------------------===//
 
 def Onnx_BitwiseAndOp : Onnx_Op<"BitwiseAnd",
-    [Pure]> {
+    [Pure,
+     DeclareOpInterfaceMethods<Onnx_InferShapesOpInterface>]> {
   let summary = "Returns the tensor resulting from performing the bitwise `and` operation elementwise on the input tensors `A` and `B` (with Numpy-style broadcasting support).";
   let description = [{
 Returns the tensor resulting from performing the bitwise `and` operation
@@ -667,6 +728,11 @@ ONNX operator `BitwiseAnd` of the ai.onnx domain, since_version 18.
     Onnx_T6:$B);
   let results = (outs
     Onnx_T6:$C);
+  let extraClassDeclaration = [{
+    /// Result types inferred from the operands (ONNX semantics); emits an
+    /// error at the op and fails on inconsistent shapes.
+    ::mlir::FailureOr<::llvm::SmallVector<::mlir::Type>> inferResultTypes();
+  }];
 }
 
 //===----------------------------------------------------------------------===//
@@ -674,7 +740,8 @@ ONNX operator `BitwiseAnd` of the ai.onnx domain, since_version 18.
 //===----------------------------------------------------------------------===//
 
 def Onnx_BitwiseNotOp : Onnx_Op<"BitwiseNot",
-    [Pure]> {
+    [Pure,
+     DeclareOpInterfaceMethods<Onnx_InferShapesOpInterface>]> {
   let summary = "Returns the bitwise not of the input tensor element-wise.";
   let description = [{
 Returns the bitwise not of the input tensor element-wise.
@@ -685,6 +752,11 @@ ONNX operator `BitwiseNot` of the ai.onnx domain, since_version 18.
     Onnx_T6:$X);
   let results = (outs
     Onnx_T6:$Y);
+  let extraClassDeclaration = [{
+    /// Result types inferred from the operands (ONNX semantics); emits an
+    /// error at the op and fails on inconsistent shapes.
+    ::mlir::FailureOr<::llvm::SmallVector<::mlir::Type>> inferResultTypes();
+  }];
 }
 
 //===----------------------------------------------------------------------===//
@@ -692,7 +764,8 @@ ONNX operator `BitwiseNot` of the ai.onnx domain, since_version 18.
 //===----------------------------------------------------------------------===//
 
 def Onnx_BitwiseOrOp : Onnx_Op<"BitwiseOr",
-    [Pure]> {
+    [Pure,
+     DeclareOpInterfaceMethods<Onnx_InferShapesOpInterface>]> {
   let summary = "Returns the tensor resulting from performing the bitwise `or` operation elementwise on the input tensors `A` and `B` (with Numpy-style broadcasting support).";
   let description = [{
 Returns the tensor resulting from performing the bitwise `or` operation
@@ -707,6 +780,11 @@ ONNX operator `BitwiseOr` of the ai.onnx domain, since_version 18.
     Onnx_T6:$B);
   let results = (outs
     Onnx_T6:$C);
+  let extraClassDeclaration = [{
+    /// Result types inferred from the operands (ONNX semantics); emits an
+    /// error at the op and fails on inconsistent shapes.
+    ::mlir::FailureOr<::llvm::SmallVector<::mlir::Type>> inferResultTypes();
+  }];
 }
 
 //===----------------------------------------------------------------------===//
@@ -714,7 +792,8 @@ ONNX operator `BitwiseOr` of the ai.onnx domain, since_version 18.
 //===----------------------------------------------------------------------===//
 
 def Onnx_BitwiseXorOp : Onnx_Op<"BitwiseXor",
-    [Pure]> {
+    [Pure,
+     DeclareOpInterfaceMethods<Onnx_InferShapesOpInterface>]> {
   let summary = "Returns the tensor resulting from performing the bitwise `xor` operation elementwise on the input tensors `A` and `B` (with Numpy-style broadcasting support).";
   let description = [{
 Returns the tensor resulting from performing the bitwise `xor` operation
@@ -729,6 +808,11 @@ ONNX operator `BitwiseXor` of the ai.onnx domain, since_version 18.
     Onnx_T6:$B);
   let results = (outs
     Onnx_T6:$C);
+  let extraClassDeclaration = [{
+    /// Result types inferred from the operands (ONNX semantics); emits an
+    /// error at the op and fails on inconsistent shapes.
+    ::mlir::FailureOr<::llvm::SmallVector<::mlir::Type>> inferResultTypes();
+  }];
 }
 
 //===----------------------------------------------------------------------===//
@@ -865,7 +949,8 @@ ONNX operator `Cast` of the ai.onnx domain, since_version 24.
 //===----------------------------------------------------------------------===//
 
 def Onnx_CastLikeOp : Onnx_Op<"CastLike",
-    [Pure]> {
+    [Pure,
+     DeclareOpInterfaceMethods<Onnx_InferShapesOpInterface>]> {
   let summary = "The operator casts the elements of a given input tensor (the first input) to the same data type as the elements of the second input tensor.";
   let description = [{
 The operator casts the elements of a given input tensor (the first input) to
@@ -881,6 +966,11 @@ ONNX operator `CastLike` of the ai.onnx domain, since_version 24.
     DefaultValuedAttr<I64Attr, "1">:$saturate);
   let results = (outs
     AnyType:$output);
+  let extraClassDeclaration = [{
+    /// Result types inferred from the operands (ONNX semantics); emits an
+    /// error at the op and fails on inconsistent shapes.
+    ::mlir::FailureOr<::llvm::SmallVector<::mlir::Type>> inferResultTypes();
+  }];
 }
 
 //===----------------------------------------------------------------------===//
@@ -888,7 +978,8 @@ ONNX operator `CastLike` of the ai.onnx domain, since_version 24.
 //===----------------------------------------------------------------------===//
 
 def Onnx_CeilOp : Onnx_Op<"Ceil",
-    [Pure]> {
+    [Pure,
+     DeclareOpInterfaceMethods<Onnx_InferShapesOpInterface>]> {
   let summary = "Ceil takes one input data (Tensor<T>) and produces one output data (Tensor<T>) where the ceil is, y = ceil(x), is applied to the tensor elementwise.";
   let description = [{
 Ceil takes one input data (Tensor<T>) and produces one output data
@@ -901,6 +992,11 @@ ONNX operator `Ceil` of the ai.onnx domain, since_version 13.
     Onnx_T1:$X);
   let results = (outs
     Onnx_T1:$Y);
+  let extraClassDeclaration = [{
+    /// Result types inferred from the operands (ONNX semantics); emits an
+    /// error at the op and fails on inconsistent shapes.
+    ::mlir::FailureOr<::llvm::SmallVector<::mlir::Type>> inferResultTypes();
+  }];
 }
 
 //===----------------------------------------------------------------------===//
@@ -908,7 +1004,8 @@ ONNX operator `Ceil` of the ai.onnx domain, since_version 13.
 //===----------------------------------------------------------------------===//
 
 def Onnx_CeluOp : Onnx_Op<"Celu",
-    [Pure]> {
+    [Pure,
+     DeclareOpInterfaceMethods<Onnx_InferShapesOpInterface>]> {
   let summary = "Continuously Differentiable Exponential Linear Units: Perform the linear unit element-wise on the input tensor X using formula: ``` max(0,x) + min(0,alpha*(e...";
   let description = [{
 Continuously Differentiable Exponential Linear Units:
@@ -926,6 +1023,11 @@ ONNX operator `Celu` of the ai.onnx domain, since_version 12.
     DefaultValuedAttr<F32Attr, "1.0">:$alpha);
   let results = (outs
     Onnx_T8:$Y);
+  let extraClassDeclaration = [{
+    /// Result types inferred from the operands (ONNX semantics); emits an
+    /// error at the op and fails on inconsistent shapes.
+    ::mlir::FailureOr<::llvm::SmallVector<::mlir::Type>> inferResultTypes();
+  }];
 }
 
 //===----------------------------------------------------------------------===//
@@ -1127,7 +1229,8 @@ ONNX operator `Constant` of the ai.onnx domain, since_version 24.
 //===----------------------------------------------------------------------===//
 
 def Onnx_ConstantOfShapeOp : Onnx_Op<"ConstantOfShape",
-    [Pure]> {
+    [Pure,
+     DeclareOpInterfaceMethods<Onnx_InferShapesOpInterface>]> {
   let summary = "Generate a tensor with given value and shape.";
   let description = [{
 Generate a tensor with given value and shape.
@@ -1139,6 +1242,11 @@ ONNX operator `ConstantOfShape` of the ai.onnx domain, since_version 24.
     OptionalAttr<ElementsAttr>:$value);
   let results = (outs
     Onnx_T9:$output);
+  let extraClassDeclaration = [{
+    /// Result types inferred from the operands (ONNX semantics); emits an
+    /// error at the op and fails on inconsistent shapes.
+    ::mlir::FailureOr<::llvm::SmallVector<::mlir::Type>> inferResultTypes();
+  }];
 }
 
 //===----------------------------------------------------------------------===//
@@ -1249,7 +1357,8 @@ ONNX operator `ConvTranspose` of the ai.onnx domain, since_version 22.
 //===----------------------------------------------------------------------===//
 
 def Onnx_CosOp : Onnx_Op<"Cos",
-    [Pure]> {
+    [Pure,
+     DeclareOpInterfaceMethods<Onnx_InferShapesOpInterface>]> {
   let summary = "Calculates the cosine of the given input tensor, element-wise.";
   let description = [{
 Calculates the cosine of the given input tensor, element-wise.
@@ -1260,6 +1369,11 @@ ONNX operator `Cos` of the ai.onnx domain, since_version 22.
     Onnx_T1:$input);
   let results = (outs
     Onnx_T1:$output);
+  let extraClassDeclaration = [{
+    /// Result types inferred from the operands (ONNX semantics); emits an
+    /// error at the op and fails on inconsistent shapes.
+    ::mlir::FailureOr<::llvm::SmallVector<::mlir::Type>> inferResultTypes();
+  }];
 }
 
 //===----------------------------------------------------------------------===//
@@ -1267,7 +1381,8 @@ ONNX operator `Cos` of the ai.onnx domain, since_version 22.
 //===----------------------------------------------------------------------===//
 
 def Onnx_CoshOp : Onnx_Op<"Cosh",
-    [Pure]> {
+    [Pure,
+     DeclareOpInterfaceMethods<Onnx_InferShapesOpInterface>]> {
   let summary = "Calculates the hyperbolic cosine of the given input tensor element-wise.";
   let description = [{
 Calculates the hyperbolic cosine of the given input tensor element-wise.
@@ -1278,6 +1393,11 @@ ONNX operator `Cosh` of the ai.onnx domain, since_version 22.
     Onnx_T1:$input);
   let results = (outs
     Onnx_T1:$output);
+  let extraClassDeclaration = [{
+    /// Result types inferred from the operands (ONNX semantics); emits an
+    /// error at the op and fails on inconsistent shapes.
+    ::mlir::FailureOr<::llvm::SmallVector<::mlir::Type>> inferResultTypes();
+  }];
 }
 
 //===----------------------------------------------------------------------===//
@@ -1285,7 +1405,8 @@ ONNX operator `Cosh` of the ai.onnx domain, since_version 22.
 //===----------------------------------------------------------------------===//
 
 def Onnx_CumSumOp : Onnx_Op<"CumSum",
-    [Pure]> {
+    [Pure,
+     DeclareOpInterfaceMethods<Onnx_InferShapesOpInterface>]> {
   let summary = "Performs cumulative sum of the input elements along the given axis.";
   let description = [{
 Performs cumulative sum of the input elements along the given axis.
@@ -1318,6 +1439,11 @@ ONNX operator `CumSum` of the ai.onnx domain, since_version 14.
     DefaultValuedAttr<I64Attr, "0">:$reverse);
   let results = (outs
     Onnx_T12:$y);
+  let extraClassDeclaration = [{
+    /// Result types inferred from the operands (ONNX semantics); emits an
+    /// error at the op and fails on inconsistent shapes.
+    ::mlir::FailureOr<::llvm::SmallVector<::mlir::Type>> inferResultTypes();
+  }];
 }
 
 //===----------------------------------------------------------------------===//
@@ -1519,7 +1645,8 @@ ONNX operator `Div` of the ai.onnx domain, since_version 14.
 //===----------------------------------------------------------------------===//
 
 def Onnx_DropoutOp : Onnx_Op<"Dropout",
-    [Pure]> {
+    [Pure,
+     DeclareOpInterfaceMethods<Onnx_InferShapesOpInterface>]> {
   let summary = "Dropout takes an input floating-point tensor, an optional input ratio (floating-point scalar) and an optional input training_mode (boolean scalar).";
   let description = [{
 Dropout takes an input floating-point tensor, an optional input ratio (floating-point scalar) and an optional input training_mode (boolean scalar). It produces two tensor outputs,
@@ -1545,6 +1672,11 @@ ONNX operator `Dropout` of the ai.onnx domain, since_version 22.
   let results = (outs
     Onnx_T16:$output,
     Onnx_T3OrNone:$mask);
+  let extraClassDeclaration = [{
+    /// Result types inferred from the operands (ONNX semantics); emits an
+    /// error at the op and fails on inconsistent shapes.
+    ::mlir::FailureOr<::llvm::SmallVector<::mlir::Type>> inferResultTypes();
+  }];
 }
 
 //===----------------------------------------------------------------------===//
@@ -1641,7 +1773,8 @@ ONNX operator `Einsum` of the ai.onnx domain, since_version 12.
 //===----------------------------------------------------------------------===//
 
 def Onnx_EluOp : Onnx_Op<"Elu",
-    [Pure]> {
+    [Pure,
+     DeclareOpInterfaceMethods<Onnx_InferShapesOpInterface>]> {
   let summary = "Elu takes one input data (Tensor<T>) and produces one output data (Tensor<T>) where the function `f(x) = alpha * (exp(x) - 1.) for x < 0`, `f(x) = x for x >=...";
   let description = [{
 Elu takes one input data (Tensor<T>) and produces one output data
@@ -1655,6 +1788,11 @@ ONNX operator `Elu` of the ai.onnx domain, since_version 22.
     DefaultValuedAttr<F32Attr, "1.0">:$alpha);
   let results = (outs
     Onnx_T1:$Y);
+  let extraClassDeclaration = [{
+    /// Result types inferred from the operands (ONNX semantics); emits an
+    /// error at the op and fails on inconsistent shapes.
+    ::mlir::FailureOr<::llvm::SmallVector<::mlir::Type>> inferResultTypes();
+  }];
 }
 
 //===----------------------------------------------------------------------===//
@@ -1662,7 +1800,8 @@ ONNX operator `Elu` of the ai.onnx domain, since_version 22.
 //===----------------------------------------------------------------------===//
 
 def Onnx_EqualOp : Onnx_Op<"Equal",
-    [Pure]> {
+    [Pure,
+     DeclareOpInterfaceMethods<Onnx_InferShapesOpInterface>]> {
   let summary = "Returns the tensor resulted from performing the `equal` logical operation elementwise on the input tensors `A` and `B` (with Numpy-style broadcasting support).";
   let description = [{
 Returns the tensor resulted from performing the `equal` logical operation
@@ -1677,6 +1816,11 @@ ONNX operator `Equal` of the ai.onnx domain, since_version 19.
     AnyType:$B);
   let results = (outs
     Onnx_T3:$C);
+  let extraClassDeclaration = [{
+    /// Result types inferred from the operands (ONNX semantics); emits an
+    /// error at the op and fails on inconsistent shapes.
+    ::mlir::FailureOr<::llvm::SmallVector<::mlir::Type>> inferResultTypes();
+  }];
 }
 
 //===----------------------------------------------------------------------===//
@@ -1684,7 +1828,8 @@ ONNX operator `Equal` of the ai.onnx domain, since_version 19.
 //===----------------------------------------------------------------------===//
 
 def Onnx_ErfOp : Onnx_Op<"Erf",
-    [Pure]> {
+    [Pure,
+     DeclareOpInterfaceMethods<Onnx_InferShapesOpInterface>]> {
   let summary = "Computes the error function of the given input tensor element-wise.";
   let description = [{
 Computes the error function of the given input tensor element-wise.
@@ -1695,6 +1840,11 @@ ONNX operator `Erf` of the ai.onnx domain, since_version 13.
     Onnx_T0:$input);
   let results = (outs
     Onnx_T0:$output);
+  let extraClassDeclaration = [{
+    /// Result types inferred from the operands (ONNX semantics); emits an
+    /// error at the op and fails on inconsistent shapes.
+    ::mlir::FailureOr<::llvm::SmallVector<::mlir::Type>> inferResultTypes();
+  }];
 }
 
 //===----------------------------------------------------------------------===//
@@ -1726,7 +1876,8 @@ ONNX operator `Exp` of the ai.onnx domain, since_version 13.
 //===----------------------------------------------------------------------===//
 
 def Onnx_ExpandOp : Onnx_Op<"Expand",
-    [Pure]> {
+    [Pure,
+     DeclareOpInterfaceMethods<Onnx_InferShapesOpInterface>]> {
   let summary = "Broadcast the input tensor following the given shape and the broadcast rule.";
   let description = [{
 Broadcast the input tensor following the given shape and the broadcast rule.
@@ -1745,6 +1896,11 @@ ONNX operator `Expand` of the ai.onnx domain, since_version 13.
     Onnx_T2:$shape);
   let results = (outs
     AnyType:$output);
+  let extraClassDeclaration = [{
+    /// Result types inferred from the operands (ONNX semantics); emits an
+    /// error at the op and fails on inconsistent shapes.
+    ::mlir::FailureOr<::llvm::SmallVector<::mlir::Type>> inferResultTypes();
+  }];
 }
 
 //===----------------------------------------------------------------------===//
@@ -1752,7 +1908,8 @@ ONNX operator `Expand` of the ai.onnx domain, since_version 13.
 //===----------------------------------------------------------------------===//
 
 def Onnx_EyeLikeOp : Onnx_Op<"EyeLike",
-    [Pure]> {
+    [Pure,
+     DeclareOpInterfaceMethods<Onnx_InferShapesOpInterface>]> {
   let summary = "Generate a 2D tensor (matrix) with ones on the diagonal and zeros everywhere else.";
   let description = [{
 Generate a 2D tensor (matrix) with ones on the diagonal and zeros everywhere else. Only 2D
@@ -1771,6 +1928,11 @@ ONNX operator `EyeLike` of the ai.onnx domain, since_version 22.
     DefaultValuedAttr<I64Attr, "0">:$k);
   let results = (outs
     Onnx_T4:$output);
+  let extraClassDeclaration = [{
+    /// Result types inferred from the operands (ONNX semantics); emits an
+    /// error at the op and fails on inconsistent shapes.
+    ::mlir::FailureOr<::llvm::SmallVector<::mlir::Type>> inferResultTypes();
+  }];
 }
 
 //===----------------------------------------------------------------------===//
@@ -1806,7 +1968,8 @@ ONNX operator `Flatten` of the ai.onnx domain, since_version 24.
 //===----------------------------------------------------------------------===//
 
 def Onnx_FloorOp : Onnx_Op<"Floor",
-    [Pure]> {
+    [Pure,
+     DeclareOpInterfaceMethods<Onnx_InferShapesOpInterface>]> {
   let summary = "Floor takes one input data (Tensor<T>) and produces one output data (Tensor<T>) where the floor is, y = floor(x), is applied to the tensor elementwise.";
   let description = [{
 Floor takes one input data (Tensor<T>) and produces one output data
@@ -1819,6 +1982,11 @@ ONNX operator `Floor` of the ai.onnx domain, since_version 13.
     Onnx_T1:$X);
   let results = (outs
     Onnx_T1:$Y);
+  let extraClassDeclaration = [{
+    /// Result types inferred from the operands (ONNX semantics); emits an
+    /// error at the op and fails on inconsistent shapes.
+    ::mlir::FailureOr<::llvm::SmallVector<::mlir::Type>> inferResultTypes();
+  }];
 }
 
 //===----------------------------------------------------------------------===//
@@ -1826,7 +1994,8 @@ ONNX operator `Floor` of the ai.onnx domain, since_version 13.
 //===----------------------------------------------------------------------===//
 
 def Onnx_GRUOp : Onnx_Op<"GRU",
-    [Pure]> {
+    [Pure,
+     DeclareOpInterfaceMethods<Onnx_InferShapesOpInterface>]> {
   let summary = "Computes an one-layer GRU.";
   let description = [{
 Computes an one-layer GRU. This operator is usually supported via some custom
@@ -1897,6 +2066,11 @@ ONNX operator `GRU` of the ai.onnx domain, since_version 22.
   let results = (outs
     Onnx_T1OrNone:$Y,
     Onnx_T1OrNone:$Y_h);
+  let extraClassDeclaration = [{
+    /// Result types inferred from the operands (ONNX semantics); emits an
+    /// error at the op and fails on inconsistent shapes.
+    ::mlir::FailureOr<::llvm::SmallVector<::mlir::Type>> inferResultTypes();
+  }];
 }
 
 //===----------------------------------------------------------------------===//
@@ -2166,7 +2340,8 @@ ONNX operator `GatherND` of the ai.onnx domain, since_version 13.
 //===----------------------------------------------------------------------===//
 
 def Onnx_GeluOp : Onnx_Op<"Gelu",
-    [Pure]> {
+    [Pure,
+     DeclareOpInterfaceMethods<Onnx_InferShapesOpInterface>]> {
   let summary = "Gelu takes one input data (Tensor<T>) and produces one output data (Tensor<T>) where the gaussian error linear units function, $y = 0.5 * x * (1 + erf(x/sqrt...";
   let description = [{
 Gelu takes one input data (Tensor<T>) and produces one
@@ -2183,6 +2358,11 @@ ONNX operator `Gelu` of the ai.onnx domain, since_version 20.
     DefaultValuedStrAttr<StrAttr, "none">:$approximate);
   let results = (outs
     Onnx_T1:$Y);
+  let extraClassDeclaration = [{
+    /// Result types inferred from the operands (ONNX semantics); emits an
+    /// error at the op and fails on inconsistent shapes.
+    ::mlir::FailureOr<::llvm::SmallVector<::mlir::Type>> inferResultTypes();
+  }];
 }
 
 //===----------------------------------------------------------------------===//
@@ -2300,7 +2480,8 @@ ONNX operator `GlobalMaxPool` of the ai.onnx domain, since_version 22.
 //===----------------------------------------------------------------------===//
 
 def Onnx_GreaterOp : Onnx_Op<"Greater",
-    [Pure]> {
+    [Pure,
+     DeclareOpInterfaceMethods<Onnx_InferShapesOpInterface>]> {
   let summary = "Returns the tensor resulted from performing the `greater` logical operation elementwise on the input tensors `A` and `B` (with Numpy-style broadcasting suppo...";
   let description = [{
 Returns the tensor resulted from performing the `greater` logical operation
@@ -2315,6 +2496,11 @@ ONNX operator `Greater` of the ai.onnx domain, since_version 13.
     Onnx_T0:$B);
   let results = (outs
     Onnx_T3:$C);
+  let extraClassDeclaration = [{
+    /// Result types inferred from the operands (ONNX semantics); emits an
+    /// error at the op and fails on inconsistent shapes.
+    ::mlir::FailureOr<::llvm::SmallVector<::mlir::Type>> inferResultTypes();
+  }];
 }
 
 //===----------------------------------------------------------------------===//
@@ -2322,7 +2508,8 @@ ONNX operator `Greater` of the ai.onnx domain, since_version 13.
 //===----------------------------------------------------------------------===//
 
 def Onnx_GreaterOrEqualOp : Onnx_Op<"GreaterOrEqual",
-    [Pure]> {
+    [Pure,
+     DeclareOpInterfaceMethods<Onnx_InferShapesOpInterface>]> {
   let summary = "Returns the tensor resulted from performing the `greater_equal` logical operation elementwise on the input tensors `A` and `B` (with Numpy-style broadcasting...";
   let description = [{
 Returns the tensor resulted from performing the `greater_equal` logical operation
@@ -2337,6 +2524,11 @@ ONNX operator `GreaterOrEqual` of the ai.onnx domain, since_version 16.
     Onnx_T0:$B);
   let results = (outs
     Onnx_T3:$C);
+  let extraClassDeclaration = [{
+    /// Result types inferred from the operands (ONNX semantics); emits an
+    /// error at the op and fails on inconsistent shapes.
+    ::mlir::FailureOr<::llvm::SmallVector<::mlir::Type>> inferResultTypes();
+  }];
 }
 
 //===----------------------------------------------------------------------===//
@@ -2383,7 +2575,8 @@ ONNX operator `GridSample` of the ai.onnx domain, since_version 22.
 //===----------------------------------------------------------------------===//
 
 def Onnx_GroupNormalizationOp : Onnx_Op<"GroupNormalization",
-    [Pure]> {
+    [Pure,
+     DeclareOpInterfaceMethods<Onnx_InferShapesOpInterface>]> {
   let summary = "A GroupNormalization function.";
   let description = [{
 A GroupNormalization function. Carries out group normalization as described in
@@ -2421,6 +2614,11 @@ ONNX operator `GroupNormalization` of the ai.onnx domain, since_version 21.
     DefaultValuedAttr<I64Attr, "1">:$stash_type);
   let results = (outs
     Onnx_T1:$Y);
+  let extraClassDeclaration = [{
+    /// Result types inferred from the operands (ONNX semantics); emits an
+    /// error at the op and fails on inconsistent shapes.
+    ::mlir::FailureOr<::llvm::SmallVector<::mlir::Type>> inferResultTypes();
+  }];
 }
 
 //===----------------------------------------------------------------------===//
@@ -2496,7 +2694,8 @@ ONNX operator `HardSigmoid` of the ai.onnx domain, since_version 22.
 //===----------------------------------------------------------------------===//
 
 def Onnx_HardSwishOp : Onnx_Op<"HardSwish",
-    [Pure]> {
+    [Pure,
+     DeclareOpInterfaceMethods<Onnx_InferShapesOpInterface>]> {
   let summary = "HardSwish takes one input data (Tensor<T>) and produces one output data (Tensor<T>) where the HardSwish function, y = x * max(0, min(1, alpha * x + beta)) =...";
   let description = [{
 HardSwish takes one input data (Tensor<T>) and produces one output data (Tensor<T>) where
@@ -2509,6 +2708,11 @@ ONNX operator `HardSwish` of the ai.onnx domain, since_version 22.
     Onnx_T1:$X);
   let results = (outs
     Onnx_T1:$Y);
+  let extraClassDeclaration = [{
+    /// Result types inferred from the operands (ONNX semantics); emits an
+    /// error at the op and fails on inconsistent shapes.
+    ::mlir::FailureOr<::llvm::SmallVector<::mlir::Type>> inferResultTypes();
+  }];
 }
 
 //===----------------------------------------------------------------------===//
@@ -2516,7 +2720,8 @@ ONNX operator `HardSwish` of the ai.onnx domain, since_version 22.
 //===----------------------------------------------------------------------===//
 
 def Onnx_HardmaxOp : Onnx_Op<"Hardmax",
-    [Pure]> {
+    [Pure,
+     DeclareOpInterfaceMethods<Onnx_InferShapesOpInterface>]> {
   let summary = "The operator computes the hardmax values for the given input: Hardmax(element in input, axis) = 1 if the element is the first maximum value along the specifi...";
   let description = [{
 The operator computes the hardmax values for the given input:
@@ -2534,6 +2739,11 @@ ONNX operator `Hardmax` of the ai.onnx domain, since_version 13.
     DefaultValuedAttr<I64Attr, "-1">:$axis);
   let results = (outs
     Onnx_T1:$output);
+  let extraClassDeclaration = [{
+    /// Result types inferred from the operands (ONNX semantics); emits an
+    /// error at the op and fails on inconsistent shapes.
+    ::mlir::FailureOr<::llvm::SmallVector<::mlir::Type>> inferResultTypes();
+  }];
 }
 
 //===----------------------------------------------------------------------===//
@@ -2625,7 +2835,8 @@ ONNX operator `ImageDecoder` of the ai.onnx domain, since_version 20.
 //===----------------------------------------------------------------------===//
 
 def Onnx_InstanceNormalizationOp : Onnx_Op<"InstanceNormalization",
-    [Pure]> {
+    [Pure,
+     DeclareOpInterfaceMethods<Onnx_InferShapesOpInterface>]> {
   let summary = "Carries out instance normalization as described in the paper https://arxiv.org/abs/1607.08022.";
   let description = [{
 Carries out instance normalization as described in the paper
@@ -2643,6 +2854,11 @@ ONNX operator `InstanceNormalization` of the ai.onnx domain, since_version 22.
     DefaultValuedAttr<F32Attr, "0.00001">:$epsilon);
   let results = (outs
     Onnx_T1:$output);
+  let extraClassDeclaration = [{
+    /// Result types inferred from the operands (ONNX semantics); emits an
+    /// error at the op and fails on inconsistent shapes.
+    ::mlir::FailureOr<::llvm::SmallVector<::mlir::Type>> inferResultTypes();
+  }];
 }
 
 //===----------------------------------------------------------------------===//
@@ -2650,7 +2866,8 @@ ONNX operator `InstanceNormalization` of the ai.onnx domain, since_version 22.
 //===----------------------------------------------------------------------===//
 
 def Onnx_IsInfOp : Onnx_Op<"IsInf",
-    [Pure]> {
+    [Pure,
+     DeclareOpInterfaceMethods<Onnx_InferShapesOpInterface>]> {
   let summary = "Map infinity to true and other values to false.";
   let description = [{
 Map infinity to true and other values to false.
@@ -2663,6 +2880,11 @@ ONNX operator `IsInf` of the ai.onnx domain, since_version 20.
     DefaultValuedAttr<I64Attr, "1">:$detect_positive);
   let results = (outs
     Onnx_T3:$Y);
+  let extraClassDeclaration = [{
+    /// Result types inferred from the operands (ONNX semantics); emits an
+    /// error at the op and fails on inconsistent shapes.
+    ::mlir::FailureOr<::llvm::SmallVector<::mlir::Type>> inferResultTypes();
+  }];
 }
 
 //===----------------------------------------------------------------------===//
@@ -2670,7 +2892,8 @@ ONNX operator `IsInf` of the ai.onnx domain, since_version 20.
 //===----------------------------------------------------------------------===//
 
 def Onnx_IsNaNOp : Onnx_Op<"IsNaN",
-    [Pure]> {
+    [Pure,
+     DeclareOpInterfaceMethods<Onnx_InferShapesOpInterface>]> {
   let summary = "Returns which elements of the input are NaN.";
   let description = [{
 Returns which elements of the input are NaN.
@@ -2681,6 +2904,11 @@ ONNX operator `IsNaN` of the ai.onnx domain, since_version 20.
     Onnx_T16:$X);
   let results = (outs
     Onnx_T3:$Y);
+  let extraClassDeclaration = [{
+    /// Result types inferred from the operands (ONNX semantics); emits an
+    /// error at the op and fails on inconsistent shapes.
+    ::mlir::FailureOr<::llvm::SmallVector<::mlir::Type>> inferResultTypes();
+  }];
 }
 
 //===----------------------------------------------------------------------===//
@@ -2688,7 +2916,8 @@ ONNX operator `IsNaN` of the ai.onnx domain, since_version 20.
 //===----------------------------------------------------------------------===//
 
 def Onnx_LRNOp : Onnx_Op<"LRN",
-    [Pure]> {
+    [Pure,
+     DeclareOpInterfaceMethods<Onnx_InferShapesOpInterface>]> {
   let summary = "Local Response Normalization proposed in the [AlexNet paper](https://papers.nips.cc/paper/4824-imagenet-classification-with-deep-convolutional-neural-network...";
   let description = [{
 Local Response Normalization proposed in the [AlexNet paper](https://papers.nips.cc/paper/4824-imagenet-classification-with-deep-convolutional-neural-networks.pdf).
@@ -2712,6 +2941,11 @@ ONNX operator `LRN` of the ai.onnx domain, since_version 13.
     I64Attr:$size);
   let results = (outs
     Onnx_T1:$Y);
+  let extraClassDeclaration = [{
+    /// Result types inferred from the operands (ONNX semantics); emits an
+    /// error at the op and fails on inconsistent shapes.
+    ::mlir::FailureOr<::llvm::SmallVector<::mlir::Type>> inferResultTypes();
+  }];
 }
 
 //===----------------------------------------------------------------------===//
@@ -2719,7 +2953,8 @@ ONNX operator `LRN` of the ai.onnx domain, since_version 13.
 //===----------------------------------------------------------------------===//
 
 def Onnx_LSTMOp : Onnx_Op<"LSTM",
-    [Pure]> {
+    [Pure,
+     DeclareOpInterfaceMethods<Onnx_InferShapesOpInterface>]> {
   let summary = "Computes an one-layer LSTM.";
   let description = [{
 Computes an one-layer LSTM. This operator is usually supported via some
@@ -2796,6 +3031,11 @@ ONNX operator `LSTM` of the ai.onnx domain, since_version 22.
     Onnx_T1OrNone:$Y,
     Onnx_T1OrNone:$Y_h,
     Onnx_T1OrNone:$Y_c);
+  let extraClassDeclaration = [{
+    /// Result types inferred from the operands (ONNX semantics); emits an
+    /// error at the op and fails on inconsistent shapes.
+    ::mlir::FailureOr<::llvm::SmallVector<::mlir::Type>> inferResultTypes();
+  }];
 }
 
 //===----------------------------------------------------------------------===//
@@ -2803,7 +3043,8 @@ ONNX operator `LSTM` of the ai.onnx domain, since_version 22.
 //===----------------------------------------------------------------------===//
 
 def Onnx_LayerNormalizationOp : Onnx_Op<"LayerNormalization",
-    [Pure]> {
+    [Pure,
+     DeclareOpInterfaceMethods<Onnx_InferShapesOpInterface>]> {
   let summary = "This is layer normalization defined in ONNX as function.";
   let description = [{
       This is layer normalization defined in ONNX as function.
@@ -2861,6 +3102,11 @@ ONNX operator `LayerNormalization` of the ai.onnx domain, since_version 17.
     Onnx_T1:$Y,
     Onnx_T19OrNone:$Mean,
     Onnx_T19OrNone:$InvStdDev);
+  let extraClassDeclaration = [{
+    /// Result types inferred from the operands (ONNX semantics); emits an
+    /// error at the op and fails on inconsistent shapes.
+    ::mlir::FailureOr<::llvm::SmallVector<::mlir::Type>> inferResultTypes();
+  }];
 }
 
 //===----------------------------------------------------------------------===//
@@ -2895,7 +3141,8 @@ ONNX operator `LeakyRelu` of the ai.onnx domain, since_version 16.
 //===----------------------------------------------------------------------===//
 
 def Onnx_LessOp : Onnx_Op<"Less",
-    [Pure]> {
+    [Pure,
+     DeclareOpInterfaceMethods<Onnx_InferShapesOpInterface>]> {
   let summary = "Returns the tensor resulted from performing the `less` logical operation elementwise on the input tensors `A` and `B` (with Numpy-style broadcasting support).";
   let description = [{
 Returns the tensor resulted from performing the `less` logical operation
@@ -2910,6 +3157,11 @@ ONNX operator `Less` of the ai.onnx domain, since_version 13.
     Onnx_T0:$B);
   let results = (outs
     Onnx_T3:$C);
+  let extraClassDeclaration = [{
+    /// Result types inferred from the operands (ONNX semantics); emits an
+    /// error at the op and fails on inconsistent shapes.
+    ::mlir::FailureOr<::llvm::SmallVector<::mlir::Type>> inferResultTypes();
+  }];
 }
 
 //===----------------------------------------------------------------------===//
@@ -2917,7 +3169,8 @@ ONNX operator `Less` of the ai.onnx domain, since_version 13.
 //===----------------------------------------------------------------------===//
 
 def Onnx_LessOrEqualOp : Onnx_Op<"LessOrEqual",
-    [Pure]> {
+    [Pure,
+     DeclareOpInterfaceMethods<Onnx_InferShapesOpInterface>]> {
   let summary = "Returns the tensor resulted from performing the `less_equal` logical operation elementwise on the input tensors `A` and `B` (with Numpy-style broadcasting su...";
   let description = [{
 Returns the tensor resulted from performing the `less_equal` logical operation
@@ -2932,6 +3185,11 @@ ONNX operator `LessOrEqual` of the ai.onnx domain, since_version 16.
     Onnx_T0:$B);
   let results = (outs
     Onnx_T3:$C);
+  let extraClassDeclaration = [{
+    /// Result types inferred from the operands (ONNX semantics); emits an
+    /// error at the op and fails on inconsistent shapes.
+    ::mlir::FailureOr<::llvm::SmallVector<::mlir::Type>> inferResultTypes();
+  }];
 }
 
 //===----------------------------------------------------------------------===//
@@ -2963,7 +3221,8 @@ ONNX operator `Log` of the ai.onnx domain, since_version 13.
 //===----------------------------------------------------------------------===//
 
 def Onnx_LogSoftmaxOp : Onnx_Op<"LogSoftmax",
-    [Pure]> {
+    [Pure,
+     DeclareOpInterfaceMethods<Onnx_InferShapesOpInterface>]> {
   let summary = "The operator computes the log of softmax values for the given input: LogSoftmax(input, axis) = Log(Softmax(input, axis=axis)) The 'axis' attribute indicates...";
   let description = [{
 The operator computes the log of softmax values for the given input:
@@ -2981,6 +3240,11 @@ ONNX operator `LogSoftmax` of the ai.onnx domain, since_version 13.
     DefaultValuedAttr<I64Attr, "-1">:$axis);
   let results = (outs
     Onnx_T1:$output);
+  let extraClassDeclaration = [{
+    /// Result types inferred from the operands (ONNX semantics); emits an
+    /// error at the op and fails on inconsistent shapes.
+    ::mlir::FailureOr<::llvm::SmallVector<::mlir::Type>> inferResultTypes();
+  }];
 }
 
 //===----------------------------------------------------------------------===//
@@ -3143,7 +3407,8 @@ ONNX operator `Loop` of the ai.onnx domain, since_version 24.
 //===----------------------------------------------------------------------===//
 
 def Onnx_LpNormalizationOp : Onnx_Op<"LpNormalization",
-    [Pure]> {
+    [Pure,
+     DeclareOpInterfaceMethods<Onnx_InferShapesOpInterface>]> {
   let summary = "Given a matrix, apply Lp-normalization along the provided axis.";
   let description = [{
 Given a matrix, apply Lp-normalization along the provided axis.
@@ -3156,6 +3421,11 @@ ONNX operator `LpNormalization` of the ai.onnx domain, since_version 22.
     DefaultValuedAttr<I64Attr, "2">:$p);
   let results = (outs
     Onnx_T1:$output);
+  let extraClassDeclaration = [{
+    /// Result types inferred from the operands (ONNX semantics); emits an
+    /// error at the op and fails on inconsistent shapes.
+    ::mlir::FailureOr<::llvm::SmallVector<::mlir::Type>> inferResultTypes();
+  }];
 }
 
 //===----------------------------------------------------------------------===//
@@ -3258,7 +3528,8 @@ ONNX operator `MatMulInteger` of the ai.onnx domain, since_version 10.
 //===----------------------------------------------------------------------===//
 
 def Onnx_MaxOp : Onnx_Op<"Max",
-    [Pure]> {
+    [Pure,
+     DeclareOpInterfaceMethods<Onnx_InferShapesOpInterface>]> {
   let summary = "Element-wise max of each of the input tensors (with Numpy-style broadcasting support).";
   let description = [{
 Element-wise max of each of the input tensors (with Numpy-style broadcasting support).
@@ -3271,6 +3542,11 @@ ONNX operator `Max` of the ai.onnx domain, since_version 13.
     Variadic<Onnx_T0>:$data_0);
   let results = (outs
     Onnx_T0:$max);
+  let extraClassDeclaration = [{
+    /// Result types inferred from the operands (ONNX semantics); emits an
+    /// error at the op and fails on inconsistent shapes.
+    ::mlir::FailureOr<::llvm::SmallVector<::mlir::Type>> inferResultTypes();
+  }];
 }
 
 //===----------------------------------------------------------------------===//
@@ -3405,7 +3681,8 @@ ONNX operator `MaxUnpool` of the ai.onnx domain, since_version 22.
 //===----------------------------------------------------------------------===//
 
 def Onnx_MeanOp : Onnx_Op<"Mean",
-    [Pure]> {
+    [Pure,
+     DeclareOpInterfaceMethods<Onnx_InferShapesOpInterface>]> {
   let summary = "Element-wise mean of each of the input tensors (with Numpy-style broadcasting support).";
   let description = [{
 Element-wise mean of each of the input tensors (with Numpy-style broadcasting support).
@@ -3418,6 +3695,11 @@ ONNX operator `Mean` of the ai.onnx domain, since_version 13.
     Variadic<Onnx_T1>:$data_0);
   let results = (outs
     Onnx_T1:$mean);
+  let extraClassDeclaration = [{
+    /// Result types inferred from the operands (ONNX semantics); emits an
+    /// error at the op and fails on inconsistent shapes.
+    ::mlir::FailureOr<::llvm::SmallVector<::mlir::Type>> inferResultTypes();
+  }];
 }
 
 //===----------------------------------------------------------------------===//
@@ -3425,7 +3707,8 @@ ONNX operator `Mean` of the ai.onnx domain, since_version 13.
 //===----------------------------------------------------------------------===//
 
 def Onnx_MeanVarianceNormalizationOp : Onnx_Op<"MeanVarianceNormalization",
-    [Pure]> {
+    [Pure,
+     DeclareOpInterfaceMethods<Onnx_InferShapesOpInterface>]> {
   let summary = "A MeanVarianceNormalization Function: Perform mean variance normalization on the input tensor X using formula: `(X-EX)/sqrt(E(X-EX)^2)`";
   let description = [{
       A MeanVarianceNormalization Function: Perform mean variance normalization
@@ -3438,6 +3721,11 @@ ONNX operator `MeanVarianceNormalization` of the ai.onnx domain, since_version 1
     DefaultValuedOptionalAttr<I64ArrayAttr, "{0, 2, 3}">:$axes);
   let results = (outs
     Onnx_T1:$Y);
+  let extraClassDeclaration = [{
+    /// Result types inferred from the operands (ONNX semantics); emits an
+    /// error at the op and fails on inconsistent shapes.
+    ::mlir::FailureOr<::llvm::SmallVector<::mlir::Type>> inferResultTypes();
+  }];
 }
 
 //===----------------------------------------------------------------------===//
@@ -3475,7 +3763,8 @@ ONNX operator `MelWeightMatrix` of the ai.onnx domain, since_version 17.
 //===----------------------------------------------------------------------===//
 
 def Onnx_MinOp : Onnx_Op<"Min",
-    [Pure]> {
+    [Pure,
+     DeclareOpInterfaceMethods<Onnx_InferShapesOpInterface>]> {
   let summary = "Element-wise min of each of the input tensors (with Numpy-style broadcasting support).";
   let description = [{
 Element-wise min of each of the input tensors (with Numpy-style broadcasting support).
@@ -3488,6 +3777,11 @@ ONNX operator `Min` of the ai.onnx domain, since_version 13.
     Variadic<Onnx_T0>:$data_0);
   let results = (outs
     Onnx_T0:$min);
+  let extraClassDeclaration = [{
+    /// Result types inferred from the operands (ONNX semantics); emits an
+    /// error at the op and fails on inconsistent shapes.
+    ::mlir::FailureOr<::llvm::SmallVector<::mlir::Type>> inferResultTypes();
+  }];
 }
 
 //===----------------------------------------------------------------------===//
@@ -3495,7 +3789,8 @@ ONNX operator `Min` of the ai.onnx domain, since_version 13.
 //===----------------------------------------------------------------------===//
 
 def Onnx_MishOp : Onnx_Op<"Mish",
-    [Pure]> {
+    [Pure,
+     DeclareOpInterfaceMethods<Onnx_InferShapesOpInterface>]> {
   let summary = "Mish: A Self Regularized Non-Monotonic Neural Activation Function.";
   let description = [{
 Mish: A Self Regularized Non-Monotonic Neural Activation Function.
@@ -3512,6 +3807,11 @@ ONNX operator `Mish` of the ai.onnx domain, since_version 22.
     Onnx_T1:$X);
   let results = (outs
     Onnx_T1:$Y);
+  let extraClassDeclaration = [{
+    /// Result types inferred from the operands (ONNX semantics); emits an
+    /// error at the op and fails on inconsistent shapes.
+    ::mlir::FailureOr<::llvm::SmallVector<::mlir::Type>> inferResultTypes();
+  }];
 }
 
 //===----------------------------------------------------------------------===//
@@ -3519,7 +3819,8 @@ ONNX operator `Mish` of the ai.onnx domain, since_version 22.
 //===----------------------------------------------------------------------===//
 
 def Onnx_ModOp : Onnx_Op<"Mod",
-    [Pure]> {
+    [Pure,
+     DeclareOpInterfaceMethods<Onnx_InferShapesOpInterface>]> {
   let summary = "Performs an element-wise binary modulo operation.";
   let description = [{
 Performs an element-wise binary modulo operation.
@@ -3548,6 +3849,11 @@ ONNX operator `Mod` of the ai.onnx domain, since_version 13.
     DefaultValuedAttr<I64Attr, "0">:$fmod);
   let results = (outs
     Onnx_T0:$C);
+  let extraClassDeclaration = [{
+    /// Result types inferred from the operands (ONNX semantics); emits an
+    /// error at the op and fails on inconsistent shapes.
+    ::mlir::FailureOr<::llvm::SmallVector<::mlir::Type>> inferResultTypes();
+  }];
 }
 
 //===----------------------------------------------------------------------===//
@@ -3633,7 +3939,8 @@ ONNX operator `Neg` of the ai.onnx domain, since_version 13.
 //===----------------------------------------------------------------------===//
 
 def Onnx_NegativeLogLikelihoodLossOp : Onnx_Op<"NegativeLogLikelihoodLoss",
-    [Pure]> {
+    [Pure,
+     DeclareOpInterfaceMethods<Onnx_InferShapesOpInterface>]> {
   let summary = "A NegativeLogLikelihoodLoss operator computes (weighted) negative log likelihood loss.";
   let description = [{
 A NegativeLogLikelihoodLoss operator computes (weighted) negative log likelihood loss.
@@ -3748,6 +4055,11 @@ ONNX operator `NegativeLogLikelihoodLoss` of the ai.onnx domain, since_version 2
     DefaultValuedStrAttr<StrAttr, "mean">:$reduction);
   let results = (outs
     Onnx_T1:$loss);
+  let extraClassDeclaration = [{
+    /// Result types inferred from the operands (ONNX semantics); emits an
+    /// error at the op and fails on inconsistent shapes.
+    ::mlir::FailureOr<::llvm::SmallVector<::mlir::Type>> inferResultTypes();
+  }];
 }
 
 //===----------------------------------------------------------------------===//
@@ -3806,7 +4118,8 @@ ONNX operator `NonZero` of the ai.onnx domain, since_version 13.
 //===----------------------------------------------------------------------===//
 
 def Onnx_NotOp : Onnx_Op<"Not",
-    [Pure]> {
+    [Pure,
+     DeclareOpInterfaceMethods<Onnx_InferShapesOpInterface>]> {
   let summary = "Returns the negation of the input tensor element-wise.";
   let description = [{
 Returns the negation of the input tensor element-wise.
@@ -3817,6 +4130,11 @@ ONNX operator `Not` of the ai.onnx domain, since_version 1.
     Onnx_T3:$X);
   let results = (outs
     Onnx_T3:$Y);
+  let extraClassDeclaration = [{
+    /// Result types inferred from the operands (ONNX semantics); emits an
+    /// error at the op and fails on inconsistent shapes.
+    ::mlir::FailureOr<::llvm::SmallVector<::mlir::Type>> inferResultTypes();
+  }];
 }
 
 //===----------------------------------------------------------------------===//
@@ -3824,7 +4142,8 @@ ONNX operator `Not` of the ai.onnx domain, since_version 1.
 //===----------------------------------------------------------------------===//
 
 def Onnx_OneHotOp : Onnx_Op<"OneHot",
-    [Pure]> {
+    [Pure,
+     DeclareOpInterfaceMethods<Onnx_InferShapesOpInterface>]> {
   let summary = "Produces a one-hot tensor based on inputs.";
   let description = [{
     Produces a one-hot tensor based on inputs.
@@ -3855,6 +4174,11 @@ ONNX operator `OneHot` of the ai.onnx domain, since_version 11.
     DefaultValuedAttr<I64Attr, "-1">:$axis);
   let results = (outs
     AnyType:$output);
+  let extraClassDeclaration = [{
+    /// Result types inferred from the operands (ONNX semantics); emits an
+    /// error at the op and fails on inconsistent shapes.
+    ::mlir::FailureOr<::llvm::SmallVector<::mlir::Type>> inferResultTypes();
+  }];
 }
 
 //===----------------------------------------------------------------------===//
@@ -3923,7 +4247,8 @@ ONNX operator `OptionalHasElement` of the ai.onnx domain, since_version 18.
 //===----------------------------------------------------------------------===//
 
 def Onnx_OrOp : Onnx_Op<"Or",
-    [Pure]> {
+    [Pure,
+     DeclareOpInterfaceMethods<Onnx_InferShapesOpInterface>]> {
   let summary = "Returns the tensor resulted from performing the `or` logical operation elementwise on the input tensors `A` and `B` (with Numpy-style broadcasting support).";
   let description = [{
 Returns the tensor resulted from performing the `or` logical operation
@@ -3938,6 +4263,11 @@ ONNX operator `Or` of the ai.onnx domain, since_version 7.
     Onnx_T3:$B);
   let results = (outs
     Onnx_T3:$C);
+  let extraClassDeclaration = [{
+    /// Result types inferred from the operands (ONNX semantics); emits an
+    /// error at the op and fails on inconsistent shapes.
+    ::mlir::FailureOr<::llvm::SmallVector<::mlir::Type>> inferResultTypes();
+  }];
 }
 
 //===----------------------------------------------------------------------===//
@@ -3945,7 +4275,8 @@ ONNX operator `Or` of the ai.onnx domain, since_version 7.
 //===----------------------------------------------------------------------===//
 
 def Onnx_PReluOp : Onnx_Op<"PRelu",
-    [Pure]> {
+    [Pure,
+     DeclareOpInterfaceMethods<Onnx_InferShapesOpInterface>]> {
   let summary = "PRelu takes input data (Tensor<T>) and slope tensor as input, and produces one output data (Tensor<T>) where the function `f(x) = slope * x for x < 0`, `f(x)...";
   let description = [{
 PRelu takes input data (Tensor<T>) and slope tensor as input, and produces one
@@ -3960,6 +4291,11 @@ ONNX operator `PRelu` of the ai.onnx domain, since_version 16.
     Onnx_T12:$slope);
   let results = (outs
     Onnx_T12:$Y);
+  let extraClassDeclaration = [{
+    /// Result types inferred from the operands (ONNX semantics); emits an
+    /// error at the op and fails on inconsistent shapes.
+    ::mlir::FailureOr<::llvm::SmallVector<::mlir::Type>> inferResultTypes();
+  }];
 }
 
 //===----------------------------------------------------------------------===//
@@ -4241,7 +4577,8 @@ ONNX operator `QuantizeLinear` of the ai.onnx domain, since_version 24.
 //===----------------------------------------------------------------------===//
 
 def Onnx_RMSNormalizationOp : Onnx_Op<"RMSNormalization",
-    [Pure]> {
+    [Pure,
+     DeclareOpInterfaceMethods<Onnx_InferShapesOpInterface>]> {
   let summary = "This is RMS normalization defined in ONNX as function as described in the paper https://arxiv.org/pdf/1910.07467.";
   let description = [{
       This is RMS normalization defined in ONNX as function as described in the paper https://arxiv.org/pdf/1910.07467.
@@ -4283,6 +4620,11 @@ ONNX operator `RMSNormalization` of the ai.onnx domain, since_version 23.
     DefaultValuedAttr<I64Attr, "1">:$stash_type);
   let results = (outs
     Onnx_T1:$Y);
+  let extraClassDeclaration = [{
+    /// Result types inferred from the operands (ONNX semantics); emits an
+    /// error at the op and fails on inconsistent shapes.
+    ::mlir::FailureOr<::llvm::SmallVector<::mlir::Type>> inferResultTypes();
+  }];
 }
 
 //===----------------------------------------------------------------------===//
@@ -4290,7 +4632,8 @@ ONNX operator `RMSNormalization` of the ai.onnx domain, since_version 23.
 //===----------------------------------------------------------------------===//
 
 def Onnx_RNNOp : Onnx_Op<"RNN",
-    [Pure]> {
+    [Pure,
+     DeclareOpInterfaceMethods<Onnx_InferShapesOpInterface>]> {
   let summary = "Computes an one-layer simple RNN.";
   let description = [{
 Computes an one-layer simple RNN. This operator is usually supported
@@ -4353,6 +4696,11 @@ ONNX operator `RNN` of the ai.onnx domain, since_version 22.
   let results = (outs
     Onnx_T1OrNone:$Y,
     Onnx_T1OrNone:$Y_h);
+  let extraClassDeclaration = [{
+    /// Result types inferred from the operands (ONNX semantics); emits an
+    /// error at the op and fails on inconsistent shapes.
+    ::mlir::FailureOr<::llvm::SmallVector<::mlir::Type>> inferResultTypes();
+  }];
 }
 
 //===----------------------------------------------------------------------===//
@@ -4471,7 +4819,8 @@ ONNX operator `RandomUniformLike` of the ai.onnx domain, since_version 22.
 //===----------------------------------------------------------------------===//
 
 def Onnx_RangeOp : Onnx_Op<"Range",
-    [Pure]> {
+    [Pure,
+     DeclareOpInterfaceMethods<Onnx_InferShapesOpInterface>]> {
   let summary = "Generate a tensor containing a sequence of numbers that begin at `start` and extends by increments of `delta` up to `limit` (exclusive).";
   let description = [{
 Generate a tensor containing a sequence of numbers that begin at `start` and extends by increments of `delta`
@@ -4513,6 +4862,11 @@ ONNX operator `Range` of the ai.onnx domain, since_version 11.
     Onnx_T27:$delta);
   let results = (outs
     Onnx_T27:$output);
+  let extraClassDeclaration = [{
+    /// Result types inferred from the operands (ONNX semantics); emits an
+    /// error at the op and fails on inconsistent shapes.
+    ::mlir::FailureOr<::llvm::SmallVector<::mlir::Type>> inferResultTypes();
+  }];
 }
 
 //===----------------------------------------------------------------------===//
@@ -4520,7 +4874,8 @@ ONNX operator `Range` of the ai.onnx domain, since_version 11.
 //===----------------------------------------------------------------------===//
 
 def Onnx_ReciprocalOp : Onnx_Op<"Reciprocal",
-    [Pure]> {
+    [Pure,
+     DeclareOpInterfaceMethods<Onnx_InferShapesOpInterface>]> {
   let summary = "Reciprocal takes one input data (Tensor<T>) and produces one output data (Tensor<T>) where the reciprocal is, y = 1/x, is applied to the tensor elementwise.";
   let description = [{
 Reciprocal takes one input data (Tensor<T>) and produces one output data
@@ -4533,6 +4888,11 @@ ONNX operator `Reciprocal` of the ai.onnx domain, since_version 13.
     Onnx_T1:$X);
   let results = (outs
     Onnx_T1:$Y);
+  let extraClassDeclaration = [{
+    /// Result types inferred from the operands (ONNX semantics); emits an
+    /// error at the op and fails on inconsistent shapes.
+    ::mlir::FailureOr<::llvm::SmallVector<::mlir::Type>> inferResultTypes();
+  }];
 }
 
 //===----------------------------------------------------------------------===//
@@ -4540,7 +4900,8 @@ ONNX operator `Reciprocal` of the ai.onnx domain, since_version 13.
 //===----------------------------------------------------------------------===//
 
 def Onnx_ReduceL1Op : Onnx_Op<"ReduceL1",
-    [Pure]> {
+    [Pure,
+     DeclareOpInterfaceMethods<Onnx_InferShapesOpInterface>]> {
   let summary = "Computes the L1 norm of the input tensor's elements along the provided axes.";
   let description = [{
 Computes the L1 norm of the input tensor's elements along the provided axes. The resulting
@@ -4561,6 +4922,11 @@ ONNX operator `ReduceL1` of the ai.onnx domain, since_version 18.
     DefaultValuedAttr<I64Attr, "0">:$noop_with_empty_axes);
   let results = (outs
     Onnx_T12:$reduced);
+  let extraClassDeclaration = [{
+    /// Result types inferred from the operands (ONNX semantics); emits an
+    /// error at the op and fails on inconsistent shapes.
+    ::mlir::FailureOr<::llvm::SmallVector<::mlir::Type>> inferResultTypes();
+  }];
 }
 
 //===----------------------------------------------------------------------===//
@@ -4568,7 +4934,8 @@ ONNX operator `ReduceL1` of the ai.onnx domain, since_version 18.
 //===----------------------------------------------------------------------===//
 
 def Onnx_ReduceL2Op : Onnx_Op<"ReduceL2",
-    [Pure]> {
+    [Pure,
+     DeclareOpInterfaceMethods<Onnx_InferShapesOpInterface>]> {
   let summary = "Computes the L2 norm of the input tensor's elements along the provided axes.";
   let description = [{
 Computes the L2 norm of the input tensor's elements along the provided axes. The resulting
@@ -4589,6 +4956,11 @@ ONNX operator `ReduceL2` of the ai.onnx domain, since_version 18.
     DefaultValuedAttr<I64Attr, "0">:$noop_with_empty_axes);
   let results = (outs
     Onnx_T12:$reduced);
+  let extraClassDeclaration = [{
+    /// Result types inferred from the operands (ONNX semantics); emits an
+    /// error at the op and fails on inconsistent shapes.
+    ::mlir::FailureOr<::llvm::SmallVector<::mlir::Type>> inferResultTypes();
+  }];
 }
 
 //===----------------------------------------------------------------------===//
@@ -4596,7 +4968,8 @@ ONNX operator `ReduceL2` of the ai.onnx domain, since_version 18.
 //===----------------------------------------------------------------------===//
 
 def Onnx_ReduceLogSumOp : Onnx_Op<"ReduceLogSum",
-    [Pure]> {
+    [Pure,
+     DeclareOpInterfaceMethods<Onnx_InferShapesOpInterface>]> {
   let summary = "Computes the log sum of the input tensor's elements along the provided axes.";
   let description = [{
 Computes the log sum of the input tensor's elements along the provided axes. The resulting
@@ -4617,6 +4990,11 @@ ONNX operator `ReduceLogSum` of the ai.onnx domain, since_version 18.
     DefaultValuedAttr<I64Attr, "0">:$noop_with_empty_axes);
   let results = (outs
     Onnx_T12:$reduced);
+  let extraClassDeclaration = [{
+    /// Result types inferred from the operands (ONNX semantics); emits an
+    /// error at the op and fails on inconsistent shapes.
+    ::mlir::FailureOr<::llvm::SmallVector<::mlir::Type>> inferResultTypes();
+  }];
 }
 
 //===----------------------------------------------------------------------===//
@@ -4624,7 +5002,8 @@ ONNX operator `ReduceLogSum` of the ai.onnx domain, since_version 18.
 //===----------------------------------------------------------------------===//
 
 def Onnx_ReduceLogSumExpOp : Onnx_Op<"ReduceLogSumExp",
-    [Pure]> {
+    [Pure,
+     DeclareOpInterfaceMethods<Onnx_InferShapesOpInterface>]> {
   let summary = "Computes the log sum exponent of the input tensor's elements along the provided axes.";
   let description = [{
 Computes the log sum exponent of the input tensor's elements along the provided axes. The resulting
@@ -4645,6 +5024,11 @@ ONNX operator `ReduceLogSumExp` of the ai.onnx domain, since_version 18.
     DefaultValuedAttr<I64Attr, "0">:$noop_with_empty_axes);
   let results = (outs
     Onnx_T12:$reduced);
+  let extraClassDeclaration = [{
+    /// Result types inferred from the operands (ONNX semantics); emits an
+    /// error at the op and fails on inconsistent shapes.
+    ::mlir::FailureOr<::llvm::SmallVector<::mlir::Type>> inferResultTypes();
+  }];
 }
 
 //===----------------------------------------------------------------------===//
@@ -4652,7 +5036,8 @@ ONNX operator `ReduceLogSumExp` of the ai.onnx domain, since_version 18.
 //===----------------------------------------------------------------------===//
 
 def Onnx_ReduceMaxOp : Onnx_Op<"ReduceMax",
-    [Pure]> {
+    [Pure,
+     DeclareOpInterfaceMethods<Onnx_InferShapesOpInterface>]> {
   let summary = "Computes the max of the input tensor's elements along the provided axes.";
   let description = [{
 Computes the max of the input tensor's elements along the provided axes. The resulting
@@ -4675,6 +5060,11 @@ ONNX operator `ReduceMax` of the ai.onnx domain, since_version 20.
     DefaultValuedAttr<I64Attr, "0">:$noop_with_empty_axes);
   let results = (outs
     Onnx_T28:$reduced);
+  let extraClassDeclaration = [{
+    /// Result types inferred from the operands (ONNX semantics); emits an
+    /// error at the op and fails on inconsistent shapes.
+    ::mlir::FailureOr<::llvm::SmallVector<::mlir::Type>> inferResultTypes();
+  }];
 }
 
 //===----------------------------------------------------------------------===//
@@ -4717,7 +5107,8 @@ ONNX operator `ReduceMean` of the ai.onnx domain, since_version 18.
 //===----------------------------------------------------------------------===//
 
 def Onnx_ReduceMinOp : Onnx_Op<"ReduceMin",
-    [Pure]> {
+    [Pure,
+     DeclareOpInterfaceMethods<Onnx_InferShapesOpInterface>]> {
   let summary = "Computes the min of the input tensor's elements along the provided axes.";
   let description = [{
 Computes the min of the input tensor's elements along the provided axes. The resulting
@@ -4740,6 +5131,11 @@ ONNX operator `ReduceMin` of the ai.onnx domain, since_version 20.
     DefaultValuedAttr<I64Attr, "0">:$noop_with_empty_axes);
   let results = (outs
     Onnx_T28:$reduced);
+  let extraClassDeclaration = [{
+    /// Result types inferred from the operands (ONNX semantics); emits an
+    /// error at the op and fails on inconsistent shapes.
+    ::mlir::FailureOr<::llvm::SmallVector<::mlir::Type>> inferResultTypes();
+  }];
 }
 
 //===----------------------------------------------------------------------===//
@@ -4747,7 +5143,8 @@ ONNX operator `ReduceMin` of the ai.onnx domain, since_version 20.
 //===----------------------------------------------------------------------===//
 
 def Onnx_ReduceProdOp : Onnx_Op<"ReduceProd",
-    [Pure]> {
+    [Pure,
+     DeclareOpInterfaceMethods<Onnx_InferShapesOpInterface>]> {
   let summary = "Computes the product of the input tensor's elements along the provided axes.";
   let description = [{
 Computes the product of the input tensor's elements along the provided axes. The resulting
@@ -4768,6 +5165,11 @@ ONNX operator `ReduceProd` of the ai.onnx domain, since_version 18.
     DefaultValuedAttr<I64Attr, "0">:$noop_with_empty_axes);
   let results = (outs
     Onnx_T12:$reduced);
+  let extraClassDeclaration = [{
+    /// Result types inferred from the operands (ONNX semantics); emits an
+    /// error at the op and fails on inconsistent shapes.
+    ::mlir::FailureOr<::llvm::SmallVector<::mlir::Type>> inferResultTypes();
+  }];
 }
 
 //===----------------------------------------------------------------------===//
@@ -4810,7 +5212,8 @@ ONNX operator `ReduceSum` of the ai.onnx domain, since_version 13.
 //===----------------------------------------------------------------------===//
 
 def Onnx_ReduceSumSquareOp : Onnx_Op<"ReduceSumSquare",
-    [Pure]> {
+    [Pure,
+     DeclareOpInterfaceMethods<Onnx_InferShapesOpInterface>]> {
   let summary = "Computes the sum square of the input tensor's elements along the provided axes.";
   let description = [{
 Computes the sum square of the input tensor's elements along the provided axes. The resulting
@@ -4831,6 +5234,11 @@ ONNX operator `ReduceSumSquare` of the ai.onnx domain, since_version 18.
     DefaultValuedAttr<I64Attr, "0">:$noop_with_empty_axes);
   let results = (outs
     Onnx_T12:$reduced);
+  let extraClassDeclaration = [{
+    /// Result types inferred from the operands (ONNX semantics); emits an
+    /// error at the op and fails on inconsistent shapes.
+    ::mlir::FailureOr<::llvm::SmallVector<::mlir::Type>> inferResultTypes();
+  }];
 }
 
 //===----------------------------------------------------------------------===//
@@ -5169,7 +5577,8 @@ ONNX operator `RotaryEmbedding` of the ai.onnx domain, since_version 23.
 //===----------------------------------------------------------------------===//
 
 def Onnx_RoundOp : Onnx_Op<"Round",
-    [Pure]> {
+    [Pure,
+     DeclareOpInterfaceMethods<Onnx_InferShapesOpInterface>]> {
   let summary = "Round takes one input Tensor and rounds the values, element-wise, meaning it finds the nearest integer for each value.";
   let description = [{
 Round takes one input Tensor and rounds the values, element-wise, meaning
@@ -5193,6 +5602,11 @@ ONNX operator `Round` of the ai.onnx domain, since_version 22.
     Onnx_T1:$X);
   let results = (outs
     Onnx_T1:$Y);
+  let extraClassDeclaration = [{
+    /// Result types inferred from the operands (ONNX semantics); emits an
+    /// error at the op and fails on inconsistent shapes.
+    ::mlir::FailureOr<::llvm::SmallVector<::mlir::Type>> inferResultTypes();
+  }];
 }
 
 //===----------------------------------------------------------------------===//
@@ -5543,7 +5957,8 @@ ONNX operator `ScatterND` of the ai.onnx domain, since_version 18.
 //===----------------------------------------------------------------------===//
 
 def Onnx_SeluOp : Onnx_Op<"Selu",
-    [Pure]> {
+    [Pure,
+     DeclareOpInterfaceMethods<Onnx_InferShapesOpInterface>]> {
   let summary = "Selu takes one input data (Tensor<T>) and produces one output data (Tensor<T>) where the scaled exponential linear unit function, `y = gamma * (alpha * e^x -...";
   let description = [{
 Selu takes one input data (Tensor<T>) and produces one output data
@@ -5559,6 +5974,11 @@ ONNX operator `Selu` of the ai.onnx domain, since_version 22.
     DefaultValuedAttr<F32Attr, "1.050701">:$gamma);
   let results = (outs
     Onnx_T1:$Y);
+  let extraClassDeclaration = [{
+    /// Result types inferred from the operands (ONNX semantics); emits an
+    /// error at the op and fails on inconsistent shapes.
+    ::mlir::FailureOr<::llvm::SmallVector<::mlir::Type>> inferResultTypes();
+  }];
 }
 
 //===----------------------------------------------------------------------===//
@@ -5834,7 +6254,8 @@ ONNX operator `Sigmoid` of the ai.onnx domain, since_version 13.
 //===----------------------------------------------------------------------===//
 
 def Onnx_SignOp : Onnx_Op<"Sign",
-    [Pure]> {
+    [Pure,
+     DeclareOpInterfaceMethods<Onnx_InferShapesOpInterface>]> {
   let summary = "Calculate the sign of the given input tensor element-wise.";
   let description = [{
 Calculate the sign of the given input tensor element-wise.
@@ -5846,6 +6267,11 @@ ONNX operator `Sign` of the ai.onnx domain, since_version 13.
     Onnx_T0:$input);
   let results = (outs
     Onnx_T0:$output);
+  let extraClassDeclaration = [{
+    /// Result types inferred from the operands (ONNX semantics); emits an
+    /// error at the op and fails on inconsistent shapes.
+    ::mlir::FailureOr<::llvm::SmallVector<::mlir::Type>> inferResultTypes();
+  }];
 }
 
 //===----------------------------------------------------------------------===//
@@ -5853,7 +6279,8 @@ ONNX operator `Sign` of the ai.onnx domain, since_version 13.
 //===----------------------------------------------------------------------===//
 
 def Onnx_SinOp : Onnx_Op<"Sin",
-    [Pure]> {
+    [Pure,
+     DeclareOpInterfaceMethods<Onnx_InferShapesOpInterface>]> {
   let summary = "Calculates the sine of the given input tensor, element-wise.";
   let description = [{
 Calculates the sine of the given input tensor, element-wise.
@@ -5864,6 +6291,11 @@ ONNX operator `Sin` of the ai.onnx domain, since_version 22.
     Onnx_T1:$input);
   let results = (outs
     Onnx_T1:$output);
+  let extraClassDeclaration = [{
+    /// Result types inferred from the operands (ONNX semantics); emits an
+    /// error at the op and fails on inconsistent shapes.
+    ::mlir::FailureOr<::llvm::SmallVector<::mlir::Type>> inferResultTypes();
+  }];
 }
 
 //===----------------------------------------------------------------------===//
@@ -5871,7 +6303,8 @@ ONNX operator `Sin` of the ai.onnx domain, since_version 22.
 //===----------------------------------------------------------------------===//
 
 def Onnx_SinhOp : Onnx_Op<"Sinh",
-    [Pure]> {
+    [Pure,
+     DeclareOpInterfaceMethods<Onnx_InferShapesOpInterface>]> {
   let summary = "Calculates the hyperbolic sine of the given input tensor element-wise.";
   let description = [{
 Calculates the hyperbolic sine of the given input tensor element-wise.
@@ -5882,6 +6315,11 @@ ONNX operator `Sinh` of the ai.onnx domain, since_version 22.
     Onnx_T1:$input);
   let results = (outs
     Onnx_T1:$output);
+  let extraClassDeclaration = [{
+    /// Result types inferred from the operands (ONNX semantics); emits an
+    /// error at the op and fails on inconsistent shapes.
+    ::mlir::FailureOr<::llvm::SmallVector<::mlir::Type>> inferResultTypes();
+  }];
 }
 
 //===----------------------------------------------------------------------===//
@@ -5889,7 +6327,8 @@ ONNX operator `Sinh` of the ai.onnx domain, since_version 22.
 //===----------------------------------------------------------------------===//
 
 def Onnx_SizeOp : Onnx_Op<"Size",
-    [Pure]> {
+    [Pure,
+     DeclareOpInterfaceMethods<Onnx_InferShapesOpInterface>]> {
   let summary = "Takes a tensor as input and outputs a int64 scalar that equals to the total number of elements of the input tensor.";
   let description = [{
 Takes a tensor as input and outputs a int64 scalar that equals to the total number of elements of the input tensor.
@@ -5900,6 +6339,11 @@ ONNX operator `Size` of the ai.onnx domain, since_version 24.
     AnyType:$data);
   let results = (outs
     Onnx_T2:$size);
+  let extraClassDeclaration = [{
+    /// Result types inferred from the operands (ONNX semantics); emits an
+    /// error at the op and fails on inconsistent shapes.
+    ::mlir::FailureOr<::llvm::SmallVector<::mlir::Type>> inferResultTypes();
+  }];
 }
 
 //===----------------------------------------------------------------------===//
@@ -6029,7 +6473,8 @@ ONNX operator `Softmax` of the ai.onnx domain, since_version 13.
 //===----------------------------------------------------------------------===//
 
 def Onnx_SoftmaxCrossEntropyLossOp : Onnx_Op<"SoftmaxCrossEntropyLoss",
-    [Pure]> {
+    [Pure,
+     DeclareOpInterfaceMethods<Onnx_InferShapesOpInterface>]> {
   let summary = "Loss function that measures the softmax cross entropy between 'scores' and 'labels'.";
   let description = [{
 Loss function that measures the softmax cross entropy
@@ -6084,6 +6529,11 @@ ONNX operator `SoftmaxCrossEntropyLoss` of the ai.onnx domain, since_version 13.
   let results = (outs
     Onnx_T1:$output,
     Onnx_T1OrNone:$log_prob);
+  let extraClassDeclaration = [{
+    /// Result types inferred from the operands (ONNX semantics); emits an
+    /// error at the op and fails on inconsistent shapes.
+    ::mlir::FailureOr<::llvm::SmallVector<::mlir::Type>> inferResultTypes();
+  }];
 }
 
 //===----------------------------------------------------------------------===//
@@ -6091,7 +6541,8 @@ ONNX operator `SoftmaxCrossEntropyLoss` of the ai.onnx domain, since_version 13.
 //===----------------------------------------------------------------------===//
 
 def Onnx_SoftplusOp : Onnx_Op<"Softplus",
-    [Pure]> {
+    [Pure,
+     DeclareOpInterfaceMethods<Onnx_InferShapesOpInterface>]> {
   let summary = "Softplus takes one input data (Tensor<T>) and produces one output data (Tensor<T>) where the softplus function, y = ln(exp(x) + 1), is applied to the tensor...";
   let description = [{
 Softplus takes one input data (Tensor<T>) and produces one output data
@@ -6104,6 +6555,11 @@ ONNX operator `Softplus` of the ai.onnx domain, since_version 22.
     Onnx_T1:$X);
   let results = (outs
     Onnx_T1:$Y);
+  let extraClassDeclaration = [{
+    /// Result types inferred from the operands (ONNX semantics); emits an
+    /// error at the op and fails on inconsistent shapes.
+    ::mlir::FailureOr<::llvm::SmallVector<::mlir::Type>> inferResultTypes();
+  }];
 }
 
 //===----------------------------------------------------------------------===//
@@ -6111,7 +6567,8 @@ ONNX operator `Softplus` of the ai.onnx domain, since_version 22.
 //===----------------------------------------------------------------------===//
 
 def Onnx_SoftsignOp : Onnx_Op<"Softsign",
-    [Pure]> {
+    [Pure,
+     DeclareOpInterfaceMethods<Onnx_InferShapesOpInterface>]> {
   let summary = "Calculates the softsign (x/(1+|x|)) of the given input tensor element-wise.";
   let description = [{
 Calculates the softsign (x/(1+|x|)) of the given input tensor element-wise.
@@ -6122,6 +6579,11 @@ ONNX operator `Softsign` of the ai.onnx domain, since_version 22.
     Onnx_T1:$input);
   let results = (outs
     Onnx_T1:$output);
+  let extraClassDeclaration = [{
+    /// Result types inferred from the operands (ONNX semantics); emits an
+    /// error at the op and fails on inconsistent shapes.
+    ::mlir::FailureOr<::llvm::SmallVector<::mlir::Type>> inferResultTypes();
+  }];
 }
 
 //===----------------------------------------------------------------------===//
@@ -6366,7 +6828,8 @@ ONNX operator `Sub` of the ai.onnx domain, since_version 14.
 //===----------------------------------------------------------------------===//
 
 def Onnx_SumOp : Onnx_Op<"Sum",
-    [Pure]> {
+    [Pure,
+     DeclareOpInterfaceMethods<Onnx_InferShapesOpInterface>]> {
   let summary = "Element-wise sum of each of the input tensors (with Numpy-style broadcasting support).";
   let description = [{
 Element-wise sum of each of the input tensors (with Numpy-style broadcasting support).
@@ -6379,6 +6842,11 @@ ONNX operator `Sum` of the ai.onnx domain, since_version 13.
     Variadic<Onnx_T1>:$data_0);
   let results = (outs
     Onnx_T1:$sum);
+  let extraClassDeclaration = [{
+    /// Result types inferred from the operands (ONNX semantics); emits an
+    /// error at the op and fails on inconsistent shapes.
+    ::mlir::FailureOr<::llvm::SmallVector<::mlir::Type>> inferResultTypes();
+  }];
 }
 
 //===----------------------------------------------------------------------===//
@@ -6386,7 +6854,8 @@ ONNX operator `Sum` of the ai.onnx domain, since_version 13.
 //===----------------------------------------------------------------------===//
 
 def Onnx_SwishOp : Onnx_Op<"Swish",
-    [Pure]> {
+    [Pure,
+     DeclareOpInterfaceMethods<Onnx_InferShapesOpInterface>]> {
   let summary = "Swish function takes one input data (Tensor<T>) and produces one output data (Tensor<T>) of the same shape, where $Swish(x) = x * sigmoid(alpha * x)$.";
   let description = [{
 Swish function takes one input data (Tensor<T>) and produces one output data (Tensor<T>) of the same shape,
@@ -6399,6 +6868,11 @@ ONNX operator `Swish` of the ai.onnx domain, since_version 24.
     DefaultValuedAttr<F32Attr, "1.0">:$alpha);
   let results = (outs
     Onnx_T1:$Y);
+  let extraClassDeclaration = [{
+    /// Result types inferred from the operands (ONNX semantics); emits an
+    /// error at the op and fails on inconsistent shapes.
+    ::mlir::FailureOr<::llvm::SmallVector<::mlir::Type>> inferResultTypes();
+  }];
 }
 
 //===----------------------------------------------------------------------===//
@@ -6406,7 +6880,8 @@ ONNX operator `Swish` of the ai.onnx domain, since_version 24.
 //===----------------------------------------------------------------------===//
 
 def Onnx_TanOp : Onnx_Op<"Tan",
-    [Pure]> {
+    [Pure,
+     DeclareOpInterfaceMethods<Onnx_InferShapesOpInterface>]> {
   let summary = "Calculates the tangent of the given input tensor, element-wise.";
   let description = [{
 Calculates the tangent of the given input tensor, element-wise.
@@ -6417,6 +6892,11 @@ ONNX operator `Tan` of the ai.onnx domain, since_version 22.
     Onnx_T1:$input);
   let results = (outs
     Onnx_T1:$output);
+  let extraClassDeclaration = [{
+    /// Result types inferred from the operands (ONNX semantics); emits an
+    /// error at the op and fails on inconsistent shapes.
+    ::mlir::FailureOr<::llvm::SmallVector<::mlir::Type>> inferResultTypes();
+  }];
 }
 
 //===----------------------------------------------------------------------===//
@@ -6548,7 +7028,8 @@ ONNX operator `TfIdfVectorizer` of the ai.onnx domain, since_version 9.
 //===----------------------------------------------------------------------===//
 
 def Onnx_ThresholdedReluOp : Onnx_Op<"ThresholdedRelu",
-    [Pure]> {
+    [Pure,
+     DeclareOpInterfaceMethods<Onnx_InferShapesOpInterface>]> {
   let summary = "ThresholdedRelu takes one input data (Tensor<T>) and produces one output data (Tensor<T>) where the rectified linear function, y = x for x > alpha, y = 0 oth...";
   let description = [{
 ThresholdedRelu takes one input data (Tensor<T>) and produces one output data
@@ -6562,6 +7043,11 @@ ONNX operator `ThresholdedRelu` of the ai.onnx domain, since_version 22.
     DefaultValuedAttr<F32Attr, "1.0">:$alpha);
   let results = (outs
     Onnx_T1:$Y);
+  let extraClassDeclaration = [{
+    /// Result types inferred from the operands (ONNX semantics); emits an
+    /// error at the op and fails on inconsistent shapes.
+    ::mlir::FailureOr<::llvm::SmallVector<::mlir::Type>> inferResultTypes();
+  }];
 }
 
 //===----------------------------------------------------------------------===//
@@ -6569,7 +7055,8 @@ ONNX operator `ThresholdedRelu` of the ai.onnx domain, since_version 22.
 //===----------------------------------------------------------------------===//
 
 def Onnx_TileOp : Onnx_Op<"Tile",
-    [Pure]> {
+    [Pure,
+     DeclareOpInterfaceMethods<Onnx_InferShapesOpInterface>]> {
   let summary = "Constructs a tensor by tiling a given tensor.";
   let description = [{
 Constructs a tensor by tiling a given tensor.
@@ -6583,6 +7070,11 @@ ONNX operator `Tile` of the ai.onnx domain, since_version 13.
     Onnx_T2:$repeats);
   let results = (outs
     AnyType:$output);
+  let extraClassDeclaration = [{
+    /// Result types inferred from the operands (ONNX semantics); emits an
+    /// error at the op and fails on inconsistent shapes.
+    ::mlir::FailureOr<::llvm::SmallVector<::mlir::Type>> inferResultTypes();
+  }];
 }
 
 //===----------------------------------------------------------------------===//
@@ -6590,7 +7082,8 @@ ONNX operator `Tile` of the ai.onnx domain, since_version 13.
 //===----------------------------------------------------------------------===//
 
 def Onnx_TopKOp : Onnx_Op<"TopK",
-    [Pure]> {
+    [Pure,
+     DeclareOpInterfaceMethods<Onnx_InferShapesOpInterface>]> {
   let summary = "Retrieve the top-K largest or smallest elements along a specified axis.";
   let description = [{
 Retrieve the top-K largest or smallest elements along a specified axis. Given an input tensor of
@@ -6620,6 +7113,11 @@ ONNX operator `TopK` of the ai.onnx domain, since_version 24.
   let results = (outs
     Onnx_T0:$Values,
     Onnx_T2:$Indices);
+  let extraClassDeclaration = [{
+    /// Result types inferred from the operands (ONNX semantics); emits an
+    /// error at the op and fails on inconsistent shapes.
+    ::mlir::FailureOr<::llvm::SmallVector<::mlir::Type>> inferResultTypes();
+  }];
 }
 
 //===----------------------------------------------------------------------===//
@@ -6655,7 +7153,8 @@ ONNX operator `Transpose` of the ai.onnx domain, since_version 24.
 //===----------------------------------------------------------------------===//
 
 def Onnx_TriluOp : Onnx_Op<"Trilu",
-    [Pure]> {
+    [Pure,
+     DeclareOpInterfaceMethods<Onnx_InferShapesOpInterface>]> {
   let summary = "Given a 2-D matrix or batches of 2-D matrices, returns the upper or lower triangular part of the tensor(s).";
   let description = [{
 Given a 2-D matrix or batches of 2-D matrices, returns the upper or lower triangular part of the tensor(s).
@@ -6679,6 +7178,11 @@ ONNX operator `Trilu` of the ai.onnx domain, since_version 14.
     DefaultValuedAttr<I64Attr, "1">:$upper);
   let results = (outs
     AnyType:$output);
+  let extraClassDeclaration = [{
+    /// Result types inferred from the operands (ONNX semantics); emits an
+    /// error at the op and fails on inconsistent shapes.
+    ::mlir::FailureOr<::llvm::SmallVector<::mlir::Type>> inferResultTypes();
+  }];
 }
 
 //===----------------------------------------------------------------------===//
@@ -6840,7 +7344,8 @@ ONNX operator `Unsqueeze` of the ai.onnx domain, since_version 24.
 //===----------------------------------------------------------------------===//
 
 def Onnx_WhereOp : Onnx_Op<"Where",
-    [Pure]> {
+    [Pure,
+     DeclareOpInterfaceMethods<Onnx_InferShapesOpInterface>]> {
   let summary = "Return elements, either from X or Y, depending on condition.";
   let description = [{
 Return elements, either from X or Y, depending on condition.
@@ -6858,6 +7363,11 @@ ONNX operator `Where` of the ai.onnx domain, since_version 16.
     AnyType:$Y);
   let results = (outs
     AnyType:$output);
+  let extraClassDeclaration = [{
+    /// Result types inferred from the operands (ONNX semantics); emits an
+    /// error at the op and fails on inconsistent shapes.
+    ::mlir::FailureOr<::llvm::SmallVector<::mlir::Type>> inferResultTypes();
+  }];
 }
 
 //===----------------------------------------------------------------------===//
@@ -6865,7 +7375,8 @@ ONNX operator `Where` of the ai.onnx domain, since_version 16.
 //===----------------------------------------------------------------------===//
 
 def Onnx_XorOp : Onnx_Op<"Xor",
-    [Pure]> {
+    [Pure,
+     DeclareOpInterfaceMethods<Onnx_InferShapesOpInterface>]> {
   let summary = "Returns the tensor resulted from performing the `xor` logical operation elementwise on the input tensors `A` and `B` (with Numpy-style broadcasting support).";
   let description = [{
 Returns the tensor resulted from performing the `xor` logical operation
@@ -6880,5 +7391,10 @@ ONNX operator `Xor` of the ai.onnx domain, since_version 7.
     Onnx_T3:$B);
   let results = (outs
     Onnx_T3:$C);
+  let extraClassDeclaration = [{
+    /// Result types inferred from the operands (ONNX semantics); emits an
+    /// error at the op and fails on inconsistent shapes.
+    ::mlir::FailureOr<::llvm::SmallVector<::mlir::Type>> inferResultTypes();
+  }];
 }
 #endif // KILN_DIALECT_ONNX_IR_ONNXOPS_TD

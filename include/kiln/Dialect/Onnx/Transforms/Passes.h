@@ -2,7 +2,9 @@
 #ifndef KILN_DIALECT_ONNX_TRANSFORMS_PASSES_H
 #define KILN_DIALECT_ONNX_TRANSFORMS_PASSES_H
 
+#include "mlir/Dialect/Arith/IR/Arith.h"
 #include "mlir/Dialect/Func/IR/FuncOps.h"
+#include "mlir/Dialect/Tensor/IR/Tensor.h"
 #include "mlir/Pass/Pass.h"
 
 namespace mlir::kiln {

@@ -1,0 +1,491 @@
+//===- Attention.cpp - Lowering of Attention and RotaryEmbedding ----------===//
+//
+// Attention (opset 23) as generics over the canonical [B, H, S, D] index
+// space: 3-D inputs ([B, S, H·D]) are viewed as [B, S, H, D] and read with
+// permuted maps; grouped-query heads read K/V head h floordiv (Hq / Hkv).
+// scores = Q·Kᵀ·scale, + mask / causal / padding bias, softcap, softmax
+// over the keys, · V. past_key/past_value are concatenated in front of K/V
+// (present_key/present_value).
+//
+//===----------------------------------------------------------------------===//
+
+#include "Lowering.h"
+
+#include "kiln/Dialect/Onnx/IR/OnnxUtils.h"
+
+using namespace mlir;
+using namespace mlir::kiln;
+using namespace mlir::kiln::lowering;
+
+namespace {
+
+using utils::IteratorType;
+
+constexpr int64_t kDyn = ShapedType::kDynamic;
+
+RankedTensorType dynType(int64_t rank, Type elem) {
+  return RankedTensorType::get(SmallVector<int64_t>(rank, kDyn), elem);
+}
+
+Value cidx(OpBuilder &b, Location l, int64_t v) {
+  return arith::ConstantIndexOp::create(b, l, v);
+}
+
+/// A Q/K/V operand as a 4-D tensor with its layout: `seqMajor` when the
+/// dims are [B, S, H, D] (a 3-D input viewed with H heads), else
+/// [B, H, S, D].
+struct HeadView {
+  Value v;
+  bool seqMajor = false;
+  Value heads, seq, headSize;
+};
+
+FailureOr<HeadView> viewHeads(Operation *op, OpBuilder &b, Location loc, Value x,
+                              std::optional<int64_t> numHeads, StringRef what) {
+  auto t = dyn_cast<RankedTensorType>(x.getType());
+  HeadView hv;
+  if (t && t.getRank() == 4) {
+    hv.v = x;
+    hv.heads = dimValue(b, loc, x, 1);
+    hv.seq = dimValue(b, loc, x, 2);
+    hv.headSize = dimValue(b, loc, x, 3);
+    return hv;
+  }
+  if (!t || t.getRank() != 3)
+    return nodeError(op) << what << " must be 3-D or 4-D", failure();
+  if (!numHeads || *numHeads <= 0)
+    return nodeError(op) << "3-D inputs need the num_heads attributes",
+           failure();
+  Value hidden = dimValue(b, loc, x, 2);
+  hv.heads = cidx(b, loc, *numHeads);
+  hv.headSize = arith::DivUIOp::create(b, loc, hidden, hv.heads);
+  hv.seq = dimValue(b, loc, x, 1);
+  SmallVector<int64_t> shape = {t.getDimSize(0), t.getDimSize(1), *numHeads, kDyn};
+  if (!t.isDynamicDim(2)) {
+    if (t.getDimSize(2) % *numHeads != 0)
+      return nodeError(op) << what << " hidden size is not a multiple of the "
+                              "number of heads",
+             failure();
+    shape[3] = t.getDimSize(2) / *numHeads;
+  }
+  hv.v = reshapeTo(b, loc, x, RankedTensorType::get(shape, t.getElementType()),
+                   {dimValue(b, loc, x, 0), hv.seq, hv.heads, hv.headSize});
+  hv.seqMajor = true;
+  return hv;
+}
+
+/// Index expressions of a view at canonical (b, h, s, d) = dims (ib, ih,
+/// is, id) of a map with `n` dims; `hDiv` divides the head index (GQA).
+AffineMap viewMap(const HeadView &hv, unsigned n, unsigned ib, unsigned ih,
+                  unsigned is, unsigned id, Value group, int64_t groupStatic,
+                  MLIRContext *ctx) {
+  AffineExpr h = getAffineDimExpr(ih, ctx);
+  if (groupStatic != 1)
+    h = h.floorDiv(groupStatic);
+  AffineExpr B = getAffineDimExpr(ib, ctx), S = getAffineDimExpr(is, ctx),
+             D = getAffineDimExpr(id, ctx);
+  if (hv.seqMajor)
+    return AffineMap::get(n, 0, {B, S, h, D}, ctx);
+  return AffineMap::get(n, 0, {B, h, S, D}, ctx);
+}
+
+/// [B, H, P + S, D]: past (4-D) followed by the view's rows.
+Value concatPast(OpBuilder &b, Location loc, Value past, const HeadView &hv,
+                 Value batch, Value &total) {
+  Type elem = cast<RankedTensorType>(hv.v.getType()).getElementType();
+  Value p = dimValue(b, loc, past, 2);
+  total = arith::AddIOp::create(b, loc, p, hv.seq);
+  Value init = emptyTensor(b, loc, dynType(4, elem), {batch, hv.heads, total, hv.headSize});
+  MLIRContext *ctx = b.getContext();
+  return linalg::GenericOp::create(
+             b, loc, TypeRange{init.getType()}, ValueRange{}, ValueRange{init},
+             {AffineMap::getMultiDimIdentityMap(4, ctx)},
+             SmallVector<IteratorType>(4, IteratorType::parallel),
+             [&](OpBuilder &nb, Location l, ValueRange) {
+               Value i0 = linalg::IndexOp::create(nb, l, 0);
+               Value i1 = linalg::IndexOp::create(nb, l, 1);
+               Value i2 = linalg::IndexOp::create(nb, l, 2);
+               Value i3 = linalg::IndexOp::create(nb, l, 3);
+               Value inPast = arith::CmpIOp::create(nb, l, arith::CmpIPredicate::ult, i2, p);
+               Value zero = cidx(nb, l, 0);
+               Value pi = arith::SelectOp::create(nb, l, inPast, i2, zero);
+               Value ni = arith::SelectOp::create(
+                   nb, l, inPast, zero, arith::SubIOp::create(nb, l, i2, p));
+               Value a = tensor::ExtractOp::create(nb, l, past, ValueRange{i0, i1, pi, i3});
+               SmallVector<Value> ix = hv.seqMajor ? SmallVector<Value>{i0, ni, i1, i3}
+                                                   : SmallVector<Value>{i0, i1, ni, i3};
+               // Guard the read of the new rows when the past covers it.
+               Value c = tensor::ExtractOp::create(nb, l, hv.v, ix);
+               linalg::YieldOp::create(nb, l, arith::SelectOp::create(nb, l, inPast, a, c).getResult());
+             })
+      .getResult(0);
+}
+
+LogicalResult lowerAttention(Operation *op, OpBuilder &b,
+                             SmallVectorImpl<Value> &results) {
+  Location loc = op->getLoc();
+  MLIRContext *ctx = b.getContext();
+  FailureOr<RankedTensorType> tq = rankedOperand(op, 0);
+  FailureOr<RankedTensorType> ty = rankedResult(op, 0);
+  if (failed(tq) || failed(ty))
+    return failure();
+  Type elem = tq->getElementType();
+  if (!isa<FloatType>(elem))
+    return nodeError(op) << "float types only", failure();
+  auto optAttr = [&](StringRef n) -> std::optional<int64_t> {
+    if (auto a = op->getAttrOfType<IntegerAttr>(n))
+      return a.getInt();
+    return std::nullopt;
+  };
+  std::optional<int64_t> qHeadsAttr = optAttr("q_num_heads"),
+                         kvHeadsAttr = optAttr("kv_num_heads");
+  FailureOr<HeadView> q = viewHeads(op, b, loc, op->getOperand(0), qHeadsAttr, "Q");
+  if (failed(q))
+    return failure();
+  FailureOr<HeadView> k = viewHeads(op, b, loc, op->getOperand(1), kvHeadsAttr, "K");
+  if (failed(k))
+    return failure();
+  FailureOr<HeadView> v = viewHeads(op, b, loc, op->getOperand(2), kvHeadsAttr, "V");
+  if (failed(v))
+    return failure();
+  Value mask = op->getOperand(3), pastK = op->getOperand(4),
+        pastV = op->getOperand(5), nonpad = op->getOperand(6);
+  bool hasMask = !onnxops::isNoValue(mask), hasPast = !onnxops::isNoValue(pastK),
+       hasNonpad = !onnxops::isNoValue(nonpad);
+  if (hasPast != !onnxops::isNoValue(pastV))
+    return nodeError(op) << "past_key and past_value go together", failure();
+  // Head counts must be known at compile time for grouped-query attention.
+  auto staticHeads = [&](const HeadView &hv) -> int64_t {
+    if (auto c = hv.heads.getDefiningOp<arith::ConstantIndexOp>())
+      return c.value();
+    return kDyn;
+  };
+  int64_t hq = staticHeads(*q), hkv = staticHeads(*k);
+  if (ShapedType::isDynamic(hq) || ShapedType::isDynamic(hkv) || hkv <= 0 ||
+      hq % hkv != 0)
+    return nodeError(op) << "the number of query heads must be a static "
+                            "multiple of the number of key/value heads",
+           failure();
+  int64_t group = hq / hkv;
+  Value batch = dimValue(b, loc, q->v, 0);
+
+  // present_key / present_value.
+  Value presentK, presentV, total = k->seq, totalV;
+  Value pastLen = cidx(b, loc, 0);
+  HeadView kc = *k, vc = *v;
+  if (hasPast) {
+    pastLen = dimValue(b, loc, pastK, 2);
+    presentK = concatPast(b, loc, pastK, *k, batch, total);
+    presentV = concatPast(b, loc, pastV, *v, batch, totalV);
+    kc = {presentK, false, k->heads, total, k->headSize};
+    vc = {presentV, false, v->heads, totalV, v->headSize};
+  } else {
+    auto canon = [&](const HeadView &hv) -> Value {
+      if (!hv.seqMajor)
+        return hv.v;
+      Value init = emptyTensor(b, loc, dynType(4, elem), {batch, hv.heads, hv.seq, hv.headSize});
+      return linalg::GenericOp::create(
+                 b, loc, TypeRange{init.getType()}, ValueRange{hv.v}, ValueRange{init},
+                 {viewMap(hv, 4, 0, 1, 2, 3, Value(), 1, ctx),
+                  AffineMap::getMultiDimIdentityMap(4, ctx)},
+                 SmallVector<IteratorType>(4, IteratorType::parallel),
+                 [](OpBuilder &nb, Location l, ValueRange a) {
+                   linalg::YieldOp::create(nb, l, a[0]);
+                 })
+          .getResult(0);
+    };
+    if (op->getNumResults() > 1 && !op->getResult(1).use_empty())
+      presentK = canon(*k);
+    if (op->getNumResults() > 2 && !op->getResult(2).use_empty())
+      presentV = canon(*v);
+  }
+
+  // scores[b, h, i, j] = Σ_d Q[b, h, i, d] · K[b, h / g, j, d]
+  Value zeroF = scalarConstant(b, loc, elem, 0.0);
+  auto sType = dynType(4, elem);
+  Value sInit = linalg::FillOp::create(
+                    b, loc, zeroF,
+                    emptyTensor(b, loc, sType, {batch, q->heads, q->seq, kc.seq}))
+                    .getResult(0);
+  SmallVector<IteratorType> it5(4, IteratorType::parallel);
+  it5.push_back(IteratorType::reduction);
+  Value scores =
+      linalg::GenericOp::create(
+          b, loc, TypeRange{sType}, ValueRange{q->v, kc.v}, ValueRange{sInit},
+          {viewMap(*q, 5, 0, 1, 2, 4, Value(), 1, ctx),
+           viewMap(kc, 5, 0, 1, 3, 4, Value(), group, ctx),
+           AffineMap::get(5, 0,
+                          {getAffineDimExpr(0, ctx), getAffineDimExpr(1, ctx),
+                           getAffineDimExpr(2, ctx), getAffineDimExpr(3, ctx)},
+                          ctx)},
+          it5,
+          [](OpBuilder &nb, Location l, ValueRange a) {
+            Value m = arith::MulFOp::create(nb, l, a[0], a[1]);
+            linalg::YieldOp::create(nb, l, arith::AddFOp::create(nb, l, a[2], m).getResult());
+          })
+          .getResult(0);
+
+  // Scale, bias (mask, causal, padding) and softcap.
+  double scale;
+  if (auto s = op->getAttrOfType<FloatAttr>("scale")) {
+    scale = s.getValueAsDouble();
+  } else {
+    auto qt = cast<RankedTensorType>(q->v.getType());
+    if (qt.isDynamicDim(3))
+      return nodeError(op) << "the default scale needs a static head size",
+             failure();
+    scale = 1.0 / std::sqrt(static_cast<double>(qt.getDimSize(3)));
+  }
+  bool causal = getInt(op, "is_causal", 0);
+  double softcap = getFloat(op, "softcap", 0.0);
+  int64_t mode = getInt(op, "qk_matmul_output_mode", 0);
+  RankedTensorType maskT;
+  if (hasMask) {
+    maskT = dyn_cast<RankedTensorType>(mask.getType());
+    if (!maskT || maskT.getRank() < 2 || maskT.getRank() > 4)
+      return nodeError(op) << "attn_mask must be 2-D to 4-D", failure();
+  }
+  Value maskLast = hasMask ? dimValue(b, loc, mask, maskT.getRank() - 1) : Value();
+  Value negInf = arith::ConstantOp::create(
+      b, loc,
+      FloatAttr::get(elem, APFloat::getInf(cast<FloatType>(elem).getFloatSemantics(), true)));
+  auto biasBody = [&](bool withBias, bool withCap) {
+    return [&, withBias, withCap](OpBuilder &nb, Location l, ValueRange a) {
+      Value s = arith::MulFOp::create(nb, l, a[0], scalarConstant(nb, l, elem, scale));
+      if (withBias) {
+        Value ib = linalg::IndexOp::create(nb, l, 0);
+        Value ih = linalg::IndexOp::create(nb, l, 1);
+        Value ii = linalg::IndexOp::create(nb, l, 2);
+        Value ij = linalg::IndexOp::create(nb, l, 3);
+        Value zero = cidx(nb, l, 0);
+        if (hasMask) {
+          int64_t mr = maskT.getRank();
+          SmallVector<Value> full = {ib, ih, ii, ij};
+          SmallVector<Value> ix;
+          for (int64_t d = 0; d < mr; ++d) {
+            int64_t fd = d + (4 - mr);
+            ix.push_back(maskT.getDimSize(d) == 1 ? zero : full[fd]);
+          }
+          Value inCols = arith::CmpIOp::create(nb, l, arith::CmpIPredicate::ult, ij, maskLast);
+          ix.back() = arith::SelectOp::create(nb, l, inCols, ix.back(), zero);
+          Value m = tensor::ExtractOp::create(nb, l, mask, ix);
+          if (m.getType().isInteger(1)) {
+            Value keep = arith::AndIOp::create(nb, l, m, inCols);
+            s = arith::SelectOp::create(nb, l, keep, s, negInf);
+          } else {
+            Value add = arith::SelectOp::create(nb, l, inCols, m, negInf);
+            s = arith::AddFOp::create(nb, l, s, add);
+          }
+        }
+        if (causal) {
+          Value lim = arith::AddIOp::create(nb, l, ii, pastLen);
+          Value masked = arith::CmpIOp::create(nb, l, arith::CmpIPredicate::ugt, ij, lim);
+          s = arith::SelectOp::create(nb, l, masked, negInf, s);
+        }
+        if (hasNonpad) {
+          Value n = tensor::ExtractOp::create(nb, l, nonpad, ValueRange{ib});
+          Value ji = arith::IndexCastOp::create(nb, l, n.getType(), ij);
+          Value masked = arith::CmpIOp::create(nb, l, arith::CmpIPredicate::sge, ji, n);
+          s = arith::SelectOp::create(nb, l, masked, negInf, s);
+        }
+      }
+      if (withCap && softcap > 0) {
+        Value c = scalarConstant(nb, l, elem, softcap);
+        s = arith::MulFOp::create(
+            nb, l, math::TanhOp::create(nb, l, arith::DivFOp::create(nb, l, s, c)), c);
+      }
+      linalg::YieldOp::create(nb, l, s);
+    };
+  };
+  auto mapScores = [&](Value in, auto body) {
+    Value init = emptyTensor(b, loc, sType, {batch, q->heads, q->seq, kc.seq});
+    SmallVector<AffineMap> maps(2, AffineMap::getMultiDimIdentityMap(4, ctx));
+    return linalg::GenericOp::create(b, loc, TypeRange{sType}, ValueRange{in},
+                                     ValueRange{init}, maps,
+                                     SmallVector<IteratorType>(4, IteratorType::parallel),
+                                     body)
+        .getResult(0);
+  };
+  Value biased = mapScores(scores, biasBody(true, true));
+  Value qkOut;
+  if (op->getNumResults() > 3 && !op->getResult(3).use_empty()) {
+    if (mode == 0)
+      qkOut = mapScores(scores, biasBody(false, false));
+    else if (mode == 1)
+      qkOut = mapScores(scores, biasBody(true, false));
+    else if (mode == 2)
+      qkOut = biased;
+  }
+
+  // Softmax over j.
+  SmallVector<bool> lastDim = {false, false, false, true};
+  Value mx = reduceKept(b, loc, biased, lastDim, /*isMax=*/true);
+  SmallVector<Value> dyn4 = {batch, q->heads, q->seq, kc.seq};
+  Value e = buildBroadcastGeneric(
+      b, loc, sType, {biased, mx}, dyn4, {},
+      [](OpBuilder &nb, Location l, ValueRange a) -> Value {
+        return math::ExpOp::create(nb, l, arith::SubFOp::create(nb, l, a[0], a[1]));
+      });
+  Value sum = reduceKept(b, loc, e, lastDim);
+  Value probs = buildBroadcastGeneric(
+      b, loc, sType, {e, sum}, dyn4, {},
+      [](OpBuilder &nb, Location l, ValueRange a) -> Value {
+        return arith::DivFOp::create(nb, l, a[0], a[1]);
+      });
+  if (mode == 3)
+    qkOut = probs;
+
+  // Y[b, h, i, e] = Σ_j P[b, h, i, j] · V[b, h / g, j, e]; 3-D outputs are
+  // written as [B, S, H, Dv] and reshaped.
+  bool out3 = ty->getRank() == 3;
+  if (!out3 && ty->getRank() != 4)
+    return nodeError(op) << "output must be 3-D or 4-D", failure();
+  SmallVector<Value> ySizes = out3 ? SmallVector<Value>{batch, q->seq, q->heads, vc.headSize}
+                                   : SmallVector<Value>{batch, q->heads, q->seq, vc.headSize};
+  Value yInit = linalg::FillOp::create(b, loc, zeroF,
+                                       emptyTensor(b, loc, sType, ySizes))
+                    .getResult(0);
+  AffineExpr B = getAffineDimExpr(0, ctx), H = getAffineDimExpr(1, ctx),
+             I = getAffineDimExpr(2, ctx), E = getAffineDimExpr(3, ctx),
+             J = getAffineDimExpr(4, ctx);
+  AffineMap yMap = out3 ? AffineMap::get(5, 0, {B, I, H, E}, ctx)
+                        : AffineMap::get(5, 0, {B, H, I, E}, ctx);
+  Value y = linalg::GenericOp::create(
+                b, loc, TypeRange{sType}, ValueRange{probs, vc.v}, ValueRange{yInit},
+                {AffineMap::get(5, 0, {B, H, I, J}, ctx),
+                 viewMap(vc, 5, 0, 1, 4, 3, Value(), group, ctx), yMap},
+                it5,
+                [](OpBuilder &nb, Location l, ValueRange a) {
+                  Value m = arith::MulFOp::create(nb, l, a[0], a[1]);
+                  linalg::YieldOp::create(nb, l, arith::AddFOp::create(nb, l, a[2], m).getResult());
+                })
+                .getResult(0);
+  if (out3)
+    y = reshapeTo(b, loc, y, dynType(3, elem),
+                  {batch, q->seq, arith::MulIOp::create(b, loc, q->heads, vc.headSize)});
+  results.push_back(y);
+  for (unsigned i = 1; i < op->getNumResults(); ++i) {
+    Value r = i == 1 ? presentK : i == 2 ? presentV : qkOut;
+    if (!r) {
+      if (!op->getResult(i).use_empty())
+        return nodeError(op) << "output " << i << " is not supported", failure();
+    }
+    results.push_back(r);
+  }
+  return success();
+}
+
+//===----------------------------------------------------------------------===//
+// RotaryEmbedding
+//===----------------------------------------------------------------------===//
+
+LogicalResult lowerRotary(Operation *op, OpBuilder &b,
+                          SmallVectorImpl<Value> &results) {
+  Location loc = op->getLoc();
+  FailureOr<RankedTensorType> tx = rankedOperand(op, 0);
+  if (failed(tx))
+    return failure();
+  Type elem = tx->getElementType();
+  if (!isa<FloatType>(elem))
+    return nodeError(op) << "float types only", failure();
+  int64_t r = tx->getRank();
+  if (r != 3 && r != 4)
+    return nodeError(op) << "input must be 3-D or 4-D", failure();
+  Value x = op->getOperand(0), cosC = op->getOperand(1), sinC = op->getOperand(2),
+        pos = op->getOperand(3);
+  bool hasPos = !onnxops::isNoValue(pos);
+  int64_t numHeads = getInt(op, "num_heads", 0);
+  Value headSize;
+  if (r == 4) {
+    headSize = dimValue(b, loc, x, 3);
+  } else {
+    if (numHeads <= 0)
+      return nodeError(op) << "3-D input needs num_heads", failure();
+    headSize = arith::DivUIOp::create(b, loc, dimValue(b, loc, x, 2), cidx(b, loc, numHeads));
+  }
+  int64_t rdAttr = getInt(op, "rotary_embedding_dim", 0);
+  Value rd = rdAttr > 0 ? cidx(b, loc, rdAttr) : headSize;
+  rd = arith::MinUIOp::create(b, loc, rd, headSize);
+  Value half = arith::DivUIOp::create(b, loc, rd, cidx(b, loc, 2));
+  bool interleaved = getInt(op, "interleaved", 0);
+  auto ct = dyn_cast<RankedTensorType>(cosC.getType());
+  if (!ct || ct.getRank() != (hasPos ? 2 : 3))
+    return nodeError(op) << "cos_cache must be 2-D with position_ids, else 3-D",
+           failure();
+  Value maxPos = hasPos ? dimValue(b, loc, cosC, 0) : Value();
+  Value cacheLast = dimValue(b, loc, cosC, ct.getRank() - 1);
+  SmallVector<Value> dyn;
+  for (int64_t i = 0; i < r; ++i)
+    if (tx->isDynamicDim(i))
+      dyn.push_back(tensor::DimOp::create(b, loc, x, i));
+  Value init = emptyTensor(b, loc, *tx, dyn);
+  MLIRContext *ctx = b.getContext();
+  SmallVector<AffineMap> maps(2, AffineMap::getMultiDimIdentityMap(r, ctx));
+  results.push_back(
+      linalg::GenericOp::create(
+          b, loc, TypeRange{*tx}, ValueRange{x}, ValueRange{init}, maps,
+          SmallVector<IteratorType>(r, IteratorType::parallel),
+          [&](OpBuilder &nb, Location l, ValueRange a) {
+            SmallVector<Value> ix;
+            for (int64_t i = 0; i < r; ++i)
+              ix.push_back(linalg::IndexOp::create(nb, l, i));
+            Value bi = ix[0];
+            Value si = r == 4 ? ix[2] : ix[1];
+            Value last = ix.back();
+            Value d = r == 4 ? last : arith::RemUIOp::create(nb, l, last, headSize).getResult();
+            Value base = arith::SubIOp::create(nb, l, last, d); // start of the head
+            Value rotated = arith::CmpIOp::create(nb, l, arith::CmpIPredicate::ult, d, rd);
+            Value one = cidx(nb, l, 1), zero = cidx(nb, l, 0);
+            Value kk, first, partner;
+            if (interleaved) {
+              kk = arith::DivUIOp::create(nb, l, d, cidx(nb, l, 2));
+              first = arith::CmpIOp::create(nb, l, arith::CmpIPredicate::eq,
+                                            arith::RemUIOp::create(nb, l, d, cidx(nb, l, 2)), zero);
+              partner = arith::SelectOp::create(nb, l, first, arith::AddIOp::create(nb, l, d, one),
+                                                arith::SubIOp::create(nb, l, d, one));
+            } else {
+              first = arith::CmpIOp::create(nb, l, arith::CmpIPredicate::ult, d, half);
+              kk = arith::SelectOp::create(nb, l, first, d, arith::SubIOp::create(nb, l, d, half));
+              partner = arith::SelectOp::create(nb, l, first, arith::AddIOp::create(nb, l, d, half),
+                                                arith::SubIOp::create(nb, l, d, half));
+            }
+            // Guard every index (rows past rd are not rotated).
+            partner = arith::SelectOp::create(nb, l, rotated, partner, d);
+            Value kmax = arith::SubIOp::create(nb, l, cacheLast, one);
+            kk = arith::MinSIOp::create(nb, l, arith::SelectOp::create(nb, l, rotated, kk, zero), kmax);
+            kk = arith::MaxSIOp::create(nb, l, kk, zero);
+            SmallVector<Value> pix(ix);
+            pix.back() = arith::AddIOp::create(nb, l, base, partner);
+            Value other = tensor::ExtractOp::create(nb, l, x, pix);
+            SmallVector<Value> cix;
+            if (hasPos) {
+              Value p = tensor::ExtractOp::create(nb, l, pos, ValueRange{bi, si});
+              Value pi = arith::IndexCastOp::create(nb, l, nb.getIndexType(), p);
+              pi = arith::MaxSIOp::create(nb, l, pi, zero);
+              pi = arith::MinSIOp::create(nb, l, pi, arith::SubIOp::create(nb, l, maxPos, one));
+              cix = {pi, kk};
+            } else {
+              cix = {bi, si, kk};
+            }
+            Value c = tensor::ExtractOp::create(nb, l, cosC, cix);
+            Value s = tensor::ExtractOp::create(nb, l, sinC, cix);
+            Value self = a[0];
+            // first: x1 = self, x2 = other → cos·x1 − sin·x2
+            // else:  x1 = other, x2 = self → sin·x1 + cos·x2
+            Value outFirst = arith::SubFOp::create(nb, l, arith::MulFOp::create(nb, l, c, self),
+                                                   arith::MulFOp::create(nb, l, s, other));
+            Value outSecond = arith::AddFOp::create(nb, l, arith::MulFOp::create(nb, l, s, other),
+                                                    arith::MulFOp::create(nb, l, c, self));
+            Value rot = arith::SelectOp::create(nb, l, first, outFirst, outSecond);
+            linalg::YieldOp::create(nb, l, arith::SelectOp::create(nb, l, rotated, rot, self).getResult());
+          })
+          .getResult(0));
+  return success();
+}
+
+} // namespace
+
+void lowering::registerAttentionLowerings(llvm::StringMap<LowerFn> &t) {
+  t["Attention"] = lowerAttention;
+  t["RotaryEmbedding"] = lowerRotary;
+}

@@ -1,0 +1,466 @@
+//===- Quantize.cpp - Linear quantization ops -----------------------------===//
+//
+// QuantizeLinear, DequantizeLinear (per tensor, per axis, blocked),
+// DynamicQuantizeLinear, MatMulInteger and QLinearMatMul. Unsigned tensors
+// (`ui8`, `ui16`) are bitcast to signless integers of the same width for the
+// arithmetic (arith works on signless integers) and back for the results;
+// their values are widened with zero extension.
+//
+//===----------------------------------------------------------------------===//
+
+#include "Lowering.h"
+
+#include "kiln/Dialect/Onnx/IR/OnnxUtils.h"
+
+using namespace mlir;
+using namespace mlir::kiln;
+using namespace mlir::kiln::lowering;
+
+namespace {
+
+using utils::IteratorType;
+
+Value idx(OpBuilder &b, Location loc, int64_t v) {
+  return arith::ConstantIndexOp::create(b, loc, v);
+}
+
+bool present(Operation *op, unsigned i) {
+  return i < op->getNumOperands() && !onnxops::isNoValue(op->getOperand(i));
+}
+
+/// A signless view of an integer tensor (bitcast when unsigned).
+Value signless(OpBuilder &b, Location loc, Value v) {
+  auto t = cast<RankedTensorType>(v.getType());
+  auto it = dyn_cast<IntegerType>(t.getElementType());
+  if (!it || it.isSignless())
+    return v;
+  auto st = t.clone(IntegerType::get(b.getContext(), it.getWidth()));
+  return tensor::BitcastOp::create(b, loc, st, v);
+}
+
+/// Converts a tensor computed in a signless type to `type` (unsigned or not).
+Value toType(OpBuilder &b, Location loc, Value v, RankedTensorType type) {
+  if (v.getType() == type)
+    return v;
+  return tensor::BitcastOp::create(b, loc, type, v);
+}
+
+bool isUnsigned(Type t) {
+  auto it = dyn_cast<IntegerType>(getElementTypeOrSelf(t));
+  return it && it.isUnsigned();
+}
+
+/// Scalar `v` (signless integer or float) widened to f32; `isUns` says
+/// how an integer is extended.
+Value toF32(OpBuilder &b, Location loc, Value v, bool isUns) {
+  Type f32 = b.getF32Type();
+  Type t = v.getType();
+  if (auto ft = dyn_cast<FloatType>(t)) {
+    if (ft == f32)
+      return v;
+    return ft.getWidth() < 32 ? arith::ExtFOp::create(b, loc, f32, v).getResult()
+                              : arith::TruncFOp::create(b, loc, f32, v).getResult();
+  }
+  return isUns ? arith::UIToFPOp::create(b, loc, f32, v).getResult()
+               : arith::SIToFPOp::create(b, loc, f32, v).getResult();
+}
+
+/// Integer scalar widened to i32 (zero or sign extension).
+Value toI32(OpBuilder &b, Location loc, Value v, bool isUns) {
+  Type i32 = b.getI32Type();
+  unsigned w = v.getType().getIntOrFloatBitWidth();
+  if (w == 32)
+    return v;
+  if (w > 32)
+    return arith::TruncIOp::create(b, loc, i32, v);
+  return isUns ? arith::ExtUIOp::create(b, loc, i32, v).getResult()
+               : arith::ExtSIOp::create(b, loc, i32, v).getResult();
+}
+
+/// Rounds f32 `v` half to even, saturates to the range of the integer type
+/// `intTy` (signedness from `isUns`) and converts.
+Value saturate(OpBuilder &b, Location loc, Value v, IntegerType intTy,
+               bool isUns) {
+  unsigned w = intTy.getWidth();
+  double lo = isUns ? 0.0 : -std::ldexp(1.0, w - 1);
+  double hi = isUns ? std::ldexp(1.0, w) - 1 : std::ldexp(1.0, w - 1) - 1;
+  Type f32 = b.getF32Type();
+  v = math::RoundEvenOp::create(b, loc, v);
+  v = arith::MaximumFOp::create(b, loc, v,
+                                arith::ConstantOp::create(b, loc, FloatAttr::get(f32, lo)));
+  v = arith::MinimumFOp::create(b, loc, v,
+                                arith::ConstantOp::create(b, loc, FloatAttr::get(f32, hi)));
+  // Through i64 so unsigned maxima fit.
+  Value i = arith::FPToSIOp::create(b, loc, b.getI64Type(), v);
+  return w == 64 ? i : arith::TruncIOp::create(b, loc, intTy, i).getResult();
+}
+
+/// Reads the scale/zero-point element for output position `iv` of a tensor
+/// of rank `rank`: per tensor (one element), per axis (1-D) or blocked (same
+/// rank, axis index divided by block size).
+Value readParam(OpBuilder &b, Location loc, Value p, ArrayRef<Value> iv,
+                int64_t axis, int64_t block) {
+  auto t = cast<RankedTensorType>(p.getType());
+  SmallVector<Value> ix;
+  auto clamp = [&](Value i, int64_t d) {
+    Value n = dimValue(b, loc, p, d);
+    Value hi = arith::SubIOp::create(b, loc, n, idx(b, loc, 1));
+    return arith::MaxSIOp::create(
+        b, loc, arith::MinSIOp::create(b, loc, i, hi), idx(b, loc, 0));
+  };
+  if (t.getRank() == 0)
+    return tensor::ExtractOp::create(b, loc, p, ValueRange{});
+  if (t.getRank() == 1 && (int64_t)iv.size() != 1 && t.getDimSize(0) == 1)
+    return tensor::ExtractOp::create(b, loc, p, ValueRange{idx(b, loc, 0)});
+  if (t.getRank() == 1 && block == 0)
+    return tensor::ExtractOp::create(b, loc, p, ValueRange{clamp(iv[axis], 0)});
+  for (int64_t d = 0; d < t.getRank(); ++d) {
+    Value i = iv[d];
+    if (d == axis && block > 0)
+      i = arith::DivSIOp::create(b, loc, i, idx(b, loc, block));
+    ix.push_back(clamp(i, d));
+  }
+  return tensor::ExtractOp::create(b, loc, p, ix);
+}
+
+Value generate(OpBuilder &b, Location loc, RankedTensorType type, Value like,
+               function_ref<Value(OpBuilder &, Location, ArrayRef<Value>)> body) {
+  int64_t rank = type.getRank();
+  SmallVector<Value> dyn;
+  for (int64_t i = 0; i < rank; ++i)
+    if (type.isDynamicDim(i))
+      dyn.push_back(tensor::DimOp::create(b, loc, like, i));
+  Value init = emptyTensor(b, loc, type, dyn);
+  MLIRContext *ctx = b.getContext();
+  return linalg::GenericOp::create(
+             b, loc, TypeRange{type}, ValueRange{}, ValueRange{init},
+             {AffineMap::getMultiDimIdentityMap(rank, ctx)},
+             SmallVector<IteratorType>(rank, IteratorType::parallel),
+             [&](OpBuilder &nb, Location l, ValueRange) {
+               SmallVector<Value> ivs;
+               for (int64_t i = 0; i < rank; ++i)
+                 ivs.push_back(linalg::IndexOp::create(nb, l, i));
+               linalg::YieldOp::create(nb, l, body(nb, l, ivs));
+             })
+      .getResult(0);
+}
+
+bool supportedInt(Type t) {
+  auto it = dyn_cast<IntegerType>(t);
+  return it && it.getWidth() >= 8 && it.getWidth() <= 32;
+}
+
+LogicalResult lowerDequantize(Operation *op, OpBuilder &b,
+                              SmallVectorImpl<Value> &results) {
+  FailureOr<RankedTensorType> tx = rankedOperand(op, 0);
+  FailureOr<RankedTensorType> ty = rankedResult(op);
+  if (failed(tx) || failed(ty))
+    return failure();
+  Location loc = op->getLoc();
+  Type xe = tx->getElementType();
+  if (!supportedInt(xe) || !isa<FloatType>(ty->getElementType()))
+    return nodeError(op) << "dequantization of " << xe << " to "
+                         << ty->getElementType() << " is not supported",
+           failure();
+  int64_t rank = tx->getRank();
+  int64_t axis = getInt(op, "axis", 1);
+  {
+    // The axis matters only for per-axis and blocked parameters.
+    FailureOr<int64_t> a = onnxops::normalizeAxis(axis, rank);
+    auto ps = dyn_cast<RankedTensorType>(op->getOperand(1).getType());
+    bool perTensor = ps && (ps.getRank() == 0 || ps.getNumElements() == 1);
+    if (failed(a) && !perTensor)
+      return nodeError(op) << "axis out of range", failure();
+    axis = succeeded(a) ? *a : 0;
+  }
+  int64_t block = getInt(op, "block_size", 0);
+  bool uns = isUnsigned(xe);
+  Value x = signless(b, loc, op->getOperand(0));
+  Value scale = op->getOperand(1);
+  Value zp = present(op, 2) ? signless(b, loc, op->getOperand(2)) : Value();
+  FloatType outF = cast<FloatType>(ty->getElementType());
+  results.push_back(generate(
+      b, loc, *ty, x, [&](OpBuilder &nb, Location l, ArrayRef<Value> iv) {
+        Value v = toI32(nb, l, tensor::ExtractOp::create(nb, l, x, iv), uns);
+        if (zp)
+          v = arith::SubIOp::create(
+              nb, l, v, toI32(nb, l, readParam(nb, l, zp, iv, axis, block), uns));
+        Value f = toF32(nb, l, v, false);
+        Value s = toF32(nb, l, readParam(nb, l, scale, iv, axis, block), false);
+        Value r = arith::MulFOp::create(nb, l, f, s);
+        if (outF.getWidth() < 32)
+          r = arith::TruncFOp::create(nb, l, outF, r);
+        return r;
+      }));
+  return success();
+}
+
+LogicalResult lowerQuantize(Operation *op, OpBuilder &b,
+                            SmallVectorImpl<Value> &results) {
+  FailureOr<RankedTensorType> tx = rankedOperand(op, 0);
+  FailureOr<RankedTensorType> ty = rankedResult(op);
+  if (failed(tx) || failed(ty))
+    return failure();
+  Location loc = op->getLoc();
+  Type ye = ty->getElementType();
+  if (!supportedInt(ye) || !isa<FloatType>(tx->getElementType()))
+    return nodeError(op) << "quantization of " << tx->getElementType()
+                         << " to " << ye << " is not supported",
+           failure();
+  int64_t rank = tx->getRank();
+  int64_t axis = getInt(op, "axis", 1);
+  {
+    // The axis matters only for per-axis and blocked parameters.
+    FailureOr<int64_t> a = onnxops::normalizeAxis(axis, rank);
+    auto ps = dyn_cast<RankedTensorType>(op->getOperand(1).getType());
+    bool perTensor = ps && (ps.getRank() == 0 || ps.getNumElements() == 1);
+    if (failed(a) && !perTensor)
+      return nodeError(op) << "axis out of range", failure();
+    axis = succeeded(a) ? *a : 0;
+  }
+  int64_t block = getInt(op, "block_size", 0);
+  bool uns = isUnsigned(ye);
+  auto intTy = IntegerType::get(b.getContext(), ye.getIntOrFloatBitWidth());
+  Value x = op->getOperand(0), scale = op->getOperand(1);
+  Value zp = present(op, 2) ? signless(b, loc, op->getOperand(2)) : Value();
+  auto st = ty->clone(intTy);
+  Value r = generate(
+      b, loc, st, x, [&](OpBuilder &nb, Location l, ArrayRef<Value> iv) {
+        Value v = toF32(nb, l, tensor::ExtractOp::create(nb, l, x, iv), false);
+        Value s = toF32(nb, l, readParam(nb, l, scale, iv, axis, block), false);
+        v = arith::DivFOp::create(nb, l, v, s);
+        v = math::RoundEvenOp::create(nb, l, v);
+        if (zp)
+          v = arith::AddFOp::create(
+              nb, l, v,
+              toF32(nb, l, readParam(nb, l, zp, iv, axis, block), uns));
+        return saturate(nb, l, v, intTy, uns);
+      });
+  results.push_back(toType(b, loc, r, *ty));
+  return success();
+}
+
+/// y_scale = (max(0, max x) - min(0, min x)) / 255, y_zp = saturate(round(
+/// -min / scale)), y = saturate(round(x / scale) + zp), all uint8.
+LogicalResult lowerDynamicQuantize(Operation *op, OpBuilder &b,
+                                   SmallVectorImpl<Value> &results) {
+  FailureOr<RankedTensorType> tx = rankedOperand(op, 0);
+  FailureOr<RankedTensorType> ty = rankedResult(op, 0);
+  FailureOr<RankedTensorType> ts = rankedResult(op, 1);
+  FailureOr<RankedTensorType> tz = rankedResult(op, 2);
+  if (failed(tx) || failed(ty) || failed(ts) || failed(tz))
+    return failure();
+  if (!tx->getElementType().isF32())
+    return nodeError(op) << "input must be float32", failure();
+  Location loc = op->getLoc();
+  MLIRContext *ctx = b.getContext();
+  Value x = op->getOperand(0);
+  int64_t rank = tx->getRank();
+  Type f32 = b.getF32Type();
+  auto scalarT = RankedTensorType::get({}, f32);
+  auto reduce = [&](bool isMax) {
+    Value init = filledTensor(b, loc, scalarT, {}, FloatAttr::get(f32, 0.0));
+    SmallVector<AffineMap> maps = {AffineMap::getMultiDimIdentityMap(rank, ctx),
+                                   AffineMap::get(rank, 0, {}, ctx)};
+    return linalg::GenericOp::create(
+               b, loc, TypeRange{scalarT}, ValueRange{x}, ValueRange{init}, maps,
+               SmallVector<IteratorType>(rank, IteratorType::reduction),
+               [&](OpBuilder &nb, Location l, ValueRange a) {
+                 Value r = isMax ? arith::MaximumFOp::create(nb, l, a[0], a[1]).getResult()
+                                 : arith::MinimumFOp::create(nb, l, a[0], a[1]).getResult();
+                 linalg::YieldOp::create(nb, l, r);
+               })
+        .getResult(0);
+  };
+  // The accumulators start at 0, which also clamps the range to include 0.
+  Value mx = reduce(true), mn = reduce(false);
+  auto u8 = IntegerType::get(ctx, 8);
+  auto params = [&](OpBuilder &nb, Location l) {
+    Value hi = tensor::ExtractOp::create(nb, l, mx, ValueRange{});
+    Value lo = tensor::ExtractOp::create(nb, l, mn, ValueRange{});
+    Value s = arith::DivFOp::create(
+        nb, l, arith::SubFOp::create(nb, l, hi, lo),
+        arith::ConstantOp::create(nb, l, FloatAttr::get(f32, 255.0)));
+    Value zero = arith::CmpFOp::create(nb, l, arith::CmpFPredicate::OEQ, s,
+                                       arith::ConstantOp::create(nb, l, FloatAttr::get(f32, 0.0)));
+    Value safe = arith::SelectOp::create(
+        nb, l, zero, arith::ConstantOp::create(nb, l, FloatAttr::get(f32, 1.0)), s);
+    Value z = arith::DivFOp::create(
+        nb, l, arith::NegFOp::create(nb, l, lo), safe);
+    z = saturate(nb, l, z, u8, true);
+    return std::make_tuple(s, safe, z);
+  };
+  Value y = generate(b, loc, ty->clone(u8), x,
+                     [&](OpBuilder &nb, Location l, ArrayRef<Value> iv) {
+                       auto [s, safe, z] = params(nb, l);
+                       Value v = tensor::ExtractOp::create(nb, l, x, iv);
+                       v = arith::DivFOp::create(nb, l, v, safe);
+                       v = math::RoundEvenOp::create(nb, l, v);
+                       v = arith::AddFOp::create(nb, l, v, toF32(nb, l, z, true));
+                       return saturate(nb, l, v, u8, true);
+                     });
+  Value s = generate(b, loc, *ts, Value(),
+                     [&](OpBuilder &nb, Location l, ArrayRef<Value>) {
+                       return std::get<0>(params(nb, l));
+                     });
+  Value z = generate(b, loc, tz->clone(u8), Value(),
+                     [&](OpBuilder &nb, Location l, ArrayRef<Value>) {
+                       return std::get<2>(params(nb, l));
+                     });
+  results.push_back(toType(b, loc, y, *ty));
+  results.push_back(s);
+  results.push_back(toType(b, loc, z, *tz));
+  return success();
+}
+
+/// MatMulInteger and QLinearMatMul: 2-D or batched (equal batch dims)
+/// products of zero-point-shifted integers, accumulated in i32.
+LogicalResult lowerIntMatMul(Operation *op, OpBuilder &b,
+                             SmallVectorImpl<Value> &results, bool qlinear) {
+  unsigned ia = 0, ib = qlinear ? 3 : 1;
+  FailureOr<RankedTensorType> ta = rankedOperand(op, ia);
+  FailureOr<RankedTensorType> tb = rankedOperand(op, ib);
+  FailureOr<RankedTensorType> ty = rankedResult(op);
+  if (failed(ta) || failed(tb) || failed(ty))
+    return failure();
+  Location loc = op->getLoc();
+  MLIRContext *ctx = b.getContext();
+  int64_t ra = ta->getRank(), rb = tb->getRank(), ry = ty->getRank();
+  if (ra < 2 || rb < 2 || ry != std::max(ra, rb) ||
+      !supportedInt(ta->getElementType()) || !supportedInt(tb->getElementType()))
+    return nodeError(op) << "operands must be integer tensors of rank >= 2",
+           failure();
+  bool ua = isUnsigned(ta->getElementType()), ub = isUnsigned(tb->getElementType());
+  Value A = signless(b, loc, op->getOperand(ia));
+  Value B = signless(b, loc, op->getOperand(ib));
+  Value azp = present(op, qlinear ? 2 : 2) ? signless(b, loc, op->getOperand(2)) : Value();
+  Value bzp = present(op, qlinear ? 5 : 3)
+                  ? signless(b, loc, op->getOperand(qlinear ? 5 : 3))
+                  : Value();
+  // Loops: batch (ry - 2), m, n, k.
+  int64_t nb_ = ry - 2, nl = ry + 1;
+  auto d = [&](int64_t i) { return getAffineDimExpr(i, ctx); };
+  SmallVector<AffineExpr> ae, be, ye;
+  for (int64_t i = 0; i < ra - 2; ++i)
+    ae.push_back(ta->getDimSize(i) == 1 ? getAffineConstantExpr(0, ctx)
+                                        : d(i + (nb_ - (ra - 2))));
+  ae.append({d(nb_), d(nb_ + 2)});
+  for (int64_t i = 0; i < rb - 2; ++i)
+    be.push_back(tb->getDimSize(i) == 1 ? getAffineConstantExpr(0, ctx)
+                                        : d(i + (nb_ - (rb - 2))));
+  be.append({d(nb_ + 2), d(nb_ + 1)});
+  for (int64_t i = 0; i < ry; ++i)
+    ye.push_back(d(i));
+  auto i32 = b.getI32Type();
+  auto accT = ty->clone(i32);
+  SmallVector<Value> dyn;
+  for (int64_t i = 0; i < ry; ++i)
+    if (accT.isDynamicDim(i)) {
+      if (i == ry - 1)
+        dyn.push_back(tensor::DimOp::create(b, loc, B, rb - 1));
+      else if (i == ry - 2)
+        dyn.push_back(tensor::DimOp::create(b, loc, A, ra - 2));
+      else
+        dyn.push_back(tensor::DimOp::create(b, loc, ra >= rb ? A : B,
+                                            i - (ry - (ra >= rb ? ra : rb))));
+    }
+  Value init = filledTensor(b, loc, accT, dyn, IntegerAttr::get(i32, 0));
+  SmallVector<IteratorType> iters(ry, IteratorType::parallel);
+  iters.push_back(IteratorType::reduction);
+  // A parameter with one element, or one per row of A (`dimIdx` = m) or per
+  // column of B (n): read at that (clamped) position.
+  auto paramAt = [&](OpBuilder &nb, Location l, Value p, int64_t loop) -> Value {
+    auto t = cast<RankedTensorType>(p.getType());
+    SmallVector<Value> z(t.getRank(), idx(nb, l, 0));
+    if (t.getRank() >= 1 && t.getDimSize(t.getRank() - 1) != 1) {
+      Value i = linalg::IndexOp::create(nb, l, loop);
+      Value n = dimValue(nb, l, p, t.getRank() - 1);
+      Value hi = arith::SubIOp::create(nb, l, n, idx(nb, l, 1));
+      z.back() = arith::MaxSIOp::create(
+          nb, l, arith::MinSIOp::create(nb, l, i, hi), idx(nb, l, 0));
+    }
+    return tensor::ExtractOp::create(nb, l, p, z);
+  };
+  auto zpAt = [&](OpBuilder &nb, Location l, Value zp, bool uns,
+                  int64_t loop) -> Value {
+    if (!zp)
+      return arith::ConstantIntOp::create(nb, l, i32, 0);
+    return toI32(nb, l, paramAt(nb, l, zp, loop), uns);
+  };
+  Value acc =
+      linalg::GenericOp::create(
+          b, loc, TypeRange{accT}, ValueRange{A, B}, ValueRange{init},
+          {AffineMap::get(nl, 0, ae, ctx), AffineMap::get(nl, 0, be, ctx),
+           AffineMap::get(nl, 0, ye, ctx)},
+          iters,
+          [&](OpBuilder &nb, Location l, ValueRange a) {
+            Value x = arith::SubIOp::create(nb, l, toI32(nb, l, a[0], ua),
+                                            zpAt(nb, l, azp, ua, nb_));
+            Value y = arith::SubIOp::create(nb, l, toI32(nb, l, a[1], ub),
+                                            zpAt(nb, l, bzp, ub, nb_ + 1));
+            linalg::YieldOp::create(
+                nb, l,
+                arith::AddIOp::create(nb, l, a[2],
+                                      arith::MulIOp::create(nb, l, x, y))
+                    .getResult());
+          })
+          .getResult(0);
+  if (!qlinear) {
+    if (ty->getElementType() != i32)
+      return nodeError(op) << "result must be int32", failure();
+    results.push_back(acc);
+    return success();
+  }
+  // y = saturate(round(acc * a_scale * b_scale / y_scale) + y_zp).
+  Type ye_ = ty->getElementType();
+  if (!supportedInt(ye_))
+    return nodeError(op) << "result must be an 8-bit integer", failure();
+  bool uy = isUnsigned(ye_);
+  auto intTy = IntegerType::get(ctx, ye_.getIntOrFloatBitWidth());
+  Value as = op->getOperand(1), bs = op->getOperand(4), ys = op->getOperand(6);
+  Value yzp = present(op, 7) ? signless(b, loc, op->getOperand(7)) : Value();
+  auto first = [&](OpBuilder &nb, Location l, Value v) -> Value {
+    auto t = cast<RankedTensorType>(v.getType());
+    SmallVector<Value> z(t.getRank(), idx(nb, l, 0));
+    return tensor::ExtractOp::create(nb, l, v, z);
+  };
+  auto rt = ty->clone(intTy);
+  SmallVector<Value> rdyn;
+  for (int64_t i = 0; i < ry; ++i)
+    if (rt.isDynamicDim(i))
+      rdyn.push_back(tensor::DimOp::create(b, loc, acc, i));
+  Value rinit = emptyTensor(b, loc, rt, rdyn);
+  Value r = linalg::GenericOp::create(
+      b, loc, TypeRange{rt}, ValueRange{acc}, ValueRange{rinit},
+      {AffineMap::getMultiDimIdentityMap(ry, ctx),
+       AffineMap::getMultiDimIdentityMap(ry, ctx)},
+      SmallVector<IteratorType>(ry, IteratorType::parallel),
+      [&](OpBuilder &nb, Location l, ValueRange a) {
+        Value v = toF32(nb, l, a[0], false);
+        Value s = arith::MulFOp::create(nb, l, toF32(nb, l, paramAt(nb, l, as, ry - 2), false),
+                                        toF32(nb, l, paramAt(nb, l, bs, ry - 1), false));
+        s = arith::DivFOp::create(nb, l, s, toF32(nb, l, first(nb, l, ys), false));
+        v = arith::MulFOp::create(nb, l, v, s);
+        v = math::RoundEvenOp::create(nb, l, v);
+        if (yzp)
+          v = arith::AddFOp::create(
+              nb, l, v, toF32(nb, l, toI32(nb, l, first(nb, l, yzp), uy), false));
+        linalg::YieldOp::create(nb, l, saturate(nb, l, v, intTy, uy));
+      }).getResult(0);
+  results.push_back(toType(b, loc, r, *ty));
+  return success();
+}
+
+} // namespace
+
+void lowering::registerQuantizeLowerings(llvm::StringMap<LowerFn> &t) {
+  t["DequantizeLinear"] = lowerDequantize;
+  t["QuantizeLinear"] = lowerQuantize;
+  t["DynamicQuantizeLinear"] = lowerDynamicQuantize;
+  t["MatMulInteger"] = [](Operation *op, OpBuilder &b, SmallVectorImpl<Value> &r) {
+    return lowerIntMatMul(op, b, r, /*qlinear=*/false);
+  };
+  t["QLinearMatMul"] = [](Operation *op, OpBuilder &b, SmallVectorImpl<Value> &r) {
+    return lowerIntMatMul(op, b, r, /*qlinear=*/true);
+  };
+}

@@ -1,0 +1,840 @@
+//===- Reduction.cpp - Lowering of reductions and softmax variants --------===//
+//
+// Reduce{Sum,Mean,Max,Min,Prod,L1,L2,LogSum,LogSumExp,SumSquare} with
+// constant or run-time axes, ArgMax/ArgMin, LogSoftmax, Hardmax, CumSum and
+// TopK.
+//
+// A reduction over run-time axes reads the axes on the host and computes
+// per-dim "reduced" flags f_i. The kernel is one linalg.generic over 2·r
+// loops (o, k): the output (keepdims shape, size select(f_i, 1, n_i)) is
+// indexed by o, the input by o + k, and a shape-only operand of size
+// select(f_i, n_i, 1) gives the bounds of k. Every input element is read
+// exactly once.
+//
+//===----------------------------------------------------------------------===//
+
+#include "Lowering.h"
+
+#include "kiln/Dialect/Onnx/IR/OnnxUtils.h"
+
+using namespace mlir;
+using namespace mlir::kiln;
+using namespace mlir::kiln::lowering;
+
+namespace {
+
+using utils::IteratorType;
+
+enum class RK { Sum, Mean, Max, Min, Prod, L1, L2, LogSum, LogSumExp, SumSquare };
+
+bool isBool(Type t) { return t.isInteger(1); }
+
+/// The identity of the combining operation of `kind` over `elem`.
+TypedAttr reduceInit(Type elem, RK kind) {
+  bool isMax = kind == RK::Max, isMin = kind == RK::Min;
+  if (auto ft = dyn_cast<FloatType>(elem)) {
+    if (isMax || isMin)
+      return FloatAttr::get(
+          ft, APFloat::getInf(ft.getFloatSemantics(), /*Negative=*/isMax));
+    return FloatAttr::get(ft, kind == RK::Prod ? 1.0 : 0.0);
+  }
+  unsigned w = elem.getIntOrFloatBitWidth();
+  if (isBool(elem))
+    return IntegerAttr::get(elem, APInt(1, isMin ? 1 : 0));
+  if (isMax)
+    return IntegerAttr::get(elem, APInt::getSignedMinValue(w));
+  if (isMin)
+    return IntegerAttr::get(elem, APInt::getSignedMaxValue(w));
+  return IntegerAttr::get(elem, APInt(w, kind == RK::Prod ? 1 : 0));
+}
+
+Value combine(OpBuilder &b, Location l, RK kind, Value acc, Value x) {
+  Type t = x.getType();
+  bool f = isa<FloatType>(t);
+  switch (kind) {
+  case RK::Max:
+    if (f)
+      return arith::MaximumFOp::create(b, l, acc, x);
+    if (isBool(t))
+      return arith::OrIOp::create(b, l, acc, x);
+    return arith::MaxSIOp::create(b, l, acc, x);
+  case RK::Min:
+    if (f)
+      return arith::MinimumFOp::create(b, l, acc, x);
+    if (isBool(t))
+      return arith::AndIOp::create(b, l, acc, x);
+    return arith::MinSIOp::create(b, l, acc, x);
+  case RK::Prod:
+    return f ? arith::MulFOp::create(b, l, acc, x).getResult()
+             : arith::MulIOp::create(b, l, acc, x).getResult();
+  default:
+    return f ? arith::AddFOp::create(b, l, acc, x).getResult()
+             : arith::AddIOp::create(b, l, acc, x).getResult();
+  }
+}
+
+/// The value accumulated for element `x` (`aux` is the max for LogSumExp).
+Value preMap(OpBuilder &b, Location l, RK kind, Value x, Value aux) {
+  bool f = isa<FloatType>(x.getType());
+  switch (kind) {
+  case RK::L1:
+    if (f)
+      return math::AbsFOp::create(b, l, x);
+    return math::AbsIOp::create(b, l, x);
+  case RK::L2:
+  case RK::SumSquare:
+    return f ? arith::MulFOp::create(b, l, x, x).getResult()
+             : arith::MulIOp::create(b, l, x, x).getResult();
+  case RK::LogSumExp: {
+    // exp(x - max); an all -inf slice has max -inf: use 0 there.
+    Value inf = arith::ConstantOp::create(
+        b, l, FloatAttr::get(x.getType(),
+                             APFloat::getInf(cast<FloatType>(x.getType())
+                                                 .getFloatSemantics(),
+                                             true)));
+    Value isInf = arith::CmpFOp::create(b, l, arith::CmpFPredicate::OEQ, aux, inf);
+    Value m = arith::SelectOp::create(
+        b, l, isInf, scalarConstant(b, l, x.getType(), 0.0), aux);
+    return math::ExpOp::create(b, l, arith::SubFOp::create(b, l, x, m));
+  }
+  default:
+    return x;
+  }
+}
+
+/// Which dims of a rank-`rank` input are reduced: static flags, or i1 host
+/// values (null Values when static).
+struct ReduceDims {
+  SmallVector<bool> staticRed;
+  SmallVector<Value> runtime; // empty when static
+  bool isStatic() const { return runtime.empty(); }
+};
+
+/// Reduces `x` to its keepdims shape. `aux` (optional) has the keepdims
+/// shape and is passed to preMap at the output position.
+Value reduceKeep(OpBuilder &b, Location loc, Value x, const ReduceDims &rd,
+                 RK kind, Value aux) {
+  auto tx = cast<RankedTensorType>(x.getType());
+  int64_t r = tx.getRank();
+  Type elem = tx.getElementType();
+  MLIRContext *ctx = b.getContext();
+  if (rd.isStatic()) {
+    SmallVector<int64_t> shape(tx.getShape());
+    SmallVector<Value> dyn;
+    SmallVector<AffineExpr> outE;
+    SmallVector<IteratorType> iters;
+    for (int64_t i = 0; i < r; ++i) {
+      bool red = rd.staticRed[i];
+      if (red)
+        shape[i] = 1;
+      else if (tx.isDynamicDim(i))
+        dyn.push_back(tensor::DimOp::create(b, loc, x, i));
+      outE.push_back(red ? getAffineConstantExpr(0, ctx) : getAffineDimExpr(i, ctx));
+      iters.push_back(red ? IteratorType::reduction : IteratorType::parallel);
+    }
+    auto keptType = RankedTensorType::get(shape, elem);
+    Value init = filledTensor(b, loc, keptType, dyn, reduceInit(elem, kind));
+    AffineMap outMap = AffineMap::get(r, 0, outE, ctx);
+    SmallVector<AffineMap> maps = {AffineMap::getMultiDimIdentityMap(r, ctx)};
+    SmallVector<Value> ins = {x};
+    if (aux) {
+      ins.push_back(aux);
+      maps.push_back(outMap);
+    }
+    maps.push_back(outMap);
+    return linalg::GenericOp::create(
+               b, loc, TypeRange{keptType}, ins, ValueRange{init}, maps, iters,
+               [&](OpBuilder &nb, Location l, ValueRange a) {
+                 Value v = preMap(nb, l, kind, a[0], aux ? a[1] : Value());
+                 linalg::YieldOp::create(nb, l, combine(nb, l, kind, a.back(), v));
+               })
+        .getResult(0);
+  }
+  // Run-time axes: loops (o_0..o_{r-1}, k_0..k_{r-1}).
+  Value one = arith::ConstantIndexOp::create(b, loc, 1);
+  SmallVector<Value> outSizes, redSizes;
+  for (int64_t i = 0; i < r; ++i) {
+    Value n = dimValue(b, loc, x, i);
+    outSizes.push_back(arith::SelectOp::create(b, loc, rd.runtime[i], one, n));
+    redSizes.push_back(arith::SelectOp::create(b, loc, rd.runtime[i], n, one));
+  }
+  auto dynType = RankedTensorType::get(SmallVector<int64_t>(r, ShapedType::kDynamic), elem);
+  Value init = filledTensor(b, loc, dynType, outSizes, reduceInit(elem, kind));
+  auto shapeOnlyType = RankedTensorType::get(
+      SmallVector<int64_t>(r, ShapedType::kDynamic), b.getI8Type());
+  Value shapeOnly = emptyTensor(b, loc, shapeOnlyType, redSizes);
+  SmallVector<AffineExpr> inE, oE, kE;
+  for (int64_t i = 0; i < r; ++i) {
+    oE.push_back(getAffineDimExpr(i, ctx));
+    kE.push_back(getAffineDimExpr(r + i, ctx));
+    inE.push_back(getAffineDimExpr(i, ctx) + getAffineDimExpr(r + i, ctx));
+  }
+  AffineMap outMap = AffineMap::get(2 * r, 0, oE, ctx);
+  SmallVector<AffineMap> maps = {AffineMap::get(2 * r, 0, inE, ctx),
+                                 AffineMap::get(2 * r, 0, kE, ctx)};
+  SmallVector<Value> ins = {x, shapeOnly};
+  if (aux) {
+    ins.push_back(aux);
+    maps.push_back(outMap);
+  }
+  maps.push_back(outMap);
+  SmallVector<IteratorType> iters(r, IteratorType::parallel);
+  iters.append(r, IteratorType::reduction);
+  return linalg::GenericOp::create(
+             b, loc, TypeRange{dynType}, ins, ValueRange{init}, maps, iters,
+             [&](OpBuilder &nb, Location l, ValueRange a) {
+               Value v = preMap(nb, l, kind, a[0], aux ? a[2] : Value());
+               linalg::YieldOp::create(nb, l, combine(nb, l, kind, a.back(), v));
+             })
+      .getResult(0);
+}
+
+/// An elementwise generic over same-shaped tensors (identity maps).
+Value mapSame(OpBuilder &b, Location loc, ValueRange ins, Type resultElem,
+              function_ref<Value(OpBuilder &, Location, ValueRange)> fn) {
+  auto t = cast<RankedTensorType>(ins[0].getType());
+  int64_t r = t.getRank();
+  SmallVector<Value> dyn;
+  for (int64_t i = 0; i < r; ++i)
+    if (t.isDynamicDim(i))
+      dyn.push_back(tensor::DimOp::create(b, loc, ins[0], i));
+  auto rt = RankedTensorType::get(t.getShape(), resultElem);
+  Value init = emptyTensor(b, loc, rt, dyn);
+  SmallVector<AffineMap> maps(ins.size() + 1,
+                              AffineMap::getMultiDimIdentityMap(r, b.getContext()));
+  return linalg::GenericOp::create(
+             b, loc, TypeRange{rt}, ins, ValueRange{init}, maps,
+             SmallVector<IteratorType>(r, IteratorType::parallel),
+             [&](OpBuilder &nb, Location l, ValueRange a) {
+               linalg::YieldOp::create(nb, l, fn(nb, l, a.drop_back()));
+             })
+      .getResult(0);
+}
+
+Value indexToFloat(OpBuilder &b, Location l, Value idx, Type elem) {
+  return arith::SIToFPOp::create(
+      b, l, elem, arith::IndexCastOp::create(b, l, b.getI64Type(), idx));
+}
+
+/// Drops the reduced dims of keepdims result `kept` to give `resultType`.
+Value dropReduced(OpBuilder &b, Location loc, Value x, Value kept,
+                  const ReduceDims &rd, RankedTensorType resultType) {
+  int64_t r = cast<RankedTensorType>(x.getType()).getRank();
+  SmallVector<Value> sizes;
+  if (rd.isStatic()) {
+    for (int64_t i = 0; i < r; ++i)
+      if (!rd.staticRed[i])
+        sizes.push_back(dimValue(b, loc, x, i));
+  } else {
+    // Output dim j is the j-th dim that is not reduced.
+    Value zero = arith::ConstantIndexOp::create(b, loc, 0);
+    Value one = arith::ConstantIndexOp::create(b, loc, 1);
+    SmallVector<Value> count; // kept dims before i
+    Value c = zero;
+    for (int64_t i = 0; i < r; ++i) {
+      count.push_back(c);
+      c = arith::AddIOp::create(
+          b, loc, c, arith::SelectOp::create(b, loc, rd.runtime[i], zero, one));
+    }
+    for (int64_t j = 0; j < resultType.getRank(); ++j) {
+      Value s = zero;
+      Value jv = arith::ConstantIndexOp::create(b, loc, j);
+      for (int64_t i = 0; i < r; ++i) {
+        Value isJ = arith::CmpIOp::create(b, loc, arith::CmpIPredicate::eq,
+                                          count[i], jv);
+        Value kept = arith::AndIOp::create(
+            b, loc, isJ,
+            arith::XOrIOp::create(
+                b, loc, rd.runtime[i],
+                arith::ConstantIntOp::create(b, loc, 1, 1)));
+        s = arith::SelectOp::create(b, loc, kept, dimValue(b, loc, x, i), s);
+      }
+      sizes.push_back(s);
+    }
+  }
+  auto target = RankedTensorType::get(
+      SmallVector<int64_t>(sizes.size(), ShapedType::kDynamic),
+      resultType.getElementType());
+  if (auto kt = cast<RankedTensorType>(kept.getType()); kt.hasStaticShape() &&
+                                                       resultType.hasStaticShape())
+    target = resultType;
+  return reshapeTo(b, loc, kept, target, sizes);
+}
+
+/// Reads the reduced dims of `op` (axes as operand 1 or attribute `axes`).
+/// Returns failure after an error; `noop` is set when the op is the
+/// identity (empty axes with noop_with_empty_axes).
+FailureOr<ReduceDims> reducedDims(Operation *op, OpBuilder &b, int64_t r,
+                                  bool &noop) {
+  Location loc = op->getLoc();
+  noop = false;
+  ReduceDims rd;
+  rd.staticRed.assign(r, false);
+  std::optional<SmallVector<int64_t>> axes;
+  Value axesIn = op->getNumOperands() > 1 ? op->getOperand(1) : Value();
+  bool noopEmpty = getInt(op, "noop_with_empty_axes", 0);
+  if (axesIn && !onnxops::isNoValue(axesIn)) {
+    axes = onnxops::getConstantIntValues(axesIn);
+    if (!axes) {
+      auto at = dyn_cast<RankedTensorType>(axesIn.getType());
+      if (!at || at.getRank() != 1)
+        return nodeError(op) << "run-time axes must be 1-D", failure();
+      if (at.isDynamicDim(0)) {
+        if (!getInt(op, "keepdims", 1))
+          return nodeError(op) << "run-time axes of unknown length need "
+                                  "keepdims=1",
+                 failure();
+        // flags[i] = any_k(normalize(axes[k]) == i), computed by a kernel
+        // and read on the host; no axes at all reduce everything (or
+        // nothing with noop_with_empty_axes).
+        MLIRContext *ctx = b.getContext();
+        auto fType = RankedTensorType::get({r}, b.getI1Type());
+        Value fInit = filledTensor(b, loc, fType, {}, b.getBoolAttr(false));
+        Type at0 = at.getElementType();
+        Value flags =
+            linalg::GenericOp::create(
+                b, loc, TypeRange{fType}, ValueRange{axesIn}, ValueRange{fInit},
+                {AffineMap::get(2, 0, {getAffineDimExpr(1, ctx)}, ctx),
+                 AffineMap::get(2, 0, {getAffineDimExpr(0, ctx)}, ctx)},
+                {IteratorType::parallel, IteratorType::reduction},
+                [&](OpBuilder &nb, Location l, ValueRange a) {
+                  Value rv = arith::ConstantIntOp::create(nb, l, at0, r);
+                  Value z = arith::ConstantIntOp::create(nb, l, at0, 0);
+                  Value neg = arith::CmpIOp::create(nb, l, arith::CmpIPredicate::slt, a[0], z);
+                  Value ax = arith::SelectOp::create(
+                      nb, l, neg, arith::AddIOp::create(nb, l, a[0], rv), a[0]);
+                  Value i = arith::IndexCastOp::create(
+                      nb, l, at0, linalg::IndexOp::create(nb, l, 0));
+                  Value eq = arith::CmpIOp::create(nb, l, arith::CmpIPredicate::eq, ax, i);
+                  linalg::YieldOp::create(nb, l, arith::OrIOp::create(nb, l, a[1], eq).getResult());
+                })
+                .getResult(0);
+        Value empty = arith::CmpIOp::create(
+            b, loc, arith::CmpIPredicate::eq, tensor::DimOp::create(b, loc, axesIn, 0),
+            arith::ConstantIndexOp::create(b, loc, 0));
+        Value emptyFlag = arith::ConstantIntOp::create(b, loc, noopEmpty ? 0 : 1, 1);
+        for (int64_t i = 0; i < r; ++i) {
+          Value f = tensor::ExtractOp::create(
+              b, loc, flags, ValueRange{arith::ConstantIndexOp::create(b, loc, i)});
+          rd.runtime.push_back(arith::SelectOp::create(b, loc, empty, emptyFlag, f));
+        }
+        return rd;
+      }
+      int64_t n = at.getDimSize(0);
+      if (n == 0) {
+        axes = SmallVector<int64_t>();
+      } else {
+        Value rv = arith::ConstantIntOp::create(b, loc, at.getElementType(), r);
+        Value zeroA = arith::ConstantIntOp::create(b, loc, at.getElementType(), 0);
+        SmallVector<Value> norm;
+        for (int64_t k = 0; k < n; ++k) {
+          Value a = tensor::ExtractOp::create(
+              b, loc, axesIn, ValueRange{arith::ConstantIndexOp::create(b, loc, k)});
+          Value neg = arith::CmpIOp::create(b, loc, arith::CmpIPredicate::slt, a, zeroA);
+          norm.push_back(arith::SelectOp::create(
+              b, loc, neg, arith::AddIOp::create(b, loc, a, rv), a));
+        }
+        for (int64_t i = 0; i < r; ++i) {
+          Value iv = arith::ConstantIntOp::create(b, loc, at.getElementType(), i);
+          Value f = arith::ConstantIntOp::create(b, loc, 0, 1);
+          for (Value a : norm)
+            f = arith::OrIOp::create(
+                b, loc, f,
+                arith::CmpIOp::create(b, loc, arith::CmpIPredicate::eq, a, iv));
+          rd.runtime.push_back(f);
+        }
+        return rd;
+      }
+    }
+  } else if (auto a = getInts(op, "axes")) {
+    axes = *a;
+  } else {
+    axes = SmallVector<int64_t>();
+  }
+  if (axes->empty()) {
+    if (noopEmpty) {
+      noop = true;
+      return rd;
+    }
+    rd.staticRed.assign(r, true);
+    return rd;
+  }
+  for (int64_t a : *axes) {
+    FailureOr<int64_t> n = onnxops::normalizeAxis(a, r);
+    if (failed(n))
+      return nodeError(op) << "axis " << a << " is out of range for rank " << r,
+             failure();
+    rd.staticRed[*n] = true;
+  }
+  return rd;
+}
+
+LogicalResult lowerReduceOp(Operation *op, OpBuilder &b,
+                            SmallVectorImpl<Value> &results, RK kind) {
+  Location loc = op->getLoc();
+  FailureOr<RankedTensorType> tx = rankedOperand(op, 0);
+  FailureOr<RankedTensorType> ty = rankedResult(op);
+  if (failed(tx) || failed(ty))
+    return failure();
+  Value x = op->getOperand(0);
+  int64_t r = tx->getRank();
+  Type elem = tx->getElementType();
+  bool f = isa<FloatType>(elem);
+  if (!f && (kind == RK::Mean || kind == RK::L2 || kind == RK::LogSum ||
+             kind == RK::LogSumExp))
+    return nodeError(op) << "float types only", failure();
+  if (!f && !isa<IntegerType>(elem))
+    return nodeError(op) << "unsupported element type " << elem, failure();
+  bool noop = false;
+  FailureOr<ReduceDims> rd = reducedDims(op, b, r, noop);
+  if (failed(rd))
+    return failure();
+  if (noop) {
+    results.push_back(x);
+    return success();
+  }
+  bool keep = getInt(op, "keepdims", 1);
+  int64_t numRed = llvm::count(rd->staticRed, true);
+  int64_t expectRank = !keep ? (rd->isStatic() ? r - numRed : -1) : r;
+  if (!keep && !rd->isStatic()) {
+    auto at = cast<RankedTensorType>(op->getOperand(1).getType());
+    expectRank = r - at.getDimSize(0);
+  }
+  if (ty->getRank() != expectRank)
+    return nodeError(op) << "the output type " << *ty
+                         << " does not match the reduction of rank " << r
+                         << " (expected rank " << expectRank
+                         << "; run-time axes must be distinct)",
+           failure();
+  Value aux;
+  if (kind == RK::LogSumExp)
+    aux = reduceKeep(b, loc, x, *rd, RK::Max, Value());
+  Value kept = reduceKeep(b, loc, x, *rd, kind, aux);
+  if (kind == RK::Mean) {
+    Value count = arith::ConstantIndexOp::create(b, loc, 1);
+    for (int64_t i = 0; i < r; ++i) {
+      if (rd->isStatic() && !rd->staticRed[i])
+        continue;
+      Value n = dimValue(b, loc, x, i);
+      if (!rd->isStatic())
+        n = arith::SelectOp::create(b, loc, rd->runtime[i], n,
+                                    arith::ConstantIndexOp::create(b, loc, 1));
+      count = arith::MulIOp::create(b, loc, count, n);
+    }
+    kept = mapSame(b, loc, kept, elem, [&](OpBuilder &nb, Location l, ValueRange a) {
+      return arith::DivFOp::create(nb, l, a[0], indexToFloat(nb, l, count, elem));
+    });
+  } else if (kind == RK::L2) {
+    kept = mapSame(b, loc, kept, elem, [&](OpBuilder &nb, Location l, ValueRange a) {
+      return math::SqrtOp::create(nb, l, a[0]);
+    });
+  } else if (kind == RK::LogSum) {
+    kept = mapSame(b, loc, kept, elem, [&](OpBuilder &nb, Location l, ValueRange a) {
+      return math::LogOp::create(nb, l, a[0]);
+    });
+  } else if (kind == RK::LogSumExp) {
+    kept = mapSame(b, loc, {kept, aux}, elem,
+                   [&](OpBuilder &nb, Location l, ValueRange a) -> Value {
+                     Value inf = arith::ConstantOp::create(
+                         nb, l, reduceInit(elem, RK::Max));
+                     Value isInf = arith::CmpFOp::create(
+                         nb, l, arith::CmpFPredicate::OEQ, a[1], inf);
+                     Value m = arith::SelectOp::create(
+                         nb, l, isInf, scalarConstant(nb, l, elem, 0.0), a[1]);
+                     return arith::AddFOp::create(nb, l, math::LogOp::create(nb, l, a[0]), m);
+                   });
+  }
+  if (!keep)
+    kept = dropReduced(b, loc, x, kept, *rd, *ty);
+  results.push_back(kept);
+  return success();
+}
+
+//===----------------------------------------------------------------------===//
+// ArgMax, ArgMin
+//===----------------------------------------------------------------------===//
+
+/// Index (i64, keepdims shape) of the max (or min) along `axis`; ties go to
+/// the first index, or the last with `last`. Order-independent.
+Value argReduce(OpBuilder &b, Location loc, Value x, int64_t axis, bool isMax,
+                bool last) {
+  auto tx = cast<RankedTensorType>(x.getType());
+  int64_t r = tx.getRank();
+  Type elem = tx.getElementType();
+  MLIRContext *ctx = b.getContext();
+  SmallVector<int64_t> shape(tx.getShape());
+  shape[axis] = 1;
+  SmallVector<Value> dyn;
+  SmallVector<AffineExpr> outE;
+  SmallVector<IteratorType> iters;
+  for (int64_t i = 0; i < r; ++i) {
+    if (i != axis && tx.isDynamicDim(i))
+      dyn.push_back(tensor::DimOp::create(b, loc, x, i));
+    outE.push_back(i == axis ? getAffineConstantExpr(0, ctx) : getAffineDimExpr(i, ctx));
+    iters.push_back(i == axis ? IteratorType::reduction : IteratorType::parallel);
+  }
+  auto valType = RankedTensorType::get(shape, elem);
+  auto idxType = RankedTensorType::get(shape, b.getI64Type());
+  Value vInit = filledTensor(b, loc, valType, dyn,
+                             reduceInit(elem, isMax ? RK::Max : RK::Min));
+  Value iInit = filledTensor(
+      b, loc, idxType, dyn,
+      b.getI64IntegerAttr(last ? -1 : std::numeric_limits<int64_t>::max()));
+  AffineMap outMap = AffineMap::get(r, 0, outE, ctx);
+  SmallVector<AffineMap> maps = {AffineMap::getMultiDimIdentityMap(r, ctx), outMap,
+                                 outMap};
+  auto g = linalg::GenericOp::create(
+      b, loc, TypeRange{valType, idxType}, ValueRange{x}, ValueRange{vInit, iInit},
+      maps, iters, [&](OpBuilder &nb, Location l, ValueRange a) {
+        Value v = a[0], best = a[1], bestIdx = a[2];
+        Value idx = arith::IndexCastOp::create(nb, l, nb.getI64Type(),
+                                               linalg::IndexOp::create(nb, l, axis));
+        Value better, equal;
+        if (isa<FloatType>(elem)) {
+          better = arith::CmpFOp::create(nb, l,
+                                         isMax ? arith::CmpFPredicate::OGT
+                                               : arith::CmpFPredicate::OLT,
+                                         v, best);
+          equal = arith::CmpFOp::create(nb, l, arith::CmpFPredicate::OEQ, v, best);
+        } else {
+          auto gt = isBool(elem) ? arith::CmpIPredicate::ugt : arith::CmpIPredicate::sgt;
+          auto lt = isBool(elem) ? arith::CmpIPredicate::ult : arith::CmpIPredicate::slt;
+          better = arith::CmpIOp::create(nb, l, isMax ? gt : lt, v, best);
+          equal = arith::CmpIOp::create(nb, l, arith::CmpIPredicate::eq, v, best);
+        }
+        Value tie = arith::CmpIOp::create(
+            nb, l, last ? arith::CmpIPredicate::sgt : arith::CmpIPredicate::slt,
+            idx, bestIdx);
+        Value take = arith::OrIOp::create(nb, l, better,
+                                          arith::AndIOp::create(nb, l, equal, tie));
+        linalg::YieldOp::create(
+            nb, l,
+            ValueRange{arith::SelectOp::create(nb, l, take, v, best),
+                       arith::SelectOp::create(nb, l, take, idx, bestIdx)});
+      });
+  return g.getResult(1);
+}
+
+LogicalResult lowerArg(Operation *op, OpBuilder &b,
+                       SmallVectorImpl<Value> &results, bool isMax) {
+  Location loc = op->getLoc();
+  FailureOr<RankedTensorType> tx = rankedOperand(op, 0);
+  FailureOr<RankedTensorType> ty = rankedResult(op);
+  if (failed(tx) || failed(ty))
+    return failure();
+  if (!isa<FloatType, IntegerType>(tx->getElementType()))
+    return nodeError(op) << "unsupported element type", failure();
+  int64_t r = tx->getRank();
+  FailureOr<int64_t> axis = onnxops::normalizeAxis(getInt(op, "axis", 0), r);
+  if (failed(axis) || r == 0)
+    return nodeError(op) << "axis out of range", failure();
+  Value x = op->getOperand(0);
+  Value idx = argReduce(b, loc, x, *axis, isMax, getInt(op, "select_last_index", 0));
+  if (!getInt(op, "keepdims", 1)) {
+    ReduceDims rd;
+    rd.staticRed.assign(r, false);
+    rd.staticRed[*axis] = true;
+    if (ty->getRank() != r - 1)
+      return nodeError(op) << "output rank mismatch", failure();
+    idx = dropReduced(b, loc, x, idx, rd, *ty);
+  }
+  results.push_back(idx);
+  return success();
+}
+
+//===----------------------------------------------------------------------===//
+// LogSoftmax, Hardmax
+//===----------------------------------------------------------------------===//
+
+/// Broadcasts keepdims `k` against `x` in an elementwise op.
+Value withKept(OpBuilder &b, Location loc, Value x, ValueRange kept, Type elem,
+               ScalarFn fn) {
+  auto tx = cast<RankedTensorType>(x.getType());
+  SmallVector<Value> ins = {x};
+  ins.append(kept.begin(), kept.end());
+  SmallVector<Value> dyn;
+  for (int64_t i = 0; i < tx.getRank(); ++i)
+    if (tx.isDynamicDim(i))
+      dyn.push_back(tensor::DimOp::create(b, loc, x, i));
+  return buildBroadcastGeneric(b, loc, RankedTensorType::get(tx.getShape(), elem),
+                               ins, dyn, {}, fn);
+}
+
+} // namespace
+
+Value lowering::reduceKept(OpBuilder &b, Location loc, Value x,
+                           ArrayRef<bool> reduced, bool isMax) {
+  ReduceDims rd;
+  rd.staticRed.assign(reduced.begin(), reduced.end());
+  return reduceKeep(b, loc, x, rd, isMax ? RK::Max : RK::Sum, Value());
+}
+
+Value lowering::logSoftmax(OpBuilder &b, Location loc, Value x, int64_t axis) {
+  auto tx = cast<RankedTensorType>(x.getType());
+  ReduceDims rd;
+  rd.staticRed.assign(tx.getRank(), false);
+  rd.staticRed[axis] = true;
+  Value mx = reduceKeep(b, loc, x, rd, RK::Max, Value());
+  Value s = reduceKeep(b, loc, x, rd, RK::LogSumExp, mx);
+  Type elem = tx.getElementType();
+  return withKept(b, loc, x, {mx, s}, elem,
+                  [&](OpBuilder &nb, Location l, ValueRange a) -> Value {
+                    Value inf = arith::ConstantOp::create(nb, l, reduceInit(elem, RK::Max));
+                    Value isInf = arith::CmpFOp::create(nb, l, arith::CmpFPredicate::OEQ, a[1], inf);
+                    Value m = arith::SelectOp::create(nb, l, isInf, scalarConstant(nb, l, elem, 0.0), a[1]);
+                    Value d = arith::SubFOp::create(nb, l, a[0], m);
+                    return arith::SubFOp::create(nb, l, d, math::LogOp::create(nb, l, a[2]));
+                  });
+}
+
+namespace {
+
+LogicalResult lowerLogSoftmax(Operation *op, OpBuilder &b,
+                              SmallVectorImpl<Value> &results) {
+  Location loc = op->getLoc();
+  FailureOr<RankedTensorType> tx = rankedOperand(op, 0);
+  if (failed(tx))
+    return failure();
+  Type elem = tx->getElementType();
+  if (!isa<FloatType>(elem))
+    return nodeError(op) << "float types only", failure();
+  FailureOr<int64_t> axis = onnxops::normalizeAxis(getInt(op, "axis", -1), tx->getRank());
+  if (failed(axis))
+    return nodeError(op) << "axis out of range", failure();
+  results.push_back(logSoftmax(b, loc, op->getOperand(0), *axis));
+  return success();
+}
+
+LogicalResult lowerHardmax(Operation *op, OpBuilder &b,
+                           SmallVectorImpl<Value> &results) {
+  Location loc = op->getLoc();
+  FailureOr<RankedTensorType> tx = rankedOperand(op, 0);
+  if (failed(tx))
+    return failure();
+  Type elem = tx->getElementType();
+  FailureOr<int64_t> axis = onnxops::normalizeAxis(getInt(op, "axis", -1), tx->getRank());
+  if (failed(axis))
+    return nodeError(op) << "axis out of range", failure();
+  Value x = op->getOperand(0);
+  Value idx = argReduce(b, loc, x, *axis, /*isMax=*/true, /*last=*/false);
+  int64_t ax = *axis;
+  results.push_back(withKept(b, loc, x, {idx}, elem,
+                             [&](OpBuilder &nb, Location l, ValueRange a) -> Value {
+                               Value i = arith::IndexCastOp::create(
+                                   nb, l, nb.getI64Type(),
+                                   linalg::IndexOp::create(nb, l, ax));
+                               Value eq = arith::CmpIOp::create(
+                                   nb, l, arith::CmpIPredicate::eq, i, a[1]);
+                               return arith::SelectOp::create(
+                                   nb, l, eq, scalarConstant(nb, l, elem, 1.0),
+                                   scalarConstant(nb, l, elem, 0.0));
+                             }));
+  return success();
+}
+
+//===----------------------------------------------------------------------===//
+// CumSum
+//===----------------------------------------------------------------------===//
+
+/// y[.., i, ..] = sum of x[.., j, ..] over j <= i (j < i when exclusive;
+/// j >= i / j > i when reverse): a generic over (dims..., j).
+LogicalResult lowerCumSum(Operation *op, OpBuilder &b,
+                          SmallVectorImpl<Value> &results) {
+  Location loc = op->getLoc();
+  FailureOr<RankedTensorType> tx = rankedOperand(op, 0);
+  if (failed(tx))
+    return failure();
+  int64_t r = tx->getRank();
+  Type elem = tx->getElementType();
+  if (!isa<FloatType, IntegerType>(elem))
+    return nodeError(op) << "unsupported element type", failure();
+  std::optional<SmallVector<int64_t>> av =
+      onnxops::getConstantIntValues(op->getOperand(1));
+  if (!av || av->size() != 1)
+    return nodeError(op) << "axis must be a constant scalar", failure();
+  FailureOr<int64_t> axis = onnxops::normalizeAxis((*av)[0], r);
+  if (failed(axis))
+    return nodeError(op) << "axis out of range", failure();
+  bool exclusive = getInt(op, "exclusive", 0), reverse = getInt(op, "reverse", 0);
+  Value x = op->getOperand(0);
+  MLIRContext *ctx = b.getContext();
+  SmallVector<Value> dyn;
+  SmallVector<AffineExpr> inE;
+  for (int64_t i = 0; i < r; ++i) {
+    if (tx->isDynamicDim(i))
+      dyn.push_back(tensor::DimOp::create(b, loc, x, i));
+    inE.push_back(getAffineDimExpr(i == *axis ? r : i, ctx));
+  }
+  Value init = filledTensor(b, loc, *tx, dyn, reduceInit(elem, RK::Sum));
+  SmallVector<AffineMap> maps = {AffineMap::get(r + 1, 0, inE, ctx),
+                                 AffineMap::getMultiDimIdentityMap(r + 1, ctx)
+                                     .getMajorSubMap(r)};
+  SmallVector<IteratorType> iters(r, IteratorType::parallel);
+  iters.push_back(IteratorType::reduction);
+  int64_t ax = *axis;
+  results.push_back(
+      linalg::GenericOp::create(
+          b, loc, TypeRange{*tx}, ValueRange{x}, ValueRange{init}, maps, iters,
+          [&](OpBuilder &nb, Location l, ValueRange a) {
+            Value i = linalg::IndexOp::create(nb, l, ax);
+            Value j = linalg::IndexOp::create(nb, l, r);
+            arith::CmpIPredicate p =
+                reverse ? (exclusive ? arith::CmpIPredicate::ugt
+                                     : arith::CmpIPredicate::uge)
+                        : (exclusive ? arith::CmpIPredicate::ult
+                                     : arith::CmpIPredicate::ule);
+            Value in = arith::CmpIOp::create(nb, l, p, j, i);
+            Value v = arith::SelectOp::create(nb, l, in, a[0],
+                                              scalarConstant(nb, l, elem, 0.0));
+            linalg::YieldOp::create(nb, l, combine(nb, l, RK::Sum, a[1], v));
+          })
+          .getResult(0));
+  return success();
+}
+
+//===----------------------------------------------------------------------===//
+// TopK
+//===----------------------------------------------------------------------===//
+
+/// Rank of each element along `axis` (how many elements precede it in the
+/// sorted order: larger/smaller, or equal with a smaller index), then output
+/// k takes the element of rank k. O(n²) along the axis, no sorting network.
+LogicalResult lowerTopK(Operation *op, OpBuilder &b,
+                        SmallVectorImpl<Value> &results) {
+  Location loc = op->getLoc();
+  FailureOr<RankedTensorType> tx = rankedOperand(op, 0);
+  FailureOr<RankedTensorType> tv = rankedResult(op, 0);
+  if (failed(tx) || failed(tv))
+    return failure();
+  int64_t r = tx->getRank();
+  Type elem = tx->getElementType();
+  if (!isa<FloatType, IntegerType>(elem))
+    return nodeError(op) << "unsupported element type", failure();
+  FailureOr<int64_t> axisOr = onnxops::normalizeAxis(getInt(op, "axis", -1), r);
+  if (failed(axisOr) || tv->getRank() != r)
+    return nodeError(op) << "axis out of range or output rank mismatch",
+           failure();
+  int64_t axis = *axisOr;
+  bool largest = getInt(op, "largest", 1);
+  Value x = op->getOperand(0);
+  MLIRContext *ctx = b.getContext();
+  // K: static from the output type, else read on the host, clamped to
+  // [0, n].
+  Value n = dimValue(b, loc, x, axis);
+  Value k;
+  Value kIn = op->getOperand(1);
+  auto kt = dyn_cast<RankedTensorType>(kIn.getType());
+  if (!kt || kt.getNumElements() != 1)
+    return nodeError(op) << "K must be a 1-element tensor", failure();
+  {
+    SmallVector<Value> zeros(kt.getRank(), arith::ConstantIndexOp::create(b, loc, 0));
+    Value kv = tensor::ExtractOp::create(b, loc, kIn, zeros);
+    k = arith::IndexCastOp::create(b, loc, b.getIndexType(), kv);
+    k = arith::MaxSIOp::create(b, loc, k, arith::ConstantIndexOp::create(b, loc, 0));
+    k = arith::MinSIOp::create(b, loc, k, n);
+  }
+  // Ranks: generic over (dims..., j), reduction over j.
+  auto rankType = RankedTensorType::get(tx->getShape(), b.getI64Type());
+  SmallVector<Value> dyn;
+  for (int64_t i = 0; i < r; ++i)
+    if (tx->isDynamicDim(i))
+      dyn.push_back(tensor::DimOp::create(b, loc, x, i));
+  Value rInit = filledTensor(b, loc, rankType, dyn, b.getI64IntegerAttr(0));
+  SmallVector<AffineExpr> jE;
+  for (int64_t i = 0; i < r; ++i)
+    jE.push_back(getAffineDimExpr(i == axis ? r : i, ctx));
+  AffineMap idMap = AffineMap::getMultiDimIdentityMap(r + 1, ctx).getMajorSubMap(r);
+  AffineMap jMap = AffineMap::get(r + 1, 0, jE, ctx);
+  SmallVector<IteratorType> iters(r, IteratorType::parallel);
+  iters.push_back(IteratorType::reduction);
+  bool f = isa<FloatType>(elem);
+  Value ranks =
+      linalg::GenericOp::create(
+          b, loc, TypeRange{rankType}, ValueRange{x, x}, ValueRange{rInit},
+          {idMap, jMap, idMap}, iters,
+          [&](OpBuilder &nb, Location l, ValueRange a) {
+            Value me = a[0], other = a[1];
+            Value i = linalg::IndexOp::create(nb, l, axis);
+            Value j = linalg::IndexOp::create(nb, l, r);
+            Value before, equal;
+            if (f) {
+              before = arith::CmpFOp::create(
+                  nb, l, largest ? arith::CmpFPredicate::OGT : arith::CmpFPredicate::OLT,
+                  other, me);
+              equal = arith::CmpFOp::create(nb, l, arith::CmpFPredicate::OEQ, other, me);
+            } else {
+              before = arith::CmpIOp::create(
+                  nb, l, largest ? arith::CmpIPredicate::sgt : arith::CmpIPredicate::slt,
+                  other, me);
+              equal = arith::CmpIOp::create(nb, l, arith::CmpIPredicate::eq, other, me);
+            }
+            Value jLess = arith::CmpIOp::create(nb, l, arith::CmpIPredicate::ult, j, i);
+            Value c = arith::OrIOp::create(nb, l, before,
+                                           arith::AndIOp::create(nb, l, equal, jLess));
+            Value inc = arith::ExtUIOp::create(nb, l, nb.getI64Type(), c);
+            linalg::YieldOp::create(nb, l, arith::AddIOp::create(nb, l, a[2], inc).getResult());
+          })
+          .getResult(0);
+  // Outputs: generic over (out dims..., j) with out dim `axis` of size K.
+  SmallVector<int64_t> oshape(tx->getShape());
+  oshape[axis] = tv->getDimSize(axis);
+  SmallVector<Value> odyn;
+  for (int64_t i = 0; i < r; ++i)
+    if (ShapedType::isDynamic(oshape[i]))
+      odyn.push_back(i == axis ? k : tensor::DimOp::create(b, loc, x, i).getResult());
+  auto vType = RankedTensorType::get(oshape, elem);
+  auto iType = RankedTensorType::get(oshape, b.getI64Type());
+  if (!ShapedType::isDynamic(oshape[axis])) {
+    // Static K from the declared output: it must match the K input.
+    // (Guarded: positions past the real K simply stay at the init values.)
+  }
+  Value vInit = filledTensor(b, loc, vType, odyn, scalarAttr(elem, 0.0));
+  Value iInit = filledTensor(b, loc, iType, odyn, b.getI64IntegerAttr(0));
+  auto g = linalg::GenericOp::create(
+      b, loc, TypeRange{vType, iType}, ValueRange{x, ranks}, ValueRange{vInit, iInit},
+      {jMap, jMap, idMap, idMap}, iters,
+      [&](OpBuilder &nb, Location l, ValueRange a) {
+        Value kk = arith::IndexCastOp::create(nb, l, nb.getI64Type(),
+                                              linalg::IndexOp::create(nb, l, axis));
+        Value j = arith::IndexCastOp::create(nb, l, nb.getI64Type(),
+                                             linalg::IndexOp::create(nb, l, r));
+        Value hit = arith::CmpIOp::create(nb, l, arith::CmpIPredicate::eq, a[1], kk);
+        linalg::YieldOp::create(
+            nb, l,
+            ValueRange{arith::SelectOp::create(nb, l, hit, a[0], a[2]),
+                       arith::SelectOp::create(nb, l, hit, j, a[3])});
+      });
+  results.push_back(g.getResult(0));
+  results.push_back(g.getResult(1));
+  return success();
+}
+
+} // namespace
+
+void lowering::registerReductionLowerings(llvm::StringMap<LowerFn> &t) {
+  auto reduce = [&](StringRef name, RK kind) {
+    t[name] = [kind](Operation *op, OpBuilder &b, SmallVectorImpl<Value> &r) {
+      return lowerReduceOp(op, b, r, kind);
+    };
+  };
+  reduce("ReduceSum", RK::Sum);
+  reduce("ReduceMean", RK::Mean);
+  reduce("ReduceMax", RK::Max);
+  reduce("ReduceMin", RK::Min);
+  reduce("ReduceProd", RK::Prod);
+  reduce("ReduceL1", RK::L1);
+  reduce("ReduceL2", RK::L2);
+  reduce("ReduceLogSum", RK::LogSum);
+  reduce("ReduceLogSumExp", RK::LogSumExp);
+  reduce("ReduceSumSquare", RK::SumSquare);
+  t["ArgMax"] = [](Operation *op, OpBuilder &b, SmallVectorImpl<Value> &r) {
+    return lowerArg(op, b, r, /*isMax=*/true);
+  };
+  t["ArgMin"] = [](Operation *op, OpBuilder &b, SmallVectorImpl<Value> &r) {
+    return lowerArg(op, b, r, /*isMax=*/false);
+  };
+  t["LogSoftmax"] = lowerLogSoftmax;
+  t["Hardmax"] = lowerHardmax;
+  t["CumSum"] = lowerCumSum;
+  t["TopK"] = lowerTopK;
+}
