@@ -305,7 +305,8 @@ LogicalResult mlir::kiln::compileToSharedLibrary(ModuleOp module,
   if (llvm::sys::fs::createTemporaryFile("kiln-model", "o", obj))
     return emitError(module.getLoc()) << "cannot create a temporary file";
   auto cleanup = llvm::scope_exit([&] { llvm::sys::fs::remove(obj); });
-  if (failed(emitObjectFile(module, obj, options.optLevel)))
+  // -O selects Kiln's graph optimizer; machine code is always optimized.
+  if (failed(emitObjectFile(module, obj, /*optLevel=*/2)))
     return failure();
   return linkSharedLibrary(module.getContext(), obj, soPath, options);
 }

@@ -46,6 +46,11 @@ static cl::opt<std::string>
                         "FLOPs, bytes, arena) as JSON to this file and print "
                         "a summary"),
                cl::value_desc("FILE.json"), cl::init(""));
+static cl::list<std::string>
+    boundDims("dim",
+              cl::desc("Fix a symbolic dimension (ONNX dim_param) at compile "
+                       "time, e.g. --dim seq=128 (repeatable)"),
+              cl::value_desc("NAME=VALUE"));
 static cl::opt<int> optLevel("O", cl::desc("Optimization level (0-3)"),
                              cl::init(2), cl::Prefix);
 static cl::opt<bool>
@@ -167,7 +172,21 @@ int main(int argc, char **argv) {
   llvm::SourceMgr sourceMgr;
   SourceMgrDiagnosticHandler handler(sourceMgr, &context, llvm::errs());
 
-  OwningOpRef<ModuleOp> module = kiln::importOnnxFile(&context, inputFile);
+  kiln::OnnxImportOptions importOptions;
+  for (const std::string &b : boundDims) {
+    size_t eq = b.find('=');
+    long long v = 0;
+    if (eq == std::string::npos || eq == 0 ||
+        llvm::StringRef(b).substr(eq + 1).getAsInteger(10, v) || v < 0) {
+      llvm::errs() << "kilnc: --dim expects NAME=VALUE with a non-negative "
+                      "integer, got '"
+                   << b << "'\n";
+      return 1;
+    }
+    importOptions.boundDims[b.substr(0, eq)] = v;
+  }
+  OwningOpRef<ModuleOp> module =
+      kiln::importOnnxFile(&context, inputFile, importOptions);
   if (!module)
     return 1;
   if (dumpAfter == "import") {

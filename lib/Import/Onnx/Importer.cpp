@@ -213,6 +213,10 @@ Importer::convertValueType(const onnx::TypeProto &type, Location loc,
       shape.push_back(dim.dim_value());
       if (dimNames)
         dimNames->push_back("");
+    } else if (dim.has_dim_param() && options.boundDims.count(dim.dim_param())) {
+      shape.push_back(options.boundDims.at(dim.dim_param()));
+      if (dimNames)
+        dimNames->push_back("");
     } else {
       shape.push_back(ShapedType::kDynamic);
       if (dimNames)

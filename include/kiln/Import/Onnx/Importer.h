@@ -21,6 +21,9 @@
 #include "mlir/IR/OwningOpRef.h"
 #include "llvm/ADT/StringRef.h"
 
+#include <map>
+#include <string>
+
 namespace mlir::kiln {
 
 struct OnnxImportOptions {
@@ -28,6 +31,9 @@ struct OnnxImportOptions {
   int64_t maxInlineElements = 16;
   /// Name of the imported model function.
   std::string functionName = "main_graph";
+  /// Symbolic dims (ONNX dim_param) fixed to a value at compile time, for
+  /// every input and output that uses them (`kilnc --dim seq=128`).
+  std::map<std::string, int64_t> boundDims;
 };
 
 /// Imports the ONNX model in file `path`. External-data tensors are read

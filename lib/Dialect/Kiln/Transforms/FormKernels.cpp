@@ -30,6 +30,13 @@ static bool isHostOp(Operation *op) {
                        [](Type t) { return isa<TensorType>(t); });
 }
 
+/// `linalg.fill` of a constant into an empty tensor.
+static bool isInitFill(Operation *op) {
+  auto fill = dyn_cast<linalg::FillOp>(op);
+  return fill && fill.getInputs()[0].getDefiningOp<arith::ConstantOp>() &&
+         fill.getOutputs()[0].getDefiningOp<tensor::EmptyOp>();
+}
+
 /// Producers worth cloning into the kernel that uses them rather than
 /// passing their result in: they cost nothing to recompute.
 static bool isCloneable(Operation *op, Operation *root) {
@@ -39,9 +46,10 @@ static bool isCloneable(Operation *op, Operation *root) {
   }
   if (isa<tensor::EmptyOp>(op))
     return true;
-  // A fill used only by the root (its init).
-  if (isa<linalg::FillOp>(op))
-    return op->hasOneUse() && *op->getUsers().begin() == root;
+  // A fill with a constant of an empty tensor (an init): writing it again in
+  // each kernel that uses it costs what reading it would.
+  if (isInitFill(op))
+    return true;
   return false;
 }
 
@@ -81,8 +89,9 @@ struct FormKernelsPass
     SmallVector<Operation *> roots;
     for (Operation &op : func.getBody().front())
       if (!isHostOp(&op) && !isa<func::ReturnOp>(op) &&
-          !(isa<linalg::FillOp>(op) && op.hasOneUse() &&
-            !isHostOp(*op.getUsers().begin())))
+          !(isInitFill(&op) && !op.use_empty() &&
+            llvm::none_of(op.getUsers(),
+                          [](Operation *u) { return isHostOp(u); })))
         roots.push_back(&op);
 
     unsigned counter = 0;
