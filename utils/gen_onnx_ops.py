@@ -47,6 +47,12 @@ INFER_SHAPES_OPS = [
     "RMSNormalization", "InstanceNormalization", "GroupNormalization",
     "MeanVarianceNormalization", "LpNormalization", "LRN",
     "SoftmaxCrossEntropyLoss", "NegativeLogLikelihoodLoss",
+    # Data movement, resample, quantize, ConvTranspose (InferShapesDataMovement.cpp).
+    "Split", "Pad", "CenterCropPad", "DepthToSpace", "SpaceToDepth",
+    "ReverseSequence", "GatherElements", "GatherND", "ScatterElements",
+    "ScatterND", "Compress", "NonZero", "Resize", "GridSample", "AffineGrid",
+    "ConvTranspose", "QuantizeLinear", "DequantizeLinear",
+    "DynamicQuantizeLinear", "MatMulInteger", "QLinearMatMul",
     # Recurrent family (InferShapesRecurrent.cpp).
     "LSTM", "GRU", "RNN",
     # Elementwise, logic and dtype family (InferShapesElementwise2.cpp).

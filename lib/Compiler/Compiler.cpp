@@ -123,9 +123,11 @@ LogicalResult mlir::kiln::buildStagePipeline(OpPassManager &pm,
     pm.addPass(createCanonicalizerPass());
     pm.addPass(createCSEPass());
     if (optLevel >= 1) {
+      // No CSE after fusion: merged kernels keep one init per computation
+      // (a shared init would make empty-tensor elimination write two
+      // results into one destination).
       pm.addNestedPass<func::FuncOp>(createKilnFuseKernels());
       pm.addPass(createCanonicalizerPass());
-      pm.addPass(createCSEPass());
     }
   } else if (stage == "host") {
     pm.addPass(createKilnOutlineKernels());

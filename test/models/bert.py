@@ -1,7 +1,4 @@
 # REQUIRES: torch
-# XFAIL: *
-# (until Split has shape inference: its outputs stay unranked, so the attention
-# Reshapes cannot lower; remove the XFAIL then)
 # RUN: %python %s %t
 """Reduced BERT encoder (2 post-LN layers, hidden 64, 4 heads, GELU,
 LayerNorm) with a symbolic sequence length, compiled once and run at

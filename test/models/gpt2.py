@@ -1,7 +1,4 @@
 # REQUIRES: torch
-# XFAIL: *
-# (until Split has shape inference: its outputs stay unranked, so the attention
-# Reshapes cannot lower; remove the XFAIL then)
 # RUN: %python %s %t
 """Reduced GPT-2 decoder (2 pre-LN layers, hidden 64, 4 heads, causal mask
 sliced to the symbolic sequence length, tied LM head), run at sequence

@@ -1,7 +1,4 @@
 # REQUIRES: torch
-# XFAIL: *
-# (until ConvTranspose and Resize have shape inference: their outputs stay
-# unranked; remove the XFAIL then)
 # RUN: %python %s %t
 """Small U-Net segmentation network (ConvTranspose upsampling, bilinear
 Resize, Concat skips, batch norm statistics from data), 32x32 input,

@@ -38,6 +38,12 @@ void registerDataMovementLowerings(llvm::StringMap<LowerFn> &table);
 void registerResampleLowerings(llvm::StringMap<LowerFn> &table);
 void registerQuantizeLowerings(llvm::StringMap<LowerFn> &table);
 void registerSpatialLowerings(llvm::StringMap<LowerFn> &table);
+void registerControlFlowLowerings(llvm::StringMap<LowerFn> &table);
+void registerEinsumLowerings(llvm::StringMap<LowerFn> &table);
+
+/// Lowers the onnx ops of `region` (OnnxToLinalg.cpp): control-flow
+/// lowerings call it on the regions they move into scf ops.
+LogicalResult lowerOnnxOpsIn(Region &region);
 
 /// An error at `op` that names its ONNX node, op type and opset.
 InFlightDiagnostic nodeError(Operation *op);

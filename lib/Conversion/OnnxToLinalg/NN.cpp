@@ -465,8 +465,10 @@ LogicalResult lowerConv(Operation *op, OpBuilder &b,
 }
 
 /// MaxPool and AveragePool of any spatial rank.
+/// MaxPool, AveragePool and (with `lpP` > 0) LpPool: (sum |x|^p)^(1/p).
 LogicalResult lowerPool(Operation *op, OpBuilder &b,
-                        SmallVectorImpl<Value> &results, bool isMax) {
+                        SmallVectorImpl<Value> &results, bool isMax,
+                        int64_t lpP = 0) {
   Location loc = op->getLoc();
   FailureOr<RankedTensorType> tx = rankedOperand(op, 0);
   FailureOr<RankedTensorType> ty = rankedResult(op);
@@ -490,6 +492,8 @@ LogicalResult lowerPool(Operation *op, OpBuilder &b,
   if (failed(p))
     return failure();
   bool countPad = getInt(op, "count_include_pad", 0);
+  if (lpP < 0)
+    return nodeError(op) << "p must be positive", failure();
 
   SmallVector<int64_t> outShape(tx->getShape().take_front(2));
   SmallVector<int64_t> extra(ns, 0);
@@ -540,13 +544,33 @@ LogicalResult lowerPool(Operation *op, OpBuilder &b,
           b, loc, TypeRange{outType}, ValueRange{x, window}, ValueRange{init},
           maps, iters,
           [&](OpBuilder &nb, Location l, ValueRange a) {
-            Value r = isMax ? arith::MaximumFOp::create(nb, l, a[2], a[0]).getResult()
-                            : arith::AddFOp::create(nb, l, a[2], a[0]).getResult();
+            Value v = a[0];
+            if (lpP) {
+              v = math::AbsFOp::create(nb, l, v);
+              if (lpP == 2)
+                v = arith::MulFOp::create(nb, l, v, v);
+              else if (lpP != 1)
+                v = math::PowFOp::create(nb, l, v,
+                                         scalarConstant(nb, l, elem, lpP));
+            }
+            Value r = isMax ? arith::MaximumFOp::create(nb, l, a[2], v).getResult()
+                            : arith::AddFOp::create(nb, l, a[2], v).getResult();
             linalg::YieldOp::create(nb, l, r);
           })
           .getResult(0);
-  if (isMax) {
+  if (isMax || lpP == 1) {
     results.push_back(pooled);
+    return success();
+  }
+  if (lpP) {
+    results.push_back(buildElementwise(
+        b, loc, outType, pooled,
+        [&](OpBuilder &nb, Location l, ValueRange a) -> Value {
+          if (lpP == 2)
+            return math::SqrtOp::create(nb, l, a[0]);
+          return math::PowFOp::create(nb, l, a[0],
+                                      scalarConstant(nb, l, elem, 1.0 / lpP));
+        }));
     return success();
   }
   // Average: divide by the number of elements of each window that lie in the
@@ -828,6 +852,10 @@ void lowering::registerNNLowerings(llvm::StringMap<LowerFn> &t) {
     return lowerPool(op, b, r, /*isMax=*/false);
   };
   t["GlobalAveragePool"] = lowerGlobalAveragePool;
+  t["LpPool"] = [](Operation *op, OpBuilder &b, SmallVectorImpl<Value> &r) {
+    int64_t p = getInt(op, "p", 2);
+    return lowerPool(op, b, r, /*isMax=*/false, p > 0 ? p : -1);
+  };
   t["ReduceSum"] = [](Operation *op, OpBuilder &b, SmallVectorImpl<Value> &r) {
     return lowerReduce(op, b, r, ReduceKind::Sum);
   };

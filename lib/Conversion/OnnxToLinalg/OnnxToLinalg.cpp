@@ -154,9 +154,10 @@ Value lowering::buildElementwise(OpBuilder &b, Location loc,
                                  RankedTensorType resultType, ValueRange inputs,
                                  ScalarFn body) {
   // A dynamic input dim may be 1 at run time and broadcast when another
-  // (different) input is also dynamic at the same result position: the
-  // result size is the max, and such an input is read at select(dim == 1,
-  // 0, i) instead of through an affine map.
+  // (different) input is also dynamic at the same result position (the
+  // result size is the max) or when the result dim is static and not 1:
+  // such an input is read at select(dim == 1, 0, i) instead of through an
+  // affine map.
   int64_t rank = resultType.getRank();
   SmallVector<SmallVector<bool>> runtimeBcast;
   for (auto [k, in] : llvm::enumerate(inputs)) {
@@ -164,8 +165,14 @@ Value lowering::buildElementwise(OpBuilder &b, Location loc,
     SmallVector<bool> mask(t.getRank(), false);
     for (int64_t j = 0; j < t.getRank(); ++j) {
       int64_t i = j + (rank - t.getRank());
-      if (!t.isDynamicDim(j) || !resultType.isDynamicDim(i))
+      if (!t.isDynamicDim(j))
         continue;
+      // Against a static result dim other than 1 (set by another input), the
+      // dynamic dim is either that size or 1.
+      if (!resultType.isDynamicDim(i)) {
+        mask[j] = resultType.getDimSize(i) != 1;
+        continue;
+      }
       for (auto [k2, other] : llvm::enumerate(inputs)) {
         if (k2 == k || other == in)
           continue;
@@ -288,75 +295,94 @@ static void registerAllLowerings(llvm::StringMap<LowerFn> &table) {
   registerReductionLowerings(table);
   registerNormalizationLowerings(table);
   registerAttentionLowerings(table);
+  registerControlFlowLowerings(table);
+  registerEinsumLowerings(table);
 }
 
-bool mlir::kiln::isOnnxOpLowered(StringRef opType) {
+
+/// The lowering table, built once.
+static const llvm::StringMap<LowerFn> &loweringTable() {
   static const llvm::StringMap<LowerFn> table = [] {
     llvm::StringMap<LowerFn> t;
     registerAllLowerings(t);
     return t;
   }();
-  return table.contains(opType);
+  return table;
+}
+
+bool mlir::kiln::isOnnxOpLowered(StringRef opType) {
+  return loweringTable().contains(opType);
+}
+
+/// Lowers the onnx ops of `region` in order. The regions of onnx ops that
+/// have some (If, Loop, Scan) are left to those ops' lowerings, which lower
+/// them with this function when they move them into their replacement.
+LogicalResult lowering::lowerOnnxOpsIn(Region &region) {
+  const llvm::StringMap<LowerFn> &table = loweringTable();
+  SmallVector<Operation *> ops;
+  region.walk<WalkOrder::PreOrder>([&](Operation *op) {
+    if (!isa<onnxops::OnnxDialect>(op->getDialect()))
+      return WalkResult::advance();
+    ops.push_back(op);
+    return op->getNumRegions() ? WalkResult::skip() : WalkResult::advance();
+  });
+  bool failed = false;
+  SmallVector<Operation *> noValues;
+  for (Operation *op : ops) {
+    if (isa<onnxops::NoValueOp>(op)) {
+      noValues.push_back(op);
+      continue;
+    }
+    // Terminators of nested regions are rewritten by their parent's lowering.
+    if (isa<onnxops::YieldOp>(op))
+      continue;
+    StringRef name = op->getName().getStringRef();
+    name.consume_front("onnx.");
+    auto it = table.find(name);
+    if (it == table.end()) {
+      nodeError(op) << "operator '" << name
+                    << "' is not supported by Kiln yet";
+      failed = true;
+      continue;
+    }
+    OpBuilder b(op);
+    SmallVector<Value> results;
+    if (mlir::failed(it->second(op, b, results))) {
+      failed = true;
+      continue;
+    }
+    assert(results.size() <= op->getNumResults());
+    for (auto [i, r] : llvm::enumerate(results)) {
+      if (!r) // an absent or unused optional output: nothing to replace
+        continue;
+      Value old = op->getResult(i);
+      if (r.getType() != old.getType())
+        r = tensor::CastOp::create(b, op->getLoc(), old.getType(), r);
+      if (r != old) // a lowering may hand back an omitted (none) output
+        old.replaceAllUsesWith(r);
+    }
+    for (unsigned i = results.size(); i < op->getNumResults(); ++i)
+      if (!op->getResult(i).use_empty()) {
+        nodeError(op) << "output " << i << " is not supported";
+        failed = true;
+      }
+    if (!failed)
+      op->erase();
+  }
+  if (failed)
+    return failure();
+  for (Operation *op : noValues)
+    if (op->use_empty())
+      op->erase();
+  return success();
 }
 
 namespace {
 struct ConvertOnnxToLinalgPass
     : public kiln::impl::KilnConvertOnnxToLinalgBase<ConvertOnnxToLinalgPass> {
   void runOnOperation() override {
-    func::FuncOp func = getOperation();
-    llvm::StringMap<LowerFn> table;
-    registerAllLowerings(table);
-
-    SmallVector<Operation *> ops;
-    func.walk<WalkOrder::PreOrder>([&](Operation *op) {
-      if (isa<onnxops::OnnxDialect>(op->getDialect()))
-        ops.push_back(op);
-    });
-    bool failed = false;
-    SmallVector<Operation *> noValues;
-    for (Operation *op : ops) {
-      if (isa<onnxops::NoValueOp>(op)) {
-        noValues.push_back(op);
-        continue;
-      }
-      StringRef name = op->getName().getStringRef();
-      name.consume_front("onnx.");
-      auto it = table.find(name);
-      if (it == table.end()) {
-        nodeError(op) << "operator '" << name
-                      << "' is not supported by Kiln yet";
-        failed = true;
-        continue;
-      }
-      OpBuilder b(op);
-      SmallVector<Value> results;
-      if (mlir::failed(it->second(op, b, results))) {
-        failed = true;
-        continue;
-      }
-      assert(results.size() <= op->getNumResults());
-      for (auto [i, r] : llvm::enumerate(results)) {
-        if (!r) // an absent or unused optional output: nothing to replace
-          continue;
-        Value old = op->getResult(i);
-        if (r.getType() != old.getType())
-          r = tensor::CastOp::create(b, op->getLoc(), old.getType(), r);
-        if (r != old) // a lowering may hand back an omitted (none) output
-          old.replaceAllUsesWith(r);
-      }
-      for (unsigned i = results.size(); i < op->getNumResults(); ++i)
-        if (!op->getResult(i).use_empty()) {
-          nodeError(op) << "output " << i << " is not supported";
-          failed = true;
-        }
-      if (!failed)
-        op->erase();
-    }
-    if (failed)
+    if (failed(lowerOnnxOpsIn(getOperation().getBody())))
       return signalPassFailure();
-    for (Operation *op : noValues)
-      if (op->use_empty())
-        op->erase();
   }
 };
 } // namespace

@@ -636,6 +636,97 @@ LogicalResult lowerHardmax(Operation *op, OpBuilder &b,
 // CumSum
 //===----------------------------------------------------------------------===//
 
+/// CumSum whose axis is only known at run time: the axis is read on the
+/// host (negative counts from the end, clamped into range) and the generic
+/// runs over (dims..., j) with j up to the largest dim; x is read at the
+/// output index with the axis coordinate replaced by j (clamped in bounds,
+/// masked when out of the summed range).
+LogicalResult lowerCumSumRuntimeAxis(Operation *op, OpBuilder &b,
+                                     SmallVectorImpl<Value> &results,
+                                     RankedTensorType tx) {
+  Location loc = op->getLoc();
+  int64_t r = tx.getRank();
+  Type elem = tx.getElementType();
+  auto ta = dyn_cast<RankedTensorType>(op->getOperand(1).getType());
+  if (!ta || ta.getRank() > 1 || (ta.getRank() == 1 && ta.getDimSize(0) != 1))
+    return nodeError(op) << "axis must be a scalar", failure();
+  if (r == 0)
+    return nodeError(op) << "the input must have rank >= 1", failure();
+  Value x = op->getOperand(0);
+  SmallVector<Value> zeros(ta.getRank(), arith::ConstantIndexOp::create(b, loc, 0));
+  Value a = tensor::ExtractOp::create(b, loc, op->getOperand(1), zeros);
+  a = arith::IndexCastOp::create(b, loc, b.getIndexType(), a);
+  Value zero = arith::ConstantIndexOp::create(b, loc, 0);
+  Value rank = arith::ConstantIndexOp::create(b, loc, r);
+  Value neg = arith::CmpIOp::create(b, loc, arith::CmpIPredicate::slt, a, zero);
+  a = arith::SelectOp::create(b, loc, neg, arith::AddIOp::create(b, loc, a, rank), a);
+  a = arith::MaxSIOp::create(b, loc, a, zero);
+  a = arith::MinSIOp::create(
+      b, loc, a, arith::ConstantIndexOp::create(b, loc, r - 1));
+  SmallVector<Value> dyn, sizes;
+  Value maxLen = arith::ConstantIndexOp::create(b, loc, 1);
+  for (int64_t i = 0; i < r; ++i) {
+    Value d = dimValue(b, loc, x, i);
+    sizes.push_back(d);
+    if (tx.isDynamicDim(i))
+      dyn.push_back(d);
+    maxLen = arith::MaxSIOp::create(b, loc, maxLen, d);
+  }
+  Value init = filledTensor(b, loc, tx, dyn, reduceInit(elem, RK::Sum));
+  auto jType = RankedTensorType::get({ShapedType::kDynamic}, elem);
+  Value jRange = tensor::EmptyOp::create(b, loc, jType.getShape(), elem,
+                                         ValueRange{maxLen});
+  MLIRContext *ctx = b.getContext();
+  SmallVector<AffineMap> maps = {
+      AffineMap::get(r + 1, 0, {getAffineDimExpr(r, ctx)}, ctx),
+      AffineMap::getMultiDimIdentityMap(r + 1, ctx).getMajorSubMap(r)};
+  SmallVector<IteratorType> iters(r, IteratorType::parallel);
+  iters.push_back(IteratorType::reduction);
+  bool exclusive = getInt(op, "exclusive", 0), reverse = getInt(op, "reverse", 0);
+  results.push_back(
+      linalg::GenericOp::create(
+          b, loc, TypeRange{tx}, ValueRange{jRange}, ValueRange{init}, maps,
+          iters,
+          [&](OpBuilder &nb, Location l, ValueRange args) {
+            Value j = linalg::IndexOp::create(nb, l, r);
+            Value one = arith::ConstantIndexOp::create(nb, l, 1);
+            // The output's coordinate and size along the axis.
+            Value i = linalg::IndexOp::create(nb, l, 0);
+            Value len = sizes[0];
+            SmallVector<Value> isAxis;
+            for (int64_t d = 0; d < r; ++d) {
+              Value dv = arith::ConstantIndexOp::create(nb, l, d);
+              isAxis.push_back(arith::CmpIOp::create(
+                  nb, l, arith::CmpIPredicate::eq, a, dv));
+              if (d == 0)
+                continue;
+              i = arith::SelectOp::create(nb, l, isAxis[d],
+                                          linalg::IndexOp::create(nb, l, d), i);
+              len = arith::SelectOp::create(nb, l, isAxis[d], sizes[d], len);
+            }
+            Value jc = arith::MinSIOp::create(
+                nb, l, j, arith::SubIOp::create(nb, l, len, one));
+            SmallVector<Value> ix;
+            for (int64_t d = 0; d < r; ++d)
+              ix.push_back(arith::SelectOp::create(
+                  nb, l, isAxis[d], jc, linalg::IndexOp::create(nb, l, d)));
+            arith::CmpIPredicate p =
+                reverse ? (exclusive ? arith::CmpIPredicate::ugt
+                                     : arith::CmpIPredicate::uge)
+                        : (exclusive ? arith::CmpIPredicate::ult
+                                     : arith::CmpIPredicate::ule);
+            Value in = arith::AndIOp::create(
+                nb, l, arith::CmpIOp::create(nb, l, p, j, i),
+                arith::CmpIOp::create(nb, l, arith::CmpIPredicate::ult, j, len));
+            Value v = tensor::ExtractOp::create(nb, l, x, ix);
+            v = arith::SelectOp::create(nb, l, in, v,
+                                        scalarConstant(nb, l, elem, 0.0));
+            linalg::YieldOp::create(nb, l, combine(nb, l, RK::Sum, args[1], v));
+          })
+          .getResult(0));
+  return success();
+}
+
 /// y[.., i, ..] = sum of x[.., j, ..] over j <= i (j < i when exclusive;
 /// j >= i / j > i when reverse): a generic over (dims..., j).
 LogicalResult lowerCumSum(Operation *op, OpBuilder &b,
@@ -650,8 +741,10 @@ LogicalResult lowerCumSum(Operation *op, OpBuilder &b,
     return nodeError(op) << "unsupported element type", failure();
   std::optional<SmallVector<int64_t>> av =
       onnxops::getConstantIntValues(op->getOperand(1));
-  if (!av || av->size() != 1)
-    return nodeError(op) << "axis must be a constant scalar", failure();
+  if (!av)
+    return lowerCumSumRuntimeAxis(op, b, results, *tx);
+  if (av->size() != 1)
+    return nodeError(op) << "axis must be a scalar", failure();
   FailureOr<int64_t> axis = onnxops::normalizeAxis((*av)[0], r);
   if (failed(axis))
     return nodeError(op) << "axis out of range", failure();

@@ -77,3 +77,26 @@ func.func @cast(%a: tensor<4xf32>) -> tensor<4xi64> {
   %0 = "onnx.Cast"(%a) {to = 7 : i64} : (tensor<4xf32>) -> tensor<4xi64>
   return %0 : tensor<4xi64>
 }
+
+// -----
+
+// A dynamic dim against a static result dim other than 1 may be 1 at run
+// time: that operand is read at index 0 when its dim is 1 (the ReduceMean
+// over run-time axes feeding a Div in RMSNormalization's expansion).
+// CHECK-LABEL: func @div_runtime_broadcast
+// CHECK-SAME: %[[A:.*]]: tensor<2x3xf32>, %[[B:.*]]: tensor<?x?xf32>
+// CHECK-DAG: %[[D0:.*]] = tensor.dim %[[B]], %c0
+// CHECK-DAG: %[[ONE0:.*]] = arith.cmpi eq, %[[D0]], %c1
+// CHECK-DAG: %[[D1:.*]] = tensor.dim %[[B]], %c1
+// CHECK-DAG: %[[ONE1:.*]] = arith.cmpi eq, %[[D1]], %c1
+// CHECK: linalg.generic {{.*}} ins(%[[A]] : tensor<2x3xf32>) outs(%{{.*}} : tensor<2x3xf32>)
+// CHECK: %[[I0:.*]] = linalg.index 0
+// CHECK: %[[R0:.*]] = arith.select %[[ONE0]], %{{.*}}, %[[I0]]
+// CHECK: %[[I1:.*]] = linalg.index 1
+// CHECK: %[[R1:.*]] = arith.select %[[ONE1]], %{{.*}}, %[[I1]]
+// CHECK: tensor.extract %[[B]][%[[R0]], %[[R1]]]
+// CHECK: arith.divf
+func.func @div_runtime_broadcast(%a: tensor<2x3xf32>, %b: tensor<?x?xf32>) -> tensor<2x3xf32> {
+  %0 = "onnx.Div"(%a, %b) : (tensor<2x3xf32>, tensor<?x?xf32>) -> tensor<2x3xf32>
+  return %0 : tensor<2x3xf32>
+}

@@ -23,6 +23,9 @@
 #include "kiln/Dialect/Kiln/Transforms/Passes.h"
 
 #include "mlir/Dialect/Linalg/IR/Linalg.h"
+#include "mlir/Dialect/Linalg/Transforms/Transforms.h"
+#include "mlir/IR/PatternMatch.h"
+#include "mlir/Transforms/GreedyPatternRewriteDriver.h"
 #include "mlir/IR/IRMapping.h"
 #include "llvm/ADT/SetVector.h"
 
@@ -199,11 +202,38 @@ struct FuseKernelsPass
           break;
         }
     }
+    // Inside each kernel, fold transposes and elementwise producers into the
+    // indexing of their single consumer (no intermediate is materialized).
+    for (KernelOp k : block.getOps<KernelOp>())
+      if (failed(fuseInsideKernel(k)))
+        return signalPassFailure();
     // Renumber kernel names in program order.
     unsigned id = 0;
     for (KernelOp k : block.getOps<KernelOp>())
       k.setNameAttr(StringAttr::get(&getContext(),
                                     "kernel_" + std::to_string(id++)));
+  }
+
+  static LogicalResult fuseInsideKernel(KernelOp kernel) {
+    MLIRContext *ctx = kernel.getContext();
+    // Transposes become generics so their permutation can move into the
+    // consumer's indexing map.
+    IRRewriter rewriter(ctx);
+    SmallVector<linalg::TransposeOp> transposes;
+    kernel.walk([&](linalg::TransposeOp t) { transposes.push_back(t); });
+    for (linalg::TransposeOp t : transposes) {
+      rewriter.setInsertionPoint(t);
+      if (failed(linalg::generalizeNamedOp(rewriter, t)))
+        return failure();
+    }
+    RewritePatternSet patterns(ctx);
+    linalg::populateElementwiseOpsFusionPatterns(
+        patterns, [](OpOperand *fused) {
+          // Only producers with this one use: fusing never recomputes.
+          Operation *producer = fused->get().getDefiningOp();
+          return producer && producer->hasOneUse();
+        });
+    return applyPatternsGreedily(kernel.getBody(), std::move(patterns));
   }
 
   /// `tensor.dim` of a kernel result is the kernel's own dims operand (or a

@@ -241,6 +241,25 @@ std::optional<SmallVector<Folded>> tryFold(Operation *op) {
       return std::nullopt;
     return SmallVector<Folded>{*acc};
   }
+  if (name == "Equal") {
+    // Equal shapes or a one-element side (the conditions of If).
+    if (in.size() != 2 || !in[1] || x.isInt() != in[1]->isInt())
+      return std::nullopt;
+    const Folded &y = *in[1];
+    if (x.size() != y.size() && x.size() != 1 && y.size() != 1)
+      return std::nullopt;
+    Folded r;
+    r.elementType = IntegerType::get(op->getContext(), 1);
+    r.shape.assign(resultType.getShape().begin(), resultType.getShape().end());
+    int64_t n = std::max(x.size(), y.size());
+    if (numElements(r.shape) != n)
+      return std::nullopt;
+    for (int64_t k = 0; k < n; ++k) {
+      int64_t a = x.size() == 1 ? 0 : k, c = y.size() == 1 ? 0 : k;
+      r.i.push_back(x.isInt() ? x.i[a] == y.i[c] : x.f[a] == y.f[c]);
+    }
+    return SmallVector<Folded>{r};
+  }
   if (name == "Neg") {
     Folded r = x;
     for (auto &v : r.i) v = -v;
@@ -408,7 +427,8 @@ struct SimplifyPass : public kiln::impl::KilnOnnxSimplifyBase<SimplifyPass> {
           ops.push_back(op);
       });
       for (Operation *op : ops) {
-        if (simplifyIdentity(op) || foldConstants(op) || foldIntoConv(op)) {
+        if (inlineConstantIf(op) || simplifyIdentity(op) ||
+            foldConstants(op) || foldIntoConv(op)) {
           changed = true;
           break; // op lists are stale after a rewrite
         }
@@ -442,6 +462,42 @@ struct SimplifyPass : public kiln::impl::KilnOnnxSimplifyBase<SimplifyPass> {
     for (const Folded &f : *folded)
       vals.push_back(materialize(b, op->getLoc(), f));
     replace(op, vals);
+    return true;
+  }
+
+  /// An If whose condition is a constant becomes its taken branch: the
+  /// branch's ops move before it, so shape inference and folding see them.
+  bool inlineConstantIf(Operation *op) {
+    if (!isa<onnxops::IfOp>(op))
+      return false;
+    std::optional<SmallVector<int64_t>> c =
+        onnxops::getConstantIntValues(op->getOperand(0));
+    if (!c || c->size() != 1)
+      return false;
+    Block &block = op->getRegion((*c)[0] ? 0 : 1).front();
+    Operation *yield = block.getTerminator();
+    if (yield->getNumOperands() != op->getNumResults())
+      return false;
+    SmallVector<Value> values(yield->getOperands());
+    op->getBlock()->getOperations().splice(Block::iterator(op),
+                                           block.getOperations(), block.begin(),
+                                           Block::iterator(yield));
+    OpBuilder b(op);
+    for (auto [r, v] : llvm::zip(op->getResults(), values)) {
+      // onnx users take the branch's value (shape inference refines them);
+      // others (the return) keep the declared type through a cast.
+      Value declared = v;
+      if (r.getType() != v.getType() && isa<TensorType>(v.getType()) &&
+          isa<TensorType>(r.getType()))
+        declared = tensor::CastOp::create(b, op->getLoc(), r.getType(), v);
+      r.replaceUsesWithIf(v, [&](OpOperand &use) {
+        return use.getOwner()->getName().getStringRef().starts_with("onnx.");
+      });
+      r.replaceAllUsesWith(declared);
+      if (declared != v && declared.use_empty())
+        declared.getDefiningOp()->erase();
+    }
+    op->erase();
     return true;
   }
 

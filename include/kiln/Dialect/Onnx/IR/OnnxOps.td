@@ -192,7 +192,8 @@ ONNX operator `Add` of the ai.onnx domain, since_version 14.
 //===----------------------------------------------------------------------===//
 
 def Onnx_AffineGridOp : Onnx_Op<"AffineGrid",
-    [Pure]> {
+    [Pure,
+     DeclareOpInterfaceMethods<Onnx_InferShapesOpInterface>]> {
   let summary = "Generates a 2D or 3D flow field (sampling grid), given a batch of affine matrices theta (https://pytorch.org/docs/stable/generated/torch.nn.functional.affine...";
   let description = [{
 Generates a 2D or 3D flow field (sampling grid), given a batch of affine matrices theta
@@ -231,6 +232,11 @@ ONNX operator `AffineGrid` of the ai.onnx domain, since_version 20.
     DefaultValuedAttr<I64Attr, "0">:$align_corners);
   let results = (outs
     Onnx_T1:$grid);
+  let extraClassDeclaration = [{
+    /// Result types inferred from the operands (ONNX semantics); emits an
+    /// error at the op and fails on inconsistent shapes.
+    ::mlir::FailureOr<::llvm::SmallVector<::mlir::Type>> inferResultTypes();
+  }];
 }
 
 //===----------------------------------------------------------------------===//
@@ -1035,7 +1041,8 @@ ONNX operator `Celu` of the ai.onnx domain, since_version 12.
 //===----------------------------------------------------------------------===//
 
 def Onnx_CenterCropPadOp : Onnx_Op<"CenterCropPad",
-    [Pure]> {
+    [Pure,
+     DeclareOpInterfaceMethods<Onnx_InferShapesOpInterface>]> {
   let summary = "Center crop or pad an input to given dimensions.";
   let description = [{
 Center crop or pad an input to given dimensions.
@@ -1061,6 +1068,11 @@ ONNX operator `CenterCropPad` of the ai.onnx domain, since_version 18.
     OptionalAttr<I64ArrayAttr>:$axes);
   let results = (outs
     AnyType:$output_data);
+  let extraClassDeclaration = [{
+    /// Result types inferred from the operands (ONNX semantics); emits an
+    /// error at the op and fails on inconsistent shapes.
+    ::mlir::FailureOr<::llvm::SmallVector<::mlir::Type>> inferResultTypes();
+  }];
 }
 
 //===----------------------------------------------------------------------===//
@@ -1131,7 +1143,8 @@ ONNX operator `Col2Im` of the ai.onnx domain, since_version 18.
 //===----------------------------------------------------------------------===//
 
 def Onnx_CompressOp : Onnx_Op<"Compress",
-    [Pure]> {
+    [Pure,
+     DeclareOpInterfaceMethods<Onnx_InferShapesOpInterface>]> {
   let summary = "Selects slices from an input tensor along a given axis where condition evaluates to True for each axis index.";
   let description = [{
     Selects slices from an input tensor along a given axis where condition evaluates to True for each axis index.
@@ -1147,6 +1160,11 @@ ONNX operator `Compress` of the ai.onnx domain, since_version 11.
     OptionalAttr<I64Attr>:$axis);
   let results = (outs
     AnyType:$output);
+  let extraClassDeclaration = [{
+    /// Result types inferred from the operands (ONNX semantics); emits an
+    /// error at the op and fails on inconsistent shapes.
+    ::mlir::FailureOr<::llvm::SmallVector<::mlir::Type>> inferResultTypes();
+  }];
 }
 
 //===----------------------------------------------------------------------===//
@@ -1316,7 +1334,8 @@ ONNX operator `ConvInteger` of the ai.onnx domain, since_version 10.
 //===----------------------------------------------------------------------===//
 
 def Onnx_ConvTransposeOp : Onnx_Op<"ConvTranspose",
-    [Pure]> {
+    [Pure,
+     DeclareOpInterfaceMethods<Onnx_InferShapesOpInterface>]> {
   let summary = "The convolution transpose operator consumes an input tensor and a filter, and computes the output.";
   let description = [{
 The convolution transpose operator consumes an input tensor and a filter,
@@ -1350,6 +1369,11 @@ ONNX operator `ConvTranspose` of the ai.onnx domain, since_version 22.
     OptionalAttr<I64ArrayAttr>:$strides);
   let results = (outs
     Onnx_T1:$Y);
+  let extraClassDeclaration = [{
+    /// Result types inferred from the operands (ONNX semantics); emits an
+    /// error at the op and fails on inconsistent shapes.
+    ::mlir::FailureOr<::llvm::SmallVector<::mlir::Type>> inferResultTypes();
+  }];
 }
 
 //===----------------------------------------------------------------------===//
@@ -1518,7 +1542,8 @@ ONNX operator `DeformConv` of the ai.onnx domain, since_version 22.
 //===----------------------------------------------------------------------===//
 
 def Onnx_DepthToSpaceOp : Onnx_Op<"DepthToSpace",
-    [Pure]> {
+    [Pure,
+     DeclareOpInterfaceMethods<Onnx_InferShapesOpInterface>]> {
   let summary = "DepthToSpace rearranges (permutes) data from depth into blocks of spatial data.";
   let description = [{
 DepthToSpace rearranges (permutes) data from depth into blocks of spatial data.
@@ -1553,6 +1578,11 @@ ONNX operator `DepthToSpace` of the ai.onnx domain, since_version 13.
     DefaultValuedStrAttr<StrAttr, "DCR">:$mode);
   let results = (outs
     AnyType:$output);
+  let extraClassDeclaration = [{
+    /// Result types inferred from the operands (ONNX semantics); emits an
+    /// error at the op and fails on inconsistent shapes.
+    ::mlir::FailureOr<::llvm::SmallVector<::mlir::Type>> inferResultTypes();
+  }];
 }
 
 //===----------------------------------------------------------------------===//
@@ -1560,7 +1590,8 @@ ONNX operator `DepthToSpace` of the ai.onnx domain, since_version 13.
 //===----------------------------------------------------------------------===//
 
 def Onnx_DequantizeLinearOp : Onnx_Op<"DequantizeLinear",
-    [Pure]> {
+    [Pure,
+     DeclareOpInterfaceMethods<Onnx_InferShapesOpInterface>]> {
   let summary = "The linear dequantization operator.";
   let description = [{
 The linear dequantization operator. It consumes a quantized tensor, a scale, and a zero point to compute the
@@ -1586,6 +1617,11 @@ ONNX operator `DequantizeLinear` of the ai.onnx domain, since_version 24.
     DefaultValuedAttr<I64Attr, "0">:$output_dtype);
   let results = (outs
     Onnx_T15:$y);
+  let extraClassDeclaration = [{
+    /// Result types inferred from the operands (ONNX semantics); emits an
+    /// error at the op and fails on inconsistent shapes.
+    ::mlir::FailureOr<::llvm::SmallVector<::mlir::Type>> inferResultTypes();
+  }];
 }
 
 //===----------------------------------------------------------------------===//
@@ -1684,7 +1720,8 @@ ONNX operator `Dropout` of the ai.onnx domain, since_version 22.
 //===----------------------------------------------------------------------===//
 
 def Onnx_DynamicQuantizeLinearOp : Onnx_Op<"DynamicQuantizeLinear",
-    [Pure]> {
+    [Pure,
+     DeclareOpInterfaceMethods<Onnx_InferShapesOpInterface>]> {
   let summary = "A Function to fuse calculation for Scale, Zero Point and FP32->8Bit conversion of FP32 Input data.";
   let description = [{
 A Function to fuse calculation for Scale, Zero Point and FP32->8Bit conversion of FP32 Input data.
@@ -1723,6 +1760,11 @@ ONNX operator `DynamicQuantizeLinear` of the ai.onnx domain, since_version 11.
     Onnx_T17:$y,
     Onnx_T8:$y_scale,
     Onnx_T17:$y_zero_point);
+  let extraClassDeclaration = [{
+    /// Result types inferred from the operands (ONNX semantics); emits an
+    /// error at the op and fails on inconsistent shapes.
+    ::mlir::FailureOr<::llvm::SmallVector<::mlir::Type>> inferResultTypes();
+  }];
 }
 
 //===----------------------------------------------------------------------===//
@@ -2167,7 +2209,8 @@ ONNX operator `Gather` of the ai.onnx domain, since_version 13.
 //===----------------------------------------------------------------------===//
 
 def Onnx_GatherElementsOp : Onnx_Op<"GatherElements",
-    [Pure]> {
+    [Pure,
+     DeclareOpInterfaceMethods<Onnx_InferShapesOpInterface>]> {
   let summary = "GatherElements takes two inputs `data` and `indices` of the same rank r >= 1 and an optional attribute `axis` that identifies an axis of `data` (by default,...";
   let description = [{
 GatherElements takes two inputs `data` and `indices` of the same rank r >= 1
@@ -2230,6 +2273,11 @@ ONNX operator `GatherElements` of the ai.onnx domain, since_version 13.
     DefaultValuedAttr<I64Attr, "0">:$axis);
   let results = (outs
     AnyType:$output);
+  let extraClassDeclaration = [{
+    /// Result types inferred from the operands (ONNX semantics); emits an
+    /// error at the op and fails on inconsistent shapes.
+    ::mlir::FailureOr<::llvm::SmallVector<::mlir::Type>> inferResultTypes();
+  }];
 }
 
 //===----------------------------------------------------------------------===//
@@ -2237,7 +2285,8 @@ ONNX operator `GatherElements` of the ai.onnx domain, since_version 13.
 //===----------------------------------------------------------------------===//
 
 def Onnx_GatherNDOp : Onnx_Op<"GatherND",
-    [Pure]> {
+    [Pure,
+     DeclareOpInterfaceMethods<Onnx_InferShapesOpInterface>]> {
   let summary = "Given `data` tensor of rank `r` >= 1, `indices` tensor of rank `q` >= 1, and `batch_dims` integer `b`, this operator gathers slices of `data` into an output...";
   let description = [{
 Given `data` tensor of rank `r` >= 1, `indices` tensor of rank `q` >= 1, and `batch_dims` integer `b`, this operator gathers
@@ -2333,6 +2382,11 @@ ONNX operator `GatherND` of the ai.onnx domain, since_version 13.
     DefaultValuedAttr<I64Attr, "0">:$batch_dims);
   let results = (outs
     AnyType:$output);
+  let extraClassDeclaration = [{
+    /// Result types inferred from the operands (ONNX semantics); emits an
+    /// error at the op and fails on inconsistent shapes.
+    ::mlir::FailureOr<::llvm::SmallVector<::mlir::Type>> inferResultTypes();
+  }];
 }
 
 //===----------------------------------------------------------------------===//
@@ -2536,7 +2590,8 @@ ONNX operator `GreaterOrEqual` of the ai.onnx domain, since_version 16.
 //===----------------------------------------------------------------------===//
 
 def Onnx_GridSampleOp : Onnx_Op<"GridSample",
-    [Pure]> {
+    [Pure,
+     DeclareOpInterfaceMethods<Onnx_InferShapesOpInterface>]> {
   let summary = "Given an input `X` and a flow-field `grid`, computes the output `Y` using `X` values and pixel locations from the `grid`.";
   let description = [{
 Given an input `X` and a flow-field `grid`, computes the output `Y` using `X` values and pixel locations from the `grid`.
@@ -2568,6 +2623,11 @@ ONNX operator `GridSample` of the ai.onnx domain, since_version 22.
     DefaultValuedStrAttr<StrAttr, "zeros">:$padding_mode);
   let results = (outs
     AnyType:$Y);
+  let extraClassDeclaration = [{
+    /// Result types inferred from the operands (ONNX semantics); emits an
+    /// error at the op and fails on inconsistent shapes.
+    ::mlir::FailureOr<::llvm::SmallVector<::mlir::Type>> inferResultTypes();
+  }];
 }
 
 //===----------------------------------------------------------------------===//
@@ -3506,7 +3566,8 @@ ONNX operator `MatMul` of the ai.onnx domain, since_version 13.
 //===----------------------------------------------------------------------===//
 
 def Onnx_MatMulIntegerOp : Onnx_Op<"MatMulInteger",
-    [Pure]> {
+    [Pure,
+     DeclareOpInterfaceMethods<Onnx_InferShapesOpInterface>]> {
   let summary = "Matrix product that behaves like [numpy.matmul](https://numpy.org/doc/stable/reference/generated/numpy.matmul.html).";
   let description = [{
 Matrix product that behaves like [numpy.matmul](https://numpy.org/doc/stable/reference/generated/numpy.matmul.html).
@@ -3521,6 +3582,11 @@ ONNX operator `MatMulInteger` of the ai.onnx domain, since_version 10.
     Onnx_T10OrNone:$b_zero_point);
   let results = (outs
     Onnx_T11:$Y);
+  let extraClassDeclaration = [{
+    /// Result types inferred from the operands (ONNX semantics); emits an
+    /// error at the op and fails on inconsistent shapes.
+    ::mlir::FailureOr<::llvm::SmallVector<::mlir::Type>> inferResultTypes();
+  }];
 }
 
 //===----------------------------------------------------------------------===//
@@ -4096,7 +4162,8 @@ ONNX operator `NonMaxSuppression` of the ai.onnx domain, since_version 11.
 //===----------------------------------------------------------------------===//
 
 def Onnx_NonZeroOp : Onnx_Op<"NonZero",
-    [Pure]> {
+    [Pure,
+     DeclareOpInterfaceMethods<Onnx_InferShapesOpInterface>]> {
   let summary = "Returns the indices of the elements that are non-zero (in row-major order - by dimension).";
   let description = [{
     Returns the indices of the elements that are non-zero
@@ -4111,6 +4178,11 @@ ONNX operator `NonZero` of the ai.onnx domain, since_version 13.
     AnyType:$X);
   let results = (outs
     Onnx_T2:$Y);
+  let extraClassDeclaration = [{
+    /// Result types inferred from the operands (ONNX semantics); emits an
+    /// error at the op and fails on inconsistent shapes.
+    ::mlir::FailureOr<::llvm::SmallVector<::mlir::Type>> inferResultTypes();
+  }];
 }
 
 //===----------------------------------------------------------------------===//
@@ -4303,7 +4375,8 @@ ONNX operator `PRelu` of the ai.onnx domain, since_version 16.
 //===----------------------------------------------------------------------===//
 
 def Onnx_PadOp : Onnx_Op<"Pad",
-    [Pure]> {
+    [Pure,
+     DeclareOpInterfaceMethods<Onnx_InferShapesOpInterface>]> {
   let summary = "Given a tensor containing the data to be padded (`data`), a tensor containing the number of start and end pad values for axis (`pads`), (optionally) a `mode`...";
   let description = [{
 Given a tensor containing the data to be padded (`data`), a tensor containing the number of start and end pad values for axis (`pads`), (optionally) a `mode`, and (optionally) `constant_value`,
@@ -4417,6 +4490,11 @@ ONNX operator `Pad` of the ai.onnx domain, since_version 24.
     DefaultValuedStrAttr<StrAttr, "constant">:$mode);
   let results = (outs
     AnyType:$output);
+  let extraClassDeclaration = [{
+    /// Result types inferred from the operands (ONNX semantics); emits an
+    /// error at the op and fails on inconsistent shapes.
+    ::mlir::FailureOr<::llvm::SmallVector<::mlir::Type>> inferResultTypes();
+  }];
 }
 
 //===----------------------------------------------------------------------===//
@@ -4491,7 +4569,8 @@ ONNX operator `QLinearConv` of the ai.onnx domain, since_version 10.
 //===----------------------------------------------------------------------===//
 
 def Onnx_QLinearMatMulOp : Onnx_Op<"QLinearMatMul",
-    [Pure]> {
+    [Pure,
+     DeclareOpInterfaceMethods<Onnx_InferShapesOpInterface>]> {
   let summary = "Matrix product that behaves like [numpy.matmul](https://numpy.org/doc/stable/reference/generated/numpy.matmul.html).";
   let description = [{
 Matrix product that behaves like [numpy.matmul](https://numpy.org/doc/stable/reference/generated/numpy.matmul.html).
@@ -4519,6 +4598,11 @@ ONNX operator `QLinearMatMul` of the ai.onnx domain, since_version 21.
     Onnx_T23:$y_zero_point);
   let results = (outs
     Onnx_T23:$y);
+  let extraClassDeclaration = [{
+    /// Result types inferred from the operands (ONNX semantics); emits an
+    /// error at the op and fails on inconsistent shapes.
+    ::mlir::FailureOr<::llvm::SmallVector<::mlir::Type>> inferResultTypes();
+  }];
 }
 
 //===----------------------------------------------------------------------===//
@@ -4526,7 +4610,8 @@ ONNX operator `QLinearMatMul` of the ai.onnx domain, since_version 21.
 //===----------------------------------------------------------------------===//
 
 def Onnx_QuantizeLinearOp : Onnx_Op<"QuantizeLinear",
-    [Pure]> {
+    [Pure,
+     DeclareOpInterfaceMethods<Onnx_InferShapesOpInterface>]> {
   let summary = "The linear quantization operator consumes a high-precision tensor, a scale, and a zero point to compute the low-precision/quantized tensor.";
   let description = [{
 The linear quantization operator consumes a high-precision tensor, a scale, and a zero point to compute the
@@ -4570,6 +4655,11 @@ ONNX operator `QuantizeLinear` of the ai.onnx domain, since_version 24.
     DefaultValuedAttr<I64Attr, "1">:$saturate);
   let results = (outs
     Onnx_T26:$y);
+  let extraClassDeclaration = [{
+    /// Result types inferred from the operands (ONNX semantics); emits an
+    /// error at the op and fails on inconsistent shapes.
+    ::mlir::FailureOr<::llvm::SmallVector<::mlir::Type>> inferResultTypes();
+  }];
 }
 
 //===----------------------------------------------------------------------===//
@@ -5330,7 +5420,8 @@ ONNX operator `Reshape` of the ai.onnx domain, since_version 24.
 //===----------------------------------------------------------------------===//
 
 def Onnx_ResizeOp : Onnx_Op<"Resize",
-    [Pure]> {
+    [Pure,
+     DeclareOpInterfaceMethods<Onnx_InferShapesOpInterface>]> {
   let summary = "Resize the input tensor.";
   let description = [{
 Resize the input tensor. In general, it calculates every value in the output tensor as a weighted average of neighborhood (a.k.a. sampling locations) in the input tensor.
@@ -5358,6 +5449,11 @@ ONNX operator `Resize` of the ai.onnx domain, since_version 19.
     DefaultValuedStrAttr<StrAttr, "round_prefer_floor">:$nearest_mode);
   let results = (outs
     AnyType:$Y);
+  let extraClassDeclaration = [{
+    /// Result types inferred from the operands (ONNX semantics); emits an
+    /// error at the op and fails on inconsistent shapes.
+    ::mlir::FailureOr<::llvm::SmallVector<::mlir::Type>> inferResultTypes();
+  }];
 }
 
 //===----------------------------------------------------------------------===//
@@ -5365,7 +5461,8 @@ ONNX operator `Resize` of the ai.onnx domain, since_version 19.
 //===----------------------------------------------------------------------===//
 
 def Onnx_ReverseSequenceOp : Onnx_Op<"ReverseSequence",
-    [Pure]> {
+    [Pure,
+     DeclareOpInterfaceMethods<Onnx_InferShapesOpInterface>]> {
   let summary = "Reverse batch of sequences having different lengths specified by `sequence_lens`.";
   let description = [{
 Reverse batch of sequences having different lengths specified by `sequence_lens`.
@@ -5411,6 +5508,11 @@ ONNX operator `ReverseSequence` of the ai.onnx domain, since_version 10.
     DefaultValuedAttr<I64Attr, "0">:$time_axis);
   let results = (outs
     AnyType:$Y);
+  let extraClassDeclaration = [{
+    /// Result types inferred from the operands (ONNX semantics); emits an
+    /// error at the op and fails on inconsistent shapes.
+    ::mlir::FailureOr<::llvm::SmallVector<::mlir::Type>> inferResultTypes();
+  }];
 }
 
 //===----------------------------------------------------------------------===//
@@ -5779,7 +5881,8 @@ ONNX operator `Scan` of the ai.onnx domain, since_version 24.
 //===----------------------------------------------------------------------===//
 
 def Onnx_ScatterElementsOp : Onnx_Op<"ScatterElements",
-    [Pure]> {
+    [Pure,
+     DeclareOpInterfaceMethods<Onnx_InferShapesOpInterface>]> {
   let summary = "ScatterElements takes three inputs `data`, `updates`, and `indices` of the same rank r >= 1 and an optional attribute axis that identifies an axis of `data`...";
   let description = [{
 ScatterElements takes three inputs `data`, `updates`, and `indices` of the same
@@ -5855,6 +5958,11 @@ ONNX operator `ScatterElements` of the ai.onnx domain, since_version 18.
     DefaultValuedStrAttr<StrAttr, "none">:$reduction);
   let results = (outs
     AnyType:$output);
+  let extraClassDeclaration = [{
+    /// Result types inferred from the operands (ONNX semantics); emits an
+    /// error at the op and fails on inconsistent shapes.
+    ::mlir::FailureOr<::llvm::SmallVector<::mlir::Type>> inferResultTypes();
+  }];
 }
 
 //===----------------------------------------------------------------------===//
@@ -5862,7 +5970,8 @@ ONNX operator `ScatterElements` of the ai.onnx domain, since_version 18.
 //===----------------------------------------------------------------------===//
 
 def Onnx_ScatterNDOp : Onnx_Op<"ScatterND",
-    [Pure]> {
+    [Pure,
+     DeclareOpInterfaceMethods<Onnx_InferShapesOpInterface>]> {
   let summary = "ScatterND takes three inputs `data` tensor of rank r >= 1, `indices` tensor of rank q >= 1, and `updates` tensor of rank q + r - indices.shape[-1] - 1.";
   let description = [{
 ScatterND takes three inputs `data` tensor of rank r >= 1, `indices` tensor of rank q >= 1,
@@ -5950,6 +6059,11 @@ ONNX operator `ScatterND` of the ai.onnx domain, since_version 18.
     DefaultValuedStrAttr<StrAttr, "none">:$reduction);
   let results = (outs
     AnyType:$output);
+  let extraClassDeclaration = [{
+    /// Result types inferred from the operands (ONNX semantics); emits an
+    /// error at the op and fails on inconsistent shapes.
+    ::mlir::FailureOr<::llvm::SmallVector<::mlir::Type>> inferResultTypes();
+  }];
 }
 
 //===----------------------------------------------------------------------===//
@@ -6591,7 +6705,8 @@ ONNX operator `Softsign` of the ai.onnx domain, since_version 22.
 //===----------------------------------------------------------------------===//
 
 def Onnx_SpaceToDepthOp : Onnx_Op<"SpaceToDepth",
-    [Pure]> {
+    [Pure,
+     DeclareOpInterfaceMethods<Onnx_InferShapesOpInterface>]> {
   let summary = "SpaceToDepth rearranges blocks of spatial data into depth.";
   let description = [{
 SpaceToDepth rearranges blocks of spatial data into depth. More specifically,
@@ -6605,6 +6720,11 @@ ONNX operator `SpaceToDepth` of the ai.onnx domain, since_version 13.
     I64Attr:$blocksize);
   let results = (outs
     AnyType:$output);
+  let extraClassDeclaration = [{
+    /// Result types inferred from the operands (ONNX semantics); emits an
+    /// error at the op and fails on inconsistent shapes.
+    ::mlir::FailureOr<::llvm::SmallVector<::mlir::Type>> inferResultTypes();
+  }];
 }
 
 //===----------------------------------------------------------------------===//
@@ -6612,7 +6732,8 @@ ONNX operator `SpaceToDepth` of the ai.onnx domain, since_version 13.
 //===----------------------------------------------------------------------===//
 
 def Onnx_SplitOp : Onnx_Op<"Split",
-    [Pure]> {
+    [Pure,
+     DeclareOpInterfaceMethods<Onnx_InferShapesOpInterface>]> {
   let summary = "Split a tensor into a list of tensors, along the specified 'axis'.";
   let description = [{
 Split a tensor into a list of tensors, along the specified 'axis'.
@@ -6630,6 +6751,11 @@ ONNX operator `Split` of the ai.onnx domain, since_version 18.
     OptionalAttr<I64Attr>:$num_outputs);
   let results = (outs
     Variadic<AnyType>:$outputs);
+  let extraClassDeclaration = [{
+    /// Result types inferred from the operands (ONNX semantics); emits an
+    /// error at the op and fails on inconsistent shapes.
+    ::mlir::FailureOr<::llvm::SmallVector<::mlir::Type>> inferResultTypes();
+  }];
 }
 
 //===----------------------------------------------------------------------===//
