@@ -307,15 +307,39 @@ struct FuseKernelsPass
     if (i2.kind == KernelKind::Other)
       return false;
     for (Value in : k2.getInputs()) {
-      auto k1 = in.getDefiningOp<KernelOp>();
+      // k2 may read k1's result through reshapes (host views): the views
+      // move into the merged kernel (prologue only).
+      SmallVector<Operation *> chain;
+      Value src = in;
+      while (Operation *def = src.getDefiningOp()) {
+        if (!isa<tensor::ReshapeOp, tensor::CollapseShapeOp,
+                 tensor::ExpandShapeOp, tensor::CastOp>(def) ||
+            !def->getResult(0).hasOneUse())
+          break;
+        chain.insert(chain.begin(), def);
+        src = def->getOperand(0);
+      }
+      auto k1 = src.getDefiningOp<KernelOp>();
       if (!k1 || k1 == k2)
         continue;
       KernelInfo i1 = analyze(k1);
       if (i1.kind == KernelKind::Other)
         continue;
+      Operation *head = chain.empty() ? k2.getOperation() : chain.front();
       bool allUsesInK2 = llvm::all_of(k1->getUsers(), [&](Operation *u) {
-        return u == k2.getOperation();
+        return u == head || u == k2.getOperation();
       });
+      if (!chain.empty()) {
+        // Through views: a prologue whose every result feeds this chain.
+        bool prologue = (i1.kind == KernelKind::Elementwise ||
+                         i1.kind == KernelKind::Movement) &&
+                        llvm::all_of(k1->getUsers(),
+                                     [&](Operation *u) { return u == head; }) &&
+                        i2.kind != KernelKind::Movement;
+        if (prologue && mergeInto(block, k1, k2, chain))
+          return true;
+        continue;
+      }
       bool prologue = (i1.kind == KernelKind::Elementwise ||
                        i1.kind == KernelKind::Movement) &&
                       allUsesInK2 && i2.kind != KernelKind::Movement;
@@ -373,12 +397,22 @@ struct FuseKernelsPass
   /// is k1's then k2's; k1's results consumed only by k2 become internal.
   /// Ops between them that depend on k1 (but not feeding k2) move after it.
   /// Returns false (changing nothing) when the merge would not be convex.
-  bool mergeInto(Block &block, KernelOp k1, KernelOp k2) {
+  bool mergeInto(Block &block, KernelOp k1, KernelOp k2,
+                 ArrayRef<Operation *> chain = {}) {
     if (!k1->isBeforeInBlock(k2))
       return false;
     SetVector<Operation *> between = dependentsBetween(k1, k2);
+    // The view chain from k1 to k2 moves into the merged kernel.
+    for (Operation *op : chain)
+      between.remove(op);
     if (readsAny(k2, between))
       return false; // k1 → x → k2: not convex
+    for (Operation *op : chain)
+      for (Value v : op->getOperands())
+        if (Operation *d = v.getDefiningOp())
+          if (between.contains(d))
+            return false;
+    Value chainEnd = chain.empty() ? Value() : chain.back()->getResult(0);
     // The dims of k1's exported results are host values defined before k1
     // or between; they must dominate the merged kernel: they do (defined
     // before k2). Inputs of k1 dominate k2 as well.
@@ -389,14 +423,29 @@ struct FuseKernelsPass
     SetVector<Value> inputs;
     for (Value v : k1.getInputs())
       inputs.insert(v);
+    // Shape operands of the views: constants and from_elements of index
+    // values are cloned in (their scalars become inputs).
+    SetVector<Operation *> chainClones;
+    for (Operation *op : chain)
+      for (Value v : llvm::drop_begin(op->getOperands())) {
+        Operation *d = v.getDefiningOp();
+        if (d && isa<arith::ConstantOp, tensor::FromElementsOp>(d)) {
+          chainClones.insert(d);
+          for (Value e : d->getOperands())
+            inputs.insert(e);
+        } else {
+          inputs.insert(v);
+        }
+      }
     for (Value v : k2.getInputs())
-      if (v.getDefiningOp() != k1.getOperation())
+      if (v.getDefiningOp() != k1.getOperation() && v != chainEnd)
         inputs.insert(v);
-    // Results: k1's still used outside k2, then k2's.
+    // Results: k1's still used outside k2 (and its view chain), then k2's.
     SmallVector<OpResult> exported;
     for (OpResult r : k1->getResults())
-      if (llvm::any_of(r.getUsers(),
-                       [&](Operation *u) { return u != k2.getOperation(); }))
+      if (llvm::any_of(r.getUsers(), [&](Operation *u) {
+            return u != k2.getOperation() && !llvm::is_contained(chain, u);
+          }))
         exported.push_back(r);
     SmallVector<Type> resultTypes;
     SmallVector<Value> dims;
@@ -427,11 +476,27 @@ struct FuseKernelsPass
     SmallVector<Value> k1Values;
     for (Value v : y1.getValues())
       k1Values.push_back(m1.lookupOrDefault(v));
+    // The view chain, on k1's value.
+    Value chainValue;
+    if (!chain.empty()) {
+      IRMapping mc;
+      for (auto [res, val] : llvm::zip(k1->getResults(), k1Values))
+        mc.map(res, val);
+      for (Value v : inputs)
+        mc.map(v, argOf[v]);
+      for (Operation *op : chainClones)
+        kb.clone(*op, mc);
+      for (Operation *op : chain)
+        kb.clone(*op, mc);
+      chainValue = mc.lookup(chainEnd);
+    }
     // k2's body.
     IRMapping m2;
     for (auto [arg, in] : llvm::zip(k2.getBodyBlock().getArguments(), k2.getInputs())) {
       if (in.getDefiningOp() == k1.getOperation())
         m2.map(arg, k1Values[cast<OpResult>(in).getResultNumber()]);
+      else if (chainEnd && in == chainEnd)
+        m2.map(arg, chainValue);
       else
         m2.map(arg, argOf[in]);
     }
@@ -458,6 +523,11 @@ struct FuseKernelsPass
     for (OpResult r : k2->getResults())
       r.replaceAllUsesWith(merged->getResult(i++));
     k2.erase();
+    for (Operation *op : llvm::reverse(chain))
+      op->erase();
+    for (Operation *op : chainClones)
+      if (op->use_empty())
+        op->erase();
     k1.erase();
     return true;
   }

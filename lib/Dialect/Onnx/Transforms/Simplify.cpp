@@ -417,23 +417,35 @@ Value makeF32(OpBuilder &b, Location loc, ArrayRef<int64_t> shape,
 struct SimplifyPass : public kiln::impl::KilnOnnxSimplifyBase<SimplifyPass> {
   void runOnOperation() override {
     func::FuncOp func = getOperation();
-    bool changed = true;
+    // Forward sweeps in program order: each op first gets its shapes from
+    // its (already simplified) operands, then is simplified, so a chain of
+    // shape computations folds in one sweep. Sweeps repeat until nothing
+    // changes (a rewrite may expose more upstream, e.g. an inlined If).
+    bool changed = true, failedInference = false;
     int rounds = 0;
-    while (changed && rounds++ < 32) {
+    while (changed && !failedInference && rounds++ < 32) {
       changed = false;
-      SmallVector<Operation *> ops;
-      func.walk([&](Operation *op) {
-        if (op->getName().getStringRef().starts_with("onnx."))
-          ops.push_back(op);
-      });
-      for (Operation *op : ops) {
+      func.walk<WalkOrder::PostOrder>([&](Operation *op) {
+        if (!op->getName().getStringRef().starts_with("onnx."))
+          return WalkResult::advance();
+        if (auto infer = dyn_cast<onnxops::InferShapesOpInterface>(op))
+          if (failed(infer.inferShapes())) {
+            failedInference = true;
+            return WalkResult::interrupt();
+          }
+        // Each rewrite erases at most this op and ops before it, which a
+        // post-order walk allows.
         if (inlineConstantIf(op) || simplifyIdentity(op) ||
-            foldConstants(op) || foldIntoConv(op)) {
+            foldConstants(op) || foldIntoConv(op))
           changed = true;
-          break; // op lists are stale after a rewrite
-        }
-      }
+        return WalkResult::advance();
+      });
     }
+    if (failedInference)
+      return signalPassFailure();
+    Operation *ret = func.getBody().back().getTerminator();
+    func.setFunctionType(FunctionType::get(
+        &getContext(), func.getArgumentTypes(), ret->getOperandTypes()));
   }
 
   static void replace(Operation *op, ValueRange values) {
