@@ -77,6 +77,11 @@ typedef enum kiln_dtype_e {
   KILN_DTYPE_U32 = 11,
   KILN_DTYPE_U64 = 12,
   KILN_DTYPE_BOOL = 13, /* one byte per element, 0 or 1 */
+  /* 8-bit floats (ONNX FLOAT8*, one byte per element holding the bits). */
+  KILN_DTYPE_F8E4M3FN = 14,
+  KILN_DTYPE_F8E4M3FNUZ = 15,
+  KILN_DTYPE_F8E5M2 = 16,
+  KILN_DTYPE_F8E5M2FNUZ = 17,
 } kiln_dtype_t;
 
 /* The signature spelling: "f16", "bf16", "f32", ..., "bool"; "invalid" for

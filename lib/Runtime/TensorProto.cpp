@@ -2,6 +2,7 @@
 #include "TensorProto.h"
 
 #include <cerrno>
+#include <cmath>
 #include <cstdio>
 #include <cstring>
 
@@ -179,6 +180,10 @@ size_t dtypeSize(kiln_dtype_t dtype) {
   case KILN_DTYPE_I8:
   case KILN_DTYPE_U8:
   case KILN_DTYPE_BOOL:
+  case KILN_DTYPE_F8E4M3FN:
+  case KILN_DTYPE_F8E4M3FNUZ:
+  case KILN_DTYPE_F8E5M2:
+  case KILN_DTYPE_F8E5M2FNUZ:
     return 1;
   case KILN_DTYPE_F16:
   case KILN_DTYPE_BF16:
@@ -196,6 +201,26 @@ size_t dtypeSize(kiln_dtype_t dtype) {
   default:
     return 0;
   }
+}
+
+/// The value of the 8-bit float `b` with `mb` mantissa bits and exponent
+/// bias `bias`; `uz` for the FNUZ formats (0x80 is the only NaN, no -0, no
+/// infinity), `fn` for E4M3FN (0x7f/0xff are NaN, no infinity); otherwise
+/// IEEE-like (E5M2: an all-ones exponent is infinity or NaN).
+double float8ToDouble(uint8_t b, int mb, int bias, bool fn, bool uz) {
+  int eb = 7 - mb;
+  int exp = (b >> mb) & ((1 << eb) - 1);
+  int man = b & ((1 << mb) - 1);
+  bool neg = b & 0x80;
+  if (uz && b == 0x80)
+    return NAN;
+  if (fn && (b & 0x7f) == 0x7f)
+    return NAN;
+  if (!fn && !uz && exp == (1 << eb) - 1)
+    return man ? NAN : (neg ? -INFINITY : INFINITY);
+  double v = exp == 0 ? std::ldexp(man, 1 - bias - mb)
+                      : std::ldexp(man + (1 << mb), exp - bias - mb);
+  return neg ? -v : v;
 }
 
 float halfToFloat(uint16_t h) {
@@ -262,13 +287,21 @@ kiln_dtype_t dtypeFromOnnx(int32_t onnxType) {
     return KILN_DTYPE_U64;
   case 16:
     return KILN_DTYPE_BF16;
+  case 17:
+    return KILN_DTYPE_F8E4M3FN;
+  case 18:
+    return KILN_DTYPE_F8E4M3FNUZ;
+  case 19:
+    return KILN_DTYPE_F8E5M2;
+  case 20:
+    return KILN_DTYPE_F8E5M2FNUZ;
   default:
     return KILN_DTYPE_INVALID;
   }
 }
 
 int32_t dtypeToOnnx(kiln_dtype_t dtype) {
-  for (int32_t t = 1; t <= 16; ++t)
+  for (int32_t t = 1; t <= 20; ++t)
     if (dtypeFromOnnx(t) == dtype && dtype != KILN_DTYPE_INVALID)
       return t;
   return 0;
@@ -440,7 +473,7 @@ bool decodeTensorProto(const uint8_t *bytes, size_t size, HostTensor &out,
         storeLE(&out.data[8 * i], uint64Data[i]);
     }
     return true;
-  default: // int32_data holds i32, i16, i8, u16, u8, bool and f16/bf16 bits
+  default: // int32_data holds i32, i16, i8, u16, u8, bool and f16/bf16/f8 bits
     if (int32Data.size() != count)
       return countMismatch("int32_data", int32Data.size());
     out.data.resize(bytesNeeded);
@@ -568,6 +601,14 @@ double elementAsDouble(kiln_dtype_t dtype, const void *data, size_t i) {
     return static_cast<double>(load(uint64_t()));
   case KILN_DTYPE_BOOL:
     return load(uint8_t()) != 0;
+  case KILN_DTYPE_F8E4M3FN:
+    return float8ToDouble(load(uint8_t()), 3, 7, true, false);
+  case KILN_DTYPE_F8E4M3FNUZ:
+    return float8ToDouble(load(uint8_t()), 3, 8, false, true);
+  case KILN_DTYPE_F8E5M2:
+    return float8ToDouble(load(uint8_t()), 2, 15, false, false);
+  case KILN_DTYPE_F8E5M2FNUZ:
+    return float8ToDouble(load(uint8_t()), 2, 16, false, true);
   default:
     return 0;
   }

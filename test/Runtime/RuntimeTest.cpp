@@ -163,6 +163,11 @@ TEST(RuntimeStatusTest, Helpers) {
   EXPECT_EQ(kiln_dtype_size(KILN_DTYPE_F64), 8u);
   EXPECT_EQ(kiln_dtype_size(KILN_DTYPE_BOOL), 1u);
   EXPECT_EQ(kiln_dtype_size(KILN_DTYPE_INVALID), 0u);
+  EXPECT_STREQ(kiln_dtype_name(KILN_DTYPE_F8E4M3FN), "f8e4m3fn");
+  EXPECT_STREQ(kiln_dtype_name(KILN_DTYPE_F8E4M3FNUZ), "f8e4m3fnuz");
+  EXPECT_STREQ(kiln_dtype_name(KILN_DTYPE_F8E5M2), "f8e5m2");
+  EXPECT_STREQ(kiln_dtype_name(KILN_DTYPE_F8E5M2FNUZ), "f8e5m2fnuz");
+  EXPECT_EQ(kiln_dtype_size(KILN_DTYPE_F8E5M2FNUZ), 1u);
 
   kiln_tensor_t *tensor = nullptr;
   int64_t dims[] = {2, 3};

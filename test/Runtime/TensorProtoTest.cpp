@@ -3,6 +3,7 @@
 
 #include <gtest/gtest.h>
 
+#include <cmath>
 #include <cstring>
 #include <string>
 #include <vector>
@@ -162,6 +163,46 @@ TEST(TensorProtoTest, DtypeMapping) {
   EXPECT_EQ(kiln::dtypeFromOnnx(8), KILN_DTYPE_INVALID);
   EXPECT_EQ(kiln::dtypeToOnnx(KILN_DTYPE_U64), 13);
   EXPECT_EQ(kiln::dtypeToOnnx(KILN_DTYPE_F16), 10);
+  EXPECT_EQ(kiln::dtypeFromOnnx(17), KILN_DTYPE_F8E4M3FN);
+  EXPECT_EQ(kiln::dtypeFromOnnx(20), KILN_DTYPE_F8E5M2FNUZ);
+  EXPECT_EQ(kiln::dtypeToOnnx(KILN_DTYPE_F8E5M2), 19);
+  EXPECT_EQ(kiln::dtypeToOnnx(KILN_DTYPE_F8E4M3FNUZ), 18);
+}
+
+TEST(TensorProtoTest, Float8Values) {
+  // FLOAT8E4M3FN {1.0, NaN, -max, subnormal 2^-9} in int32_data
+  // (field 5, packed varints), dims {4}.
+  std::string bytes("\x08\x04\x10\x11\x2a\x05\x38\x7f\xfe\x01\x01", 11);
+  HostTensor t;
+  std::string error;
+  ASSERT_TRUE(kiln::decodeTensorProto(
+      reinterpret_cast<const uint8_t *>(bytes.data()), bytes.size(), t, error))
+      << error;
+  ASSERT_EQ(t.dtype, KILN_DTYPE_F8E4M3FN);
+  ASSERT_EQ(t.data.size(), 4u);
+  EXPECT_EQ(kiln::elementAsDouble(t.dtype, t.data.data(), 0), 1.0);
+  EXPECT_TRUE(std::isnan(kiln::elementAsDouble(t.dtype, t.data.data(), 1)));
+  EXPECT_EQ(kiln::elementAsDouble(t.dtype, t.data.data(), 2), -448.0);
+  EXPECT_EQ(kiln::elementAsDouble(t.dtype, t.data.data(), 3), 0x1p-9);
+  // Each format's specials.
+  uint8_t e5m2[] = {0x7c, 0xfc, 0x7e, 0x7b};
+  EXPECT_EQ(kiln::elementAsDouble(KILN_DTYPE_F8E5M2, e5m2, 0), INFINITY);
+  EXPECT_EQ(kiln::elementAsDouble(KILN_DTYPE_F8E5M2, e5m2, 1), -INFINITY);
+  EXPECT_TRUE(std::isnan(kiln::elementAsDouble(KILN_DTYPE_F8E5M2, e5m2, 2)));
+  EXPECT_EQ(kiln::elementAsDouble(KILN_DTYPE_F8E5M2, e5m2, 3), 57344.0);
+  uint8_t uz[] = {0x80, 0x7f, 0x00};
+  EXPECT_TRUE(std::isnan(kiln::elementAsDouble(KILN_DTYPE_F8E4M3FNUZ, uz, 0)));
+  EXPECT_EQ(kiln::elementAsDouble(KILN_DTYPE_F8E4M3FNUZ, uz, 1), 240.0);
+  EXPECT_EQ(kiln::elementAsDouble(KILN_DTYPE_F8E5M2FNUZ, uz, 1), 57344.0);
+  EXPECT_EQ(kiln::elementAsDouble(KILN_DTYPE_F8E5M2FNUZ, uz, 2), 0.0);
+  // Written back as raw_data with data_type 17.
+  HostTensor back;
+  std::string enc = kiln::encodeTensorProto(t);
+  ASSERT_TRUE(kiln::decodeTensorProto(
+      reinterpret_cast<const uint8_t *>(enc.data()), enc.size(), back, error))
+      << error;
+  EXPECT_EQ(back.dtype, KILN_DTYPE_F8E4M3FN);
+  EXPECT_EQ(back.data, t.data);
 }
 
 } // namespace

@@ -163,7 +163,9 @@ std::string shapeString(const int64_t *dims, size_t rank) {
 
 bool isFloat(kiln_dtype_t dtype) {
   return dtype == KILN_DTYPE_F16 || dtype == KILN_DTYPE_BF16 ||
-         dtype == KILN_DTYPE_F32 || dtype == KILN_DTYPE_F64;
+         dtype == KILN_DTYPE_F32 || dtype == KILN_DTYPE_F64 ||
+         dtype == KILN_DTYPE_F8E4M3FN || dtype == KILN_DTYPE_F8E4M3FNUZ ||
+         dtype == KILN_DTYPE_F8E5M2 || dtype == KILN_DTYPE_F8E5M2FNUZ;
 }
 
 std::string formatValue(kiln_dtype_t dtype, double v) {

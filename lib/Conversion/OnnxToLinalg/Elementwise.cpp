@@ -14,9 +14,13 @@ using ScalarBody = std::function<Value(OpBuilder &, Location, Operation *,
                                        ValueRange, Type)>;
 
 /// Lowers an op whose present tensor operands combine elementwise with
-/// broadcasting. `floatOnly` rejects integer element types.
-LowerFn elementwise(ScalarBody body, bool floatOnly = true) {
-  return [body, floatOnly](Operation *op, OpBuilder &b,
+/// broadcasting. `floatOnly` rejects integer element types; with
+/// `allowUnsigned`, unsigned integer operands are computed on signless views
+/// (the body sees the signless type; it may read the op's result type to tell
+/// unsigned from signed).
+LowerFn elementwise(ScalarBody body, bool floatOnly = true,
+                    bool allowUnsigned = false) {
+  return [body, floatOnly, allowUnsigned](Operation *op, OpBuilder &b,
                            SmallVectorImpl<Value> &results) -> LogicalResult {
     FailureOr<RankedTensorType> type = rankedResult(op);
     if (failed(type))
@@ -34,6 +38,13 @@ LowerFn elementwise(ScalarBody body, bool floatOnly = true) {
       return nodeError(op) << "element type " << elem
                            << " is not supported (float types only)",
              failure();
+    RankedTensorType outType = *type;
+    if (allowUnsigned && elem.isUnsignedInteger()) {
+      for (Value &v : inputs)
+        v = toSignless(b, op->getLoc(), v);
+      outType = signlessTensor(*type);
+      elem = outType.getElementType();
+    }
     if (!isa<FloatType>(elem) && !elem.isSignlessInteger())
       return nodeError(op) << "element type " << elem << " is not supported",
              failure();
@@ -43,15 +54,16 @@ LowerFn elementwise(ScalarBody body, bool floatOnly = true) {
     for (Value v : op->getOperands())
       position.push_back(onnxops::isNoValue(v) ? -1 : 0);
     Operation *capturedOp = op;
-    results.push_back(buildElementwise(
-        b, op->getLoc(), *type, inputs,
+    Value r = buildElementwise(
+        b, op->getLoc(), outType, inputs,
         [&](OpBuilder &nb, Location loc, ValueRange args) {
           SmallVector<Value> full;
           unsigned k = 0;
           for (int p : position)
             full.push_back(p < 0 ? Value() : args[k++]);
           return body(nb, loc, capturedOp, full, elem);
-        }));
+        });
+    results.push_back(fromSignless(b, op->getLoc(), r, *type));
     return success();
   };
 }
@@ -191,47 +203,50 @@ void lowering::registerElementwiseLowerings(llvm::StringMap<LowerFn> &t) {
 
   auto binary = [](auto fop, auto iop) {
     return elementwise(
-        [fop, iop](OpBuilder &b, Location loc, Operation *, ValueRange a,
+        [fop, iop](OpBuilder &b, Location loc, Operation *op, ValueRange a,
                    Type ty) -> Value {
           if (isa<FloatType>(ty))
             return fop(b, loc, a[0], a[1]);
-          return iop(b, loc, a[0], a[1]);
+          bool isUnsigned = getElementTypeOrSelf(op->getResult(0).getType())
+                                .isUnsignedInteger();
+          return iop(b, loc, a[0], a[1], isUnsigned);
         },
-        /*floatOnly=*/false);
+        /*floatOnly=*/false, /*allowUnsigned=*/true);
   };
   t["Add"] = binary(
       [](OpBuilder &b, Location l, Value x, Value y) -> Value {
         return arith::AddFOp::create(b, l, x, y);
       },
-      [](OpBuilder &b, Location l, Value x, Value y) -> Value {
+      [](OpBuilder &b, Location l, Value x, Value y, bool) -> Value {
         return arith::AddIOp::create(b, l, x, y);
       });
   t["Sub"] = binary(
       [](OpBuilder &b, Location l, Value x, Value y) -> Value {
         return arith::SubFOp::create(b, l, x, y);
       },
-      [](OpBuilder &b, Location l, Value x, Value y) -> Value {
+      [](OpBuilder &b, Location l, Value x, Value y, bool) -> Value {
         return arith::SubIOp::create(b, l, x, y);
       });
   t["Mul"] = binary(
       [](OpBuilder &b, Location l, Value x, Value y) -> Value {
         return arith::MulFOp::create(b, l, x, y);
       },
-      [](OpBuilder &b, Location l, Value x, Value y) -> Value {
+      [](OpBuilder &b, Location l, Value x, Value y, bool) -> Value {
         return arith::MulIOp::create(b, l, x, y);
       });
   t["Div"] = binary(
       [](OpBuilder &b, Location l, Value x, Value y) -> Value {
         return arith::DivFOp::create(b, l, x, y);
       },
-      [](OpBuilder &b, Location l, Value x, Value y) -> Value {
+      [](OpBuilder &b, Location l, Value x, Value y, bool isUnsigned) -> Value {
         // Division by zero must not trap the host process.
         Value zero = cst(b, l, y.getType(), 0);
         Value isZero =
             arith::CmpIOp::create(b, l, arith::CmpIPredicate::eq, y, zero);
         Value safe = arith::SelectOp::create(b, l, isZero,
                                              cst(b, l, y.getType(), 1), y);
-        Value q = arith::DivSIOp::create(b, l, x, safe);
+        Value q = isUnsigned ? arith::DivUIOp::create(b, l, x, safe).getResult()
+                             : arith::DivSIOp::create(b, l, x, safe).getResult();
         return arith::SelectOp::create(b, l, isZero, zero, q);
       });
   t["Pow"] = [](Operation *op, OpBuilder &b,
@@ -239,16 +254,78 @@ void lowering::registerElementwiseLowerings(llvm::StringMap<LowerFn> &t) {
     FailureOr<RankedTensorType> type = rankedResult(op);
     if (failed(type))
       return failure();
+    Location loc = op->getLoc();
     Type elem = type->getElementType();
-    if (!isa<FloatType>(elem))
-      return nodeError(op) << "integer Pow is not supported", failure();
-    results.push_back(buildElementwise(
-        b, op->getLoc(), *type, op->getOperands(),
-        [&](OpBuilder &nb, Location loc, ValueRange a) -> Value {
-          Value e = convertScalar(nb, loc, a[1], elem);
-          return math::PowFOp::create(nb, loc, a[0], e);
-        }));
+    Type baseElem = getElementTypeOrSelf(op->getOperand(0).getType());
+    Type expElem = getElementTypeOrSelf(op->getOperand(1).getType());
+    if (!isa<FloatType>(elem) && !elem.isInteger())
+      return nodeError(op) << "element type " << elem << " is not supported",
+             failure();
+    // Unsigned operands are read through signless views; the scalar
+    // conversions below still see their signedness.
+    RankedTensorType outType = signlessTensor(*type);
+    SmallVector<Value> ins = {toSignless(b, loc, op->getOperand(0)),
+                              toSignless(b, loc, op->getOperand(1))};
+    auto widen = [&](OpBuilder &nb, Location l, Value v, Type orig,
+                     Type to) -> Value {
+      if (isa<FloatType>(orig))
+        return convertScalar(nb, l, v, to);
+      if (orig.isUnsignedInteger() || orig.isInteger(1))
+        return arith::UIToFPOp::create(nb, l, to, v);
+      return arith::SIToFPOp::create(nb, l, to, v);
+    };
+    Value r = buildElementwise(
+        b, loc, outType, ins,
+        [&](OpBuilder &nb, Location l, ValueRange a) -> Value {
+          if (isa<FloatType>(elem)) {
+            Value e = widen(nb, l, a[1], expElem, elem);
+            return math::PowFOp::create(nb, l, a[0], e);
+          }
+          // Integer base: computed in f64 (exact while the result fits in
+          // 53 bits) and truncated toward zero, like numpy's power.
+          Type f64 = nb.getF64Type();
+          Value x = widen(nb, l, a[0], baseElem, f64);
+          Value e = widen(nb, l, a[1], expElem, f64);
+          Value p = math::PowFOp::create(nb, l, x, e);
+          Type outElem = outType.getElementType();
+          return elem.isUnsignedInteger()
+                     ? arith::FPToUIOp::create(nb, l, outElem, p).getResult()
+                     : arith::FPToSIOp::create(nb, l, outElem, p).getResult();
+        });
+    results.push_back(fromSignless(b, loc, r, *type));
     return success();
   };
+  // Shrink: x + bias below -lambd, x - bias above lambd, 0 between.
+  t["Shrink"] = elementwise(
+      [](OpBuilder &b, Location loc, Operation *op, ValueRange a,
+         Type ty) -> Value {
+        double lambd = getFloat(op, "lambd", 0.5);
+        double bias = getFloat(op, "bias", 0.0);
+        Value x = a[0];
+        Value zero = cst(b, loc, ty, 0);
+        if (isa<FloatType>(ty)) {
+          Value lo = arith::CmpFOp::create(b, loc, arith::CmpFPredicate::OLT, x,
+                                           cst(b, loc, ty, -lambd));
+          Value hi = arith::CmpFOp::create(b, loc, arith::CmpFPredicate::OGT, x,
+                                           cst(b, loc, ty, lambd));
+          Value plus = arith::AddFOp::create(b, loc, x, cst(b, loc, ty, bias));
+          Value minus = arith::SubFOp::create(b, loc, x, cst(b, loc, ty, bias));
+          Value r = arith::SelectOp::create(b, loc, hi, minus, zero);
+          return arith::SelectOp::create(b, loc, lo, plus, r);
+        }
+        // Integers compare in f64 against lambd; the bias is an integer.
+        Type f64 = b.getF64Type();
+        Value xf = arith::SIToFPOp::create(b, loc, f64, x);
+        Value lo = arith::CmpFOp::create(b, loc, arith::CmpFPredicate::OLT, xf,
+                                         cst(b, loc, f64, -lambd));
+        Value hi = arith::CmpFOp::create(b, loc, arith::CmpFPredicate::OGT, xf,
+                                         cst(b, loc, f64, lambd));
+        Value bi = cst(b, loc, ty, bias);
+        Value plus = arith::AddIOp::create(b, loc, x, bi);
+        Value minus = arith::SubIOp::create(b, loc, x, bi);
+        Value r = arith::SelectOp::create(b, loc, hi, minus, zero);
+        return arith::SelectOp::create(b, loc, lo, plus, r);
+      },
+      /*floatOnly=*/false);
   t["Identity"] = lowerIdentity;
 }

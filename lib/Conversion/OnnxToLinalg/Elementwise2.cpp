@@ -63,7 +63,7 @@ using Body =
     std::function<Value(OpBuilder &, Location, const Scalars &, ValueRange)>;
 
 /// The kind of an element type, 0 if unsupported (strings never get here:
-/// the importer rejects them; f8, int4, complex).
+/// the importer rejects them; int4, complex; f8 goes through SmallFloat.cpp).
 unsigned kindOf(Type t) {
   if (t.isF16() || t.isBF16() || t.isF32() || t.isF64())
     return kFloat;
@@ -307,12 +307,32 @@ static LogicalResult lowerCast(Operation *op, OpBuilder &b,
   if (failed(type) || failed(in))
     return failure();
   Type fromT = in->getElementType(), toT = type->getElementType();
-  if (!kindOf(fromT) || !kindOf(toT))
+  bool fromF8 = isFloat8(fromT), toF8 = isFloat8(toT);
+  if ((!kindOf(fromT) && !fromF8) || (!kindOf(toT) && !toF8))
     return nodeError(op) << "cast from " << fromT << " to " << toT
-                         << " is not supported (strings, 8-bit floats, 4-bit "
-                            "and complex types are not)",
+                         << " is not supported (strings, 4-bit and complex "
+                            "types are not)",
            failure();
   Location loc = op->getLoc();
+  if (fromF8 || toF8) {
+    // 8-bit floats go through f32, computed on their i8 bits.
+    bool saturate = getInt(op, "saturate", 1) != 0;
+    bool fromU = fromT.isUnsignedInteger(), toU = toT.isUnsignedInteger();
+    Type f32 = b.getF32Type();
+    Type to = toF8 ? b.getI8Type() : signlessType(toT);
+    Value x = float8BitsView(b, loc, toSignless(b, loc, op->getOperand(0)));
+    Value r = buildElementwise(
+        b, loc, type->clone(to), x,
+        [&](OpBuilder &nb, Location nloc, ValueRange a) {
+          Value v = fromF8 ? float8ToF32(nb, nloc, a[0], fromT)
+                           : castScalar(nb, nloc, a[0], fromU, f32, false);
+          if (toF8)
+            return f32ToFloat8(nb, nloc, v, toT, saturate);
+          return castScalar(nb, nloc, v, false, to, toU);
+        });
+    results.push_back(fromSignless(b, loc, r, *type));
+    return success();
+  }
   Type to = signlessType(toT);
   bool fromU = fromT.isUnsignedInteger(), toU = toT.isUnsignedInteger();
   Value r = buildElementwise(

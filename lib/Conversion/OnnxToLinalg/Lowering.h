@@ -40,6 +40,7 @@ void registerQuantizeLowerings(llvm::StringMap<LowerFn> &table);
 void registerSpatialLowerings(llvm::StringMap<LowerFn> &table);
 void registerControlFlowLowerings(llvm::StringMap<LowerFn> &table);
 void registerEinsumLowerings(llvm::StringMap<LowerFn> &table);
+void registerSignalLowerings(llvm::StringMap<LowerFn> &table);
 
 /// Lowers the onnx ops of `region` (OnnxToLinalg.cpp): control-flow
 /// lowerings call it on the regions they move into scf ops.
@@ -120,6 +121,16 @@ RankedTensorType signlessTensor(RankedTensorType t);
 /// to `type`; no-ops for other types.
 Value toSignless(OpBuilder &b, Location loc, Value v);
 Value fromSignless(OpBuilder &b, Location loc, Value v, RankedTensorType type);
+
+/// 8-bit floats (SmallFloat.cpp): computed on their i8 bits.
+bool isFloat8(Type t);
+/// Scalar i8 bits of an `f8` value to f32 (exact).
+Value float8ToF32(OpBuilder &b, Location loc, Value bits, Type f8);
+/// Scalar f32 to the i8 bits of `f8`, round to nearest even; `saturate` as
+/// in Cast (overflow gives +-max instead of infinity or NaN).
+Value f32ToFloat8(OpBuilder &b, Location loc, Value v, Type f8, bool saturate);
+/// `tensor.bitcast` of an f8 tensor to i8 (a host view); others unchanged.
+Value float8BitsView(OpBuilder &b, Location loc, Value v);
 
 } // namespace mlir::kiln::lowering
 

@@ -852,6 +852,20 @@ void lowering::registerNNLowerings(llvm::StringMap<LowerFn> &t) {
     return lowerPool(op, b, r, /*isMax=*/false);
   };
   t["GlobalAveragePool"] = lowerGlobalAveragePool;
+  t["GlobalMaxPool"] = [](Operation *op, OpBuilder &b,
+                          SmallVectorImpl<Value> &r) -> LogicalResult {
+    FailureOr<RankedTensorType> tx = rankedOperand(op, 0);
+    if (failed(tx))
+      return failure();
+    if (!isa<FloatType>(tx->getElementType()))
+      return nodeError(op) << "float types only", failure();
+    SmallVector<int64_t> axes;
+    for (int64_t i = 2; i < tx->getRank(); ++i)
+      axes.push_back(i);
+    r.push_back(reduceKeepDims(b, op->getLoc(), op->getOperand(0), axes,
+                               ReduceKind::Max));
+    return success();
+  };
   t["LpPool"] = [](Operation *op, OpBuilder &b, SmallVectorImpl<Value> &r) {
     int64_t p = getInt(op, "p", 2);
     return lowerPool(op, b, r, /*isMax=*/false, p > 0 ? p : -1);

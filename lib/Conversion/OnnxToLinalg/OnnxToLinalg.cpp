@@ -297,6 +297,7 @@ static void registerAllLowerings(llvm::StringMap<LowerFn> &table) {
   registerAttentionLowerings(table);
   registerControlFlowLowerings(table);
   registerEinsumLowerings(table);
+  registerSignalLowerings(table);
 }
 
 

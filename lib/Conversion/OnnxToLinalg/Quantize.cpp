@@ -150,6 +150,96 @@ bool supportedInt(Type t) {
   return it && it.getWidth() >= 8 && it.getWidth() <= 32;
 }
 
+/// The axis of per-axis or blocked parameters (0 for per-tensor ones), or
+/// failure after reporting an axis out of range.
+FailureOr<int64_t> paramAxis(Operation *op, int64_t rank) {
+  int64_t axis = getInt(op, "axis", 1);
+  FailureOr<int64_t> a = onnxops::normalizeAxis(axis, rank);
+  auto ps = dyn_cast<RankedTensorType>(op->getOperand(1).getType());
+  bool perTensor = ps && (ps.getRank() == 0 || ps.getNumElements() == 1);
+  if (failed(a) && !perTensor)
+    return nodeError(op) << "axis out of range", failure();
+  return succeeded(a) ? *a : 0;
+}
+
+/// DequantizeLinear of 8-bit floats: y = (x - zp) * scale in f32.
+LogicalResult lowerDequantizeFloat8(Operation *op, OpBuilder &b,
+                                    RankedTensorType tx, RankedTensorType ty,
+                                    SmallVectorImpl<Value> &results) {
+  FailureOr<int64_t> axis = paramAxis(op, tx.getRank());
+  if (failed(axis))
+    return failure();
+  int64_t block = getInt(op, "block_size", 0);
+  Location loc = op->getLoc();
+  Type xe = tx.getElementType();
+  Value x = float8BitsView(b, loc, op->getOperand(0));
+  Value scale = op->getOperand(1);
+  Value zp = present(op, 2) ? op->getOperand(2) : Value();
+  Type zpe = zp ? getElementTypeOrSelf(zp.getType()) : Type();
+  if (zp && !isFloat8(zpe))
+    return nodeError(op) << "zero point of type " << zpe
+                         << " for an 8-bit float input",
+           failure();
+  if (zp)
+    zp = float8BitsView(b, loc, zp);
+  FloatType outF = cast<FloatType>(ty.getElementType());
+  results.push_back(generate(
+      b, loc, ty, x, [&](OpBuilder &nb, Location l, ArrayRef<Value> iv) {
+        Value v = float8ToF32(nb, l, tensor::ExtractOp::create(nb, l, x, iv), xe);
+        if (zp)
+          v = arith::SubFOp::create(
+              nb, l, v,
+              float8ToF32(nb, l, readParam(nb, l, zp, iv, *axis, block), zpe));
+        Value s =
+            toF32(nb, l, readParam(nb, l, scale, iv, *axis, block), false);
+        Value r = arith::MulFOp::create(nb, l, v, s);
+        if (outF.getWidth() < 32)
+          r = arith::TruncFOp::create(nb, l, outF, r);
+        else if (outF.getWidth() > 32)
+          r = arith::ExtFOp::create(nb, l, outF, r);
+        return r;
+      }));
+  return success();
+}
+
+/// QuantizeLinear to 8-bit floats: y = cast(x / scale + zp) (round to
+/// nearest even; `saturate` as in Cast).
+LogicalResult lowerQuantizeFloat8(Operation *op, OpBuilder &b,
+                                  RankedTensorType tx, RankedTensorType ty,
+                                  SmallVectorImpl<Value> &results) {
+  FailureOr<int64_t> axis = paramAxis(op, tx.getRank());
+  if (failed(axis))
+    return failure();
+  int64_t block = getInt(op, "block_size", 0);
+  bool sat = getInt(op, "saturate", 1) != 0;
+  Location loc = op->getLoc();
+  Type ye = ty.getElementType();
+  Value x = op->getOperand(0), scale = op->getOperand(1);
+  Value zp = present(op, 2) ? op->getOperand(2) : Value();
+  Type zpe = zp ? getElementTypeOrSelf(zp.getType()) : Type();
+  if (zp && !isFloat8(zpe))
+    return nodeError(op) << "zero point of type " << zpe
+                         << " for an 8-bit float output",
+           failure();
+  if (zp)
+    zp = float8BitsView(b, loc, zp);
+  Value r = generate(
+      b, loc, ty.clone(b.getI8Type()), x,
+      [&](OpBuilder &nb, Location l, ArrayRef<Value> iv) {
+        Value v = toF32(nb, l, tensor::ExtractOp::create(nb, l, x, iv), false);
+        Value s =
+            toF32(nb, l, readParam(nb, l, scale, iv, *axis, block), false);
+        v = arith::DivFOp::create(nb, l, v, s);
+        if (zp)
+          v = arith::AddFOp::create(
+              nb, l, v,
+              float8ToF32(nb, l, readParam(nb, l, zp, iv, *axis, block), zpe));
+        return f32ToFloat8(nb, l, v, ye, sat);
+      });
+  results.push_back(tensor::BitcastOp::create(b, loc, ty, r));
+  return success();
+}
+
 LogicalResult lowerDequantize(Operation *op, OpBuilder &b,
                               SmallVectorImpl<Value> &results) {
   FailureOr<RankedTensorType> tx = rankedOperand(op, 0);
@@ -158,6 +248,9 @@ LogicalResult lowerDequantize(Operation *op, OpBuilder &b,
     return failure();
   Location loc = op->getLoc();
   Type xe = tx->getElementType();
+  if (isFloat8(xe) && isa<FloatType>(ty->getElementType()) &&
+      !isFloat8(ty->getElementType()))
+    return lowerDequantizeFloat8(op, b, *tx, *ty, results);
   if (!supportedInt(xe) || !isa<FloatType>(ty->getElementType()))
     return nodeError(op) << "dequantization of " << xe << " to "
                          << ty->getElementType() << " is not supported",
@@ -203,6 +296,9 @@ LogicalResult lowerQuantize(Operation *op, OpBuilder &b,
     return failure();
   Location loc = op->getLoc();
   Type ye = ty->getElementType();
+  if (isFloat8(ye) && isa<FloatType>(tx->getElementType()) &&
+      !isFloat8(tx->getElementType()))
+    return lowerQuantizeFloat8(op, b, *tx, *ty, results);
   if (!supportedInt(ye) || !isa<FloatType>(tx->getElementType()))
     return nodeError(op) << "quantization of " << tx->getElementType()
                          << " to " << ye << " is not supported",

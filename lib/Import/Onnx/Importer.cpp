@@ -792,6 +792,61 @@ LogicalResult Importer::importNode(const onnx::NodeProto &node,
                                 << "' is not supported";
   if (node.op_type() == "Constant")
     return importConstantNode(node, loc);
+  // Deprecated operators with a current equivalent: Scatter (opset 9-10)
+  // is ScatterElements; Upsample (opset 7-9) is Resize with asymmetric
+  // coordinates (and floor rounding for nearest).
+  if (node.op_type() == "Scatter") {
+    onnx::NodeProto renamed = node;
+    renamed.set_op_type("ScatterElements");
+    renamed.set_name(node.name().empty() ? "Scatter_" + std::to_string(index)
+                                         : node.name());
+    return importNode(renamed, index);
+  }
+  if (node.op_type() == "Upsample") {
+    onnx::NodeProto resize;
+    resize.set_op_type("Resize");
+    resize.set_name(node.name().empty() ? "Upsample_" + std::to_string(index)
+                                        : node.name());
+    for (const std::string &out : node.output())
+      resize.add_output(out);
+    if (node.input_size() < 1)
+      return nodeError(node, loc) << "needs input X";
+    resize.add_input(node.input(0));
+    resize.add_input(""); // roi
+    std::string mode = "nearest";
+    for (const auto &a : node.attribute()) {
+      if (a.name() == "mode") {
+        mode = a.s();
+      } else if (a.name() == "scales") { // opset 7: an attribute
+        SmallVector<float> v(a.floats().begin(), a.floats().end());
+        std::string name = resize.name() + "__scales";
+        scopes.back()[name] =
+            arith::ConstantOp::create(
+                builder, loc,
+                DenseElementsAttr::get(
+                    RankedTensorType::get({(int64_t)v.size()},
+                                          builder.getF32Type()),
+                    ArrayRef<float>(v)))
+                .getResult();
+        resize.add_input(name);
+      }
+    }
+    if (node.input_size() > 1)
+      resize.add_input(node.input(1));
+    if (resize.input_size() != 3)
+      return nodeError(node, loc) << "needs scales (an input or attribute)";
+    auto addStr = [&](StringRef name, StringRef value) {
+      onnx::AttributeProto *a = resize.add_attribute();
+      a->set_name(name.str());
+      a->set_type(onnx::AttributeProto::STRING);
+      a->set_s(value.str());
+    };
+    addStr("mode", mode);
+    addStr("coordinate_transformation_mode", "asymmetric");
+    if (mode == "nearest")
+      addStr("nearest_mode", "floor");
+    return importNode(resize, index);
+  }
 
   std::string opName = "onnx." + node.op_type();
   auto registered = RegisteredOperationName::lookup(opName, ctx);

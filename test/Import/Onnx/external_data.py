@@ -1,3 +1,4 @@
+# RUN: rm -rf %t
 # RUN: %python %s %t
 # RUN: kiln-translate --import-onnx %t/ok/model.onnx | FileCheck %s --check-prefix=OK
 # RUN: not kiln-translate --import-onnx %t/missing/model.onnx 2>&1 | FileCheck %s --check-prefix=MISSING

@@ -27,6 +27,10 @@ static FailureOr<std::string> dtypeName(Type t) {
   if (t.isF32()) return std::string("f32");
   if (t.isF64()) return std::string("f64");
   if (t.isInteger(1)) return std::string("bool");
+  if (isa<Float8E4M3FNType>(t)) return std::string("f8e4m3fn");
+  if (isa<Float8E4M3FNUZType>(t)) return std::string("f8e4m3fnuz");
+  if (isa<Float8E5M2Type>(t)) return std::string("f8e5m2");
+  if (isa<Float8E5M2FNUZType>(t)) return std::string("f8e5m2fnuz");
   if (auto it = dyn_cast<IntegerType>(t)) {
     unsigned w = it.getWidth();
     if (w == 8 || w == 16 || w == 32 || w == 64)
