@@ -53,6 +53,8 @@ INFER_SHAPES_OPS = [
     "ScatterND", "Compress", "NonZero", "Resize", "GridSample", "AffineGrid",
     "ConvTranspose", "QuantizeLinear", "DequantizeLinear",
     "DynamicQuantizeLinear", "MatMulInteger", "QLinearMatMul",
+    # Detection family (InferShapesDetection.cpp).
+    "NonMaxSuppression", "Unique",
     # Recurrent family (InferShapesRecurrent.cpp).
     "LSTM", "GRU", "RNN",
     # Elementwise, logic and dtype family (InferShapesElementwise2.cpp).

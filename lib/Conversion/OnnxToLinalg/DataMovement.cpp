@@ -20,8 +20,6 @@ using namespace mlir::kiln::lowering;
 namespace {
 
 using utils::IteratorType;
-using BodyFn =
-    function_ref<Value(OpBuilder &, Location, ArrayRef<Value> /*ivs*/)>;
 
 Value idx(OpBuilder &b, Location loc, int64_t v) {
   return arith::ConstantIndexOp::create(b, loc, v);
@@ -36,13 +34,6 @@ Value select(OpBuilder &b, Location loc, Value c, Value x, Value y) {
   return arith::SelectOp::create(b, loc, c, x, y);
 }
 
-/// min(max(i, 0), n - 1) (0 when n is 0: callers never read then).
-Value clampIndex(OpBuilder &b, Location loc, Value i, Value n) {
-  Value hi = arith::SubIOp::create(b, loc, n, idx(b, loc, 1));
-  Value v = arith::MinSIOp::create(b, loc, i, hi);
-  return arith::MaxSIOp::create(b, loc, v, idx(b, loc, 0));
-}
-
 /// An integer of any width as an index, negative counting from `n`, then
 /// clamped into [0, n).
 Value normalizeIndex(OpBuilder &b, Location loc, Value v, Value n) {
@@ -50,14 +41,7 @@ Value normalizeIndex(OpBuilder &b, Location loc, Value v, Value n) {
     v = arith::IndexCastOp::create(b, loc, b.getIndexType(), v);
   Value neg = cmpI(b, loc, arith::CmpIPredicate::slt, v, idx(b, loc, 0));
   v = select(b, loc, neg, arith::AddIOp::create(b, loc, v, n), v);
-  return clampIndex(b, loc, v, n);
-}
-
-/// 0 <= i < n.
-Value inRange(OpBuilder &b, Location loc, Value i, Value n) {
-  Value ge = cmpI(b, loc, arith::CmpIPredicate::sge, i, idx(b, loc, 0));
-  Value lt = cmpI(b, loc, arith::CmpIPredicate::slt, i, n);
-  return arith::AndIOp::create(b, loc, ge, lt);
+  return clampIntoRange(b, loc, v, n);
 }
 
 Value andAll(OpBuilder &b, Location loc, ArrayRef<Value> conds) {
@@ -74,54 +58,6 @@ SmallVector<Value> dynOf(RankedTensorType type, ArrayRef<Value> sizes) {
     if (type.isDynamicDim(i))
       dyn.push_back(sizes[i]);
   return dyn;
-}
-
-/// A tensor of `type` whose every element is `body(ivs)`.
-Value generate(OpBuilder &b, Location loc, RankedTensorType type,
-               ArrayRef<Value> sizes, BodyFn body) {
-  int64_t rank = type.getRank();
-  Value init = emptyTensor(b, loc, type, dynOf(type, sizes));
-  MLIRContext *ctx = b.getContext();
-  return linalg::GenericOp::create(
-             b, loc, TypeRange{type}, ValueRange{}, ValueRange{init},
-             {AffineMap::getMultiDimIdentityMap(rank, ctx)},
-             SmallVector<IteratorType>(rank, IteratorType::parallel),
-             [&](OpBuilder &nb, Location l, ValueRange) {
-               SmallVector<Value> ivs;
-               for (int64_t i = 0; i < rank; ++i)
-                 ivs.push_back(linalg::IndexOp::create(nb, l, i));
-               linalg::YieldOp::create(nb, l, body(nb, l, ivs));
-             })
-      .getResult(0);
-}
-
-/// The `n` integers of a 1-D operand as index values: constants when the
-/// operand is constant, otherwise read on the host.
-SmallVector<Value> readIndexValues(OpBuilder &b, Location loc, Value v,
-                                   int64_t n) {
-  SmallVector<Value> r;
-  if (auto c = onnxops::getConstantIntValues(v)) {
-    for (int64_t i = 0; i < n; ++i)
-      r.push_back(idx(b, loc, i < (int64_t)c->size() ? (*c)[i] : 0));
-    return r;
-  }
-  for (int64_t i = 0; i < n; ++i) {
-    Value e = tensor::ExtractOp::create(b, loc, v, ValueRange{idx(b, loc, i)});
-    r.push_back(arith::IndexCastOp::create(b, loc, b.getIndexType(), e));
-  }
-  return r;
-}
-
-/// Static length of a 1-D operand, or -1.
-int64_t staticLength(Value v) {
-  auto t = dyn_cast<RankedTensorType>(v.getType());
-  if (!t || t.getRank() != 1 || t.isDynamicDim(0))
-    return -1;
-  return t.getDimSize(0);
-}
-
-bool present(Operation *op, unsigned i) {
-  return i < op->getNumOperands() && !onnxops::isNoValue(op->getOperand(i));
 }
 
 /// Sizes of the result: the static dims of `type`, else `computed`.
@@ -153,11 +89,11 @@ LogicalResult lowerSplit(Operation *op, OpBuilder &b,
   int64_t n = op->getNumResults();
   Value dim = dimValue(b, loc, x, *axis);
   SmallVector<Value> sizes;
-  if (present(op, 1)) {
-    if (staticLength(op->getOperand(1)) != n)
+  if (operandPresent(op, 1)) {
+    if (staticLength1D(op->getOperand(1)) != n)
       return nodeError(op) << "split must have one entry per output",
              failure();
-    sizes = readIndexValues(b, loc, op->getOperand(1), n);
+    sizes = readHostIndices(b, loc, op->getOperand(1), n);
   } else {
     // ceil(dim / n) per output, the last ones smaller.
     Value chunk = arith::CeilDivSIOp::create(b, loc, dim, idx(b, loc, n));
@@ -177,10 +113,10 @@ LogicalResult lowerSplit(Operation *op, OpBuilder &b,
     for (int64_t d = 0; d < rank; ++d)
       s.push_back(d == *axis ? sizes[i] : dimValue(b, loc, x, d));
     Value off = offset;
-    results.push_back(generate(
+    results.push_back(generateSized(
         b, loc, *ty, s, [&](OpBuilder &nb, Location l, ArrayRef<Value> iv) {
           SmallVector<Value> ix(iv);
-          ix[*axis] = clampIndex(nb, l, arith::AddIOp::create(nb, l, iv[*axis], off),
+          ix[*axis] = clampIntoRange(nb, l, arith::AddIOp::create(nb, l, iv[*axis], off),
                                  dim);
           return tensor::ExtractOp::create(nb, l, x, ix).getResult();
         }));
@@ -198,14 +134,14 @@ LogicalResult lowerTile(Operation *op, OpBuilder &b,
   Location loc = op->getLoc();
   int64_t rank = tx->getRank();
   Value x = op->getOperand(0);
-  SmallVector<Value> reps = readIndexValues(b, loc, op->getOperand(1), rank);
+  SmallVector<Value> reps = readHostIndices(b, loc, op->getOperand(1), rank);
   SmallVector<Value> dims, out;
   for (int64_t d = 0; d < rank; ++d) {
     dims.push_back(dimValue(b, loc, x, d));
     Value r = arith::MaxSIOp::create(b, loc, reps[d], idx(b, loc, 0));
     out.push_back(arith::MulIOp::create(b, loc, dims[d], r));
   }
-  results.push_back(generate(
+  results.push_back(generateSized(
       b, loc, *ty, resultSizes(b, loc, *ty, out),
       [&](OpBuilder &nb, Location l, ArrayRef<Value> iv) {
         SmallVector<Value> ix;
@@ -227,11 +163,11 @@ LogicalResult lowerExpand(Operation *op, OpBuilder &b,
   Location loc = op->getLoc();
   int64_t rx = tx->getRank(), ry = ty->getRank();
   Value x = op->getOperand(0);
-  if (staticLength(op->getOperand(1)) < 0 || rx > ry)
+  if (staticLength1D(op->getOperand(1)) < 0 || rx > ry)
     return nodeError(op) << "the shape operand must have a static length",
            failure();
-  int64_t len = staticLength(op->getOperand(1));
-  SmallVector<Value> shape = readIndexValues(b, loc, op->getOperand(1), len);
+  int64_t len = staticLength1D(op->getOperand(1));
+  SmallVector<Value> shape = readHostIndices(b, loc, op->getOperand(1), len);
   SmallVector<Value> out;
   for (int64_t i = 0; i < ry; ++i) {
     int64_t j = i - (ry - rx), k = i - (ry - len);
@@ -241,7 +177,7 @@ LogicalResult lowerExpand(Operation *op, OpBuilder &b,
     out.push_back(s);
   }
   SmallVector<Value> sizes = resultSizes(b, loc, *ty, out);
-  results.push_back(generate(
+  results.push_back(generateSized(
       b, loc, *ty, sizes, [&](OpBuilder &nb, Location l, ArrayRef<Value> iv) {
         SmallVector<Value> ix;
         for (int64_t j = 0; j < rx; ++j) {
@@ -252,7 +188,7 @@ LogicalResult lowerExpand(Operation *op, OpBuilder &b,
           }
           Value n = dimValue(nb, l, x, j);
           Value one = cmpI(nb, l, arith::CmpIPredicate::eq, n, idx(nb, l, 1));
-          ix.push_back(clampIndex(nb, l, select(nb, l, one, idx(nb, l, 0), iv[i]), n));
+          ix.push_back(clampIntoRange(nb, l, select(nb, l, one, idx(nb, l, 0), iv[i]), n));
         }
         return tensor::ExtractOp::create(nb, l, x, ix).getResult();
       }));
@@ -275,17 +211,17 @@ LogicalResult lowerPad(Operation *op, OpBuilder &b,
     return nodeError(op) << "unknown mode '" << mode << "'", failure();
   SmallVector<int64_t> axes;
   SmallVector<Value> axesRT; // axes read at run time
-  if (present(op, 3) && !onnxops::getConstantIntValues(op->getOperand(3))) {
-    int64_t len = staticLength(op->getOperand(3));
+  if (operandPresent(op, 3) && !onnxops::getConstantIntValues(op->getOperand(3))) {
+    int64_t len = staticLength1D(op->getOperand(3));
     if (len < 0)
       return nodeError(op) << "axes must have a static length", failure();
-    axesRT = readIndexValues(b, loc, op->getOperand(3), len);
+    axesRT = readHostIndices(b, loc, op->getOperand(3), len);
     for (Value &a : axesRT) {
       Value neg = cmpI(b, loc, arith::CmpIPredicate::slt, a, idx(b, loc, 0));
       a = select(b, loc, neg, arith::AddIOp::create(b, loc, a, idx(b, loc, rank)), a);
       axes.push_back(-1);
     }
-  } else if (present(op, 3)) {
+  } else if (operandPresent(op, 3)) {
     auto a = onnxops::getConstantIntValues(op->getOperand(3));
     for (int64_t v : *a) {
       FailureOr<int64_t> n = onnxops::normalizeAxis(v, rank);
@@ -298,10 +234,10 @@ LogicalResult lowerPad(Operation *op, OpBuilder &b,
       axes.push_back(i);
   }
   int64_t na = axes.size();
-  if (staticLength(op->getOperand(1)) != 2 * na)
+  if (staticLength1D(op->getOperand(1)) != 2 * na)
     return nodeError(op) << "pads must have 2 entries per padded axis",
            failure();
-  SmallVector<Value> pads = readIndexValues(b, loc, op->getOperand(1), 2 * na);
+  SmallVector<Value> pads = readHostIndices(b, loc, op->getOperand(1), 2 * na);
   SmallVector<Value> begin(rank, idx(b, loc, 0)), dims, out;
   for (int64_t d = 0; d < rank; ++d)
     dims.push_back(dimValue(b, loc, x, d));
@@ -327,12 +263,12 @@ LogicalResult lowerPad(Operation *op, OpBuilder &b,
   Type elem = ty->getElementType();
   Value cv;
   if (mode == "constant") {
-    if (present(op, 2))
+    if (operandPresent(op, 2))
       cv = tensor::ExtractOp::create(b, loc, op->getOperand(2), ValueRange{});
     else
       cv = scalarConstant(b, loc, elem, 0);
   }
-  results.push_back(generate(
+  results.push_back(generateSized(
       b, loc, *ty, resultSizes(b, loc, *ty, out),
       [&](OpBuilder &nb, Location l, ArrayRef<Value> iv) {
         SmallVector<Value> ix, ok;
@@ -340,7 +276,7 @@ LogicalResult lowerPad(Operation *op, OpBuilder &b,
           Value i = arith::SubIOp::create(nb, l, iv[d], begin[d]);
           Value n = dims[d];
           if (mode == "constant") {
-            ok.push_back(inRange(nb, l, i, n));
+            ok.push_back(indexInRange(nb, l, i, n));
           } else if (mode == "reflect") {
             // Period 2(n-1): fold into [0, n).
             Value nm1 = arith::SubIOp::create(nb, l, n, idx(nb, l, 1));
@@ -357,7 +293,7 @@ LogicalResult lowerPad(Operation *op, OpBuilder &b,
             Value neg = cmpI(nb, l, arith::CmpIPredicate::slt, m, idx(nb, l, 0));
             i = select(nb, l, neg, arith::AddIOp::create(nb, l, m, safe), m);
           }
-          ix.push_back(clampIndex(nb, l, i, n));
+          ix.push_back(clampIntoRange(nb, l, i, n));
         }
         Value v = tensor::ExtractOp::create(nb, l, x, ix);
         if (mode == "constant")
@@ -389,9 +325,9 @@ LogicalResult lowerCenterCropPad(Operation *op, OpBuilder &b,
       axes.push_back(i);
   }
   int64_t na = axes.size();
-  if (staticLength(op->getOperand(1)) != na)
+  if (staticLength1D(op->getOperand(1)) != na)
     return nodeError(op) << "shape must have one entry per axis", failure();
-  SmallVector<Value> shape = readIndexValues(b, loc, op->getOperand(1), na);
+  SmallVector<Value> shape = readHostIndices(b, loc, op->getOperand(1), na);
   SmallVector<Value> dims, out, off(rank, idx(b, loc, 0));
   for (int64_t d = 0; d < rank; ++d)
     dims.push_back(dimValue(b, loc, x, d));
@@ -412,14 +348,14 @@ LogicalResult lowerCenterCropPad(Operation *op, OpBuilder &b,
     off[d] = select(b, loc, isCrop, crop, pad);
   }
   Value zero = scalarConstant(b, loc, ty->getElementType(), 0);
-  results.push_back(generate(
+  results.push_back(generateSized(
       b, loc, *ty, resultSizes(b, loc, *ty, out),
       [&](OpBuilder &nb, Location l, ArrayRef<Value> iv) {
         SmallVector<Value> ix, ok;
         for (int64_t d = 0; d < rank; ++d) {
           Value i = arith::AddIOp::create(nb, l, iv[d], off[d]);
-          ok.push_back(inRange(nb, l, i, dims[d]));
-          ix.push_back(clampIndex(nb, l, i, dims[d]));
+          ok.push_back(indexInRange(nb, l, i, dims[d]));
+          ix.push_back(clampIntoRange(nb, l, i, dims[d]));
         }
         Value v = tensor::ExtractOp::create(nb, l, x, ix);
         return select(nb, l, andAll(nb, l, ok), v, zero);
@@ -457,7 +393,7 @@ LogicalResult lowerDepthSpace(Operation *op, OpBuilder &b,
     out[3] = arith::DivSIOp::create(b, loc, d[3], B);
   }
   Value cOut = out[1];
-  results.push_back(generate(
+  results.push_back(generateSized(
       b, loc, *ty, resultSizes(b, loc, *ty, out),
       [&](OpBuilder &nb, Location l, ArrayRef<Value> iv) {
         auto div = [&](Value a, Value c) {
@@ -489,7 +425,7 @@ LogicalResult lowerDepthSpace(Operation *op, OpBuilder &b,
           ix[3] = add(mul(iv[3], B), j);
         }
         for (int64_t k = 0; k < 4; ++k)
-          ix[k] = clampIndex(nb, l, ix[k], d[k]);
+          ix[k] = clampIntoRange(nb, l, ix[k], d[k]);
         return tensor::ExtractOp::create(nb, l, x, ix).getResult();
       }));
   return success();
@@ -512,10 +448,10 @@ LogicalResult lowerReverseSequence(Operation *op, OpBuilder &b,
   for (int64_t d = 0; d < rank; ++d)
     dims.push_back(dimValue(b, loc, x, d));
   Value nLens = dimValue(b, loc, lens, 0);
-  results.push_back(generate(
+  results.push_back(generateSized(
       b, loc, *ty, dims, [&](OpBuilder &nb, Location l, ArrayRef<Value> iv) {
         Value len = tensor::ExtractOp::create(
-            nb, l, lens, ValueRange{clampIndex(nb, l, iv[ba], nLens)});
+            nb, l, lens, ValueRange{clampIntoRange(nb, l, iv[ba], nLens)});
         len = arith::IndexCastOp::create(nb, l, nb.getIndexType(), len);
         len = arith::MinSIOp::create(nb, l, len, dims[ta]);
         Value t = iv[ta];
@@ -523,7 +459,7 @@ LogicalResult lowerReverseSequence(Operation *op, OpBuilder &b,
             nb, l, arith::SubIOp::create(nb, l, len, idx(nb, l, 1)), t);
         Value in = cmpI(nb, l, arith::CmpIPredicate::slt, t, len);
         SmallVector<Value> ix(iv);
-        ix[ta] = clampIndex(nb, l, select(nb, l, in, rev, t), dims[ta]);
+        ix[ta] = clampIntoRange(nb, l, select(nb, l, in, rev, t), dims[ta]);
         return tensor::ExtractOp::create(nb, l, x, ix).getResult();
       }));
   return success();
@@ -553,13 +489,13 @@ LogicalResult lowerGatherElements(Operation *op, OpBuilder &b,
     dims.push_back(dimValue(b, loc, x, d));
     out.push_back(dimValue(b, loc, ind, d));
   }
-  results.push_back(generate(
+  results.push_back(generateSized(
       b, loc, *ty, out, [&](OpBuilder &nb, Location l, ArrayRef<Value> iv) {
         Value i = tensor::ExtractOp::create(nb, l, ind, iv);
         SmallVector<Value> ix;
         for (int64_t d = 0; d < rank; ++d)
           ix.push_back(d == *axis ? normalizeIndex(nb, l, i, dims[d])
-                                  : clampIndex(nb, l, iv[d], dims[d]));
+                                  : clampIntoRange(nb, l, iv[d], dims[d]));
         return tensor::ExtractOp::create(nb, l, x, ix).getResult();
       }));
   return success();
@@ -592,11 +528,11 @@ LogicalResult lowerGatherND(Operation *op, OpBuilder &b,
     out.push_back(dims[d]);
   if ((int64_t)out.size() != ty->getRank())
     return nodeError(op) << "unexpected result rank", failure();
-  results.push_back(generate(
+  results.push_back(generateSized(
       b, loc, *ty, out, [&](OpBuilder &nb, Location l, ArrayRef<Value> iv) {
         SmallVector<Value> ix;
         for (int64_t d = 0; d < bd; ++d)
-          ix.push_back(clampIndex(nb, l, iv[d], dims[d]));
+          ix.push_back(clampIntoRange(nb, l, iv[d], dims[d]));
         SmallVector<Value> ii(iv.begin(), iv.begin() + (q - 1));
         ii.push_back(Value());
         for (int64_t t = 0; t < k; ++t) {
@@ -712,7 +648,7 @@ LogicalResult lowerScatterElements(Operation *op, OpBuilder &b,
           Value p = d == *axis ? k[0] : iv[d];
           if (d != *axis)
             ok.push_back(cmpI(nb, l, arith::CmpIPredicate::slt, p, udims[d]));
-          uix.push_back(clampIndex(nb, l, p, udims[d]));
+          uix.push_back(clampIntoRange(nb, l, p, udims[d]));
         }
         Value i = tensor::ExtractOp::create(nb, l, ind, uix);
         Value target = normalizeIndex(nb, l, i, dims[*axis]);
@@ -764,14 +700,14 @@ LogicalResult lowerScatterND(Operation *op, OpBuilder &b,
     }
     SmallVector<Value> uix;
     for (int64_t d = 0; d < q - 1; ++d)
-      uix.push_back(clampIndex(nb, l, j[d], updDims[d]));
+      uix.push_back(clampIntoRange(nb, l, j[d], updDims[d]));
     for (int64_t d = k; d < r; ++d)
-      uix.push_back(clampIndex(nb, l, iv[d], updDims[q - 1 + d - k]));
+      uix.push_back(clampIntoRange(nb, l, iv[d], updDims[q - 1 + d - k]));
     Value u = tensor::ExtractOp::create(nb, l, upd, uix);
     return select(nb, l, andAll(nb, l, ok), combine(nb, l, red, acc, u), acc);
   };
   if (q == 1) {
-    results.push_back(generate(
+    results.push_back(generateSized(
         b, loc, *ty, dims, [&](OpBuilder &nb, Location l, ArrayRef<Value> iv) {
           Value acc = tensor::ExtractOp::create(nb, l, x, iv);
           return step(nb, l, acc, iv, {});
@@ -891,13 +827,13 @@ LogicalResult lowerCompress(Operation *op, OpBuilder &b,
     out.push_back(d == *axis ? count : dimValue(b, loc, x, d));
   if (ty->getRank() != rank)
     return nodeError(op) << "unexpected result rank", failure();
-  results.push_back(generate(
+  results.push_back(generateSized(
       b, loc, *ty, resultSizes(b, loc, *ty, out),
       [&](OpBuilder &nb, Location l, ArrayRef<Value> iv) {
         SmallVector<Value> ix(iv);
         Value p = tensor::ExtractOp::create(
-            nb, l, pos, ValueRange{clampIndex(nb, l, iv[*axis], count)});
-        ix[*axis] = clampIndex(
+            nb, l, pos, ValueRange{clampIntoRange(nb, l, iv[*axis], count)});
+        ix[*axis] = clampIntoRange(
             nb, l, arith::IndexCastOp::create(nb, l, nb.getIndexType(), p), dim);
         return tensor::ExtractOp::create(nb, l, x, ix).getResult();
       }));
@@ -926,11 +862,11 @@ LogicalResult lowerNonZero(Operation *op, OpBuilder &b,
   auto [pos, count] = truePositions(b, loc, fx, total, Value());
   if (ty->getRank() != 2)
     return nodeError(op) << "unexpected result rank", failure();
-  results.push_back(generate(
+  results.push_back(generateSized(
       b, loc, *ty, resultSizes(b, loc, *ty, {idx(b, loc, rank), count}),
       [&](OpBuilder &nb, Location l, ArrayRef<Value> iv) {
         Value p = tensor::ExtractOp::create(
-            nb, l, pos, ValueRange{clampIndex(nb, l, iv[1], count)});
+            nb, l, pos, ValueRange{clampIntoRange(nb, l, iv[1], count)});
         // Coordinate iv[0] of flat position p: (p / stride) % dim.
         Value stride = arith::ConstantIntOp::create(nb, l, nb.getI64Type(), 1);
         Value coord = arith::ConstantIntOp::create(nb, l, nb.getI64Type(), 0);

@@ -35,6 +35,7 @@ void registerNormalizationLowerings(llvm::StringMap<LowerFn> &table);
 void registerAttentionLowerings(llvm::StringMap<LowerFn> &table);
 void registerTensorLowerings(llvm::StringMap<LowerFn> &table);
 void registerDataMovementLowerings(llvm::StringMap<LowerFn> &table);
+void registerDetectionLowerings(llvm::StringMap<LowerFn> &table);
 void registerResampleLowerings(llvm::StringMap<LowerFn> &table);
 void registerQuantizeLowerings(llvm::StringMap<LowerFn> &table);
 void registerSpatialLowerings(llvm::StringMap<LowerFn> &table);
@@ -131,6 +132,32 @@ Value float8ToF32(OpBuilder &b, Location loc, Value bits, Type f8);
 Value f32ToFloat8(OpBuilder &b, Location loc, Value v, Type f8, bool saturate);
 /// `tensor.bitcast` of an f8 tensor to i8 (a host view); others unchanged.
 Value float8BitsView(OpBuilder &b, Location loc, Value v);
+
+// Small helpers shared by several lowering files (Helpers.cpp).
+
+/// min(max(i, 0), n - 1) on index values (0 when n is 0: callers never read
+/// then).
+Value clampIntoRange(OpBuilder &b, Location loc, Value i, Value n);
+/// 0 <= i < n on index values.
+Value indexInRange(OpBuilder &b, Location loc, Value i, Value n);
+/// Whether optional operand `i` is given (exists and is not a NoValue).
+bool operandPresent(Operation *op, unsigned i);
+/// Static length of a 1-D operand, or -1.
+int64_t staticLength1D(Value v);
+/// The `n` integers of a 1-D operand as index values: constants when the
+/// operand is constant (0 past its end), otherwise read on the host.
+SmallVector<Value> readHostIndices(OpBuilder &b, Location loc, Value v,
+                                   int64_t n);
+/// Body builder of generateTensor: receives the output indices.
+using IndexBodyFn =
+    function_ref<Value(OpBuilder &, Location, ArrayRef<Value> /*ivs*/)>;
+/// A tensor of `type` (dynamic sizes `dynSizes`) whose every element is
+/// `body(ivs)`: a parallel `linalg.generic` without inputs.
+Value generateTensor(OpBuilder &b, Location loc, RankedTensorType type,
+                     ValueRange dynSizes, IndexBodyFn body);
+/// generateTensor with `sizes` giving every dim (the dynamic ones are used).
+Value generateSized(OpBuilder &b, Location loc, RankedTensorType type,
+                    ArrayRef<Value> sizes, IndexBodyFn body);
 
 } // namespace mlir::kiln::lowering
 

@@ -86,6 +86,17 @@ Value channelView(OpBuilder &b, Location loc, Value v, int64_t rank) {
   return reshapeTo(b, loc, v, RankedTensorType::get(shape, t.getElementType()), sizes);
 }
 
+/// y * scale + bias, with `scale` and `bias` [C] vectors applied along dim 1
+/// of the rank-`rank` tensor `y`.
+Value scaleShiftChannels(OpBuilder &b, Location loc, Value y, Value scale,
+                         Value bias, int64_t rank) {
+  Value s = channelView(b, loc, scale, rank);
+  Value c = channelView(b, loc, bias, rank);
+  return ew(b, loc, {y, s, c}, [](OpBuilder &nb, Location l, ValueRange a) -> Value {
+    return arith::AddFOp::create(nb, l, arith::MulFOp::create(nb, l, a[0], a[1]), a[2]);
+  });
+}
+
 /// (x - mean) * rsqrt(var + eps) over `reduced`; also returns mean and
 /// the inverse standard deviation (kept dims).
 Value standardize(OpBuilder &b, Location loc, Value x, ArrayRef<bool> reduced,
@@ -199,11 +210,8 @@ LogicalResult lowerInstanceNorm(Operation *op, OpBuilder &b,
   SmallVector<bool> red(r, true);
   red[0] = red[1] = false;
   Value y = standardize(b, loc, op->getOperand(0), red, getFloat(op, "epsilon", 1e-5));
-  Value s = channelView(b, loc, op->getOperand(1), r);
-  Value bias = channelView(b, loc, op->getOperand(2), r);
-  results.push_back(ew(b, loc, {y, s, bias}, [](OpBuilder &nb, Location l, ValueRange a) -> Value {
-    return arith::AddFOp::create(nb, l, arith::MulFOp::create(nb, l, a[0], a[1]), a[2]);
-  }));
+  results.push_back(scaleShiftChannels(b, loc, y, op->getOperand(1),
+                                       op->getOperand(2), r));
   return success();
 }
 
@@ -250,11 +258,7 @@ LogicalResult lowerGroupNorm(Operation *op, OpBuilder &b,
   if (!st || st.getRank() != 1 ||
       (!st.isDynamicDim(0) && st.getDimSize(0) != c))
     return nodeError(op) << "scale must be [C] (opset 21)", failure();
-  s = channelView(b, loc, s, r);
-  bias = channelView(b, loc, bias, r);
-  results.push_back(ew(b, loc, {y, s, bias}, [](OpBuilder &nb, Location l, ValueRange a) -> Value {
-    return arith::AddFOp::create(nb, l, arith::MulFOp::create(nb, l, a[0], a[1]), a[2]);
-  }));
+  results.push_back(scaleShiftChannels(b, loc, y, s, bias, r));
   return success();
 }
 

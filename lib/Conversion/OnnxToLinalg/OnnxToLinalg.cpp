@@ -288,6 +288,7 @@ static void registerAllLowerings(llvm::StringMap<LowerFn> &table) {
   registerNNLowerings(table);
   registerTensorLowerings(table);
   registerDataMovementLowerings(table);
+  registerDetectionLowerings(table);
   registerResampleLowerings(table);
   registerQuantizeLowerings(table);
   registerSpatialLowerings(table);

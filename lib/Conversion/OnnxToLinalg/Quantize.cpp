@@ -24,10 +24,6 @@ Value idx(OpBuilder &b, Location loc, int64_t v) {
   return arith::ConstantIndexOp::create(b, loc, v);
 }
 
-bool present(Operation *op, unsigned i) {
-  return i < op->getNumOperands() && !onnxops::isNoValue(op->getOperand(i));
-}
-
 /// A signless view of an integer tensor (bitcast when unsigned).
 Value signless(OpBuilder &b, Location loc, Value v) {
   auto t = cast<RankedTensorType>(v.getType());
@@ -103,10 +99,7 @@ Value readParam(OpBuilder &b, Location loc, Value p, ArrayRef<Value> iv,
   auto t = cast<RankedTensorType>(p.getType());
   SmallVector<Value> ix;
   auto clamp = [&](Value i, int64_t d) {
-    Value n = dimValue(b, loc, p, d);
-    Value hi = arith::SubIOp::create(b, loc, n, idx(b, loc, 1));
-    return arith::MaxSIOp::create(
-        b, loc, arith::MinSIOp::create(b, loc, i, hi), idx(b, loc, 0));
+    return clampIntoRange(b, loc, i, dimValue(b, loc, p, d));
   };
   if (t.getRank() == 0)
     return tensor::ExtractOp::create(b, loc, p, ValueRange{});
@@ -124,25 +117,12 @@ Value readParam(OpBuilder &b, Location loc, Value p, ArrayRef<Value> iv,
 }
 
 Value generate(OpBuilder &b, Location loc, RankedTensorType type, Value like,
-               function_ref<Value(OpBuilder &, Location, ArrayRef<Value>)> body) {
-  int64_t rank = type.getRank();
+               IndexBodyFn body) {
   SmallVector<Value> dyn;
-  for (int64_t i = 0; i < rank; ++i)
+  for (int64_t i = 0; i < type.getRank(); ++i)
     if (type.isDynamicDim(i))
       dyn.push_back(tensor::DimOp::create(b, loc, like, i));
-  Value init = emptyTensor(b, loc, type, dyn);
-  MLIRContext *ctx = b.getContext();
-  return linalg::GenericOp::create(
-             b, loc, TypeRange{type}, ValueRange{}, ValueRange{init},
-             {AffineMap::getMultiDimIdentityMap(rank, ctx)},
-             SmallVector<IteratorType>(rank, IteratorType::parallel),
-             [&](OpBuilder &nb, Location l, ValueRange) {
-               SmallVector<Value> ivs;
-               for (int64_t i = 0; i < rank; ++i)
-                 ivs.push_back(linalg::IndexOp::create(nb, l, i));
-               linalg::YieldOp::create(nb, l, body(nb, l, ivs));
-             })
-      .getResult(0);
+  return generateTensor(b, loc, type, dyn, body);
 }
 
 bool supportedInt(Type t) {
@@ -174,7 +154,7 @@ LogicalResult lowerDequantizeFloat8(Operation *op, OpBuilder &b,
   Type xe = tx.getElementType();
   Value x = float8BitsView(b, loc, op->getOperand(0));
   Value scale = op->getOperand(1);
-  Value zp = present(op, 2) ? op->getOperand(2) : Value();
+  Value zp = operandPresent(op, 2) ? op->getOperand(2) : Value();
   Type zpe = zp ? getElementTypeOrSelf(zp.getType()) : Type();
   if (zp && !isFloat8(zpe))
     return nodeError(op) << "zero point of type " << zpe
@@ -215,7 +195,7 @@ LogicalResult lowerQuantizeFloat8(Operation *op, OpBuilder &b,
   Location loc = op->getLoc();
   Type ye = ty.getElementType();
   Value x = op->getOperand(0), scale = op->getOperand(1);
-  Value zp = present(op, 2) ? op->getOperand(2) : Value();
+  Value zp = operandPresent(op, 2) ? op->getOperand(2) : Value();
   Type zpe = zp ? getElementTypeOrSelf(zp.getType()) : Type();
   if (zp && !isFloat8(zpe))
     return nodeError(op) << "zero point of type " << zpe
@@ -256,21 +236,15 @@ LogicalResult lowerDequantize(Operation *op, OpBuilder &b,
                          << ty->getElementType() << " is not supported",
            failure();
   int64_t rank = tx->getRank();
-  int64_t axis = getInt(op, "axis", 1);
-  {
-    // The axis matters only for per-axis and blocked parameters.
-    FailureOr<int64_t> a = onnxops::normalizeAxis(axis, rank);
-    auto ps = dyn_cast<RankedTensorType>(op->getOperand(1).getType());
-    bool perTensor = ps && (ps.getRank() == 0 || ps.getNumElements() == 1);
-    if (failed(a) && !perTensor)
-      return nodeError(op) << "axis out of range", failure();
-    axis = succeeded(a) ? *a : 0;
-  }
+  FailureOr<int64_t> axisOr = paramAxis(op, rank);
+  if (failed(axisOr))
+    return failure();
+  int64_t axis = *axisOr;
   int64_t block = getInt(op, "block_size", 0);
   bool uns = isUnsigned(xe);
   Value x = signless(b, loc, op->getOperand(0));
   Value scale = op->getOperand(1);
-  Value zp = present(op, 2) ? signless(b, loc, op->getOperand(2)) : Value();
+  Value zp = operandPresent(op, 2) ? signless(b, loc, op->getOperand(2)) : Value();
   FloatType outF = cast<FloatType>(ty->getElementType());
   results.push_back(generate(
       b, loc, *ty, x, [&](OpBuilder &nb, Location l, ArrayRef<Value> iv) {
@@ -304,21 +278,15 @@ LogicalResult lowerQuantize(Operation *op, OpBuilder &b,
                          << " to " << ye << " is not supported",
            failure();
   int64_t rank = tx->getRank();
-  int64_t axis = getInt(op, "axis", 1);
-  {
-    // The axis matters only for per-axis and blocked parameters.
-    FailureOr<int64_t> a = onnxops::normalizeAxis(axis, rank);
-    auto ps = dyn_cast<RankedTensorType>(op->getOperand(1).getType());
-    bool perTensor = ps && (ps.getRank() == 0 || ps.getNumElements() == 1);
-    if (failed(a) && !perTensor)
-      return nodeError(op) << "axis out of range", failure();
-    axis = succeeded(a) ? *a : 0;
-  }
+  FailureOr<int64_t> axisOr = paramAxis(op, rank);
+  if (failed(axisOr))
+    return failure();
+  int64_t axis = *axisOr;
   int64_t block = getInt(op, "block_size", 0);
   bool uns = isUnsigned(ye);
   auto intTy = IntegerType::get(b.getContext(), ye.getIntOrFloatBitWidth());
   Value x = op->getOperand(0), scale = op->getOperand(1);
-  Value zp = present(op, 2) ? signless(b, loc, op->getOperand(2)) : Value();
+  Value zp = operandPresent(op, 2) ? signless(b, loc, op->getOperand(2)) : Value();
   auto st = ty->clone(intTy);
   Value r = generate(
       b, loc, st, x, [&](OpBuilder &nb, Location l, ArrayRef<Value> iv) {
@@ -429,8 +397,8 @@ LogicalResult lowerIntMatMul(Operation *op, OpBuilder &b,
   bool ua = isUnsigned(ta->getElementType()), ub = isUnsigned(tb->getElementType());
   Value A = signless(b, loc, op->getOperand(ia));
   Value B = signless(b, loc, op->getOperand(ib));
-  Value azp = present(op, qlinear ? 2 : 2) ? signless(b, loc, op->getOperand(2)) : Value();
-  Value bzp = present(op, qlinear ? 5 : 3)
+  Value azp = operandPresent(op, qlinear ? 2 : 2) ? signless(b, loc, op->getOperand(2)) : Value();
+  Value bzp = operandPresent(op, qlinear ? 5 : 3)
                   ? signless(b, loc, op->getOperand(qlinear ? 5 : 3))
                   : Value();
   // Loops: batch (ry - 2), m, n, k.
@@ -471,9 +439,7 @@ LogicalResult lowerIntMatMul(Operation *op, OpBuilder &b,
     if (t.getRank() >= 1 && t.getDimSize(t.getRank() - 1) != 1) {
       Value i = linalg::IndexOp::create(nb, l, loop);
       Value n = dimValue(nb, l, p, t.getRank() - 1);
-      Value hi = arith::SubIOp::create(nb, l, n, idx(nb, l, 1));
-      z.back() = arith::MaxSIOp::create(
-          nb, l, arith::MinSIOp::create(nb, l, i, hi), idx(nb, l, 0));
+      z.back() = clampIntoRange(nb, l, i, n);
     }
     return tensor::ExtractOp::create(nb, l, p, z);
   };
@@ -514,7 +480,7 @@ LogicalResult lowerIntMatMul(Operation *op, OpBuilder &b,
   bool uy = isUnsigned(ye_);
   auto intTy = IntegerType::get(ctx, ye_.getIntOrFloatBitWidth());
   Value as = op->getOperand(1), bs = op->getOperand(4), ys = op->getOperand(6);
-  Value yzp = present(op, 7) ? signless(b, loc, op->getOperand(7)) : Value();
+  Value yzp = operandPresent(op, 7) ? signless(b, loc, op->getOperand(7)) : Value();
   auto first = [&](OpBuilder &nb, Location l, Value v) -> Value {
     auto t = cast<RankedTensorType>(v.getType());
     SmallVector<Value> z(t.getRank(), idx(nb, l, 0));

@@ -69,47 +69,6 @@ struct FB {
   static FloatType cast_(Type ty) { return mlir::cast<FloatType>(ty); }
 };
 
-Value clampIndex(OpBuilder &b, Location loc, Value i, Value n) {
-  Value hi = arith::SubIOp::create(b, loc, n, idx(b, loc, 1));
-  Value v = arith::MinSIOp::create(b, loc, i, hi);
-  return arith::MaxSIOp::create(b, loc, v, idx(b, loc, 0));
-}
-
-Value inRange(OpBuilder &b, Location loc, Value i, Value n) {
-  Value ge = arith::CmpIOp::create(b, loc, arith::CmpIPredicate::sge, i,
-                                   idx(b, loc, 0));
-  Value lt = arith::CmpIOp::create(b, loc, arith::CmpIPredicate::slt, i, n);
-  return arith::AndIOp::create(b, loc, ge, lt);
-}
-
-bool present(Operation *op, unsigned i) {
-  return i < op->getNumOperands() && !onnxops::isNoValue(op->getOperand(i));
-}
-
-/// A tensor of `type` whose every element is `body(ivs)`.
-Value generate(OpBuilder &b, Location loc, RankedTensorType type,
-               ArrayRef<Value> sizes,
-               function_ref<Value(OpBuilder &, Location, ArrayRef<Value>)> body) {
-  int64_t rank = type.getRank();
-  SmallVector<Value> dyn;
-  for (int64_t i = 0; i < rank; ++i)
-    if (type.isDynamicDim(i))
-      dyn.push_back(sizes[i]);
-  Value init = emptyTensor(b, loc, type, dyn);
-  MLIRContext *ctx = b.getContext();
-  return linalg::GenericOp::create(
-             b, loc, TypeRange{type}, ValueRange{}, ValueRange{init},
-             {AffineMap::getMultiDimIdentityMap(rank, ctx)},
-             SmallVector<IteratorType>(rank, IteratorType::parallel),
-             [&](OpBuilder &nb, Location l, ValueRange) {
-               SmallVector<Value> ivs;
-               for (int64_t i = 0; i < rank; ++i)
-                 ivs.push_back(linalg::IndexOp::create(nb, l, i));
-               linalg::YieldOp::create(nb, l, body(nb, l, ivs));
-             })
-      .getResult(0);
-}
-
 /// Float values of a 1-D operand of static length `n` as f64 scalars, plus
 /// the constants when known at compile time.
 SmallVector<Value> readFloats(OpBuilder &b, Location loc, Value v, int64_t n,
@@ -126,13 +85,6 @@ SmallVector<Value> readFloats(OpBuilder &b, Location loc, Value v, int64_t n,
     r.push_back(f.cast(e));
   }
   return r;
-}
-
-int64_t staticLength(Value v) {
-  auto t = dyn_cast<RankedTensorType>(v.getType());
-  if (!t || t.getRank() != 1 || t.isDynamicDim(0))
-    return -1;
-  return t.getDimSize(0);
 }
 
 /// Keys' cubic convolution kernel at distance |x| with parameter A.
@@ -214,9 +166,9 @@ LogicalResult lowerResize(Operation *op, OpBuilder &b,
   // Per dim: scale (f64), whether it is known to be exactly 1, output size.
   SmallVector<Value> scale(rank, f.c(1.0)), outDims(inDims);
   SmallVector<std::optional<double>> cscale(rank, 1.0);
-  bool useScales = present(op, 2) && staticLength(op->getOperand(2)) != 0;
+  bool useScales = operandPresent(op, 2) && staticLength1D(op->getOperand(2)) != 0;
   if (useScales) {
-    if (staticLength(op->getOperand(2)) != na)
+    if (staticLength1D(op->getOperand(2)) != na)
       return nodeError(op) << "scales must have one entry per axis", failure();
     std::optional<SmallVector<double>> cst;
     SmallVector<Value> s = readFloats(b, loc, op->getOperand(2), na, cst);
@@ -227,7 +179,7 @@ LogicalResult lowerResize(Operation *op, OpBuilder &b,
       outDims[d] = f.toIndex(f.floor(f.mul(inF[d], s[k])));
     }
   } else {
-    if (!present(op, 3) || staticLength(op->getOperand(3)) != na)
+    if (!operandPresent(op, 3) || staticLength1D(op->getOperand(3)) != na)
       return nodeError(op) << "one of scales and sizes must be given, with one "
                               "entry per axis",
              failure();
@@ -286,7 +238,7 @@ LogicalResult lowerResize(Operation *op, OpBuilder &b,
   SmallVector<Value> roiStart(rank, f.c(0.0)), roiEnd(rank, f.c(1.0));
   bool crop = ctm == "tf_crop_and_resize";
   if (crop) {
-    if (!present(op, 1) || staticLength(op->getOperand(1)) != 2 * na)
+    if (!operandPresent(op, 1) || staticLength1D(op->getOperand(1)) != 2 * na)
       return nodeError(op) << "roi must have 2 entries per axis", failure();
     std::optional<SmallVector<double>> cst;
     SmallVector<Value> r = readFloats(b, loc, op->getOperand(1), 2 * na, cst);
@@ -334,7 +286,7 @@ LogicalResult lowerResize(Operation *op, OpBuilder &b,
   }
 
   FloatType elemF = cast<FloatType>(elem);
-  results.push_back(generate(
+  results.push_back(generateSized(
       b, loc, *ty, outDims, [&](OpBuilder &nb, Location l, ArrayRef<Value> iv) {
         FB g{nb, l, nb.getF64Type()};
         // Per dim: list of (index, weight); outside flag for tf_crop.
@@ -342,7 +294,7 @@ LogicalResult lowerResize(Operation *op, OpBuilder &b,
         Value outside;
         for (int64_t d = 0; d < rank; ++d) {
           if (ax[d].identity) {
-            taps[d].push_back({clampIndex(nb, l, iv[d], inDims[d]), Value()});
+            taps[d].push_back({clampIntoRange(nb, l, iv[d], inDims[d]), Value()});
             continue;
           }
           Value xr = g.fromIndex(iv[d]);
@@ -393,7 +345,7 @@ LogicalResult lowerResize(Operation *op, OpBuilder &b,
               up = arith::ConstantIntOp::create(nb, l, 1, 1);
             Value i = arith::SelectOp::create(
                 nb, l, up, arith::AddIOp::create(nb, l, bi, idx(nb, l, 1)), bi);
-            taps[d].push_back({clampIndex(nb, l, i, inDims[d]), Value()});
+            taps[d].push_back({clampIntoRange(nb, l, i, inDims[d]), Value()});
             continue;
           }
           SmallVector<Value> ws, is;
@@ -407,9 +359,9 @@ LogicalResult lowerResize(Operation *op, OpBuilder &b,
                           : cubicWeight(g, dist, cubicA);
             Value i = arith::AddIOp::create(nb, l, bi, idx(nb, l, k));
             if (exclude)
-              w = g.sel(inRange(nb, l, i, inDims[d]), w, g.c(0.0));
+              w = g.sel(indexInRange(nb, l, i, inDims[d]), w, g.c(0.0));
             ws.push_back(w);
-            is.push_back(clampIndex(nb, l, i, inDims[d]));
+            is.push_back(clampIntoRange(nb, l, i, inDims[d]));
             sum = g.add(sum, w);
           }
           bool normalize = exclude || antialias;
@@ -504,7 +456,7 @@ LogicalResult lowerGridSample(Operation *op, OpBuilder &b,
     out.push_back(dimValue(b, loc, grid, d));
   FloatType elemF = cast<FloatType>(ty->getElementType());
   FloatType gridF = cast<FloatType>(tg->getElementType());
-  results.push_back(generate(
+  results.push_back(generateSized(
       b, loc, *ty, out, [&](OpBuilder &nb, Location l, ArrayRef<Value> iv) {
         FB f{nb, l, nb.getF32Type()};
         (void)gridF;
@@ -544,7 +496,7 @@ LogicalResult lowerGridSample(Operation *op, OpBuilder &b,
             Value i = p[s];
             Value n = inDims[2 + s];
             if (padding == "zeros") {
-              Value r = inRange(nb, l, i, n);
+              Value r = indexInRange(nb, l, i, n);
               ok = ok ? arith::AndIOp::create(nb, l, ok, r).getResult() : r;
             } else if (padding == "reflection") {
               Value fi = reflect(f, f.fromIndex(i), lo[s], hi[s]);
@@ -553,7 +505,7 @@ LogicalResult lowerGridSample(Operation *op, OpBuilder &b,
                               f.ceil(fi), f.floor(fi));
               i = f.toIndex(t);
             }
-            ix.push_back(clampIndex(nb, l, i, n));
+            ix.push_back(clampIntoRange(nb, l, i, n));
           }
           Value v = f.cast(tensor::ExtractOp::create(nb, l, x, ix));
           if (ok)
@@ -620,7 +572,7 @@ LogicalResult lowerAffineGrid(Operation *op, OpBuilder &b,
     return failure();
   Location loc = op->getLoc();
   int64_t ry = ty->getRank(), ns = ry - 2;
-  if ((ns != 2 && ns != 3) || staticLength(op->getOperand(1)) != ns + 2 ||
+  if ((ns != 2 && ns != 3) || staticLength1D(op->getOperand(1)) != ns + 2 ||
       tt->getRank() != 3 || tt->getDimSize(1) != ns ||
       tt->getDimSize(2) != ns + 1 ||
       !isa<FloatType>(ty->getElementType()))
@@ -643,7 +595,7 @@ LogicalResult lowerAffineGrid(Operation *op, OpBuilder &b,
     out.push_back(sz[2 + s]);
   out.push_back(idx(b, loc, ns));
   FloatType elemF = cast<FloatType>(ty->getElementType());
-  results.push_back(generate(
+  results.push_back(generateSized(
       b, loc, *ty, out, [&](OpBuilder &nb, Location l, ArrayRef<Value> iv) {
         FB f{nb, l, elemF};
         // Homogeneous base coordinates (x, y[, z], 1): x along the last dim.
@@ -664,8 +616,8 @@ LogicalResult lowerAffineGrid(Operation *op, OpBuilder &b,
         }
         base.push_back(f.c(1.0));
         Value acc = f.c(0.0);
-        Value n = clampIndex(nb, l, iv[0], dimValue(nb, l, theta, 0));
-        Value j = clampIndex(nb, l, iv[ns + 1], idx(nb, l, ns));
+        Value n = clampIntoRange(nb, l, iv[0], dimValue(nb, l, theta, 0));
+        Value j = clampIntoRange(nb, l, iv[ns + 1], idx(nb, l, ns));
         for (int64_t k = 0; k <= ns; ++k) {
           Value t = tensor::ExtractOp::create(nb, l, theta,
                                               ValueRange{n, j, idx(nb, l, k)});

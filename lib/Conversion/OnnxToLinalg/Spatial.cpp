@@ -180,9 +180,7 @@ LogicalResult lowerConvTranspose(Operation *op, OpBuilder &b,
               Value v = arith::AndIOp::create(
                   nb, l, nonNeg, arith::AndIOp::create(nb, l, exact, inb));
               ok = ok ? arith::AndIOp::create(nb, l, ok, v).getResult() : v;
-              Value hi = arith::SubIOp::create(nb, l, inDims[2 + i], idx(nb, l, 1));
-              ix.push_back(arith::MaxSIOp::create(
-                  nb, l, arith::MinSIOp::create(nb, l, q, hi), idx(nb, l, 0)));
+              ix.push_back(clampIntoRange(nb, l, q, inDims[2 + i]));
             }
             Value xv = tensor::ExtractOp::create(nb, l, x, ix);
             Value m = arith::MulFOp::create(nb, l, xv, a[0]);

@@ -49,16 +49,7 @@ LogicalResult lowerReshape(Operation *op, OpBuilder &b,
   bool allowZero = getInt(op, "allowzero", 0);
   int64_t rank = ty->getRank();
   // Requested dims as index values (read at run time when not constant).
-  SmallVector<Value> req;
-  std::optional<SmallVector<int64_t>> cst = onnxops::getConstantIntValues(shape);
-  for (int64_t i = 0; i < rank; ++i) {
-    if (cst) {
-      req.push_back(idx(b, loc, (*cst)[i]));
-      continue;
-    }
-    Value e = tensor::ExtractOp::create(b, loc, shape, ValueRange{idx(b, loc, i)});
-    req.push_back(arith::IndexCastOp::create(b, loc, b.getIndexType(), e));
-  }
+  SmallVector<Value> req = readHostIndices(b, loc, shape, rank);
   // 0 copies the input dim (unless allowzero); -1 is inferred.
   SmallVector<Value> sizes;
   Value known = idx(b, loc, 1);
@@ -356,9 +347,7 @@ LogicalResult lowerSlice(Operation *op, OpBuilder &b,
               nb, l, start[i], arith::MulIOp::create(nb, l, o, step[i]));
           // Only a result size declared larger than the slice could leave
           // the range: clamp so no input reads out of bounds.
-          Value hi = arith::SubIOp::create(nb, l, dims[i], idx(nb, l, 1));
-          p = arith::MinSIOp::create(nb, l, p, hi);
-          ix.push_back(arith::MaxSIOp::create(nb, l, p, idx(nb, l, 0)));
+          ix.push_back(clampIntoRange(nb, l, p, dims[i]));
         }
         linalg::YieldOp::create(nb, l,
                                 tensor::ExtractOp::create(nb, l, x, ix).getResult());

@@ -104,6 +104,9 @@ KILN_ONNX_INFER_SHAPES(DequantizeLinearOp)
 KILN_ONNX_INFER_SHAPES(DynamicQuantizeLinearOp)
 KILN_ONNX_INFER_SHAPES(MatMulIntegerOp)
 KILN_ONNX_INFER_SHAPES(QLinearMatMulOp)
+// Detection family (InferShapesDetection.cpp).
+KILN_ONNX_INFER_SHAPES(NonMaxSuppressionOp)
+KILN_ONNX_INFER_SHAPES(UniqueOp)
 // Elementwise, logic and dtype family (InferShapesElementwise2.cpp).
 KILN_ONNX_INFER_SHAPES(EqualOp)
 KILN_ONNX_INFER_SHAPES(LessOp)

@@ -4133,7 +4133,8 @@ ONNX operator `NegativeLogLikelihoodLoss` of the ai.onnx domain, since_version 2
 //===----------------------------------------------------------------------===//
 
 def Onnx_NonMaxSuppressionOp : Onnx_Op<"NonMaxSuppression",
-    [Pure]> {
+    [Pure,
+     DeclareOpInterfaceMethods<Onnx_InferShapesOpInterface>]> {
   let summary = "Filter out boxes that have high intersection-over-union (IOU) overlap with previously selected boxes.";
   let description = [{
 Filter out boxes that have high intersection-over-union (IOU) overlap with previously selected boxes.
@@ -4155,6 +4156,11 @@ ONNX operator `NonMaxSuppression` of the ai.onnx domain, since_version 11.
     DefaultValuedAttr<I64Attr, "0">:$center_point_box);
   let results = (outs
     Onnx_T2:$selected_indices);
+  let extraClassDeclaration = [{
+    /// Result types inferred from the operands (ONNX semantics); emits an
+    /// error at the op and fails on inconsistent shapes.
+    ::mlir::FailureOr<::llvm::SmallVector<::mlir::Type>> inferResultTypes();
+  }];
 }
 
 //===----------------------------------------------------------------------===//
@@ -7316,7 +7322,8 @@ ONNX operator `Trilu` of the ai.onnx domain, since_version 14.
 //===----------------------------------------------------------------------===//
 
 def Onnx_UniqueOp : Onnx_Op<"Unique",
-    [Pure]> {
+    [Pure,
+     DeclareOpInterfaceMethods<Onnx_InferShapesOpInterface>]> {
   let summary = "Find the unique elements of a tensor.";
   let description = [{
 Find the unique elements of a tensor. When an optional attribute 'axis' is provided, unique subtensors sliced along the 'axis' are returned.
@@ -7428,6 +7435,11 @@ ONNX operator `Unique` of the ai.onnx domain, since_version 11.
     Onnx_T2OrNone:$indices,
     Onnx_T2OrNone:$inverse_indices,
     Onnx_T2OrNone:$counts);
+  let extraClassDeclaration = [{
+    /// Result types inferred from the operands (ONNX semantics); emits an
+    /// error at the op and fails on inconsistent shapes.
+    ::mlir::FailureOr<::llvm::SmallVector<::mlir::Type>> inferResultTypes();
+  }];
 }
 
 //===----------------------------------------------------------------------===//
