@@ -21,19 +21,6 @@ namespace {
 
 using utils::IteratorType;
 
-Value idx(OpBuilder &b, Location loc, int64_t v) {
-  return arith::ConstantIndexOp::create(b, loc, v);
-}
-
-Value cmpI(OpBuilder &b, Location loc, arith::CmpIPredicate p, Value x,
-           Value y) {
-  return arith::CmpIOp::create(b, loc, p, x, y);
-}
-
-Value select(OpBuilder &b, Location loc, Value c, Value x, Value y) {
-  return arith::SelectOp::create(b, loc, c, x, y);
-}
-
 /// An integer of any width as an index, negative counting from `n`, then
 /// clamped into [0, n).
 Value normalizeIndex(OpBuilder &b, Location loc, Value v, Value n) {

@@ -25,10 +25,6 @@ using utils::IteratorType;
 using LoopBody = function_ref<SmallVector<Value>(OpBuilder &, Location, Value,
                                                  ValueRange)>;
 
-Value idx(OpBuilder &b, Location loc, int64_t v) {
-  return arith::ConstantIndexOp::create(b, loc, v);
-}
-
 Value i64c(OpBuilder &b, Location loc, int64_t v) {
   return arith::ConstantIntOp::create(b, loc, b.getI64Type(), v);
 }
@@ -41,18 +37,9 @@ Value toI64(OpBuilder &b, Location loc, Value v) {
   return arith::IndexCastOp::create(b, loc, b.getI64Type(), v);
 }
 
-Value cmpI(OpBuilder &b, Location loc, arith::CmpIPredicate p, Value x,
-           Value y) {
-  return arith::CmpIOp::create(b, loc, p, x, y);
-}
-
 Value cmpF(OpBuilder &b, Location loc, arith::CmpFPredicate p, Value x,
            Value y) {
   return arith::CmpFOp::create(b, loc, p, x, y);
-}
-
-Value select(OpBuilder &b, Location loc, Value c, Value x, Value y) {
-  return arith::SelectOp::create(b, loc, c, x, y);
 }
 
 Value andI(OpBuilder &b, Location loc, Value x, Value y) {

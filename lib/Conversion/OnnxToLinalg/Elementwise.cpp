@@ -68,10 +68,6 @@ LowerFn elementwise(ScalarBody body, bool floatOnly = true,
   };
 }
 
-Value cst(OpBuilder &b, Location loc, Type t, double v) {
-  return scalarConstant(b, loc, t, v);
-}
-
 Value relu(OpBuilder &b, Location loc, Operation *, ValueRange a, Type t) {
   if (isa<FloatType>(t))
     return arith::MaximumFOp::create(b, loc, a[0], cst(b, loc, t, 0));

@@ -74,10 +74,6 @@ unsigned kindOf(Type t) {
   return 0;
 }
 
-Value cst(OpBuilder &b, Location loc, Type t, double v) {
-  return scalarConstant(b, loc, t, v);
-}
-
 /// -1 of a float or (signless) integer type: all ones for integers.
 Value minusOne(OpBuilder &b, Location loc, Type t) {
   if (isa<FloatType>(t))

@@ -20,10 +20,6 @@ namespace {
 
 using utils::IteratorType;
 
-Value idx(OpBuilder &b, Location loc, int64_t v) {
-  return arith::ConstantIndexOp::create(b, loc, v);
-}
-
 /// Element `i` of a 0-d or 1-D integer tensor as an index (a constant when
 /// the tensor is one), read on the host.
 Value readIndex(OpBuilder &b, Location loc, Value t, int64_t i) {

@@ -107,6 +107,22 @@ Value reshapeTo(OpBuilder &b, Location loc, Value v, RankedTensorType type,
 
 bool isFloat(Type t);
 
+// Small builders every lowering file uses.
+inline Value idx(OpBuilder &b, Location loc, int64_t v) {
+  return arith::ConstantIndexOp::create(b, loc, v);
+}
+inline Value cmpI(OpBuilder &b, Location loc, arith::CmpIPredicate p, Value x,
+                  Value y) {
+  return arith::CmpIOp::create(b, loc, p, x, y);
+}
+inline Value select(OpBuilder &b, Location loc, Value c, Value x, Value y) {
+  return arith::SelectOp::create(b, loc, c, x, y);
+}
+/// Scalar constant of float or integer `type`.
+inline Value cst(OpBuilder &b, Location loc, Type type, double v) {
+  return scalarConstant(b, loc, type, v);
+}
+
 /// Sum (or max) of `x` over the dims flagged in `reduced`, kept as size-1
 /// dims (Reduction.cpp).
 Value reduceKept(OpBuilder &b, Location loc, Value x, ArrayRef<bool> reduced,

@@ -20,10 +20,6 @@ namespace {
 
 using utils::IteratorType;
 
-Value idx(OpBuilder &b, Location loc, int64_t v) {
-  return arith::ConstantIndexOp::create(b, loc, v);
-}
-
 /// A signless view of an integer tensor (bitcast when unsigned).
 Value signless(OpBuilder &b, Location loc, Value v) {
   auto t = cast<RankedTensorType>(v.getType());

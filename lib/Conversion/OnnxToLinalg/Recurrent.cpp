@@ -50,10 +50,6 @@ struct Recurrence {
 
 } // namespace
 
-static Value cst(OpBuilder &b, Location loc, Type t, double v) {
-  return arith::ConstantOp::create(b, loc, FloatAttr::get(t, v));
-}
-
 static Value applyActivation(OpBuilder &b, Location loc, const Activation &a,
                              Value x) {
   Type t = x.getType();

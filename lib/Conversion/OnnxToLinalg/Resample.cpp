@@ -23,10 +23,6 @@ namespace {
 
 using utils::IteratorType;
 
-Value idx(OpBuilder &b, Location loc, int64_t v) {
-  return arith::ConstantIndexOp::create(b, loc, v);
-}
-
 /// Float arithmetic on scalars of one float type, with short names.
 struct FB {
   OpBuilder &b;

@@ -20,10 +20,6 @@ using namespace mlir::kiln::lowering;
 
 namespace {
 
-Value idx(OpBuilder &b, Location loc, int64_t v) {
-  return arith::ConstantIndexOp::create(b, loc, v);
-}
-
 /// Element `i` of a 1-D integer tensor (or the scalar of a 0-D one) as an
 /// index, read on the host.
 Value extractIndex(OpBuilder &b, Location loc, Value t, int64_t i) {

@@ -19,10 +19,6 @@ namespace {
 
 using utils::IteratorType;
 
-Value idx(OpBuilder &b, Location loc, int64_t v) {
-  return arith::ConstantIndexOp::create(b, loc, v);
-}
-
 LogicalResult lowerConvTranspose(Operation *op, OpBuilder &b,
                                  SmallVectorImpl<Value> &results) {
   Location loc = op->getLoc();

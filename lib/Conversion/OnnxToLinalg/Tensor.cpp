@@ -12,10 +12,6 @@ namespace {
 
 using utils::IteratorType;
 
-Value idx(OpBuilder &b, Location loc, int64_t v) {
-  return arith::ConstantIndexOp::create(b, loc, v);
-}
-
 /// Row-major reshape to the op's result type; `sizes` gives every result dim.
 LogicalResult finishReshape(Operation *op, OpBuilder &b, ArrayRef<Value> sizes,
                             SmallVectorImpl<Value> &results) {
