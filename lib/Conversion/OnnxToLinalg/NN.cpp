@@ -52,15 +52,28 @@ LogicalResult lowerMatMul(Operation *op, OpBuilder &b,
   int64_t ra = ta->getRank(), rb = tb->getRank(), ry = ty->getRank();
   if (ra == 0 || rb == 0)
     return nodeError(op) << "MatMul operands must have rank >= 1", failure();
-  TypedAttr zero = scalarAttr(elem, 0);
+  // Half-precision products accumulate in f32 and round once at the end
+  // ("f16 with f32 accumulation"), as numpy and the GPU tensor cores do.
+  bool halfInputs = elem.isF16() || elem.isBF16();
+  Type accElem = halfInputs ? Type(b.getF32Type()) : elem;
+  auto accType = RankedTensorType::get(ty->getShape(), accElem);
+  TypedAttr zero = scalarAttr(accElem, 0);
+  auto finish = [&](Value acc) {
+    if (!halfInputs)
+      return acc;
+    return buildElementwise(b, loc, *ty, acc,
+                            [&](OpBuilder &nb, Location l, ValueRange a) -> Value {
+                              return arith::TruncFOp::create(nb, l, elem, a[0]);
+                            });
+  };
 
   if (ra == 2 && rb == 2) {
     SmallVector<Value> dyn = dynSizesFrom(b, loc, *ty, {{A, 0}, {B, 1}});
-    Value init = filledTensor(b, loc, *ty, dyn, zero);
-    results.push_back(
-        linalg::MatmulOp::create(b, loc, TypeRange{*ty}, ValueRange{A, B},
+    Value init = filledTensor(b, loc, accType, dyn, zero);
+    results.push_back(finish(
+        linalg::MatmulOp::create(b, loc, TypeRange{accType}, ValueRange{A, B},
                                  ValueRange{init})
-            .getResult(0));
+            .getResult(0)));
     return success();
   }
 
@@ -174,14 +187,19 @@ LogicalResult lowerMatMul(Operation *op, OpBuilder &b,
       dyn.push_back(size);
     }
   }
-  Value init = filledTensor(b, loc, *ty, dyn, zero);
+  Value init = filledTensor(b, loc, accType, dyn, zero);
   auto g = linalg::GenericOp::create(
-      b, loc, TypeRange{*ty}, ValueRange{A, B}, ValueRange{init}, maps, iters,
+      b, loc, TypeRange{accType}, ValueRange{A, B}, ValueRange{init}, maps, iters,
       [&](OpBuilder &nb, Location l, ValueRange a) {
-        Value p = addOrMul(nb, l, a[0], a[1], /*add=*/false);
+        Value x = a[0], y = a[1];
+        if (halfInputs) {
+          x = arith::ExtFOp::create(nb, l, accElem, x);
+          y = arith::ExtFOp::create(nb, l, accElem, y);
+        }
+        Value p = addOrMul(nb, l, x, y, /*add=*/false);
         linalg::YieldOp::create(nb, l, addOrMul(nb, l, a[2], p, true));
       });
-  results.push_back(g.getResult(0));
+  results.push_back(finish(g.getResult(0)));
   return success();
 }
 
