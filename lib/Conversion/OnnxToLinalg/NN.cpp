@@ -695,66 +695,6 @@ Value reducedCount(OpBuilder &b, Location loc, Value x, ArrayRef<int64_t> axes) 
   return n;
 }
 
-LogicalResult lowerReduce(Operation *op, OpBuilder &b,
-                          SmallVectorImpl<Value> &results, ReduceKind kind) {
-  Location loc = op->getLoc();
-  FailureOr<RankedTensorType> tx = rankedOperand(op, 0);
-  FailureOr<RankedTensorType> ty = rankedResult(op);
-  if (failed(tx) || failed(ty))
-    return failure();
-  int64_t rank = tx->getRank();
-  SmallVector<int64_t> axes;
-  Value axesIn = op->getNumOperands() > 1 ? op->getOperand(1) : Value();
-  if (axesIn && !onnxops::isNoValue(axesIn)) {
-    std::optional<SmallVector<int64_t>> v = onnxops::getConstantIntValues(axesIn);
-    if (!v)
-      return nodeError(op) << "axes must be a constant", failure();
-    for (int64_t a : *v) {
-      FailureOr<int64_t> n = onnxops::normalizeAxis(a, rank);
-      if (failed(n))
-        return nodeError(op) << "axis " << a << " is out of range for rank "
-                             << rank,
-               failure();
-      axes.push_back(*n);
-    }
-  }
-  if (axes.empty()) {
-    if (getInt(op, "noop_with_empty_axes", 0)) {
-      results.push_back(op->getOperand(0));
-      return success();
-    }
-    for (int64_t i = 0; i < rank; ++i)
-      axes.push_back(i);
-  }
-  llvm::sort(axes);
-  axes.erase(std::unique(axes.begin(), axes.end()), axes.end());
-  Type elem = ty->getElementType();
-  if (kind == ReduceKind::Mean && !isa<FloatType>(elem))
-    return nodeError(op) << "ReduceMean supports float types only", failure();
-  Value x = op->getOperand(0);
-  Value r = reduceKeepDims(b, loc, x, axes, kind);
-  if (kind == ReduceKind::Mean) {
-    Value count = reducedCount(b, loc, x, axes);
-    auto rt = cast<RankedTensorType>(r.getType());
-    r = buildElementwise(b, loc, rt, r,
-                         [&](OpBuilder &nb, Location l, ValueRange a) -> Value {
-                           Value c = arith::SIToFPOp::create(
-                               nb, l, elem,
-                               arith::IndexCastOp::create(nb, l, nb.getI64Type(), count));
-                           return arith::DivFOp::create(nb, l, a[0], c);
-                         });
-  }
-  if (!getInt(op, "keepdims", 1)) {
-    SmallVector<Value> sizes;
-    for (int64_t i = 0; i < rank; ++i)
-      if (!llvm::is_contained(axes, i))
-        sizes.push_back(dimValue(b, loc, x, i));
-    r = reshapeTo(b, loc, r, *ty, sizes);
-  }
-  results.push_back(r);
-  return success();
-}
-
 LogicalResult lowerGlobalAveragePool(Operation *op, OpBuilder &b,
                                      SmallVectorImpl<Value> &results) {
   FailureOr<RankedTensorType> tx = rankedOperand(op, 0);
@@ -887,12 +827,6 @@ void lowering::registerNNLowerings(llvm::StringMap<LowerFn> &t) {
   t["LpPool"] = [](Operation *op, OpBuilder &b, SmallVectorImpl<Value> &r) {
     int64_t p = getInt(op, "p", 2);
     return lowerPool(op, b, r, /*isMax=*/false, p > 0 ? p : -1);
-  };
-  t["ReduceSum"] = [](Operation *op, OpBuilder &b, SmallVectorImpl<Value> &r) {
-    return lowerReduce(op, b, r, ReduceKind::Sum);
-  };
-  t["ReduceMean"] = [](Operation *op, OpBuilder &b, SmallVectorImpl<Value> &r) {
-    return lowerReduce(op, b, r, ReduceKind::Mean);
   };
   t["Softmax"] = lowerSoftmax;
   t["BatchNormalization"] = lowerBatchNorm;

@@ -636,6 +636,14 @@ LogicalResult lowerHardmax(Operation *op, OpBuilder &b,
 // CumSum
 //===----------------------------------------------------------------------===//
 
+/// Which source positions j a CumSum output i sums: j <= i (j < i when
+/// exclusive; j >= i / j > i when reverse).
+arith::CmpIPredicate cumSumPredicate(bool reverse, bool exclusive) {
+  if (reverse)
+    return exclusive ? arith::CmpIPredicate::ugt : arith::CmpIPredicate::uge;
+  return exclusive ? arith::CmpIPredicate::ult : arith::CmpIPredicate::ule;
+}
+
 /// CumSum whose axis is only known at run time: the axis is read on the
 /// host (negative counts from the end, clamped into range) and the generic
 /// runs over (dims..., j) with j up to the largest dim; x is read at the
@@ -710,11 +718,7 @@ LogicalResult lowerCumSumRuntimeAxis(Operation *op, OpBuilder &b,
             for (int64_t d = 0; d < r; ++d)
               ix.push_back(arith::SelectOp::create(
                   nb, l, isAxis[d], jc, linalg::IndexOp::create(nb, l, d)));
-            arith::CmpIPredicate p =
-                reverse ? (exclusive ? arith::CmpIPredicate::ugt
-                                     : arith::CmpIPredicate::uge)
-                        : (exclusive ? arith::CmpIPredicate::ult
-                                     : arith::CmpIPredicate::ule);
+            arith::CmpIPredicate p = cumSumPredicate(reverse, exclusive);
             Value in = arith::AndIOp::create(
                 nb, l, arith::CmpIOp::create(nb, l, p, j, i),
                 arith::CmpIOp::create(nb, l, arith::CmpIPredicate::ult, j, len));
@@ -771,11 +775,7 @@ LogicalResult lowerCumSum(Operation *op, OpBuilder &b,
           [&](OpBuilder &nb, Location l, ValueRange a) {
             Value i = linalg::IndexOp::create(nb, l, ax);
             Value j = linalg::IndexOp::create(nb, l, r);
-            arith::CmpIPredicate p =
-                reverse ? (exclusive ? arith::CmpIPredicate::ugt
-                                     : arith::CmpIPredicate::uge)
-                        : (exclusive ? arith::CmpIPredicate::ult
-                                     : arith::CmpIPredicate::ule);
+            arith::CmpIPredicate p = cumSumPredicate(reverse, exclusive);
             Value in = arith::CmpIOp::create(nb, l, p, j, i);
             Value v = arith::SelectOp::create(nb, l, in, a[0],
                                               scalarConstant(nb, l, elem, 0.0));
