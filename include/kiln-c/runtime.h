@@ -15,6 +15,13 @@
  * Threading: a model may be shared by any number of threads. An instance
  * holds the per-run state (arena, scratch cache) and runs one call at a time;
  * use one instance per thread to run concurrently.
+ *
+ * Devices: a model compiled for a GPU (kilnc --target=cuda:sm_90) loads the
+ * driver (libcuda.so.1, by dlopen) when it is loaded, and fails with
+ * FAILED_PRECONDITION when there is no usable driver or device. Its
+ * instances take host tensors (kiln_instance_run: the runtime copies inputs
+ * to the device and outputs back) or device buffers
+ * (kiln_instance_run_device). See docs/runtime.md, "CUDA models".
  *===----------------------------------------------------------------------===*/
 #ifndef KILN_C_RUNTIME_H
 #define KILN_C_RUNTIME_H
@@ -104,6 +111,17 @@ typedef struct kiln_tensor_view {
   const void *data;
 } kiln_tensor_view_t;
 
+/* A caller-allocated buffer that receives one output of
+ * kiln_instance_run_device: row-major, contiguous, in device memory. `dims`
+ * is the shape the caller expects; the run fails with INVALID_ARGUMENT when
+ * the model produces another. */
+typedef struct kiln_output_view {
+  kiln_dtype_t dtype;
+  size_t rank;
+  const int64_t *dims; /* `rank` entries; may be NULL when rank == 0 */
+  void *data;
+} kiln_output_view_t;
+
 /* A runtime-allocated tensor (host memory, 64-byte aligned, row-major).
  * Tensors are independent of the model that produced them: they stay valid
  * after the instance and the model are released. */
@@ -161,8 +179,12 @@ KILN_API kiln_status_t *kiln_model_input_info(const kiln_model_t *model,
 KILN_API kiln_status_t *kiln_model_output_info(const kiln_model_t *model,
                                                size_t index,
                                                kiln_value_info_t *out_info);
-/* Size in bytes of the static arena each instance allocates. */
+/* Size in bytes of the static arena each instance allocates (in device
+ * memory for a device model). */
 KILN_API uint64_t kiln_model_arena_size(const kiln_model_t *model);
+/* Where the model runs: "cpu", or "cuda:<chip>" (e.g. "cuda:sm_90"). Owned
+ * by the model; "" for NULL. */
+KILN_API const char *kiln_model_device(const kiln_model_t *model);
 
 /*===--------------------------------------------------------------------===*
  * Instances
@@ -187,6 +209,48 @@ KILN_API kiln_status_t *kiln_instance_run(kiln_instance_t *instance,
                                           size_t num_inputs,
                                           kiln_tensor_t **out_outputs,
                                           size_t num_outputs);
+
+/*===--------------------------------------------------------------------===*
+ * Device models (kiln_model_device() is "cuda:...")
+ *
+ * Every call below returns FAILED_PRECONDITION for a cpu model.
+ *===--------------------------------------------------------------------===*/
+
+/* Runs the model on device buffers: every input's `data` and every output's
+ * `data` is a device pointer (a CUdeviceptr cast to void *) of the
+ * instance's CUDA context (the primary context of its device). Inputs are
+ * validated as by kiln_instance_run; outputs must have the signature's
+ * dtype and rank, and dims that match the signature and the symbols the
+ * inputs bind (checked before the run) and the dims the model computes
+ * (checked when it allocates the output; INVALID_ARGUMENT on mismatch,
+ * the buffer is then not written).
+ *
+ * Ordering: the work runs on the instance's stream. With the instance's own
+ * stream the call waits for it, so outputs are ready on return. With a
+ * caller's stream (kiln_instance_set_cuda_stream) it returns once the work
+ * is enqueued (it may still wait when the model reads device results on the
+ * host): the outputs are ready when that stream reaches this point, and the
+ * input and output buffers must stay valid until then. */
+KILN_API kiln_status_t *
+kiln_instance_run_device(kiln_instance_t *instance,
+                         const kiln_tensor_view_t *inputs, size_t num_inputs,
+                         const kiln_output_view_t *outputs, size_t num_outputs);
+
+/* Runs the instance's work on `stream` (a CUstream of the instance's
+ * context, cast to void *) instead of its own; NULL goes back to its own.
+ * Waits for the previous stream first. The caller keeps the stream alive
+ * until it sets another or releases the instance. */
+KILN_API kiln_status_t *kiln_instance_set_cuda_stream(kiln_instance_t *instance,
+                                                      void *stream);
+
+/* Turns CUDA graphs on (default, unless the environment sets
+ * KILN_CUDA_GRAPHS=0) or off for this instance. With graphs on, a model
+ * whose signature says it is graph-capturable runs its second run captured
+ * into a CUDA graph and replays the graph from then on; turning graphs off
+ * drops the graph, and turning them on again retries a capture that failed
+ * before. */
+KILN_API kiln_status_t *kiln_instance_set_cuda_graphs(kiln_instance_t *instance,
+                                                      int enable);
 
 #ifdef __cplusplus
 }

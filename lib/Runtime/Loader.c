@@ -255,6 +255,10 @@ uint64_t kiln_model_arena_size(const kiln_model_t *model) {
   return model ? model->api->arena_size(model->impl) : 0;
 }
 
+const char *kiln_model_device(const kiln_model_t *model) {
+  return model ? model->api->device_name(model->impl) : "";
+}
+
 /*===--------------------------------------------------------------------===*
  * Instances
  *===--------------------------------------------------------------------===*/
@@ -299,4 +303,34 @@ kiln_status_t *kiln_instance_run(kiln_instance_t *instance,
                                 "instance is NULL");
   return adopt(instance->model->api->instance_run(
       instance->impl, inputs, num_inputs, out_outputs, num_outputs));
+}
+
+kiln_status_t *kiln_instance_run_device(kiln_instance_t *instance,
+                                        const kiln_tensor_view_t *inputs,
+                                        size_t num_inputs,
+                                        const kiln_output_view_t *outputs,
+                                        size_t num_outputs) {
+  if (!instance)
+    return kiln_rtc_make_status(KILN_STATUS_INVALID_ARGUMENT,
+                                "instance is NULL");
+  return adopt(instance->model->api->instance_run_device(
+      instance->impl, inputs, num_inputs, outputs, num_outputs));
+}
+
+kiln_status_t *kiln_instance_set_cuda_stream(kiln_instance_t *instance,
+                                             void *stream) {
+  if (!instance)
+    return kiln_rtc_make_status(KILN_STATUS_INVALID_ARGUMENT,
+                                "instance is NULL");
+  return adopt(
+      instance->model->api->instance_set_cuda_stream(instance->impl, stream));
+}
+
+kiln_status_t *kiln_instance_set_cuda_graphs(kiln_instance_t *instance,
+                                             int enable) {
+  if (!instance)
+    return kiln_rtc_make_status(KILN_STATUS_INVALID_ARGUMENT,
+                                "instance is NULL");
+  return adopt(
+      instance->model->api->instance_set_cuda_graphs(instance->impl, enable));
 }

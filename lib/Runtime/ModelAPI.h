@@ -23,7 +23,8 @@
 extern "C" {
 #endif
 
-#define KILN_MODEL_ABI_VERSION 1u
+/* 2: device models (device_name, cuda stream/graphs, run_device). */
+#define KILN_MODEL_ABI_VERSION 2u
 #define KILN_MODEL_API_SYMBOL "kiln_model_api_v1"
 
 /* One malloc'ed block; `message` is NUL-terminated. A status with
@@ -67,6 +68,17 @@ typedef struct kiln_model_api_v1_table {
                                  const kiln_tensor_view_t *inputs,
                                  size_t num_inputs, kiln_tensor_t **out_outputs,
                                  size_t num_outputs);
+  /* "cpu", "cuda:sm_90"; owned by the model. */
+  const char *(*device_name)(const kiln_model_impl *model);
+  kiln_status_t *(*instance_set_cuda_stream)(kiln_instance_impl *instance,
+                                             void *stream);
+  kiln_status_t *(*instance_set_cuda_graphs)(kiln_instance_impl *instance,
+                                             int enable);
+  kiln_status_t *(*instance_run_device)(kiln_instance_impl *instance,
+                                        const kiln_tensor_view_t *inputs,
+                                        size_t num_inputs,
+                                        const kiln_output_view_t *outputs,
+                                        size_t num_outputs);
 } kiln_model_api_v1_table;
 
 typedef const kiln_model_api_v1_table *(*kiln_model_api_v1_fn)(void);

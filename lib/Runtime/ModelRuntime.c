@@ -2,13 +2,14 @@
  *
  * Parses the signature the generated code embeds, owns instances (static
  * arena, scratch cache), validates inputs, runs kiln_model_main and
- * implements the kiln_rt_* callbacks of kiln/Runtime/ModelABI.h. Exposed to
- * the loader through the single exported symbol kiln_model_api_v1 (see
- * ModelAPI.h); everything else is hidden. Plain C, no global mutable state:
- * instances of one model run concurrently on different threads.
+ * implements the kiln_rt_* callbacks of kiln/Runtime/ModelABI.h. Models of
+ * the cuda device are handed to CudaRuntime.c after the signature is parsed
+ * and inputs are validated. Exposed to the loader through the single
+ * exported symbol kiln_model_api_v1 (see ModelAPI.h); everything else is
+ * hidden. Plain C, no global mutable state: instances of one model run
+ * concurrently on different threads.
  *===----------------------------------------------------------------------===*/
-#include "Common.h"
-#include "kiln/Runtime/ModelABI.h"
+#include "ModelRuntime.h"
 
 #include <stdint.h>
 #include <stdio.h>
@@ -18,30 +19,6 @@
 /*===--------------------------------------------------------------------===*
  * Signature
  *===--------------------------------------------------------------------===*/
-
-typedef struct kiln_value_sig {
-  const char *name;
-  kiln_dtype_t dtype;
-  size_t rank;
-  int64_t *dims;            /* -1: symbolic */
-  const char **dim_symbols; /* "" when static or unnamed */
-  int32_t *symbol_ids;      /* -1 when static or unnamed */
-} kiln_value_sig;
-
-/* Metadata blocks of a model, freed together. */
-typedef struct kiln_meta_block {
-  struct kiln_meta_block *next;
-  max_align_t align[];
-} kiln_meta_block;
-
-struct kiln_model_impl {
-  uint64_t arena_size;
-  size_t num_inputs, num_outputs;
-  kiln_value_sig *inputs, *outputs;
-  size_t num_symbols;
-  const char **symbols;
-  kiln_meta_block *meta;
-};
 
 static void *meta_alloc(kiln_model_impl *model, size_t bytes) {
   kiln_meta_block *block =
@@ -56,6 +33,8 @@ static void *meta_alloc(kiln_model_impl *model, size_t bytes) {
 static void model_destroy(kiln_model_impl *model) {
   if (!model)
     return;
+  if (model->cuda)
+    kiln_cuda_model_destroy(model);
   for (kiln_meta_block *block = model->meta; block;) {
     kiln_meta_block *next = block->next;
     free(block);
@@ -212,6 +191,35 @@ static kiln_status_t *parse_value(kiln_model_impl *model, token_t *tokens,
   return NULL;
 }
 
+/* device <kind> [<chip>]: "cpu", or "cuda <chip>". Other kinds are kept
+ * (model_create rejects them with a clear status). */
+static kiln_status_t *parse_device(kiln_model_impl *model, token_t *tokens,
+                                   size_t count, int line) {
+  if (count < 2 || count > 3)
+    return signature_error(line, "expected 'device <kind> [<chip>]'");
+  size_t kind_len = (size_t)(tokens[1].end - tokens[1].begin);
+  size_t chip_len = count == 3 ? (size_t)(tokens[2].end - tokens[2].begin) : 0;
+  if (kind_len + chip_len + 2 > sizeof(model->device_name) ||
+      chip_len + 1 > sizeof(model->chip))
+    return signature_error(line, "device name too long");
+  memcpy(model->chip, count == 3 ? tokens[2].begin : "", chip_len);
+  model->chip[chip_len] = '\0';
+  snprintf(model->device_name, sizeof(model->device_name), "%.*s%s%s",
+           (int)kind_len, tokens[1].begin, chip_len ? ":" : "", model->chip);
+  if (token_is(tokens[1], "cpu")) {
+    if (count != 2)
+      return signature_error(line, "device 'cpu' takes no chip");
+    model->device = KILN_DEVICE_CPU;
+  } else if (token_is(tokens[1], "cuda")) {
+    if (count != 3)
+      return signature_error(line, "device 'cuda' needs a chip (sm_90)");
+    model->device = KILN_DEVICE_CUDA;
+  } else {
+    model->device = (kiln_device_kind)-1; /* unknown: model_create says so */
+  }
+  return NULL;
+}
+
 static kiln_status_t *parse_signature(kiln_model_impl *model,
                                       const char *text) {
   /* First pass: count records and an upper bound of symbols. */
@@ -237,7 +245,8 @@ static kiln_status_t *parse_signature(kiln_model_impl *model,
   if (!model->inputs || !model->outputs || !model->symbols)
     return kiln_rtc_oom_status();
 
-  int line = 0, have_header = 0, have_arena = 0;
+  int line = 0, have_header = 0, have_arena = 0, have_device = 0;
+  int have_kernels = 0, have_weights = 0;
   token_t tokens[KILN_MAX_TOKENS];
   for (const char *p = text; *p;) {
     const char *eol = strchr(p, '\n');
@@ -276,6 +285,27 @@ static kiln_status_t *parse_signature(kiln_model_impl *model,
       if (status)
         return status;
       ++model->num_outputs;
+    } else if (token_is(tokens[0], "device")) {
+      kiln_status_t *status = parse_device(model, tokens, count, line);
+      if (status)
+        return status;
+      if (have_device++)
+        return signature_error(line, "second 'device' record");
+    } else if (token_is(tokens[0], "kernels") ||
+               token_is(tokens[0], "weights")) {
+      int kernels = token_is(tokens[0], "kernels");
+      uint64_t *value = kernels ? &model->num_kernels : &model->num_weights;
+      if (count != 2 || !parse_u64(tokens[1].begin, tokens[1].end, value) ||
+          *value > ((uint64_t)1 << 31))
+        return signature_error(line, kernels ? "expected 'kernels <count>'"
+                                             : "expected 'weights <count>'");
+      if ((kernels ? have_kernels++ : have_weights++) != 0)
+        return signature_error(line, kernels ? "second 'kernels' record"
+                                             : "second 'weights' record");
+    } else if (token_is(tokens[0], "graph-capturable")) {
+      if (count != 1)
+        return signature_error(line, "expected 'graph-capturable'");
+      model->graph_capturable = 1;
     } else {
       return signature_error(line, "unknown record");
     }
@@ -291,7 +321,17 @@ static kiln_status_t *model_create(kiln_model_impl **out_model) {
   kiln_model_impl *model = (kiln_model_impl *)calloc(1, sizeof(*model));
   if (!model)
     return kiln_rtc_oom_status();
+  snprintf(model->device_name, sizeof(model->device_name), "cpu");
   kiln_status_t *status = parse_signature(model, kiln_model_signature);
+  if (!status && model->device != KILN_DEVICE_CPU &&
+      model->device != KILN_DEVICE_CUDA)
+    status = kiln_rtc_make_status(
+        KILN_STATUS_UNIMPLEMENTED,
+        "model compiled for device '%s': this runtime runs cpu and cuda "
+        "models",
+        model->device_name);
+  if (!status && model->device == KILN_DEVICE_CUDA)
+    status = kiln_cuda_model_create(model);
   if (status) {
     model_destroy(model);
     return status;
@@ -308,6 +348,9 @@ static size_t num_outputs(const kiln_model_impl *model) {
 }
 static uint64_t arena_size(const kiln_model_impl *model) {
   return model->arena_size;
+}
+static const char *device_name(const kiln_model_impl *model) {
+  return model->device_name;
 }
 
 static void fill_info(const kiln_value_sig *value, kiln_value_info_t *info) {
@@ -342,40 +385,11 @@ static kiln_status_t *output_info(const kiln_model_impl *model, size_t index,
  * Instances
  *===--------------------------------------------------------------------===*/
 
-/* A scratch buffer of kiln_rt_alloc, cached across runs. */
-typedef struct kiln_scratch {
-  void *ptr;
-  size_t size;
-  int in_use;
-} kiln_scratch;
-
-typedef struct kiln_binding {
-  int64_t value;
-  size_t input, dim;
-  int bound;
-} kiln_binding;
-
-struct kiln_instance_impl {
-  kiln_model_impl *model;
-  void *arena;
-  kiln_binding *bindings;  /* per symbol */
-  void **input_data;       /* per input */
-  kiln_tensor_t **outputs; /* per output */
-  kiln_scratch *scratch;
-  size_t num_scratch, cap_scratch;
-};
-
-struct kiln_rt_ctx {
-  kiln_instance_impl *instance;
-  const kiln_tensor_view_t *inputs;
-  int failed;
-  kiln_status_code_t code;
-  char reason[512];
-};
-
 static void instance_destroy(kiln_instance_impl *instance) {
   if (!instance)
     return;
+  if (instance->cuda)
+    kiln_cuda_instance_destroy(instance);
   for (size_t i = 0; i < instance->num_scratch; ++i)
     free(instance->scratch[i].ptr);
   free(instance->scratch);
@@ -400,15 +414,18 @@ static kiln_status_t *instance_create(kiln_model_impl *model,
                                 "arena of %llu bytes is too large",
                                 (unsigned long long)model->arena_size);
   }
-  instance->arena = kiln_rtc_aligned_alloc((size_t)model->arena_size);
+  /* A cuda model's arena is device memory (kiln_cuda_instance_create). */
+  int host_arena = model->device == KILN_DEVICE_CPU;
+  if (host_arena)
+    instance->arena = kiln_rtc_aligned_alloc((size_t)model->arena_size);
   instance->bindings =
       (kiln_binding *)calloc(model->num_symbols + 1, sizeof(kiln_binding));
   instance->input_data = (void **)calloc(model->num_inputs + 1, sizeof(void *));
   instance->outputs =
       (kiln_tensor_t **)calloc(model->num_outputs + 1, sizeof(kiln_tensor_t *));
-  if (!instance->arena || !instance->bindings || !instance->input_data ||
-      !instance->outputs) {
-    int arena_failed = !instance->arena;
+  if ((host_arena && !instance->arena) || !instance->bindings ||
+      !instance->input_data || !instance->outputs) {
+    int arena_failed = host_arena && !instance->arena;
     instance_destroy(instance);
     if (arena_failed)
       return kiln_rtc_make_status(
@@ -417,15 +434,19 @@ static kiln_status_t *instance_create(kiln_model_impl *model,
           (unsigned long long)model->arena_size);
     return kiln_rtc_oom_status();
   }
+  if (model->device == KILN_DEVICE_CUDA) {
+    kiln_status_t *status = kiln_cuda_instance_create(instance);
+    if (status) {
+      instance_destroy(instance);
+      return status;
+    }
+  }
   *out_instance = instance;
   return NULL;
 }
 
-static void ctx_fail(kiln_rt_ctx *ctx, kiln_status_code_t code,
-                     const char *format, ...)
-    __attribute__((format(printf, 3, 4)));
-static void ctx_fail(kiln_rt_ctx *ctx, kiln_status_code_t code,
-                     const char *format, ...) {
+void kiln_rt_fail(kiln_rt_ctx *ctx, kiln_status_code_t code,
+                  const char *format, ...) {
   if (ctx->failed)
     return; /* keep the first reason */
   ctx->failed = 1;
@@ -436,17 +457,23 @@ static void ctx_fail(kiln_rt_ctx *ctx, kiln_status_code_t code,
   va_end(args);
 }
 
-static void *scratch_alloc(kiln_rt_ctx *ctx, size_t bytes) {
-  kiln_instance_impl *instance = ctx->instance;
-  /* Best fit among the free cached buffers that are not much too large. */
+kiln_scratch *kiln_rt_scratch_find(kiln_scratch *entries, size_t count,
+                                   size_t bytes) {
   kiln_scratch *best = NULL;
-  for (size_t i = 0; i < instance->num_scratch; ++i) {
-    kiln_scratch *s = &instance->scratch[i];
+  for (size_t i = 0; i < count; ++i) {
+    kiln_scratch *s = &entries[i];
     if (s->in_use || s->size < bytes || s->size > 2 * bytes + 65536)
       continue;
     if (!best || s->size < best->size)
       best = s;
   }
+  return best;
+}
+
+static void *scratch_alloc(kiln_rt_ctx *ctx, size_t bytes) {
+  kiln_instance_impl *instance = ctx->instance;
+  kiln_scratch *best =
+      kiln_rt_scratch_find(instance->scratch, instance->num_scratch, bytes);
   if (best) {
     best->in_use = 1;
     return best->ptr;
@@ -592,15 +619,13 @@ static void release_outputs(kiln_instance_impl *instance) {
   }
 }
 
-static kiln_status_t *instance_run(kiln_instance_impl *instance,
-                                   const kiln_tensor_view_t *inputs,
-                                   size_t num_inputs,
-                                   kiln_tensor_t **out_outputs,
-                                   size_t num_outputs) {
+/* Checks what every run entry point shares: counts, NULL arrays, and the
+ * inputs against the signature. */
+static kiln_status_t *check_run(kiln_instance_impl *instance,
+                                const kiln_tensor_view_t *inputs,
+                                size_t num_inputs, const void *outputs,
+                                size_t num_outputs, const char *outputs_name) {
   kiln_model_impl *model = instance->model;
-  if (out_outputs)
-    for (size_t i = 0; i < num_outputs; ++i)
-      out_outputs[i] = NULL;
   if (num_inputs != model->num_inputs)
     return kiln_rtc_make_status(KILN_STATUS_INVALID_ARGUMENT,
                                 "expected %zu inputs, got %zu",
@@ -611,16 +636,32 @@ static kiln_status_t *instance_run(kiln_instance_impl *instance,
                                 model->num_outputs, num_outputs);
   if (num_inputs > 0 && !inputs)
     return kiln_rtc_make_status(KILN_STATUS_INVALID_ARGUMENT, "inputs is NULL");
-  if (num_outputs > 0 && !out_outputs)
-    return kiln_rtc_make_status(KILN_STATUS_INVALID_ARGUMENT,
-                                "out_outputs is NULL");
-  kiln_status_t *status = validate_inputs(instance, inputs);
+  if (num_outputs > 0 && !outputs)
+    return kiln_rtc_make_status(KILN_STATUS_INVALID_ARGUMENT, "%s is NULL",
+                                outputs_name);
+  return validate_inputs(instance, inputs);
+}
+
+static kiln_status_t *instance_run(kiln_instance_impl *instance,
+                                   const kiln_tensor_view_t *inputs,
+                                   size_t num_inputs,
+                                   kiln_tensor_t **out_outputs,
+                                   size_t num_outputs) {
+  kiln_model_impl *model = instance->model;
+  if (out_outputs)
+    for (size_t i = 0; i < num_outputs; ++i)
+      out_outputs[i] = NULL;
+  kiln_status_t *status = check_run(instance, inputs, num_inputs, out_outputs,
+                                    num_outputs, "out_outputs");
   if (status)
     return status;
+  if (model->device == KILN_DEVICE_CUDA)
+    return kiln_cuda_run(instance, inputs, NULL, out_outputs);
 
   kiln_rt_ctx ctx;
   ctx.instance = instance;
   ctx.inputs = inputs;
+  ctx.output_views = NULL;
   ctx.failed = 0;
   ctx.code = KILN_STATUS_OK;
   ctx.reason[0] = '\0';
@@ -655,16 +696,121 @@ static kiln_status_t *instance_run(kiln_instance_impl *instance,
   return NULL;
 }
 
+static kiln_status_t *output_view_error(kiln_model_impl *model, size_t index,
+                                        const char *format, ...)
+    __attribute__((format(printf, 3, 4)));
+static kiln_status_t *output_view_error(kiln_model_impl *model, size_t index,
+                                        const char *format, ...) {
+  char detail[384];
+  va_list args;
+  va_start(args, format);
+  vsnprintf(detail, sizeof(detail), format, args);
+  va_end(args);
+  return kiln_rtc_make_status(KILN_STATUS_INVALID_ARGUMENT,
+                              "output %zu ('%s'): %s", index,
+                              model->outputs[index].name, detail);
+}
+
+/* The caller's output buffers against the signature and the symbols the
+ * inputs bound (validate_inputs ran). Dims the run computes are checked
+ * again when the model allocates the output. */
+static kiln_status_t *validate_output_views(kiln_instance_impl *instance,
+                                            const kiln_output_view_t *views) {
+  kiln_model_impl *model = instance->model;
+  for (size_t i = 0; i < model->num_outputs; ++i) {
+    const kiln_value_sig *sig = &model->outputs[i];
+    const kiln_output_view_t *view = &views[i];
+    if (view->dtype != sig->dtype)
+      return output_view_error(model, i, "dtype is %s, expected %s",
+                               kiln_rtc_dtype_name(view->dtype),
+                               kiln_rtc_dtype_name(sig->dtype));
+    if (view->rank != sig->rank)
+      return output_view_error(model, i, "rank is %zu, expected %zu",
+                               view->rank, sig->rank);
+    if (view->rank > 0 && !view->dims)
+      return output_view_error(model, i, "dims is NULL");
+    for (size_t d = 0; d < sig->rank; ++d) {
+      int64_t got = view->dims[d];
+      int64_t want = sig->dims[d];
+      int32_t id = sig->symbol_ids[d];
+      if (want < 0 && id >= 0 && instance->bindings[id].bound)
+        want = instance->bindings[id].value;
+      if (got < 0)
+        return output_view_error(model, i,
+                                  "dimension %zu is %lld, expected a "
+                                  "non-negative size",
+                                  d, (long long)got);
+      if (want >= 0 && got != want)
+        return output_view_error(model, i,
+                                 "dimension %zu is %lld, expected %lld", d,
+                                 (long long)got, (long long)want);
+    }
+    int overflow = 0;
+    size_t count = kiln_rtc_num_elements(view->rank, view->dims, &overflow);
+    size_t bytes = 0;
+    if (overflow ||
+        __builtin_mul_overflow(count, kiln_rtc_dtype_size(view->dtype), &bytes))
+      return output_view_error(model, i, "number of elements overflows");
+    if (!view->data && count > 0)
+      return output_view_error(model, i, "data is NULL");
+  }
+  return NULL;
+}
+
+static kiln_status_t *instance_run_device(kiln_instance_impl *instance,
+                                          const kiln_tensor_view_t *inputs,
+                                          size_t num_inputs,
+                                          const kiln_output_view_t *outputs,
+                                          size_t num_outputs) {
+  kiln_model_impl *model = instance->model;
+  if (model->device != KILN_DEVICE_CUDA)
+    return kiln_rtc_make_status(
+        KILN_STATUS_FAILED_PRECONDITION,
+        "kiln_instance_run_device: the model runs on the %s, not on a device; "
+        "use kiln_instance_run",
+        model->device_name);
+  kiln_status_t *status = check_run(instance, inputs, num_inputs, outputs,
+                                    num_outputs, "outputs");
+  if (!status)
+    status = validate_output_views(instance, outputs);
+  if (status)
+    return status;
+  return kiln_cuda_run(instance, inputs, outputs, NULL);
+}
+
+static kiln_status_t *not_cuda(kiln_instance_impl *instance, const char *call) {
+  return kiln_rtc_make_status(KILN_STATUS_FAILED_PRECONDITION,
+                              "%s: the model runs on the %s, not on a CUDA "
+                              "device",
+                              call, instance->model->device_name);
+}
+
+static kiln_status_t *instance_set_cuda_stream(kiln_instance_impl *instance,
+                                               void *stream) {
+  if (instance->model->device != KILN_DEVICE_CUDA)
+    return not_cuda(instance, "kiln_instance_set_cuda_stream");
+  return kiln_cuda_set_stream(instance, stream);
+}
+
+static kiln_status_t *instance_set_cuda_graphs(kiln_instance_impl *instance,
+                                               int enable) {
+  if (instance->model->device != KILN_DEVICE_CUDA)
+    return not_cuda(instance, "kiln_instance_set_cuda_graphs");
+  return kiln_cuda_set_graphs(instance, enable);
+}
+
 /*===--------------------------------------------------------------------===*
  * Callbacks of generated code (ModelABI.h)
  *===--------------------------------------------------------------------===*/
 
 void *kiln_rt_input(kiln_rt_ctx *ctx, int64_t index) {
   if (index < 0 || (uint64_t)index >= ctx->instance->model->num_inputs) {
-    ctx_fail(ctx, KILN_STATUS_INTERNAL, "kiln_rt_input: no input %lld",
+    kiln_rt_fail(ctx, KILN_STATUS_INTERNAL, "kiln_rt_input: no input %lld",
              (long long)index);
     return NULL;
   }
+  if (ctx->instance->model->device == KILN_DEVICE_CUDA)
+    return kiln_cuda_input(ctx, index);
   return ctx->instance->input_data[index];
 }
 
@@ -672,7 +818,7 @@ int64_t kiln_rt_input_dim(kiln_rt_ctx *ctx, int64_t index, int64_t dim) {
   kiln_model_impl *model = ctx->instance->model;
   if (index < 0 || (uint64_t)index >= model->num_inputs || dim < 0 ||
       (uint64_t)dim >= model->inputs[index].rank) {
-    ctx_fail(ctx, KILN_STATUS_INTERNAL,
+    kiln_rt_fail(ctx, KILN_STATUS_INTERNAL,
              "kiln_rt_input_dim: no dimension %lld of input %lld",
              (long long)dim, (long long)index);
     return 0;
@@ -680,41 +826,56 @@ int64_t kiln_rt_input_dim(kiln_rt_ctx *ctx, int64_t index, int64_t dim) {
   return ctx->inputs[index].dims[dim];
 }
 
-void *kiln_rt_output(kiln_rt_ctx *ctx, int64_t index, const int64_t *dims) {
-  kiln_instance_impl *instance = ctx->instance;
-  kiln_model_impl *model = instance->model;
+const kiln_value_sig *kiln_rt_check_output(kiln_rt_ctx *ctx, int64_t index,
+                                           const int64_t *dims,
+                                           int allocated) {
+  kiln_model_impl *model = ctx->instance->model;
   if (index < 0 || (uint64_t)index >= model->num_outputs) {
-    ctx_fail(ctx, KILN_STATUS_INTERNAL, "kiln_rt_output: no output %lld",
-             (long long)index);
+    kiln_rt_fail(ctx, KILN_STATUS_INTERNAL, "kiln_rt_output: no output %lld",
+                 (long long)index);
     return NULL;
   }
   const kiln_value_sig *sig = &model->outputs[index];
-  if (instance->outputs[index]) {
-    ctx_fail(ctx, KILN_STATUS_INTERNAL,
-             "output %lld ('%s') was allocated twice", (long long)index,
-             sig->name);
+  if (allocated) {
+    kiln_rt_fail(ctx, KILN_STATUS_INTERNAL,
+                 "output %lld ('%s') was allocated twice", (long long)index,
+                 sig->name);
     return NULL;
   }
   if (sig->rank > 0 && !dims) {
-    ctx_fail(ctx, KILN_STATUS_INTERNAL, "kiln_rt_output: dims is NULL");
+    kiln_rt_fail(ctx, KILN_STATUS_INTERNAL, "kiln_rt_output: dims is NULL");
     return NULL;
   }
   for (size_t d = 0; d < sig->rank; ++d) {
     if (dims[d] < 0 || (sig->dims[d] >= 0 && dims[d] != sig->dims[d])) {
-      ctx_fail(ctx, KILN_STATUS_INTERNAL,
-               "output %lld ('%s'): dimension %zu allocated as %lld, "
-               "signature says %lld",
-               (long long)index, sig->name, d, (long long)dims[d],
-               (long long)sig->dims[d]);
+      kiln_rt_fail(ctx, KILN_STATUS_INTERNAL,
+                   "output %lld ('%s'): dimension %zu allocated as %lld, "
+                   "signature says %lld",
+                   (long long)index, sig->name, d, (long long)dims[d],
+                   (long long)sig->dims[d]);
       return NULL;
     }
   }
+  return sig;
+}
+
+void *kiln_rt_output(kiln_rt_ctx *ctx, int64_t index, const int64_t *dims) {
+  kiln_instance_impl *instance = ctx->instance;
+  if (instance->model->device == KILN_DEVICE_CUDA)
+    return kiln_cuda_output(ctx, index, dims);
+  const kiln_value_sig *sig = kiln_rt_check_output(
+      ctx, index, dims,
+      index >= 0 && (uint64_t)index < instance->model->num_outputs &&
+          instance->outputs[index]);
+  if (!sig)
+    return NULL;
   kiln_status_t *status = NULL;
   kiln_tensor_t *tensor =
       kiln_rtc_tensor_create(sig->dtype, sig->rank, dims, &status);
   if (!tensor) {
-    ctx_fail(ctx, (kiln_status_code_t)status->code, "output %lld ('%s'): %s",
-             (long long)index, sig->name, status->message);
+    kiln_rt_fail(ctx, (kiln_status_code_t)status->code,
+                 "output %lld ('%s'): %s", (long long)index, sig->name,
+                 status->message);
     if (!status->is_static)
       free(status);
     return NULL;
@@ -723,19 +884,25 @@ void *kiln_rt_output(kiln_rt_ctx *ctx, int64_t index, const int64_t *dims) {
   return tensor->data;
 }
 
-void *kiln_rt_arena(kiln_rt_ctx *ctx) { return ctx->instance->arena; }
+void *kiln_rt_arena(kiln_rt_ctx *ctx) {
+  if (ctx->instance->model->device == KILN_DEVICE_CUDA)
+    return kiln_cuda_arena(ctx);
+  return ctx->instance->arena;
+}
 
 void *kiln_rt_alloc(kiln_rt_ctx *ctx, int64_t bytes) {
   if (bytes < 0) {
-    ctx_fail(ctx, KILN_STATUS_INTERNAL, "kiln_rt_alloc: negative size %lld",
+    kiln_rt_fail(ctx, KILN_STATUS_INTERNAL, "kiln_rt_alloc: negative size %lld",
              (long long)bytes);
     return NULL;
   }
+  if (ctx->instance->model->device == KILN_DEVICE_CUDA)
+    return kiln_cuda_alloc(ctx, (size_t)bytes);
   void *ptr = (uint64_t)bytes > ((uint64_t)1 << 62)
                   ? NULL
                   : scratch_alloc(ctx, (size_t)bytes);
   if (!ptr)
-    ctx_fail(ctx, KILN_STATUS_RESOURCE_EXHAUSTED,
+    kiln_rt_fail(ctx, KILN_STATUS_RESOURCE_EXHAUSTED,
              "out of memory allocating a %lld-byte scratch buffer",
              (long long)bytes);
   return ptr;
@@ -766,6 +933,10 @@ static const kiln_model_api_v1_table kApiTable = {
     instance_create,
     instance_destroy,
     instance_run,
+    device_name,
+    instance_set_cuda_stream,
+    instance_set_cuda_graphs,
+    instance_run_device,
 };
 
 __attribute__((visibility("default"))) const kiln_model_api_v1_table *

@@ -164,6 +164,42 @@ TEST_F(KilnRunTest, Benchmark) {
   EXPECT_NE(r.output.find("p99"), std::string::npos);
 }
 
+TEST_F(KilnRunTest, VerbosePrintsDevice) {
+  Result r = runTool("--verbose " + model() + inputs());
+  EXPECT_EQ(r.exitCode, 0) << r.output;
+  EXPECT_EQ(r.output.rfind("device: cpu\n", 0), 0u) << r.output;
+}
+
+// A model for the cuda target, through the fake driver (CudaRuntimeTest.cpp).
+TEST_F(KilnRunTest, CudaModel) {
+  std::vector<float> x;
+  for (int i = 0; i < 12; ++i)
+    x.push_back(static_cast<float>(i));
+  write("xc.pb", f32({3, 4}, x, "x"));
+  const char *old = getenv("KILN_CUDA_DRIVER");
+  std::string saved = old ? old : "";
+  setenv("KILN_CUDA_DRIVER", KILN_TEST_FAKE_CUDA_DRIVER, 1);
+  Result r = runTool(std::string(KILN_TEST_CUDA_MODEL) + " --verbose --input " +
+                     path("xc.pb"));
+  setenv("KILN_CUDA_DRIVER", "/nonexistent/libcuda.so.1", 1);
+  Result missing =
+      runTool(std::string(KILN_TEST_CUDA_MODEL) + " --input " + path("xc.pb"));
+  if (old)
+    setenv("KILN_CUDA_DRIVER", saved.c_str(), 1);
+  else
+    unsetenv("KILN_CUDA_DRIVER");
+  EXPECT_EQ(r.exitCode, 0) << r.output;
+  EXPECT_EQ(r.output, "device: cuda:sm_90\n"
+                      "output 0 ('y'): f32 [3, 4] = [0.5, 1, 14, -94, 8.5, "
+                      "9, 22, -86, ...]\n"
+                      "output 1 ('total'): f32 [] = [-139.5]\n");
+  EXPECT_EQ(missing.exitCode, 1);
+  EXPECT_EQ(missing.output,
+            "kiln-run: model compiled for cuda sm_90: cannot load the CUDA "
+            "driver (/nonexistent/libcuda.so.1: cannot open shared object "
+            "file: No such file or directory)\n");
+}
+
 TEST_F(KilnRunTest, Errors) {
   Result r = runTool(model() + " --input " + path("x.pb"));
   EXPECT_EQ(r.exitCode, 1);

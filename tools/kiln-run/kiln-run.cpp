@@ -2,6 +2,7 @@
 //
 //   kiln-run model.so --input x.pb ... [--expect y.pb ...] [--rtol R]
 //            [--atol A] [--output-dir DIR] [--benchmark N] [--print]
+//            [--verbose]
 //
 // Every error is one line on stderr prefixed "kiln-run: " and exit code 1.
 //
@@ -44,6 +45,7 @@ const char kUsage[] =
     "                         p99 and min in ms\n"
     "  --print                print each output's shape and first values\n"
     "                         (the default without --expect/--output-dir)\n"
+    "  --verbose              print the device the model runs on\n"
     "  --help                 show this message\n";
 
 struct Options {
@@ -55,6 +57,7 @@ struct Options {
   std::string outputDir;
   long benchmark = 0;
   bool print = false;
+  bool verbose = false;
 };
 
 int fail(const std::string &message) {
@@ -134,6 +137,10 @@ bool parseArgs(int argc, char **argv, Options &opts, bool &help,
     }
     if (arg == "--print" && !hasInlineValue) {
       opts.print = true;
+      continue;
+    }
+    if (arg == "--verbose" && !hasInlineValue) {
+      opts.verbose = true;
       continue;
     }
     if (arg.size() > 1 && arg[0] == '-') {
@@ -304,6 +311,8 @@ int runMain(const Options &opts) {
   if (kiln_status_t *status = kiln_model_load(opts.model.c_str(), &rawModel))
     return fail(statusText(status));
   std::unique_ptr<kiln_model_t, ModelDeleter> model(rawModel);
+  if (opts.verbose)
+    std::printf("device: %s\n", kiln_model_device(model.get()));
 
   size_t numInputs = kiln_model_num_inputs(model.get());
   size_t numOutputs = kiln_model_num_outputs(model.get());

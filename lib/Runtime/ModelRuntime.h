@@ -1,0 +1,143 @@
+/*===- ModelRuntime.h - State shared by the model runtime's files -*- C -*-===*
+ *
+ * Internal to libKilnModelRuntime.a: the model, instance and run-context
+ * structs of ModelRuntime.c (host side, signature) and CudaRuntime.c (cuda
+ * models). Every function here is hidden.
+ *===----------------------------------------------------------------------===*/
+#ifndef KILN_LIB_RUNTIME_MODELRUNTIME_H
+#define KILN_LIB_RUNTIME_MODELRUNTIME_H
+
+#include "Common.h"
+#include "kiln/Runtime/ModelABI.h"
+
+#include <stddef.h>
+#include <stdint.h>
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+typedef struct kiln_value_sig {
+  const char *name;
+  kiln_dtype_t dtype;
+  size_t rank;
+  int64_t *dims;            /* -1: symbolic */
+  const char **dim_symbols; /* "" when static or unnamed */
+  int32_t *symbol_ids;      /* -1 when static or unnamed */
+} kiln_value_sig;
+
+/* Metadata blocks of a model, freed together. */
+typedef struct kiln_meta_block {
+  struct kiln_meta_block *next;
+  max_align_t align[];
+} kiln_meta_block;
+
+typedef enum kiln_device_kind {
+  KILN_DEVICE_CPU = 0,
+  KILN_DEVICE_CUDA = 1,
+} kiln_device_kind;
+
+typedef struct kiln_cuda_model kiln_cuda_model;       /* CudaRuntime.c */
+typedef struct kiln_cuda_instance kiln_cuda_instance; /* CudaRuntime.c */
+
+struct kiln_model_impl {
+  uint64_t arena_size;
+  size_t num_inputs, num_outputs;
+  kiln_value_sig *inputs, *outputs;
+  size_t num_symbols;
+  const char **symbols;
+  kiln_meta_block *meta;
+  /* The signature's device records. */
+  kiln_device_kind device;
+  char device_name[48]; /* "cpu", "cuda:sm_90" */
+  char chip[32];        /* "sm_90"; "" on the cpu */
+  uint64_t num_kernels, num_weights;
+  int graph_capturable;
+  kiln_cuda_model *cuda; /* cuda models: the driver and device */
+};
+
+/* A scratch buffer of kiln_rt_alloc, cached across runs. */
+typedef struct kiln_scratch {
+  void *ptr;
+  size_t size;
+  int in_use;
+} kiln_scratch;
+
+typedef struct kiln_binding {
+  int64_t value;
+  size_t input, dim;
+  int bound;
+} kiln_binding;
+
+struct kiln_instance_impl {
+  kiln_model_impl *model;
+  void *arena;             /* host arena (cpu models) */
+  kiln_binding *bindings;  /* per symbol */
+  void **input_data;       /* per input */
+  kiln_tensor_t **outputs; /* per output */
+  kiln_scratch *scratch;
+  size_t num_scratch, cap_scratch;
+  kiln_cuda_instance *cuda; /* cuda models */
+};
+
+struct kiln_rt_ctx {
+  kiln_instance_impl *instance;
+  const kiln_tensor_view_t *inputs;
+  /* kiln_instance_run_device: the caller's output buffers; else NULL. */
+  const kiln_output_view_t *output_views;
+  int failed;
+  kiln_status_code_t code;
+  char reason[512];
+};
+
+/* Records the first failure of a run (later ones are dropped). */
+KILN_HIDDEN void kiln_rt_fail(kiln_rt_ctx *ctx, kiln_status_code_t code,
+                              const char *format, ...)
+    __attribute__((format(printf, 3, 4)));
+
+/* Checks kiln_rt_output's arguments against the signature (index, dims,
+ * not allocated twice when `allocated` is set) and records a failure;
+ * returns the output's signature or NULL. */
+KILN_HIDDEN const kiln_value_sig *
+kiln_rt_check_output(kiln_rt_ctx *ctx, int64_t index, const int64_t *dims,
+                     int allocated);
+
+/* Best fit among the free entries of a scratch cache that are not much too
+ * large; NULL when none fits. */
+KILN_HIDDEN kiln_scratch *kiln_rt_scratch_find(kiln_scratch *entries,
+                                               size_t count, size_t bytes);
+
+/*===--------------------------------------------------------------------===*
+ * cuda models (CudaRuntime.c)
+ *===--------------------------------------------------------------------===*/
+
+/* Parses the chip, opens the driver and checks the device; on failure
+ * returns a status (FAILED_PRECONDITION without a usable driver or device). */
+KILN_HIDDEN kiln_status_t *kiln_cuda_model_create(kiln_model_impl *model);
+KILN_HIDDEN void kiln_cuda_model_destroy(kiln_model_impl *model);
+KILN_HIDDEN kiln_status_t *kiln_cuda_instance_create(kiln_instance_impl *inst);
+KILN_HIDDEN void kiln_cuda_instance_destroy(kiln_instance_impl *inst);
+/* One run of a cuda model; inputs (and output views) already validated.
+ * Host run: `out_outputs` receives host tensors. Device run: `views` holds
+ * the caller's device buffers and `out_outputs` is NULL. */
+KILN_HIDDEN kiln_status_t *kiln_cuda_run(kiln_instance_impl *inst,
+                                         const kiln_tensor_view_t *inputs,
+                                         const kiln_output_view_t *views,
+                                         kiln_tensor_t **out_outputs);
+KILN_HIDDEN kiln_status_t *kiln_cuda_set_stream(kiln_instance_impl *inst,
+                                                void *stream);
+KILN_HIDDEN kiln_status_t *kiln_cuda_set_graphs(kiln_instance_impl *inst,
+                                                int enable);
+/* kiln_rt_input / kiln_rt_output / kiln_rt_arena / kiln_rt_alloc of a cuda
+ * model: device pointers. */
+KILN_HIDDEN void *kiln_cuda_input(kiln_rt_ctx *ctx, int64_t index);
+KILN_HIDDEN void *kiln_cuda_output(kiln_rt_ctx *ctx, int64_t index,
+                                   const int64_t *dims);
+KILN_HIDDEN void *kiln_cuda_arena(kiln_rt_ctx *ctx);
+KILN_HIDDEN void *kiln_cuda_alloc(kiln_rt_ctx *ctx, size_t bytes);
+
+#ifdef __cplusplus
+}
+#endif
+
+#endif /* KILN_LIB_RUNTIME_MODELRUNTIME_H */

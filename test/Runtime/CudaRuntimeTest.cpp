@@ -1,0 +1,776 @@
+//===- CudaRuntimeTest.cpp - Tests of the runtime's cuda models -----------===//
+//
+// Without a GPU: fake_cuda_model.c stands in for kilnc --target=cuda output
+// and fake_cuda_driver.c (loaded through KILN_CUDA_DRIVER) for libcuda.so.1,
+// running kernels on the host and counting what the runtime asks of it.
+//
+//===----------------------------------------------------------------------===//
+#include "fake_cuda_driver.h"
+#include "kiln-c/runtime.h"
+
+#include <gtest/gtest.h>
+
+#include <atomic>
+#include <cstdint>
+#include <cstdlib>
+#include <cstring>
+#include <dlfcn.h>
+#include <string>
+#include <thread>
+#include <vector>
+
+namespace {
+
+std::string take(kiln_status_t *status) {
+  std::string message = kiln_status_message(status);
+  kiln_status_free(status);
+  return message;
+}
+
+/// The fake driver's test controls (the same library the runtime dlopens).
+struct FakeDriver {
+  void *library = nullptr;
+  fake_cuda_get_stats_fn stats = nullptr;
+  fake_cuda_reset_stats_fn reset = nullptr;
+  fake_cuda_context_depth_fn depth = nullptr;
+  fake_cuda_device_alloc_fn alloc = nullptr;
+  fake_cuda_device_free_fn free = nullptr;
+  fake_cuda_stream_create_fn streamCreate = nullptr;
+  fake_cuda_stream_destroy_fn streamDestroy = nullptr;
+
+  static FakeDriver &get() {
+    static FakeDriver driver = [] {
+      FakeDriver d;
+      d.library = dlopen(KILN_TEST_FAKE_CUDA_DRIVER, RTLD_NOW | RTLD_LOCAL);
+      if (!d.library)
+        return d;
+      d.stats = reinterpret_cast<fake_cuda_get_stats_fn>(
+          dlsym(d.library, "fake_cuda_get_stats"));
+      d.reset = reinterpret_cast<fake_cuda_reset_stats_fn>(
+          dlsym(d.library, "fake_cuda_reset_stats"));
+      d.depth = reinterpret_cast<fake_cuda_context_depth_fn>(
+          dlsym(d.library, "fake_cuda_context_depth"));
+      d.alloc = reinterpret_cast<fake_cuda_device_alloc_fn>(
+          dlsym(d.library, "fake_cuda_device_alloc"));
+      d.free = reinterpret_cast<fake_cuda_device_free_fn>(
+          dlsym(d.library, "fake_cuda_device_free"));
+      d.streamCreate = reinterpret_cast<fake_cuda_stream_create_fn>(
+          dlsym(d.library, "fake_cuda_stream_create"));
+      d.streamDestroy = reinterpret_cast<fake_cuda_stream_destroy_fn>(
+          dlsym(d.library, "fake_cuda_stream_destroy"));
+      return d;
+    }();
+    return driver;
+  }
+};
+
+const float kWeight[4] = {0.5f, -1.0f, 10.0f, -100.0f};
+
+/// x: f32 [n, 4] with values seeded by `seed`; the fake model computes
+/// y = 2 * x + w[j], total = sum(y), pos = y[y > 0].
+struct Case {
+  int64_t n;
+  std::vector<int64_t> xDims;
+  std::vector<float> x, y, pos;
+  float total = 0;
+
+  Case(int64_t n, float seed) : n(n), xDims{n, 4} {
+    for (int64_t i = 0; i < n * 4; ++i)
+      x.push_back(seed * static_cast<float>(i % 7) - 3.0f +
+                  static_cast<float>(i) * 0.25f);
+    for (int64_t i = 0; i < n * 4; ++i) {
+      float v = 2.0f * x[i] + kWeight[i % 4];
+      y.push_back(v);
+      total += v;
+      if (v > 0)
+        pos.push_back(v);
+    }
+  }
+  std::vector<kiln_tensor_view_t> views() const {
+    return {{KILN_DTYPE_F32, 2, xDims.data(), x.data()}};
+  }
+};
+
+void expectFloats(const void *data, const std::vector<float> &want,
+                  const char *what) {
+  const float *got = static_cast<const float *>(data);
+  for (size_t i = 0; i < want.size(); ++i)
+    ASSERT_EQ(got[i], want[i]) << what << "[" << i << "]";
+}
+
+/// Sets environment variables for one test and restores them after it.
+class Env {
+public:
+  void set(const char *name, const char *value) {
+    save(name);
+    if (value)
+      setenv(name, value, 1);
+    else
+      unsetenv(name);
+  }
+  ~Env() {
+    for (auto &[name, value] : saved_) {
+      if (value.first)
+        setenv(name.c_str(), value.second.c_str(), 1);
+      else
+        unsetenv(name.c_str());
+    }
+  }
+
+private:
+  void save(const char *name) {
+    for (auto &entry : saved_)
+      if (entry.first == name)
+        return;
+    const char *old = getenv(name);
+    saved_.push_back({name, {old != nullptr, old ? old : ""}});
+  }
+  std::vector<std::pair<std::string, std::pair<bool, std::string>>> saved_;
+};
+
+//===----------------------------------------------------------------------===//
+// Loading: no driver, no device, wrong device
+//===----------------------------------------------------------------------===//
+
+/// Loads `path` expecting failure; returns "<CODE>: <message>".
+std::string loadError(const char *path) {
+  kiln_model_t *model = reinterpret_cast<kiln_model_t *>(8);
+  kiln_status_t *status = kiln_model_load(path, &model);
+  EXPECT_EQ(model, nullptr);
+  std::string code = kiln_status_code_name(kiln_status_code(status));
+  return code + ": " + take(status);
+}
+
+/// A cpu model still loads and runs after a cuda model failed to load.
+void expectCpuModelRuns() {
+  kiln_model_t *model = nullptr;
+  ASSERT_EQ(take(kiln_model_load(KILN_TEST_FAKE_MODEL, &model)), "");
+  EXPECT_STREQ(kiln_model_device(model), "cpu");
+  kiln_instance_t *instance = nullptr;
+  ASSERT_EQ(take(kiln_instance_create(model, &instance)), "");
+  int64_t xDims[] = {1, 4}, biasDims[] = {1};
+  float x[4] = {1, 2, 3, 4}, bias[1] = {10};
+  kiln_tensor_view_t in[] = {{KILN_DTYPE_F32, 2, xDims, x},
+                             {KILN_DTYPE_F32, 1, biasDims, bias}};
+  kiln_tensor_t *out[2] = {nullptr, nullptr};
+  EXPECT_EQ(take(kiln_instance_run(instance, in, 2, out, 2)), "");
+  if (out[0])
+    EXPECT_EQ(static_cast<float *>(kiln_tensor_data(out[0]))[3], 18.0f);
+  kiln_tensor_release(out[0]);
+  kiln_tensor_release(out[1]);
+  kiln_instance_release(instance);
+  kiln_model_release(model);
+}
+
+TEST(CudaLoadTest, NoDriverAtPath) {
+  Env env;
+  env.set("KILN_CUDA_DRIVER", "/nonexistent/libcuda.so.1");
+  EXPECT_EQ(loadError(KILN_TEST_CUDA_MODEL),
+            "FAILED_PRECONDITION: model compiled for cuda sm_90: cannot load "
+            "the CUDA driver (/nonexistent/libcuda.so.1: cannot open shared "
+            "object file: No such file or directory)");
+  expectCpuModelRuns();
+}
+
+TEST(CudaLoadTest, NoDefaultDriver) {
+  Env env;
+  env.set("KILN_CUDA_DRIVER", nullptr);
+  if (void *real = dlopen("libcuda.so.1", RTLD_NOW | RTLD_LOCAL)) {
+    dlclose(real);
+    GTEST_SKIP() << "this machine has libcuda.so.1";
+  }
+  std::string error = loadError(KILN_TEST_CUDA_MODEL);
+  EXPECT_EQ(error.rfind("FAILED_PRECONDITION: model compiled for cuda sm_90: "
+                        "cannot load the CUDA driver (libcuda.so.1: ",
+                        0),
+            0u)
+      << error;
+  expectCpuModelRuns();
+}
+
+TEST(CudaLoadTest, DriverWithoutEntryPoints) {
+  Env env;
+  env.set("KILN_CUDA_DRIVER", KILN_TEST_FAKE_MODEL); // a library, not libcuda
+  EXPECT_EQ(loadError(KILN_TEST_CUDA_MODEL),
+            std::string("FAILED_PRECONDITION: model compiled for cuda sm_90: "
+                        "cannot load the CUDA driver (") +
+                KILN_TEST_FAKE_MODEL + " has no symbol cuInit)");
+}
+
+class CudaFakeDriverTest : public ::testing::Test {
+protected:
+  void SetUp() override {
+    driver = &FakeDriver::get();
+    ASSERT_NE(driver->library, nullptr) << dlerror();
+    ASSERT_NE(driver->stats, nullptr);
+    env.set("KILN_CUDA_DRIVER", KILN_TEST_FAKE_CUDA_DRIVER);
+    env.set("FAKE_CUDA_MODE", nullptr);
+    env.set("KILN_CUDA_GRAPHS", nullptr);
+    env.set("KILN_CUDA_DEVICE", nullptr);
+    before = driver->stats();
+  }
+
+  /// Everything the runtime allocated, retained or pushed was given back.
+  void expectAllReleased() {
+    fake_cuda_stats s = driver->stats();
+    EXPECT_EQ(s.live_allocs, before.live_allocs);
+    EXPECT_EQ(s.ctx_retains - before.ctx_retains,
+              s.ctx_releases - before.ctx_releases);
+    EXPECT_EQ(s.module_loads - before.module_loads,
+              s.module_unloads - before.module_unloads);
+    EXPECT_EQ(s.stream_creates - before.stream_creates,
+              s.stream_destroys - before.stream_destroys);
+    EXPECT_EQ(s.live_graphs, 0);
+    EXPECT_EQ(s.live_graph_execs, 0);
+    EXPECT_EQ(s.bad_pointers, before.bad_pointers);
+    EXPECT_EQ(driver->depth(), 0);
+  }
+
+  FakeDriver *driver = nullptr;
+  Env env;
+  fake_cuda_stats before{};
+};
+
+TEST_F(CudaFakeDriverTest, InitFails) {
+  env.set("FAKE_CUDA_MODE", "initfail");
+  EXPECT_EQ(loadError(KILN_TEST_CUDA_MODEL),
+            "FAILED_PRECONDITION: model compiled for cuda sm_90: cuInit "
+            "failed: CUDA_ERROR_NO_DEVICE (no CUDA-capable device is "
+            "detected)");
+  expectCpuModelRuns();
+}
+
+TEST_F(CudaFakeDriverTest, NoDevice) {
+  env.set("FAKE_CUDA_MODE", "nodevice");
+  EXPECT_EQ(loadError(KILN_TEST_CUDA_MODEL),
+            "FAILED_PRECONDITION: model compiled for cuda sm_90: no CUDA "
+            "device");
+}
+
+TEST_F(CudaFakeDriverTest, ComputeCapabilityTooLow) {
+  env.set("FAKE_CUDA_MODE", "cc80");
+  EXPECT_EQ(loadError(KILN_TEST_CUDA_MODEL),
+            "FAILED_PRECONDITION: model compiled for cuda sm_90: CUDA device "
+            "0 (Fake A100) has compute capability 8.0, the model needs sm_90 "
+            "(compute capability 9.0 or newer)");
+}
+
+TEST_F(CudaFakeDriverTest, ArchitectureSpecificChip) {
+  EXPECT_EQ(loadError(KILN_TEST_CUDA_SM100A_MODEL),
+            "FAILED_PRECONDITION: model compiled for cuda sm_100a: CUDA "
+            "device 0 (Fake H200) has compute capability 9.0, the model needs "
+            "sm_100a (compute capability 10.0 exactly)");
+}
+
+TEST_F(CudaFakeDriverTest, BadDeviceIndex) {
+  env.set("KILN_CUDA_DEVICE", "3");
+  EXPECT_EQ(loadError(KILN_TEST_CUDA_MODEL),
+            "FAILED_PRECONDITION: model compiled for cuda sm_90: "
+            "KILN_CUDA_DEVICE is '3', expected a device index below 1");
+}
+
+TEST_F(CudaFakeDriverTest, NoDeviceImage) {
+  EXPECT_EQ(loadError(KILN_TEST_CUDA_NO_IMAGE_MODEL),
+            "INCOMPATIBLE: model compiled for cuda sm_90 has no device image "
+            "(kiln_model_cuda_image)");
+}
+
+TEST_F(CudaFakeDriverTest, ModuleLoadFails) {
+  env.set("FAKE_CUDA_MODE", "badimage");
+  kiln_model_t *model = nullptr;
+  ASSERT_EQ(take(kiln_model_load(KILN_TEST_CUDA_MODEL, &model)), "");
+  kiln_instance_t *instance = reinterpret_cast<kiln_instance_t *>(8);
+  kiln_status_t *status = kiln_instance_create(model, &instance);
+  EXPECT_EQ(kiln_status_code(status), KILN_STATUS_FAILED_PRECONDITION);
+  EXPECT_EQ(take(status),
+            "model compiled for cuda sm_90: cuModuleLoadData of its 66-byte "
+            "device image failed: CUDA_ERROR_INVALID_IMAGE (device kernel "
+            "image is invalid)");
+  EXPECT_EQ(instance, nullptr);
+  kiln_model_release(model);
+  expectAllReleased();
+}
+
+TEST_F(CudaFakeDriverTest, ArenaAllocationFails) {
+  kiln_model_t *model = nullptr;
+  ASSERT_EQ(take(kiln_model_load(KILN_TEST_CUDA_MODEL, &model)), "");
+  env.set("FAKE_CUDA_MODE", "oom");
+  kiln_instance_t *instance = nullptr;
+  kiln_status_t *status = kiln_instance_create(model, &instance);
+  EXPECT_EQ(kiln_status_code(status), KILN_STATUS_RESOURCE_EXHAUSTED);
+  EXPECT_EQ(take(status), "cuMemAlloc of the 64-byte instance arena failed: "
+                          "CUDA_ERROR_OUT_OF_MEMORY (out of memory)");
+  kiln_model_release(model);
+  expectAllReleased();
+}
+
+//===----------------------------------------------------------------------===//
+// Runs
+//===----------------------------------------------------------------------===//
+
+class CudaRunTest : public CudaFakeDriverTest {
+protected:
+  void SetUp() override {
+    CudaFakeDriverTest::SetUp();
+    if (HasFatalFailure())
+      return;
+    load(KILN_TEST_CUDA_MODEL);
+  }
+  void load(const char *path) {
+    ASSERT_EQ(take(kiln_model_load(path, &model)), "");
+    ASSERT_EQ(take(kiln_instance_create(model, &instance)), "");
+  }
+  void TearDown() override {
+    kiln_instance_release(instance);
+    kiln_model_release(model);
+    if (model)
+      expectAllReleased();
+  }
+
+  /// Runs `c` through host tensors and checks the outputs.
+  void runAndCheck(const Case &c) {
+    std::vector<kiln_tensor_view_t> in = c.views();
+    size_t numOutputs = kiln_model_num_outputs(model);
+    std::vector<kiln_tensor_t *> out(numOutputs, nullptr);
+    ASSERT_EQ(take(kiln_instance_run(instance, in.data(), in.size(),
+                                     out.data(), out.size())),
+              "");
+    ASSERT_EQ(kiln_tensor_dims(out[0])[0], c.n);
+    expectFloats(kiln_tensor_data(out[0]), c.y, "y");
+    EXPECT_EQ(*static_cast<float *>(kiln_tensor_data(out[1])), c.total);
+    if (numOutputs == 3) {
+      ASSERT_EQ(kiln_tensor_dims(out[2])[0],
+                static_cast<int64_t>(c.pos.size()));
+      expectFloats(kiln_tensor_data(out[2]), c.pos, "pos");
+    }
+    for (kiln_tensor_t *t : out)
+      kiln_tensor_release(t);
+    EXPECT_EQ(driver->depth(), 0);
+  }
+  fake_cuda_stats delta() {
+    fake_cuda_stats s = driver->stats();
+    fake_cuda_stats d = s;
+#define KILN_DELTA(f) d.f = s.f - before.f
+    KILN_DELTA(module_loads);
+    KILN_DELTA(function_lookups);
+    KILN_DELTA(allocs);
+    KILN_DELTA(htod);
+    KILN_DELTA(htod_sync);
+    KILN_DELTA(dtoh);
+    KILN_DELTA(dtod);
+    KILN_DELTA(launch_attempts);
+    KILN_DELTA(launches);
+    KILN_DELTA(kernel_runs);
+    KILN_DELTA(syncs);
+    KILN_DELTA(capture_attempts);
+    KILN_DELTA(captures);
+    KILN_DELTA(instantiations);
+    KILN_DELTA(graph_launches);
+    KILN_DELTA(bad_pointers);
+#undef KILN_DELTA
+    return d;
+  }
+
+  kiln_model_t *model = nullptr;
+  kiln_instance_t *instance = nullptr;
+};
+
+TEST_F(CudaRunTest, DeviceName) {
+  EXPECT_STREQ(kiln_model_device(model), "cuda:sm_90");
+  EXPECT_STREQ(kiln_model_device(nullptr), "");
+  EXPECT_EQ(kiln_model_arena_size(model), 64u);
+}
+
+TEST_F(CudaRunTest, StagesHostTensorsAndCachesDeviceState) {
+  ASSERT_EQ(take(kiln_instance_set_cuda_graphs(instance, 0)), "");
+  runAndCheck(Case(3, 1.0f));
+  int64_t allocsAfterFirst = delta().allocs;
+  runAndCheck(Case(3, -2.0f));
+  runAndCheck(Case(3, 0.5f));
+  fake_cuda_stats d = delta();
+  EXPECT_EQ(d.module_loads, 1);     // at kiln_instance_create
+  EXPECT_EQ(d.function_lookups, 2); // each kernel once
+  EXPECT_EQ(d.htod_sync, 1);        // the weight, once
+  EXPECT_EQ(d.htod, 1 + 3);         // + the input, every run
+  EXPECT_EQ(d.dtoh, 2 * 3);         // both outputs, every run
+  EXPECT_EQ(d.dtod, 3);             // the model's kiln_rt_copy_device
+  EXPECT_EQ(d.launches, 2 * 3);
+  EXPECT_EQ(d.kernel_runs, 2 * 3);
+  EXPECT_EQ(d.captures, 0);
+  EXPECT_EQ(d.allocs, allocsAfterFirst); // buffers reused after run 1
+  // arena, weight, scratch, input, 2 outputs
+  EXPECT_EQ(allocsAfterFirst, 6);
+  EXPECT_EQ(d.bad_pointers, 0);
+}
+
+TEST_F(CudaRunTest, WeightsUploadedOncePerInstance) {
+  kiln_instance_t *second = nullptr;
+  ASSERT_EQ(take(kiln_instance_create(model, &second)), "");
+  runAndCheck(Case(3, 1.0f));
+  std::swap(instance, second);
+  runAndCheck(Case(3, 2.0f));
+  runAndCheck(Case(3, 3.0f));
+  std::swap(instance, second);
+  kiln_instance_release(second);
+  fake_cuda_stats d = delta();
+  EXPECT_EQ(d.module_loads, 2);
+  EXPECT_EQ(d.htod_sync, 2);
+}
+
+TEST_F(CudaRunTest, InputValidation) {
+  Case c(2, 1.0f);
+  std::vector<kiln_tensor_view_t> in = c.views();
+  kiln_tensor_t *out[2] = {nullptr, nullptr};
+  kiln_status_t *status = kiln_instance_run(instance, in.data(), 1, out, 2);
+  EXPECT_EQ(kiln_status_code(status), KILN_STATUS_INVALID_ARGUMENT);
+  EXPECT_EQ(take(status), "input 0 ('x'): dimension 0 is 2, expected 3");
+  EXPECT_EQ(delta().launch_attempts, 0);
+}
+
+TEST_F(CudaRunTest, GraphCaptureAndReplay) {
+  runAndCheck(Case(3, 1.0f)); // plain: uploads, lookups, allocations
+  fake_cuda_stats d = delta();
+  EXPECT_EQ(d.captures, 0);
+  EXPECT_EQ(d.kernel_runs, 2);
+  runAndCheck(Case(3, 2.0f)); // captured and launched
+  d = delta();
+  EXPECT_EQ(d.captures, 1);
+  EXPECT_EQ(d.instantiations, 1);
+  EXPECT_EQ(d.graph_launches, 1);
+  EXPECT_EQ(d.launches, 4);
+  EXPECT_EQ(d.kernel_runs, 4);
+  int64_t allocs = d.allocs;
+  runAndCheck(Case(3, -1.0f)); // replays, with new inputs
+  runAndCheck(Case(3, 4.0f));
+  d = delta();
+  EXPECT_EQ(d.captures, 1);
+  EXPECT_EQ(d.graph_launches, 3);
+  EXPECT_EQ(d.launches, 4); // kiln_model_main no longer runs
+  EXPECT_EQ(d.kernel_runs, 8);
+  EXPECT_EQ(d.function_lookups, 2);
+  EXPECT_EQ(d.htod_sync, 1);
+  EXPECT_EQ(d.htod, 1 + 4);
+  EXPECT_EQ(d.dtoh, 2 * 4);
+  EXPECT_EQ(d.allocs, allocs);
+  EXPECT_EQ(d.bad_pointers, 0);
+}
+
+TEST_F(CudaRunTest, GraphsOffInTheEnvironment) {
+  env.set("KILN_CUDA_GRAPHS", "0");
+  kiln_instance_t *other = nullptr;
+  ASSERT_EQ(take(kiln_instance_create(model, &other)), "");
+  std::swap(instance, other);
+  for (int i = 0; i < 3; ++i)
+    runAndCheck(Case(3, static_cast<float>(i)));
+  std::swap(instance, other);
+  kiln_instance_release(other);
+  EXPECT_EQ(delta().capture_attempts, 0);
+}
+
+TEST_F(CudaRunTest, CaptureFailureFallsBackToPlainRuns) {
+  env.set("FAKE_CUDA_MODE", "nocapture");
+  for (int i = 0; i < 4; ++i)
+    runAndCheck(Case(3, static_cast<float>(i)));
+  fake_cuda_stats d = delta();
+  EXPECT_EQ(d.capture_attempts, 1); // remembered
+  EXPECT_EQ(d.graph_launches, 0);
+  EXPECT_EQ(d.kernel_runs, 8);
+}
+
+TEST_F(CudaRunTest, InstantiationFailureFallsBackToPlainRuns) {
+  env.set("FAKE_CUDA_MODE", "noinstantiate");
+  for (int i = 0; i < 4; ++i)
+    runAndCheck(Case(3, static_cast<float>(i)));
+  fake_cuda_stats d = delta();
+  EXPECT_EQ(d.capture_attempts, 1);
+  EXPECT_EQ(d.captures, 1);
+  EXPECT_EQ(d.instantiations, 0);
+  EXPECT_EQ(d.graph_launches, 0);
+  EXPECT_EQ(d.launches, 2 + 2 + 2 + 2 * 2); // run 2 captured, then redone
+  EXPECT_EQ(d.kernel_runs, 8);
+  // Turning graphs on again retries.
+  env.set("FAKE_CUDA_MODE", nullptr);
+  ASSERT_EQ(take(kiln_instance_set_cuda_graphs(instance, 1)), "");
+  runAndCheck(Case(3, 5.0f));
+  runAndCheck(Case(3, 6.0f));
+  d = delta();
+  EXPECT_EQ(d.instantiations, 1);
+  EXPECT_EQ(d.graph_launches, 1);
+}
+
+TEST_F(CudaRunTest, TurningGraphsOffDropsTheGraph) {
+  for (int i = 0; i < 3; ++i)
+    runAndCheck(Case(3, static_cast<float>(i)));
+  EXPECT_EQ(driver->stats().live_graph_execs, 1);
+  ASSERT_EQ(take(kiln_instance_set_cuda_graphs(instance, 0)), "");
+  EXPECT_EQ(driver->stats().live_graph_execs, 0);
+  runAndCheck(Case(3, 7.0f));
+  fake_cuda_stats d = delta();
+  EXPECT_EQ(d.graph_launches, 2);
+  EXPECT_EQ(d.launches, 2 + 2 + 2);
+}
+
+TEST_F(CudaRunTest, LaunchFailure) {
+  ASSERT_EQ(take(kiln_instance_set_cuda_graphs(instance, 0)), "");
+  env.set("FAKE_CUDA_MODE", "launchfail");
+  Case c(3, 1.0f);
+  std::vector<kiln_tensor_view_t> in = c.views();
+  kiln_tensor_t *out[2] = {reinterpret_cast<kiln_tensor_t *>(8), nullptr};
+  kiln_status_t *status = kiln_instance_run(instance, in.data(), 1, out, 2);
+  EXPECT_EQ(kiln_status_code(status), KILN_STATUS_INTERNAL);
+  EXPECT_EQ(take(status),
+            "model run failed: cuLaunchKernel(kernel 0 'scale', grid 1x1x1, "
+            "block 64x1x1) failed: CUDA_ERROR_LAUNCH_FAILED (unspecified "
+            "launch failure)");
+  EXPECT_EQ(out[0], nullptr);
+  EXPECT_EQ(out[1], nullptr);
+  fake_cuda_stats d = delta();
+  EXPECT_EQ(d.launch_attempts, 1); // the second launch did nothing
+  EXPECT_EQ(d.dtod, 0);            // nor did the copy
+  EXPECT_EQ(d.dtoh, 0);
+  EXPECT_EQ(driver->depth(), 0);
+  env.set("FAKE_CUDA_MODE", nullptr);
+  runAndCheck(c);
+}
+
+TEST_F(CudaRunTest, FunctionLookupFailure) {
+  env.set("FAKE_CUDA_MODE", "nofunction");
+  Case c(3, 1.0f);
+  std::vector<kiln_tensor_view_t> in = c.views();
+  kiln_tensor_t *out[2] = {nullptr, nullptr};
+  EXPECT_EQ(take(kiln_instance_run(instance, in.data(), 1, out, 2)),
+            "model run failed: cuModuleGetFunction(kernel 0 'scale') failed: "
+            "CUDA_ERROR_NOT_FOUND (named symbol not found)");
+  env.set("FAKE_CUDA_MODE", nullptr);
+  runAndCheck(c);
+}
+
+TEST_F(CudaRunTest, OutOfDeviceMemoryDuringRun) {
+  env.set("FAKE_CUDA_MODE", "oom");
+  Case c(3, 1.0f);
+  std::vector<kiln_tensor_view_t> in = c.views();
+  kiln_tensor_t *out[2] = {nullptr, nullptr};
+  kiln_status_t *status = kiln_instance_run(instance, in.data(), 1, out, 2);
+  EXPECT_EQ(kiln_status_code(status), KILN_STATUS_RESOURCE_EXHAUSTED);
+  EXPECT_EQ(take(status), "model run failed: cuMemAlloc of 256 bytes for "
+                          "input 0 ('x') failed: CUDA_ERROR_OUT_OF_MEMORY "
+                          "(out of memory)");
+  env.set("FAKE_CUDA_MODE", nullptr);
+  runAndCheck(c);
+}
+
+TEST_F(CudaRunTest, CallerStream) {
+  void *stream = driver->streamCreate();
+  ASSERT_EQ(take(kiln_instance_set_cuda_stream(instance, stream)), "");
+  runAndCheck(Case(3, 1.0f));
+  EXPECT_EQ(driver->stats().last_launch_stream, stream);
+  ASSERT_EQ(take(kiln_instance_set_cuda_stream(instance, nullptr)), "");
+  runAndCheck(Case(3, 2.0f)); // captured on the instance's own stream
+  EXPECT_NE(driver->stats().last_launch_stream, stream);
+  EXPECT_EQ(delta().captures, 1);
+  driver->streamDestroy(stream);
+}
+
+TEST_F(CudaRunTest, ConcurrentInstances) {
+  std::atomic<int> failures{0};
+  std::vector<std::thread> threads;
+  for (int t = 0; t < 4; ++t)
+    threads.emplace_back([&, t] {
+      kiln_instance_t *mine = nullptr;
+      if (kiln_status_t *status = kiln_instance_create(model, &mine)) {
+        kiln_status_free(status);
+        ++failures;
+        return;
+      }
+      for (int iter = 0; iter < 50; ++iter) {
+        Case c(3, static_cast<float>(t * 100 + iter));
+        std::vector<kiln_tensor_view_t> in = c.views();
+        kiln_tensor_t *out[2] = {nullptr, nullptr};
+        if (kiln_status_t *status =
+                kiln_instance_run(mine, in.data(), 1, out, 2)) {
+          kiln_status_free(status);
+          ++failures;
+          continue;
+        }
+        const float *y = static_cast<const float *>(kiln_tensor_data(out[0]));
+        for (size_t i = 0; i < c.y.size(); ++i)
+          if (y[i] != c.y[i])
+            ++failures;
+        if (*static_cast<float *>(kiln_tensor_data(out[1])) != c.total)
+          ++failures;
+        kiln_tensor_release(out[0]);
+        kiln_tensor_release(out[1]);
+      }
+      kiln_instance_release(mine);
+    });
+  for (std::thread &thread : threads)
+    thread.join();
+  EXPECT_EQ(failures.load(), 0);
+  fake_cuda_stats d = delta();
+  EXPECT_EQ(d.captures, 4);
+  EXPECT_EQ(d.graph_launches, 4 * 49);
+  EXPECT_EQ(d.bad_pointers, 0);
+}
+
+//===----------------------------------------------------------------------===//
+// A model with symbolic dims and a device read (not graph-capturable)
+//===----------------------------------------------------------------------===//
+
+class CudaDynamicRunTest : public CudaRunTest {
+protected:
+  void SetUp() override {
+    CudaFakeDriverTest::SetUp();
+    if (HasFatalFailure())
+      return;
+    load(KILN_TEST_CUDA_DYNAMIC_MODEL);
+  }
+};
+
+TEST_F(CudaDynamicRunTest, ReadsDeviceResults) {
+  for (int64_t n : {2, 5, 0, 5, 1}) {
+    Case c(n, n == 1 ? -10.0f : 1.0f);
+    runAndCheck(c);
+    if (HasFatalFailure())
+      return;
+  }
+  fake_cuda_stats d = delta();
+  EXPECT_EQ(d.capture_attempts, 0);
+  EXPECT_EQ(d.function_lookups, 4);
+  EXPECT_EQ(d.bad_pointers, 0);
+}
+
+//===----------------------------------------------------------------------===//
+// Device buffers (kiln_instance_run_device)
+//===----------------------------------------------------------------------===//
+
+/// Device buffers from the fake driver, freed at the end of the test.
+struct DeviceBuffers {
+  FakeDriver *driver;
+  std::vector<void *> buffers;
+  void *alloc(size_t bytes) {
+    buffers.push_back(driver->alloc(bytes));
+    return buffers.back();
+  }
+  ~DeviceBuffers() {
+    for (void *b : buffers)
+      driver->free(b);
+  }
+};
+
+TEST_F(CudaRunTest, RunDevice) {
+  for (int graphs : {0, 1}) {
+    ASSERT_EQ(take(kiln_instance_set_cuda_graphs(instance, graphs)), "");
+    DeviceBuffers mem{driver, {}};
+    char *x = static_cast<char *>(mem.alloc(3 * 4 * 4 + 64));
+    char *y = static_cast<char *>(mem.alloc(3 * 4 * 4 + 64));
+    char *total = static_cast<char *>(mem.alloc(64));
+    for (int run = 0; run < 4; ++run) {
+      Case c(3, static_cast<float>(run + 10 * graphs));
+      // Run 3 uses buffers not aligned to 64 bytes: the runtime stages them.
+      size_t shift = run == 3 ? 4 : 0;
+      std::memcpy(x + shift, c.x.data(), c.x.size() * 4);
+      int64_t yDims[] = {3, 4};
+      kiln_tensor_view_t in[] = {{KILN_DTYPE_F32, 2, c.xDims.data(), x + shift}};
+      kiln_output_view_t out[] = {{KILN_DTYPE_F32, 2, yDims, y + shift},
+                                  {KILN_DTYPE_F32, 0, nullptr, total}};
+      fake_cuda_stats s = driver->stats();
+      ASSERT_EQ(take(kiln_instance_run_device(instance, in, 1, out, 2)), "")
+          << "graphs " << graphs << " run " << run;
+      fake_cuda_stats t = driver->stats();
+      expectFloats(y + shift, c.y, "y");
+      EXPECT_EQ(*reinterpret_cast<float *>(total), c.total);
+      EXPECT_EQ(t.htod - s.htod, run == 0 && graphs == 0 ? 1 : 0); // weight
+      EXPECT_EQ(t.dtoh, s.dtoh);
+      if (!graphs)
+        // In place, except the output that is not 64-byte aligned in run 3.
+        EXPECT_EQ(t.dtod - s.dtod, run == 3 ? 2 : 1) << run;
+      EXPECT_EQ(t.bad_pointers, s.bad_pointers);
+    }
+  }
+  fake_cuda_stats d = delta();
+  EXPECT_EQ(d.captures, 1);
+  EXPECT_EQ(d.graph_launches, 3);
+}
+
+TEST_F(CudaRunTest, RunDeviceChecksOutputs) {
+  DeviceBuffers mem{driver, {}};
+  void *x = mem.alloc(64), *y = mem.alloc(64), *total = mem.alloc(64);
+  Case c(3, 1.0f);
+  int64_t badDims[] = {2, 4}, yDims[] = {3, 4};
+  kiln_tensor_view_t in[] = {{KILN_DTYPE_F32, 2, c.xDims.data(), x}};
+  kiln_output_view_t out[] = {{KILN_DTYPE_F32, 2, badDims, y},
+                              {KILN_DTYPE_F32, 0, nullptr, total}};
+  kiln_status_t *status = kiln_instance_run_device(instance, in, 1, out, 2);
+  EXPECT_EQ(kiln_status_code(status), KILN_STATUS_INVALID_ARGUMENT);
+  EXPECT_EQ(take(status), "output 0 ('y'): dimension 0 is 2, expected 3");
+  out[0].dims = yDims;
+  out[1].dtype = KILN_DTYPE_I32;
+  EXPECT_EQ(take(kiln_instance_run_device(instance, in, 1, out, 2)),
+            "output 1 ('total'): dtype is i32, expected f32");
+  out[1].dtype = KILN_DTYPE_F32;
+  out[1].data = nullptr;
+  EXPECT_EQ(take(kiln_instance_run_device(instance, in, 1, out, 2)),
+            "output 1 ('total'): data is NULL");
+  EXPECT_EQ(take(kiln_instance_run_device(instance, in, 1, out, 1)),
+            "expected 2 outputs, got 1");
+  EXPECT_EQ(take(kiln_instance_run_device(instance, in, 1, nullptr, 2)),
+            "outputs is NULL");
+  EXPECT_EQ(delta().launch_attempts, 0);
+}
+
+TEST_F(CudaDynamicRunTest, RunDeviceDataDependentShape) {
+  DeviceBuffers mem{driver, {}};
+  Case c(2, 1.0f);
+  ASSERT_EQ(c.pos.size(), 4u);
+  void *x = mem.alloc(64), *y = mem.alloc(64), *total = mem.alloc(64),
+       *pos = mem.alloc(64);
+  std::memcpy(x, c.x.data(), c.x.size() * 4);
+  int64_t yDims[] = {3, 4}, posDims[] = {1};
+  kiln_tensor_view_t in[] = {{KILN_DTYPE_F32, 2, c.xDims.data(), x}};
+  kiln_output_view_t out[] = {{KILN_DTYPE_F32, 2, yDims, y},
+                              {KILN_DTYPE_F32, 0, nullptr, total},
+                              {KILN_DTYPE_F32, 1, posDims, pos}};
+  // y's first dim is the symbol N, which the input binds to 2.
+  EXPECT_EQ(take(kiln_instance_run_device(instance, in, 1, out, 3)),
+            "output 0 ('y'): dimension 0 is 3, expected 2");
+  yDims[0] = 2;
+  kiln_status_t *status = kiln_instance_run_device(instance, in, 1, out, 3);
+  EXPECT_EQ(kiln_status_code(status), KILN_STATUS_INVALID_ARGUMENT);
+  EXPECT_EQ(take(status), "model run failed: output 2 ('pos'): the model "
+                          "produced dimensions [4], the output buffer has "
+                          "[1]");
+  posDims[0] = 4;
+  ASSERT_EQ(take(kiln_instance_run_device(instance, in, 1, out, 3)), "");
+  expectFloats(y, c.y, "y");
+  expectFloats(pos, c.pos, "pos");
+  EXPECT_EQ(*static_cast<float *>(total), c.total);
+}
+
+TEST(CudaCpuModelTest, DeviceCallsOnACpuModel) {
+  kiln_model_t *model = nullptr;
+  ASSERT_EQ(take(kiln_model_load(KILN_TEST_FAKE_MODEL, &model)), "");
+  kiln_instance_t *instance = nullptr;
+  ASSERT_EQ(take(kiln_instance_create(model, &instance)), "");
+  int64_t dims[] = {1, 4};
+  float data[4] = {};
+  kiln_tensor_view_t in[] = {{KILN_DTYPE_F32, 2, dims, data},
+                             {KILN_DTYPE_F32, 1, dims, data}};
+  kiln_output_view_t out[2] = {};
+  kiln_status_t *status = kiln_instance_run_device(instance, in, 2, out, 2);
+  EXPECT_EQ(kiln_status_code(status), KILN_STATUS_FAILED_PRECONDITION);
+  EXPECT_EQ(take(status), "kiln_instance_run_device: the model runs on the "
+                          "cpu, not on a device; use kiln_instance_run");
+  status = kiln_instance_set_cuda_stream(instance, nullptr);
+  EXPECT_EQ(kiln_status_code(status), KILN_STATUS_FAILED_PRECONDITION);
+  EXPECT_EQ(take(status), "kiln_instance_set_cuda_stream: the model runs on "
+                          "the cpu, not on a CUDA device");
+  EXPECT_EQ(take(kiln_instance_set_cuda_graphs(instance, 0)),
+            "kiln_instance_set_cuda_graphs: the model runs on the cpu, not on "
+            "a CUDA device");
+  EXPECT_EQ(take(kiln_instance_run_device(nullptr, in, 2, out, 2)),
+            "instance is NULL");
+  kiln_instance_release(instance);
+  kiln_model_release(model);
+}
+
+} // namespace

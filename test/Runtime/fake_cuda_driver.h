@@ -1,0 +1,43 @@
+/*===- fake_cuda_driver.h - Test controls of fake_cuda_driver.c -*- C -*-===*/
+#ifndef KILN_TEST_RUNTIME_FAKE_CUDA_DRIVER_H
+#define KILN_TEST_RUNTIME_FAKE_CUDA_DRIVER_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+/* Counters since the last fake_cuda_reset_stats (live_* are not reset). */
+typedef struct fake_cuda_stats {
+  int64_t inits;
+  int64_t ctx_retains, ctx_releases;
+  int64_t module_loads, module_unloads, function_lookups;
+  int64_t allocs, frees, live_allocs;
+  int64_t htod, htod_sync, htod_bytes; /* htod: sync and async copies */
+  int64_t dtoh, dtod;
+  int64_t launch_attempts; /* cuLaunchKernel calls */
+  int64_t launches;    /* successful ones (run now or captured) */
+  int64_t kernel_runs; /* kernels executed, directly or by a graph */
+  int64_t syncs;
+  int64_t stream_creates, stream_destroys;
+  int64_t capture_attempts, captures, instantiations, graph_launches;
+  int64_t live_graphs, live_graph_execs;
+  int64_t bad_pointers; /* device ranges outside every live allocation */
+  void *last_launch_stream;
+} fake_cuda_stats;
+
+typedef fake_cuda_stats (*fake_cuda_get_stats_fn)(void);
+typedef void (*fake_cuda_reset_stats_fn)(void);
+typedef int (*fake_cuda_context_depth_fn)(void);
+typedef void *(*fake_cuda_device_alloc_fn)(size_t bytes);
+typedef void (*fake_cuda_device_free_fn)(void *ptr);
+typedef void *(*fake_cuda_stream_create_fn)(void);
+typedef void (*fake_cuda_stream_destroy_fn)(void *stream);
+
+#ifdef __cplusplus
+}
+#endif
+
+#endif /* KILN_TEST_RUNTIME_FAKE_CUDA_DRIVER_H */

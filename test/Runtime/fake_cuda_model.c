@@ -1,0 +1,136 @@
+/*===- fake_cuda_model.c - Stand-in for kilnc --target=cuda output --------===*
+ *
+ * Defines what generated code for a cuda target defines (ModelABI.h, device
+ * section) for
+ *   y[n, j] = 2 * x[n, j] + w[j]      (w: a 4-float weight)
+ *   total   = sum of y                (reduced into the arena, copied out)
+ * with x: f32 [3, 4] (static, graph-capturable). The device image is not a
+ * real fatbin: test/Runtime/fake_cuda_driver.c accepts it and runs the
+ * kernels named here (scale, add_weight_sum, count_positive,
+ * gather_positive) on the host.
+ *
+ * -DKILN_FAKE_CUDA_DYNAMIC: x is f32 [?N, 4], not graph-capturable, and a
+ *   third output pos f32 [?K] holds the positive values of y, whose count K
+ *   the host program reads back with kiln_rt_read_device (as NonZero does).
+ * -DKILN_FAKE_CUDA_NO_IMAGE: no kiln_model_cuda_image.
+ * -DKILN_FAKE_CUDA_CHIP="sm_100a": another chip in the signature.
+ *===----------------------------------------------------------------------===*/
+#include "kiln/Runtime/ModelABI.h"
+
+#include <stddef.h>
+
+#ifndef KILN_FAKE_CUDA_CHIP
+#define KILN_FAKE_CUDA_CHIP "sm_90"
+#endif
+
+#ifdef KILN_FAKE_CUDA_DYNAMIC
+const char kiln_model_signature[] = "kiln-signature 1\n"
+                                    "arena 64\n"
+                                    "device cuda " KILN_FAKE_CUDA_CHIP "\n"
+                                    "kernels 4\n"
+                                    "weights 1\n"
+                                    "input x f32 2 ?N 4\n"
+                                    "output y f32 2 ?N 4\n"
+                                    "output total f32 0\n"
+                                    "output pos f32 1 ?K\n";
+#else
+const char kiln_model_signature[] = "kiln-signature 1\n"
+                                    "arena 64\n"
+                                    "device cuda " KILN_FAKE_CUDA_CHIP "\n"
+                                    "kernels 2\n"
+                                    "weights 1\n"
+                                    "graph-capturable\n"
+                                    "input x f32 2 3 4\n"
+                                    "output y f32 2 3 4\n"
+                                    "output total f32 0\n";
+#endif
+
+#ifndef KILN_FAKE_CUDA_NO_IMAGE
+const unsigned char kiln_model_cuda_image[] =
+    "KILNFAKEIMAGE scale add_weight_sum count_positive gather_positive";
+const int64_t kiln_model_cuda_image_size = sizeof(kiln_model_cuda_image);
+#endif
+
+static const float kWeight[4] = {0.5f, -1.0f, 10.0f, -100.0f};
+
+/* A memref expanded to kernel parameters: allocated, aligned, offset,
+ * sizes[rank], strides[rank] (all 8 bytes), as kiln_rt_launch_cuda takes
+ * them. */
+typedef struct {
+  void *allocated, *aligned;
+  int64_t offset, shape[4]; /* sizes then strides */
+} memref_t;
+
+static memref_t memref(void *ptr, int64_t rank, const int64_t *sizes) {
+  memref_t m = {ptr, ptr, 0, {0, 0, 0, 0}};
+  int64_t stride = 1;
+  for (int64_t d = rank - 1; d >= 0; --d) {
+    m.shape[d] = sizes[d];
+    m.shape[rank + d] = stride;
+    stride *= sizes[d];
+  }
+  return m;
+}
+
+/* Appends the parameter pointers of `m` (3 + 2 * rank) to params. */
+static int expand(void **params, int at, memref_t *m, int64_t rank) {
+  params[at++] = &m->allocated;
+  params[at++] = &m->aligned;
+  params[at++] = &m->offset;
+  for (int64_t i = 0; i < 2 * rank; ++i)
+    params[at++] = &m->shape[i];
+  return at;
+}
+
+int32_t kiln_model_main(kiln_rt_ctx *ctx) {
+  int64_t n = kiln_rt_input_dim(ctx, 0, 0);
+  int64_t xdims[2] = {n, 4};
+  int64_t wdims[1] = {4};
+  float *x = (float *)kiln_rt_input(ctx, 0);
+  float *w = (float *)kiln_rt_weight(ctx, 0, kWeight, sizeof(kWeight));
+  float *tmp = (float *)kiln_rt_alloc(ctx, n * 4 * (int64_t)sizeof(float));
+  float *y = (float *)kiln_rt_output(ctx, 0, xdims);
+  float *total = (float *)kiln_rt_output(ctx, 1, NULL);
+  float *arena = (float *)kiln_rt_arena(ctx);
+  if (!w || !tmp || !y || !total)
+    return 1;
+
+  memref_t xm = memref(x, 2, xdims), tm = memref(tmp, 2, xdims);
+  memref_t wm = memref(w, 1, wdims), ym = memref(y, 2, xdims);
+  memref_t am = memref(arena, 0, NULL);
+  void *params[32];
+  int count = expand(params, 0, &xm, 2);
+  count = expand(params, count, &tm, 2);
+  kiln_rt_launch_cuda(ctx, 0, "scale", (n * 4 + 63) / 64, 1, 1, 64, 1, 1, 0,
+                      params);
+  count = expand(params, 0, &tm, 2);
+  count = expand(params, count, &wm, 1);
+  count = expand(params, count, &ym, 2);
+  count = expand(params, count, &am, 0);
+  kiln_rt_launch_cuda(ctx, 1, "add_weight_sum", 1, 1, 1, 64, 1, 1, 0, params);
+  kiln_rt_copy_device(ctx, total, arena, sizeof(float));
+
+#ifdef KILN_FAKE_CUDA_DYNAMIC
+  /* pos = y[y > 0]: count on the device, read the count, allocate, fill. */
+  int64_t *counter = (int64_t *)(arena + 16);
+  memref_t cm = memref(counter, 0, NULL);
+  count = expand(params, 0, &ym, 2);
+  count = expand(params, count, &cm, 0);
+  kiln_rt_launch_cuda(ctx, 2, "count_positive", 1, 1, 1, 64, 1, 1, 0, params);
+  int64_t k = -1;
+  kiln_rt_read_device(ctx, &k, counter, sizeof(k));
+  if (k < 0)
+    return 1;
+  int64_t pdims[1] = {k};
+  float *pos = (float *)kiln_rt_output(ctx, 2, pdims);
+  if (!pos)
+    return 1;
+  memref_t pm = memref(pos, 1, pdims);
+  count = expand(params, 0, &ym, 2);
+  count = expand(params, count, &pm, 1);
+  kiln_rt_launch_cuda(ctx, 3, "gather_positive", k == 0 ? 0 : 1, 1, 1, 64, 1,
+                      1, 0, params);
+#endif
+  (void)count;
+  return 0;
+}
