@@ -9,6 +9,7 @@
 
 #include "mlir/Conversion/Passes.h"
 #include "mlir/Dialect/Bufferization/Transforms/Passes.h"
+#include "mlir/Dialect/GPU/Transforms/Passes.h"
 #include "mlir/Dialect/Linalg/Passes.h"
 #include "mlir/Dialect/MemRef/Transforms/Passes.h"
 #include "mlir/Tools/mlir-opt/MlirOptMain.h"
@@ -19,10 +20,13 @@ int main(int argc, char **argv) {
   mlir::registerLinalgPasses();
   mlir::bufferization::registerBufferizationPasses();
   mlir::memref::registerMemRefPasses();
+  // The device targets' codegen passes.
+  mlir::registerGPUPasses();
   mlir::registerSCFToControlFlowPass();
   mlir::registerConvertMathToLibmPass();
   mlir::registerLowerAffinePass();
   mlir::registerReconcileUnrealizedCastsPass();
+  mlir::registerConvertGpuOpsToNVVMOpsPass();
   mlir::kiln::registerAllKilnPasses();
   mlir::DialectRegistry registry;
   mlir::kiln::registerKilnDialects(registry);

@@ -1,6 +1,6 @@
 //===- kilnc.cpp - Kiln's ahead-of-time compiler --------------------------===//
 //
-//   kilnc model.onnx -o model.so [--target=cpu] [--dump-after=STAGE] [-O N]
+//   kilnc model.onnx -o model.so [--target=cpu|cuda[:sm_90]] [--dump-after=STAGE] [-O N]
 //   kilnc --check model.onnx
 //
 //===----------------------------------------------------------------------===//
@@ -8,10 +8,12 @@
 #include "kiln/Compiler/Compiler.h"
 #include "kiln/Conversion/Passes.h"
 #include "kiln/Import/Onnx/Importer.h"
+#include "kiln/Target/Target.h"
 
 #include "mlir/IR/AsmState.h"
 #include "mlir/IR/Diagnostics.h"
 #include "mlir/IR/MLIRContext.h"
+#include "llvm/ADT/ScopeExit.h"
 #include "llvm/Support/CommandLine.h"
 #include "llvm/Support/FileSystem.h"
 #include "llvm/Support/InitLLVM.h"
@@ -33,12 +35,14 @@ static cl::opt<std::string> inputFile(cl::Positional, cl::desc("<model.onnx>"),
                                       cl::Required);
 static cl::opt<std::string> outputFile("o", cl::desc("Output shared library"),
                                        cl::value_desc("model.so"));
-static cl::opt<std::string> target("target", cl::desc("Target: cpu"),
+static cl::opt<std::string> target("target",
+                                   cl::desc("Target: cpu, cuda, cuda:<chip> "
+                                            "(default chip sm_90)"),
                                    cl::init("cpu"));
 static cl::opt<std::string>
     dumpAfter("dump-after",
               cl::desc("Print the IR after a stage (import, graph, lower, "
-                       "kernels, host, bufferize, llvm) to stdout"),
+                       "kernels, host, bufferize, codegen, llvm) to stdout"),
               cl::init(""));
 static cl::opt<std::string>
     reportFile("report",
@@ -59,6 +63,35 @@ static cl::opt<bool>
                        "whether Kiln supports each, without compiling; exit "
                        "1 if any is unsupported"),
               cl::init(false));
+static cl::opt<std::string>
+    precision("precision",
+              cl::desc("Compute precision: fp32 (default), tf32 (fp32 "
+                       "storage; TF32 tensor-core math on GPUs), fp16 or bf16 "
+                       "(mixed: half with fp32 accumulation and fp32 islands; "
+                       "docs/mixed-precision.md)"),
+              cl::init("fp32"));
+static cl::list<std::string>
+    keepFp32("keep-fp32",
+             cl::desc("Keep these ONNX node names or op types in fp32 "
+                      "(comma-separated, repeatable)"),
+             cl::CommaSeparated, cl::value_desc("NODE|OPTYPE,..."));
+static cl::opt<std::string>
+    calibrateDir("calibrate",
+                 cl::desc("Run the fp32 model on the samples in DIR "
+                          "(input_N.pb, or test_data_set_*/input_N.pb) and "
+                          "keep in fp32 the ops whose values would overflow "
+                          "the half type"),
+                 cl::value_desc("DIR"), cl::init(""));
+static cl::opt<std::string> calibrationRanges(
+    "calibration-ranges",
+    cl::desc("With --calibrate: write the recorded ranges to FILE.json; "
+             "without it: use the ranges in FILE.json"),
+    cl::value_desc("FILE.json"), cl::init(""));
+static cl::list<std::string> exposeIntermediates(
+    "expose-intermediates",
+    cl::desc("Also return intermediate float values as outputs: all of them "
+             "(=all), or the values of these nodes"),
+    cl::CommaSeparated, cl::value_desc("all|NODE,..."));
 
 /// `kilnc --check`: reads the ModelProto (subgraphs included) and prints one
 /// row per operator. Supported means the onnx → linalg lowering has the op
@@ -150,13 +183,21 @@ int main(int argc, char **argv) {
     llvm::errs() << ")\n";
     return 1;
   }
-  if (target != "cpu") {
-    llvm::errs() << "kilnc: unknown target '" << target
-                 << "' (supported: cpu)\n";
-    return 1;
+  {
+    std::string error;
+    if (!kiln::parseTarget(target, error)) {
+      llvm::errs() << "kilnc: " << error << "\n";
+      return 1;
+    }
   }
   if (optLevel < 0 || optLevel > 3) {
     llvm::errs() << "kilnc: -O must be 0, 1, 2 or 3\n";
+    return 1;
+  }
+  if (precision != "fp32" && precision != "tf32" && precision != "fp16" &&
+      precision != "bf16") {
+    llvm::errs() << "kilnc: unknown precision '" << precision
+                 << "' (expected fp32, tf32, fp16 or bf16)\n";
     return 1;
   }
   if (outputFile.empty() && dumpAfter.empty()) {
@@ -225,6 +266,32 @@ int main(int argc, char **argv) {
       llvm::sys::path::parent_path(exe)));
   llvm::sys::path::append(lib, "lib", "libKilnModelRuntime.a");
   options.runtimeLibrary = lib.str().str();
+
+  options.precision = precision;
+  options.keepFp32.assign(keepFp32.begin(), keepFp32.end());
+  for (const std::string &n : exposeIntermediates) {
+    options.exposeIntermediates = true;
+    if (n != "all" && !n.empty())
+      options.exposeNodes.push_back(n);
+  }
+  options.calibrationRanges = calibrationRanges;
+  llvm::SmallString<128> tmpRanges;
+  auto removeTmp = llvm::scope_exit([&] {
+    if (!tmpRanges.empty())
+      llvm::sys::fs::remove(tmpRanges);
+  });
+  if (!calibrateDir.empty()) {
+    if (calibrationRanges.empty()) {
+      if (llvm::sys::fs::createTemporaryFile("kiln-ranges", "json", tmpRanges)) {
+        llvm::errs() << "kilnc: cannot create a temporary file\n";
+        return 1;
+      }
+      options.calibrationRanges = tmpRanges.str().str();
+    }
+    if (failed(kiln::calibrateRanges(*module, calibrateDir,
+                                     options.calibrationRanges, options)))
+      return 1;
+  }
 
   if (outputFile.empty()) {
     // Dump only: run the stages without emitting code.

@@ -17,6 +17,15 @@
  *         arena <bytes>                       static arena size of one instance
  *         input <name> <dtype> <rank> <dim>*  in signature order
  *         output <name> <dtype> <rank> <dim>*
+ *         device <kind> [<chip>]              optional; "cpu" when absent,
+ *                                             "cuda sm_90" for --target=cuda
+ *         kernels <count>                     device kernels (cuda: indices
+ *                                             0..count-1 of kiln_rt_launch_cuda)
+ *         weights <count>                     weight indices of kiln_rt_weight
+ *         graph-capturable                    present when a run has no host
+ *                                             reads of device data and no
+ *                                             symbolic dims: the runtime may
+ *                                             capture it into a CUDA graph
  *       <name>: the ONNX value name, bytes outside [A-Za-z0-9_.:/-] written
  *       as %XX (hex). <dtype>: f16 bf16 f32 f64 i8 i16 i32 i64 u8 u16 u32 u64
  *       bool. <dim>: a non-negative integer, or ?<symbol> for a symbolic dim
@@ -55,9 +64,45 @@ void *kiln_rt_alloc(kiln_rt_ctx *ctx, int64_t bytes);
 void kiln_rt_launch_cpu(kiln_rt_ctx *ctx, void (*kernel)(void **args),
                         void **args);
 
+/*---------------------------------------------------------------------------
+ * Device targets (cuda). On a device target kiln_rt_input, kiln_rt_output,
+ * kiln_rt_arena and kiln_rt_alloc return DEVICE pointers (the runtime stages
+ * host inputs/outputs), and generated code additionally calls:
+ *---------------------------------------------------------------------------*/
+
+/* Launches device kernel `kernel` (0 <= kernel < the signature's "kernels"
+ * count; `name` is its symbol in the device image) on the instance's stream.
+ * `params` is cuLaunchKernel's kernelParams: one pointer per kernel
+ * parameter, each memref expanded to allocated, aligned, offset, sizes[rank],
+ * strides[rank]. On failure records the reason in ctx; once ctx has failed,
+ * later launches do nothing. */
+void kiln_rt_launch_cuda(kiln_rt_ctx *ctx, int64_t kernel, const char *name,
+                         int64_t grid_x, int64_t grid_y, int64_t grid_z,
+                         int64_t block_x, int64_t block_y, int64_t block_z,
+                         int64_t shared_bytes, void **params);
+/* Device copy of weight `index` (0 <= index < the signature's "weights"
+ * count) whose host data is `host` (`bytes` bytes, in the .so): uploaded on
+ * first use, then reused for the instance's lifetime. NULL on failure
+ * (recorded in ctx). */
+void *kiln_rt_weight(kiln_rt_ctx *ctx, int64_t index, const void *host,
+                     int64_t bytes);
+/* Copies `bytes` from device memory to host memory (waits for the stream):
+ * the host program's reads of kernel results (data-dependent sizes). On
+ * failure records the reason in ctx and zero-fills `dst`. */
+void kiln_rt_read_device(kiln_rt_ctx *ctx, void *dst, const void *src,
+                         int64_t bytes);
+/* Device-to-device copy of `bytes` on the stream. */
+void kiln_rt_copy_device(kiln_rt_ctx *ctx, void *dst, const void *src,
+                         int64_t bytes);
+
 /* Defined by generated code. */
 int32_t kiln_model_main(kiln_rt_ctx *ctx);
 extern const char kiln_model_signature[];
+/* Defined by generated code for a cuda target only (the runtime references
+ * them weakly): the device image (a CUDA fatbin holding the cubin for the
+ * chip and its PTX) and its size in bytes. */
+extern const unsigned char kiln_model_cuda_image[];
+extern const int64_t kiln_model_cuda_image_size;
 
 #ifdef __cplusplus
 }

@@ -22,6 +22,7 @@
 #include "mlir/Conversion/MemRefToLLVM/MemRefToLLVM.h"
 #include "mlir/Conversion/UBToLLVM/UBToLLVM.h"
 #include "mlir/Dialect/ControlFlow/IR/ControlFlowOps.h"
+#include "mlir/Dialect/GPU/IR/GPUDialect.h"
 #include "mlir/Dialect/LLVMIR/LLVMDialect.h"
 #include "mlir/Dialect/MemRef/IR/MemRef.h"
 #include "mlir/Transforms/DialectConversion.h"
@@ -205,6 +206,167 @@ struct LaunchOpLowering : public ConvertOpToLLVMPattern<LaunchOp> {
   }
 };
 
+/// `kiln.read` (device targets): copies one element to a stack slot through
+/// the runtime and loads it.
+struct ReadOpLowering : public ConvertOpToLLVMPattern<ReadOp> {
+  using ConvertOpToLLVMPattern::ConvertOpToLLVMPattern;
+  LogicalResult
+  matchAndRewrite(ReadOp op, OpAdaptor adaptor,
+                  ConversionPatternRewriter &rewriter) const override {
+    Location loc = op.getLoc();
+    auto ptrType = LLVM::LLVMPointerType::get(getContext());
+    MemRefType type = op.getBuffer().getType();
+    Type elemType = getTypeConverter()->convertType(type.getElementType());
+    if (!elemType)
+      return failure();
+    Value src = getStridedElementPtr(rewriter, loc, type, adaptor.getBuffer(),
+                                     adaptor.getIndices());
+    Value slot = LLVM::AllocaOp::create(rewriter, loc, ptrType, elemType,
+                                        i64(rewriter, loc, 1));
+    int64_t bytes = (type.getElementTypeBitWidth() + 7) / 8;
+    LLVM::CallOp::create(rewriter, loc, TypeRange{}, "kiln_rt_read_device",
+                         ValueRange{adaptor.getCtx(), slot, src,
+                                    i64(rewriter, loc, bytes)});
+    rewriter.replaceOpWithNewOp<LLVM::LoadOp>(op, elemType, slot);
+    return success();
+  }
+};
+
+/// `kiln.weight` (device targets): the runtime's device copy of a global.
+struct WeightOpLowering : public ConvertOpToLLVMPattern<WeightOp> {
+  using ConvertOpToLLVMPattern::ConvertOpToLLVMPattern;
+  LogicalResult
+  matchAndRewrite(WeightOp op, OpAdaptor adaptor,
+                  ConversionPatternRewriter &rewriter) const override {
+    Location loc = op.getLoc();
+    auto ptrType = LLVM::LLVMPointerType::get(getContext());
+    MemRefType type = op.getBuffer().getType();
+    int64_t bytes = (type.getElementTypeBitWidth() + 7) / 8;
+    for (int64_t d : type.getShape())
+      bytes *= d;
+    Value host = LLVM::AddressOfOp::create(rewriter, loc, ptrType,
+                                           op.getGlobal());
+    Value ptr = LLVM::CallOp::create(
+                    rewriter, loc, TypeRange{ptrType}, "kiln_rt_weight",
+                    ValueRange{adaptor.getCtx(),
+                               i64(rewriter, loc, op.getIndex()), host,
+                               i64(rewriter, loc, bytes)})
+                    .getResult();
+    SmallVector<Value> sizes = allSizes(rewriter, loc, type, {});
+    rewriter.replaceOp(op, buildDescriptor(rewriter, loc, *getTypeConverter(),
+                                           type, ptr, sizes));
+    return success();
+  }
+};
+
+/// Appends the scalar leaves of `value` (structs and arrays flattened in
+/// order): a memref descriptor becomes allocated, aligned, offset, sizes,
+/// strides — the parameters `convert-gpu-to-nvvm` gives a kernel.
+void flattenLeaves(OpBuilder &b, Location loc, Value value,
+                   SmallVectorImpl<Value> &leaves) {
+  Type type = value.getType();
+  if (auto st = dyn_cast<LLVM::LLVMStructType>(type)) {
+    for (auto [i, t] : llvm::enumerate(st.getBody()))
+      flattenLeaves(b, loc,
+                    LLVM::ExtractValueOp::create(b, loc, value,
+                                                 ArrayRef<int64_t>{(int64_t)i}),
+                    leaves);
+    return;
+  }
+  if (auto at = dyn_cast<LLVM::LLVMArrayType>(type)) {
+    for (unsigned i = 0; i < at.getNumElements(); ++i)
+      flattenLeaves(b, loc,
+                    LLVM::ExtractValueOp::create(b, loc, value,
+                                                 ArrayRef<int64_t>{(int64_t)i}),
+                    leaves);
+    return;
+  }
+  leaves.push_back(value);
+}
+
+/// `gpu.launch_func` (device targets): `kiln_rt_launch_cuda` with the
+/// kernel's index and name, its grid, and a kernelParams array of pointers
+/// to stack slots holding each parameter. The context is the enclosing
+/// launcher's first argument.
+struct LaunchFuncOpLowering : public ConvertOpToLLVMPattern<gpu::LaunchFuncOp> {
+  LaunchFuncOpLowering(const LLVMTypeConverter &converter,
+                       const llvm::StringMap<int64_t> &kernelIndex)
+      : ConvertOpToLLVMPattern(converter), kernelIndex(kernelIndex) {}
+
+  LogicalResult
+  matchAndRewrite(gpu::LaunchFuncOp op, OpAdaptor adaptor,
+                  ConversionPatternRewriter &rewriter) const override {
+    Location loc = op.getLoc();
+    auto ptrType = LLVM::LLVMPointerType::get(getContext());
+    auto fn = op->getParentOfType<FunctionOpInterface>();
+    if (!fn || fn.getFunctionBody().empty() ||
+        fn.getFunctionBody().front().getNumArguments() == 0)
+      return op.emitOpError("needs an enclosing launcher taking the context");
+    Value ctx = fn.getFunctionBody().front().getArgument(0);
+    if (!isa<LLVM::LLVMPointerType>(ctx.getType()))
+      return op.emitOpError("the launcher's first argument is not the context");
+    StringRef name = op.getKernelName().getValue();
+    auto it = kernelIndex.find(name);
+    if (it == kernelIndex.end())
+      return failure();
+
+    SmallVector<Value> leaves;
+    for (Value v : adaptor.getKernelOperands())
+      flattenLeaves(rewriter, loc, v, leaves);
+    Value one = i64(rewriter, loc, 1);
+    int64_t n = std::max<size_t>(leaves.size(), 1);
+    Value params = LLVM::AllocaOp::create(
+        rewriter, loc, ptrType, LLVM::LLVMArrayType::get(ptrType, n), one);
+    for (auto [i, leaf] : llvm::enumerate(leaves)) {
+      Value slot =
+          LLVM::AllocaOp::create(rewriter, loc, ptrType, leaf.getType(), one);
+      LLVM::StoreOp::create(rewriter, loc, leaf, slot);
+      Value entry = LLVM::GEPOp::create(rewriter, loc, ptrType, ptrType, params,
+                                        ArrayRef<LLVM::GEPArg>{(int32_t)i});
+      LLVM::StoreOp::create(rewriter, loc, slot, entry);
+    }
+    auto toI64 = [&](Value v) -> Value {
+      if (v.getType().isInteger(64))
+        return v;
+      return LLVM::ZExtOp::create(rewriter, loc, rewriter.getI64Type(), v);
+    };
+    gpu::KernelDim3 grid{adaptor.getGridSizeX(), adaptor.getGridSizeY(),
+                         adaptor.getGridSizeZ()};
+    gpu::KernelDim3 block{adaptor.getBlockSizeX(), adaptor.getBlockSizeY(),
+                          adaptor.getBlockSizeZ()};
+    Value smem = adaptor.getDynamicSharedMemorySize()
+                     ? toI64(adaptor.getDynamicSharedMemorySize())
+                     : i64(rewriter, loc, 0);
+    Value nameAddr = LLVM::AddressOfOp::create(
+        rewriter, loc, ptrType, ("__kiln_kernel_name_" + std::to_string(it->second)));
+    LLVM::CallOp::create(
+        rewriter, loc, TypeRange{}, "kiln_rt_launch_cuda",
+        ValueRange{ctx, i64(rewriter, loc, it->second), nameAddr,
+                   toI64(grid.x), toI64(grid.y), toI64(grid.z),
+                   toI64(block.x), toI64(block.y), toI64(block.z), smem,
+                   params});
+    rewriter.eraseOp(op);
+    return success();
+  }
+
+  const llvm::StringMap<int64_t> &kernelIndex;
+};
+
+/// A constant global holding `bytes` (NUL-terminated when `cString`).
+void createByteGlobal(OpBuilder &b, Location loc, StringRef name,
+                      StringRef bytes, bool external, bool cString,
+                      uint64_t alignment = 1) {
+  std::string data = bytes.str();
+  if (cString)
+    data.push_back('\0');
+  auto type = LLVM::LLVMArrayType::get(b.getI8Type(), data.size());
+  auto global = LLVM::GlobalOp::create(
+      b, loc, type, /*isConstant=*/true,
+      external ? LLVM::Linkage::External : LLVM::Linkage::Internal, name,
+      b.getStringAttr(data), alignment);
+  (void)global;
+}
+
 /// `<kernel>_packed(void **args)`: loads each argument's slot and calls the
 /// C interface wrapper `_mlir_ciface_<kernel>` (memref arguments by pointer
 /// to their descriptor, scalars by value).
@@ -282,6 +444,59 @@ struct ConvertHostToLLVMPass
     declareRuntimeFn(module, "kiln_rt_launch_cpu", voidType,
                      {ptrType, ptrType, ptrType});
 
+    // Device targets: the device image, kernel names and device entries.
+    std::string device;
+    if (auto d = module->getAttrOfType<StringAttr>("kiln.device"))
+      device = d.str();
+    llvm::StringMap<int64_t> kernelIndex;
+    bool hostReads = false;
+    if (!device.empty()) {
+      declareRuntimeFn(module, "kiln_rt_launch_cuda", voidType,
+                       {ptrType, i64Type, ptrType, i64Type, i64Type, i64Type,
+                        i64Type, i64Type, i64Type, i64Type, ptrType});
+      declareRuntimeFn(module, "kiln_rt_weight", ptrType,
+                       {ptrType, i64Type, ptrType, i64Type});
+      declareRuntimeFn(module, "kiln_rt_read_device", voidType,
+                       {ptrType, ptrType, ptrType, i64Type});
+      OpBuilder gb = OpBuilder::atBlockEnd(module.getBody());
+      module.walk([&](gpu::LaunchFuncOp launch) {
+        StringRef name = launch.getKernelName().getValue();
+        if (kernelIndex.count(name))
+          return;
+        int64_t index = kernelIndex.size();
+        kernelIndex[name] = index;
+        createByteGlobal(gb, launch.getLoc(),
+                         "__kiln_kernel_name_" + std::to_string(index), name,
+                         /*external=*/false, /*cString=*/true);
+      });
+      hostReads = !module.getOps<func::FuncOp>().empty() &&
+                  module.walk([](ReadOp) { return WalkResult::interrupt(); })
+                      .wasInterrupted();
+      SmallVector<gpu::BinaryOp> binaries(module.getOps<gpu::BinaryOp>());
+      if (binaries.size() > 1) {
+        module.emitError("expected one device image, found ")
+            << binaries.size();
+        return signalPassFailure();
+      }
+      std::string image;
+      if (!binaries.empty()) {
+        auto objects = binaries.front().getObjects();
+        if (objects.size() != 1) {
+          binaries.front().emitError("expected one device object");
+          return signalPassFailure();
+        }
+        image = cast<gpu::ObjectAttr>(objects[0]).getObject().str();
+        binaries.front().erase();
+      }
+      createByteGlobal(gb, module.getLoc(), "kiln_model_cuda_image", image,
+                       /*external=*/true, /*cString=*/false, 64);
+      LLVM::GlobalOp::create(gb, module.getLoc(), i64Type, /*isConstant=*/true,
+                             LLVM::Linkage::External,
+                             "kiln_model_cuda_image_size",
+                             gb.getI64IntegerAttr(image.size()));
+      module->removeAttr(gpu::GPUDialect::getContainerModuleAttrName());
+    }
+
     // Kernels to give a packed entry, and the signature text.
     LowerToLLVMOptions options(ctx);
     LLVMTypeConverter converter(ctx, options);
@@ -297,7 +512,7 @@ struct ConvertHostToLLVMPass
         io = sig.str();
         insertAllocationChecks(fn);
       }
-      if (!fn->hasAttr("kiln.kernel"))
+      if (!fn->hasAttr("kiln.kernel") || !device.empty())
         continue;
       KernelInfo info{fn.getName().str(), {}, {}};
       for (Type t : fn.getArgumentTypes()) {
@@ -319,7 +534,8 @@ struct ConvertHostToLLVMPass
     index::populateIndexToLLVMConversionPatterns(converter, patterns);
     ub::populateUBToLLVMConversionPatterns(converter, patterns);
     patterns.add<InputOpLowering, OutputOpLowering, BufferOpLowering,
-                 LaunchOpLowering>(converter);
+                 LaunchOpLowering, ReadOpLowering, WeightOpLowering>(converter);
+    patterns.add<LaunchFuncOpLowering>(converter, kernelIndex);
     if (failed(applyPartialConversion(module, target, std::move(patterns))))
       return signalPassFailure();
 
@@ -331,6 +547,18 @@ struct ConvertHostToLLVMPass
       arena = a.getInt();
     std::string text =
         "kiln-signature 1\narena " + std::to_string(arena) + "\n" + io;
+    if (!device.empty()) {
+      int64_t weights = 0;
+      if (auto w = module->getAttrOfType<IntegerAttr>("kiln.num_weights"))
+        weights = w.getInt();
+      text += "device " + device + "\nkernels " +
+              std::to_string(kernelIndex.size()) + "\nweights " +
+              std::to_string(weights) + "\n";
+      // A run the runtime may capture into a CUDA graph: fixed shapes, no
+      // host reads of device data.
+      if (!hostReads && io.find('?') == std::string::npos)
+        text += "graph-capturable\n";
+    }
     text.push_back('\0');
     OpBuilder b = OpBuilder::atBlockEnd(module.getBody());
     auto arrayType = LLVM::LLVMArrayType::get(IntegerType::get(ctx, 8),

@@ -161,5 +161,27 @@ LaunchOp::verifySymbolUses(SymbolTableCollection &symbolTable) {
   return success();
 }
 
+LogicalResult ReadOp::verify() {
+  MemRefType type = getBuffer().getType();
+  if (type.getRank() != static_cast<int64_t>(getIndices().size()))
+    return emitOpError("expects ")
+           << type.getRank() << " indices for " << type << ", got "
+           << getIndices().size();
+  return success();
+}
+
+LogicalResult
+WeightOp::verifySymbolUses(SymbolTableCollection &symbolTable) {
+  auto global = symbolTable.lookupNearestSymbolFrom<memref::GlobalOp>(
+      *this, getGlobalAttr());
+  if (!global)
+    return emitOpError("'") << getGlobal() << "' is not a memref.global";
+  if (global.getType() != getBuffer().getType())
+    return emitOpError("type ") << getBuffer().getType()
+                                << " does not match the global's "
+                                << global.getType();
+  return success();
+}
+
 #define GET_OP_CLASSES
 #include "kiln/Dialect/Kiln/IR/KilnOps.cpp.inc"

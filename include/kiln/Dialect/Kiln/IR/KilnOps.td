@@ -170,4 +170,48 @@ def Kiln_LaunchOp : Kiln_Op<"launch", [
   }];
 }
 
+def Kiln_ReadOp : Kiln_Op<"read", [MemoryEffects<[MemRead]>,
+    TypesMatchWith<"result type matches element type of 'buffer'", "buffer",
+                   "result",
+                   "::llvm::cast<::mlir::MemRefType>($_self).getElementType()">]> {
+  let summary = "Reads one element of a device buffer on the host";
+  let description = [{
+    On a device target, the host program's read of a kernel result (a
+    data-dependent size, a loop condition): a device-to-host copy of one
+    element, which waits for the kernels before it. `kiln-map-kernels-to-gpu`
+    creates it from the `memref.load`s left in host code.
+
+    ```mlir
+    %n = kiln.read %ctx, %count[%c0] : memref<1xi64>
+    ```
+  }];
+  let arguments = (ins Kiln_Context:$ctx, AnyMemRef:$buffer,
+                       Variadic<Index>:$indices);
+  let results = (outs AnyType:$result);
+  let assemblyFormat = [{
+    $ctx `,` $buffer `[` $indices `]` attr-dict `:` type($buffer)
+  }];
+  let hasVerifier = 1;
+}
+
+def Kiln_WeightOp : Kiln_Op<"weight", [Pure,
+    DeclareOpInterfaceMethods<SymbolUserOpInterface>]> {
+  let summary = "The device copy of a constant (weight)";
+  let description = [{
+    On a device target, the buffer of constant `global` (a `memref.global`)
+    in device memory: the runtime uploads it on first use and keeps it for
+    the instance's lifetime. `index` numbers the model's weights 0..N-1.
+
+    ```mlir
+    %w = kiln.weight %ctx @__kiln_constant_0 [3] : memref<64x3x7x7xf32>
+    ```
+  }];
+  let arguments = (ins Kiln_Context:$ctx, FlatSymbolRefAttr:$global,
+                       I64Attr:$index);
+  let results = (outs AnyStaticShapeMemRef:$buffer);
+  let assemblyFormat = [{
+    $ctx $global `[` $index `]` attr-dict `:` type($buffer)
+  }];
+}
+
 #endif // KILN_DIALECT_KILN_IR_KILNOPS_TD

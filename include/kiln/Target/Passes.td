@@ -1,0 +1,59 @@
+//===- Passes.td - Kiln's target codegen passes ------------*- tablegen -*-===//
+#ifndef KILN_TARGET_PASSES_TD
+#define KILN_TARGET_PASSES_TD
+
+include "mlir/Pass/PassBase.td"
+
+def KilnMapKernelsToGPU : Pass<"kiln-map-kernels-to-gpu", "ModuleOp"> {
+  let summary = "Maps bufferized kernels and the host program onto a GPU";
+  let description = [{
+    Runs after bufferization on a device target. Each kernel function becomes
+    a host-side launcher that takes the runtime context first: its linalg
+    ops become parallel loops, each top-level parallel loop nest becomes one
+    `gpu.launch` (iterations flattened over blocks of threads, one thread per
+    iteration), and the remaining memory accesses run in single-thread
+    launches. Kernel-internal allocations become run-scoped `kiln.buffer`s
+    (device scratch). `kiln.launch` becomes a call of the launcher; in host
+    code `memref.get_global` becomes `kiln.weight` and `memref.load` becomes
+    `kiln.read` (a device-to-host copy). Sets `gpu.container_module` and the
+    module's `kiln.device`.
+  }];
+  let options = [
+    Option<"device", "device", "std::string", /*default=*/"\"cuda sm_90\"",
+           "Device kind and chip written into the signature">,
+    Option<"blockSize", "block-size", "int64_t", /*default=*/"256",
+           "Threads per block of a parallel loop nest">,
+  ];
+  let dependentDialects = ["::mlir::gpu::GPUDialect",
+                           "::mlir::scf::SCFDialect",
+                           "::mlir::arith::ArithDialect",
+                           "::mlir::kiln::KilnDialect"];
+}
+
+def KilnMergeGPUModules : Pass<"kiln-merge-gpu-modules", "ModuleOp"> {
+  let summary = "Moves every outlined kernel into one gpu.module";
+  let description = [{
+    `gpu-kernel-outlining` makes one `gpu.module` per kernel; a model needs
+    one device image loaded once. Moves all `gpu.func`s into
+    `@kiln_kernels` and retargets the `gpu.launch_func`s.
+  }];
+  let dependentDialects = ["::mlir::gpu::GPUDialect"];
+}
+
+def KilnFinalizeDeviceMemRefs
+    : Pass<"kiln-finalize-device-memrefs", "gpu::GPUModuleOp"> {
+  let summary = "Lowers a gpu.module's cf/arith/index or memref ops to LLVM";
+  let description = [{
+    `convert-gpu-to-nvvm` expects branches and arithmetic already lowered
+    (`stage=before-nvvm`) and leaves memref loads, stores and views to
+    `finalize-memref-to-llvm` (`stage=after-nvvm`); the upstream passes run
+    on whole modules (host code too), this one on one device module.
+  }];
+  let options = [
+    Option<"stage", "stage", "std::string", /*default=*/"\"after-nvvm\"",
+           "before-nvvm (cf, arith, index) or after-nvvm (memref)">,
+  ];
+  let dependentDialects = ["::mlir::LLVM::LLVMDialect"];
+}
+
+#endif // KILN_TARGET_PASSES_TD

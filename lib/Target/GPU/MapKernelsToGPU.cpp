@@ -1,0 +1,436 @@
+//===- MapKernelsToGPU.cpp - Bufferized kernels onto a GPU ----------------===//
+//
+// After bufferization, every kernel function holds linalg ops (and the odd
+// loop or scalar access) on memrefs. On a device target:
+//   - each kernel function takes the runtime context first and becomes a
+//     host-side launcher; `kiln.launch` becomes a call of it;
+//   - allocations inside kernels become run-scoped `kiln.buffer`s (device
+//     scratch from the runtime), their deallocations go away;
+//   - linalg ops become parallel loop nests (reduction dims as sequential
+//     loops inside); each top-level nest becomes one `gpu.launch` whose
+//     threads each run one iteration of the flattened nest;
+//   - other memory accesses in host code run in single-thread launches,
+//     consecutive ones grouped into one launch;
+//   - host code reads device data only through `kiln.read` and sees
+//     constants only through `kiln.weight`.
+//
+//===----------------------------------------------------------------------===//
+
+#include "kiln/Target/Passes.h"
+
+#include "mlir/Conversion/LLVMCommon/ConversionTarget.h"
+#include "mlir/Conversion/LLVMCommon/TypeConverter.h"
+#include "mlir/Conversion/ArithToLLVM/ArithToLLVM.h"
+#include "mlir/Conversion/ControlFlowToLLVM/ControlFlowToLLVM.h"
+#include "mlir/Conversion/IndexToLLVM/IndexToLLVM.h"
+#include "mlir/Conversion/MemRefToLLVM/MemRefToLLVM.h"
+#include "mlir/Dialect/ControlFlow/IR/ControlFlow.h"
+#include "mlir/Dialect/Index/IR/IndexDialect.h"
+#include "mlir/Dialect/Func/IR/FuncOps.h"
+#include "mlir/Transforms/DialectConversion.h"
+#include "mlir/Dialect/Linalg/IR/Linalg.h"
+#include "mlir/Dialect/Linalg/Transforms/Transforms.h"
+#include "mlir/Dialect/MemRef/IR/MemRef.h"
+#include "mlir/IR/IRMapping.h"
+#include "mlir/IR/PatternMatch.h"
+#include "mlir/Interfaces/SideEffectInterfaces.h"
+
+namespace mlir::kiln {
+#define GEN_PASS_DEF_KILNMAPKERNELSTOGPU
+#define GEN_PASS_DEF_KILNMERGEGPUMODULES
+#define GEN_PASS_DEF_KILNFINALIZEDEVICEMEMREFS
+#include "kiln/Target/Passes.h.inc"
+} // namespace mlir::kiln
+
+using namespace mlir;
+using namespace mlir::kiln;
+
+namespace {
+
+/// Ops that may run on the host: no memory access (shape arithmetic, views,
+/// constants, dims) and the host program's own ops.
+bool isHostOp(Operation *op) {
+  if (isa<BufferOp, OutputOp, InputOp, WeightOp, ReadOp, func::CallOp,
+          gpu::LaunchOp>(op))
+    return true;
+  if (op->getNumRegions() != 0)
+    return false;
+  return isMemoryEffectFree(op);
+}
+
+/// Whether `op` (a region op) stays on the host as control flow, its body
+/// mapped op by op: in host code whose loads are host reads, always; in a
+/// kernel, when it holds parallel loop nests (worth launching) and nothing
+/// in it reads device memory (its conditions and yields are host values).
+bool isHostControlFlow(Operation *op, bool hostLoads) {
+  if (!isa<scf::ForOp, scf::IfOp, scf::WhileOp, scf::ExecuteRegionOp,
+           scf::IndexSwitchOp>(op))
+    return false;
+  if (hostLoads)
+    return true;
+  bool hasParallel = false, reads = false;
+  op->walk<WalkOrder::PreOrder>([&](Operation *inner) {
+    if (isa<scf::ParallelOp>(inner)) {
+      hasParallel = true;
+      return WalkResult::skip();
+    }
+    if (inner->getNumResults() != 0 && !isHostOp(inner) &&
+        !isa<scf::ForOp, scf::IfOp, scf::WhileOp, scf::ExecuteRegionOp,
+             scf::IndexSwitchOp>(inner))
+      reads = true;
+    return WalkResult::advance();
+  });
+  return hasParallel && !reads;
+}
+
+class GPUMapper {
+public:
+  GPUMapper(Value ctx, int64_t blockSize, bool hostLoads)
+      : ctx(ctx), blockSize(blockSize), hostLoads(hostLoads) {}
+
+  LogicalResult mapBlock(Block &block);
+
+private:
+  LogicalResult flush(SmallVectorImpl<Operation *> &group);
+  LogicalResult mapParallel(scf::ParallelOp par);
+
+  Value ctx;
+  int64_t blockSize;
+  bool hostLoads;
+};
+
+LogicalResult GPUMapper::mapBlock(Block &block) {
+  SmallVector<Operation *> group;
+  llvm::SmallPtrSet<Operation *, 16> inGroup;
+  for (Operation &opRef : llvm::make_early_inc_range(block)) {
+    Operation *op = &opRef;
+    if (op->hasTrait<OpTrait::IsTerminator>()) {
+      if (failed(flush(group)))
+        return failure();
+      inGroup.clear();
+      continue;
+    }
+    bool usesGroupValue = llvm::any_of(op->getOperands(), [&](Value v) {
+      Operation *def = v.getDefiningOp();
+      return def && inGroup.contains(def);
+    });
+    if (!usesGroupValue) {
+      if (hostLoads && isa<memref::LoadOp>(op)) {
+        // A host read of device data.
+        auto load = cast<memref::LoadOp>(op);
+        OpBuilder b(op);
+        Value read = ReadOp::create(b, op->getLoc(), load.getType(), ctx,
+                                    load.getMemRef(), load.getIndices());
+        load.replaceAllUsesWith(read);
+        load.erase();
+        continue;
+      }
+      if (isHostOp(op))
+        continue;
+      if (auto par = dyn_cast<scf::ParallelOp>(op);
+          par && par.getNumResults() == 0) {
+        if (failed(flush(group)))
+          return failure();
+        inGroup.clear();
+        if (failed(mapParallel(par)))
+          return failure();
+        continue;
+      }
+      if (isHostControlFlow(op, hostLoads)) {
+        if (failed(flush(group)))
+          return failure();
+        inGroup.clear();
+        for (Region &region : op->getRegions())
+          for (Block &inner : region)
+            if (failed(mapBlock(inner)))
+              return failure();
+        continue;
+      }
+    }
+    // Runs on the device, serially, with its neighbours.
+    group.push_back(op);
+    inGroup.insert(op);
+  }
+  return flush(group);
+}
+
+/// Moves `group` (in order) into one single-thread launch placed where the
+/// last op of the group was.
+LogicalResult GPUMapper::flush(SmallVectorImpl<Operation *> &group) {
+  if (group.empty())
+    return success();
+  llvm::SmallPtrSet<Operation *, 16> members(group.begin(), group.end());
+  for (Operation *op : group)
+    for (Operation *user : op->getUsers()) {
+      Operation *owner = user;
+      while (owner && !members.contains(owner))
+        owner = owner->getParentOp();
+      if (!owner)
+        return op->emitError("value computed on the GPU is needed by host "
+                             "code in this kernel (") << *user << ")";
+    }
+  Operation *last = group.back();
+  OpBuilder b(last->getContext());
+  b.setInsertionPointAfter(last);
+  Location loc = last->getLoc();
+  Value one = arith::ConstantIndexOp::create(b, loc, 1);
+  auto launch = gpu::LaunchOp::create(b, loc, one, one, one, one, one, one);
+  Block &body = launch.getBody().front();
+  b.setInsertionPointToEnd(&body);
+  auto term = gpu::TerminatorOp::create(b, loc);
+  for (Operation *op : group)
+    op->moveBefore(term);
+  group.clear();
+  return success();
+}
+
+/// One thread per iteration of the (flattened) nest; blocks of `blockSize`
+/// threads. Nested parallel loops stay loops inside the thread.
+LogicalResult GPUMapper::mapParallel(scf::ParallelOp par) {
+  Location loc = par.getLoc();
+  OpBuilder b(par);
+  Value zero = arith::ConstantIndexOp::create(b, loc, 0);
+  Value one = arith::ConstantIndexOp::create(b, loc, 1);
+  SmallVector<Value> counts;
+  Value total = one;
+  for (auto [lb, ub, step] : llvm::zip(par.getLowerBound(),
+                                       par.getUpperBound(), par.getStep())) {
+    // ceil((ub - lb) / step), at least 0.
+    Value span = arith::SubIOp::create(b, loc, ub, lb);
+    span = arith::MaxSIOp::create(b, loc, span, zero);
+    Value n = arith::CeilDivSIOp::create(b, loc, span, step);
+    counts.push_back(n);
+    total = arith::MulIOp::create(b, loc, total, n);
+  }
+  Value threads = arith::ConstantIndexOp::create(b, loc, blockSize);
+  Value blocks = arith::CeilDivSIOp::create(b, loc, total, threads);
+  blocks = arith::MaxSIOp::create(b, loc, blocks, one);
+  auto launch = gpu::LaunchOp::create(b, loc, blocks, one, one, threads, one,
+                                      one);
+  Block &body = launch.getBody().front();
+  b.setInsertionPointToEnd(&body);
+  auto term = gpu::TerminatorOp::create(b, loc);
+  b.setInsertionPoint(term);
+  Value id = arith::AddIOp::create(
+      b, loc,
+      arith::MulIOp::create(b, loc, launch.getBlockIds().x, threads),
+      launch.getThreadIds().x);
+  Value inRange =
+      arith::CmpIOp::create(b, loc, arith::CmpIPredicate::ult, id, total);
+  auto guard = scf::IfOp::create(b, loc, inRange, /*withElseRegion=*/false);
+  b.setInsertionPoint(guard.thenBlock()->getTerminator());
+  IRMapping map;
+  Value rest = id;
+  for (int64_t i = counts.size() - 1; i >= 0; --i) {
+    Value idx = rest;
+    if (i > 0) {
+      idx = arith::RemUIOp::create(b, loc, rest, counts[i]);
+      rest = arith::DivUIOp::create(b, loc, rest, counts[i]);
+    }
+    Value iv = arith::AddIOp::create(
+        b, loc, par.getLowerBound()[i],
+        arith::MulIOp::create(b, loc, idx, par.getStep()[i]));
+    map.map(par.getInductionVars()[i], iv);
+  }
+  for (Operation &op : par.getBody()->without_terminator())
+    b.clone(op, map);
+  par.erase();
+  return success();
+}
+
+struct MapKernelsToGPUPass
+    : public kiln::impl::KilnMapKernelsToGPUBase<MapKernelsToGPUPass> {
+  using Base::Base;
+
+  void runOnOperation() override {
+    ModuleOp module = getOperation();
+    MLIRContext *context = &getContext();
+    auto ptrType = LLVM::LLVMPointerType::get(context);
+    if (blockSize < 32 || blockSize > 1024 || blockSize % 32 != 0) {
+      module.emitError("block-size must be a multiple of 32 in [32, 1024]");
+      return signalPassFailure();
+    }
+
+    // Launchers take the runtime context first.
+    SmallVector<func::FuncOp> kernels, hosts;
+    for (auto fn : module.getOps<func::FuncOp>()) {
+      if (fn.isExternal())
+        continue;
+      if (fn->hasAttr("kiln.kernel")) {
+        if (failed(fn.insertArgument(0, ptrType, {}, fn.getLoc())))
+          return signalPassFailure();
+        kernels.push_back(fn);
+      } else {
+        hosts.push_back(fn);
+      }
+    }
+    SmallVector<LaunchOp> launches;
+    module.walk([&](LaunchOp op) { launches.push_back(op); });
+    for (LaunchOp op : launches) {
+      OpBuilder b(op);
+      SmallVector<Value> args = {op.getCtx()};
+      llvm::append_range(args, op.getArgs());
+      func::CallOp::create(b, op.getLoc(), op.getKernelAttr(), TypeRange{},
+                           args);
+      op.erase();
+    }
+
+    // Constants: one weight index per global, in module order.
+    llvm::DenseMap<StringAttr, int64_t> weightIndex;
+    for (auto global : module.getOps<memref::GlobalOp>())
+      if (global.getConstant() && global.getInitialValue())
+        weightIndex.try_emplace(global.getSymNameAttr(), weightIndex.size());
+
+    IRRewriter rewriter(context);
+    auto prepare = [&](func::FuncOp fn, Value ctx) -> LogicalResult {
+      // Allocations → run-scoped device buffers; memref.copy → linalg.copy.
+      SmallVector<Operation *> ops;
+      fn.walk([&](Operation *op) { ops.push_back(op); });
+      for (Operation *op : ops) {
+        rewriter.setInsertionPoint(op);
+        if (isa<memref::AllocOp, memref::AllocaOp>(op)) {
+          auto type = cast<MemRefType>(op->getResult(0).getType());
+          if (!type.getLayout().isIdentity() || type.getMemorySpace())
+            return op->emitError("unsupported allocation on the GPU: ")
+                   << type;
+          auto buffer = BufferOp::create(rewriter, op->getLoc(), type, ctx,
+                                         op->getOperands(), IntegerAttr());
+          rewriter.replaceOp(op, buffer.getBuffer());
+        } else if (isa<memref::DeallocOp>(op)) {
+          rewriter.eraseOp(op);
+        } else if (auto copy = dyn_cast<memref::CopyOp>(op)) {
+          linalg::CopyOp::create(rewriter, op->getLoc(), copy.getSource(),
+                                 copy.getTarget());
+          rewriter.eraseOp(op);
+        } else if (auto get = dyn_cast<memref::GetGlobalOp>(op)) {
+          auto it = weightIndex.find(get.getNameAttr().getAttr());
+          if (it == weightIndex.end())
+            return op->emitError("global '")
+                   << get.getName() << "' is not a constant";
+          rewriter.replaceOpWithNewOp<WeightOp>(
+              op, get.getType(), ctx, get.getNameAttr(),
+              rewriter.getI64IntegerAttr(it->second));
+        }
+      }
+      // Linalg → parallel loops (reduction dims as sequential loops).
+      SmallVector<linalg::LinalgOp> linalgOps;
+      fn.walk([&](linalg::LinalgOp op) { linalgOps.push_back(op); });
+      for (linalg::LinalgOp op : linalgOps) {
+        rewriter.setInsertionPoint(op);
+        if (failed(linalg::linalgOpToParallelLoops(rewriter, op)))
+          return op->emitError("cannot lower to loops for the GPU");
+        rewriter.eraseOp(op);
+      }
+      return success();
+    };
+
+    for (func::FuncOp fn : kernels) {
+      Value ctx = fn.getArgument(0);
+      if (failed(prepare(fn, ctx)))
+        return signalPassFailure();
+      GPUMapper mapper(ctx, blockSize, /*hostLoads=*/false);
+      if (failed(mapper.mapBlock(fn.getBody().front())))
+        return signalPassFailure();
+    }
+    for (func::FuncOp fn : hosts) {
+      if (fn.getNumArguments() == 0 ||
+          !isa<LLVM::LLVMPointerType>(fn.getArgumentTypes()[0]))
+        continue;
+      Value ctx = fn.getArgument(0);
+      if (failed(prepare(fn, ctx)))
+        return signalPassFailure();
+      GPUMapper mapper(ctx, blockSize, /*hostLoads=*/true);
+      if (failed(mapper.mapBlock(fn.getBody().front())))
+        return signalPassFailure();
+    }
+
+    module->setAttr(gpu::GPUDialect::getContainerModuleAttrName(),
+                    UnitAttr::get(context));
+    module->setAttr("kiln.device", StringAttr::get(context, device));
+    module->setAttr("kiln.num_weights",
+                    IntegerAttr::get(IntegerType::get(context, 64),
+                                     weightIndex.size()));
+  }
+};
+
+struct MergeGPUModulesPass
+    : public kiln::impl::KilnMergeGPUModulesBase<MergeGPUModulesPass> {
+  void runOnOperation() override {
+    ModuleOp module = getOperation();
+    SmallVector<gpu::GPUModuleOp> modules(module.getOps<gpu::GPUModuleOp>());
+    if (modules.empty())
+      return;
+    OpBuilder b = OpBuilder::atBlockEnd(module.getBody());
+    auto merged = gpu::GPUModuleOp::create(b, module.getLoc(), "kiln_kernels");
+    Block &dest = merged.getBodyRegion().front();
+    // Outlining names each module uniquely but its kernel after the parent
+    // function: the merged kernel takes the module's name.
+    llvm::DenseMap<std::pair<StringAttr, StringAttr>, StringAttr> renamed;
+    for (gpu::GPUModuleOp m : modules) {
+      SmallVector<Operation *> ops;
+      for (Operation &op : m.getBodyRegion().front())
+        if (!op.hasTrait<OpTrait::IsTerminator>())
+          ops.push_back(&op);
+      for (Operation *op : ops) {
+        auto sym = dyn_cast<SymbolOpInterface>(op);
+        if (!sym) {
+          op->moveBefore(&dest, dest.end());
+          continue;
+        }
+        std::string name = ops.size() == 1
+                               ? m.getName().str()
+                               : (m.getName() + "_" + sym.getName()).str();
+        if (SymbolTable::lookupSymbolIn(merged, name)) {
+          m.emitError("two outlined kernels named '") << name << "'";
+          return signalPassFailure();
+        }
+        auto newName = StringAttr::get(&getContext(), name);
+        renamed[{m.getNameAttr(), sym.getNameAttr()}] = newName;
+        sym.setName(newName);
+        op->moveBefore(&dest, dest.end());
+      }
+    }
+    module.walk([&](gpu::LaunchFuncOp launch) {
+      auto it = renamed.find(
+          {launch.getKernelModuleName(), launch.getKernelName()});
+      if (it == renamed.end())
+        return;
+      launch.setKernelAttr(SymbolRefAttr::get(
+          merged.getNameAttr(), {FlatSymbolRefAttr::get(it->second)}));
+    });
+    for (gpu::GPUModuleOp m : modules)
+      m.erase();
+  }
+};
+
+struct FinalizeDeviceMemRefsPass
+    : public kiln::impl::KilnFinalizeDeviceMemRefsBase<
+          FinalizeDeviceMemRefsPass> {
+  using Base::Base;
+  void runOnOperation() override {
+    MLIRContext *context = &getContext();
+    LowerToLLVMOptions options(context);
+    LLVMTypeConverter converter(context, options);
+    RewritePatternSet patterns(context);
+    if (stage == "before-nvvm") {
+      // Branches carry index values: converted with the arithmetic before
+      // convert-gpu-to-nvvm rewrites the kernels' block signatures.
+      cf::populateControlFlowToLLVMConversionPatterns(converter, patterns);
+      arith::populateArithToLLVMConversionPatterns(converter, patterns);
+      index::populateIndexToLLVMConversionPatterns(converter, patterns);
+    } else {
+      populateFinalizeMemRefToLLVMConversionPatterns(converter, patterns);
+    }
+    LLVMConversionTarget target(*context);
+    if (stage == "before-nvvm")
+      target.addIllegalDialect<cf::ControlFlowDialect, arith::ArithDialect,
+                               index::IndexDialect>();
+    else
+      target.addIllegalDialect<memref::MemRefDialect>();
+    if (failed(applyPartialConversion(getOperation(), target,
+                                      std::move(patterns))))
+      signalPassFailure();
+  }
+};
+
+} // namespace

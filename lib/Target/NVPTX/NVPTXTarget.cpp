@@ -1,0 +1,108 @@
+//===- NVPTXTarget.cpp - NVIDIA GPUs through NVVM and ptxas ---------------===//
+//
+// The codegen stage for --target=cuda:<chip>: kernels mapped onto the GPU
+// (kiln-map-kernels-to-gpu), outlined into one gpu.module, lowered through
+// NVVM to PTX, and assembled by the CUDA toolkit's ptxas into a fatbin that
+// holds the cubin for the chip and the PTX (so a newer GPU can JIT it). The
+// host side (launches through kiln_rt_launch_cuda) is lowered with the host
+// program in the llvm stage.
+//
+//===----------------------------------------------------------------------===//
+
+#include "kiln/Target/Passes.h"
+#include "kiln/Target/Target.h"
+
+#include "mlir/Conversion/AffineToStandard/AffineToStandard.h"
+#include "mlir/Conversion/GPUToNVVM/GPUToNVVMPass.h"
+#include "mlir/Conversion/ReconcileUnrealizedCasts/ReconcileUnrealizedCasts.h"
+#include "mlir/Conversion/SCFToControlFlow/SCFToControlFlow.h"
+#include "mlir/Dialect/Arith/Transforms/Passes.h"
+#include "mlir/Dialect/GPU/IR/GPUDialect.h"
+#include "mlir/Dialect/GPU/Transforms/Passes.h"
+#include "mlir/Dialect/LLVMIR/NVVMDialect.h"
+#include "mlir/Dialect/LLVMIR/Transforms/Passes.h"
+#include "mlir/Dialect/MemRef/Transforms/Passes.h"
+#include "mlir/Target/LLVM/NVVM/Target.h"
+#include "mlir/Target/LLVMIR/Dialect/GPU/GPUToLLVMIRTranslation.h"
+#include "mlir/Target/LLVMIR/Dialect/NVVM/NVVMToLLVMIRTranslation.h"
+#include "mlir/Transforms/Passes.h"
+
+using namespace mlir;
+using namespace mlir::kiln;
+
+namespace {
+struct CudaChip {
+  StringRef chip;
+  StringRef ptxFeatures; // PTX ISA version the chip needs
+};
+/// Adding a chip is adding a row (CUDA 13's ptxas has nothing below sm_75).
+const CudaChip kCudaChips[] = {
+    {"sm_75", "+ptx80"},  {"sm_80", "+ptx80"},   {"sm_86", "+ptx80"},
+    {"sm_89", "+ptx80"},  {"sm_90", "+ptx80"},   {"sm_90a", "+ptx80"},
+    {"sm_100", "+ptx86"}, {"sm_120", "+ptx87"},
+};
+
+class NVPTXTarget : public Target {
+public:
+  explicit NVPTXTarget(const CudaChip &chip) : chip(chip) {}
+  std::string getSpec() const override { return ("cuda:" + chip.chip).str(); }
+  bool isDevice() const override { return true; }
+  void buildCodegenPipeline(OpPassManager &pm) const override {
+    KilnMapKernelsToGPUOptions mapOptions;
+    mapOptions.device = ("cuda " + chip.chip).str();
+    pm.addPass(createKilnMapKernelsToGPU(mapOptions));
+    pm.addPass(createCanonicalizerPass());
+    pm.addPass(createGpuKernelOutliningPass());
+    pm.addPass(createKilnMergeGPUModules());
+    GpuNVVMAttachTargetOptions attach;
+    attach.chip = chip.chip.str();
+    attach.features = chip.ptxFeatures.str();
+    attach.optLevel = 3;
+    pm.addPass(createGpuNVVMAttachTarget(attach));
+    OpPassManager &dev = pm.nest<gpu::GPUModuleOp>();
+    dev.addPass(createLowerAffinePass());
+    dev.addPass(arith::createArithExpandOpsPass());
+    dev.addPass(memref::createExpandStridedMetadataPass());
+    dev.addPass(createSCFToControlFlowPass());
+    KilnFinalizeDeviceMemRefsOptions before;
+    before.stage = "before-nvvm";
+    dev.addPass(createKilnFinalizeDeviceMemRefs(before));
+    dev.addPass(createConvertGpuOpsToNVVMOps());
+    // convert-gpu-to-nvvm leaves memref accesses to this one.
+    dev.addPass(createKilnFinalizeDeviceMemRefs());
+    dev.addPass(createCanonicalizerPass());
+    dev.addPass(createCSEPass());
+    dev.addPass(createReconcileUnrealizedCastsPass());
+    GpuModuleToBinaryPassOptions binary;
+    binary.compilationTarget = "fatbin";
+    pm.addPass(createGpuModuleToBinaryPass(binary));
+  }
+
+private:
+  CudaChip chip;
+};
+} // namespace
+
+ArrayRef<StringRef> mlir::kiln::getSupportedCudaChips() {
+  static SmallVector<StringRef> chips = [] {
+    SmallVector<StringRef> v;
+    for (const CudaChip &c : kCudaChips)
+      v.push_back(c.chip);
+    return v;
+  }();
+  return chips;
+}
+
+std::unique_ptr<Target> mlir::kiln::createNVPTXTarget(StringRef chip) {
+  for (const CudaChip &c : kCudaChips)
+    if (c.chip == chip)
+      return std::make_unique<NVPTXTarget>(c);
+  return nullptr;
+}
+
+void mlir::kiln::registerTargetDialects(DialectRegistry &registry) {
+  registry.insert<gpu::GPUDialect, NVVM::NVVMDialect>();
+  NVVM::registerNVVMTargetInterfaceExternalModels(registry);
+  registerGPUDialectTranslation(registry);
+  registerNVVMDialectTranslation(registry);
+}

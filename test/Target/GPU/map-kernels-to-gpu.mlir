@@ -1,0 +1,112 @@
+// RUN: kiln-opt %s --kiln-map-kernels-to-gpu --split-input-file | FileCheck %s
+// RUN: not kiln-opt %s --kiln-map-kernels-to-gpu="block-size=100" --split-input-file 2>&1 | FileCheck %s --check-prefix=BAD
+
+// BAD: block-size must be a multiple of 32
+
+// An elementwise kernel: the launcher takes the context first, the linalg op
+// becomes one launch of ceil(n / 256) blocks of 256 threads, one thread per
+// element, guarded by the flattened iteration count.
+// CHECK-LABEL: func.func private @relu
+// CHECK-SAME: (%[[CTX:.*]]: !llvm.ptr, %[[X:.*]]: memref<?x8xf32>, %[[Y:.*]]: memref<?x8xf32>)
+// CHECK: %[[C256:.*]] = arith.constant 256 : index
+// CHECK: %[[BLOCKS:.*]] = arith.ceildivsi %{{.*}}, %[[C256]]
+// CHECK: gpu.launch blocks(%[[BX:.*]], %{{.*}}, %{{.*}}) in (%{{.*}} = %{{.*}}, %{{.*}} = %c1{{.*}}, %{{.*}} = %c1{{.*}}) threads(%[[TX:.*]], %{{.*}}, %{{.*}}) in (%{{.*}} = %[[C256]]
+// CHECK: %[[ID:.*]] = arith.addi
+// CHECK: arith.cmpi ult, %[[ID]]
+// CHECK: scf.if
+// CHECK: arith.remui
+// CHECK: arith.divui
+// CHECK: memref.load %[[X]]
+// CHECK: arith.maximumf
+// CHECK: memref.store {{.*}}, %[[Y]]
+// CHECK-NOT: linalg.generic
+// The host program calls the launcher with its context; constants become
+// device weights, loads become host reads of device memory.
+// CHECK-LABEL: func.func @kiln_model_main
+// CHECK: %[[W:.*]] = kiln.weight %arg0 @cst[0] : memref<8xf32>
+// CHECK: call @relu(%arg0,
+// CHECK: kiln.read %arg0, %{{.*}}[%{{.*}}] : memref<4xi64>
+// CHECK: module attributes {{.*}}gpu.container_module{{.*}}kiln.device = "cuda sm_90"{{.*}}kiln.num_weights = 1
+#map = affine_map<(d0, d1) -> (d0, d1)>
+module {
+  memref.global "private" constant @cst : memref<8xf32> = dense<1.0>
+  func.func private @relu(%x: memref<?x8xf32>, %y: memref<?x8xf32>) attributes {kiln.kernel} {
+    %cst = arith.constant 0.0 : f32
+    linalg.generic {indexing_maps = [#map, #map], iterator_types = ["parallel", "parallel"]}
+        ins(%x : memref<?x8xf32>) outs(%y : memref<?x8xf32>) {
+    ^bb0(%a: f32, %b: f32):
+      %m = arith.maximumf %a, %cst : f32
+      linalg.yield %m : f32
+    }
+    return
+  }
+  func.func @kiln_model_main(%ctx: !llvm.ptr) -> i32 {
+    %c0 = arith.constant 0 : index
+    %x = kiln.input %ctx[0] : memref<?x8xf32>
+    %w = memref.get_global @cst : memref<8xf32>
+    %n = memref.dim %x, %c0 : memref<?x8xf32>
+    %y = kiln.output %ctx[0](%n) : memref<?x8xf32>
+    kiln.launch %ctx @relu(%x, %y) : memref<?x8xf32>, memref<?x8xf32>
+    %s = kiln.buffer %ctx {offset = 0} : memref<4xi64>
+    %v = memref.load %s[%c0] : memref<4xi64>
+    %r = arith.trunci %v : i64 to i32
+    return %r : i32
+  }
+}
+
+// -----
+
+// A reduction keeps its reduction loop inside the thread; the accumulator's
+// init and the kernel's scratch allocation: the alloc becomes a run-scoped
+// kiln.buffer, its dealloc goes away, the scalar stores into it run in their
+// own launches.
+// CHECK-LABEL: func.func private @rowsum
+// CHECK: %[[T:.*]] = kiln.buffer %arg0(%{{.*}}) : memref<?xf32>
+// CHECK-NOT: memref.alloc
+// CHECK-NOT: memref.dealloc
+// CHECK: gpu.launch
+// CHECK: memref.store %{{.*}}, %[[T]]
+// CHECK: gpu.launch
+// CHECK: scf.for
+// CHECK: memref.load %arg1
+// CHECK: memref.store {{.*}}, %[[T]]
+#id2 = affine_map<(d0, d1) -> (d0, d1)>
+#row = affine_map<(d0, d1) -> (d0)>
+module {
+  func.func private @rowsum(%x: memref<?x64xf32>, %y: memref<?xf32>) attributes {kiln.kernel} {
+    %c0 = arith.constant 0 : index
+    %zero = arith.constant 0.0 : f32
+    %n = memref.dim %x, %c0 : memref<?x64xf32>
+    %t = memref.alloc(%n) : memref<?xf32>
+    linalg.fill ins(%zero : f32) outs(%t : memref<?xf32>)
+    linalg.generic {indexing_maps = [#id2, #row], iterator_types = ["parallel", "reduction"]}
+        ins(%x : memref<?x64xf32>) outs(%t : memref<?xf32>) {
+    ^bb0(%a: f32, %acc: f32):
+      %s = arith.addf %a, %acc : f32
+      linalg.yield %s : f32
+    }
+    memref.copy %t, %y : memref<?xf32> to memref<?xf32>
+    memref.dealloc %t : memref<?xf32>
+    return
+  }
+}
+
+// -----
+
+// Scalar accesses outside loops run on one thread, consecutive ones in one
+// launch.
+// CHECK-LABEL: func.func private @scalars
+// CHECK: gpu.launch blocks({{.*}}) in ({{.*}} = %[[ONE:.*]], {{.*}} = %[[ONE]], {{.*}} = %[[ONE]]) threads({{.*}}) in ({{.*}} = %[[ONE]], {{.*}} = %[[ONE]], {{.*}} = %[[ONE]])
+// CHECK-NEXT: memref.load
+// CHECK-NEXT: arith.addf
+// CHECK-NEXT: memref.store
+// CHECK-NEXT: gpu.terminator
+// CHECK-NOT: gpu.launch
+module {
+  func.func private @scalars(%x: memref<f32>, %y: memref<f32>) attributes {kiln.kernel} {
+    %v = memref.load %x[] : memref<f32>
+    %w = arith.addf %v, %v : f32
+    memref.store %w, %y[] : memref<f32>
+    return
+  }
+}
