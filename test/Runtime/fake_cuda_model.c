@@ -14,6 +14,8 @@
  *   the host program reads back with kiln_rt_read_device (as NonZero does).
  * -DKILN_FAKE_CUDA_NO_IMAGE: no kiln_model_cuda_image.
  * -DKILN_FAKE_CUDA_CHIP="sm_100a": another chip in the signature.
+ * -DKILN_FAKE_CUDA_IMAGE_HEADER="file.h": a real device image
+ *   (test/Runtime/gpu/run_cuda_smoke.sh builds one to run on a GPU).
  *===----------------------------------------------------------------------===*/
 #include "kiln/Runtime/ModelABI.h"
 
@@ -45,7 +47,11 @@ const char kiln_model_signature[] = "kiln-signature 1\n"
                                     "output total f32 0\n";
 #endif
 
-#ifndef KILN_FAKE_CUDA_NO_IMAGE
+#if defined(KILN_FAKE_CUDA_IMAGE_HEADER)
+/* A real fatbin of test/Runtime/gpu/cuda_smoke_kernels.cu (defines
+ * kiln_model_cuda_image and kiln_model_cuda_image_size). */
+#include KILN_FAKE_CUDA_IMAGE_HEADER
+#elif !defined(KILN_FAKE_CUDA_NO_IMAGE)
 const unsigned char kiln_model_cuda_image[] =
     "KILNFAKEIMAGE scale add_weight_sum count_positive gather_positive";
 const int64_t kiln_model_cuda_image_size = sizeof(kiln_model_cuda_image);
@@ -82,7 +88,13 @@ static int expand(void **params, int at, memref_t *m, int64_t rank) {
   return at;
 }
 
+/* Runs of kiln_model_main: run_cuda_smoke.sh exports it to check that CUDA
+ * graph replays skip the host program (hidden by the usual version script).
+ */
+int kiln_fake_main_calls;
+
 int32_t kiln_model_main(kiln_rt_ctx *ctx) {
+  __atomic_fetch_add(&kiln_fake_main_calls, 1, __ATOMIC_RELAXED);
   int64_t n = kiln_rt_input_dim(ctx, 0, 0);
   int64_t xdims[2] = {n, 4};
   int64_t wdims[1] = {4};
@@ -112,7 +124,7 @@ int32_t kiln_model_main(kiln_rt_ctx *ctx) {
 
 #ifdef KILN_FAKE_CUDA_DYNAMIC
   /* pos = y[y > 0]: count on the device, read the count, allocate, fill. */
-  int64_t *counter = (int64_t *)(arena + 16);
+  int64_t *counter = (int64_t *)(arena + 8); /* bytes 32..39 of 64 */
   memref_t cm = memref(counter, 0, NULL);
   count = expand(params, 0, &ym, 2);
   count = expand(params, count, &cm, 0);
