@@ -127,18 +127,20 @@ kiln_status_t *kiln_cuda_model_create(kiln_model_impl *model) {
         KILN_STATUS_INCOMPATIBLE,
         "model compiled for cuda '%s': unknown chip (expected sm_<NN>)",
         model->chip);
-  if (!kiln_model_cuda_image || !&kiln_model_cuda_image_size ||
-      kiln_model_cuda_image_size <= 0)
+  /* A model without kernels (only copies) needs no device image. */
+  int has_image = kiln_model_cuda_image && &kiln_model_cuda_image_size &&
+                  kiln_model_cuda_image_size > 0;
+  if (model->num_kernels > 0 && !has_image)
     return kiln_rtc_make_status(
         KILN_STATUS_INCOMPATIBLE,
-        "model compiled for cuda %s has no device image "
+        "model compiled for cuda %s has %llu kernels but no device image "
         "(kiln_model_cuda_image)",
-        model->chip);
+        model->chip, (unsigned long long)model->num_kernels);
   kiln_cuda_model *cm = (kiln_cuda_model *)calloc(1, sizeof(*cm));
   if (!cm)
     return kiln_rtc_oom_status();
   model->cuda = cm;
-  cm->image = kiln_model_cuda_image;
+  cm->image = model->num_kernels > 0 ? kiln_model_cuda_image : NULL;
 
   const char *path = getenv("KILN_CUDA_DRIVER");
   if (!path || !*path)
@@ -355,7 +357,7 @@ kiln_status_t *kiln_cuda_instance_create(kiln_instance_impl *inst) {
                          "cuStreamCreate");
   }
   ci->stream = ci->own_stream;
-  if (!status) {
+  if (!status && cm->image) {
     r = cu->cuModuleLoadData(&ci->module, cm->image);
     if (r != CUDA_SUCCESS) {
       ci->module = NULL;

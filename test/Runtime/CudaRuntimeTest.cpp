@@ -271,8 +271,30 @@ TEST_F(CudaFakeDriverTest, BadDeviceIndex) {
 
 TEST_F(CudaFakeDriverTest, NoDeviceImage) {
   EXPECT_EQ(loadError(KILN_TEST_CUDA_NO_IMAGE_MODEL),
-            "INCOMPATIBLE: model compiled for cuda sm_90 has no device image "
-            "(kiln_model_cuda_image)");
+            "INCOMPATIBLE: model compiled for cuda sm_90 has 2 kernels but no "
+            "device image (kiln_model_cuda_image)");
+}
+
+// A model of copies only has no kernels and no device image.
+TEST_F(CudaFakeDriverTest, ModelWithoutKernels) {
+  kiln_model_t *model = nullptr;
+  ASSERT_EQ(take(kiln_model_load(KILN_TEST_CUDA_COPY_MODEL, &model)), "");
+  kiln_instance_t *instance = nullptr;
+  ASSERT_EQ(take(kiln_instance_create(model, &instance)), "");
+  for (int run = 0; run < 4; ++run) {
+    Case c(3, static_cast<float>(run));
+    std::vector<kiln_tensor_view_t> in = c.views();
+    kiln_tensor_t *out = nullptr;
+    ASSERT_EQ(take(kiln_instance_run(instance, in.data(), 1, &out, 1)), "");
+    expectFloats(kiln_tensor_data(out), c.x, "y");
+    kiln_tensor_release(out);
+  }
+  fake_cuda_stats s = driver->stats();
+  EXPECT_EQ(s.module_loads - before.module_loads, 0);
+  EXPECT_EQ(s.graph_launches - before.graph_launches, 3); // runs 2 to 4
+  kiln_instance_release(instance);
+  kiln_model_release(model);
+  expectAllReleased();
 }
 
 TEST_F(CudaFakeDriverTest, ModuleLoadFails) {

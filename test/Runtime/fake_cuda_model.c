@@ -13,6 +13,7 @@
  *   third output pos f32 [?K] holds the positive values of y, whose count K
  *   the host program reads back with kiln_rt_read_device (as NonZero does).
  * -DKILN_FAKE_CUDA_NO_IMAGE: no kiln_model_cuda_image.
+ * -DKILN_FAKE_CUDA_COPY: y = x by a device copy: no kernels, no image.
  * -DKILN_FAKE_CUDA_CHIP="sm_100a": another chip in the signature.
  * -DKILN_FAKE_CUDA_IMAGE_HEADER="file.h": a real device image
  *   (test/Runtime/gpu/run_cuda_smoke.sh builds one to run on a GPU).
@@ -25,7 +26,16 @@
 #define KILN_FAKE_CUDA_CHIP "sm_90"
 #endif
 
-#ifdef KILN_FAKE_CUDA_DYNAMIC
+#if defined(KILN_FAKE_CUDA_COPY)
+const char kiln_model_signature[] = "kiln-signature 1\n"
+                                    "arena 0\n"
+                                    "device cuda sm_90\n"
+                                    "kernels 0\n"
+                                    "weights 0\n"
+                                    "graph-capturable\n"
+                                    "input x f32 2 3 4\n"
+                                    "output y f32 2 3 4\n";
+#elif defined(KILN_FAKE_CUDA_DYNAMIC)
 const char kiln_model_signature[] = "kiln-signature 1\n"
                                     "arena 64\n"
                                     "device cuda " KILN_FAKE_CUDA_CHIP "\n"
@@ -51,13 +61,13 @@ const char kiln_model_signature[] = "kiln-signature 1\n"
 /* A real fatbin of test/Runtime/gpu/cuda_smoke_kernels.cu (defines
  * kiln_model_cuda_image and kiln_model_cuda_image_size). */
 #include KILN_FAKE_CUDA_IMAGE_HEADER
-#elif !defined(KILN_FAKE_CUDA_NO_IMAGE)
+#elif !defined(KILN_FAKE_CUDA_NO_IMAGE) && !defined(KILN_FAKE_CUDA_COPY)
 const unsigned char kiln_model_cuda_image[] =
     "KILNFAKEIMAGE scale add_weight_sum count_positive gather_positive";
 const int64_t kiln_model_cuda_image_size = sizeof(kiln_model_cuda_image);
 #endif
 
-static const float kWeight[4] = {0.5f, -1.0f, 10.0f, -100.0f};
+__attribute__((unused)) static const float kWeight[4] = {0.5f, -1.0f, 10.0f, -100.0f};
 
 /* A memref expanded to kernel parameters: allocated, aligned, offset,
  * sizes[rank], strides[rank] (all 8 bytes), as kiln_rt_launch_cuda takes
@@ -67,7 +77,7 @@ typedef struct {
   int64_t offset, shape[4]; /* sizes then strides */
 } memref_t;
 
-static memref_t memref(void *ptr, int64_t rank, const int64_t *sizes) {
+__attribute__((unused)) static memref_t memref(void *ptr, int64_t rank, const int64_t *sizes) {
   memref_t m = {ptr, ptr, 0, {0, 0, 0, 0}};
   int64_t stride = 1;
   for (int64_t d = rank - 1; d >= 0; --d) {
@@ -79,7 +89,7 @@ static memref_t memref(void *ptr, int64_t rank, const int64_t *sizes) {
 }
 
 /* Appends the parameter pointers of `m` (3 + 2 * rank) to params. */
-static int expand(void **params, int at, memref_t *m, int64_t rank) {
+__attribute__((unused)) static int expand(void **params, int at, memref_t *m, int64_t rank) {
   params[at++] = &m->allocated;
   params[at++] = &m->aligned;
   params[at++] = &m->offset;
@@ -93,6 +103,18 @@ static int expand(void **params, int at, memref_t *m, int64_t rank) {
  */
 int kiln_fake_main_calls;
 
+#ifdef KILN_FAKE_CUDA_COPY
+/* y = x, with no kernel at all. */
+int32_t kiln_model_main(kiln_rt_ctx *ctx) {
+  __atomic_fetch_add(&kiln_fake_main_calls, 1, __ATOMIC_RELAXED);
+  int64_t dims[2] = {3, 4};
+  void *y = kiln_rt_output(ctx, 0, dims);
+  if (!y)
+    return 1;
+  kiln_rt_copy_device(ctx, y, kiln_rt_input(ctx, 0), 12 * sizeof(float));
+  return 0;
+}
+#else
 int32_t kiln_model_main(kiln_rt_ctx *ctx) {
   __atomic_fetch_add(&kiln_fake_main_calls, 1, __ATOMIC_RELAXED);
   int64_t n = kiln_rt_input_dim(ctx, 0, 0);
@@ -146,3 +168,4 @@ int32_t kiln_model_main(kiln_rt_ctx *ctx) {
   (void)count;
   return 0;
 }
+#endif
