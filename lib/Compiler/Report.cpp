@@ -2,7 +2,9 @@
 //
 // After the host stage: each kernel with the ONNX nodes it contains, its
 // estimated FLOPs and bytes moved, and the arena against the sum of all
-// intermediates and the largest set of buffers live at once.
+// intermediates and the largest set of buffers live at once. With mixed
+// precision (kiln-mixed-precision), each node's compute type and, for the
+// nodes kept fp32, why.
 //
 //===----------------------------------------------------------------------===//
 
@@ -18,6 +20,8 @@
 #include "mlir/Dialect/Math/IR/Math.h"
 #include "mlir/IR/BuiltinOps.h"
 #include "llvm/ADT/SetVector.h"
+#include <algorithm>
+#include <map>
 #include <set>
 #include <vector>
 #include "llvm/Support/Format.h"
@@ -84,6 +88,56 @@ static int64_t memrefBytes(Type t) {
   return m ? bufferBytes(m) : 0;
 }
 
+/// The `precision` section from the plan kiln-mixed-precision leaves on the
+/// module: the mode, every decided node with its precision (and why, when
+/// fp32), counts per precision and per reason, casts and converted weights.
+static std::optional<llvm::json::Object> precisionReport(ModuleOp module) {
+  auto plan = module->getAttrOfType<DictionaryAttr>("kiln.precision_plan");
+  if (!plan)
+    return std::nullopt;
+  auto str = [](Attribute a) {
+    auto s = dyn_cast_or_null<StringAttr>(a);
+    return s ? s.str() : std::string();
+  };
+  auto num = [&](StringRef key) -> int64_t {
+    auto i = plan.getAs<IntegerAttr>(key);
+    return i ? i.getInt() : 0;
+  };
+  llvm::json::Array nodes;
+  std::map<std::string, int64_t> perPrecision, perReason;
+  if (auto arr = plan.getAs<ArrayAttr>("nodes")) {
+    for (Attribute a : arr) {
+      auto d = dyn_cast<DictionaryAttr>(a);
+      if (!d)
+        continue;
+      llvm::json::Object n{{"node", str(d.get("node"))},
+                           {"op", str(d.get("op"))},
+                           {"precision", str(d.get("precision"))}};
+      ++perPrecision[str(d.get("precision"))];
+      if (Attribute r = d.get("reason")) {
+        std::string reason = str(r);
+        n["reason"] = reason;
+        ++perReason[reason.substr(0, reason.find(':'))];
+      }
+      nodes.push_back(std::move(n));
+    }
+  }
+  llvm::json::Object counts, reasons;
+  for (auto &[k, v] : perPrecision)
+    counts[k] = v;
+  for (auto &[k, v] : perReason)
+    reasons[k] = v;
+  return llvm::json::Object{
+      {"mode", str(plan.get("precision"))},
+      {"nodes", std::move(nodes)},
+      {"counts", std::move(counts)},
+      {"fp32_reasons", std::move(reasons)},
+      {"casts", num("casts")},
+      {"converted_constants", num("converted_constants")},
+      {"converted_bytes", num("converted_bytes")},
+  };
+}
+
 llvm::json::Value mlir::kiln::buildCompileReport(ModuleOp module) {
   llvm::json::Array kernels;
   func::FuncOp host;
@@ -135,7 +189,7 @@ llvm::json::Value mlir::kiln::buildCompileReport(ModuleOp module) {
     return 0;
   };
   int64_t numKernels = kernels.size();
-  return llvm::json::Object{
+  llvm::json::Object report{
       {"kernels", std::move(kernels)},
       {"num_kernels", numKernels},
       {"total_flops", flopsKnown ? totalFlops : -1},
@@ -144,6 +198,66 @@ llvm::json::Value mlir::kiln::buildCompileReport(ModuleOp module) {
       {"intermediate_bytes", attr("kiln.intermediate_bytes")},
       {"peak_live_bytes", attr("kiln.peak_live_bytes")},
   };
+  if (std::optional<llvm::json::Object> p = precisionReport(module))
+    report["precision"] = std::move(*p);
+  return report;
+}
+
+/// The terminal lines of the precision section: counts, then the nodes kept
+/// fp32 with their reasons (at most `kMaxListed`).
+static void printPrecisionSummary(const llvm::json::Object &p,
+                                  llvm::raw_ostream &os) {
+  constexpr size_t kMaxListed = 40;
+  os << "  precision " << p.getString("mode").value_or("?") << ":";
+  if (const llvm::json::Object *counts = p.getObject("counts")) {
+    std::vector<std::pair<std::string, int64_t>> sorted;
+    for (const auto &[k, v] : *counts)
+      sorted.push_back({k.str(), v.getAsInteger().value_or(0)});
+    std::sort(sorted.begin(), sorted.end());
+    bool first = true;
+    for (auto &[k, v] : sorted) {
+      os << (first ? " " : ", ") << v << " nodes " << k;
+      first = false;
+    }
+  }
+  if (const llvm::json::Object *reasons = p.getObject("fp32_reasons");
+      reasons && !reasons->empty()) {
+    std::vector<std::pair<std::string, int64_t>> sorted;
+    for (const auto &[k, v] : *reasons)
+      sorted.push_back({k.str(), v.getAsInteger().value_or(0)});
+    std::sort(sorted.begin(), sorted.end());
+    os << " (fp32:";
+    bool first = true;
+    for (auto &[k, v] : sorted) {
+      os << (first ? " " : ", ") << k << " " << v;
+      first = false;
+    }
+    os << ")";
+  }
+  os << "; " << p.getInteger("casts").value_or(0) << " casts; "
+     << p.getInteger("converted_constants").value_or(0)
+     << " constants converted ("
+     << llvm::format("%.2f", p.getInteger("converted_bytes").value_or(0) / 1e6)
+     << " MB)\n";
+  const llvm::json::Array *nodes = p.getArray("nodes");
+  if (!nodes)
+    return;
+  size_t listed = 0, kept = 0;
+  for (const llvm::json::Value &n : *nodes) {
+    const llvm::json::Object *o = n.getAsObject();
+    if (!o || !o->getString("reason"))
+      continue;
+    ++kept;
+    if (listed == kMaxListed)
+      continue;
+    ++listed;
+    os << "    fp32 " << o->getString("node").value_or("?") << " ("
+       << o->getString("op").value_or("?")
+       << "): " << o->getString("reason").value_or("") << "\n";
+  }
+  if (kept > listed)
+    os << "    ... and " << (kept - listed)
+       << " more nodes kept fp32 (listed in the JSON report)\n";
 }
 
 void mlir::kiln::printReportSummary(const llvm::json::Value &report,
@@ -163,6 +277,8 @@ void mlir::kiln::printReportSummary(const llvm::json::Value &report,
      << llvm::format("%.2f", mib(num("intermediate_bytes")))
      << " MiB; largest live set "
      << llvm::format("%.2f", mib(num("peak_live_bytes"))) << " MiB\n";
+  if (const llvm::json::Object *p = obj->getObject("precision"))
+    printPrecisionSummary(*p, os);
   if (const llvm::json::Array *kernels = obj->getArray("kernels")) {
     for (const llvm::json::Value &k : *kernels) {
       const llvm::json::Object *ko = k.getAsObject();

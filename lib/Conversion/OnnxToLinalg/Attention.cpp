@@ -132,6 +132,14 @@ LogicalResult lowerAttention(Operation *op, OpBuilder &b,
   Type elem = tq->getElementType();
   if (!isa<FloatType>(elem))
     return nodeError(op) << "float types only", failure();
+  // Half-precision Q/K/V: both products accumulate in f32, the scores and
+  // the softmax stay f32 (P·V multiplies f32 probabilities by V), and the
+  // output rounds once.
+  bool halfInputs = elem.isF16() || elem.isBF16();
+  Type accElem = halfInputs ? Type(b.getF32Type()) : elem;
+  auto toAcc = [&](OpBuilder &nb, Location l, Value v) -> Value {
+    return halfInputs ? arith::ExtFOp::create(nb, l, accElem, v).getResult() : v;
+  };
   auto optAttr = [&](StringRef n) -> std::optional<int64_t> {
     if (auto a = op->getAttrOfType<IntegerAttr>(n))
       return a.getInt();
@@ -201,8 +209,8 @@ LogicalResult lowerAttention(Operation *op, OpBuilder &b,
   }
 
   // scores[b, h, i, j] = Σ_d Q[b, h, i, d] · K[b, h / g, j, d]
-  Value zeroF = scalarConstant(b, loc, elem, 0.0);
-  auto sType = dynType(4, elem);
+  Value zeroF = scalarConstant(b, loc, accElem, 0.0);
+  auto sType = dynType(4, accElem);
   Value sInit = linalg::FillOp::create(
                     b, loc, zeroF,
                     emptyTensor(b, loc, sType, {batch, q->heads, q->seq, kc.seq}))
@@ -219,8 +227,9 @@ LogicalResult lowerAttention(Operation *op, OpBuilder &b,
                            getAffineDimExpr(2, ctx), getAffineDimExpr(3, ctx)},
                           ctx)},
           it5,
-          [](OpBuilder &nb, Location l, ValueRange a) {
-            Value m = arith::MulFOp::create(nb, l, a[0], a[1]);
+          [&](OpBuilder &nb, Location l, ValueRange a) {
+            Value m = arith::MulFOp::create(nb, l, toAcc(nb, l, a[0]),
+                                            toAcc(nb, l, a[1]));
             linalg::YieldOp::create(nb, l, arith::AddFOp::create(nb, l, a[2], m).getResult());
           })
           .getResult(0);
@@ -248,10 +257,11 @@ LogicalResult lowerAttention(Operation *op, OpBuilder &b,
   Value maskLast = hasMask ? dimValue(b, loc, mask, maskT.getRank() - 1) : Value();
   Value negInf = arith::ConstantOp::create(
       b, loc,
-      FloatAttr::get(elem, APFloat::getInf(cast<FloatType>(elem).getFloatSemantics(), true)));
+      FloatAttr::get(accElem,
+                     APFloat::getInf(cast<FloatType>(accElem).getFloatSemantics(), true)));
   auto biasBody = [&](bool withBias, bool withCap) {
     return [&, withBias, withCap](OpBuilder &nb, Location l, ValueRange a) {
-      Value s = arith::MulFOp::create(nb, l, a[0], scalarConstant(nb, l, elem, scale));
+      Value s = arith::MulFOp::create(nb, l, a[0], scalarConstant(nb, l, accElem, scale));
       if (withBias) {
         Value ib = linalg::IndexOp::create(nb, l, 0);
         Value ih = linalg::IndexOp::create(nb, l, 1);
@@ -273,6 +283,8 @@ LogicalResult lowerAttention(Operation *op, OpBuilder &b,
             Value keep = arith::AndIOp::create(nb, l, m, inCols);
             s = arith::SelectOp::create(nb, l, keep, s, negInf);
           } else {
+            if (halfInputs && isa<FloatType>(m.getType()) && m.getType() != accElem)
+              m = arith::ExtFOp::create(nb, l, accElem, m);
             Value add = arith::SelectOp::create(nb, l, inCols, m, negInf);
             s = arith::AddFOp::create(nb, l, s, add);
           }
@@ -290,7 +302,7 @@ LogicalResult lowerAttention(Operation *op, OpBuilder &b,
         }
       }
       if (withCap && softcap > 0) {
-        Value c = scalarConstant(nb, l, elem, softcap);
+        Value c = scalarConstant(nb, l, accElem, softcap);
         s = arith::MulFOp::create(
             nb, l, math::TanhOp::create(nb, l, arith::DivFOp::create(nb, l, s, c)), c);
       }
@@ -334,6 +346,12 @@ LogicalResult lowerAttention(Operation *op, OpBuilder &b,
       });
   if (mode == 3)
     qkOut = probs;
+  if (qkOut && halfInputs)
+    qkOut = buildBroadcastGeneric(
+        b, loc, dynType(4, elem), {qkOut}, dyn4, {},
+        [&](OpBuilder &nb, Location l, ValueRange a) -> Value {
+          return arith::TruncFOp::create(nb, l, elem, a[0]);
+        });
 
   // Y[b, h, i, e] = Σ_j P[b, h, i, j] · V[b, h / g, j, e]; 3-D outputs are
   // written as [B, S, H, Dv] and reshaped.
@@ -355,11 +373,17 @@ LogicalResult lowerAttention(Operation *op, OpBuilder &b,
                 {AffineMap::get(5, 0, {B, H, I, J}, ctx),
                  viewMap(vc, 5, 0, 1, 4, 3, Value(), group, ctx), yMap},
                 it5,
-                [](OpBuilder &nb, Location l, ValueRange a) {
-                  Value m = arith::MulFOp::create(nb, l, a[0], a[1]);
+                [&](OpBuilder &nb, Location l, ValueRange a) {
+                  Value m = arith::MulFOp::create(nb, l, a[0], toAcc(nb, l, a[1]));
                   linalg::YieldOp::create(nb, l, arith::AddFOp::create(nb, l, a[2], m).getResult());
                 })
                 .getResult(0);
+  if (halfInputs)
+    y = buildBroadcastGeneric(
+        b, loc, dynType(4, elem), {y}, ySizes, {},
+        [&](OpBuilder &nb, Location l, ValueRange a) -> Value {
+          return arith::TruncFOp::create(nb, l, elem, a[0]);
+        });
   if (out3)
     y = reshapeTo(b, loc, y, dynType(3, elem),
                   {batch, q->seq, arith::MulIOp::create(b, loc, q->heads, vc.headSize)});

@@ -212,7 +212,11 @@ LogicalResult lowerEinsum(Operation *op, OpBuilder &b,
     dyn.push_back(tensor::DimOp::create(b, loc, op->getOperand(it->second.first),
                                         it->second.second));
   }
-  Value init = filledTensor(b, loc, *ty, dyn, b.getZeroAttr(elem));
+  // Half-precision operands accumulate in f32 and round once.
+  bool halfInputs = elem.isF16() || elem.isBF16();
+  Type accElem = halfInputs ? Type(b.getF32Type()) : elem;
+  auto accType = RankedTensorType::get(ty->getShape(), accElem);
+  Value init = filledTensor(b, loc, accType, dyn, b.getZeroAttr(accElem));
   SmallVector<utils::IteratorType> iters;
   for (int64_t i = 0; i < nLoops; ++i)
     iters.push_back(i < static_cast<int64_t>(outLabels.size())
@@ -220,18 +224,28 @@ LogicalResult lowerEinsum(Operation *op, OpBuilder &b,
                         : utils::IteratorType::reduction);
   bool fp = isa<FloatType>(elem);
   auto generic = linalg::GenericOp::create(
-      b, loc, TypeRange{*ty}, op->getOperands(), ValueRange{init}, maps, iters,
+      b, loc, TypeRange{accType}, op->getOperands(), ValueRange{init}, maps, iters,
       [&](OpBuilder &nb, Location l, ValueRange a) {
-        Value p = a[0];
+        auto in = [&](unsigned i) -> Value {
+          return halfInputs ? arith::ExtFOp::create(nb, l, accElem, a[i]).getResult()
+                            : a[i];
+        };
+        Value p = in(0);
         for (unsigned i = 1; i < n; ++i)
-          p = fp ? arith::MulFOp::create(nb, l, p, a[i]).getResult()
+          p = fp ? arith::MulFOp::create(nb, l, p, in(i)).getResult()
                  : arith::MulIOp::create(nb, l, p, a[i]).getResult();
         Value acc = a[n];
         Value r = fp ? arith::AddFOp::create(nb, l, acc, p).getResult()
                      : arith::AddIOp::create(nb, l, acc, p).getResult();
         linalg::YieldOp::create(nb, l, r);
       });
-  results.push_back(generic.getResult(0));
+  Value r = generic.getResult(0);
+  if (halfInputs)
+    r = buildElementwise(b, loc, *ty, r,
+                         [&](OpBuilder &nb, Location l, ValueRange a) -> Value {
+                           return arith::TruncFOp::create(nb, l, elem, a[0]);
+                         });
+  results.push_back(r);
   return success();
 }
 

@@ -203,7 +203,8 @@ LogicalResult lowerMatMul(Operation *op, OpBuilder &b,
   return success();
 }
 
-/// Y = alpha·op(A)·op(B) + beta·C.
+/// Y = alpha·op(A)·op(B) + beta·C. Half-precision operands accumulate in
+/// f32; alpha, beta and C are applied in f32 and the result rounds once.
 LogicalResult lowerGemm(Operation *op, OpBuilder &b,
                         SmallVectorImpl<Value> &results) {
   Location loc = op->getLoc();
@@ -220,6 +221,9 @@ LogicalResult lowerGemm(Operation *op, OpBuilder &b,
   Type elem = ty->getElementType();
   if (!isa<FloatType>(elem))
     return nodeError(op) << "Gemm supports float types only", failure();
+  bool halfInputs = elem.isF16() || elem.isBF16();
+  Type accElem = halfInputs ? Type(b.getF32Type()) : elem;
+  auto accType = RankedTensorType::get(ty->getShape(), accElem);
   MLIRContext *ctx = b.getContext();
   AffineExpr m = getAffineDimExpr(0, ctx), n = getAffineDimExpr(1, ctx),
              k = getAffineDimExpr(2, ctx);
@@ -229,26 +233,31 @@ LogicalResult lowerGemm(Operation *op, OpBuilder &b,
       AffineMap::get(3, 0, {m, n}, ctx)};
   SmallVector<Value> dyn = dynSizesFrom(
       b, loc, *ty, {{A, transA ? 1 : 0}, {B, transB ? 0 : 1}});
-  Value init = filledTensor(b, loc, *ty, dyn, scalarAttr(elem, 0));
+  Value init = filledTensor(b, loc, accType, dyn, scalarAttr(accElem, 0));
   Value acc;
   if (!transA && !transB) {
-    acc = linalg::MatmulOp::create(b, loc, TypeRange{*ty}, ValueRange{A, B},
+    acc = linalg::MatmulOp::create(b, loc, TypeRange{accType}, ValueRange{A, B},
                                    ValueRange{init})
               .getResult(0);
   } else {
     acc = linalg::GenericOp::create(
-              b, loc, TypeRange{*ty}, ValueRange{A, B}, ValueRange{init}, maps,
+              b, loc, TypeRange{accType}, ValueRange{A, B}, ValueRange{init}, maps,
               {IteratorType::parallel, IteratorType::parallel,
                IteratorType::reduction},
               [&](OpBuilder &nb, Location l, ValueRange a) {
-                Value p = arith::MulFOp::create(nb, l, a[0], a[1]);
+                Value x = a[0], y = a[1];
+                if (halfInputs) {
+                  x = arith::ExtFOp::create(nb, l, accElem, x);
+                  y = arith::ExtFOp::create(nb, l, accElem, y);
+                }
+                Value p = arith::MulFOp::create(nb, l, x, y);
                 linalg::YieldOp::create(nb, l,
                                         arith::AddFOp::create(nb, l, a[2], p).getResult());
               })
               .getResult(0);
   }
   bool hasC = !onnxops::isNoValue(C) && beta != 0.0;
-  if (alpha == 1.0 && !hasC) {
+  if (alpha == 1.0 && !hasC && !halfInputs) {
     results.push_back(acc);
     return success();
   }
@@ -262,13 +271,17 @@ LogicalResult lowerGemm(Operation *op, OpBuilder &b,
       b, loc, *ty, ins, [&](OpBuilder &nb, Location l, ValueRange a) -> Value {
         Value v = a[0];
         if (alpha != 1.0)
-          v = arith::MulFOp::create(nb, l, v, scalarConstant(nb, l, elem, alpha));
+          v = arith::MulFOp::create(nb, l, v, scalarConstant(nb, l, accElem, alpha));
         if (hasC) {
           Value c = a[1];
+          if (halfInputs)
+            c = arith::ExtFOp::create(nb, l, accElem, c);
           if (beta != 1.0)
-            c = arith::MulFOp::create(nb, l, c, scalarConstant(nb, l, elem, beta));
+            c = arith::MulFOp::create(nb, l, c, scalarConstant(nb, l, accElem, beta));
           v = arith::AddFOp::create(nb, l, v, c);
         }
+        if (halfInputs)
+          v = arith::TruncFOp::create(nb, l, elem, v);
         return v;
       }));
   return success();
@@ -389,6 +402,10 @@ LogicalResult lowerConv(Operation *op, OpBuilder &b,
   Type elem = ty->getElementType();
   if (!isa<FloatType>(elem))
     return nodeError(op) << "Conv supports float types only", failure();
+  // Half-precision operands accumulate in f32; the bias is added in f32 and
+  // the result rounds once.
+  bool halfInputs = elem.isF16() || elem.isBF16();
+  Type accElem = halfInputs ? Type(b.getF32Type()) : elem;
   int64_t G = getInt(op, "group", 1);
   int64_t C = tx->getDimSize(1), F = tw->getDimSize(0);
   if (G <= 0 || C % G || F % G || tw->getDimSize(1) != C / G)
@@ -429,7 +446,8 @@ LogicalResult lowerConv(Operation *op, OpBuilder &b,
       dyn.push_back(arith::AddIOp::create(
           b, loc, q, arith::ConstantIndexOp::create(b, loc, 1)));
     }
-  Value init = filledTensor(b, loc, outType, dyn, scalarAttr(elem, 0));
+  auto accType = RankedTensorType::get(outShape, accElem);
+  Value init = filledTensor(b, loc, accType, dyn, scalarAttr(accElem, 0));
 
   // Loops: n, f, o_0..o_{ns-1}, c, k_0..k_{ns-1}; f = g*Fg + fo is folded
   // into one loop over F with c ranging over C/G: the input channel is
@@ -455,16 +473,45 @@ LogicalResult lowerConv(Operation *op, OpBuilder &b,
   iters.append(1 + ns, IteratorType::reduction);
   Value conv =
       linalg::GenericOp::create(
-          b, loc, TypeRange{outType}, ValueRange{x, op->getOperand(1)},
+          b, loc, TypeRange{accType}, ValueRange{x, op->getOperand(1)},
           ValueRange{init}, maps, iters,
           [&](OpBuilder &nb, Location l, ValueRange a) {
-            Value m = arith::MulFOp::create(nb, l, a[0], a[1]);
+            Value xv = a[0], wv = a[1];
+            if (halfInputs) {
+              xv = arith::ExtFOp::create(nb, l, accElem, xv);
+              wv = arith::ExtFOp::create(nb, l, accElem, wv);
+            }
+            Value m = arith::MulFOp::create(nb, l, xv, wv);
             linalg::YieldOp::create(nb, l, arith::AddFOp::create(nb, l, a[2], m).getResult());
           })
           .getResult(0);
 
   Value bias = op->getOperand(2);
-  if (!onnxops::isNoValue(bias)) {
+  bool hasBias = !onnxops::isNoValue(bias);
+  if (halfInputs) {
+    // Bias in f32, then one rounding to the half type.
+    SmallVector<Value> ins = {conv};
+    if (hasBias) {
+      SmallVector<int64_t> bshape(ns + 1, 1);
+      bshape[0] = F;
+      SmallVector<Value> sizes;
+      for (int64_t s : bshape)
+        sizes.push_back(arith::ConstantIndexOp::create(b, loc, s));
+      ins.push_back(reshapeTo(b, loc, bias, RankedTensorType::get(bshape, elem),
+                              sizes));
+    }
+    results.push_back(buildElementwise(
+        b, loc, outType, ins,
+        [&](OpBuilder &nb, Location l, ValueRange a) -> Value {
+          Value v = a[0];
+          if (hasBias)
+            v = arith::AddFOp::create(
+                nb, l, v, arith::ExtFOp::create(nb, l, accElem, a[1]));
+          return arith::TruncFOp::create(nb, l, elem, v);
+        }));
+    return success();
+  }
+  if (hasBias) {
     // Bias [F] broadcast along dim 1: view it as [F, 1, ..., 1].
     SmallVector<int64_t> bshape(ns + 1, 1);
     bshape[0] = F;

@@ -39,6 +39,11 @@ LogicalResult lowerConvTranspose(Operation *op, OpBuilder &b,
   if (!isa<FloatType>(elem))
     return nodeError(op) << "ConvTranspose supports float types only",
            failure();
+  // Half-precision operands accumulate in f32; the bias is added in f32 and
+  // the result rounds once.
+  bool halfInputs = elem.isF16() || elem.isBF16();
+  Type accElem = halfInputs ? Type(b.getF32Type()) : elem;
+  auto accType = RankedTensorType::get(ty->getShape(), accElem);
   int64_t G = getInt(op, "group", 1);
   int64_t C = tx->getDimSize(1), Fg = tw->getDimSize(1), F = Fg * G;
   if (G <= 0 || C % G || tw->getDimSize(0) != C)
@@ -108,7 +113,7 @@ LogicalResult lowerConvTranspose(Operation *op, OpBuilder &b,
         idx(b, loc, outPad[s] + (kernel[s] - 1) * dil[s] + 1 - padSum));
     dyn.push_back(v);
   }
-  Value init = filledTensor(b, loc, *ty, dyn, scalarAttr(elem, 0));
+  Value init = filledTensor(b, loc, accType, dyn, scalarAttr(accElem, 0));
   if (ty->getDimSize(1) != F)
     return nodeError(op) << "output channels differ from group * weight dim 1",
            failure();
@@ -137,7 +142,7 @@ LogicalResult lowerConvTranspose(Operation *op, OpBuilder &b,
                                          b.getI1Type());
   Value y =
       linalg::GenericOp::create(
-          b, loc, TypeRange{*ty}, ValueRange{op->getOperand(1), shaper},
+          b, loc, TypeRange{accType}, ValueRange{op->getOperand(1), shaper},
           ValueRange{init},
           {AffineMap::get(nl, 0, we, ctx), AffineMap::get(nl, 0, {cE}, ctx),
            AffineMap::get(nl, 0, ye, ctx)},
@@ -179,7 +184,12 @@ LogicalResult lowerConvTranspose(Operation *op, OpBuilder &b,
               ix.push_back(clampIntoRange(nb, l, q, inDims[2 + i]));
             }
             Value xv = tensor::ExtractOp::create(nb, l, x, ix);
-            Value m = arith::MulFOp::create(nb, l, xv, a[0]);
+            Value wv = a[0];
+            if (halfInputs) {
+              xv = arith::ExtFOp::create(nb, l, accElem, xv);
+              wv = arith::ExtFOp::create(nb, l, accElem, wv);
+            }
+            Value m = arith::MulFOp::create(nb, l, xv, wv);
             Value sum = arith::AddFOp::create(nb, l, a[2], m);
             linalg::YieldOp::create(nb, l,
                                     arith::SelectOp::create(nb, l, ok, sum, a[2])
@@ -188,19 +198,28 @@ LogicalResult lowerConvTranspose(Operation *op, OpBuilder &b,
           .getResult(0);
 
   Value bias = op->getNumOperands() > 2 ? op->getOperand(2) : Value();
-  if (bias && !onnxops::isNoValue(bias)) {
+  bool hasBias = bias && !onnxops::isNoValue(bias);
+  SmallVector<Value> ins = {y};
+  if (hasBias) {
     SmallVector<int64_t> bshape(ns + 1, 1);
     bshape[0] = F;
     auto btype = RankedTensorType::get(bshape, elem);
     SmallVector<Value> sizes;
     for (int64_t s : bshape)
       sizes.push_back(idx(b, loc, s));
-    Value b2 = reshapeTo(b, loc, bias, btype, sizes);
-    y = buildElementwise(b, loc, *ty, {y, b2},
-                         [](OpBuilder &nb, Location l, ValueRange a) -> Value {
-                           return arith::AddFOp::create(nb, l, a[0], a[1]);
-                         });
+    ins.push_back(reshapeTo(b, loc, bias, btype, sizes));
   }
+  if (hasBias || halfInputs)
+    y = buildElementwise(
+        b, loc, *ty, ins, [&](OpBuilder &nb, Location l, ValueRange a) -> Value {
+          Value v = a[0];
+          if (hasBias)
+            v = arith::AddFOp::create(
+                nb, l, v,
+                halfInputs ? arith::ExtFOp::create(nb, l, accElem, a[1]).getResult()
+                           : a[1]);
+          return halfInputs ? arith::TruncFOp::create(nb, l, elem, v).getResult() : v;
+        });
   results.push_back(y);
   return success();
 }

@@ -31,4 +31,76 @@ def KilnOnnxSimplify : Pass<"kiln-onnx-simplify", "func::FuncOp"> {
                            "::mlir::tensor::TensorDialect"];
 }
 
+def KilnExposeIntermediates
+    : Pass<"kiln-expose-intermediates", "::mlir::ModuleOp"> {
+  let summary = "Returns intermediate values as extra model outputs";
+  let description = [{
+    Appends the floating-point results of onnx ops (in program order) to the
+    results of each function, so a compiled model also returns them: what
+    `kilnc --calibrate` runs to record every tensor's range and what
+    `kiln-accuracy` compares layer by layer. Each extra output is named by
+    its node's key (the ONNX node name, `#N` added to repeated names, `:I`
+    for result I of a node with several results; the same keys
+    `kiln-mixed-precision` reads calibration ranges by) and carries the
+    result attribute `kiln.exposed`. Values the model already returns are not
+    repeated.
+  }];
+  let options = [
+    ListOption<"nodes", "nodes", "std::string",
+               "Only these node keys (default: every float value)">,
+  ];
+}
+
+def KilnMixedPrecision : Pass<"kiln-mixed-precision", "::mlir::ModuleOp"> {
+  let summary = "Assigns each onnx op a compute type (fp16/bf16 with fp32 islands)";
+  let description = [{
+    Runs the model in half precision where that keeps accuracy, in program
+    order:
+
+    * contractions (MatMul, Gemm, Conv, ConvTranspose, Einsum, Attention) run
+      in the half type; their lowering accumulates in fp32 and rounds once;
+    * elementwise and data-movement ops follow their inputs: half when every
+      non-constant float input is half, else fp32;
+    * numerically sensitive ops stay fp32: Softmax/LogSoftmax,
+      normalizations (statistics), accumulating reductions over more than
+      `reduction-limit` elements, Exp/Log/Pow/Erf (and ops built on them),
+      and ops without a half rule (recurrences, control flow, ...);
+    * an op whose constant operands (finite values) exceed the half type's
+      range stays fp32, and so does one pinned by `keep-fp32` (node names or
+      op types);
+    * with calibration ranges (`ranges`, JSON written by `kilnc
+      --calibrate`), an op stays fp32 when a float input or result would
+      overflow the half type (max |x| · headroom > 65504 for fp16) or lie
+      wholly in its subnormal range.
+
+    Casts (onnx.Cast) are placed only at the borders of the fp32 islands,
+    then cleaned: a cast of a cast through an exactly representable middle
+    type becomes one cast (f16→f32→f16 disappears; f32→f16→f32 stays),
+    casts are hoisted through Reshape, Transpose, Flatten, Squeeze, Unsqueeze
+    and Concat when that makes them narrow sooner or meet another cast, and
+    casts of constants are folded (weights are converted once, at compile
+    time). Model inputs and outputs keep their declared types.
+
+    Each decided op gets `kiln.precision` ("fp16", "bf16", "fp32", or "tf32"
+    for contractions in tf32 mode) and, when kept fp32, `kiln.fp32_reason`;
+    the module gets `kiln.precision_plan` (what the compile report lists).
+    `tf32` keeps fp32 storage and only marks the contractions (it allows
+    TF32 tensor-core math on GPUs; nothing changes on the CPU).
+  }];
+  let options = [
+    Option<"precision", "precision", "std::string", "\"fp16\"",
+           "fp32, tf32, fp16 or bf16">,
+    ListOption<"keepFp32", "keep-fp32", "std::string",
+               "Node names or op types kept in fp32">,
+    Option<"ranges", "ranges", "std::string", "\"\"",
+           "Calibration ranges (JSON from kilnc --calibrate)">,
+    Option<"headroom", "headroom", "double", "1.0",
+           "Calibrated |x| is multiplied by this before the range check">,
+    Option<"reductionLimit", "reduction-limit", "int64_t", "16",
+           "Accumulating reductions over more elements stay fp32">,
+  ];
+  let dependentDialects = ["::mlir::arith::ArithDialect",
+                           "::mlir::tensor::TensorDialect"];
+}
+
 #endif // KILN_DIALECT_ONNX_TRANSFORMS_PASSES_TD

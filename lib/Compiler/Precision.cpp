@@ -1,0 +1,263 @@
+//===- Precision.cpp - Mixed precision in the driver ----------------------===//
+//
+// The graph-stage passes that `--precision`, `--keep-fp32` and
+// `--expose-intermediates` add, and the calibration run of `--calibrate`:
+// the fp32 model is compiled with every intermediate float value exposed as
+// an output, loaded through the runtime library, run on the sample inputs,
+// and each tensor's range is written as JSON for kiln-mixed-precision.
+//
+//===----------------------------------------------------------------------===//
+
+#include "kiln/Compiler/Compiler.h"
+
+#include "kiln/Dialect/Onnx/Transforms/Passes.h"
+
+#include "TensorProto.h"
+#include "kiln-c/runtime.h"
+
+#include "mlir/Transforms/Passes.h"
+#include "llvm/ADT/ScopeExit.h"
+#include "llvm/ADT/StringMap.h"
+#include "llvm/Support/FileSystem.h"
+#include "llvm/Support/FormatVariadic.h"
+#include "llvm/Support/JSON.h"
+#include "llvm/Support/Path.h"
+#include "llvm/Support/raw_ostream.h"
+
+#include <algorithm>
+#include <cmath>
+#include <map>
+
+using namespace mlir;
+using namespace mlir::kiln;
+
+void mlir::kiln::buildPrecisionPasses(OpPassManager &pm,
+                                      const CompileOptions &options) {
+  if (options.exposeIntermediates) {
+    KilnExposeIntermediatesOptions o;
+    o.nodes.assign(options.exposeNodes.begin(), options.exposeNodes.end());
+    pm.addPass(createKilnExposeIntermediates(o));
+  }
+  if (!options.precision.empty() && options.precision != "fp32") {
+    KilnMixedPrecisionOptions o;
+    o.precision = options.precision;
+    o.keepFp32.assign(options.keepFp32.begin(), options.keepFp32.end());
+    o.ranges = options.calibrationRanges;
+    pm.addPass(createKilnMixedPrecision(o));
+    pm.addPass(createCanonicalizerPass());
+    pm.addPass(createCSEPass());
+  }
+}
+
+namespace {
+
+/// input_N.pb files of one sample, ordered by N.
+using Sample = std::vector<std::string>;
+
+/// The input_N.pb files directly in `dir`, by N.
+Sample inputFiles(StringRef dir) {
+  std::map<long, std::string> byIndex;
+  std::error_code ec;
+  for (llvm::sys::fs::directory_iterator it(dir, ec), end; it != end && !ec;
+       it.increment(ec)) {
+    StringRef name = llvm::sys::path::filename(it->path());
+    long n;
+    if (name.consume_front("input_") && name.consume_back(".pb") &&
+        !name.getAsInteger(10, n))
+      byIndex[n] = it->path();
+  }
+  Sample s;
+  for (auto &[n, path] : byIndex)
+    s.push_back(path);
+  return s;
+}
+
+struct TensorStats {
+  double min = INFINITY, max = -INFINITY, absmax = 0;
+  int64_t count = 0, nonfinite = 0;
+  void add(double x) {
+    ++count;
+    if (!std::isfinite(x)) {
+      ++nonfinite;
+      return;
+    }
+    min = std::min(min, x);
+    max = std::max(max, x);
+    absmax = std::max(absmax, std::fabs(x));
+  }
+};
+
+bool isFloatDtype(kiln_dtype_t t) {
+  return t == KILN_DTYPE_F32 || t == KILN_DTYPE_F16 || t == KILN_DTYPE_BF16 ||
+         t == KILN_DTYPE_F64;
+}
+
+void addTensor(TensorStats &r, kiln_dtype_t dtype, const void *data, size_t n) {
+  if (dtype == KILN_DTYPE_F32) {
+    const float *f = static_cast<const float *>(data);
+    for (size_t i = 0; i < n; ++i)
+      r.add(f[i]);
+    return;
+  }
+  for (size_t i = 0; i < n; ++i)
+    r.add(::kiln::elementAsDouble(dtype, data, i));
+}
+
+/// Takes the message of a non-null status and frees it.
+std::string takeMessage(kiln_status_t *st) {
+  std::string m = kiln_status_message(st);
+  kiln_status_free(st);
+  return m;
+}
+
+} // namespace
+
+LogicalResult mlir::kiln::calibrateRanges(ModuleOp module, StringRef dir,
+                                          StringRef rangesPath,
+                                          const CompileOptions &options) {
+  Location loc = module.getLoc();
+  auto fail = [&](const Twine &msg) {
+    return emitError(loc) << "--calibrate: " << msg, failure();
+  };
+  // Samples: DIR/input_N.pb and DIR/test_data_set_*/input_N.pb.
+  std::vector<std::pair<std::string, Sample>> samples;
+  if (!llvm::sys::fs::is_directory(dir))
+    return fail("'" + dir + "' is not a directory");
+  if (Sample s = inputFiles(dir); !s.empty())
+    samples.push_back({dir.str(), s});
+  std::vector<std::string> sets;
+  std::error_code ec;
+  for (llvm::sys::fs::directory_iterator it(dir, ec), end; it != end && !ec;
+       it.increment(ec))
+    if (llvm::sys::path::filename(it->path()).starts_with("test_data_set_") &&
+        llvm::sys::fs::is_directory(it->path()))
+      sets.push_back(it->path());
+  std::sort(sets.begin(), sets.end());
+  for (const std::string &d : sets)
+    if (Sample s = inputFiles(d); !s.empty())
+      samples.push_back({d, s});
+  if (samples.empty())
+    return fail("'" + dir +
+                "' holds no input_N.pb files and no test_data_set_* folders "
+                "with them");
+
+  // The fp32 model with every intermediate exposed, on the CPU.
+  OwningOpRef<ModuleOp> clone = module.clone();
+  CompileOptions o = options;
+  o.target = "cpu";
+  o.precision = "fp32";
+  o.keepFp32.clear();
+  o.calibrationRanges.clear();
+  o.exposeIntermediates = true;
+  o.exposeNodes.clear();
+  o.dumpAfter.clear();
+  o.dump = nullptr;
+  o.afterHost = nullptr;
+  SmallString<128> so;
+  if (llvm::sys::fs::createTemporaryFile("kiln-calibrate", "so", so))
+    return fail("cannot create a temporary file");
+  auto removeSo = llvm::scope_exit([&] { llvm::sys::fs::remove(so); });
+  if (failed(compileToSharedLibrary(*clone, so, o)))
+    return failure();
+
+  kiln_model_t *model = nullptr;
+  if (kiln_status_t *st = kiln_model_load(so.c_str(), &model))
+    return fail("cannot load the calibration build: " + takeMessage(st));
+  auto releaseModel = llvm::scope_exit([&] { kiln_model_release(model); });
+  kiln_instance_t *instance = nullptr;
+  if (kiln_status_t *st = kiln_instance_create(model, &instance))
+    return fail(takeMessage(st));
+  auto releaseInstance =
+      llvm::scope_exit([&] { kiln_instance_release(instance); });
+  size_t numInputs = kiln_model_num_inputs(model);
+  size_t numOutputs = kiln_model_num_outputs(model);
+  std::vector<kiln_value_info_t> inInfo(numInputs), outInfo(numOutputs);
+  for (size_t i = 0; i < numInputs; ++i)
+    if (kiln_status_t *st = kiln_model_input_info(model, i, &inInfo[i]))
+      return fail(takeMessage(st));
+  for (size_t i = 0; i < numOutputs; ++i)
+    if (kiln_status_t *st = kiln_model_output_info(model, i, &outInfo[i]))
+      return fail(takeMessage(st));
+
+  llvm::StringMap<TensorStats> ranges;
+  std::vector<std::string> order;
+  auto rangeOf = [&](const std::string &name) -> TensorStats & {
+    auto [it, inserted] = ranges.try_emplace(name);
+    if (inserted)
+      order.push_back(name);
+    return it->second;
+  };
+  for (const auto &[where, files] : samples) {
+    if (files.size() != numInputs)
+      return fail("'" + where + "' has " + Twine(files.size()) +
+                  " input files, the model takes " + Twine(numInputs));
+    // By name where the file's tensor names an input, else in order.
+    std::vector<::kiln::HostTensor> tensors(files.size());
+    std::vector<int> slotOf(files.size(), -1);
+    std::vector<bool> taken(numInputs, false);
+    for (size_t f = 0; f < files.size(); ++f) {
+      std::string error;
+      if (!::kiln::readTensorProtoFile(files[f], tensors[f], error))
+        return fail(error);
+      for (size_t i = 0; i < numInputs; ++i)
+        if (!taken[i] && tensors[f].name == inInfo[i].name) {
+          slotOf[f] = i;
+          taken[i] = true;
+          break;
+        }
+    }
+    for (size_t f = 0, next = 0; f < files.size(); ++f) {
+      if (slotOf[f] >= 0)
+        continue;
+      while (taken[next])
+        ++next;
+      slotOf[f] = next;
+      taken[next] = true;
+    }
+    std::vector<kiln_tensor_view_t> views(numInputs);
+    for (size_t f = 0; f < files.size(); ++f) {
+      const ::kiln::HostTensor &t = tensors[f];
+      const kiln_value_info_t &info = inInfo[slotOf[f]];
+      if (t.dtype != info.dtype)
+        return fail("input '" + Twine(info.name) + "' is " +
+                    kiln_dtype_name(info.dtype) + " but '" + files[f] +
+                    "' holds " + kiln_dtype_name(t.dtype));
+      views[slotOf[f]] = {t.dtype, t.dims.size(), t.dims.data(), t.data.data()};
+      if (isFloatDtype(t.dtype))
+        addTensor(rangeOf(info.name), t.dtype, t.data.data(), t.numElements());
+    }
+    std::vector<kiln_tensor_t *> outs(numOutputs, nullptr);
+    if (kiln_status_t *st = kiln_instance_run(instance, views.data(),
+                                              numInputs, outs.data(),
+                                              numOutputs))
+      return fail("running '" + where + "': " + takeMessage(st));
+    for (size_t i = 0; i < numOutputs; ++i) {
+      kiln_dtype_t dt = kiln_tensor_dtype(outs[i]);
+      if (isFloatDtype(dt))
+        addTensor(rangeOf(outInfo[i].name), dt, kiln_tensor_data(outs[i]),
+                  kiln_tensor_num_elements(outs[i]));
+      kiln_tensor_release(outs[i]);
+    }
+  }
+
+  llvm::json::Object tensors;
+  for (const std::string &name : order) {
+    const TensorStats &r = ranges[name];
+    llvm::json::Object e{{"absmax", r.absmax},
+                         {"count", r.count},
+                         {"nonfinite", r.nonfinite}};
+    if (r.count > r.nonfinite) {
+      e["min"] = r.min;
+      e["max"] = r.max;
+    }
+    tensors[name] = std::move(e);
+  }
+  llvm::json::Object top{{"samples", static_cast<int64_t>(samples.size())},
+                         {"tensors", std::move(tensors)}};
+  std::error_code wec;
+  llvm::raw_fd_ostream os(rangesPath, wec);
+  if (wec)
+    return fail("cannot write '" + rangesPath + "': " + wec.message());
+  os << llvm::formatv("{0:2}", llvm::json::Value(std::move(top))) << "\n";
+  return success();
+}
