@@ -173,8 +173,11 @@ LogicalResult mlir::kiln::lowerToLLVMDialect(ModuleOp module,
                                              const CompileOptions &options) {
   for (StringRef stage : ArrayRef(kStages).drop_front()) {
     PassManager pm(module.getContext());
-    if (failed(buildStagePipeline(pm, stage, options.optLevel)) ||
-        failed(pm.run(module)))
+    if (failed(buildStagePipeline(pm, stage, options.optLevel)))
+      return failure();
+    if (stage == "graph")
+      buildPrecisionPasses(pm, options);
+    if (failed(pm.run(module)))
       return failure();
     if (options.dumpAfter == stage && options.dump)
       options.dump(stage, module);

@@ -15,6 +15,7 @@
 
 #include <functional>
 #include <string>
+#include <vector>
 
 namespace mlir::kiln {
 
@@ -42,7 +43,30 @@ struct CompileOptions {
   /// The runtime archive linked into every model (libKilnModelRuntime.a).
   std::string runtimeLibrary;
   int optLevel = 2;
+  /// Mixed precision (kiln-mixed-precision, docs/mixed-precision.md): fp32,
+  /// tf32, fp16 or bf16; node names or op types kept fp32; calibration
+  /// ranges (JSON from calibrateRanges) or "".
+  std::string precision = "fp32";
+  std::vector<std::string> keepFp32;
+  std::string calibrationRanges;
+  /// Return intermediate float values as extra outputs
+  /// (kiln-expose-intermediates): all, or only `exposeNodes` when not empty.
+  bool exposeIntermediates = false;
+  std::vector<std::string> exposeNodes;
 };
+
+/// The graph-stage passes `options` asks for after the graph optimizer:
+/// kiln-expose-intermediates, kiln-mixed-precision (Precision.cpp).
+void buildPrecisionPasses(OpPassManager &pm, const CompileOptions &options);
+
+/// `kilnc --calibrate=DIR`: compiles `module` (imported, not yet lowered;
+/// left unchanged) in fp32 with every intermediate exposed, runs it through
+/// the runtime on the samples of `dir` (input_N.pb files, or
+/// test_data_set_*/input_N.pb) and writes each tensor's range (absmax, min,
+/// max) as JSON to `rangesPath`.
+LogicalResult calibrateRanges(ModuleOp module, llvm::StringRef dir,
+                              llvm::StringRef rangesPath,
+                              const CompileOptions &options);
 
 /// The compile report of a module after the host stage: each kernel with its
 /// ONNX nodes, estimated FLOPs and bytes moved; the arena against the sum of
