@@ -2,7 +2,7 @@
 // RUN: kiln-opt %s -split-input-file --kiln-mixed-precision="precision=bf16" --canonicalize | FileCheck %s --check-prefix=BF16
 // RUN: kiln-opt %s -split-input-file --kiln-mixed-precision="precision=fp16 keep-fp32=mm1,Relu" --canonicalize | FileCheck %s --check-prefix=PIN
 // RUN: kiln-opt %s -split-input-file --kiln-mixed-precision="precision=tf32" | FileCheck %s --check-prefix=TF32
-// RUN: echo '{"tensors": {"big": {"absmax": 300000.0}, "tiny": {"absmax": 1e-6}, "ok": {"absmax": 60000.0}}}' > %t.ranges.json
+// RUN: echo '{"tensors": {"big": {"absmax": 300000.0}, "tiny": {"absmax": 1e-6}, "ok": {"absmax": 60000.0}, "logits": {"absmax": 1e6}}}' > %t.ranges.json
 // RUN: kiln-opt %s -split-input-file --kiln-mixed-precision="precision=fp16 ranges=%t.ranges.json" --canonicalize | FileCheck %s --check-prefix=CAL
 
 // Contractions run in half with their weights converted at compile time;
@@ -120,6 +120,16 @@ func.func @calibrated(%a: tensor<2x4xf32>, %b: tensor<4x4xf32>) -> (tensor<2x4xf
   %2 = "onnx.MatMul"(%a, %b) : (tensor<2x4xf32>, tensor<4x4xf32>) -> tensor<2x4xf32> loc("tiny")
   %3 = "onnx.MatMul"(%a, %b) : (tensor<2x4xf32>, tensor<4x4xf32>) -> tensor<2x4xf32> loc("ok")
   return %1, %2, %3 : tensor<2x4xf32>, tensor<2x4xf32>, tensor<2x4xf32>
+}
+
+// -----
+
+// A model output's range is recorded under the output's name.
+// CAL-LABEL: func @by_output_name
+// CAL: "onnx.MatMul"({{.*}}) {kiln.fp32_reason = "calibration: result 'logits' reaches |x| = 1e+06 > 65504", kiln.precision = "fp32"}
+func.func @by_output_name(%a: tensor<2x4xf32>, %b: tensor<4x4xf32>) -> (tensor<2x4xf32> {kiln.name = "logits"}) {
+  %0 = "onnx.MatMul"(%a, %b) : (tensor<2x4xf32>, tensor<4x4xf32>) -> tensor<2x4xf32> loc("fc")
+  return %0 : tensor<2x4xf32>
 }
 
 // -----

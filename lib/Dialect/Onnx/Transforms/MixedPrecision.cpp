@@ -236,6 +236,24 @@ struct MixedPrecisionPass
     return "";
   }
 
+  /// Output names of the values the function returns: calibration records
+  /// a model output under its name, not its node's key.
+  DenseMap<Value, std::string> outputNames;
+
+  /// The calibrated max |x| of `v` with the key it was recorded under.
+  std::optional<std::pair<std::string, double>> rangeOf(Value v,
+                                                        const NodeKeys &keys) {
+    for (const std::string &key :
+         {keys.values.lookup(v), outputNames.lookup(v)}) {
+      if (key.empty())
+        continue;
+      auto it = calibrated.find(key);
+      if (it != calibrated.end())
+        return std::make_pair(key, it->second);
+    }
+    return std::nullopt;
+  }
+
   Decision decide(Operation *op, const NodeKeys &keys,
                   const DenseMap<Operation *, Decision> &decided) {
     Decision d;
@@ -326,13 +344,10 @@ struct MixedPrecisionPass
         }
         continue;
       }
-      auto k = keys.values.find(v);
-      if (k == keys.values.end())
+      std::optional<std::pair<std::string, double>> r = rangeOf(v, keys);
+      if (!r)
         continue;
-      auto r = calibrated.find(k->second);
-      if (r == calibrated.end())
-        continue;
-      std::string p = rangeProblem("input", k->second, r->second);
+      std::string p = rangeProblem("input", r->first, r->second);
       if (!p.empty()) {
         d.category = "calibration";
         d.reason = p;
@@ -342,10 +357,10 @@ struct MixedPrecisionPass
     for (OpResult res : op->getResults()) {
       if (!isF32Tensor(res.getType()))
         continue;
-      auto r = calibrated.find(keys.values.lookup(res));
-      if (r == calibrated.end())
+      std::optional<std::pair<std::string, double>> r = rangeOf(res, keys);
+      if (!r)
         continue;
-      std::string p = rangeProblem("result", r->first(), r->second);
+      std::string p = rangeProblem("result", r->first, r->second);
       if (!p.empty()) {
         d.category = "calibration";
         d.reason = p;
@@ -384,6 +399,11 @@ struct MixedPrecisionPass
       if (func.isExternal())
         continue;
       NodeKeys keys = computeNodeKeys(func);
+      outputNames.clear();
+      Operation *ret = func.getBody().back().getTerminator();
+      for (auto [i, v] : llvm::enumerate(ret->getOperands()))
+        if (auto n = func.getResultAttrOfType<StringAttr>(i, "kiln.name"))
+          outputNames.try_emplace(v, n.str());
       DenseMap<Operation *, Decision> decided;
       SmallVector<Operation *> order;
       for (Operation &op : func.getBody().front()) {
