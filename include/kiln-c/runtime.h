@@ -155,6 +155,21 @@ typedef struct kiln_model kiln_model_t;
  * Kiln model or was built for another runtime ABI version. */
 KILN_API kiln_status_t *kiln_model_load(const char *path,
                                         kiln_model_t **out_model);
+/* Loads a model compiled with `kilnc --external-weights`, whose weights live
+ * in a separate file that is memory-mapped (read-only) for the model's
+ * lifetime. `weights_path` NULL or "": the environment variable KILN_WEIGHTS
+ * if set, else the file kilnc recorded (model.weights), next to the model.
+ * (kiln_model_load is this with NULL.) The file must have the layout the
+ * model was compiled for (checked by the hash in its header) and cover every
+ * weight; otherwise NOT_FOUND (missing) or INVALID_ARGUMENT (truncated, not
+ * a weights file, another layout), naming the file and the weight. A model
+ * without external weights fails with INVALID_ARGUMENT when `weights_path`
+ * is given. New weights of the same shapes and dtypes (e.g. written by
+ * utils/models/fill_weights.py from the model's manifest) drop in without
+ * recompiling. */
+KILN_API kiln_status_t *kiln_model_load_with_weights(const char *path,
+                                                     const char *weights_path,
+                                                     kiln_model_t **out_model);
 KILN_API void kiln_model_retain(kiln_model_t *model);
 /* Drops one reference; the library is unloaded with the last one (instances
  * hold a reference). Accepts NULL. */
@@ -185,6 +200,9 @@ KILN_API uint64_t kiln_model_arena_size(const kiln_model_t *model);
 /* Where the model runs: "cpu", or "cuda:<chip>" (e.g. "cuda:sm_90"). Owned
  * by the model; "" for NULL. */
 KILN_API const char *kiln_model_device(const kiln_model_t *model);
+/* The weights file the model mapped ("" without external weights). Owned by
+ * the model. */
+KILN_API const char *kiln_model_weights_path(const kiln_model_t *model);
 
 /*===--------------------------------------------------------------------===*
  * Instances

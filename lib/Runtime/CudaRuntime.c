@@ -50,7 +50,8 @@ struct kiln_cuda_instance {
   CUfunction *functions; /* per kernel, looked up on first launch */
   int64_t *shared_limit; /* per kernel: dynamic shared bytes allowed */
   CUdeviceptr arena;
-  kiln_dev_buffer *weights; /* per weight; capacity = its byte size */
+  kiln_dev_buffer *weights; /* per weight, then per external weight;
+                               capacity = its byte size */
   kiln_dev_buffer *inputs;  /* per input: staging buffers */
   kiln_dev_buffer *outputs; /* per output: device buffers */
   kiln_scratch *scratch;    /* ptr holds a CUdeviceptr */
@@ -265,7 +266,8 @@ void kiln_cuda_instance_destroy(kiln_instance_impl *inst) {
     drop_graph(ci);
     for (size_t i = 0; i < ci->num_scratch; ++i)
       cu->cuMemFree((CUdeviceptr)(uintptr_t)ci->scratch[i].ptr);
-    for (uint64_t i = 0; ci->weights && i < model->num_weights; ++i)
+    for (uint64_t i = 0;
+         ci->weights && i < model->num_weights + model->num_ext_weights; ++i)
       free_buffer(ci, &ci->weights[i]);
     for (size_t i = 0; ci->inputs && i < model->num_inputs; ++i)
       free_buffer(ci, &ci->inputs[i]);
@@ -312,7 +314,7 @@ kiln_status_t *kiln_cuda_instance_create(kiln_instance_impl *inst) {
   ci->cu = &cm->driver;
   ci->graphs_enabled = env_graphs_enabled();
   size_t kernels = (size_t)model->num_kernels + 1;
-  size_t weights = (size_t)model->num_weights + 1;
+  size_t weights = (size_t)model->num_weights + model->num_ext_weights + 1;
   size_t ins = model->num_inputs + 1, outs = model->num_outputs + 1;
   size_t total_rank = 1;
   for (size_t i = 0; i < model->num_outputs; ++i)
@@ -752,12 +754,54 @@ void kiln_rt_launch_cuda(kiln_rt_ctx *ctx, int64_t kernel, const char *name,
   }
 }
 
+/* The device copy in weight cache slot `slot` of `bytes` bytes from `host`:
+ * uploaded on first use, then reused for the instance's lifetime. `what`
+ * names the weight in failures. */
+static void *cached_weight(kiln_rt_ctx *ctx, size_t slot, const void *host,
+                           int64_t bytes, const char *what) {
+  kiln_cuda_instance *ci = ctx->instance->cuda;
+  kiln_dev_buffer *w = &ci->weights[slot];
+  if (w->ptr) {
+    if (w->capacity != (size_t)bytes) {
+      kiln_rt_fail(ctx, KILN_STATUS_INTERNAL,
+                   "kiln_rt_weight: %s is %lld bytes, it was %zu", what,
+                   (long long)bytes, w->capacity);
+      return NULL;
+    }
+    return (void *)(uintptr_t)w->ptr;
+  }
+  if (abort_capture(ctx, "a weight upload"))
+    return NULL;
+  const kiln_cuda_driver *cu = ci->cu;
+  char call[384];
+  CUdeviceptr ptr = 0;
+  CUresult r = cu->cuMemAlloc(&ptr, round_device((size_t)bytes));
+  if (r != CUDA_SUCCESS) {
+    snprintf(call, sizeof(call), "cuMemAlloc of %s (%lld bytes)", what,
+             (long long)bytes);
+    fail_cuda(ctx, r, call);
+    return NULL;
+  }
+  if (bytes > 0) {
+    r = cu->cuMemcpyHtoD(ptr, host, (size_t)bytes);
+    if (r != CUDA_SUCCESS) {
+      cu->cuMemFree(ptr);
+      snprintf(call, sizeof(call), "cuMemcpyHtoD of %s (%lld bytes)", what,
+               (long long)bytes);
+      fail_cuda(ctx, r, call);
+      return NULL;
+    }
+  }
+  w->ptr = ptr;
+  w->capacity = (size_t)bytes;
+  return (void *)(uintptr_t)ptr;
+}
+
 void *kiln_rt_weight(kiln_rt_ctx *ctx, int64_t index, const void *host,
                      int64_t bytes) {
   if (ctx->failed || !is_cuda(ctx, "kiln_rt_weight"))
     return NULL;
   kiln_model_impl *model = ctx->instance->model;
-  kiln_cuda_instance *ci = ctx->instance->cuda;
   if (index < 0 || (uint64_t)index >= model->num_weights || bytes < 0 ||
       (bytes > 0 && !host)) {
     kiln_rt_fail(ctx, KILN_STATUS_INTERNAL,
@@ -767,41 +811,24 @@ void *kiln_rt_weight(kiln_rt_ctx *ctx, int64_t index, const void *host,
                  (unsigned long long)model->num_weights);
     return NULL;
   }
-  kiln_dev_buffer *w = &ci->weights[index];
-  if (w->ptr) {
-    if (w->capacity != (size_t)bytes) {
-      kiln_rt_fail(ctx, KILN_STATUS_INTERNAL,
-                   "kiln_rt_weight: weight %lld is %lld bytes, it was %zu",
-                   (long long)index, (long long)bytes, w->capacity);
-      return NULL;
-    }
-    return (void *)(uintptr_t)w->ptr;
-  }
-  if (abort_capture(ctx, "a weight upload"))
+  char what[64];
+  snprintf(what, sizeof(what), "weight %lld", (long long)index);
+  return cached_weight(ctx, (size_t)index, host, bytes, what);
+}
+
+void *kiln_cuda_external_weight(kiln_rt_ctx *ctx, int64_t index) {
+  if (ctx->failed)
     return NULL;
-  const kiln_cuda_driver *cu = ci->cu;
-  char call[96];
-  CUdeviceptr ptr = 0;
-  CUresult r = cu->cuMemAlloc(&ptr, round_device((size_t)bytes));
-  if (r != CUDA_SUCCESS) {
-    snprintf(call, sizeof(call), "cuMemAlloc of weight %lld (%lld bytes)",
-             (long long)index, (long long)bytes);
-    fail_cuda(ctx, r, call);
+  const void *host = kiln_rt_ext_weight_host(ctx, index);
+  if (!host)
     return NULL;
-  }
-  if (bytes > 0) {
-    r = cu->cuMemcpyHtoD(ptr, host, (size_t)bytes);
-    if (r != CUDA_SUCCESS) {
-      cu->cuMemFree(ptr);
-      snprintf(call, sizeof(call), "cuMemcpyHtoD of weight %lld (%lld bytes)",
-               (long long)index, (long long)bytes);
-      fail_cuda(ctx, r, call);
-      return NULL;
-    }
-  }
-  w->ptr = ptr;
-  w->capacity = (size_t)bytes;
-  return (void *)(uintptr_t)ptr;
+  kiln_model_impl *model = ctx->instance->model;
+  const kiln_ext_weight *w = &model->ext_weights[index];
+  char what[320];
+  snprintf(what, sizeof(what), "external weight %lld ('%s')", (long long)index,
+           w->sig.name);
+  return cached_weight(ctx, (size_t)model->num_weights + (size_t)index, host,
+                       (int64_t)w->bytes, what);
 }
 
 void kiln_rt_read_device(kiln_rt_ctx *ctx, void *dst, const void *src,

@@ -138,6 +138,12 @@ kiln_tensor_view_t kiln_tensor_as_view(const kiln_tensor_t *tensor) {
  *===--------------------------------------------------------------------===*/
 
 kiln_status_t *kiln_model_load(const char *path, kiln_model_t **out_model) {
+  return kiln_model_load_with_weights(path, NULL, out_model);
+}
+
+kiln_status_t *kiln_model_load_with_weights(const char *path,
+                                            const char *weights_path,
+                                            kiln_model_t **out_model) {
   if (!out_model)
     return kiln_rtc_make_status(KILN_STATUS_INVALID_ARGUMENT,
                                 "out_model is NULL");
@@ -200,7 +206,8 @@ kiln_status_t *kiln_model_load(const char *path, kiln_model_t **out_model) {
     dlclose(library);
     return kiln_rtc_oom_status();
   }
-  kiln_status_t *status = adopt(api->model_create(&model->impl));
+  kiln_status_t *status =
+      adopt(api->model_create(path, weights_path, &model->impl));
   if (status) {
     /* A plain malloc'ed block: it outlives dlclose. */
     free(model);
@@ -257,6 +264,10 @@ uint64_t kiln_model_arena_size(const kiln_model_t *model) {
 
 const char *kiln_model_device(const kiln_model_t *model) {
   return model ? model->api->device_name(model->impl) : "";
+}
+
+const char *kiln_model_weights_path(const kiln_model_t *model) {
+  return model ? model->api->weights_path(model->impl) : "";
 }
 
 /*===--------------------------------------------------------------------===*

@@ -23,8 +23,10 @@
 extern "C" {
 #endif
 
-/* 2: device models (device_name, cuda stream/graphs, run_device). */
-#define KILN_MODEL_ABI_VERSION 2u
+/* 2: device models (device_name, cuda stream/graphs, run_device).
+ * 3: external weights (model_create takes the model's and the weights
+ *    file's paths; weights_path). */
+#define KILN_MODEL_ABI_VERSION 3u
 #define KILN_MODEL_API_SYMBOL "kiln_model_api_v1"
 
 /* One malloc'ed block; `message` is NUL-terminated. A status with
@@ -52,7 +54,12 @@ typedef struct kiln_instance_impl kiln_instance_impl;
 typedef struct kiln_model_api_v1_table {
   uint32_t abi_version; /* KILN_MODEL_ABI_VERSION of the model's runtime */
   uint32_t struct_size; /* sizeof(kiln_model_api_v1_table) */
-  kiln_status_t *(*model_create)(kiln_model_impl **out_model);
+  /* `model_path`: the path the loader opened (the default weights file is
+   * looked up next to it); `weights_path`: the caller's weights file or
+   * NULL (KILN_WEIGHTS, then the default). */
+  kiln_status_t *(*model_create)(const char *model_path,
+                                 const char *weights_path,
+                                 kiln_model_impl **out_model);
   void (*model_destroy)(kiln_model_impl *model);
   size_t (*num_inputs)(const kiln_model_impl *model);
   size_t (*num_outputs)(const kiln_model_impl *model);
@@ -79,6 +86,8 @@ typedef struct kiln_model_api_v1_table {
                                         size_t num_inputs,
                                         const kiln_output_view_t *outputs,
                                         size_t num_outputs);
+  /* The memory-mapped weights file; "" without external weights. */
+  const char *(*weights_path)(const kiln_model_impl *model);
 } kiln_model_api_v1_table;
 
 typedef const kiln_model_api_v1_table *(*kiln_model_api_v1_fn)(void);

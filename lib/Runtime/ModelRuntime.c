@@ -11,10 +11,15 @@
  *===----------------------------------------------------------------------===*/
 #include "ModelRuntime.h"
 
+#include <errno.h>
+#include <fcntl.h>
 #include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/mman.h>
+#include <sys/stat.h>
+#include <unistd.h>
 
 /*===--------------------------------------------------------------------===*
  * Signature
@@ -35,6 +40,9 @@ static void model_destroy(kiln_model_impl *model) {
     return;
   if (model->cuda)
     kiln_cuda_model_destroy(model);
+  if (model->weights_map)
+    munmap((void *)model->weights_map, model->weights_map_size);
+  free(model->weights_path);
   for (kiln_meta_block *block = model->meta; block;) {
     kiln_meta_block *next = block->next;
     free(block);
@@ -128,7 +136,8 @@ static int token_is(token_t token, const char *text) {
 }
 
 #define KILN_MAX_RANK 64
-#define KILN_MAX_TOKENS (KILN_MAX_RANK + 4)
+/* `weight <name> <dtype> <rank> <dim>* <offset> <bytes>` is the longest. */
+#define KILN_MAX_TOKENS (KILN_MAX_RANK + 6)
 
 static kiln_status_t *signature_error(int line, const char *what) {
   return kiln_rtc_make_status(KILN_STATUS_INCOMPATIBLE,
@@ -220,10 +229,73 @@ static kiln_status_t *parse_device(kiln_model_impl *model, token_t *tokens,
   return NULL;
 }
 
+/* weights-file <file> <hash: 16 hex digits> <bytes> */
+static kiln_status_t *parse_weights_file(kiln_model_impl *model,
+                                         token_t *tokens, size_t count,
+                                         int line) {
+  if (model->weights_file)
+    return signature_error(line, "second 'weights-file' record");
+  if (count != 4 || tokens[2].end - tokens[2].begin != 16 ||
+      !parse_u64(tokens[3].begin, tokens[3].end, &model->weights_file_bytes))
+    return signature_error(line,
+                           "expected 'weights-file <file> <hash> <bytes>'");
+  uint64_t hash = 0;
+  for (const char *p = tokens[2].begin; p < tokens[2].end; ++p) {
+    int v = hex_value(*p);
+    if (v < 0)
+      return signature_error(line, "bad weights layout hash");
+    hash = hash * 16 + (uint64_t)v;
+  }
+  model->weights_hash = hash;
+  int malformed = 0;
+  model->weights_file =
+      decode_name(model, tokens[1].begin, tokens[1].end, &malformed);
+  if (!model->weights_file)
+    return malformed ? signature_error(line, "bad %XX escape in file name")
+                     : kiln_rtc_oom_status();
+  if (!*model->weights_file || strchr(model->weights_file, '/'))
+    return signature_error(line, "the weights file must be a plain file name");
+  return NULL;
+}
+
+/* weight <name> <dtype> <rank> <dim>* <offset> <bytes> */
+static kiln_status_t *parse_weight(kiln_model_impl *model, token_t *tokens,
+                                   size_t count, int line,
+                                   kiln_ext_weight *weight) {
+  if (count < 6)
+    return signature_error(
+        line, "expected 'weight <name> <dtype> <rank> <dim>* <offset> "
+              "<bytes>'");
+  kiln_status_t *status =
+      parse_value(model, tokens, count - 2, line, &weight->sig);
+  if (status)
+    return status;
+  if (!parse_u64(tokens[count - 2].begin, tokens[count - 2].end,
+                 &weight->offset) ||
+      !parse_u64(tokens[count - 1].begin, tokens[count - 1].end,
+                 &weight->bytes))
+    return signature_error(line, "bad weight offset or size");
+  int overflow = 0;
+  for (size_t d = 0; d < weight->sig.rank; ++d)
+    if (weight->sig.dims[d] < 0)
+      return signature_error(line, "a weight has a symbolic dim");
+  size_t count_elems =
+      kiln_rtc_num_elements(weight->sig.rank, weight->sig.dims, &overflow);
+  size_t bytes = 0;
+  if (overflow || __builtin_mul_overflow(
+                      count_elems, kiln_rtc_dtype_size(weight->sig.dtype),
+                      &bytes) ||
+      bytes != weight->bytes)
+    return signature_error(line, "weight size differs from its dims");
+  if (weight->offset % KILN_ALIGNMENT != 0)
+    return signature_error(line, "weight offset is not 64-byte aligned");
+  return NULL;
+}
+
 static kiln_status_t *parse_signature(kiln_model_impl *model,
                                       const char *text) {
   /* First pass: count records and an upper bound of symbols. */
-  size_t inputs = 0, outputs = 0, max_symbols = 0;
+  size_t inputs = 0, outputs = 0, weights = 0, max_symbols = 0;
   for (const char *p = text; *p;) {
     const char *eol = strchr(p, '\n');
     if (!eol)
@@ -232,6 +304,8 @@ static kiln_status_t *parse_signature(kiln_model_impl *model,
       ++inputs;
     else if (strncmp(p, "output ", 7) == 0)
       ++outputs;
+    else if (strncmp(p, "weight ", 7) == 0)
+      ++weights;
     for (const char *q = p; q < eol; ++q)
       max_symbols += *q == '?';
     p = *eol ? eol + 1 : eol;
@@ -242,7 +316,10 @@ static kiln_status_t *parse_signature(kiln_model_impl *model,
       (kiln_value_sig *)meta_alloc(model, sizeof(kiln_value_sig) * outputs);
   model->symbols =
       (const char **)meta_alloc(model, sizeof(char *) * max_symbols);
-  if (!model->inputs || !model->outputs || !model->symbols)
+  model->ext_weights =
+      (kiln_ext_weight *)meta_alloc(model, sizeof(kiln_ext_weight) * weights);
+  if (!model->inputs || !model->outputs || !model->symbols ||
+      !model->ext_weights)
     return kiln_rtc_oom_status();
 
   int line = 0, have_header = 0, have_arena = 0, have_device = 0;
@@ -302,6 +379,17 @@ static kiln_status_t *parse_signature(kiln_model_impl *model,
       if ((kernels ? have_kernels++ : have_weights++) != 0)
         return signature_error(line, kernels ? "second 'kernels' record"
                                              : "second 'weights' record");
+    } else if (token_is(tokens[0], "weights-file")) {
+      kiln_status_t *status = parse_weights_file(model, tokens, count, line);
+      if (status)
+        return status;
+    } else if (token_is(tokens[0], "weight")) {
+      kiln_status_t *status =
+          parse_weight(model, tokens, count, line,
+                       &model->ext_weights[model->num_ext_weights]);
+      if (status)
+        return status;
+      ++model->num_ext_weights;
     } else if (token_is(tokens[0], "graph-capturable")) {
       if (count != 1)
         return signature_error(line, "expected 'graph-capturable'");
@@ -313,16 +401,200 @@ static kiln_status_t *parse_signature(kiln_model_impl *model,
   if (!have_header)
     return signature_error(line, "missing 'kiln-signature' header");
   (void)have_arena; /* optional: 0 bytes when absent */
+  if (model->num_ext_weights > 0 && !model->weights_file)
+    return signature_error(line, "'weight' records without 'weights-file'");
+  for (size_t i = 0; i < model->num_ext_weights; ++i) {
+    const kiln_ext_weight *w = &model->ext_weights[i];
+    if (w->offset > model->weights_file_bytes ||
+        w->bytes > model->weights_file_bytes - w->offset)
+      return kiln_rtc_make_status(
+          KILN_STATUS_INCOMPATIBLE,
+          "malformed model signature: weight %zu ('%s') lies outside the "
+          "weights file",
+          i, w->sig.name);
+  }
   return NULL;
 }
 
-static kiln_status_t *model_create(kiln_model_impl **out_model) {
+/*===--------------------------------------------------------------------===*
+ * External weights (kilnc --external-weights)
+ *===--------------------------------------------------------------------===*/
+
+#define KILN_WEIGHTS_HEADER_BYTES 64
+
+static uint64_t read_u64le(const unsigned char *p) {
+  uint64_t v = 0;
+  for (int i = 7; i >= 0; --i)
+    v = (v << 8) | p[i];
+  return v;
+}
+
+/* "f32 [64, 3, 7, 7]" */
+static void describe_weight(const kiln_ext_weight *w, char *out, size_t size) {
+  size_t n = (size_t)snprintf(out, size, "%s [",
+                              kiln_rtc_dtype_name(w->sig.dtype));
+  for (size_t d = 0; d < w->sig.rank && n < size; ++d)
+    n += (size_t)snprintf(out + n, size - n, "%s%lld", d ? ", " : "",
+                          (long long)w->sig.dims[d]);
+  if (n < size)
+    snprintf(out + n, size - n, "]");
+}
+
+/* The weights file's path: the caller's, KILN_WEIGHTS, or the recorded
+ * basename next to the model. */
+static char *weights_file_path(const kiln_model_impl *model,
+                               const char *model_path,
+                               const char *weights_path) {
+  const char *chosen = weights_path && *weights_path ? weights_path : NULL;
+  if (!chosen) {
+    const char *env = getenv("KILN_WEIGHTS");
+    if (env && *env)
+      chosen = env;
+  }
+  if (chosen)
+    return strdup(chosen);
+  size_t dir_len = 0;
+  if (model_path) {
+    const char *slash = strrchr(model_path, '/');
+    if (slash)
+      dir_len = (size_t)(slash - model_path) + 1;
+  }
+  size_t len = dir_len + strlen(model->weights_file);
+  char *path = (char *)malloc(len + 1);
+  if (!path)
+    return NULL;
+  memcpy(path, model_path, dir_len);
+  memcpy(path + dir_len, model->weights_file, strlen(model->weights_file) + 1);
+  return path;
+}
+
+/* Opens, checks and maps the weights file. */
+static kiln_status_t *map_weights(kiln_model_impl *model,
+                                  const char *model_path,
+                                  const char *weights_path) {
+  const char *model_name = model_path ? model_path : "(model)";
+  if (model->num_ext_weights == 0) {
+    if (weights_path && *weights_path)
+      return kiln_rtc_make_status(
+          KILN_STATUS_INVALID_ARGUMENT,
+          "model '%s' has no external weights (it was compiled without "
+          "--external-weights), but the weights file '%s' was given",
+          model_name, weights_path);
+    return NULL;
+  }
+  char *path = weights_file_path(model, model_path, weights_path);
+  if (!path)
+    return kiln_rtc_oom_status();
+  model->weights_path = path;
+  int fd = open(path, O_RDONLY | O_CLOEXEC);
+  if (fd < 0) {
+    int err = errno;
+    return kiln_rtc_make_status(
+        err == ENOENT ? KILN_STATUS_NOT_FOUND : KILN_STATUS_INVALID_ARGUMENT,
+        "cannot open the weights file '%s' of model '%s': %s (the model was "
+        "compiled with --external-weights; point KILN_WEIGHTS or "
+        "kiln_model_load_with_weights at its weights file)",
+        path, model_name, strerror(err));
+  }
+  struct stat st;
+  if (fstat(fd, &st) != 0 || !S_ISREG(st.st_mode)) {
+    close(fd);
+    return kiln_rtc_make_status(KILN_STATUS_INVALID_ARGUMENT,
+                                "weights file '%s' is not a regular file",
+                                path);
+  }
+  uint64_t size = (uint64_t)st.st_size;
+  unsigned char header[KILN_WEIGHTS_HEADER_BYTES];
+  memset(header, 0, sizeof(header));
+  ssize_t got = size > 0 ? pread(fd, header, sizeof(header), 0) : 0;
+  if (got < 0) {
+    int err = errno;
+    close(fd);
+    return kiln_rtc_make_status(KILN_STATUS_INVALID_ARGUMENT,
+                                "cannot read the weights file '%s': %s", path,
+                                strerror(err));
+  }
+  if (got > 0 && memcmp(header, "KILNWTS1", got < 8 ? (size_t)got : 8) != 0) {
+    close(fd);
+    return kiln_rtc_make_status(
+        KILN_STATUS_INVALID_ARGUMENT,
+        "'%s' is not a Kiln weights file (it does not start with the magic "
+        "'KILNWTS1'; kilnc --external-weights or utils/models/"
+        "fill_weights.py --weights write one)",
+        path);
+  }
+  if (got < KILN_WEIGHTS_HEADER_BYTES) {
+    close(fd);
+    return kiln_rtc_make_status(
+        KILN_STATUS_INVALID_ARGUMENT,
+        "weights file '%s' is truncated: it has %llu bytes, less than its "
+        "%d-byte header (model '%s' needs %llu bytes)",
+        path, (unsigned long long)size, KILN_WEIGHTS_HEADER_BYTES, model_name,
+        (unsigned long long)model->weights_file_bytes);
+  }
+  uint64_t hash = read_u64le(header + 8);
+  if (hash != model->weights_hash) {
+    close(fd);
+    return kiln_rtc_make_status(
+        KILN_STATUS_INVALID_ARGUMENT,
+        "weights file '%s' has weight layout %016llx, model '%s' expects "
+        "%016llx: it was written for another model (names, dtypes or shapes "
+        "differ); write it from this model's manifest (%s.json)",
+        path, (unsigned long long)hash, model_name,
+        (unsigned long long)model->weights_hash, model->weights_file);
+  }
+  if (size < model->weights_file_bytes) {
+    close(fd);
+    for (size_t i = 0; i < model->num_ext_weights; ++i) {
+      const kiln_ext_weight *w = &model->ext_weights[i];
+      if (w->offset + w->bytes <= size)
+        continue;
+      char what[256];
+      describe_weight(w, what, sizeof(what));
+      return kiln_rtc_make_status(
+          KILN_STATUS_INVALID_ARGUMENT,
+          "weights file '%s' is truncated: it has %llu bytes, weight %zu "
+          "('%s', %s) needs bytes [%llu, %llu)",
+          path, (unsigned long long)size, i, w->sig.name, what,
+          (unsigned long long)w->offset,
+          (unsigned long long)(w->offset + w->bytes));
+    }
+    return kiln_rtc_make_status(
+        KILN_STATUS_INVALID_ARGUMENT,
+        "weights file '%s' is truncated: it has %llu bytes, expected %llu",
+        path, (unsigned long long)size,
+        (unsigned long long)model->weights_file_bytes);
+  }
+  if (size > (uint64_t)SIZE_MAX) {
+    close(fd);
+    return kiln_rtc_make_status(KILN_STATUS_RESOURCE_EXHAUSTED,
+                                "weights file '%s' is too large to map", path);
+  }
+  void *map = mmap(NULL, (size_t)size, PROT_READ, MAP_PRIVATE, fd, 0);
+  int err = errno;
+  close(fd);
+  if (map == MAP_FAILED)
+    return kiln_rtc_make_status(
+        err == ENOMEM ? KILN_STATUS_RESOURCE_EXHAUSTED
+                      : KILN_STATUS_INVALID_ARGUMENT,
+        "cannot map the weights file '%s' (%llu bytes): %s", path,
+        (unsigned long long)size, strerror(err));
+  model->weights_map = (const unsigned char *)map;
+  model->weights_map_size = (size_t)size;
+  return NULL;
+}
+
+static kiln_status_t *model_create(const char *model_path,
+                                   const char *weights_path,
+                                   kiln_model_impl **out_model) {
   *out_model = NULL;
   kiln_model_impl *model = (kiln_model_impl *)calloc(1, sizeof(*model));
   if (!model)
     return kiln_rtc_oom_status();
   snprintf(model->device_name, sizeof(model->device_name), "cpu");
   kiln_status_t *status = parse_signature(model, kiln_model_signature);
+  if (!status)
+    status = map_weights(model, model_path, weights_path);
   if (!status && model->device != KILN_DEVICE_CPU &&
       model->device != KILN_DEVICE_CUDA)
     status = kiln_rtc_make_status(
@@ -351,6 +623,9 @@ static uint64_t arena_size(const kiln_model_impl *model) {
 }
 static const char *device_name(const kiln_model_impl *model) {
   return model->device_name;
+}
+static const char *weights_path(const kiln_model_impl *model) {
+  return model->weights_path && model->weights_map ? model->weights_path : "";
 }
 
 static void fill_info(const kiln_value_sig *value, kiln_value_info_t *info) {
@@ -908,6 +1183,26 @@ void *kiln_rt_alloc(kiln_rt_ctx *ctx, int64_t bytes) {
   return ptr;
 }
 
+const void *kiln_rt_ext_weight_host(kiln_rt_ctx *ctx, int64_t index) {
+  kiln_model_impl *model = ctx->instance->model;
+  if (index < 0 || (uint64_t)index >= model->num_ext_weights ||
+      !model->weights_map) {
+    kiln_rt_fail(ctx, KILN_STATUS_INTERNAL,
+                 "kiln_rt_external_weight: no external weight %lld (the "
+                 "model has %zu)",
+                 (long long)index, model->num_ext_weights);
+    return NULL;
+  }
+  return model->weights_map + model->ext_weights[index].offset;
+}
+
+void *kiln_rt_external_weight(kiln_rt_ctx *ctx, int64_t index) {
+  if (ctx->instance->model->device == KILN_DEVICE_CUDA)
+    return kiln_cuda_external_weight(ctx, index);
+  /* Kernels only read weights; the mapping is read-only. */
+  return (void *)kiln_rt_ext_weight_host(ctx, index);
+}
+
 void kiln_rt_launch_cpu(kiln_rt_ctx *ctx, void (*kernel)(void **args),
                         void **args) {
   /* After a failure a buffer may be NULL: skip the remaining kernels. */
@@ -937,6 +1232,7 @@ static const kiln_model_api_v1_table kApiTable = {
     instance_set_cuda_stream,
     instance_set_cuda_graphs,
     instance_run_device,
+    weights_path,
 };
 
 __attribute__((visibility("default"))) const kiln_model_api_v1_table *

@@ -26,6 +26,13 @@ typedef struct kiln_value_sig {
   int32_t *symbol_ids;      /* -1 when static or unnamed */
 } kiln_value_sig;
 
+/* An external weight (`weight` record, kilnc --external-weights): static
+ * dims, at `offset` of the weights file. */
+typedef struct kiln_ext_weight {
+  kiln_value_sig sig;
+  uint64_t offset, bytes;
+} kiln_ext_weight;
+
 /* Metadata blocks of a model, freed together. */
 typedef struct kiln_meta_block {
   struct kiln_meta_block *next;
@@ -54,6 +61,15 @@ struct kiln_model_impl {
   uint64_t num_kernels, num_weights;
   int graph_capturable;
   kiln_cuda_model *cuda; /* cuda models: the driver and device */
+  /* External weights: the `weights-file` record and the `weight` records;
+   * the file is memory-mapped (read-only) by model_create. */
+  size_t num_ext_weights;
+  kiln_ext_weight *ext_weights;
+  const char *weights_file; /* recorded basename; NULL without the record */
+  uint64_t weights_hash, weights_file_bytes;
+  char *weights_path; /* the mapped file (malloc'ed); NULL when none */
+  const unsigned char *weights_map;
+  size_t weights_map_size;
 };
 
 /* A scratch buffer of kiln_rt_alloc, cached across runs. */
@@ -102,6 +118,11 @@ KILN_HIDDEN const kiln_value_sig *
 kiln_rt_check_output(kiln_rt_ctx *ctx, int64_t index, const int64_t *dims,
                      int allocated);
 
+/* Host address of external weight `index` (in the mapping); records a
+ * failure and returns NULL for a bad index. */
+KILN_HIDDEN const void *kiln_rt_ext_weight_host(kiln_rt_ctx *ctx,
+                                                int64_t index);
+
 /* Best fit among the free entries of a scratch cache that are not much too
  * large; NULL when none fits. */
 KILN_HIDDEN kiln_scratch *kiln_rt_scratch_find(kiln_scratch *entries,
@@ -135,6 +156,9 @@ KILN_HIDDEN void *kiln_cuda_output(kiln_rt_ctx *ctx, int64_t index,
                                    const int64_t *dims);
 KILN_HIDDEN void *kiln_cuda_arena(kiln_rt_ctx *ctx);
 KILN_HIDDEN void *kiln_cuda_alloc(kiln_rt_ctx *ctx, size_t bytes);
+/* kiln_rt_external_weight of a cuda model: the instance's device copy of
+ * external weight `index`, uploaded from the mapping on first use. */
+KILN_HIDDEN void *kiln_cuda_external_weight(kiln_rt_ctx *ctx, int64_t index);
 
 #ifdef __cplusplus
 }

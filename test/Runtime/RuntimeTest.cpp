@@ -136,7 +136,7 @@ TEST(RuntimeLoadTest, AbiVersionMismatch) {
   kiln_status_t *status = kiln_model_load(KILN_TEST_BAD_ABI_MODEL, &model);
   EXPECT_EQ(kiln_status_code(status), KILN_STATUS_INCOMPATIBLE);
   EXPECT_NE(take(status).find("was built for Kiln runtime ABI version 999, "
-                              "this runtime supports version 2"),
+                              "this runtime supports version 3"),
             std::string::npos);
   EXPECT_EQ(model, nullptr);
 }

@@ -2,7 +2,7 @@
 //
 //   kiln-run model.so --input x.pb ... [--expect y.pb ...] [--rtol R]
 //            [--atol A] [--output-dir DIR] [--benchmark N] [--print]
-//            [--verbose]
+//            [--verbose] [--weights FILE]
 //
 // Every error is one line on stderr prefixed "kiln-run: " and exit code 1.
 //
@@ -45,7 +45,11 @@ const char kUsage[] =
     "                         p99 and min in ms\n"
     "  --print                print each output's shape and first values\n"
     "                         (the default without --expect/--output-dir)\n"
-    "  --verbose              print the device the model runs on\n"
+    "  --verbose              print the device the model runs on (and its\n"
+    "                         weights file)\n"
+    "  --weights FILE         the weights file of a model compiled with\n"
+    "                         kilnc --external-weights (default: KILN_WEIGHTS,\n"
+    "                         else the one kilnc wrote next to the model)\n"
     "  --help                 show this message\n";
 
 struct Options {
@@ -55,6 +59,7 @@ struct Options {
   double rtol = 1e-4;
   double atol = 1e-5;
   std::string outputDir;
+  std::string weights;
   long benchmark = 0;
   bool print = false;
   bool verbose = false;
@@ -106,7 +111,8 @@ bool parseArgs(int argc, char **argv, Options &opts, bool &help,
       return true;
     }
     if (arg == "--input" || arg == "--expect" || arg == "--output-dir" ||
-        arg == "--rtol" || arg == "--atol" || arg == "--benchmark") {
+        arg == "--rtol" || arg == "--atol" || arg == "--benchmark" ||
+        arg == "--weights") {
       std::string v;
       if (!takeValue(v))
         return false;
@@ -116,6 +122,12 @@ bool parseArgs(int argc, char **argv, Options &opts, bool &help,
         opts.expects.push_back(v);
       } else if (arg == "--output-dir") {
         opts.outputDir = v;
+      } else if (arg == "--weights") {
+        if (v.empty()) {
+          error = "--weights needs a file";
+          return false;
+        }
+        opts.weights = v;
       } else if (arg == "--rtol" || arg == "--atol") {
         double d;
         if (!parseDouble(v, d)) {
@@ -308,11 +320,16 @@ struct Outputs {
 
 int runMain(const Options &opts) {
   kiln_model_t *rawModel = nullptr;
-  if (kiln_status_t *status = kiln_model_load(opts.model.c_str(), &rawModel))
+  if (kiln_status_t *status = kiln_model_load_with_weights(
+          opts.model.c_str(),
+          opts.weights.empty() ? nullptr : opts.weights.c_str(), &rawModel))
     return fail(statusText(status));
   std::unique_ptr<kiln_model_t, ModelDeleter> model(rawModel);
-  if (opts.verbose)
+  if (opts.verbose) {
     std::printf("device: %s\n", kiln_model_device(model.get()));
+    if (*kiln_model_weights_path(model.get()))
+      std::printf("weights: %s\n", kiln_model_weights_path(model.get()));
+  }
 
   size_t numInputs = kiln_model_num_inputs(model.get());
   size_t numOutputs = kiln_model_num_outputs(model.get());

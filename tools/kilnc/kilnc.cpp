@@ -1,6 +1,7 @@
 //===- kilnc.cpp - Kiln's ahead-of-time compiler --------------------------===//
 //
 //   kilnc model.onnx -o model.so [--target=cpu|cuda[:sm_90]] [--dump-after=STAGE] [-O N]
+//         [--external-weights[=FILE]] [--external-weights-min-bytes=N]
 //   kilnc --check model.onnx
 //
 //===----------------------------------------------------------------------===//
@@ -92,6 +93,20 @@ static cl::list<std::string> exposeIntermediates(
     cl::desc("Also return intermediate float values as outputs: all of them "
              "(=all), or the values of these nodes"),
     cl::CommaSeparated, cl::value_desc("all|NODE,..."));
+
+static cl::opt<std::string> externalWeights(
+    "external-weights",
+    cl::desc("Keep the initializers of at least --external-weights-min-bytes "
+             "bytes in FILE (default: the output's path with .weights for "
+             ".so), memory-mapped at model load, plus a manifest FILE.json; "
+             "new weights of the same shapes drop in without recompiling "
+             "(utils/models/fill_weights.py writes such files)"),
+    cl::value_desc("FILE"), cl::ValueOptional, cl::init(""));
+static cl::opt<long> externalWeightsMinBytes(
+    "external-weights-min-bytes",
+    cl::desc("With --external-weights: smaller initializers stay embedded "
+             "(and may be folded), default 1024"),
+    cl::value_desc("N"), cl::init(1024));
 
 /// `kilnc --check`: reads the ModelProto (subgraphs included) and prints one
 /// row per operator. Supported means the onnx → linalg lowering has the op
@@ -226,10 +241,62 @@ int main(int argc, char **argv) {
     }
     importOptions.boundDims[b.substr(0, eq)] = v;
   }
+  // --external-weights: the importer collects the large initializers; they
+  // are written here, before compiling (--calibrate runs the model).
+  kiln::ExternalWeights weights;
+  std::string weightsPath;
+  bool useExternalWeights = externalWeights.getNumOccurrences() > 0;
+  if (externalWeightsMinBytes.getNumOccurrences() && !useExternalWeights) {
+    llvm::errs() << "kilnc: --external-weights-min-bytes needs "
+                    "--external-weights\n";
+    return 1;
+  }
+  if (useExternalWeights) {
+    if (externalWeightsMinBytes < 0) {
+      llvm::errs() << "kilnc: --external-weights-min-bytes must be "
+                      "non-negative\n";
+      return 1;
+    }
+    weightsPath = externalWeights;
+    if (weightsPath.empty() && !outputFile.empty()) {
+      llvm::SmallString<256> p(outputFile.getValue());
+      if (llvm::sys::path::extension(p) == ".so")
+        llvm::sys::path::replace_extension(p, ".weights");
+      else
+        p += ".weights";
+      weightsPath = p.str().str();
+    }
+    weights.minBytes = externalWeightsMinBytes;
+    weights.fileName = weightsPath.empty()
+                           ? std::string("model.weights")
+                           : llvm::sys::path::filename(weightsPath).str();
+    importOptions.externalWeights = &weights;
+  }
   OwningOpRef<ModuleOp> module =
       kiln::importOnnxFile(&context, inputFile, importOptions);
   if (!module)
     return 1;
+  bool wroteWeights = false;
+  auto removeWeights = llvm::scope_exit([&] {
+    if (wroteWeights) {
+      llvm::sys::fs::remove(weightsPath);
+      llvm::sys::fs::remove(weightsPath + ".json");
+    }
+  });
+  if (useExternalWeights && !outputFile.empty()) {
+    std::string error;
+    if (!kiln::writeExternalWeights(weights, weightsPath, weightsPath + ".json",
+                                    inputFile, error)) {
+      llvm::errs() << "kilnc: " << error << "\n";
+      return 1;
+    }
+    wroteWeights = true;
+    for (kiln::ExternalWeight &w : weights.weights)
+      std::string().swap(w.data);
+    // The calibration build loads its weights from here.
+    if (!calibrateDir.empty() && !weights.weights.empty())
+      setenv("KILN_WEIGHTS", weightsPath.c_str(), 1);
+  }
   if (dumpAfter == "import") {
     module->print(llvm::outs());
     llvm::outs() << "\n";
@@ -301,5 +368,6 @@ int main(int argc, char **argv) {
   }
   if (failed(kiln::compileToSharedLibrary(*module, outputFile, options)))
     return 1;
+  wroteWeights = false; // keep them: the model needs them
   return reportFailed ? 1 : 0;
 }

@@ -26,6 +26,21 @@
  *                                             reads of device data and no
  *                                             symbolic dims: the runtime may
  *                                             capture it into a CUDA graph
+ *         weights-file <file> <hash> <bytes>  kilnc --external-weights: the
+ *                                             weights file's basename (found
+ *                                             next to model.so by default),
+ *                                             its layout hash (16 hex digits,
+ *                                             also in the file's header) and
+ *                                             its size
+ *         weight <name> <dtype> <rank> <dim>* <offset> <bytes>
+ *                                             one per external weight, in
+ *                                             kiln_rt_external_weight index
+ *                                             order: static dims, the byte
+ *                                             offset (64-aligned) and size of
+ *                                             its data in the weights file
+ *                                             (ONNX raw_data layout). Weights
+ *                                             are not inputs: the public API
+ *                                             lists only `input` records.
  *       <name>: the ONNX value name, bytes outside [A-Za-z0-9_.:/-] written
  *       as %XX (hex). <dtype>: f16 bf16 f32 f64 i8 i16 i32 i64 u8 u16 u32 u64
  *       bool. <dim>: a non-negative integer, or ?<symbol> for a symbolic dim
@@ -58,6 +73,12 @@ void *kiln_rt_arena(kiln_rt_ctx *ctx);
 /* Scratch buffer of `bytes` bytes for an intermediate whose size is only known
  * at run time; valid until the run ends. 64-byte aligned; NULL on failure. */
 void *kiln_rt_alloc(kiln_rt_ctx *ctx, int64_t bytes);
+/* External weight `index` (0 <= index < the number of `weight` records):
+ * on the CPU a pointer into the memory-mapped weights file (read-only, 64-byte
+ * aligned); on a device target the instance's device copy, uploaded on first
+ * use and kept for the instance's lifetime. NULL on failure (recorded in
+ * ctx). */
+void *kiln_rt_external_weight(kiln_rt_ctx *ctx, int64_t index);
 /* Runs one kernel on the host CPU. `args[i]` points to the memref descriptor
  * of kernel argument i: { void *allocated; void *aligned; int64_t offset;
  * int64_t sizes[rank]; int64_t strides[rank]; } */

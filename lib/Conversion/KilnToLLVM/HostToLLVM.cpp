@@ -259,6 +259,29 @@ struct WeightOpLowering : public ConvertOpToLLVMPattern<WeightOp> {
   }
 };
 
+/// `kiln.external_weight` (--external-weights): the runtime's pointer to the
+/// weight, in the memory-mapped weights file (cpu) or its device copy.
+struct ExternalWeightOpLowering
+    : public ConvertOpToLLVMPattern<ExternalWeightOp> {
+  using ConvertOpToLLVMPattern::ConvertOpToLLVMPattern;
+  LogicalResult
+  matchAndRewrite(ExternalWeightOp op, OpAdaptor adaptor,
+                  ConversionPatternRewriter &rewriter) const override {
+    Location loc = op.getLoc();
+    auto ptrType = LLVM::LLVMPointerType::get(getContext());
+    Value ptr = LLVM::CallOp::create(
+                    rewriter, loc, TypeRange{ptrType}, "kiln_rt_external_weight",
+                    ValueRange{adaptor.getCtx(),
+                               i64(rewriter, loc, op.getIndex())})
+                    .getResult();
+    MemRefType type = op.getBuffer().getType();
+    rewriter.replaceOp(op, buildDescriptor(rewriter, loc, *getTypeConverter(),
+                                           type, ptr,
+                                           allSizes(rewriter, loc, type, {})));
+    return success();
+  }
+};
+
 /// Appends the scalar leaves of `value` (structs and arrays flattened in
 /// order): a memref descriptor becomes allocated, aligned, offset, sizes,
 /// strides — the parameters `convert-gpu-to-nvvm` gives a kernel.
@@ -403,7 +426,7 @@ void createPackedEntry(ModuleOp module, StringRef kernel,
 void insertAllocationChecks(func::FuncOp host) {
   SmallVector<Operation *> allocs;
   host.walk([&](Operation *op) {
-    if (isa<OutputOp>(op) ||
+    if (isa<OutputOp, ExternalWeightOp>(op) ||
         (isa<BufferOp>(op) && !cast<BufferOp>(op).getOffset()))
       allocs.push_back(op);
   });
@@ -443,6 +466,8 @@ struct ConvertHostToLLVMPass
     declareRuntimeFn(module, "kiln_rt_alloc", ptrType, {ptrType, i64Type});
     declareRuntimeFn(module, "kiln_rt_launch_cpu", voidType,
                      {ptrType, ptrType, ptrType});
+    declareRuntimeFn(module, "kiln_rt_external_weight", ptrType,
+                     {ptrType, i64Type});
 
     // Device targets: the device image, kernel names and device entries.
     std::string device;
@@ -536,6 +561,7 @@ struct ConvertHostToLLVMPass
     patterns.add<InputOpLowering, OutputOpLowering, BufferOpLowering,
                  LaunchOpLowering, ReadOpLowering, WeightOpLowering>(converter);
     patterns.add<LaunchFuncOpLowering>(converter, kernelIndex);
+    patterns.add<ExternalWeightOpLowering>(converter);
     if (failed(applyPartialConversion(module, target, std::move(patterns))))
       return signalPassFailure();
 

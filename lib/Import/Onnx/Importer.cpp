@@ -93,6 +93,16 @@ private:
                                    SmallVectorImpl<std::string> *dimNames);
   FailureOr<ElementsAttr> convertTensor(const onnx::TensorProto &tensor,
                                         Location loc);
+  /// The tensor's type and its data as raw little-endian bytes (ONNX
+  /// raw_data layout), from raw_data, the typed fields or external data.
+  LogicalResult readTensor(const onnx::TensorProto &tensor, Location loc,
+                           RankedTensorType &type, std::string &bytes);
+  /// Adds the initializers `options.externalWeights` takes as function
+  /// arguments after the inputs (`kilnc --external-weights`).
+  LogicalResult addWeightArguments(const onnx::GraphProto &graph,
+                                   SmallVectorImpl<Type> &argTypes,
+                                   SmallVectorImpl<DictionaryAttr> &argAttrs,
+                                   SmallVectorImpl<std::string> &argNames);
   LogicalResult readExternalData(const onnx::TensorProto &tensor,
                                  std::string &out, Location loc);
 
@@ -138,6 +148,8 @@ private:
   /// outputs), per graph scope like `scopes`.
   SmallVector<llvm::StringMap<const onnx::TypeProto *>, 2> declared;
   int64_t resourceCounter = 0;
+  /// Top-level initializers imported as weight arguments.
+  llvm::StringSet<> weightArgs;
 };
 
 } // namespace
@@ -285,8 +297,9 @@ static void appendNarrowed(std::string &bytes, const T &values, int width) {
   }
 }
 
-FailureOr<ElementsAttr> Importer::convertTensor(const onnx::TensorProto &tensor,
-                                                Location loc) {
+LogicalResult Importer::readTensor(const onnx::TensorProto &tensor,
+                                   Location loc, RankedTensorType &type,
+                                   std::string &bytes) {
   FailureOr<Type> elem = convertElementType(tensor.data_type(), loc);
   if (failed(elem))
     return failure();
@@ -306,14 +319,14 @@ FailureOr<ElementsAttr> Importer::convertTensor(const onnx::TensorProto &tensor,
              failure();
     numElements *= d;
   }
-  auto type = RankedTensorType::get(shape, *elem);
+  type = RankedTensorType::get(shape, *elem);
   int64_t width;
   if (auto complex = dyn_cast<ComplexType>(*elem))
     width = 2 * complex.getElementType().getIntOrFloatBitWidth() / 8;
   else
     width = std::max<int64_t>(1, elem->getIntOrFloatBitWidth() / 8);
 
-  std::string bytes;
+  bytes.clear();
   if (tensor.data_location() == onnx::TensorProto::EXTERNAL) {
     if (failed(readExternalData(tensor, bytes, loc)))
       return failure();
@@ -353,10 +366,19 @@ FailureOr<ElementsAttr> Importer::convertTensor(const onnx::TensorProto &tensor,
   if (static_cast<int64_t>(bytes.size()) != numElements * width)
     return emitError(loc) << "tensor '" << tensor.name() << "' of type "
                           << type << " needs " << numElements * width
-                          << " bytes of data, found " << bytes.size(),
-           failure();
+                          << " bytes of data, found " << bytes.size();
+  return success();
+}
 
-  if (elem->isInteger(1)) {
+FailureOr<ElementsAttr> Importer::convertTensor(const onnx::TensorProto &tensor,
+                                                Location loc) {
+  RankedTensorType type;
+  std::string bytes;
+  if (failed(readTensor(tensor, loc, type, bytes)))
+    return failure();
+  Type elem = type.getElementType();
+  int64_t numElements = type.getNumElements();
+  if (elem.isInteger(1)) {
     SmallVector<bool> bools;
     for (char c : bytes)
       bools.push_back(c != 0);
@@ -1093,6 +1115,92 @@ Type Importer::declaredType(const std::string &name) {
   return {};
 }
 
+static ArrayAttr dimNamesAttr(Builder &b, ArrayRef<std::string> names) {
+  SmallVector<Attribute> attrs;
+  for (const auto &n : names)
+    attrs.push_back(b.getStringAttr(n));
+  return b.getArrayAttr(attrs);
+}
+
+/// The ModelABI.h dtype name and element size of an ONNX element type that
+/// may be an external weight; 0 for the others (complex, string, 4-bit).
+static int64_t weightElementSize(int32_t t, std::string &dtype) {
+  switch (t) {
+  case onnx::TensorProto::FLOAT: dtype = "f32"; return 4;
+  case onnx::TensorProto::DOUBLE: dtype = "f64"; return 8;
+  case onnx::TensorProto::FLOAT16: dtype = "f16"; return 2;
+  case onnx::TensorProto::BFLOAT16: dtype = "bf16"; return 2;
+  case onnx::TensorProto::INT8: dtype = "i8"; return 1;
+  case onnx::TensorProto::INT16: dtype = "i16"; return 2;
+  case onnx::TensorProto::INT32: dtype = "i32"; return 4;
+  case onnx::TensorProto::INT64: dtype = "i64"; return 8;
+  case onnx::TensorProto::UINT8: dtype = "u8"; return 1;
+  case onnx::TensorProto::UINT16: dtype = "u16"; return 2;
+  case onnx::TensorProto::UINT32: dtype = "u32"; return 4;
+  case onnx::TensorProto::UINT64: dtype = "u64"; return 8;
+  case onnx::TensorProto::BOOL: dtype = "bool"; return 1;
+  case 17: dtype = "f8e4m3fn"; return 1;
+  case 18: dtype = "f8e4m3fnuz"; return 1;
+  case 19: dtype = "f8e5m2"; return 1;
+  case 20: dtype = "f8e5m2fnuz"; return 1;
+  default: return 0;
+  }
+}
+
+LogicalResult Importer::addWeightArguments(
+    const onnx::GraphProto &graph, SmallVectorImpl<Type> &argTypes,
+    SmallVectorImpl<DictionaryAttr> &argAttrs,
+    SmallVectorImpl<std::string> &argNames) {
+  ExternalWeights &ext = *options.externalWeights;
+  llvm::StringSet<> inputs;
+  for (const std::string &n : argNames)
+    inputs.insert(n);
+  for (const auto &init : graph.initializer()) {
+    std::string dtype;
+    int64_t width = weightElementSize(init.data_type(), dtype);
+    if (width == 0 || init.name().empty() || inputs.contains(init.name()) ||
+        weightArgs.contains(init.name()))
+      continue;
+    // The size from the dims alone, so small tensors are not read twice.
+    int64_t bytes = width;
+    bool tooLarge = false;
+    for (int64_t d : init.dims()) {
+      if (d < 0 || (d != 0 && bytes > (int64_t(1) << 50) / d)) {
+        tooLarge = true;
+        break;
+      }
+      bytes *= d;
+    }
+    if (tooLarge || bytes < ext.minBytes)
+      continue; // readTensor reports bad dims when the constant is imported
+    Location loc = NameLoc::get(builder.getStringAttr(init.name()),
+                                FileLineColLoc::get(ctx, sourceName, 0, 0));
+    ExternalWeight w;
+    RankedTensorType type;
+    if (failed(readTensor(init, loc, type, w.data)))
+      return failure();
+    w.name = init.name();
+    w.dtype = dtype;
+    w.onnxType = init.data_type();
+    w.dims.assign(type.getShape().begin(), type.getShape().end());
+    w.bytes = static_cast<int64_t>(w.data.size());
+    w.offset = ext.nextOffset();
+    SmallVector<std::string> dimNames(type.getRank());
+    argTypes.push_back(type);
+    argNames.push_back(init.name());
+    argAttrs.push_back(builder.getDictionaryAttr(
+        {builder.getNamedAttr("kiln.name", builder.getStringAttr(init.name())),
+         builder.getNamedAttr("kiln.dim_names",
+                              dimNamesAttr(builder, dimNames)),
+         builder.getNamedAttr("kiln.weight_offset",
+                              builder.getI64IntegerAttr(w.offset))}));
+    weightArgs.insert(init.name());
+    ext.weights.push_back(std::move(w));
+  }
+  ext.finalize();
+  return success();
+}
+
 LogicalResult Importer::importGraphBody(const onnx::GraphProto &graph) {
   for (const auto &vi : graph.value_info())
     if (vi.has_type())
@@ -1101,6 +1209,8 @@ LogicalResult Importer::importGraphBody(const onnx::GraphProto &graph) {
     if (out.has_type())
       declared.back()[out.name()] = &out.type();
   for (const auto &init : graph.initializer()) {
+    if (scopes.size() == 1 && weightArgs.contains(init.name()))
+      continue; // a weight argument (--external-weights)
     Location loc = NameLoc::get(builder.getStringAttr(init.name()),
                                 FileLineColLoc::get(ctx, sourceName, 0, 0));
     FailureOr<ElementsAttr> value = convertTensor(init, loc);
@@ -1120,12 +1230,6 @@ LogicalResult Importer::importGraphBody(const onnx::GraphProto &graph) {
 // Model
 //===----------------------------------------------------------------------===//
 
-static ArrayAttr dimNamesAttr(Builder &b, ArrayRef<std::string> names) {
-  SmallVector<Attribute> attrs;
-  for (const auto &n : names)
-    attrs.push_back(b.getStringAttr(n));
-  return b.getArrayAttr(attrs);
-}
 
 OwningOpRef<ModuleOp> Importer::importModel(const onnx::ModelProto &model) {
   Location fileLoc = FileLineColLoc::get(ctx, sourceName, 0, 0);
@@ -1186,6 +1290,11 @@ OwningOpRef<ModuleOp> Importer::importModel(const onnx::ModelProto &model) {
         {builder.getNamedAttr("kiln.name", builder.getStringAttr(in.name())),
          builder.getNamedAttr("kiln.dim_names", dimNamesAttr(builder, dimNames))}));
   }
+
+  weightArgs.clear();
+  if (options.externalWeights &&
+      failed(addWeightArguments(graph, argTypes, argAttrs, argNames)))
+    return nullptr;
 
   auto func = func::FuncOp::create(fileLoc, options.functionName,
                                    builder.getFunctionType(argTypes, {}));
@@ -1251,6 +1360,18 @@ OwningOpRef<ModuleOp> Importer::importModel(const onnx::ModelProto &model) {
   func.setFunctionType(builder.getFunctionType(argTypes, resultTypes));
   func.setAllArgAttrs(argAttrs);
   func.setAllResultAttrs(resultAttrs);
+
+  if (options.externalWeights && !options.externalWeights->weights.empty()) {
+    const ExternalWeights &ext = *options.externalWeights;
+    (*module)->setAttr(
+        "kiln.external_weights",
+        builder.getDictionaryAttr(
+            {builder.getNamedAttr("file", builder.getStringAttr(ext.fileName)),
+             builder.getNamedAttr("layout_hash",
+                                  builder.getStringAttr(ext.layoutHashHex())),
+             builder.getNamedAttr("file_bytes",
+                                  builder.getI64IntegerAttr(ext.fileBytes))}));
+  }
 
   if (failed(verify(*module)))
     return nullptr;

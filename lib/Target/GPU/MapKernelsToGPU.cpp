@@ -50,8 +50,8 @@ namespace {
 /// Ops that may run on the host: no memory access (shape arithmetic, views,
 /// constants, dims) and the host program's own ops.
 bool isHostOp(Operation *op) {
-  if (isa<BufferOp, OutputOp, InputOp, WeightOp, ReadOp, func::CallOp,
-          gpu::LaunchOp>(op))
+  if (isa<BufferOp, OutputOp, InputOp, WeightOp, ExternalWeightOp, ReadOp,
+          func::CallOp, gpu::LaunchOp>(op))
     return true;
   if (op->getNumRegions() != 0)
     return false;

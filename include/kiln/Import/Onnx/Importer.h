@@ -7,6 +7,11 @@
 //    `kiln.name` holds the ONNX value name of each argument and result;
 //  - initializers and Constant nodes become `arith.constant`s; large ones are
 //    dense resources (blobs), never uniqued attributes;
+//  - with `externalWeights` set (`kilnc --external-weights`), initializers of
+//    at least `minBytes` bytes instead become extra function arguments after
+//    the inputs (attribute `kiln.weight_offset`: their byte offset in the
+//    weights file), opaque to the graph optimizer, and their bytes are
+//    collected for the weights file (docs/runtime.md, "External weights");
 //  - every op's location is a NameLoc naming its ONNX node;
 //  - opset differences are normalized so passes see one form per op (e.g.
 //    `axes` always an input), and the model's opset is recorded in the
@@ -23,8 +28,52 @@
 
 #include <map>
 #include <string>
+#include <vector>
 
 namespace mlir::kiln {
+
+/// One initializer kept apart from code (`kilnc --external-weights`): its
+/// bytes exactly as ONNX stores raw_data (little endian; bool one byte per
+/// element) at a 64-byte-aligned `offset` of the weights file.
+struct ExternalWeight {
+  std::string name;
+  std::string dtype; ///< ModelABI.h spelling: f32, f16, i64, ...
+  int32_t onnxType = 0;
+  std::vector<int64_t> dims;
+  int64_t offset = 0;
+  int64_t bytes = 0;
+  std::string data;
+};
+
+/// The weights file of a model: a 64-byte header (ExternalWeights.cpp) and
+/// the weights at their offsets. Filled by the importer.
+struct ExternalWeights {
+  /// Initializers with fewer bytes stay embedded (shape constants must fold).
+  int64_t minBytes = 1024;
+  /// Basename of the weights file, recorded in the model's signature.
+  std::string fileName = "model.weights";
+  std::vector<ExternalWeight> weights;
+  /// Size of the whole file and the hash of its layout (names, dtypes,
+  /// dims, offsets), set by finalize().
+  int64_t fileBytes = 0;
+  uint64_t layoutHash = 0;
+
+  static constexpr int64_t kHeaderBytes = 64;
+  static constexpr int64_t kAlignment = 64;
+  /// Offset the next weight of `bytes` bytes goes to.
+  int64_t nextOffset() const;
+  /// Computes fileBytes and layoutHash.
+  void finalize();
+  /// layoutHash as 16 lower-case hex digits.
+  std::string layoutHashHex() const;
+};
+
+/// Writes the weights file `path` and its manifest `manifestPath` (JSON:
+/// name, dtype, dims, offset, bytes of every weight; the contract with
+/// utils/models/fill_weights.py). Returns false with `error` set on failure.
+bool writeExternalWeights(const ExternalWeights &weights,
+                          llvm::StringRef path, llvm::StringRef manifestPath,
+                          llvm::StringRef sourceModel, std::string &error);
 
 struct OnnxImportOptions {
   /// Constants with more elements than this become dense resource blobs.
@@ -34,6 +83,9 @@ struct OnnxImportOptions {
   /// Symbolic dims (ONNX dim_param) fixed to a value at compile time, for
   /// every input and output that uses them (`kilnc --dim seq=128`).
   std::map<std::string, int64_t> boundDims;
+  /// When set, large initializers become weight arguments collected here
+  /// (see above) instead of constants.
+  ExternalWeights *externalWeights = nullptr;
 };
 
 /// Imports the ONNX model in file `path`. External-data tensors are read

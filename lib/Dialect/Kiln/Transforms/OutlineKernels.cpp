@@ -127,10 +127,19 @@ struct OutlineKernelsPass
     ctx = entry->getArgument(0);
 
     // Signature text (the arena line is added when lowering to LLVM).
+    // Arguments with `kiln.weight_offset` are external weights
+    // (--external-weights): `weight` records, not inputs.
     std::string io;
+    auto isWeight = [&](unsigned i) {
+      return model.getArgAttrOfType<IntegerAttr>(i, "kiln.weight_offset") !=
+             nullptr;
+    };
+    unsigned numInputs = 0;
     for (auto [i, t] : llvm::enumerate(model.getArgumentTypes())) {
+      if (isWeight(i))
+        continue;
       FailureOr<std::string> rec = signatureRecord(
-          "input", t, model.getArgAttrDict(i), i, model.getLoc());
+          "input", t, model.getArgAttrDict(i), numInputs++, model.getLoc());
       if (failed(rec))
         return signalPassFailure();
       io += *rec;
@@ -142,6 +151,10 @@ struct OutlineKernelsPass
         return signalPassFailure();
       io += *rec;
     }
+    FailureOr<std::string> weights = weightRecords(isWeight);
+    if (failed(weights))
+      return signalPassFailure();
+    io += *weights;
     host->setAttr("kiln.signature_io", b.getStringAttr(io));
 
     auto ret = cast<func::ReturnOp>(model.getBody().front().getTerminator());
@@ -149,9 +162,16 @@ struct OutlineKernelsPass
       outputIndex.try_emplace(v, i);
 
     b.setInsertionPointToStart(entry);
-    for (auto [i, arg] : llvm::enumerate(model.getArguments()))
-      map.map(arg, InputOp::create(b, arg.getLoc(), bufferType(arg.getType()),
-                                   ctx, b.getI64IntegerAttr(i)));
+    int64_t nextInput = 0, nextWeight = 0;
+    for (auto [i, arg] : llvm::enumerate(model.getArguments())) {
+      if (isWeight(i))
+        map.map(arg, ExternalWeightOp::create(
+                         b, arg.getLoc(), bufferType(arg.getType()), ctx,
+                         b.getI64IntegerAttr(nextWeight++)));
+      else
+        map.map(arg, InputOp::create(b, arg.getLoc(), bufferType(arg.getType()),
+                                     ctx, b.getI64IntegerAttr(nextInput++)));
+    }
     unsigned kernelId = 0;
     for (Operation &op : model.getBody().front().without_terminator())
       if (failed(convertOp(&op, kernelId)))
@@ -159,6 +179,47 @@ struct OutlineKernelsPass
     Value zero = arith::ConstantIntOp::create(b, ret.getLoc(), 0, 32);
     func::ReturnOp::create(b, ret.getLoc(), zero);
     model.erase();
+  }
+
+  /// `weights-file` and `weight` records of the external weights, in
+  /// argument order (their kiln.external_weight indices).
+  FailureOr<std::string>
+  weightRecords(llvm::function_ref<bool(unsigned)> isWeight) {
+    std::string text;
+    unsigned index = 0;
+    for (auto [i, t] : llvm::enumerate(model.getArgumentTypes())) {
+      if (!isWeight(i))
+        continue;
+      auto rt = dyn_cast<RankedTensorType>(t);
+      if (!rt || !rt.hasStaticShape())
+        return model.emitError("external weight ")
+                   << index << " has no static shape: " << t,
+               failure();
+      FailureOr<std::string> rec = signatureRecord(
+          "weight", t, model.getArgAttrDict(i), index++, model.getLoc());
+      if (failed(rec))
+        return failure();
+      int64_t width = (rt.getElementTypeBitWidth() + 7) / 8;
+      int64_t offset =
+          model.getArgAttrOfType<IntegerAttr>(i, "kiln.weight_offset").getInt();
+      rec->pop_back(); // '\n'
+      text += *rec + " " + std::to_string(offset) + " " +
+              std::to_string(width * rt.getNumElements()) + "\n";
+    }
+    if (index == 0)
+      return text;
+    auto ext = module->getAttrOfType<DictionaryAttr>("kiln.external_weights");
+    auto file = ext ? ext.getAs<StringAttr>("file") : StringAttr();
+    auto hash = ext ? ext.getAs<StringAttr>("layout_hash") : StringAttr();
+    auto bytes = ext ? ext.getAs<IntegerAttr>("file_bytes") : IntegerAttr();
+    if (!file || !hash || !bytes)
+      return model.emitError("external weights without a module attribute "
+                             "'kiln.external_weights' = {file, layout_hash, "
+                             "file_bytes}"),
+             failure();
+    return "weights-file " + escapeName(file.getValue()) + " " +
+           hash.getValue().str() + " " + std::to_string(bytes.getInt()) +
+           "\n" + text;
   }
 
   Value lookupBuffer(Value v, Operation *user) {

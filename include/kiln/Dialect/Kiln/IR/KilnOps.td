@@ -194,6 +194,25 @@ def Kiln_ReadOp : Kiln_Op<"read", [MemoryEffects<[MemRead]>,
   let hasVerifier = 1;
 }
 
+def Kiln_ExternalWeightOp : Kiln_Op<"external_weight", [Pure]> {
+  let summary = "The buffer of an external weight (--external-weights)";
+  let description = [{
+    The buffer of external weight `index` (the model's `weight` signature
+    records, numbered 0..N-1): a tensor kept in the weights file the runtime
+    memory-maps at model load, not in the model. On the CPU it points into
+    that mapping (read-only); on a device target it is the instance's device
+    copy, uploaded on first use. New weights of the same shapes and types
+    drop in without recompiling.
+
+    ```mlir
+    %w = kiln.external_weight %ctx [0] : memref<64x3x7x7xf32>
+    ```
+  }];
+  let arguments = (ins Kiln_Context:$ctx, I64Attr:$index);
+  let results = (outs AnyStaticShapeMemRef:$buffer);
+  let assemblyFormat = "$ctx `[` $index `]` attr-dict `:` type($buffer)";
+}
+
 def Kiln_WeightOp : Kiln_Op<"weight", [Pure,
     DeclareOpInterfaceMethods<SymbolUserOpInterface>]> {
   let summary = "The device copy of a constant (weight)";
