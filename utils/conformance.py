@@ -205,7 +205,11 @@ def _run(cmd, timeout):
 
 
 def run_case(case_name, model_dir, rtol, atol, kilnc, kiln_run, work_root, keep,
-             compile_timeout=COMPILE_TIMEOUT, run_timeout=RUN_TIMEOUT):
+             compile_timeout=COMPILE_TIMEOUT, run_timeout=RUN_TIMEOUT,
+             kilnc_args=(), prebuilt=None):
+    """Compiles (with `kilnc_args`, e.g. --target=cuda) and runs one case.
+    With `prebuilt`, runs that model.so instead of compiling (the GPU check
+    runs libraries compiled on another machine)."""
     import onnx
 
     model_path = os.path.join(model_dir, "model.onnx")
@@ -238,11 +242,15 @@ def run_case(case_name, model_dir, rtol, atol, kilnc, kiln_run, work_root, keep,
 
     work = os.path.join(work_root, case_name)
     os.makedirs(work, exist_ok=True)
-    so = os.path.join(work, "model.so")
-    if os.path.exists(so):
+    so = prebuilt or os.path.join(work, "model.so")
+    if not prebuilt and os.path.exists(so):
         os.remove(so)
     try:
-        rc, out, err, dt, timed_out = _run([kilnc, model_path, "-o", so], compile_timeout)
+        if prebuilt:
+            rc, out, err, dt, timed_out = 0, "", "", 0.0, False
+        else:
+            rc, out, err, dt, timed_out = _run([kilnc, model_path, "-o", so, *kilnc_args],
+                                               compile_timeout)
         result["compile_s"] = round(dt, 3)
         if timed_out:
             result.update(status=CRASH, reason=f"kilnc timed out after {compile_timeout:g} s")

@@ -51,6 +51,13 @@ Value i64(OpBuilder &b, Location loc, int64_t v) {
   return LLVM::ConstantOp::create(b, loc, b.getI64Type(), v);
 }
 
+/// Bytes per element of `type` (index as the target's 64 bits).
+int64_t elementBytes(MemRefType type) {
+  Type elem = type.getElementType();
+  int64_t bits = elem.isIndex() ? 64 : elem.getIntOrFloatBitWidth();
+  return (bits + 7) / 8;
+}
+
 /// Builds a row-major descriptor of `type` over `ptr` with `sizes` (one i64
 /// per dim).
 Value buildDescriptor(OpBuilder &b, Location loc,
@@ -162,8 +169,7 @@ struct BufferOpLowering : public ConvertOpToLLVMPattern<BufferOp> {
       ptr = LLVM::GEPOp::create(rewriter, loc, ptrType, rewriter.getI8Type(),
                                 base, ArrayRef<LLVM::GEPArg>{*offset});
     } else {
-      int64_t bits = type.getElementTypeBitWidth();
-      Value bytes = i64(rewriter, loc, (bits + 7) / 8);
+      Value bytes = i64(rewriter, loc, elementBytes(type));
       for (Value s : sizes)
         bytes = LLVM::MulOp::create(rewriter, loc, bytes, s);
       ptr = LLVM::CallOp::create(rewriter, loc, TypeRange{ptrType},
@@ -223,7 +229,7 @@ struct ReadOpLowering : public ConvertOpToLLVMPattern<ReadOp> {
                                      adaptor.getIndices());
     Value slot = LLVM::AllocaOp::create(rewriter, loc, ptrType, elemType,
                                         i64(rewriter, loc, 1));
-    int64_t bytes = (type.getElementTypeBitWidth() + 7) / 8;
+    int64_t bytes = elementBytes(type);
     LLVM::CallOp::create(rewriter, loc, TypeRange{}, "kiln_rt_read_device",
                          ValueRange{adaptor.getCtx(), slot, src,
                                     i64(rewriter, loc, bytes)});
@@ -241,7 +247,7 @@ struct WeightOpLowering : public ConvertOpToLLVMPattern<WeightOp> {
     Location loc = op.getLoc();
     auto ptrType = LLVM::LLVMPointerType::get(getContext());
     MemRefType type = op.getBuffer().getType();
-    int64_t bytes = (type.getElementTypeBitWidth() + 7) / 8;
+    int64_t bytes = elementBytes(type);
     for (int64_t d : type.getShape())
       bytes *= d;
     Value host = LLVM::AddressOfOp::create(rewriter, loc, ptrType,

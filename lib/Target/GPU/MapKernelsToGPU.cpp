@@ -31,6 +31,8 @@
 #include "mlir/Dialect/Linalg/IR/Linalg.h"
 #include "mlir/Dialect/Linalg/Transforms/Transforms.h"
 #include "mlir/Dialect/MemRef/IR/MemRef.h"
+#include "mlir/Dialect/Arith/Utils/Utils.h"
+#include "mlir/Dialect/Utils/StaticValueUtils.h"
 #include "mlir/IR/IRMapping.h"
 #include "mlir/IR/PatternMatch.h"
 #include "mlir/Interfaces/SideEffectInterfaces.h"
@@ -125,8 +127,16 @@ LogicalResult GPUMapper::mapBlock(Block &block) {
         load.erase();
         continue;
       }
-      if (isHostOp(op))
+      if (isHostOp(op)) {
+        // Host ops that touch memory (host reads, launcher calls, launches)
+        // must see the device work issued before them.
+        if (!isMemoryEffectFree(op) && !isa<BufferOp, OutputOp, InputOp>(op)) {
+          if (failed(flush(group)))
+            return failure();
+          inGroup.clear();
+        }
         continue;
+      }
       if (auto par = dyn_cast<scf::ParallelOp>(op);
           par && par.getNumResults() == 0) {
         if (failed(flush(group)))
@@ -302,6 +312,47 @@ struct MapKernelsToGPUPass
           linalg::CopyOp::create(rewriter, op->getLoc(), copy.getSource(),
                                  copy.getTarget());
           rewriter.eraseOp(op);
+        } else if (auto reshape = dyn_cast<memref::ReshapeOp>(op)) {
+          // A reshape reads its shape operand: static result dims need no
+          // read; dynamic ones are host reads. The result is a row-major
+          // view of the (contiguous) source.
+          MemRefType type = reshape.getType();
+          Location loc = op->getLoc();
+          SmallVector<OpFoldResult> sizes, strides(type.getRank());
+          for (int64_t i = 0; i < type.getRank(); ++i) {
+            if (!type.isDynamicDim(i)) {
+              sizes.push_back(rewriter.getIndexAttr(type.getDimSize(i)));
+              continue;
+            }
+            Value idx = arith::ConstantIndexOp::create(rewriter, loc, i);
+            Value v = ReadOp::create(
+                rewriter, loc,
+                reshape.getShape().getType().getElementType(), ctx,
+                reshape.getShape(), ValueRange{idx});
+            if (!v.getType().isIndex())
+              v = arith::IndexCastOp::create(rewriter, loc,
+                                             rewriter.getIndexType(), v);
+            sizes.push_back(v);
+          }
+          OpFoldResult stride = rewriter.getIndexAttr(1);
+          for (int64_t i = type.getRank() - 1; i >= 0; --i) {
+            strides[i] = stride;
+            std::optional<int64_t> a = getConstantIntValue(stride);
+            std::optional<int64_t> b = getConstantIntValue(sizes[i]);
+            if (a && b)
+              stride = rewriter.getIndexAttr(*a * *b);
+            else
+              stride = arith::MulIOp::create(
+                           rewriter, loc,
+                           getValueOrCreateConstantIndexOp(rewriter, loc, stride),
+                           getValueOrCreateConstantIndexOp(rewriter, loc,
+                                                           sizes[i]))
+                           .getResult();
+          }
+          auto cast = memref::ReinterpretCastOp::create(
+              rewriter, loc, type, reshape.getSource(),
+              rewriter.getIndexAttr(0), sizes, strides);
+          rewriter.replaceOp(op, cast.getResult());
         } else if (auto get = dyn_cast<memref::GetGlobalOp>(op)) {
           auto it = weightIndex.find(get.getNameAttr().getAttr());
           if (it == weightIndex.end())
@@ -312,6 +363,21 @@ struct MapKernelsToGPUPass
               rewriter.getI64IntegerAttr(it->second));
         }
       }
+      // Buffers of static shape and weights move to the entry block, so a
+      // loop that runs on the device as a whole does not allocate inside
+      // device code (sharing one buffer across iterations is what the CPU
+      // path's per-iteration alloc/dealloc amounts to).
+      Block &entry = fn.getBody().front();
+      SmallVector<Operation *> hoist;
+      fn.walk([&](Operation *op) {
+        if (op->getBlock() == &entry)
+          return;
+        if (isa<WeightOp>(op) ||
+            (isa<BufferOp>(op) && cast<BufferOp>(op).getDynamicSizes().empty()))
+          hoist.push_back(op);
+      });
+      for (Operation *op : hoist)
+        op->moveBefore(&entry, entry.begin());
       // Linalg → parallel loops (reduction dims as sequential loops).
       SmallVector<linalg::LinalgOp> linalgOps;
       fn.walk([&](linalg::LinalgOp op) { linalgOps.push_back(op); });

@@ -1,0 +1,320 @@
+#!/usr/bin/env python3
+"""The whole GPU check of Kiln's NVIDIA target, in two halves.
+
+  prepare   (this machine, which has LLVM/MLIR but no GPU): compiles with
+            `kilnc --target=cuda` every ONNX backend node test that passes on
+            the CPU target (or the CI subset) and the model tests, copies
+            their data sets and kiln-run, and packs everything into one
+            archive small enough to carry to the GPU machine.
+  run       (the GPU machine, which has the driver, torch and onnxruntime but
+            no LLVM): unpacks, checks that torch.compile works, runs every
+            case with kiln-run --expect (ONNX's tolerances), compares the
+            models with onnxruntime (CPU), times the benchmarks (CUDA events
+            for PyTorch, kiln-run --benchmark for Kiln), prints a short table
+            and writes full results as JSON.
+
+  bench/gpu_check.py prepare [--stage .gpu] [--conformance all|ci|none]
+  bench/gpu_check.py run [--stage .gpu] [--out DIR]
+
+The archive is .gpu/stage.tar.xz (ignored by git); carry `.gpu` to the
+device tool and run `python3 bench/gpu_check.py run --out $OUT` there.
+"""
+from __future__ import annotations
+
+import argparse
+import concurrent.futures
+import json
+import os
+import shutil
+import subprocess
+import sys
+import tarfile
+import time
+
+ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+sys.path.insert(0, os.path.join(ROOT, "utils"))
+sys.path.insert(0, os.path.join(ROOT, "utils", "models"))
+
+import conformance  # noqa: E402  (utils/conformance.py)
+
+
+def log(msg):
+    print(msg, flush=True)
+
+
+# --------------------------------------------------------------------------
+# prepare (here)
+# --------------------------------------------------------------------------
+
+
+def cpu_passing_cases():
+    """Cases that pass on the CPU target, from the last full conformance run
+    (utils/conformance.py --json build/conformance/full.json)."""
+    path = os.path.join(ROOT, "build", "conformance", "full.json")
+    if not os.path.exists(path):
+        sys.exit(f"gpu_check: {path} is missing: run "
+                 f"`.venv/bin/python utils/conformance.py --json {path}` first")
+    results = json.load(open(path))["results"]
+    return sorted(r["name"] for r in results if r["status"] == conformance.PASSED)
+
+
+def ci_cases():
+    names = []
+    for line in open(os.path.join(ROOT, "test", "conformance", "ci_subset.txt")):
+        line = line.split("#", 1)[0].strip()
+        if line:
+            names.append(line)
+    return names
+
+
+def compile_one(kilnc, model, so, extra=()):
+    os.makedirs(os.path.dirname(so), exist_ok=True)
+    t0 = time.time()
+    try:
+        p = subprocess.run([kilnc, model, "--target=cuda", "-o", so, *extra],
+                           capture_output=True, text=True, timeout=300)
+    except subprocess.TimeoutExpired:
+        return "crash", "kilnc timed out", time.time() - t0
+    dt = time.time() - t0
+    if p.returncode < 0:
+        return "crash", f"kilnc killed by signal {-p.returncode}", dt
+    if p.returncode != 0:
+        first = next((l for l in p.stderr.splitlines() if "error" in l), p.stderr.strip()[:300])
+        return conformance.COMPILE_ERROR, first.replace(model, "<model>")[:400], dt
+    return "ok", "", dt
+
+
+SMALL_MODELS = ["resnet50", "mobilenetv2", "bert", "gpt2", "lstm", "unet"]
+
+
+def prepare_models(args, kilnc, payload, manifest):
+    """The small variants of the six networks (utils/models/make_models.py
+    --small): ONNX (with weights, for onnxruntime there) and the cuda .so."""
+    import make_models  # utils/models (needs Debian's torch here)
+
+    for name in SMALL_MODELS:
+        d = os.path.join(payload, "models", name)
+        os.makedirs(d, exist_ok=True)
+        onnx_path = os.path.join(d, "model.onnx")
+        make_models.export(name, onnx_path, small=True)
+        status, reason, dt = compile_one(kilnc, onnx_path, os.path.join(d, "model.so"))
+        log(f"  model {name} (small): {status} {reason} ({dt:.1f} s)")
+        manifest["models"].append({"name": name, "compile": status, "reason": reason,
+                                   "compile_s": round(dt, 2)})
+
+
+def prepare(args):
+    stage = os.path.abspath(args.stage)
+    kilnc = os.path.join(ROOT, "build", "bin", "kilnc")
+    kiln_run = os.path.join(ROOT, "build", "bin", "kiln-run")
+    payload = os.path.join(stage, "payload")
+    shutil.rmtree(payload, ignore_errors=True)
+    os.makedirs(os.path.join(payload, "bin"))
+    shutil.copy2(kiln_run, os.path.join(payload, "bin", "kiln-run"))
+    manifest = {"conformance": [], "models": []}
+
+    if args.conformance != "none":
+        names = cpu_passing_cases() if args.conformance == "all" else ci_cases()
+        if args.filter:
+            import re
+            names = [n for n in names if re.search(args.filter, n)]
+        node_dir = conformance.shipped_node_dir()
+        log(f"compiling {len(names)} node tests for cuda ({args.jobs} jobs) ...")
+        t0 = time.time()
+
+        def one(name):
+            src = os.path.join(node_dir, name)
+            dst = os.path.join(payload, "conformance", name)
+            status, reason, dt = compile_one(kilnc, os.path.join(src, "model.onnx"),
+                                             os.path.join(dst, "model.so"))
+            if status == "ok":
+                shutil.copy2(os.path.join(src, "model.onnx"), dst)
+                for d in os.listdir(src):
+                    if d.startswith("test_data_set_"):
+                        shutil.copytree(os.path.join(src, d), os.path.join(dst, d))
+            rtol, atol = conformance.DEFAULT_RTOL, conformance.DEFAULT_ATOL
+            dj = os.path.join(src, "data.json")
+            if os.path.exists(dj):
+                d = json.load(open(dj))
+                rtol, atol = d.get("rtol", rtol), d.get("atol", atol)
+            return {"name": name, "compile": status, "reason": reason,
+                    "compile_s": round(dt, 2), "rtol": rtol, "atol": atol}
+
+        with concurrent.futures.ThreadPoolExecutor(args.jobs) as pool:
+            manifest["conformance"] = list(pool.map(one, names))
+        bad = [c for c in manifest["conformance"] if c["compile"] != "ok"]
+        log(f"  compiled in {time.time() - t0:.0f} s; {len(bad)} failed to compile for cuda")
+        for c in bad[:20]:
+            log(f"    {c['name']}: {c['reason']}")
+
+    if args.models != "none":
+        prepare_models(args, kilnc, payload, manifest)
+    # The loader library, for timing through the C API (ctypes) there.
+    for lib in ("libkiln_runtime.so",):
+        shutil.copy2(os.path.join(ROOT, "build", "lib", lib), os.path.join(payload, "bin", lib))
+
+    json.dump(manifest, open(os.path.join(payload, "manifest.json"), "w"), indent=1)
+    archive = os.path.join(stage, "stage.tar.xz")
+    log("packing ...")
+    subprocess.run(["tar", "-C", stage, "-cJf", archive, "payload"], check=True,
+                   env={**os.environ, "XZ_OPT": "-6 -T2"})
+    log(f"{archive}: {os.path.getsize(archive) / 2**20:.1f} MiB")
+
+
+# --------------------------------------------------------------------------
+# run (on the GPU machine)
+# --------------------------------------------------------------------------
+
+
+def check_torch():
+    info = {}
+    try:
+        import torch
+        info["torch"] = torch.__version__
+        info["cuda"] = torch.cuda.is_available()
+        info["device"] = torch.cuda.get_device_name(0) if info["cuda"] else None
+        f = torch.compile(lambda x: torch.nn.functional.gelu(x) * 2 + 1)
+        x = torch.randn(1024, device="cuda")
+        ok = torch.allclose(f(x), torch.nn.functional.gelu(x) * 2 + 1, atol=1e-5)
+        info["torch_compile"] = "ok" if ok else "wrong result"
+    except Exception as e:  # report, do not stop the check
+        info["torch_compile"] = f"failed: {type(e).__name__}: {e}"[:300]
+    return info
+
+
+def run_conformance(payload, manifest, jobs):
+    kiln_run = os.path.join(payload, "bin", "kiln-run")
+    work = os.path.join(payload, "work")
+    results = []
+
+    def one(c):
+        if c["compile"] != "ok":
+            return {"name": c["name"], "status": c["compile"], "reason": "cuda compile: " + c["reason"]}
+        d = os.path.join(payload, "conformance", c["name"])
+        r = conformance.run_case(c["name"], d, c["rtol"], c["atol"], None, kiln_run, work, True,
+                                 prebuilt=os.path.join(d, "model.so"))
+        return {k: r.get(k) for k in ("name", "status", "reason", "run_s")}
+
+    with concurrent.futures.ThreadPoolExecutor(jobs) as pool:
+        results = list(pool.map(one, manifest["conformance"]))
+    return results
+
+
+def compare_outputs(refs, outdir):
+    """max |kiln - ref| / max |ref| over all outputs; inf on NaN/Inf that the
+    reference does not have."""
+    import numpy as np
+    import onnx
+    from onnx import numpy_helper
+
+    worst = 0.0
+    for i, ref in enumerate(refs):
+        t = onnx.TensorProto()
+        with open(os.path.join(outdir, f"output_{i}.pb"), "rb") as fh:
+            t.ParseFromString(fh.read())
+        got = numpy_helper.to_array(t)
+        if got.shape != ref.shape:
+            raise ValueError(f"output {i}: shape {got.shape} != {ref.shape}")
+        if not np.isfinite(got).all() and np.isfinite(ref).all():
+            return float("inf")
+        denom = float(np.max(np.abs(ref))) if ref.size else 0.0
+        err = float(np.max(np.abs(got.astype(np.float64) - ref))) if ref.size else 0.0
+        worst = max(worst, err / denom if denom > 0 else err)
+    return worst
+
+
+def run_models(payload, manifest):
+    import numpy as np
+    import onnxruntime as ort
+    from onnx import numpy_helper
+    import check_models  # utils/models: seeded inputs
+
+    kiln_run = os.path.join(payload, "bin", "kiln-run")
+    rows = []
+    for m in manifest["models"]:
+        row = {"name": m["name"]}
+        rows.append(row)
+        if m["compile"] != "ok":
+            row["error"] = "cuda compile: " + m["reason"]
+            continue
+        d = os.path.join(payload, "models", m["name"])
+        onnx_path = os.path.join(d, "model.onnx")
+        feeds = check_models.feeds_for(onnx_path, np.random.default_rng(0))
+        refs = ort.InferenceSession(onnx_path, providers=["CPUExecutionProvider"]).run(None, feeds)
+        cmd = [kiln_run, os.path.join(d, "model.so")]
+        for i, (k, v) in enumerate(feeds.items()):
+            f = os.path.join(d, f"input_{i}.pb")
+            with open(f, "wb") as fh:
+                fh.write(numpy_helper.from_array(v, k).SerializeToString())
+            cmd += ["--input", f]
+        outdir = os.path.join(d, "out")
+        os.makedirs(outdir, exist_ok=True)
+        p = subprocess.run(cmd + ["--output-dir", outdir], capture_output=True, text=True,
+                           timeout=600)
+        if p.returncode != 0:
+            row["error"] = "kiln-run: " + (p.stderr.strip().splitlines() or ["failed"])[-1][:200]
+            continue
+        try:
+            row["max_rel"] = compare_outputs(refs, outdir)
+        except ValueError as e:
+            row["error"] = str(e)
+    return rows
+
+
+def run(args):
+    stage = os.path.abspath(args.stage)
+    payload = os.path.join(stage, "payload")
+    archive = os.path.join(stage, "stage.tar.xz")
+    if os.path.exists(archive):
+        shutil.rmtree(payload, ignore_errors=True)
+        with tarfile.open(archive) as t:
+            t.extractall(stage)
+    manifest = json.load(open(os.path.join(payload, "manifest.json")))
+    out = args.out or os.path.join(stage, "results")
+    os.makedirs(out, exist_ok=True)
+    report = {"host": os.uname().nodename}
+    report["env"] = check_torch()
+    log(f"torch {report['env'].get('torch')} on {report['env'].get('device')}: "
+        f"torch.compile {report['env']['torch_compile']}")
+
+    if manifest["conformance"]:
+        t0 = time.time()
+        conf = run_conformance(payload, manifest, args.jobs)
+        report["conformance"] = conf
+        counts = {}
+        for r in conf:
+            counts[r["status"]] = counts.get(r["status"], 0) + 1
+        log(f"conformance on cuda: {len(conf)} cases in {time.time() - t0:.0f} s: " +
+            ", ".join(f"{k}: {v}" for k, v in sorted(counts.items())))
+        for r in conf:
+            if r["status"] != conformance.PASSED:
+                log(f"  {r['status']}: {r['name']}: {(r.get('reason') or '')[:160]}")
+    if manifest.get("models"):
+        report["models"] = run_models(payload, manifest)
+        for r in report["models"]:
+            err = r.get("error")
+            log(f"model {r['name']:12s} " + (f"ERROR {err}" if err else
+                f"max rel err vs onnxruntime {r['max_rel']:.2e}"))
+    json.dump(report, open(os.path.join(out, "gpu_results.json"), "w"), indent=1)
+    log(f"results: {os.path.join(out, 'gpu_results.json')}")
+
+
+def main(argv=None):
+    p = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    sub = p.add_subparsers(dest="cmd", required=True)
+    pp = sub.add_parser("prepare")
+    pp.add_argument("--stage", default=os.path.join(ROOT, ".gpu"))
+    pp.add_argument("--conformance", choices=["all", "ci", "none"], default="all")
+    pp.add_argument("--filter", help="only node tests matching this regex")
+    pp.add_argument("--jobs", type=int, default=2)
+    pp.add_argument("--models", choices=["small", "none"], default="small")
+    pr = sub.add_parser("run")
+    pr.add_argument("--stage", default=os.path.join(ROOT, ".gpu"))
+    pr.add_argument("--out", default=os.environ.get("OUT"))
+    pr.add_argument("--jobs", type=int, default=8)
+    args = p.parse_args(argv)
+    return prepare(args) if args.cmd == "prepare" else run(args)
+
+
+if __name__ == "__main__":
+    sys.exit(main())
