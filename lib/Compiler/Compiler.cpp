@@ -7,6 +7,8 @@
 #include "kiln/Dialect/Kiln/Transforms/Passes.h"
 #include "kiln/Dialect/Onnx/IR/OnnxDialect.h"
 #include "kiln/Dialect/Onnx/Transforms/Passes.h"
+#include "kiln/Target/Passes.h"
+#include "kiln/Target/Target.h"
 
 #include "mlir/Conversion/AffineToStandard/AffineToStandard.h"
 #include "mlir/Conversion/MathToLibm/MathToLibm.h"
@@ -15,6 +17,7 @@
 #include "mlir/Dialect/Affine/IR/AffineOps.h"
 #include "mlir/Dialect/Arith/IR/Arith.h"
 #include "mlir/Dialect/Arith/Transforms/BufferizableOpInterfaceImpl.h"
+#include "mlir/Dialect/Arith/Transforms/Passes.h"
 #include "mlir/Dialect/Bufferization/IR/Bufferization.h"
 #include "mlir/Dialect/Bufferization/Pipelines/Passes.h"
 #include "mlir/Dialect/Bufferization/Transforms/FuncBufferizableOpInterfaceImpl.h"
@@ -76,10 +79,12 @@ void mlir::kiln::registerKilnDialects(DialectRegistry &registry) {
   tensor::registerInferTypeOpInterfaceExternalModels(registry);
   registerBuiltinDialectTranslation(registry);
   registerLLVMDialectTranslation(registry);
+  registerTargetDialects(registry);
 }
 
 static const llvm::StringLiteral kStages[] = {
-    "import", "graph", "lower", "kernels", "host", "bufferize", "llvm"};
+    "import", "graph",     "lower",   "kernels",
+    "host",   "bufferize", "codegen", "llvm"};
 
 ArrayRef<llvm::StringLiteral> mlir::kiln::getStageNames() { return kStages; }
 
@@ -102,7 +107,13 @@ struct DecomposeConcatPass
 } // namespace
 
 LogicalResult mlir::kiln::buildStagePipeline(OpPassManager &pm,
-                                             StringRef stage, int optLevel) {
+                                             StringRef stage, int optLevel,
+                                             const Target *target) {
+  std::unique_ptr<Target> cpu;
+  if (!target) {
+    cpu = createCPUTarget();
+    target = cpu.get();
+  }
   if (stage == "graph") {
     pm.addNestedPass<func::FuncOp>(createKilnOnnxInferShapes());
     if (optLevel >= 1) {
@@ -139,11 +150,17 @@ LogicalResult mlir::kiln::buildStagePipeline(OpPassManager &pm,
     bufferization::OneShotBufferizePassOptions bopts;
     bopts.bufferizeFunctionBoundaries = false;
     pm.addPass(bufferization::createOneShotBufferizePass(bopts));
-    bufferization::BufferDeallocationPipelineOptions dopts;
-    bufferization::buildBufferDeallocationPipeline(pm, dopts);
-    pm.addNestedPass<func::FuncOp>(createConvertLinalgToLoopsPass());
+    // On a device, buffers inside kernels become run-scoped scratch
+    // (kiln-map-kernels-to-gpu): nothing to free.
+    if (!target->isDevice()) {
+      bufferization::BufferDeallocationPipelineOptions dopts;
+      bufferization::buildBufferDeallocationPipeline(pm, dopts);
+    }
     pm.addPass(createCanonicalizerPass());
+  } else if (stage == "codegen") {
+    target->buildCodegenPipeline(pm);
   } else if (stage == "llvm") {
+    pm.addPass(arith::createArithExpandOpsPass());
     pm.addPass(memref::createExpandStridedMetadataPass());
     pm.addPass(createLowerAffinePass());
     pm.addPass(createSCFToControlFlowPass());
@@ -160,6 +177,7 @@ void mlir::kiln::registerAllKilnPasses() {
   registerKilnOnnxPasses();
   registerKilnPasses();
   registerKilnConversionPasses();
+  registerKilnTargetPasses();
   PassRegistration<DecomposeConcatPass>();
   for (StringRef stage : ArrayRef(kStages).drop_front()) {
     std::string name = ("kiln-" + stage + "-pipeline").str();
@@ -167,13 +185,21 @@ void mlir::kiln::registerAllKilnPasses() {
         name, ("Kiln's '" + stage + "' stage").str(),
         [stage](OpPassManager &pm) { (void)buildStagePipeline(pm, stage); });
   }
+  PassPipelineRegistration<>(
+      "kiln-cuda-codegen-pipeline",
+      "Kiln's 'codegen' stage for --target=cuda (sm_90)",
+      [](OpPassManager &pm) { createNVPTXTarget("sm_90")->buildCodegenPipeline(pm); });
 }
 
 LogicalResult mlir::kiln::lowerToLLVMDialect(ModuleOp module,
                                              const CompileOptions &options) {
+  std::string error;
+  std::unique_ptr<Target> target = parseTarget(options.target, error);
+  if (!target)
+    return emitError(module.getLoc()) << error;
   for (StringRef stage : ArrayRef(kStages).drop_front()) {
     PassManager pm(module.getContext());
-    if (failed(buildStagePipeline(pm, stage, options.optLevel)))
+    if (failed(buildStagePipeline(pm, stage, options.optLevel, target.get())))
       return failure();
     if (stage == "graph")
       buildPrecisionPasses(pm, options);
@@ -301,9 +327,6 @@ LogicalResult mlir::kiln::linkSharedLibrary(MLIRContext *ctx, StringRef objPath,
 LogicalResult mlir::kiln::compileToSharedLibrary(ModuleOp module,
                                                  StringRef soPath,
                                                  const CompileOptions &options) {
-  if (options.target != "cpu")
-    return emitError(module.getLoc())
-           << "unknown target '" << options.target << "' (supported: cpu)";
   if (failed(lowerToLLVMDialect(module, options)))
     return failure();
   SmallString<128> obj;

@@ -330,7 +330,11 @@ def fill_spec(name, dims, uses):
 # ---------------------------------------------------------------------------
 
 
-def make_inputs(model, seed, batch, dims_override, inits):
+MIN_SAMPLES = 64
+MAX_BATCHES = 32
+
+
+def make_inputs(model, seed, batch, dims_override, inits, tag):
     graph = model.graph
     init_names = {t.name for t in graph.initializer}
     uses = consumers_of(graph)
@@ -354,12 +358,12 @@ def make_inputs(model, seed, batch, dims_override, inits):
         n = numel(shape)
         et = tt.elem_type
         if et in (TensorProto.FLOAT, TensorProto.FLOAT16, TensorProto.DOUBLE):
-            v = normal(seed, "input:" + vi.name, n).reshape(shape)
+            v = normal(seed, "input:" + vi.name + tag, n).reshape(shape)
             feeds[vi.name] = v.astype({TensorProto.FLOAT: np.float32,
                                        TensorProto.FLOAT16: np.float16,
                                        TensorProto.DOUBLE: np.float64}[et])
         elif et == TensorProto.BOOL:
-            feeds[vi.name] = uniform(seed, "input:" + vi.name, n, 1.0).reshape(shape) > 0
+            feeds[vi.name] = uniform(seed, "input:" + vi.name + tag, n, 1.0).reshape(shape) > 0
         elif et in TYPES and TYPES[et][3] == "int":
             high = 2
             for node, idx in uses.get(vi.name, []):
@@ -367,7 +371,7 @@ def make_inputs(model, seed, batch, dims_override, inits):
                     t = inits[node.input[0]]
                     axis = attr(node, "axis", 0)
                     high = int(t.dims[axis])
-            u = uniform(seed, "input:" + vi.name, n, 0.5) + 0.5
+            u = uniform(seed, "input:" + vi.name + tag, n, 0.5) + 0.5
             feeds[vi.name] = np.minimum((u * high).astype(np.int64), high - 1).astype(
                 TYPES[et][1]).reshape(shape)
         else:
@@ -404,23 +408,22 @@ def calibrate(model, values, targets, seed, batch, dims_override, base_dir, log)
             bias = node.input[2] if len(node.input) > 2 and node.input[2] in targets else None
             params = [node.input[1]] + ([bias] if bias else [])
             points.append((i, "conv", out, params))
-    # Batch norms whose statistics stay as they are while earlier layers change.
+    # Batch norms whose statistics stay as they are while the layers before
+    # them change.
+    affected = set(targets)
     for node in graph.node:
         if (node.op_type == "BatchNormalization" and len(node.input) >= 5 and
-                node.input[3] not in targets and
-                any(n in targets for n in node.input[1:3])):
+                node.input[3] not in targets and node.input[0] in affected):
             log(f"warning: batch norm '{node.name}': its running statistics are not in the "
                 "set of filled tensors (embedded in the model: compile with a smaller "
                 "--external-weights-min-bytes to make them external), so they are not "
                 "calibrated")
+        if any(n in affected for n in node.input if n):
+            affected.update(node.output)
     if not points:
         return 0
 
     # Levels: a point depends on the points upstream of what it measures.
-    producer = {}
-    for i, node in enumerate(graph.node):
-        for o in node.output:
-            producer[o] = i
     point_at = {p[0]: k for k, p in enumerate(points)}
     level = [0] * len(points)
     dep = {}  # value name -> max level of points upstream
@@ -470,20 +473,40 @@ def calibrate(model, values, targets, seed, batch, dims_override, base_dir, log)
     sess = ort.InferenceSession(m.SerializeToString(), so, providers=["CPUExecutionProvider"])
     np_type = {TensorProto.FLOAT: np.float32, TensorProto.FLOAT16: np.float16,
                TensorProto.DOUBLE: np.float64}
-    feeds = make_inputs(model, seed, batch, dims_override, inits)
+    # Enough samples per channel: a static batch of 1 with a small spatial
+    # size leaves few values per channel in late layers, so the statistics
+    # pool several seeded batches (at least MIN_SAMPLES values per channel,
+    # at most MAX_BATCHES batches).
+    feeds0 = make_inputs(model, seed, batch, dims_override, inits, "")
+    for name in cal_params:
+        feeds0[name] = values[name].astype(np_type[inits[name].data_type])
+    samples = min(max(numel(o.shape) // max(o.shape[1], 1), 1) if o.ndim >= 2 else 1
+                  for o in sess.run([p[2] for p in points], feeds0))
+    runs = min(MAX_BATCHES, -(-MIN_SAMPLES // samples))
+    batches = [feeds0] + [make_inputs(model, seed, batch, dims_override, inits, f":{r}")
+                          for r in range(1, runs)]
     for lv in range(1, max(level) + 1):
         todo = [k for k in range(len(points)) if level[k] == lv]
-        for name in cal_params:
-            feeds[name] = values[name].astype(np_type[inits[name].data_type])
-        outs = sess.run([points[k][2] for k in todo], feeds)
-        for k, out in zip(todo, outs):
-            _, kind, measured, params = points[k]
-            x = np.asarray(out, np.float64)
-            if x.ndim < 2:
+        sums = {}
+        for feeds in batches:
+            for name in cal_params:
+                feeds[name] = values[name].astype(np_type[inits[name].data_type])
+            outs = sess.run([points[k][2] for k in todo], feeds)
+            for k, out in zip(todo, outs):
+                x = np.asarray(out, np.float64)
+                if x.ndim < 2:
+                    continue
+                axes = tuple(a for a in range(x.ndim) if a != 1)
+                n = numel(x.shape) // x.shape[1]
+                s1, s2, cnt = sums.get(k, (0.0, 0.0, 0))
+                sums[k] = (s1 + x.sum(axis=axes), s2 + (x * x).sum(axis=axes), cnt + n)
+        for k in todo:
+            if k not in sums:
                 continue
-            axes = tuple(a for a in range(x.ndim) if a != 1)
-            mean = x.mean(axis=axes)
-            var = ((x - mean.reshape([1, -1] + [1] * (x.ndim - 2))) ** 2).mean(axis=axes)
+            _, kind, measured, params = points[k]
+            s1, s2, cnt = sums[k]
+            mean = s1 / cnt
+            var = np.maximum(s2 / cnt - mean * mean, 0.0)
             if kind == "bn":
                 values[params[0]] = mean.reshape(values[params[0]].shape)
                 values[params[1]] = var.reshape(values[params[1]].shape)
@@ -495,7 +518,7 @@ def calibrate(model, values, targets, seed, batch, dims_override, base_dir, log)
                 std = np.sqrt(var)
                 gamma = normal(seed, "calibrate:" + params[0], c, 0.05, 1.0)
                 beta = normal(seed, "calibrate-shift:" + params[0], c, 0.05, 0.0)
-                scale = np.where(std > 1e-12, gamma / np.where(std > 1e-12, std, 1.0), 1.0)
+                scale = np.where(std > 1e-6, gamma / np.where(std > 1e-6, std, 1.0), 1.0)
                 values[params[0]] = w * scale.reshape([c] + [1] * (w.ndim - 1))
                 if len(params) > 1:
                     b = values[params[1]]

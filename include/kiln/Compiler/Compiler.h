@@ -18,19 +18,22 @@
 #include <vector>
 
 namespace mlir::kiln {
+class Target;
 
 /// Registers every dialect Kiln's pipelines use.
 void registerKilnDialects(DialectRegistry &registry);
 /// Registers Kiln's passes and named pipelines (for kiln-opt).
 void registerAllKilnPasses();
 
-/// The stages of the CPU flow, in order; `--dump-after` takes these names.
+/// The stages of the flow, in order; `--dump-after` takes these names.
 /// import, graph (shape inference), lower (onnx → linalg), kernels (kernel
 /// formation), host (host program + memory plan), bufferize (kernels on
-/// memrefs), llvm (LLVM dialect).
+/// memrefs), codegen (the target's: loops on the CPU; gpu.launch, NVVM and
+/// the device image for cuda), llvm (LLVM dialect).
 llvm::ArrayRef<llvm::StringLiteral> getStageNames();
 
 struct CompileOptions {
+  /// `--target=`: cpu, cuda, cuda:<chip> (see Target.h).
   std::string target = "cpu";
   /// Stage after which to call `dump` with the module ("" for none).
   std::string dumpAfter;
@@ -76,9 +79,10 @@ llvm::json::Value buildCompileReport(ModuleOp module);
 void printReportSummary(const llvm::json::Value &report, llvm::raw_ostream &os);
 
 /// Adds the passes of `stage` to `pm`; `optLevel` 0 leaves out the graph
-/// optimizer (simplification, fusion).
+/// optimizer (simplification, fusion). `target` null means the CPU.
 LogicalResult buildStagePipeline(OpPassManager &pm, llvm::StringRef stage,
-                                 int optLevel = 2);
+                                 int optLevel = 2,
+                                 const Target *target = nullptr);
 
 /// Runs the stages after import on `module`, ending in the LLVM dialect.
 LogicalResult lowerToLLVMDialect(ModuleOp module, const CompileOptions &options);

@@ -45,7 +45,7 @@ def KilnFinalizeDeviceMemRefs
   let summary = "Lowers a gpu.module's cf/arith/index or memref ops to LLVM";
   let description = [{
     `convert-gpu-to-nvvm` expects branches and arithmetic already lowered
-    (`stage=before-nvvm`) and leaves memref loads, stores and views to
+    (`stage=before-nvvm`, `arith.remf` left for its libdevice lowering) and leaves memref loads, stores and views to
     `finalize-memref-to-llvm` (`stage=after-nvvm`); the upstream passes run
     on whole modules (host code too), this one on one device module.
   }];

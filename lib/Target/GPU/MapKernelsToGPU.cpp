@@ -480,7 +480,8 @@ struct FinalizeDeviceMemRefsPass
     RewritePatternSet patterns(context);
     if (stage == "before-nvvm") {
       // Branches carry index values: converted with the arithmetic before
-      // convert-gpu-to-nvvm rewrites the kernels' block signatures.
+      // convert-gpu-to-nvvm rewrites the kernels' block signatures (it has
+      // no cf or arith patterns).
       cf::populateControlFlowToLLVMConversionPatterns(converter, patterns);
       arith::populateArithToLLVMConversionPatterns(converter, patterns);
       index::populateIndexToLLVMConversionPatterns(converter, patterns);
@@ -488,11 +489,15 @@ struct FinalizeDeviceMemRefsPass
       populateFinalizeMemRefToLLVMConversionPatterns(converter, patterns);
     }
     LLVMConversionTarget target(*context);
-    if (stage == "before-nvvm")
+    if (stage == "before-nvvm") {
       target.addIllegalDialect<cf::ControlFlowDialect, arith::ArithDialect,
                                index::IndexDialect>();
-    else
+      // convert-gpu-to-nvvm lowers remf to libdevice's fmod (NVPTX has no
+      // frem).
+      target.addLegalOp<arith::RemFOp>();
+    } else {
       target.addIllegalDialect<memref::MemRefDialect>();
+    }
     if (failed(applyPartialConversion(getOperation(), target,
                                       std::move(patterns))))
       signalPassFailure();

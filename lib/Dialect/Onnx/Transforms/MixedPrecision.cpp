@@ -31,6 +31,10 @@
 #include "kiln/Dialect/Onnx/IR/OnnxUtils.h"
 
 #include "mlir/IR/Builders.h"
+#include "mlir/IR/BuiltinOps.h"
+#include "mlir/IR/Diagnostics.h"
+#include "mlir/IR/IRMapping.h"
+#include "mlir/IR/Verifier.h"
 #include "llvm/ADT/StringSet.h"
 #include "llvm/Support/Format.h"
 #include "llvm/Support/JSON.h"
@@ -367,8 +371,46 @@ struct MixedPrecisionPass
         return d;
       }
     }
+    if (!acceptsHalf(op)) {
+      d.category = "rule";
+      d.reason = ("the onnx schema of " + type + " has no " + halfName).str();
+      return d;
+    }
     d.half = true;
     return d;
+  }
+
+  /// Whether `op` verifies with its f32 data operands and results in the
+  /// half type (the ONNX schemas of a few ops, e.g. Einsum, have no bf16):
+  /// a detached clone is verified with diagnostics silenced.
+  bool acceptsHalf(Operation *op) {
+    MLIRContext *ctx = op->getContext();
+    SmallVector<Type> placeholderTypes;
+    SmallVector<unsigned> positions;
+    for (unsigned i = 0; i < op->getNumOperands(); ++i)
+      if (isDataOperand(op, i)) {
+        positions.push_back(i);
+        placeholderTypes.push_back(
+            cast<TensorType>(op->getOperand(i).getType()).clone(halfType));
+      }
+    OpBuilder b(ctx);
+    Operation *placeholders = UnrealizedConversionCastOp::create(
+        b, op->getLoc(), placeholderTypes, ValueRange{});
+    IRMapping map;
+    for (auto [k, i] : llvm::enumerate(positions))
+      map.map(op->getOperand(i), placeholders->getResult(k));
+    Operation *trial = op->clone(map);
+    for (OpResult r : trial->getResults())
+      if (isF32Tensor(r.getType()))
+        r.setType(cast<TensorType>(r.getType()).clone(halfType));
+    bool ok;
+    {
+      ScopedDiagnosticHandler silence(ctx, [](Diagnostic &) { return success(); });
+      ok = succeeded(mlir::verify(trial, /*verifyRecursively=*/false));
+    }
+    trial->destroy();
+    placeholders->destroy();
+    return ok;
   }
 
   void runOnOperation() override {
