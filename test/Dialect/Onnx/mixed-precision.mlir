@@ -165,3 +165,16 @@ func.func @cleanup(%x: tensor<2x8xf32>, %y: tensor<4x4xf32>, %h: tensor<4x4xf16>
   %l2 = "onnx.Cast"(%l1) {to = 1 : i64} : (tensor<4x4xf16>) -> tensor<4x4xf32> loc("lossy_up")
   return %mm2, %h2, %l2 : tensor<8x4xf32>, tensor<4x4xf16>, tensor<4x4xf32>
 }
+
+// -----
+
+// An op whose ONNX schema lacks the half type stays fp32: Einsum has fp16
+// but no bf16.
+// CHECK-LABEL: func @schema
+// CHECK: "onnx.Einsum"({{.*}}) <{{.*}}> {kiln.precision = "fp16"} : (tensor<2x4xf16>, tensor<4x3xf16>) -> tensor<2x3xf16>
+// BF16-LABEL: func @schema
+// BF16: "onnx.Einsum"({{.*}}) <{{.*}}> {kiln.fp32_reason = "rule: the onnx schema of Einsum has no bf16", kiln.precision = "fp32"}
+func.func @schema(%a: tensor<2x4xf32>, %b: tensor<4x3xf32>) -> tensor<2x3xf32> {
+  %0 = "onnx.Einsum"(%a, %b) {equation = "ij,jk->ik"} : (tensor<2x4xf32>, tensor<4x3xf32>) -> tensor<2x3xf32> loc("einsum")
+  return %0 : tensor<2x3xf32>
+}
