@@ -146,6 +146,14 @@ compare(kiln("net.so"), reference("filled11.onnx"), "replaced default weights fi
 run([sys.executable, FILL, "net.onnx", "--seed", "11", "--out-model", "again.onnx",
      "--weights", "again.weights", "--manifest", "net.weights.json", "--quiet"])
 assert read("again.weights") == read("w11.weights")
+# The measured statistics, saved and reused without onnxruntime: same bits.
+run([sys.executable, FILL, "net.onnx", "--seed", "11", "--out-model", "s.onnx",
+     "--manifest", "net.weights.json", "--save-stats", "stats.json", "--quiet"])
+run([sys.executable, FILL, "net.onnx", "--seed", "11", "--out-model", "s.onnx",
+     "--weights", "s.weights", "--manifest", "net.weights.json", "--load-stats", "stats.json"])
+assert read("s.weights") == read("w11.weights")
+expect_error([sys.executable, FILL, "net.onnx", "--seed", "12", "--out-model", "s.onnx",
+              "--load-stats", "stats.json"], "not from fill_weights.py --save-stats with seed 12")
 assert read("w12.weights") != read("w11.weights")
 golden = fill_weights.normal(0, "conv.w", 4)
 print("normal(seed 0, 'conv.w')[:4] =", golden.tolist())

@@ -57,8 +57,10 @@ feeds no BatchNormalization (a network exported with batch norms folded) is
 rescaled per output channel so its output has mean N(0, 0.05) and standard
 deviation 1 + N(0, 0.05), as folding a batch norm would. These numbers come
 from onnxruntime's arithmetic, so they can differ in the last bits between
-machines or onnxruntime versions; compare Kiln and onnxruntime on the files
-written on the machine that runs them.
+machines or onnxruntime versions: compare Kiln and onnxruntime on the files
+written on the machine that runs them, or measure once with --save-stats
+FILE.json and fill elsewhere with --load-stats FILE.json (no onnxruntime run;
+the same bits everywhere).
 
 Runs with numpy 1.x or 2.x, onnx >= 1.14 and onnxruntime (only for the
 statistics); no LLVM, no Kiln build.
@@ -380,10 +382,48 @@ def make_inputs(model, seed, batch, dims_override, inits, tag):
     return feeds
 
 
-def calibrate(model, values, targets, seed, batch, dims_override, base_dir, log):
+def _hex(a):
+    return [float(v).hex() for v in np.asarray(a, np.float64).reshape(-1)]
+
+
+def _unhex(values, name, n):
+    if not isinstance(values, list) or len(values) != n:
+        raise FillError(f"statistics file: '{name}' needs {n} values")
+    return np.array([float.fromhex(v) for v in values], np.float64)
+
+
+def apply_stats(values, stats, seed):
+    """Applies statistics saved by --save-stats (exact float64 values), so the
+    filled tensors are the same bits as where they were measured."""
+    if stats.get("format") != "kiln-fill-stats" or stats.get("seed") != seed:
+        raise FillError(f"the statistics file is not from fill_weights.py --save-stats with "
+                        f"seed {seed}")
+    for e in stats["layers"]:
+        names = [e["mean"], e["var"]] if e["kind"] == "bn" else [e["weight"]] + (
+            [e["bias"]] if e.get("bias") else [])
+        for name in names:
+            if name not in values:
+                raise FillError(f"statistics file: '{name}' is not a tensor being filled")
+        if e["kind"] == "bn":
+            for key in ("mean", "var"):
+                v = values[e[key]]
+                values[e[key]] = _unhex(e[key + "_values"], e[key], v.size).reshape(v.shape)
+        else:
+            w = values[e["weight"]]
+            c = w.shape[0]
+            scale = _unhex(e["scale"], e["weight"], c)
+            values[e["weight"]] = w * scale.reshape([c] + [1] * (w.ndim - 1))
+            if e.get("bias"):
+                b = values[e["bias"]]
+                values[e["bias"]] = _unhex(e["bias_values"], e["bias"], b.size).reshape(b.shape)
+    return len(stats["layers"])
+
+
+def calibrate(model, values, targets, seed, batch, dims_override, base_dir, log, record):
     """Sets BatchNormalization running statistics and rescales Convs without a
     batch norm from the model's own activations, layer by layer. `values`
-    maps a filled tensor's name to its float64 array (updated in place)."""
+    maps a filled tensor's name to its float64 array (updated in place);
+    what was set is appended to `record` (for --save-stats)."""
     graph = model.graph
     inits = {t.name: t for t in graph.initializer}
     uses = consumers_of(graph)
@@ -510,6 +550,8 @@ def calibrate(model, values, targets, seed, batch, dims_override, base_dir, log)
             if kind == "bn":
                 values[params[0]] = mean.reshape(values[params[0]].shape)
                 values[params[1]] = var.reshape(values[params[1]].shape)
+                record.append({"kind": "bn", "mean": params[0], "var": params[1],
+                               "mean_values": _hex(mean), "var_values": _hex(var)})
             else:
                 w = values[params[0]]
                 c = w.shape[0]
@@ -520,9 +562,12 @@ def calibrate(model, values, targets, seed, batch, dims_override, base_dir, log)
                 beta = normal(seed, "calibrate-shift:" + params[0], c, 0.05, 0.0)
                 scale = np.where(std > 1e-6, gamma / np.where(std > 1e-6, std, 1.0), 1.0)
                 values[params[0]] = w * scale.reshape([c] + [1] * (w.ndim - 1))
+                entry = {"kind": "conv", "weight": params[0], "scale": _hex(scale)}
                 if len(params) > 1:
                     b = values[params[1]]
                     values[params[1]] = ((b - mean) * scale + beta).reshape(b.shape)
+                    entry.update(bias=params[1], bias_values=_hex(values[params[1]]))
+                record.append(entry)
     return len(points)
 
 
@@ -609,6 +654,11 @@ def main(argv=None):
                     help="batch size of the calibration inputs' first symbolic dim (default 4)")
     ap.add_argument("--dim", action="append", default=[], metavar="NAME=N",
                     help="size of a symbolic input dim for the calibration run")
+    ap.add_argument("--save-stats", metavar="FILE.json",
+                    help="write the statistics taken from data (exact values; small)")
+    ap.add_argument("--load-stats", metavar="FILE.json",
+                    help="use statistics saved by --save-stats (same seed) instead of running "
+                         "onnxruntime: the same tensors, bit for bit, on another machine")
     ap.add_argument("--no-calibrate", action="store_true",
                     help="no statistics from data (batch-norm mean 0, var 1)")
     ap.add_argument("--quiet", action="store_true")
@@ -708,7 +758,15 @@ def run(args, log):
             copied[t.name] = data
 
     calibrated = 0
-    if not args.no_calibrate:
+    record = []
+    if args.load_stats:
+        try:
+            with open(args.load_stats) as f:
+                stats = json.load(f)
+        except (OSError, ValueError) as e:
+            raise FillError(f"cannot read the statistics file '{args.load_stats}': {e}")
+        calibrated = apply_stats(values, stats, args.seed)
+    elif not args.no_calibrate:
         dims_override = {}
         for d in args.dim:
             name, _, v = d.partition("=")
@@ -724,7 +782,10 @@ def run(args, log):
             elif copied.get(t.name) is not None:
                 set_raw(t, copied[t.name])
         calibrated = calibrate(work, values, targets, args.seed, args.batch, dims_override,
-                               base_dir, log)
+                               base_dir, log, record)
+        if args.save_stats:
+            with open(args.save_stats, "w") as f:
+                json.dump({"format": "kiln-fill-stats", "seed": args.seed, "layers": record}, f)
 
     def data_of(name):
         t = inits[name]
