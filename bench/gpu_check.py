@@ -34,6 +34,7 @@ import time
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 sys.path.insert(0, os.path.join(ROOT, "utils"))
 sys.path.insert(0, os.path.join(ROOT, "utils", "models"))
+sys.path.insert(0, os.path.join(ROOT, "bench"))
 
 import conformance  # noqa: E402  (utils/conformance.py)
 
@@ -149,6 +150,9 @@ def prepare(args):
 
     if args.models != "none":
         prepare_models(args, kilnc, payload, manifest)
+    if args.bench:
+        import gpu_bench
+        gpu_bench.prepare(kilnc, payload, manifest, compile_one, log)
     # The loader library, for timing through the C API (ctypes) there.
     for lib in ("libkiln_runtime.so",):
         shutil.copy2(os.path.join(ROOT, "build", "lib", lib), os.path.join(payload, "bin", lib))
@@ -295,6 +299,9 @@ def run(args):
             err = r.get("error")
             log(f"model {r['name']:12s} " + (f"ERROR {err}" if err else
                 f"max rel err vs onnxruntime {r['max_rel']:.2e}"))
+    if manifest.get("bench"):
+        import gpu_bench
+        report["bench"] = gpu_bench.run(payload, manifest, log)
     json.dump(report, open(os.path.join(out, "gpu_results.json"), "w"), indent=1)
     log(f"results: {os.path.join(out, 'gpu_results.json')}")
 
@@ -308,6 +315,8 @@ def main(argv=None):
     pp.add_argument("--filter", help="only node tests matching this regex")
     pp.add_argument("--jobs", type=int, default=2)
     pp.add_argument("--models", choices=["small", "none"], default="small")
+    pp.add_argument("--bench", action=argparse.BooleanOptionalAction, default=True,
+                    help="ResNet-50 and BERT-base benchmarks (bench/gpu_bench.py)")
     pr = sub.add_parser("run")
     pr.add_argument("--stage", default=os.path.join(ROOT, ".gpu"))
     pr.add_argument("--out", default=os.environ.get("OUT"))

@@ -23,9 +23,15 @@ def KilnMapKernelsToGPU : Pass<"kiln-map-kernels-to-gpu", "ModuleOp"> {
            "Device kind and chip written into the signature">,
     Option<"blockSize", "block-size", "int64_t", /*default=*/"256",
            "Threads per block of a parallel loop nest">,
+    Option<"minThreads", "min-threads", "int64_t", /*default=*/"32768",
+           "Unroll a reduction's outputs per thread only while at least this "
+           "many threads remain">,
   ];
   let dependentDialects = ["::mlir::gpu::GPUDialect",
                            "::mlir::scf::SCFDialect",
+                           "::mlir::ub::UBDialect",
+                           "::mlir::LLVM::LLVMDialect",
+                           "::mlir::affine::AffineDialect",
                            "::mlir::arith::ArithDialect",
                            "::mlir::kiln::KilnDialect"];
 }

@@ -167,7 +167,7 @@ struct BufferOpLowering : public ConvertOpToLLVMPattern<BufferOp> {
                                         ValueRange{adaptor.getCtx()})
                        .getResult();
       ptr = LLVM::GEPOp::create(rewriter, loc, ptrType, rewriter.getI8Type(),
-                                base, ArrayRef<LLVM::GEPArg>{*offset});
+                                base, ArrayRef<LLVM::GEPArg>{i64(rewriter, loc, *offset)});
     } else {
       Value bytes = i64(rewriter, loc, elementBytes(type));
       for (Value s : sizes)

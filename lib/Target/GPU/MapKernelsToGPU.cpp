@@ -26,7 +26,9 @@
 #include "mlir/Conversion/MemRefToLLVM/MemRefToLLVM.h"
 #include "mlir/Dialect/ControlFlow/IR/ControlFlow.h"
 #include "mlir/Dialect/Index/IR/IndexDialect.h"
+#include "mlir/Dialect/Affine/Utils.h"
 #include "mlir/Dialect/Func/IR/FuncOps.h"
+#include "mlir/Dialect/UB/IR/UBOps.h"
 #include "mlir/Transforms/DialectConversion.h"
 #include "mlir/Dialect/Linalg/IR/Linalg.h"
 #include "mlir/Dialect/Linalg/Transforms/Transforms.h"
@@ -248,6 +250,270 @@ LogicalResult GPUMapper::mapParallel(scf::ParallelOp par) {
   return success();
 }
 
+
+/// Reductions and contractions (a linalg op with reduction dims whose one
+/// output is indexed by all its parallel dims): one thread per tile of
+/// output elements, the accumulators in registers across the reduction
+/// loops (one load and one store per output element, not per step). Up to
+/// two parallel dims are unrolled (U x V outputs per thread) so each loaded
+/// input element is reused from registers, as long as enough threads remain
+/// to fill the GPU. A `linalg.fill` of the output just before becomes the
+/// accumulators' initial value, and an elementwise `linalg.generic` just
+/// after that only consumes the result becomes the store's epilogue (the
+/// intermediate buffer is never written).
+class ReductionLowering {
+public:
+  ReductionLowering(RewriterBase &rewriter, int64_t minThreads)
+      : rewriter(rewriter), minThreads(minThreads) {}
+
+  LogicalResult lower(linalg::LinalgOp op);
+
+private:
+  Value index(Location loc, int64_t v) {
+    return arith::ConstantIndexOp::create(rewriter, loc, v);
+  }
+  /// Loads operand `operand` of `op` at `map`(dims).
+  Value load(Location loc, Value buffer, AffineMap map, ArrayRef<Value> dims) {
+    std::optional<SmallVector<Value, 8>> idx =
+        affine::expandAffineMap(rewriter, loc, map, dims);
+    return memref::LoadOp::create(rewriter, loc, buffer, *idx);
+  }
+  void store(Location loc, Value v, Value buffer, AffineMap map,
+             ArrayRef<Value> dims) {
+    std::optional<SmallVector<Value, 8>> idx =
+        affine::expandAffineMap(rewriter, loc, map, dims);
+    memref::StoreOp::create(rewriter, loc, v, buffer, *idx);
+  }
+  /// Clones `body` (a linalg region) with its block arguments bound to
+  /// `args` and linalg.index d bound to dims[d]; returns the yielded value.
+  Value inlineBody(Block &body, ValueRange args, ArrayRef<Value> dims) {
+    IRMapping map;
+    map.map(body.getArguments(), args);
+    for (Operation &op : body.without_terminator()) {
+      if (auto idx = dyn_cast<linalg::IndexOp>(op)) {
+        map.map(idx.getResult(), dims[idx.getDim()]);
+        continue;
+      }
+      rewriter.clone(op, map);
+    }
+    return map.lookupOrDefault(body.getTerminator()->getOperand(0));
+  }
+
+  RewriterBase &rewriter;
+  int64_t minThreads;
+};
+
+LogicalResult ReductionLowering::lower(linalg::LinalgOp op) {
+  if (!op.hasPureBufferSemantics() || op.getNumDpsInits() != 1 ||
+      op.getNumReductionLoops() == 0 || op->getNumResults() != 0)
+    return failure();
+  unsigned numLoops = op.getNumLoops();
+  SmallVector<unsigned> par, red;
+  for (auto [i, t] : llvm::enumerate(op.getIteratorTypesArray()))
+    (t == utils::IteratorType::parallel ? par : red).push_back(i);
+  if (par.empty())
+    return failure(); // a full reduction: one serial loop
+  OpOperand *init = op.getDpsInitOperand(0);
+  AffineMap outMap = op.getMatchingIndexingMap(init);
+  if (!outMap.isProjectedPermutation() || outMap.getNumResults() != par.size())
+    return failure();
+  for (unsigned d : red)
+    if (outMap.isFunctionOfDim(d))
+      return failure();
+  // The body yields one value computed from the accumulator.
+  Block &body = *op.getBlock();
+  if (body.getTerminator()->getNumOperands() != 1)
+    return failure();
+
+  Location loc = op.getLoc();
+  Value out = init->get();
+  SmallVector<int64_t> static_ = op.getStaticLoopRanges();
+
+  // A fill of the output right before: the initial value.
+  Value fillValue;
+  linalg::FillOp fill = dyn_cast_or_null<linalg::FillOp>(op->getPrevNode());
+  if (fill && fill.getOutputs()[0] == out)
+    fillValue = fill.getInputs()[0];
+  else
+    fill = nullptr;
+
+  // An elementwise consumer right after, reading only this result at the
+  // same points: fused into the store when nothing else uses the buffer.
+  linalg::GenericOp epi =
+      dyn_cast_or_null<linalg::GenericOp>(op->getNextNode());
+  bool identityOut = true;
+  for (auto [i, r] : llvm::enumerate(outMap.getResults()))
+    identityOut &= r == getAffineDimExpr(par[i], op.getContext());
+  OpOperand *epiIn = nullptr;
+  if (epi && identityOut && epi.hasPureBufferSemantics() &&
+      epi.getNumDpsInits() == 1 &&
+      epi.getNumLoops() == par.size() &&
+      epi.getNumReductionLoops() == 0 &&
+      epi.getBlock()->getTerminator()->getNumOperands() == 1) {
+    for (OpOperand *in : epi.getDpsInputOperands())
+      if (in->get() == out) {
+        if (epiIn || !epi.getMatchingIndexingMap(in).isIdentity())
+          epiIn = nullptr, epi = nullptr;
+        else
+          epiIn = in;
+        if (!epi)
+          break;
+      }
+    if (epi && epiIn && epi.getDpsInitOperand(0)->get() == out)
+      epiIn = nullptr;
+    // The buffer must die here: a kernel-local allocation whose only other
+    // users are the fill and deallocation.
+    if (epi && epiIn) {
+      auto alloc = out.getDefiningOp<BufferOp>();
+      bool dies = alloc && llvm::all_of(out.getUsers(), [&](Operation *u) {
+                    return u == op || u == epi || u == fill ||
+                           isa<memref::DeallocOp>(u);
+                  });
+      if (!dies)
+        epiIn = nullptr;
+    }
+  }
+  if (!epiIn)
+    epi = nullptr;
+
+  // Unrolling: U along a parallel dim other than the innermost one (the one
+  // the most inputs do not depend on), V along the innermost.
+  int64_t outputs = 1;
+  bool allStatic = true;
+  for (unsigned d : par) {
+    if (ShapedType::isDynamic(static_[d]))
+      allStatic = false;
+    else
+      outputs *= static_[d];
+  }
+  int64_t uDim = -1, U = 1, V = 1;
+  unsigned last = par.back();
+  if (allStatic) {
+    int bestReuse = -1;
+    for (unsigned d : ArrayRef(par).drop_back()) {
+      int reuse = 0;
+      for (OpOperand *in : op.getDpsInputOperands())
+        reuse += !op.getMatchingIndexingMap(in).isFunctionOfDim(d);
+      for (int64_t f : {8, 4, 2})
+        if (static_[d] % f == 0 && reuse > bestReuse &&
+            outputs / f >= minThreads) {
+          bestReuse = reuse, uDim = d, U = f;
+          break;
+        }
+    }
+    for (int64_t f : {4, 2})
+      if (static_[last] % f == 0 && outputs / (U * f) >= minThreads &&
+          static_[last] >= 32 * f) {
+        V = f;
+        break;
+      }
+  }
+
+  rewriter.setInsertionPoint(op);
+  SmallVector<Range> ranges = op.createLoopRanges(rewriter, loc);
+  auto size = [&](unsigned d) {
+    return getValueOrCreateConstantIndexOp(rewriter, loc, ranges[d].size);
+  };
+  SmallVector<Value> lbs, ubs, steps;
+  for (unsigned d : par) {
+    int64_t f = (int64_t)d == uDim ? U : d == last ? V : 1;
+    lbs.push_back(index(loc, 0));
+    ubs.push_back(f == 1 ? size(d)
+                         : index(loc, static_[d] / f));
+    steps.push_back(index(loc, 1));
+  }
+  SmallVector<Value> redUbs;
+  for (unsigned d : red)
+    redUbs.push_back(size(d));
+  Type accType = body.getArgument(body.getNumArguments() - 1).getType();
+
+  auto par_ = scf::ParallelOp::create(rewriter, loc, lbs, ubs, steps);
+  rewriter.setInsertionPointToStart(par_.getBody());
+  // The points of this thread's tile, j = u * V + v.
+  SmallVector<SmallVector<Value>> points;
+  for (int64_t u = 0; u < U; ++u)
+    for (int64_t v = 0; v < V; ++v) {
+      SmallVector<Value> dims(numLoops);
+      for (auto [i, d] : llvm::enumerate(par)) {
+        Value iv = par_.getInductionVars()[i];
+        int64_t f = (int64_t)d == uDim ? U : d == last ? V : 1;
+        int64_t o = (int64_t)d == uDim ? u : d == last ? v : 0;
+        if (f != 1)
+          iv = arith::AddIOp::create(
+              rewriter, loc, arith::MulIOp::create(rewriter, loc, iv, index(loc, f)),
+              index(loc, o));
+        dims[d] = iv;
+      }
+      points.push_back(dims);
+    }
+  SmallVector<Value> inits;
+  for (auto &pt : points)
+    inits.push_back(fillValue ? fillValue : load(loc, out, outMap, pt));
+  SmallVector<Value> zeros(red.size(), index(loc, 0)),
+      ones(red.size(), index(loc, 1));
+  scf::LoopNest nest = scf::buildLoopNest(
+      rewriter, loc, zeros, redUbs, ones, inits,
+      [&](OpBuilder &, Location l, ValueRange ivs,
+          ValueRange accs) -> scf::ValueVector {
+        scf::ValueVector next;
+        for (auto [j, pt] : llvm::enumerate(points)) {
+          SmallVector<Value> dims = pt;
+          for (auto [k, d] : llvm::enumerate(red))
+            dims[d] = ivs[k];
+          SmallVector<Value> args;
+          for (OpOperand *in : op.getDpsInputOperands()) {
+            if (!isa<MemRefType>(in->get().getType()))
+              args.push_back(in->get());
+            else
+              args.push_back(
+                  load(l, in->get(), op.getMatchingIndexingMap(in), dims));
+          }
+          args.push_back(accs[j]);
+          next.push_back(inlineBody(body, args, dims));
+        }
+        return next;
+      });
+  ValueRange results = nest.results;
+  if (nest.loops.empty())
+    results = inits;
+  for (auto [j, pt] : llvm::enumerate(points)) {
+    Value v = results[j];
+    if (!epi) {
+      store(loc, v, out, outMap, pt);
+      continue;
+    }
+    // The epilogue's dims are the parallel dims in order.
+    SmallVector<Value> edims;
+    for (unsigned d : par)
+      edims.push_back(pt[d]);
+    SmallVector<Value> args;
+    for (OpOperand *in : epi.getDpsInputOperands()) {
+      if (in == epiIn)
+        args.push_back(v);
+      else if (!isa<MemRefType>(in->get().getType()))
+        args.push_back(in->get());
+      else
+        args.push_back(load(loc, in->get(), epi.getMatchingIndexingMap(in), edims));
+    }
+    OpOperand *eout = epi.getDpsInitOperand(0);
+    Block &ebody = *epi.getBlock();
+    if (!ebody.getArgument(ebody.getNumArguments() - 1).use_empty())
+      args.push_back(load(loc, eout->get(), epi.getMatchingIndexingMap(eout), edims));
+    else
+      args.push_back(ub::PoisonOp::create(
+          rewriter, loc, ebody.getArgument(ebody.getNumArguments() - 1).getType()));
+    Value r = inlineBody(ebody, args, edims);
+    store(loc, r, eout->get(), epi.getMatchingIndexingMap(eout), edims);
+  }
+  (void)accType;
+  if (epi)
+    rewriter.eraseOp(epi);
+  if (fill)
+    rewriter.eraseOp(fill);
+  rewriter.eraseOp(op);
+  return success();
+}
+
 struct MapKernelsToGPUPass
     : public kiln::impl::KilnMapKernelsToGPUBase<MapKernelsToGPUPass> {
   using Base::Base;
@@ -378,7 +644,29 @@ struct MapKernelsToGPUPass
       });
       for (Operation *op : hoist)
         op->moveBefore(&entry, entry.begin());
-      // Linalg → parallel loops (reduction dims as sequential loops).
+      // Reductions and contractions first (they absorb the fill before and
+      // the elementwise op after them), then every other linalg op →
+      // parallel loops.
+      SmallVector<linalg::LinalgOp> reductions;
+      fn.walk([&](linalg::LinalgOp op) {
+        if (op.getNumReductionLoops() > 0)
+          reductions.push_back(op);
+      });
+      ReductionLowering lowering(rewriter, minThreads);
+      for (linalg::LinalgOp op : reductions)
+        (void)lowering.lower(op);
+      // Buffers the fusion left unused (an epilogue's intermediate).
+      SmallVector<BufferOp> buffers;
+      fn.walk([&](BufferOp op) { buffers.push_back(op); });
+      for (BufferOp buffer : buffers) {
+        if (!llvm::all_of(buffer->getUsers(), [](Operation *u) {
+              return isa<memref::DimOp>(u) && u->use_empty();
+            }))
+          continue;
+        for (Operation *u : llvm::make_early_inc_range(buffer->getUsers()))
+          rewriter.eraseOp(u);
+        rewriter.eraseOp(buffer);
+      }
       SmallVector<linalg::LinalgOp> linalgOps;
       fn.walk([&](linalg::LinalgOp op) { linalgOps.push_back(op); });
       for (linalg::LinalgOp op : linalgOps) {

@@ -1,8 +1,9 @@
-// RUN: kiln-opt %s --kiln-map-kernels-to-gpu --split-input-file | FileCheck %s
+// RUN: kiln-opt %s --kiln-map-kernels-to-gpu="min-threads=2048" --split-input-file | FileCheck %s
 // RUN: not kiln-opt %s --kiln-map-kernels-to-gpu="block-size=100" --split-input-file 2>&1 | FileCheck %s --check-prefix=BAD
 
 // BAD: block-size must be a multiple of 32
 
+// CHECK-LABEL: module attributes {{.*}}gpu.container_module{{.*}}kiln.device = "cuda sm_90"{{.*}}kiln.num_weights = 1
 // An elementwise kernel: the launcher takes the context first, the linalg op
 // becomes one launch of ceil(n / 256) blocks of 256 threads, one thread per
 // element, guarded by the flattened iteration count.
@@ -26,7 +27,6 @@
 // CHECK: %[[W:.*]] = kiln.weight %arg0 @cst[0] : memref<8xf32>
 // CHECK: call @relu(%arg0,
 // CHECK: kiln.read %arg0, %{{.*}}[%{{.*}}] : memref<4xi64>
-// CHECK: module attributes {{.*}}gpu.container_module{{.*}}kiln.device = "cuda sm_90"{{.*}}kiln.num_weights = 1
 #map = affine_map<(d0, d1) -> (d0, d1)>
 module {
   memref.global "private" constant @cst : memref<8xf32> = dense<1.0>
@@ -56,20 +56,24 @@ module {
 
 // -----
 
-// A reduction keeps its reduction loop inside the thread; the accumulator's
-// init and the kernel's scratch allocation: the alloc becomes a run-scoped
-// kiln.buffer, its dealloc goes away, the scalar stores into it run in their
-// own launches.
+// A reduction: one thread per output, the accumulator in registers across
+// the reduction loop (loaded from the fill's value, stored once); the fill
+// is absorbed, the scratch allocation becomes a run-scoped kiln.buffer, its
+// dealloc goes away, the copy runs in its own launch.
 // CHECK-LABEL: func.func private @rowsum
 // CHECK: %[[T:.*]] = kiln.buffer %arg0(%{{.*}}) : memref<?xf32>
 // CHECK-NOT: memref.alloc
+// CHECK: gpu.launch
+// CHECK: %[[SUM:.*]] = scf.for {{.*}} iter_args(%[[ACC:.*]] = %[[ZERO:cst[_0-9]*]]) -> (f32)
+// CHECK: %[[X:.*]] = memref.load %arg1
+// CHECK: %[[S:.*]] = arith.addf %[[X]], %[[ACC]]
+// CHECK: scf.yield %[[S]]
+// CHECK: memref.store %[[SUM]], %[[T]]
+// CHECK: gpu.terminator
+// CHECK: gpu.launch
+// CHECK: memref.load %[[T]]
+// CHECK: memref.store {{.*}}, %arg2
 // CHECK-NOT: memref.dealloc
-// CHECK: gpu.launch
-// CHECK: memref.store %{{.*}}, %[[T]]
-// CHECK: gpu.launch
-// CHECK: scf.for
-// CHECK: memref.load %arg1
-// CHECK: memref.store {{.*}}, %[[T]]
 #id2 = affine_map<(d0, d1) -> (d0, d1)>
 #row = affine_map<(d0, d1) -> (d0)>
 module {
@@ -87,6 +91,50 @@ module {
     }
     memref.copy %t, %y : memref<?xf32> to memref<?xf32>
     memref.dealloc %t : memref<?xf32>
+    return
+  }
+}
+
+// -----
+
+// A matmul with a fill before and a bias + ReLU after: one launch; each
+// thread accumulates 8 rows of outputs (8 registers, reusing each
+// loaded element) and stores bias + ReLU of them straight into the output:
+// the intermediate buffer is never written and goes away.
+// CHECK-LABEL: func.func private @matmul_bias_relu
+// CHECK-NOT: kiln.buffer
+// CHECK: gpu.launch
+// CHECK: scf.for {{.*}} iter_args({{.*}}) -> (f32, f32, f32, f32, f32, f32, f32, f32)
+// CHECK-COUNT-8: arith.mulf
+// CHECK: scf.yield
+// CHECK-COUNT-8: arith.maximumf
+// CHECK-NOT: gpu.launch
+// CHECK: return
+#mA = affine_map<(d0, d1, d2) -> (d0, d2)>
+#mB = affine_map<(d0, d1, d2) -> (d2, d1)>
+#mC = affine_map<(d0, d1, d2) -> (d0, d1)>
+#e2 = affine_map<(d0, d1) -> (d0, d1)>
+#eb = affine_map<(d0, d1) -> (d1)>
+module {
+  func.func private @matmul_bias_relu(%a: memref<64x32xf32>, %b: memref<32x256xf32>, %bias: memref<256xf32>, %y: memref<64x256xf32>) attributes {kiln.kernel} {
+    %zero = arith.constant 0.0 : f32
+    %t = memref.alloc() : memref<64x256xf32>
+    linalg.fill ins(%zero : f32) outs(%t : memref<64x256xf32>)
+    linalg.generic {indexing_maps = [#mA, #mB, #mC], iterator_types = ["parallel", "parallel", "reduction"]}
+        ins(%a, %b : memref<64x32xf32>, memref<32x256xf32>) outs(%t : memref<64x256xf32>) {
+    ^bb0(%x: f32, %w: f32, %acc: f32):
+      %m = arith.mulf %x, %w : f32
+      %s = arith.addf %acc, %m : f32
+      linalg.yield %s : f32
+    }
+    linalg.generic {indexing_maps = [#e2, #eb, #e2], iterator_types = ["parallel", "parallel"]}
+        ins(%t, %bias : memref<64x256xf32>, memref<256xf32>) outs(%y : memref<64x256xf32>) {
+    ^bb0(%v: f32, %c: f32, %o: f32):
+      %s = arith.addf %v, %c : f32
+      %r = arith.maximumf %s, %zero : f32
+      linalg.yield %r : f32
+    }
+    memref.dealloc %t : memref<64x256xf32>
     return
   }
 }
