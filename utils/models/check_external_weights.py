@@ -1,0 +1,166 @@
+#!/usr/bin/env python3
+"""Carries networks to a machine without their weights (the GPU machine: no
+LLVM, at most 64 MiB per call) and checks Kiln there against onnxruntime.
+
+  # here (kilnc, torch): export, compile with --external-weights, write the
+  # weightless graph, fill once to record the statistics and checksums
+  .venv/bin/python utils/models/check_external_weights.py build OUT \\
+      [--models resnet50,bert] [--small] [--target cuda] [--seed 1]
+  # there (python3 with numpy, onnx, onnxruntime; build/bin/kiln-run carried)
+  python3 utils/models/check_external_weights.py run OUT [--kiln-run build/bin/kiln-run]
+
+OUT holds, per network, NAME.so, NAME.graph.onnx (initializers as external
+data references into NAME.weights), NAME.weights.json (kilnc's manifest),
+NAME.stats.json (the statistics fill_weights.py measured), an input and the
+SHA-256 of the weights file written here: a few MiB instead of the weights.
+`run` regenerates NAME.weights and the filled ONNX model with
+fill_weights.py (same seed, --load-stats: the same bits as here, checked),
+runs NAME.so with kiln-run and the filled model with onnxruntime, and prints
+the largest error relative to the largest output value, and kiln-run's
+latency (--benchmark 50). Exit code 1 when a check fails.
+"""
+import argparse
+import hashlib
+import json
+import os
+import subprocess
+import sys
+import time
+
+HERE = os.path.dirname(os.path.abspath(__file__))
+FILL = os.path.join(HERE, "fill_weights.py")
+DIMS = {"bert": {"seq": 128}, "gpt2": {"seq": 128}, "lstm": {"seq": 32}}
+SMALL_DIMS = {"bert": {"seq": 16}, "gpt2": {"seq": 16}, "lstm": {"seq": 12}}
+
+
+def sh(cmd):
+    p = subprocess.run(cmd, capture_output=True, text=True)
+    if p.returncode != 0:
+        sys.exit(f"failed ({p.returncode}): {' '.join(cmd)}\n{p.stdout}{p.stderr}")
+    return p
+
+
+def sha256(path):
+    h = hashlib.sha256()
+    with open(path, "rb") as f:
+        for block in iter(lambda: f.read(1 << 20), b""):
+            h.update(block)
+    return h.hexdigest()
+
+
+def build(args):
+    import onnx
+    from onnx import numpy_helper
+    sys.path.insert(0, HERE)
+    import fill_weights
+    import make_models
+
+    os.makedirs(args.out, exist_ok=True)
+    kilnc = os.path.join(args.bin, "kilnc")
+    expected = {}
+    for name in args.models.split(","):
+        dims = (SMALL_DIMS if args.small else DIMS).get(name, {})
+        src = os.path.join(args.out, name + ".onnx")
+        make_models.export(name, src, small=args.small)
+        so = os.path.join(args.out, name + ".so")
+        cmd = [kilnc, src, "-o", so, "--target", args.target, "--external-weights",
+               f"--external-weights-min-bytes={args.min_bytes}"]
+        for k, v in dims.items():
+            cmd += ["--dim", f"{k}={v}"]
+        sh(cmd)
+        manifest = os.path.join(args.out, name + ".weights.json")
+        graph = os.path.join(args.out, name + ".graph.onnx")
+        sh([sys.executable, FILL, src, "--manifest", manifest, "--weightless", graph])
+        stats = os.path.join(args.out, name + ".stats.json")
+        weights = os.path.join(args.out, name + ".weights")
+        dim_args = [a for k, v in dims.items() for a in ("--dim", f"{k}={v}")]
+        sh([sys.executable, FILL, graph, "--seed", str(args.seed), "--out-model",
+            os.path.join(args.out, name + ".filled.onnx"), "--weights", weights, "--manifest",
+            manifest, "--save-stats", stats, "--quiet", *dim_args])
+        expected[name] = {"sha256": sha256(weights), "seed": args.seed, "dims": dims}
+        # The input: fill_weights' seeded data (token ids in the vocabulary).
+        model = onnx.load(graph, load_external_data=False)
+        inits = {t.name: t for t in model.graph.initializer}
+        feeds = fill_weights.make_inputs(model, args.seed, 1, dims, inits, ":check")
+        for i, (k, v) in enumerate(feeds.items()):
+            with open(os.path.join(args.out, f"{name}.input_{i}.pb"), "wb") as f:
+                f.write(numpy_helper.from_array(v, k).SerializeToString())
+        for path in (src, weights, os.path.join(args.out, name + ".filled.onnx")):
+            os.remove(path)  # regenerated there
+        print(f"{name}: {os.path.getsize(so) / 1e6:.1f} MB .so, weights sha256 "
+              f"{expected[name]['sha256'][:16]}")
+    with open(os.path.join(args.out, "expected.json"), "w") as f:
+        json.dump(expected, f, indent=1)
+    total = sum(os.path.getsize(os.path.join(args.out, p)) for p in os.listdir(args.out))
+    print(f"{args.out}: {total / 2**20:.1f} MiB to carry")
+
+
+def run(args):
+    import numpy as np
+    import onnx
+    from onnx import numpy_helper
+    import onnxruntime as ort
+
+    print(f"numpy {np.__version__}, onnx {onnx.__version__}, onnxruntime {ort.__version__}")
+    with open(os.path.join(args.out, "expected.json")) as f:
+        expected = json.load(f)
+    ok = True
+    for name, exp in expected.items():
+        base = os.path.join(args.out, name)
+        t = time.time()
+        dim_args = [a for k, v in exp["dims"].items() for a in ("--dim", f"{k}={v}")]
+        sh([sys.executable, FILL, base + ".graph.onnx", "--seed", str(exp["seed"]),
+            "--out-model", base + ".filled.onnx", "--weights", base + ".weights", "--manifest",
+            base + ".weights.json", "--load-stats", base + ".stats.json", "--quiet", *dim_args])
+        fill_s = time.time() - t
+        same = sha256(base + ".weights") == exp["sha256"]
+        ok &= same
+        inputs = sorted(p for p in os.listdir(args.out) if p.startswith(name + ".input_"))
+        in_args, feeds = [], {}
+        for p in inputs:
+            in_args += ["--input", os.path.join(args.out, p)]
+            tp = onnx.load_tensor(os.path.join(args.out, p))
+            feeds[tp.name] = numpy_helper.to_array(tp)
+        sh([args.kiln_run, base + ".so", "--output-dir", args.out, *in_args])
+        ref = ort.InferenceSession(base + ".filled.onnx",
+                                   providers=["CPUExecutionProvider"]).run(None, feeds)
+        worst = 0.0
+        for i, b in enumerate(ref):
+            a = numpy_helper.to_array(onnx.load_tensor(os.path.join(args.out, f"output_{i}.pb")))
+            worst = max(worst, float(np.abs(a.astype(np.float64) - b).max() / np.abs(b).max()))
+        ok &= worst <= args.max_rel
+        bench = sh([args.kiln_run, base + ".so", *in_args, "--benchmark",
+                    "50"]).stdout.strip().splitlines()[0]
+        print(f"{name}: weights regenerated in {fill_s:.1f} s, identical to the build "
+              f"machine's: {same}; max_rel_err vs onnxruntime {worst:.2e}; {bench}")
+    return 0 if ok else 1
+
+
+def main():
+    ap = argparse.ArgumentParser(description=__doc__,
+                                 formatter_class=argparse.RawDescriptionHelpFormatter)
+    sub = ap.add_subparsers(dest="cmd", required=True)
+    b = sub.add_parser("build")
+    b.add_argument("out")
+    b.add_argument("--models", default="resnet50,bert")
+    b.add_argument("--small", action="store_true")
+    b.add_argument("--target", default="cuda")
+    b.add_argument("--seed", type=int, default=1)
+    b.add_argument("--min-bytes", type=int, default=64,
+                   help="--external-weights-min-bytes (default 64: batch-norm and bias "
+                        "vectors external too, so every weight is regenerated)")
+    b.add_argument("--bin", default=os.path.join(HERE, "..", "..", "build", "bin"))
+    r = sub.add_parser("run")
+    r.add_argument("out")
+    r.add_argument("--kiln-run", default=os.path.join(HERE, "..", "..", "build", "bin",
+                                                      "kiln-run"))
+    r.add_argument("--max-rel", type=float, default=1e-4)
+    args = ap.parse_args()
+    if args.cmd == "build":
+        build(args)
+        return 0
+    return run(args)
+
+
+if __name__ == "__main__":
+    sys.exit(main())
