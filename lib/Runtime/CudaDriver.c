@@ -6,13 +6,18 @@
 #include <string.h>
 
 #define KILN_ENTRY(field, symbol)                                              \
-  { offsetof(kiln_cuda_driver, field), symbol }
+  { offsetof(kiln_cuda_driver, field), symbol, NULL, 0 }
+/* An entry point a model runs without (left NULL when missing); `older` is
+ * the name to try when `symbol` is missing. */
+#define KILN_OPTIONAL(field, symbol, older)                                    \
+  { offsetof(kiln_cuda_driver, field), symbol, older, 1 }
 
 /* cuda.h #defines several names to versioned symbols (cuMemAlloc ->
  * cuMemAlloc_v2); the exported symbol is what dlsym needs. */
 static const struct {
   size_t offset;
-  const char *symbol;
+  const char *symbol, *older;
+  int optional;
 } kEntries[] = {
     KILN_ENTRY(cuInit, "cuInit"),
     KILN_ENTRY(cuGetErrorName, "cuGetErrorName"),
@@ -45,6 +50,12 @@ static const struct {
     KILN_ENTRY(cuGraphLaunch, "cuGraphLaunch"),
     KILN_ENTRY(cuGraphExecDestroy, "cuGraphExecDestroy"),
     KILN_ENTRY(cuGraphDestroy, "cuGraphDestroy"),
+    KILN_OPTIONAL(cuEventCreate, "cuEventCreate", NULL),
+    KILN_OPTIONAL(cuEventRecord, "cuEventRecord", NULL),
+    KILN_OPTIONAL(cuEventSynchronize, "cuEventSynchronize", NULL),
+    KILN_OPTIONAL(cuEventElapsedTime, "cuEventElapsedTime_v2",
+                  "cuEventElapsedTime"),
+    KILN_OPTIONAL(cuEventDestroy, "cuEventDestroy_v2", NULL),
 };
 
 int kiln_cuda_driver_open(kiln_cuda_driver *driver, const char *path,
@@ -59,6 +70,10 @@ int kiln_cuda_driver_open(kiln_cuda_driver *driver, const char *path,
   }
   for (size_t i = 0; i < sizeof(kEntries) / sizeof(kEntries[0]); ++i) {
     void *fn = dlsym(library, kEntries[i].symbol);
+    if (!fn && kEntries[i].older)
+      fn = dlsym(library, kEntries[i].older);
+    if (!fn && kEntries[i].optional)
+      continue;
     if (!fn) {
       snprintf(error, size, "%s has no symbol %s", path, kEntries[i].symbol);
       dlclose(library);

@@ -24,6 +24,7 @@ typedef struct CUfunc_st *CUfunction;
 typedef struct CUstream_st *CUstream;
 typedef struct CUgraph_st *CUgraph;
 typedef struct CUgraphExec_st *CUgraphExec;
+typedef struct CUevent_st *CUevent;
 
 enum {
   CUDA_SUCCESS = 0,
@@ -51,6 +52,7 @@ enum {
 enum { CU_FUNC_ATTRIBUTE_MAX_DYNAMIC_SHARED_SIZE_BYTES = 8 };
 enum { CU_STREAM_NON_BLOCKING = 0x1 };
 enum { CU_STREAM_CAPTURE_MODE_RELAXED = 2 };
+enum { CU_EVENT_DEFAULT = 0x0 };
 
 /* The entry points, resolved from the driver library. */
 typedef struct kiln_cuda_driver {
@@ -96,6 +98,14 @@ typedef struct kiln_cuda_driver {
   CUresult (*cuGraphLaunch)(CUgraphExec exec, CUstream stream);
   CUresult (*cuGraphExecDestroy)(CUgraphExec exec);
   CUresult (*cuGraphDestroy)(CUgraph graph);
+  /* Events (KILN_CUDA_PROFILE only): optional, NULL when the driver lacks
+   * them. cuEventElapsedTime is cuEventElapsedTime_v2 where the driver has
+   * it (CUDA 12.8+; the same signature). */
+  CUresult (*cuEventCreate)(CUevent *event, unsigned int flags);
+  CUresult (*cuEventRecord)(CUevent event, CUstream stream);
+  CUresult (*cuEventSynchronize)(CUevent event);
+  CUresult (*cuEventElapsedTime)(float *ms, CUevent start, CUevent end);
+  CUresult (*cuEventDestroy)(CUevent event); /* _v2 */
 } kiln_cuda_driver;
 
 /* Opens the driver library (`path`, e.g. "libcuda.so.1") and resolves every

@@ -13,6 +13,7 @@
  * remaining launches and copies of the run do nothing.
  *===----------------------------------------------------------------------===*/
 #include "CudaDriver.h"
+#include "CudaProfile.h"
 #include "ModelRuntime.h"
 
 #include <stdint.h>
@@ -71,6 +72,7 @@ struct kiln_cuda_instance {
   int capturing;      /* kiln_model_main runs under stream capture */
   int capture_aborted;
   CUgraphExec graph;
+  kiln_cuda_profile *profile; /* KILN_CUDA_PROFILE: no graphs then */
 };
 
 /* "<call> failed: CUDA_ERROR_X (text)" into ctx, with RESOURCE_EXHAUSTED
@@ -260,6 +262,7 @@ void kiln_cuda_instance_destroy(kiln_instance_impl *inst) {
     return;
   kiln_model_impl *model = inst->model;
   const kiln_cuda_driver *cu = ci->cu;
+  kiln_cuda_profile_release(ci->profile, ci->context);
   if (ci->context && push(ci) == CUDA_SUCCESS) {
     if (ci->stream)
       cu->cuStreamSynchronize(ci->stream);
@@ -386,6 +389,8 @@ kiln_status_t *kiln_cuda_instance_create(kiln_instance_impl *inst) {
       }
     }
   }
+  if (!status)
+    status = kiln_cuda_profile_create(cu, model->num_kernels, &ci->profile);
   pop(ci);
   return status;
 }
@@ -739,10 +744,13 @@ void kiln_rt_launch_cuda(kiln_rt_ctx *ctx, int64_t kernel, const char *name,
     }
     ci->shared_limit[kernel] = shared_bytes;
   }
+  kiln_cuda_profile_begin(ci->profile, ci->stream);
   CUresult r = cu->cuLaunchKernel(
       fn, (unsigned)grid_x, (unsigned)grid_y, (unsigned)grid_z,
       (unsigned)block_x, (unsigned)block_y, (unsigned)block_z,
       (unsigned)shared_bytes, ci->stream, params, NULL);
+  kiln_cuda_profile_end(ci->profile, ci->stream, kernel, name,
+                        r == CUDA_SUCCESS);
   if (r != CUDA_SUCCESS) {
     snprintf(call, sizeof(call),
              "cuLaunchKernel(kernel %lld '%s', grid %lldx%lldx%lld, block "
@@ -1012,7 +1020,8 @@ kiln_status_t *kiln_cuda_run(kiln_instance_impl *inst,
   /* Graphs need every device pointer fixed across runs: inputs and outputs
    * go through the instance's buffers, and no dim may vary. */
   int use_graph = ci->graphs_enabled && !ci->graph_failed &&
-                  model->graph_capturable && model->num_symbols == 0;
+                  model->graph_capturable && model->num_symbols == 0 &&
+                  !ci->profile;
   int replayed = 0;
   ci->staged = use_graph || !views;
   stage_inputs(&ctx, views != NULL);
@@ -1049,6 +1058,7 @@ kiln_status_t *kiln_cuda_run(kiln_instance_impl *inst,
     if (r != CUDA_SUCCESS)
       fail_cuda(&ctx, r, "cuStreamSynchronize");
   }
+  kiln_cuda_profile_end_run(ci->profile, ctx.failed);
   if (!replayed)
     scratch_end_run(ci);
   pop(ci);

@@ -15,7 +15,10 @@
 #include <cstdlib>
 #include <cstring>
 #include <dlfcn.h>
+#include <fstream>
+#include <sstream>
 #include <string>
+#include <sys/stat.h>
 #include <thread>
 #include <vector>
 
@@ -207,6 +210,7 @@ protected:
     env.set("FAKE_CUDA_MODE", nullptr);
     env.set("KILN_CUDA_GRAPHS", nullptr);
     env.set("KILN_CUDA_DEVICE", nullptr);
+    env.set("KILN_CUDA_PROFILE", nullptr);
     before = driver->stats();
   }
 
@@ -223,6 +227,7 @@ protected:
     EXPECT_EQ(s.live_graphs, 0);
     EXPECT_EQ(s.live_graph_execs, 0);
     EXPECT_EQ(s.bad_pointers, before.bad_pointers);
+    EXPECT_EQ(s.live_events, before.live_events);
     EXPECT_EQ(driver->depth(), 0);
   }
 
@@ -632,6 +637,139 @@ TEST_F(CudaRunTest, ConcurrentInstances) {
   EXPECT_EQ(d.captures, 4);
   EXPECT_EQ(d.graph_launches, 4 * 49);
   EXPECT_EQ(d.bad_pointers, 0);
+}
+
+//===----------------------------------------------------------------------===//
+// KILN_CUDA_PROFILE: per-kernel times from events (the fake driver's clock:
+// scale takes 1 ms, add_weight_sum 2 ms)
+//===----------------------------------------------------------------------===//
+
+class CudaProfileTest : public CudaRunTest {
+protected:
+  void SetUp() override {
+    CudaRunTest::SetUp();
+    mkdir(KILN_TEST_TMP_DIR, 0755);
+    profile = std::string(KILN_TEST_TMP_DIR) + "/cuda_profile_" +
+              ::testing::UnitTest::GetInstance()->current_test_info()->name() +
+              ".jsonl";
+    std::remove(profile.c_str());
+  }
+  /// Releases the fixture's instance (which appends its report).
+  void release() {
+    kiln_instance_release(instance);
+    instance = nullptr;
+  }
+  /// Replaces the fixture's instance by one created with the current
+  /// environment.
+  void recreate() {
+    release();
+    ASSERT_EQ(take(kiln_instance_create(model, &instance)), "");
+  }
+  std::vector<std::string> lines() {
+    std::ifstream in(profile);
+    std::vector<std::string> result;
+    for (std::string line; std::getline(in, line);)
+      result.push_back(line);
+    return result;
+  }
+  static std::string kernel(int index, const char *name, int launches, int ms) {
+    std::ostringstream out;
+    out << "{\"index\": " << index << ", \"name\": \"" << name
+        << "\", \"launches\": " << launches
+        << ", \"total_ms\": " << launches * ms << ".0000, \"mean_us\": " << ms
+        << "000.000, \"min_us\": " << ms << "000.000, \"max_us\": " << ms
+        << "000.000}";
+    return out.str();
+  }
+  static std::string report(int runs, const std::string &stopped,
+                            const std::string &kernels) {
+    std::ostringstream out;
+    out << "{\"model\": \"" << KILN_TEST_CUDA_MODEL << "\", \"runs\": " << runs
+        << ", \"run_ms\": " << 3 * runs << ".0000, \"kernel_ms\": " << 3 * runs
+        << ".0000, \"stopped\": " << stopped << ", \"kernels\": [" << kernels
+        << "]}";
+    return out.str();
+  }
+  std::string profile;
+};
+
+TEST_F(CudaProfileTest, WritesPerKernelTimesWithoutGraphs) {
+  env.set("KILN_CUDA_PROFILE", profile.c_str());
+  recreate();
+  // Graphs stay off while profiling, even when asked for.
+  ASSERT_EQ(take(kiln_instance_set_cuda_graphs(instance, 1)), "");
+  for (int i = 0; i < 3; ++i)
+    runAndCheck(Case(3, static_cast<float>(i)));
+  fake_cuda_stats d = delta();
+  EXPECT_EQ(d.capture_attempts, 0);
+  EXPECT_EQ(d.graph_launches, 0);
+  EXPECT_EQ(d.launches, 6);
+  EXPECT_EQ(driver->stats().event_creates - before.event_creates, 4); // reused
+  EXPECT_EQ(driver->stats().event_records - before.event_records, 12);
+  EXPECT_TRUE(lines().empty()); // written at release
+  kiln_instance_t *second = nullptr;
+  ASSERT_EQ(take(kiln_instance_create(model, &second)), "");
+  std::swap(instance, second);
+  runAndCheck(Case(3, 4.0f));
+  std::swap(instance, second);
+  kiln_instance_release(second);
+  release();
+  std::vector<std::string> got = lines();
+  ASSERT_EQ(got.size(), 2u);
+  // Sorted by total time: add_weight_sum (2 ms a launch) first.
+  EXPECT_EQ(got[0], report(1, "null",
+                           kernel(1, "add_weight_sum", 1, 2) + ", " +
+                               kernel(0, "scale", 1, 1)));
+  EXPECT_EQ(got[1], report(3, "null",
+                           kernel(1, "add_weight_sum", 3, 2) + ", " +
+                               kernel(0, "scale", 3, 1)));
+}
+
+TEST_F(CudaProfileTest, EventFailuresStopProfilingNotTheRun) {
+  env.set("KILN_CUDA_PROFILE", profile.c_str());
+  recreate();
+  runAndCheck(Case(3, 1.0f));
+  runAndCheck(Case(3, 2.0f));
+  env.set("FAKE_CUDA_MODE", "eventfail");
+  runAndCheck(Case(3, 3.0f));
+  env.set("FAKE_CUDA_MODE", nullptr);
+  runAndCheck(Case(3, 4.0f)); // profiling stays stopped
+  EXPECT_EQ(driver->stats().event_records - before.event_records, 8);
+  // An instance whose first event fails reports no run.
+  env.set("FAKE_CUDA_MODE", "eventfail");
+  kiln_instance_t *second = nullptr;
+  ASSERT_EQ(take(kiln_instance_create(model, &second)), "");
+  std::swap(instance, second);
+  runAndCheck(Case(3, 5.0f));
+  std::swap(instance, second);
+  kiln_instance_release(second);
+  env.set("FAKE_CUDA_MODE", nullptr);
+  release();
+  std::vector<std::string> got = lines();
+  ASSERT_EQ(got.size(), 2u);
+  const char *unsupported =
+      " failed: CUDA_ERROR_NOT_SUPPORTED (operation not supported)\"";
+  EXPECT_EQ(got[0],
+            report(0, std::string("\"cuEventCreate") + unsupported, ""));
+  EXPECT_EQ(got[1], report(2, std::string("\"cuEventRecord") + unsupported,
+                           kernel(1, "add_weight_sum", 2, 2) + ", " +
+                               kernel(0, "scale", 2, 1)));
+}
+
+TEST_F(CudaProfileTest, NothingWithoutTheVariable) {
+  // The fixture's instance was created without KILN_CUDA_PROFILE.
+  for (int i = 0; i < 3; ++i)
+    runAndCheck(Case(3, static_cast<float>(i)));
+  env.set("KILN_CUDA_PROFILE", ""); // empty: off too
+  recreate();
+  for (int i = 0; i < 3; ++i)
+    runAndCheck(Case(3, static_cast<float>(i)));
+  release();
+  EXPECT_EQ(delta().captures, 2); // graphs as usual
+  EXPECT_EQ(driver->stats().event_creates - before.event_creates, 0);
+  EXPECT_EQ(driver->stats().event_records - before.event_records, 0);
+  struct stat info;
+  EXPECT_NE(stat(profile.c_str(), &info), 0);
 }
 
 //===----------------------------------------------------------------------===//

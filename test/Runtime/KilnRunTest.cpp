@@ -200,6 +200,45 @@ TEST_F(KilnRunTest, CudaModel) {
             "file: No such file or directory)\n");
 }
 
+// --profile: KILN_CUDA_PROFILE for the tool's instance (CudaRuntimeTest.cpp
+// checks the report itself); 1 + 3 + 5 runs with --benchmark 5.
+TEST_F(KilnRunTest, Profile) {
+  std::vector<float> x(12, 1.0f);
+  write("xc.pb", f32({3, 4}, x, "x"));
+  std::string profile = path("profile.jsonl");
+  std::remove(profile.c_str());
+  const char *old = getenv("KILN_CUDA_DRIVER");
+  std::string saved = old ? old : "";
+  setenv("KILN_CUDA_DRIVER", KILN_TEST_FAKE_CUDA_DRIVER, 1);
+  Result r = runTool(std::string(KILN_TEST_CUDA_MODEL) + " --input " +
+                     path("xc.pb") + " --benchmark 5 --profile " + profile);
+  if (old)
+    setenv("KILN_CUDA_DRIVER", saved.c_str(), 1);
+  else
+    unsetenv("KILN_CUDA_DRIVER");
+  EXPECT_EQ(r.exitCode, 0) << r.output;
+  FILE *file = std::fopen(profile.c_str(), "r");
+  ASSERT_NE(file, nullptr);
+  char line[4096] = "";
+  ASSERT_NE(std::fgets(line, sizeof(line), file), nullptr);
+  std::fclose(file);
+  EXPECT_EQ(std::string(line).rfind(std::string("{\"model\": \"") +
+                                        KILN_TEST_CUDA_MODEL +
+                                        "\", \"runs\": 9, ",
+                                    0),
+            0u)
+      << line;
+  EXPECT_NE(std::string(line).find("{\"index\": 0, \"name\": \"scale\", "
+                                   "\"launches\": 9, "),
+            std::string::npos)
+      << line;
+
+  r = runTool(model() + inputs() + " --profile " + profile);
+  EXPECT_EQ(r.exitCode, 1);
+  EXPECT_EQ(r.output, "kiln-run: --profile times CUDA kernels; this model "
+                      "runs on the cpu\n");
+}
+
 TEST_F(KilnRunTest, Errors) {
   Result r = runTool(model() + " --input " + path("x.pb"));
   EXPECT_EQ(r.exitCode, 1);

@@ -21,6 +21,10 @@
  *   nocapture   cuStreamBeginCapture fails with CUDA_ERROR_NOT_SUPPORTED
  *   noinstantiate  cuGraphInstantiateWithFlags fails likewise
  *   oom       cuMemAlloc fails with CUDA_ERROR_OUT_OF_MEMORY
+ *   eventfail  cuEventCreate, cuEventRecord, cuEventSynchronize and
+ *              cuEventElapsedTime fail with CUDA_ERROR_NOT_SUPPORTED
+ * Events read a fake clock that each kernel run advances by (index of the
+ * kernel in kKernels + 1) ms: scale takes 1 ms, add_weight_sum 2 ms.
  * fake_cuda_* functions let the test read counters and make device buffers.
  *===----------------------------------------------------------------------===*/
 #ifndef _GNU_SOURCE
@@ -60,6 +64,7 @@ enum {
 static pthread_mutex_t gLock = PTHREAD_MUTEX_INITIALIZER;
 static fake_cuda_stats gStats;
 static int gInitialized;
+static int64_t gClockMs; /* the events' clock */
 
 static int mode(const char *word) {
   const char *text = getenv("FAKE_CUDA_MODE");
@@ -299,6 +304,7 @@ static CUresult run_node(const node *n) {
       params[i] = &values[i];
     }
     ++gStats.kernel_runs;
+    gClockMs += (n->k - kKernels) + 1;
     return n->k->run(params);
   }
   if (!in_device((void *)(uintptr_t)n->dst, n->bytes) ||
@@ -723,6 +729,79 @@ EXPORT CUresult cuGraphDestroy(graph *g) {
   LOCKED((--gStats.live_graphs, OK));
 }
 
+typedef struct event {
+  int magic, recorded;
+  int64_t stamp; /* gClockMs when recorded */
+} event;
+
+#define EVENT_MAGIC 0xE7E7
+
+static CUresult check_event(event *e) {
+  return e && e->magic == EVENT_MAGIC ? OK : INVALID_HANDLE;
+}
+
+EXPORT CUresult cuEventCreate(event **out, unsigned flags) {
+  if (need_context())
+    return INVALID_CONTEXT;
+  if (flags != 0) /* the runtime needs timing: CU_EVENT_DEFAULT */
+    return INVALID_VALUE;
+  if (mode("eventfail"))
+    return NOT_SUPPORTED;
+  event *e = (event *)calloc(1, sizeof(event));
+  if (!e)
+    return OUT_OF_MEMORY;
+  e->magic = EVENT_MAGIC;
+  *out = e;
+  LOCKED((++gStats.event_creates, ++gStats.live_events, OK));
+}
+
+EXPORT CUresult cuEventRecord(event *e, stream *s) {
+  if (check_event(e) || check_stream(s))
+    return INVALID_HANDLE;
+  if (mode("eventfail"))
+    return NOT_SUPPORTED;
+  pthread_mutex_lock(&gLock);
+  CUresult r = OK;
+  if (s->capturing) { /* the runtime profiles plain runs only */
+    s->invalidated = 1;
+    r = CAPTURE_UNSUPPORTED;
+  } else {
+    e->recorded = 1;
+    e->stamp = gClockMs;
+    ++gStats.event_records;
+  }
+  pthread_mutex_unlock(&gLock);
+  return r;
+}
+
+EXPORT CUresult cuEventSynchronize(event *e) {
+  if (check_event(e))
+    return INVALID_HANDLE;
+  return mode("eventfail") ? NOT_SUPPORTED : OK;
+}
+
+EXPORT CUresult cuEventElapsedTime_v2(float *ms, event *start, event *end) {
+  if (check_event(start) || check_event(end) || !start->recorded ||
+      !end->recorded || !ms)
+    return INVALID_HANDLE;
+  if (mode("eventfail"))
+    return NOT_SUPPORTED;
+  pthread_mutex_lock(&gLock);
+  *ms = (float)(end->stamp - start->stamp);
+  pthread_mutex_unlock(&gLock);
+  return OK;
+}
+
+EXPORT CUresult cuEventDestroy_v2(event *e) {
+  if (need_context())
+    return INVALID_CONTEXT;
+  if (check_event(e))
+    return INVALID_HANDLE;
+  e->magic = 0;
+  free(e);
+  LOCKED((--gStats.live_events, OK));
+}
+
 /*===--------------------------------------------------------------------===*
  * Test controls
  *===--------------------------------------------------------------------===*/
@@ -737,8 +816,9 @@ EXPORT fake_cuda_stats fake_cuda_get_stats(void) {
 EXPORT void fake_cuda_reset_stats(void) {
   pthread_mutex_lock(&gLock);
   int64_t live = gStats.live_allocs, graphs = gStats.live_graphs,
-          execs = gStats.live_graph_execs;
+          execs = gStats.live_graph_execs, events = gStats.live_events;
   memset(&gStats, 0, sizeof(gStats));
+  gStats.live_events = events;
   gStats.live_allocs = live;
   gStats.live_graphs = graphs;
   gStats.live_graph_execs = execs;

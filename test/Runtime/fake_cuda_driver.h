@@ -26,6 +26,7 @@ typedef struct fake_cuda_stats {
   int64_t live_graphs, live_graph_execs;
   int64_t bad_pointers; /* device ranges outside every live allocation */
   void *last_launch_stream;
+  int64_t event_creates, event_records, live_events;
 } fake_cuda_stats;
 
 typedef fake_cuda_stats (*fake_cuda_get_stats_fn)(void);

@@ -2,7 +2,7 @@
 //
 //   kiln-run model.so --input x.pb ... [--expect y.pb ...] [--rtol R]
 //            [--atol A] [--output-dir DIR] [--benchmark N] [--print]
-//            [--verbose] [--weights FILE]
+//            [--verbose] [--weights FILE] [--profile FILE]
 //
 // Every error is one line on stderr prefixed "kiln-run: " and exit code 1.
 //
@@ -50,6 +50,9 @@ const char kUsage[] =
     "  --weights FILE         the weights file of a model compiled with\n"
     "                         kilnc --external-weights (default: KILN_WEIGHTS,\n"
     "                         else the one kilnc wrote next to the model)\n"
+    "  --profile FILE         cuda models: time every kernel launch with CUDA\n"
+    "                         events (no CUDA graphs) and append a JSON line\n"
+    "                         of per-kernel times to FILE (KILN_CUDA_PROFILE)\n"
     "  --help                 show this message\n";
 
 struct Options {
@@ -60,6 +63,7 @@ struct Options {
   double atol = 1e-5;
   std::string outputDir;
   std::string weights;
+  std::string profile;
   long benchmark = 0;
   bool print = false;
   bool verbose = false;
@@ -112,7 +116,7 @@ bool parseArgs(int argc, char **argv, Options &opts, bool &help,
     }
     if (arg == "--input" || arg == "--expect" || arg == "--output-dir" ||
         arg == "--rtol" || arg == "--atol" || arg == "--benchmark" ||
-        arg == "--weights") {
+        arg == "--weights" || arg == "--profile") {
       std::string v;
       if (!takeValue(v))
         return false;
@@ -128,6 +132,12 @@ bool parseArgs(int argc, char **argv, Options &opts, bool &help,
           return false;
         }
         opts.weights = v;
+      } else if (arg == "--profile") {
+        if (v.empty()) {
+          error = "--profile needs a file";
+          return false;
+        }
+        opts.profile = v;
       } else if (arg == "--rtol" || arg == "--atol") {
         double d;
         if (!parseDouble(v, d)) {
@@ -329,6 +339,14 @@ int runMain(const Options &opts) {
     std::printf("device: %s\n", kiln_model_device(model.get()));
     if (*kiln_model_weights_path(model.get()))
       std::printf("weights: %s\n", kiln_model_weights_path(model.get()));
+  }
+  if (!opts.profile.empty()) {
+    if (std::strncmp(kiln_model_device(model.get()), "cuda", 4) != 0)
+      return fail(std::string("--profile times CUDA kernels; this model "
+                              "runs on the ") +
+                  kiln_model_device(model.get()));
+    // Read by kiln_instance_create below.
+    setenv("KILN_CUDA_PROFILE", opts.profile.c_str(), 1);
   }
 
   size_t numInputs = kiln_model_num_inputs(model.get());
