@@ -160,6 +160,8 @@ class KilnModel:
         for fn in ("kiln_model_load", "kiln_instance_create", "kiln_instance_run_device",
                    "kiln_instance_set_cuda_stream", "kiln_status_message"):
             getattr(lib, fn).restype = ctypes.c_void_p
+        lib.kiln_instance_release.argtypes = [ctypes.c_void_p]
+        lib.kiln_model_release.argtypes = [ctypes.c_void_p]
         lib.kiln_status_message.restype = ctypes.c_char_p
         lib.kiln_status_message.argtypes = [ctypes.c_void_p]
         self.lib = lib
@@ -167,6 +169,10 @@ class KilnModel:
         self.check(lib.kiln_model_load(so_path.encode(), ctypes.byref(self.model)))
         self.inst = ctypes.c_void_p()
         self.check(lib.kiln_instance_create(self.model, ctypes.byref(self.inst)))
+
+    def release(self):
+        self.lib.kiln_instance_release(self.inst)
+        self.lib.kiln_model_release(self.model)
 
     def check(self, status):
         if status:
@@ -220,7 +226,7 @@ def torch_model(net):
     return model
 
 
-def run(payload, manifest, log):
+def run(payload, manifest, log, out_dir):
     import numpy as np
     import onnx
     import onnxruntime as ort
@@ -241,7 +247,7 @@ def run(payload, manifest, log):
             graph = onnx.load(os.path.join(payload, b["onnx"]))
             weights = fill_weights(graph)
             data = data_inputs(graph, b["dims"])
-            names = [vi.name for vi in graph.input]
+            names = [vi.name for vi in graph.graph.input]
             feeds = {**weights, **data}
             # Correctness first: onnxruntime (CPU) on the same weights.
             t0 = time.time()
@@ -261,6 +267,29 @@ def run(payload, manifest, log):
             if not np.isfinite(got).all():
                 row["max_rel"] = float("inf")
             row["kiln_ms"] = time_cuda(km.run)
+            km.release()
+            # Where the time goes: the runtime's per-kernel times
+            # (KILN_CUDA_PROFILE, read at instance creation; no graphs).
+            prof = os.path.join(out_dir, "profile_" + b["label"].replace(" ", "_") + ".jsonl")
+            os.environ["KILN_CUDA_PROFILE"] = prof
+            try:
+                kp = KilnModel(lib, os.path.join(payload, b["so"]))
+                kp.set_stream(stream.cuda_stream)
+                kp.prepare(ins, [out])
+                for _ in range(6):
+                    kp.run()
+                torch.cuda.synchronize()
+                kp.release()
+            finally:
+                del os.environ["KILN_CUDA_PROFILE"]
+            import json
+            with open(prof) as fh:
+                rep = json.loads(fh.readlines()[-1])
+            runs = max(1, rep["runs"])
+            row["profile"] = {"run_ms": rep["run_ms"] / runs, "kernel_ms": rep["kernel_ms"] / runs,
+                              "launches_per_run": sum(k["launches"] for k in rep["kernels"]) / runs,
+                              "top": [{"name": k["name"], "ms": k["total_ms"] / runs,
+                                       "launches": k["launches"] / runs} for k in rep["kernels"][:8]]}
             # PyTorch eager and torch.compile, same architecture, own weights.
             if b["net"] not in torch_models:
                 torch_models[b["net"]] = torch_model(b["net"])
@@ -275,7 +304,10 @@ def run(payload, manifest, log):
                     row["compile_ms"] = float("nan")
             row["kiln_vs_eager"] = row["kiln_ms"] / row["eager_ms"]
         except Exception as e:  # report and continue with the next one
+            import traceback
             row["error"] = f"{type(e).__name__}: {e}"[:300]
+            row["traceback"] = traceback.format_exc()[-1500:]
+            log(row["traceback"])
         log(f"bench {row['label']}: " + (row.get("error") or
             f"max rel err {row['max_rel']:.1e}; kiln {row['kiln_ms']:.2f} ms, eager {row['eager_ms']:.2f} ms, "
             f"torch.compile {row['compile_ms']:.2f} ms, kiln/eager {row['kiln_vs_eager']:.2f}x"))

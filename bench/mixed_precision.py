@@ -258,6 +258,7 @@ def print_conformance(results, n, args):
 
 
 def main():
+    global BIN
     ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     ap.add_argument("what", choices=["models", "conformance"])
     ap.add_argument("--models", default="resnet50,mobilenetv2,bert")
@@ -269,7 +270,9 @@ def main():
     ap.add_argument("--precision", default="fp16", choices=["fp16", "bf16"])
     ap.add_argument("--jobs", type=int, default=2)
     ap.add_argument("--json", help="write the results here")
+    ap.add_argument("--bin", default=BIN, help="folder of kilnc and kiln-run (default build/bin)")
     args = ap.parse_args()
+    BIN = os.path.abspath(args.bin)
     if args.what == "models":
         rows = bench_models(args)
         print_models(rows, args)

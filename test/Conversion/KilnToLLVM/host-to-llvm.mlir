@@ -14,9 +14,11 @@
 // CHECK: llvm.func @kiln_model_main(%[[CTX:.*]]: !llvm.ptr) -> i32
 // CHECK: llvm.call @kiln_rt_input(%[[CTX]], %{{.*}}) : (!llvm.ptr, i64) -> !llvm.ptr
 // CHECK: llvm.call @kiln_rt_input_dim(%[[CTX]], %{{.*}}, %{{.*}}) : (!llvm.ptr, i64, i64) -> i64
-// Static buffer: a view of the arena at its planned offset.
+// Static buffer: a view of the arena at its planned offset (an i64 value:
+// offsets past 2^28 do not fit GEP's constant indices).
 // CHECK: %[[BASE:.*]] = llvm.call @kiln_rt_arena(%[[CTX]])
-// CHECK: llvm.getelementptr %[[BASE]][128] : (!llvm.ptr) -> !llvm.ptr, i8
+// CHECK: %[[OFF:.*]] = llvm.mlir.constant(128 : i64) : i64
+// CHECK: llvm.getelementptr %[[BASE]][%[[OFF]]] : (!llvm.ptr, i64) -> !llvm.ptr, i8
 // Dynamic buffer: from the runtime, and checked: a null pointer ends the run
 // with status 1.
 // CHECK: %[[P:.*]] = llvm.call @kiln_rt_alloc(%[[CTX]], %{{.*}})
