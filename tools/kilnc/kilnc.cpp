@@ -215,6 +215,12 @@ int main(int argc, char **argv) {
                  << "' (expected fp32, tf32, fp16 or bf16)\n";
     return 1;
   }
+  if (precision == "fp32" &&
+      (!keepFp32.empty() || !calibrateDir.empty() || !calibrationRanges.empty())) {
+    llvm::errs() << "kilnc: --keep-fp32, --calibrate and --calibration-ranges "
+                    "need --precision=tf32, fp16 or bf16\n";
+    return 1;
+  }
   if (outputFile.empty() && dumpAfter.empty()) {
     llvm::errs() << "kilnc: no output file (-o model.so)\n";
     return 1;
