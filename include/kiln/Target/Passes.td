@@ -23,6 +23,9 @@ def KilnMapKernelsToGPU : Pass<"kiln-map-kernels-to-gpu", "ModuleOp"> {
            "Device kind and chip written into the signature">,
     Option<"blockSize", "block-size", "int64_t", /*default=*/"256",
            "Threads per block of a parallel loop nest">,
+    Option<"tiledContractions", "tiled-contractions", "bool",
+           /*default=*/"true",
+           "Lower two-operand contractions as shared-memory tiled products">,
     Option<"minThreads", "min-threads", "int64_t", /*default=*/"32768",
            "Unroll a reduction's outputs per thread only while at least this "
            "many threads remain">,

@@ -22,6 +22,7 @@
 #include "mlir/Conversion/LLVMCommon/TypeConverter.h"
 #include "mlir/Conversion/ArithToLLVM/ArithToLLVM.h"
 #include "mlir/Conversion/ControlFlowToLLVM/ControlFlowToLLVM.h"
+#include "mlir/Conversion/GPUCommon/GPUCommonPass.h"
 #include "mlir/Conversion/IndexToLLVM/IndexToLLVM.h"
 #include "mlir/Conversion/MemRefToLLVM/MemRefToLLVM.h"
 #include "mlir/Dialect/ControlFlow/IR/ControlFlow.h"
@@ -251,38 +252,81 @@ LogicalResult GPUMapper::mapParallel(scf::ParallelOp par) {
 }
 
 
-/// Reductions and contractions (a linalg op with reduction dims whose one
-/// output is indexed by all its parallel dims): one thread per tile of
-/// output elements, the accumulators in registers across the reduction
-/// loops (one load and one store per output element, not per step). Up to
-/// two parallel dims are unrolled (U x V outputs per thread) so each loaded
-/// input element is reused from registers, as long as enough threads remain
-/// to fill the GPU. A `linalg.fill` of the output just before becomes the
-/// accumulators' initial value, and an elementwise `linalg.generic` just
-/// after that only consumes the result becomes the store's epilogue (the
-/// intermediate buffer is never written).
-class ReductionLowering {
+/// What a reduction absorbs around it: a `linalg.fill` of its output just
+/// before (the accumulators' initial value) and an elementwise
+/// `linalg.generic` just after that only consumes the result (applied before
+/// the store; the intermediate buffer is never written).
+struct ReductionFusion {
+  linalg::FillOp fill;
+  Value fillValue;
+  linalg::GenericOp epi;
+  OpOperand *epiIn = nullptr;
+};
+
+ReductionFusion detectFusion(linalg::LinalgOp op, ArrayRef<unsigned> par) {
+  ReductionFusion f;
+  Value out = op.getDpsInitOperand(0)->get();
+  AffineMap outMap = op.getMatchingIndexingMap(op.getDpsInitOperand(0));
+  f.fill = dyn_cast_or_null<linalg::FillOp>(op->getPrevNode());
+  if (f.fill && f.fill.getOutputs()[0] == out)
+    f.fillValue = f.fill.getInputs()[0];
+  else
+    f.fill = nullptr;
+  linalg::GenericOp epi =
+      dyn_cast_or_null<linalg::GenericOp>(op->getNextNode());
+  bool identityOut = true;
+  for (auto [i, r] : llvm::enumerate(outMap.getResults()))
+    identityOut &= r == getAffineDimExpr(par[i], op.getContext());
+  if (!epi || !identityOut || !epi.hasPureBufferSemantics() ||
+      epi.getNumDpsInits() != 1 || epi.getNumLoops() != par.size() ||
+      epi.getNumReductionLoops() != 0 ||
+      epi.getBlock()->getTerminator()->getNumOperands() != 1 ||
+      epi.getDpsInitOperand(0)->get() == out)
+    return f;
+  OpOperand *epiIn = nullptr;
+  for (OpOperand *in : epi.getDpsInputOperands()) {
+    if (in->get() != out)
+      continue;
+    if (epiIn || !epi.getMatchingIndexingMap(in).isIdentity())
+      return f;
+    epiIn = in;
+  }
+  if (!epiIn)
+    return f;
+  // The buffer must die here: a kernel-local allocation whose only other
+  // users are the fill and deallocation.
+  auto alloc = out.getDefiningOp<BufferOp>();
+  bool dies = alloc && llvm::all_of(out.getUsers(), [&](Operation *u) {
+                return u == op || u == epi || u == f.fill ||
+                       isa<memref::DeallocOp>(u);
+              });
+  if (dies) {
+    f.epi = epi;
+    f.epiIn = epiIn;
+  }
+  return f;
+}
+
+/// Shared by the reduction lowerings: loads, stores, inlined bodies.
+class LoweringBase {
 public:
-  ReductionLowering(RewriterBase &rewriter, int64_t minThreads)
-      : rewriter(rewriter), minThreads(minThreads) {}
+  explicit LoweringBase(RewriterBase &rewriter) : rewriter(rewriter) {}
 
-  LogicalResult lower(linalg::LinalgOp op);
-
-private:
+protected:
   Value index(Location loc, int64_t v) {
     return arith::ConstantIndexOp::create(rewriter, loc, v);
   }
-  /// Loads operand `operand` of `op` at `map`(dims).
-  Value load(Location loc, Value buffer, AffineMap map, ArrayRef<Value> dims) {
+  SmallVector<Value> apply(Location loc, AffineMap map, ArrayRef<Value> dims) {
     std::optional<SmallVector<Value, 8>> idx =
         affine::expandAffineMap(rewriter, loc, map, dims);
-    return memref::LoadOp::create(rewriter, loc, buffer, *idx);
+    return SmallVector<Value>(idx->begin(), idx->end());
+  }
+  Value load(Location loc, Value buffer, AffineMap map, ArrayRef<Value> dims) {
+    return memref::LoadOp::create(rewriter, loc, buffer, apply(loc, map, dims));
   }
   void store(Location loc, Value v, Value buffer, AffineMap map,
              ArrayRef<Value> dims) {
-    std::optional<SmallVector<Value, 8>> idx =
-        affine::expandAffineMap(rewriter, loc, map, dims);
-    memref::StoreOp::create(rewriter, loc, v, buffer, *idx);
+    memref::StoreOp::create(rewriter, loc, v, buffer, apply(loc, map, dims));
   }
   /// Clones `body` (a linalg region) with its block arguments bound to
   /// `args` and linalg.index d bound to dims[d]; returns the yielded value.
@@ -298,83 +342,100 @@ private:
     }
     return map.lookupOrDefault(body.getTerminator()->getOperand(0));
   }
+  /// Stores the reduced value `v` of the output point `pt` (all loop dims,
+  /// the parallel ones set): through the epilogue when there is one.
+  void storeResult(Location loc, Value v, linalg::LinalgOp op,
+                   ArrayRef<unsigned> par, ArrayRef<Value> pt,
+                   ReductionFusion f) {
+    OpOperand *init = op.getDpsInitOperand(0);
+    if (!f.epi) {
+      store(loc, v, init->get(), op.getMatchingIndexingMap(init), pt);
+      return;
+    }
+    SmallVector<Value> edims; // the epilogue's dims: the parallel dims
+    for (unsigned d : par)
+      edims.push_back(pt[d]);
+    SmallVector<Value> args;
+    for (OpOperand *in : f.epi.getDpsInputOperands()) {
+      if (in == f.epiIn)
+        args.push_back(v);
+      else if (!isa<MemRefType>(in->get().getType()))
+        args.push_back(in->get());
+      else
+        args.push_back(
+            load(loc, in->get(), f.epi.getMatchingIndexingMap(in), edims));
+    }
+    OpOperand *eout = f.epi.getDpsInitOperand(0);
+    Block &ebody = *f.epi.getBlock();
+    BlockArgument outArg = ebody.getArgument(ebody.getNumArguments() - 1);
+    if (!outArg.use_empty())
+      args.push_back(
+          load(loc, eout->get(), f.epi.getMatchingIndexingMap(eout), edims));
+    else
+      args.push_back(ub::PoisonOp::create(rewriter, loc, outArg.getType()));
+    Value r = inlineBody(ebody, args, edims);
+    store(loc, r, eout->get(), f.epi.getMatchingIndexingMap(eout), edims);
+  }
+  void eraseFused(linalg::LinalgOp op, ReductionFusion f) {
+    if (f.epi)
+      rewriter.eraseOp(f.epi);
+    if (f.fill)
+      rewriter.eraseOp(f.fill);
+    rewriter.eraseOp(op);
+  }
 
   RewriterBase &rewriter;
+};
+
+/// Checks shared by both lowerings: buffer semantics, one output indexed by
+/// exactly the parallel dims, one yielded value. Fills `par` and `red`.
+bool isLowerableReduction(linalg::LinalgOp op, SmallVectorImpl<unsigned> &par,
+                          SmallVectorImpl<unsigned> &red) {
+  if (!op.hasPureBufferSemantics() || op.getNumDpsInits() != 1 ||
+      op.getNumReductionLoops() == 0 || op->getNumResults() != 0)
+    return false;
+  for (auto [i, t] : llvm::enumerate(op.getIteratorTypesArray()))
+    (t == utils::IteratorType::parallel ? par : red).push_back(i);
+  if (par.empty())
+    return false; // a full reduction: one serial loop
+  AffineMap outMap = op.getMatchingIndexingMap(op.getDpsInitOperand(0));
+  if (!outMap.isProjectedPermutation() || outMap.getNumResults() != par.size())
+    return false;
+  for (unsigned d : red)
+    if (outMap.isFunctionOfDim(d))
+      return false;
+  return op.getBlock()->getTerminator()->getNumOperands() == 1;
+}
+
+/// Reductions and contractions (a linalg op with reduction dims whose one
+/// output is indexed by all its parallel dims): one thread per tile of
+/// output elements, the accumulators in registers across the reduction
+/// loops (one load and one store per output element, not per step). Up to
+/// two parallel dims are unrolled (U x V outputs per thread) so each loaded
+/// input element is reused from registers, as long as enough threads remain
+/// to fill the GPU.
+class ReductionLowering : public LoweringBase {
+public:
+  ReductionLowering(RewriterBase &rewriter, int64_t minThreads)
+      : LoweringBase(rewriter), minThreads(minThreads) {}
+  LogicalResult lower(linalg::LinalgOp op);
+
+private:
   int64_t minThreads;
 };
 
 LogicalResult ReductionLowering::lower(linalg::LinalgOp op) {
-  if (!op.hasPureBufferSemantics() || op.getNumDpsInits() != 1 ||
-      op.getNumReductionLoops() == 0 || op->getNumResults() != 0)
+  SmallVector<unsigned> par, red;
+  if (!isLowerableReduction(op, par, red))
     return failure();
   unsigned numLoops = op.getNumLoops();
-  SmallVector<unsigned> par, red;
-  for (auto [i, t] : llvm::enumerate(op.getIteratorTypesArray()))
-    (t == utils::IteratorType::parallel ? par : red).push_back(i);
-  if (par.empty())
-    return failure(); // a full reduction: one serial loop
-  OpOperand *init = op.getDpsInitOperand(0);
-  AffineMap outMap = op.getMatchingIndexingMap(init);
-  if (!outMap.isProjectedPermutation() || outMap.getNumResults() != par.size())
-    return failure();
-  for (unsigned d : red)
-    if (outMap.isFunctionOfDim(d))
-      return failure();
-  // The body yields one value computed from the accumulator.
   Block &body = *op.getBlock();
-  if (body.getTerminator()->getNumOperands() != 1)
-    return failure();
-
   Location loc = op.getLoc();
+  OpOperand *init = op.getDpsInitOperand(0);
   Value out = init->get();
+  AffineMap outMap = op.getMatchingIndexingMap(init);
   SmallVector<int64_t> static_ = op.getStaticLoopRanges();
-
-  // A fill of the output right before: the initial value.
-  Value fillValue;
-  linalg::FillOp fill = dyn_cast_or_null<linalg::FillOp>(op->getPrevNode());
-  if (fill && fill.getOutputs()[0] == out)
-    fillValue = fill.getInputs()[0];
-  else
-    fill = nullptr;
-
-  // An elementwise consumer right after, reading only this result at the
-  // same points: fused into the store when nothing else uses the buffer.
-  linalg::GenericOp epi =
-      dyn_cast_or_null<linalg::GenericOp>(op->getNextNode());
-  bool identityOut = true;
-  for (auto [i, r] : llvm::enumerate(outMap.getResults()))
-    identityOut &= r == getAffineDimExpr(par[i], op.getContext());
-  OpOperand *epiIn = nullptr;
-  if (epi && identityOut && epi.hasPureBufferSemantics() &&
-      epi.getNumDpsInits() == 1 &&
-      epi.getNumLoops() == par.size() &&
-      epi.getNumReductionLoops() == 0 &&
-      epi.getBlock()->getTerminator()->getNumOperands() == 1) {
-    for (OpOperand *in : epi.getDpsInputOperands())
-      if (in->get() == out) {
-        if (epiIn || !epi.getMatchingIndexingMap(in).isIdentity())
-          epiIn = nullptr, epi = nullptr;
-        else
-          epiIn = in;
-        if (!epi)
-          break;
-      }
-    if (epi && epiIn && epi.getDpsInitOperand(0)->get() == out)
-      epiIn = nullptr;
-    // The buffer must die here: a kernel-local allocation whose only other
-    // users are the fill and deallocation.
-    if (epi && epiIn) {
-      auto alloc = out.getDefiningOp<BufferOp>();
-      bool dies = alloc && llvm::all_of(out.getUsers(), [&](Operation *u) {
-                    return u == op || u == epi || u == fill ||
-                           isa<memref::DeallocOp>(u);
-                  });
-      if (!dies)
-        epiIn = nullptr;
-    }
-  }
-  if (!epiIn)
-    epi = nullptr;
+  ReductionFusion fusion = detectFusion(op, par);
 
   // Unrolling: U along a parallel dim other than the innermost one (the one
   // the most inputs do not depend on), V along the innermost.
@@ -418,14 +479,12 @@ LogicalResult ReductionLowering::lower(linalg::LinalgOp op) {
   for (unsigned d : par) {
     int64_t f = (int64_t)d == uDim ? U : d == last ? V : 1;
     lbs.push_back(index(loc, 0));
-    ubs.push_back(f == 1 ? size(d)
-                         : index(loc, static_[d] / f));
+    ubs.push_back(f == 1 ? size(d) : index(loc, static_[d] / f));
     steps.push_back(index(loc, 1));
   }
   SmallVector<Value> redUbs;
   for (unsigned d : red)
     redUbs.push_back(size(d));
-  Type accType = body.getArgument(body.getNumArguments() - 1).getType();
 
   auto par_ = scf::ParallelOp::create(rewriter, loc, lbs, ubs, steps);
   rewriter.setInsertionPointToStart(par_.getBody());
@@ -440,7 +499,8 @@ LogicalResult ReductionLowering::lower(linalg::LinalgOp op) {
         int64_t o = (int64_t)d == uDim ? u : d == last ? v : 0;
         if (f != 1)
           iv = arith::AddIOp::create(
-              rewriter, loc, arith::MulIOp::create(rewriter, loc, iv, index(loc, f)),
+              rewriter, loc,
+              arith::MulIOp::create(rewriter, loc, iv, index(loc, f)),
               index(loc, o));
         dims[d] = iv;
       }
@@ -448,7 +508,8 @@ LogicalResult ReductionLowering::lower(linalg::LinalgOp op) {
     }
   SmallVector<Value> inits;
   for (auto &pt : points)
-    inits.push_back(fillValue ? fillValue : load(loc, out, outMap, pt));
+    inits.push_back(fusion.fillValue ? fusion.fillValue
+                                     : load(loc, out, outMap, pt));
   SmallVector<Value> zeros(red.size(), index(loc, 0)),
       ones(red.size(), index(loc, 1));
   scf::LoopNest nest = scf::buildLoopNest(
@@ -473,44 +534,231 @@ LogicalResult ReductionLowering::lower(linalg::LinalgOp op) {
         }
         return next;
       });
-  ValueRange results = nest.results;
-  if (nest.loops.empty())
-    results = inits;
-  for (auto [j, pt] : llvm::enumerate(points)) {
-    Value v = results[j];
-    if (!epi) {
-      store(loc, v, out, outMap, pt);
-      continue;
+  for (auto [j, pt] : llvm::enumerate(points))
+    storeResult(loc, nest.results[j], op, par, pt, fusion);
+  eraseFused(op, fusion);
+  return success();
+}
+
+/// Contractions of two operands X and W (matmul, batched matmul,
+/// convolution: the output indexed by every parallel dim, the reduction dims
+/// read by both) as a tiled matrix product through shared memory: the
+/// parallel dims only X reads form the GEMM's M, those only W reads its N,
+/// those both read a batch (grid z), the reduction dims its K. Blocks of
+/// 16x16 threads compute 64x64 outputs, each thread a 4x4 tile in registers;
+/// K advances 16 at a time, the threads loading a 16x64 slab of X and of W
+/// (through their indexing maps, so a convolution's windows are gathered as
+/// an implicit im2col) into shared memory between barriers. The thread
+/// layout follows the output's innermost dim so stores coalesce. Static
+/// shapes, a fill before (the initial value) and M, N >= 16 only; anything
+/// else goes to ReductionLowering.
+class TiledContraction : public LoweringBase {
+public:
+  using LoweringBase::LoweringBase;
+  LogicalResult lower(linalg::LinalgOp op);
+
+private:
+  static constexpr int64_t kTile = 64, kThread = 4, kK = 16, kThreads = 256;
+  /// `linear` delinearized over `dims` (outermost first) into `pt`.
+  void delinearize(Location loc, Value linear, ArrayRef<unsigned> dims,
+                   ArrayRef<int64_t> sizes, SmallVectorImpl<Value> &pt) {
+    for (int64_t i = dims.size() - 1; i >= 0; --i) {
+      Value sz = index(loc, sizes[dims[i]]);
+      pt[dims[i]] = i == 0 ? linear
+                           : arith::RemUIOp::create(rewriter, loc, linear, sz)
+                                 .getResult();
+      if (i > 0)
+        linear = arith::DivUIOp::create(rewriter, loc, linear, sz);
     }
-    // The epilogue's dims are the parallel dims in order.
-    SmallVector<Value> edims;
-    for (unsigned d : par)
-      edims.push_back(pt[d]);
-    SmallVector<Value> args;
-    for (OpOperand *in : epi.getDpsInputOperands()) {
-      if (in == epiIn)
-        args.push_back(v);
-      else if (!isa<MemRefType>(in->get().getType()))
-        args.push_back(in->get());
-      else
-        args.push_back(load(loc, in->get(), epi.getMatchingIndexingMap(in), edims));
-    }
-    OpOperand *eout = epi.getDpsInitOperand(0);
-    Block &ebody = *epi.getBlock();
-    if (!ebody.getArgument(ebody.getNumArguments() - 1).use_empty())
-      args.push_back(load(loc, eout->get(), epi.getMatchingIndexingMap(eout), edims));
-    else
-      args.push_back(ub::PoisonOp::create(
-          rewriter, loc, ebody.getArgument(ebody.getNumArguments() - 1).getType()));
-    Value r = inlineBody(ebody, args, edims);
-    store(loc, r, eout->get(), epi.getMatchingIndexingMap(eout), edims);
   }
-  (void)accType;
-  if (epi)
-    rewriter.eraseOp(epi);
-  if (fill)
-    rewriter.eraseOp(fill);
-  rewriter.eraseOp(op);
+};
+
+LogicalResult TiledContraction::lower(linalg::LinalgOp op) {
+  SmallVector<unsigned> par, red;
+  if (!isLowerableReduction(op, par, red) || op.getNumDpsInputs() != 2)
+    return failure();
+  OpOperand *xIn = op.getDpsInputOperand(0), *wIn = op.getDpsInputOperand(1);
+  auto xType = dyn_cast<MemRefType>(xIn->get().getType());
+  auto wType = dyn_cast<MemRefType>(wIn->get().getType());
+  if (!xType || !wType)
+    return failure();
+  Block &body = *op.getBlock();
+  if (!body.getOps<linalg::IndexOp>().empty())
+    return failure();
+  SmallVector<int64_t> sizes = op.getStaticLoopRanges();
+  if (llvm::any_of(sizes, ShapedType::isDynamic))
+    return failure();
+  ReductionFusion fusion = detectFusion(op, par);
+  if (!fusion.fillValue)
+    return failure();
+  AffineMap xMap = op.getMatchingIndexingMap(xIn);
+  AffineMap wMap = op.getMatchingIndexingMap(wIn);
+  AffineMap outMap = op.getMatchingIndexingMap(op.getDpsInitOperand(0));
+  SmallVector<unsigned> mDims, nDims, bDims;
+  for (unsigned d : par) {
+    bool x = xMap.isFunctionOfDim(d), w = wMap.isFunctionOfDim(d);
+    (x && !w ? mDims : !x && w ? nDims : bDims).push_back(d);
+  }
+  auto prod = [&](ArrayRef<unsigned> dims) {
+    int64_t p = 1;
+    for (unsigned d : dims)
+      p *= sizes[d];
+    return p;
+  };
+  int64_t M = prod(mDims), N = prod(nDims), B = prod(bDims), K = prod(red);
+  if (mDims.empty() || nDims.empty() || M < 16 || N < 16 || K < 1 ||
+      B > 65535)
+    return failure();
+  // The thread x direction follows the output's innermost dim.
+  unsigned innermost =
+      cast<AffineDimExpr>(outMap.getResults().back()).getPosition();
+  bool xIsM = llvm::is_contained(mDims, innermost);
+  if (!xIsM && !llvm::is_contained(nDims, innermost))
+    return failure();
+
+  Location loc = op.getLoc();
+  MLIRContext *ctx = op.getContext();
+  rewriter.setInsertionPoint(op);
+  auto ceil = [](int64_t a, int64_t b) { return (a + b - 1) / b; };
+  Value gx = index(loc, ceil(xIsM ? M : N, kTile));
+  Value gy = index(loc, ceil(xIsM ? N : M, kTile));
+  Value gz = index(loc, B);
+  Value one = index(loc, 1);
+  auto wg = gpu::AddressSpaceAttr::get(ctx, gpu::AddressSpace::Workgroup);
+  auto xsType = MemRefType::get({kK, kTile}, xType.getElementType(),
+                                MemRefLayoutAttrInterface(), wg);
+  auto wsType = MemRefType::get({kK, kTile}, wType.getElementType(),
+                                MemRefLayoutAttrInterface(), wg);
+  auto launch = gpu::LaunchOp::create(rewriter, loc, gx, gy, gz,
+                                      index(loc, kThreads), one, one);
+  Value xs = launch.addWorkgroupAttribution(xsType, loc);
+  Value ws = launch.addWorkgroupAttribution(wsType, loc);
+  Block &lb = launch.getBody().front();
+  rewriter.setInsertionPointToEnd(&lb);
+  auto term = gpu::TerminatorOp::create(rewriter, loc);
+  rewriter.setInsertionPoint(term);
+
+  Value tid = launch.getThreadIds().x;
+  Value lx = arith::RemUIOp::create(rewriter, loc, tid, index(loc, 16));
+  Value ly = arith::DivUIOp::create(rewriter, loc, tid, index(loc, 16));
+  Value tileX = arith::MulIOp::create(rewriter, loc, launch.getBlockIds().x,
+                                      index(loc, kTile));
+  Value tileY = arith::MulIOp::create(rewriter, loc, launch.getBlockIds().y,
+                                      index(loc, kTile));
+  Value mBase = xIsM ? tileX : tileY, nBase = xIsM ? tileY : tileX;
+  Value mThr = xIsM ? lx : ly, nThr = xIsM ? ly : lx;
+  // The batch point of this block.
+  SmallVector<Value> base(op.getNumLoops(), index(loc, 0));
+  if (!bDims.empty())
+    delinearize(loc, launch.getBlockIds().z, bDims, sizes, base);
+
+  SmallVector<Value> inits(kThread * kThread, fusion.fillValue);
+  Value zeroX = arith::ConstantOp::create(
+      rewriter, loc, rewriter.getZeroAttr(xType.getElementType()));
+  Value zeroW = arith::ConstantOp::create(
+      rewriter, loc, rewriter.getZeroAttr(wType.getElementType()));
+  auto kLoop = scf::ForOp::create(rewriter, loc, index(loc, 0), index(loc, K),
+                                  index(loc, kK), inits);
+  rewriter.setInsertionPointToStart(kLoop.getBody());
+  Value k0 = kLoop.getInductionVar();
+  // Stage a 16x64 slab of one operand: element e = tid + 256 r, row
+  // e / 64 (k), column e % 64 (m or n), zero outside the problem.
+  auto stage = [&](Value dst, Value src, AffineMap map, ArrayRef<unsigned> cols,
+                   Value colBase, int64_t colSize, Value zero) {
+    for (int64_t r = 0; r < kK * kTile / kThreads; ++r) {
+      Value e = arith::AddIOp::create(rewriter, loc, tid,
+                                      index(loc, r * kThreads));
+      Value kr = arith::DivUIOp::create(rewriter, loc, e, index(loc, kTile));
+      Value cc = arith::RemUIOp::create(rewriter, loc, e, index(loc, kTile));
+      Value k = arith::AddIOp::create(rewriter, loc, k0, kr);
+      Value c = arith::AddIOp::create(rewriter, loc, colBase, cc);
+      Value inK = arith::CmpIOp::create(rewriter, loc, arith::CmpIPredicate::ult,
+                                        k, index(loc, K));
+      Value inC = arith::CmpIOp::create(rewriter, loc, arith::CmpIPredicate::ult,
+                                        c, index(loc, colSize));
+      Value ok = arith::AndIOp::create(rewriter, loc, inK, inC);
+      auto guard = scf::IfOp::create(rewriter, loc, zero.getType(), ok,
+                                     /*withElseRegion=*/true);
+      rewriter.setInsertionPointToStart(guard.thenBlock());
+      SmallVector<Value> pt = base;
+      delinearize(loc, c, cols, sizes, pt);
+      delinearize(loc, k, red, sizes, pt);
+      scf::YieldOp::create(rewriter, loc, load(loc, src, map, pt));
+      rewriter.setInsertionPointToStart(guard.elseBlock());
+      scf::YieldOp::create(rewriter, loc, zero);
+      rewriter.setInsertionPointAfter(guard);
+      memref::StoreOp::create(rewriter, loc, guard.getResult(0), dst,
+                              ValueRange{kr, cc});
+    }
+  };
+  stage(xs, xIn->get(), xMap, mDims, mBase, M, zeroX);
+  stage(ws, wIn->get(), wMap, nDims, nBase, N, zeroW);
+  gpu::BarrierOp::create(rewriter, loc);
+  // The slab's steps: as many as remain of K (no padding enters the body).
+  Value left = arith::SubIOp::create(rewriter, loc, index(loc, K), k0);
+  Value steps = arith::MinUIOp::create(rewriter, loc, left, index(loc, kK));
+  auto kkLoop = scf::ForOp::create(rewriter, loc, index(loc, 0), steps, one,
+                                   kLoop.getRegionIterArgs());
+  rewriter.setInsertionPointToStart(kkLoop.getBody());
+  Value kk = kkLoop.getInductionVar();
+  SmallVector<Value> a, w;
+  for (int64_t i = 0; i < kThread; ++i) {
+    Value col = arith::AddIOp::create(
+        rewriter, loc,
+        arith::MulIOp::create(rewriter, loc, mThr, index(loc, kThread)),
+        index(loc, i));
+    a.push_back(memref::LoadOp::create(rewriter, loc, xs, ValueRange{kk, col}));
+  }
+  for (int64_t j = 0; j < kThread; ++j) {
+    Value col = arith::AddIOp::create(
+        rewriter, loc,
+        arith::MulIOp::create(rewriter, loc, nThr, index(loc, kThread)),
+        index(loc, j));
+    w.push_back(memref::LoadOp::create(rewriter, loc, ws, ValueRange{kk, col}));
+  }
+  SmallVector<Value> next;
+  SmallVector<Value> noDims(op.getNumLoops(), Value());
+  for (int64_t i = 0; i < kThread; ++i)
+    for (int64_t j = 0; j < kThread; ++j)
+      next.push_back(inlineBody(
+          body, {a[i], w[j], kkLoop.getRegionIterArgs()[i * kThread + j]},
+          noDims));
+  scf::YieldOp::create(rewriter, loc, next);
+  rewriter.setInsertionPointAfter(kkLoop);
+  gpu::BarrierOp::create(rewriter, loc);
+  scf::YieldOp::create(rewriter, loc, kkLoop.getResults());
+  rewriter.setInsertionPointAfter(kLoop);
+
+  // Results: each in-range point through the epilogue into the output.
+  for (int64_t i = 0; i < kThread; ++i)
+    for (int64_t j = 0; j < kThread; ++j) {
+      Value m = arith::AddIOp::create(
+          rewriter, loc,
+          arith::AddIOp::create(
+              rewriter, loc, mBase,
+              arith::MulIOp::create(rewriter, loc, mThr, index(loc, kThread))),
+          index(loc, i));
+      Value n = arith::AddIOp::create(
+          rewriter, loc,
+          arith::AddIOp::create(
+              rewriter, loc, nBase,
+              arith::MulIOp::create(rewriter, loc, nThr, index(loc, kThread))),
+          index(loc, j));
+      Value ok = arith::AndIOp::create(
+          rewriter, loc,
+          arith::CmpIOp::create(rewriter, loc, arith::CmpIPredicate::ult, m,
+                                index(loc, M)),
+          arith::CmpIOp::create(rewriter, loc, arith::CmpIPredicate::ult, n,
+                                index(loc, N)));
+      auto guard = scf::IfOp::create(rewriter, loc, ok, /*withElse=*/false);
+      rewriter.setInsertionPoint(guard.thenBlock()->getTerminator());
+      SmallVector<Value> pt = base;
+      delinearize(loc, m, mDims, sizes, pt);
+      delinearize(loc, n, nDims, sizes, pt);
+      storeResult(loc, kLoop.getResult(i * kThread + j), op, par, pt, fusion);
+      rewriter.setInsertionPointAfter(guard);
+    }
+  eraseFused(op, fusion);
   return success();
 }
 
@@ -653,8 +901,10 @@ struct MapKernelsToGPUPass
           reductions.push_back(op);
       });
       ReductionLowering lowering(rewriter, minThreads);
+      TiledContraction tiled(rewriter);
       for (linalg::LinalgOp op : reductions)
-        (void)lowering.lower(op);
+        if (!tiledContractions || failed(tiled.lower(op)))
+          (void)lowering.lower(op);
       // Buffers the fusion left unused (an epilogue's intermediate).
       SmallVector<BufferOp> buffers;
       fn.walk([&](BufferOp op) { buffers.push_back(op); });
@@ -765,6 +1015,19 @@ struct FinalizeDeviceMemRefsPass
     MLIRContext *context = &getContext();
     LowerToLLVMOptions options(context);
     LLVMTypeConverter converter(context, options);
+    // Shared memory (workgroup attributions) is NVVM's address space 3.
+    populateGpuMemorySpaceAttributeConversions(
+        converter, [](gpu::AddressSpace space) -> unsigned {
+          switch (space) {
+          case gpu::AddressSpace::Global:
+            return 1;
+          case gpu::AddressSpace::Workgroup:
+            return 3;
+          case gpu::AddressSpace::Private:
+            return 0;
+          }
+          return 0;
+        });
     RewritePatternSet patterns(context);
     if (stage == "before-nvvm") {
       // Branches carry index values: converted with the arithmetic before
