@@ -18,11 +18,14 @@ import os
 import subprocess
 import time
 
-BENCH = [  # (network, dims, label)
-    ("resnet50", {"batch": 1}, "ResNet-50 b1"),
-    ("resnet50", {"batch": 64}, "ResNet-50 b64"),
-    ("bert", {"batch": 1, "seq": 128}, "BERT-base b1 s128"),
-    ("bert", {"batch": 32, "seq": 128}, "BERT-base b32 s128"),
+BENCH = [  # (network, dims, label, kilnc --precision)
+    ("resnet50", {"batch": 1}, "ResNet-50 b1", "fp32"),
+    ("resnet50", {"batch": 64}, "ResNet-50 b64", "fp32"),
+    ("bert", {"batch": 1, "seq": 128}, "BERT-base b1 s128", "fp32"),
+    ("bert", {"batch": 32, "seq": 128}, "BERT-base b32 s128", "fp32"),
+    # Issue 6: what half precision already buys (no tensor-core kernels yet).
+    ("resnet50", {"batch": 64}, "ResNet-50 b64 fp16", "fp16"),
+    ("bert", {"batch": 32, "seq": 128}, "BERT-base b32 s128 fp16", "fp16"),
 ]
 MIN_WEIGHT_BYTES = 1024
 
@@ -74,15 +77,16 @@ def prepare(kilnc, payload, manifest, compile_one, log):
         os.makedirs(d, exist_ok=True)
         path = os.path.join(d, "model.onnx")
         export_weightless(name, path)
-        for net, dims, label in BENCH:
+        for net, dims, label, precision in BENCH:
             if net != name:
                 continue
-            tag = "_".join(f"{k}{v}" for k, v in dims.items())
+            tag = "_".join(f"{k}{v}" for k, v in dims.items()) + "_" + precision
             so = os.path.join(d, f"model_{tag}.so")
-            extra = [f"--dim={k}={v}" for k, v in dims.items()]
+            extra = [f"--dim={k}={v}" for k, v in dims.items()] + [f"--precision={precision}"]
             status, reason, dt = compile_one(kilnc, path, so, extra)
             log(f"  bench {label}: {status} {reason} ({dt:.1f} s, {os.path.getsize(path) / 1e6:.1f} MB graph)")
-            manifest["bench"].append({"net": name, "dims": dims, "label": label, "so": os.path.relpath(so, payload),
+            manifest["bench"].append({"net": name, "dims": dims, "label": label, "precision": precision,
+                                      "so": os.path.relpath(so, payload),
                                       "onnx": os.path.relpath(path, payload), "compile": status,
                                       "reason": reason, "compile_s": round(dt, 1)})
 
@@ -263,9 +267,12 @@ def run(payload, manifest, log, out_dir):
             km.run()
             torch.cuda.synchronize()
             got = out.cpu().numpy()
-            row["max_rel"] = float(np.max(np.abs(got.astype(np.float64) - ref)) / np.max(np.abs(ref)))
+            diff = got.astype(np.float64) - ref
+            row["max_rel"] = float(np.max(np.abs(diff)) / np.max(np.abs(ref)))
+            row["rel_l2"] = float(np.linalg.norm(diff) / np.linalg.norm(ref))
             if not np.isfinite(got).all():
-                row["max_rel"] = float("inf")
+                row["max_rel"] = row["rel_l2"] = float("inf")
+            row["precision"] = b.get("precision", "fp32")
             row["kiln_ms"] = time_cuda(km.run)
             km.release()
             # Where the time goes: the runtime's per-kernel times
@@ -290,6 +297,15 @@ def run(payload, manifest, log, out_dir):
                               "launches_per_run": sum(k["launches"] for k in rep["kernels"]) / runs,
                               "top": [{"name": k["name"], "ms": k["total_ms"] / runs,
                                        "launches": k["launches"] / runs} for k in rep["kernels"][:8]]}
+            if row["precision"] != "fp32":
+                fp32 = next((r for r in rows if r["net"] == b["net"] and r["dims"] == b["dims"]
+                             and r.get("precision") == "fp32" and "kiln_ms" in r), None)
+                if fp32:
+                    row["speedup_vs_fp32"] = fp32["kiln_ms"] / row["kiln_ms"]
+                log(f"bench {row['label']}: rel L2 vs fp32 reference {row['rel_l2']:.1e}, max rel "
+                    f"{row['max_rel']:.1e}; kiln {row['kiln_ms']:.2f} ms, "
+                    f"{row.get('speedup_vs_fp32', float('nan')):.2f}x the fp32 build")
+                continue
             # PyTorch eager and torch.compile, same architecture, own weights.
             if b["net"] not in torch_models:
                 torch_models[b["net"]] = torch_model(b["net"])
@@ -308,6 +324,9 @@ def run(payload, manifest, log, out_dir):
             row["error"] = f"{type(e).__name__}: {e}"[:300]
             row["traceback"] = traceback.format_exc()[-1500:]
             log(row["traceback"])
+        import json
+        with open(os.path.join(out_dir, "bench_partial.json"), "w") as fh:
+            json.dump(rows, fh, indent=1)
         log(f"bench {row['label']}: " + (row.get("error") or
             f"max rel err {row['max_rel']:.1e}; kiln {row['kiln_ms']:.2f} ms, eager {row['eager_ms']:.2f} ms, "
             f"torch.compile {row['compile_ms']:.2f} ms, kiln/eager {row['kiln_vs_eager']:.2f}x"))

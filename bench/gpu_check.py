@@ -304,7 +304,7 @@ def run(args):
             err = r.get("error")
             log(f"model {r['name']:12s} " + (f"ERROR {err}" if err else
                 f"max rel err vs onnxruntime {r['max_rel']:.2e}"))
-    if manifest.get("bench"):
+    if manifest.get("bench") and not args.skip_bench:
         import gpu_bench
         report["bench"] = gpu_bench.run(payload, manifest, log, out)
     json.dump(report, open(os.path.join(out, "gpu_results.json"), "w"), indent=1)
@@ -328,6 +328,7 @@ def main(argv=None):
     pr.add_argument("--jobs", type=int, default=8)
     pr.add_argument("--skip-conformance", action="store_true")
     pr.add_argument("--skip-models", action="store_true")
+    pr.add_argument("--skip-bench", action="store_true")
     args = p.parse_args(argv)
     return prepare(args) if args.cmd == "prepare" else run(args)
 
