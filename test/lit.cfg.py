@@ -26,3 +26,8 @@ import subprocess
 if subprocess.run([config.python_executable, "-c", "import torch, torchvision"],
                   capture_output=True).returncode == 0:
     config.available_features.add("torch")
+
+# Compiling for cuda assembles the cubin with the CUDA toolkit's ptxas
+# (/usr/local/cuda, present on this machine's image; docs/gpu.md).
+if os.path.exists("/usr/local/cuda/bin/ptxas"):
+    config.available_features.add("ptxas")

@@ -8,6 +8,7 @@
 #include "kiln/Compiler/Compiler.h"
 
 #include "mlir/Conversion/Passes.h"
+#include "mlir/Dialect/Arith/Transforms/Passes.h"
 #include "mlir/Dialect/Bufferization/Transforms/Passes.h"
 #include "mlir/Dialect/GPU/Transforms/Passes.h"
 #include "mlir/Dialect/Linalg/Passes.h"
@@ -22,6 +23,7 @@ int main(int argc, char **argv) {
   mlir::memref::registerMemRefPasses();
   // The device targets' codegen passes.
   mlir::registerGPUPasses();
+  mlir::arith::registerArithPasses();
   mlir::registerSCFToControlFlowPass();
   mlir::registerConvertMathToLibmPass();
   mlir::registerLowerAffinePass();

@@ -330,6 +330,8 @@ protected:
   }
   /// Clones `body` (a linalg region) with its block arguments bound to
   /// `args` and linalg.index d bound to dims[d]; returns the yielded value.
+  /// Floating-point ops may contract (a multiply and the accumulating add
+  /// become one fma, rounded once).
   Value inlineBody(Block &body, ValueRange args, ArrayRef<Value> dims) {
     IRMapping map;
     map.map(body.getArguments(), args);
@@ -338,7 +340,14 @@ protected:
         map.map(idx.getResult(), dims[idx.getDim()]);
         continue;
       }
-      rewriter.clone(op, map);
+      Operation *clone = rewriter.clone(op, map);
+      if (auto fm = dyn_cast<arith::ArithFastMathInterface>(clone))
+        if (isa<arith::MulFOp, arith::AddFOp, arith::SubFOp>(clone))
+          clone->setAttr(fm.getFastMathAttrName(),
+                         arith::FastMathFlagsAttr::get(
+                             clone->getContext(),
+                             fm.getFastMathFlagsAttr().getValue() |
+                                 arith::FastMathFlags::contract));
     }
     return map.lookupOrDefault(body.getTerminator()->getOperand(0));
   }

@@ -27,10 +27,22 @@
 #include "mlir/Target/LLVMIR/Dialect/NVVM/NVVMToLLVMIRTranslation.h"
 #include "mlir/Transforms/Passes.h"
 
+#include <cstdlib>
+
 using namespace mlir;
 using namespace mlir::kiln;
 
 namespace {
+/// The CUDA toolkit whose ptxas, fatbinary and libdevice serialize the
+/// kernels: $CUDA_HOME, $CUDA_PATH, else /usr/local/cuda (what the packages
+/// install; docs/gpu.md).
+std::string cudaToolkitPath() {
+  for (const char *var : {"CUDA_HOME", "CUDA_PATH"})
+    if (const char *v = std::getenv(var); v && *v)
+      return v;
+  return "/usr/local/cuda";
+}
+
 struct CudaChip {
   StringRef chip;
   StringRef ptxFeatures; // PTX ISA version the chip needs
@@ -75,6 +87,7 @@ public:
     dev.addPass(createReconcileUnrealizedCastsPass());
     GpuModuleToBinaryPassOptions binary;
     binary.compilationTarget = "fatbin";
+    binary.toolkitPath = cudaToolkitPath();
     pm.addPass(createGpuModuleToBinaryPass(binary));
   }
 
