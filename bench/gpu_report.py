@@ -1,0 +1,108 @@
+#!/usr/bin/env python3
+"""Writes docs/benchmarks.md (and the GPU sections' numbers) from the files
+`bench/gpu_check.py run` wrote on the GPU machine (gpu_results.json and the
+per-benchmark profile_*.jsonl).
+
+  python3 bench/gpu_report.py RESULTS_DIR [--out docs/benchmarks.md] [--commit SHA]
+"""
+import argparse
+import datetime
+import glob
+import json
+import math
+import os
+import re
+
+
+def fmt_ms(v):
+    return "n/a" if v is None or (isinstance(v, float) and math.isnan(v)) else f"{v:.2f}"
+
+
+def main():
+    ap = argparse.ArgumentParser()
+    ap.add_argument("results")
+    ap.add_argument("--out", default=os.path.join(os.path.dirname(os.path.dirname(os.path.abspath(__file__))),
+                                                  "docs", "benchmarks.md"))
+    ap.add_argument("--commit", default="")
+    ap.add_argument("--date", default=datetime.date.today().isoformat())
+    ap.add_argument("--reports", help="folder of `kilnc --report` JSON files named <label>.json "
+                    "(spaces as _), to name each kernel's ONNX ops")
+    a = ap.parse_args()
+    r = json.load(open(os.path.join(a.results, "gpu_results.json")))
+    env = r.get("env", {})
+    rows = [b for b in r.get("bench", []) if b.get("precision", "fp32") == "fp32"]
+    half = [b for b in r.get("bench", []) if b.get("precision", "fp32") != "fp32"]
+    L = []
+    L.append("# Benchmarks on the H200 (NVIDIA target)\n")
+    L.append(f"Measured {a.date}{' at commit ' + a.commit if a.commit else ''} on {env.get('device')} "
+             f"(torch {env.get('torch')}; torch.compile {env.get('torch_compile')}), in one run of "
+             "`bench/gpu_check.py` (prepare here, `run` there; docs/gpu.md). float32, TF32 off for "
+             "PyTorch; median of 30 runs after warm-up, CUDA events on the same stream. Kiln runs "
+             "through the C API on device buffers (`kiln_instance_run_device`, CUDA graph replay), "
+             "its weights as graph inputs regenerated from a seed; PyTorch eager and torch.compile "
+             "run the same architecture (utils/models/make_models.py). Correctness first: Kiln's "
+             "output against onnxruntime (CPU) on the same weights and inputs.\n")
+    L.append("| model | Kiln (ms) | PyTorch eager (ms) | torch.compile (ms) | Kiln / eager | max rel. err. vs onnxruntime |")
+    L.append("|---|---|---|---|---|---|")
+    for b in rows:
+        if "error" in b:
+            L.append(f"| {b['label']} | error: {b['error'][:80]} | | | | |")
+            continue
+        L.append(f"| {b['label']} | {fmt_ms(b.get('kiln_ms'))} | {fmt_ms(b.get('eager_ms'))} | "
+                 f"{fmt_ms(b.get('compile_ms'))} | {b.get('kiln_vs_eager', float('nan')):.2f}x | "
+                 f"{b.get('max_rel', float('nan')):.1e} |")
+    L.append("")
+    if half:
+        L.append("## Half precision (`--precision=fp16`)\n")
+        L.append("Same run; error is the output's relative L2 (and max relative) error against "
+                 "onnxruntime's float32 output on the same weights; speed-up against Kiln's own "
+                 "float32 build. No tensor-core kernels yet: half precision buys memory "
+                 "bandwidth only (docs/mixed-precision.md).\n")
+        L.append("| model | Kiln fp16 (ms) | vs Kiln fp32 | rel. L2 err. | max rel. err. |")
+        L.append("|---|---|---|---|---|")
+        for b in half:
+            if "error" in b:
+                L.append(f"| {b['label']} | error: {b['error'][:80]} | | | |")
+                continue
+            L.append(f"| {b['label']} | {fmt_ms(b.get('kiln_ms'))} | "
+                     f"{b.get('speedup_vs_fp32', float('nan')):.2f}x | {b.get('rel_l2', float('nan')):.1e} | "
+                     f"{b.get('max_rel', float('nan')):.1e} |")
+        L.append("")
+    L.append("## Where the time goes\n")
+    L.append("Per-kernel times from the runtime's own CUDA events (`KILN_CUDA_PROFILE`, no graphs, "
+             "averaged over 6 runs). Kernel names are `<kernel function>_kernel[_N]`; "
+             "`kilnc --report` maps kernel functions to ONNX nodes.\n")
+    def ops_of(label):
+        if not a.reports:
+            return {}
+        path = os.path.join(a.reports, label.replace(" ", "_") + ".json")
+        if not os.path.exists(path):
+            return {}
+        out = {}
+        for k in json.load(open(path)).get("kernels", []):
+            names = [n.get("name", str(n)) if isinstance(n, dict) else str(n)
+                     for n in k.get("onnx_nodes", [])]
+            out[k["name"]] = ", ".join(names[:3]) + (", ..." if len(names) > 3 else "")
+        return out
+
+    for b in rows + half:
+        p = b.get("profile")
+        if not p:
+            continue
+        ops = ops_of(b["label"])
+        L.append(f"**{b['label']}**: {p['run_ms']:.2f} ms per run on the GPU, {p['kernel_ms']:.2f} ms in "
+                 f"kernels, {p['launches_per_run']:.0f} launches.\n")
+        L.append("| kernel | ONNX nodes | ms per run | launches |")
+        L.append("|---|---|---|---|")
+        for k in p["top"]:
+            m = re.match(r"^(.*_kernel_\d+)_kernel(_\d+)?$", k["name"])
+            fn = m.group(1) if m else k["name"]
+            L.append(f"| {k['name']} | {ops.get(fn, '')} | {k['ms']:.3f} | {k['launches']:.0f} |")
+        L.append("")
+    with open(a.out, "w") as f:
+        f.write("\n".join(L) + "\n")
+    print(f"wrote {a.out}")
+
+
+if __name__ == "__main__":
+    main()
