@@ -204,29 +204,6 @@ def run_conformance(payload, manifest, jobs):
     return results
 
 
-def compare_outputs(refs, outdir):
-    """max |kiln - ref| / max |ref| over all outputs; inf on NaN/Inf that the
-    reference does not have."""
-    import numpy as np
-    import onnx
-    from onnx import numpy_helper
-
-    worst = 0.0
-    for i, ref in enumerate(refs):
-        t = onnx.TensorProto()
-        with open(os.path.join(outdir, f"output_{i}.pb"), "rb") as fh:
-            t.ParseFromString(fh.read())
-        got = numpy_helper.to_array(t)
-        if got.shape != ref.shape:
-            raise ValueError(f"output {i}: shape {got.shape} != {ref.shape}")
-        if not np.isfinite(got).all() and np.isfinite(ref).all():
-            return float("inf")
-        denom = float(np.max(np.abs(ref))) if ref.size else 0.0
-        err = float(np.max(np.abs(got.astype(np.float64) - ref))) if ref.size else 0.0
-        worst = max(worst, err / denom if denom > 0 else err)
-    return worst
-
-
 def run_models(payload, manifest):
     import numpy as np
     import onnxruntime as ort
@@ -264,7 +241,7 @@ def run_models(payload, manifest):
             row["error"] = "kiln-run: " + (p.stderr.strip().splitlines() or ["failed"])[-1][:200]
             continue
         try:
-            row["max_rel"] = compare_outputs(refs, outdir)
+            row["max_rel"] = check_models.max_rel_error(refs, outdir)
         except ValueError as e:
             row["error"] = str(e)
     return rows

@@ -55,6 +55,26 @@ def feeds_for(model_path, rng):
     return feeds
 
 
+def max_rel_error(refs, outdir):
+    """max |kiln - ref| / max |ref| over the outputs kiln-run wrote into
+    `outdir` (output_<i>.pb); inf for NaN/Inf the reference does not have.
+    Raises ValueError on a shape mismatch. (Also used by bench/gpu_check.py.)"""
+    worst = 0.0
+    for i, ref in enumerate(refs):
+        t = onnx.TensorProto()
+        with open(os.path.join(outdir, f"output_{i}.pb"), "rb") as fh:
+            t.ParseFromString(fh.read())
+        got = numpy_helper.to_array(t)
+        if got.shape != ref.shape:
+            raise ValueError(f"output {i}: shape {got.shape} != {ref.shape}")
+        if not np.isfinite(got).all() and np.isfinite(ref).all():
+            return float("inf")
+        denom = float(np.max(np.abs(ref))) if ref.size else 0.0
+        err = float(np.max(np.abs(got.astype(np.float64) - ref))) if ref.size else 0.0
+        worst = max(worst, err / denom if denom > 0 else err)
+    return worst
+
+
 def first_error(text):
     for line in text.splitlines():
         if "error" in line.lower():
@@ -117,20 +137,11 @@ def check(name, args, bindir):
     if p.returncode != 0:
         row["error"] = "kiln-run: " + first_error(p.stderr + p.stdout)
         return row
-    worst = 0.0
-    for i, ref in enumerate(refs):
-        t = onnx.TensorProto()
-        with open(os.path.join(outdir, f"output_{i}.pb"), "rb") as fh:
-            t.ParseFromString(fh.read())
-        got = numpy_helper.to_array(t)
-        if got.shape != ref.shape:
-            row["error"] = f"output {i}: shape {got.shape} != {ref.shape}"
-            return row
-        denom = float(np.max(np.abs(ref))) if ref.size else 0.0
-        err = float(np.max(np.abs(got.astype(np.float64) - ref))) if ref.size else 0.0
-        if not np.isfinite(got).all() and np.isfinite(ref).all():
-            err = float("inf")
-        worst = max(worst, err / denom if denom > 0 else err)
+    try:
+        worst = max_rel_error(refs, outdir)
+    except ValueError as e:
+        row["error"] = str(e)
+        return row
     row["max_rel"] = worst
     return row
 
