@@ -197,6 +197,8 @@ LogicalResult mlir::kiln::lowerToLLVMDialect(ModuleOp module,
   std::unique_ptr<Target> target = parseTarget(options.target, error);
   if (!target)
     return emitError(module.getLoc()) << error;
+  if (!target->checkToolchain(error))
+    return emitError(module.getLoc()) << error;
   for (StringRef stage : ArrayRef(kStages).drop_front()) {
     PassManager pm(module.getContext());
     if (failed(buildStagePipeline(pm, stage, options.optLevel, target.get())))

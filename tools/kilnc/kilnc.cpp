@@ -229,6 +229,8 @@ int main(int argc, char **argv) {
   DialectRegistry registry;
   kiln::registerKilnDialects(registry);
   MLIRContext context(registry);
+  // A user gets one line per error, not the IR of the failing op.
+  context.printOpOnDiagnostic(false);
   context.loadAllAvailableDialects();
   // Diagnostics go to stderr as "location: error: message".
   llvm::SourceMgr sourceMgr;

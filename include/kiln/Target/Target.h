@@ -28,6 +28,9 @@ public:
   virtual bool isDevice() const = 0;
   /// Adds the passes of the `codegen` stage.
   virtual void buildCodegenPipeline(OpPassManager &pm) const = 0;
+  /// Checks what codegen needs outside the compiler (a device toolkit);
+  /// on failure says what is missing in `error`.
+  virtual bool checkToolchain(std::string &error) const { return true; }
 };
 
 /// Parses `--target=` (`cpu`, `cuda`, `cuda:sm_90`, ...). On failure returns

@@ -27,6 +27,8 @@
 #include "mlir/Target/LLVMIR/Dialect/NVVM/NVVMToLLVMIRTranslation.h"
 #include "mlir/Transforms/Passes.h"
 
+#include "llvm/Support/FileSystem.h"
+
 #include <cstdlib>
 
 using namespace mlir;
@@ -59,6 +61,19 @@ public:
   explicit NVPTXTarget(const CudaChip &chip) : chip(chip) {}
   std::string getSpec() const override { return ("cuda:" + chip.chip).str(); }
   bool isDevice() const override { return true; }
+  bool checkToolchain(std::string &error) const override {
+    std::string toolkit = cudaToolkitPath();
+    for (const char *tool : {"ptxas", "fatbinary"}) {
+      std::string path = toolkit + "/bin/" + tool;
+      if (!llvm::sys::fs::can_execute(path)) {
+        error = "--target=cuda needs the CUDA toolkit's " + std::string(tool) +
+                ", not found at " + path +
+                " (set CUDA_HOME to the toolkit's folder)";
+        return false;
+      }
+    }
+    return true;
+  }
   void buildCodegenPipeline(OpPassManager &pm) const override {
     KilnMapKernelsToGPUOptions mapOptions;
     mapOptions.device = ("cuda " + chip.chip).str();
