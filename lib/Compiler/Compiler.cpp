@@ -142,6 +142,8 @@ LogicalResult mlir::kiln::buildStagePipeline(OpPassManager &pm,
     }
   } else if (stage == "host") {
     pm.addPass(createKilnOutlineKernels());
+    if (optLevel >= 1)
+      pm.addPass(createKilnHoistWeightKernels());
     pm.addPass(createKilnPlanMemory());
     pm.addPass(createCanonicalizerPass());
   } else if (stage == "bufferize") {

@@ -899,10 +899,10 @@ static void reset_outputs(kiln_instance_impl *inst) {
 }
 
 static void run_main(kiln_rt_ctx *ctx) {
-  int32_t rc = kiln_model_main(ctx);
+  int32_t rc = kiln_rt_run_program(ctx);
   if (!ctx->failed && rc != 0)
     kiln_rt_fail(ctx, KILN_STATUS_INTERNAL,
-                 "kiln_model_main returned %d", (int)rc);
+                 "the host program returned %d", (int)rc);
 }
 
 /* The second run of a graph-capturable model: kiln_model_main under stream

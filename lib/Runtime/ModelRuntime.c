@@ -917,6 +917,22 @@ static kiln_status_t *check_run(kiln_instance_impl *instance,
   return validate_inputs(instance, inputs);
 }
 
+/* Defined by generated code when kiln-hoist-weight-kernels moved kernels
+ * that depend only on weights out of kiln_model_main (ModelABI.h). */
+extern int32_t kiln_model_init(kiln_rt_ctx *ctx)
+    __attribute__((weak, visibility("hidden")));
+
+int32_t kiln_rt_run_program(kiln_rt_ctx *ctx) {
+  kiln_instance_impl *instance = ctx->instance;
+  if (kiln_model_init && !instance->initialized) {
+    int32_t rc = kiln_model_init(ctx);
+    if (rc != 0 || ctx->failed)
+      return rc != 0 ? rc : 1;
+    instance->initialized = 1;
+  }
+  return kiln_model_main(ctx);
+}
+
 static kiln_status_t *instance_run(kiln_instance_impl *instance,
                                    const kiln_tensor_view_t *inputs,
                                    size_t num_inputs,
@@ -945,7 +961,7 @@ static kiln_status_t *instance_run(kiln_instance_impl *instance,
 
   status = prepare_inputs(&ctx);
   if (!status) {
-    int32_t rc = kiln_model_main(&ctx);
+    int32_t rc = kiln_rt_run_program(&ctx);
     if (ctx.failed)
       status =
           kiln_rtc_make_status(ctx.code, "model run failed: %s", ctx.reason);

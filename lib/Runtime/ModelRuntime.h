@@ -94,6 +94,7 @@ struct kiln_instance_impl {
   kiln_scratch *scratch;
   size_t num_scratch, cap_scratch;
   kiln_cuda_instance *cuda; /* cuda models */
+  int initialized;          /* kiln_model_init has run */
 };
 
 struct kiln_rt_ctx {
@@ -105,6 +106,12 @@ struct kiln_rt_ctx {
   kiln_status_code_t code;
   char reason[512];
 };
+
+/* Runs the host program: kiln_model_init first when the model has one and
+ * this instance has not run it yet (the load-time kernels: what the
+ * compiler does to weights), then kiln_model_main. Returns the first
+ * non-zero status of the generated code. */
+KILN_HIDDEN int32_t kiln_rt_run_program(kiln_rt_ctx *ctx);
 
 /* Records the first failure of a run (later ones are dropped). */
 KILN_HIDDEN void kiln_rt_fail(kiln_rt_ctx *ctx, kiln_status_code_t code,

@@ -118,6 +118,12 @@ void kiln_rt_copy_device(kiln_rt_ctx *ctx, void *dst, const void *src,
 
 /* Defined by generated code. */
 int32_t kiln_model_main(kiln_rt_ctx *ctx);
+/* Defined by generated code when some kernels depend only on weights
+ * (kiln-hoist-weight-kernels; the runtime references it weakly): runs them
+ * once per instance, before its first kiln_model_main, writing persistent
+ * buffers at the end of the arena that kiln_model_main then reads. Returns
+ * 0 on success like kiln_model_main. */
+int32_t kiln_model_init(kiln_rt_ctx *ctx);
 extern const char kiln_model_signature[];
 /* Defined by generated code for a cuda target only (the runtime references
  * them weakly): the device image (a CUDA fatbin holding the cubin for the

@@ -7,7 +7,7 @@
 // CHECK: memref.global "private" constant @__kiln_constant_0 : memref<4x4xf32> = dense<1.000000e+00> {alignment = 64 : i64}
 // CHECK-LABEL: func.func private @main_graph_kernel_0
 // CHECK-SAME: (%[[A:.*]]: memref<?x4xf32>, %[[B:.*]]: memref<4x4xf32>, %[[N:.*]]: index, %[[OUT:.*]]: memref<?x4xf32>)
-// CHECK-SAME: attributes {kiln.kernel, llvm.emit_c_interface}
+// CHECK-SAME: attributes {kiln.kernel, kiln.num_outputs = 1 : i64, llvm.emit_c_interface}
 // CHECK: bufferization.to_tensor %[[A]] restrict
 // CHECK: linalg.matmul
 // CHECK: bufferization.materialize_in_destination %{{.*}} in restrict writable %[[OUT]]

@@ -302,6 +302,33 @@ struct FuseKernelsPass
     return found;
   }
 
+  /// Whether kernel `k` computes only from external weights (arguments of
+  /// the model function marked `kiln.weight_offset`) and constants: it runs
+  /// once per instance (kiln-hoist-weight-kernels), so fusing it into a
+  /// consumer that runs every time would redo it on every run.
+  static bool isWeightOnly(KernelOp k) {
+    bool anyWeight = false;
+    for (Value in : k.getInputs()) {
+      while (Operation *def = in.getDefiningOp()) {
+        if (!isa<tensor::ReshapeOp, tensor::CollapseShapeOp,
+                 tensor::ExpandShapeOp, tensor::CastOp>(def))
+          break;
+        in = def->getOperand(0);
+      }
+      if (auto arg = dyn_cast<BlockArgument>(in)) {
+        auto fn = dyn_cast<func::FuncOp>(arg.getOwner()->getParentOp());
+        if (!fn || !fn.getArgAttr(arg.getArgNumber(), "kiln.weight_offset"))
+          return false;
+        anyWeight = true;
+        continue;
+      }
+      Operation *def = in.getDefiningOp();
+      if (!def || !def->hasTrait<OpTrait::ConstantLike>())
+        return false;
+    }
+    return anyWeight;
+  }
+
   bool tryVertical(Block &block, KernelOp k2) {
     KernelInfo i2 = analyze(k2);
     if (i2.kind == KernelKind::Other)
@@ -324,6 +351,8 @@ struct FuseKernelsPass
         continue;
       KernelInfo i1 = analyze(k1);
       if (i1.kind == KernelKind::Other)
+        continue;
+      if (isWeightOnly(k1) && !isWeightOnly(k2))
         continue;
       Operation *head = chain.empty() ? k2.getOperation() : chain.front();
       bool allUsesInK2 = llvm::all_of(k1->getUsers(), [&](Operation *u) {

@@ -466,6 +466,7 @@ struct OutlineKernelsPass
                                    b.getFunctionType(argTypes, {}));
     fn.setPrivate();
     fn->setAttr("kiln.kernel", b.getUnitAttr());
+    fn->setAttr("kiln.num_outputs", b.getI64IntegerAttr(numOuts));
     fn->setAttr("llvm.emit_c_interface", b.getUnitAttr());
     Block *entry = fn.addEntryBlock();
     OpBuilder kb = OpBuilder::atBlockBegin(entry);

@@ -124,7 +124,8 @@ MemoryPlan mlir::kiln::computeMemoryPlan(func::FuncOp host, int64_t alignment,
   DenseMap<Operation *, unsigned> index;
   for (Operation &op : block)
     if (auto b = dyn_cast<BufferOp>(op))
-      if (b.getBuffer().getType().hasStaticShape()) {
+      if (b.getBuffer().getType().hasStaticShape() &&
+          !b->hasAttr("kiln.persistent")) {
         index[b] = buffers.size();
         buffers.push_back(b);
       }
@@ -309,6 +310,17 @@ struct PlanMemoryPass : public kiln::impl::KilnPlanMemoryBase<PlanMemoryPass> {
       peak = std::max(peak, plan.peakLiveBytes);
     }
     auto i64 = IntegerType::get(&getContext(), 64);
+    // Buffers kiln-hoist-weight-kernels made persistent: after the planned
+    // part of the arena, which runs never write.
+    if (auto persistent =
+            module->getAttrOfType<IntegerAttr>("kiln.persistent_size")) {
+      int64_t base = (arena + alignment - 1) / alignment * alignment;
+      module.walk([&](BufferOp op) {
+        if (auto p = op->getAttrOfType<IntegerAttr>("kiln.persistent"))
+          op.setOffsetAttr(IntegerAttr::get(i64, base + p.getInt()));
+      });
+      arena = base + persistent.getInt();
+    }
     module->setAttr("kiln.arena_size", IntegerAttr::get(i64, arena));
     module->setAttr("kiln.intermediate_bytes", IntegerAttr::get(i64, total));
     module->setAttr("kiln.peak_live_bytes", IntegerAttr::get(i64, peak));

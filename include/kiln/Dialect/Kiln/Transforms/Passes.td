@@ -61,6 +61,24 @@ def KilnOutlineKernels : Pass<"kiln-outline-kernels", "ModuleOp"> {
                            "::mlir::arith::ArithDialect"];
 }
 
+def KilnHoistWeightKernels : Pass<"kiln-hoist-weight-kernels", "ModuleOp"> {
+  let summary = "Runs kernels that depend only on weights once per instance";
+  let description = [{
+    A kernel launch of the host program whose inputs are all weights
+    (`kiln.external_weight`, constant globals, scalar constants) or results
+    of such launches, and whose outputs are static intermediate buffers,
+    computes the same values on every run: what the compiler does to weights
+    it cannot fold at compile time (casts to half precision, layout changes,
+    arithmetic on external weights). Such launches move to
+    `kiln_model_init(ctx)`, which the runtime calls once per instance before
+    the first run; their outputs become persistent buffers
+    (`kiln.persistent`, placed after the planned arena by
+    `kiln-plan-memory`), which the host program then reads.
+  }];
+  let dependentDialects = ["::mlir::kiln::KilnDialect",
+                           "::mlir::func::FuncDialect"];
+}
+
 def KilnPlanMemory : Pass<"kiln-plan-memory", "ModuleOp"> {
   let summary = "Assigns arena offsets to static intermediate buffers";
   let description = [{
