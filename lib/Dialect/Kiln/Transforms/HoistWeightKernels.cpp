@@ -41,6 +41,10 @@ struct HoistWeightKernelsPass
     // and the outputs of hoisted launches.
     llvm::DenseSet<Value> invariant;
     auto isInvariant = [&](Value v) { return invariant.contains(v); };
+    // Only what is computed from external weights: kernels on embedded
+    // constants alone are the graph optimizer's to fold.
+    llvm::DenseSet<Value> external;
+    auto isExternal = [&](Value v) { return external.contains(v); };
     SmallVector<LaunchOp> hoisted;
     llvm::DenseSet<Operation *> hoistedBuffers;
     for (Operation &op : block) {
@@ -48,8 +52,12 @@ struct HoistWeightKernelsPass
           (isa<ViewLikeOpInterface>(op) && op.getNumResults() == 1 &&
            llvm::all_of(op.getOperands(), isInvariant) &&
            isMemoryEffectFree(&op))) {
-        for (Value r : op.getResults())
+        for (Value r : op.getResults()) {
           invariant.insert(r);
+          if (isa<ExternalWeightOp>(op) ||
+              llvm::any_of(op.getOperands(), isExternal))
+            external.insert(r);
+        }
         continue;
       }
       auto launch = dyn_cast<LaunchOp>(op);
@@ -64,7 +72,8 @@ struct HoistWeightKernelsPass
       ValueRange args = launch.getArgs();
       if (numOuts == 0 || numOuts > args.size())
         continue;
-      bool ok = llvm::all_of(args.drop_back(numOuts), isInvariant);
+      bool ok = llvm::all_of(args.drop_back(numOuts), isInvariant) &&
+                llvm::any_of(args.drop_back(numOuts), isExternal);
       for (Value o : args.take_back(numOuts)) {
         // A fresh static buffer that nothing but this launch writes: its
         // other users read it (launch inputs) or view it.
@@ -89,6 +98,7 @@ struct HoistWeightKernelsPass
       hoisted.push_back(launch);
       for (Value o : args.take_back(numOuts)) {
         invariant.insert(o);
+        external.insert(o);
         hoistedBuffers.insert(o.getDefiningOp());
       }
     }

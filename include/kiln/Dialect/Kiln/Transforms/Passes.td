@@ -66,7 +66,9 @@ def KilnHoistWeightKernels : Pass<"kiln-hoist-weight-kernels", "ModuleOp"> {
   let description = [{
     A kernel launch of the host program whose inputs are all weights
     (`kiln.external_weight`, constant globals, scalar constants) or results
-    of such launches, and whose outputs are static intermediate buffers,
+    of such launches, at least one of them derived from an external weight
+    (embedded constants alone are for the graph optimizer to fold), and
+    whose outputs are static intermediate buffers,
     computes the same values on every run: what the compiler does to weights
     it cannot fold at compile time (casts to half precision, layout changes,
     arithmetic on external weights). Such launches move to
