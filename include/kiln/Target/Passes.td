@@ -26,6 +26,9 @@ def KilnMapKernelsToGPU : Pass<"kiln-map-kernels-to-gpu", "ModuleOp"> {
     Option<"tiledContractions", "tiled-contractions", "bool",
            /*default=*/"true",
            "Lower two-operand contractions as shared-memory tiled products">,
+    Option<"warpReductions", "warp-reductions", "bool", /*default=*/"false",
+           "Reduce along a contiguous dim with one warp per output and "
+           "shuffles (not yet measured on a GPU: off by default)">,
     Option<"minThreads", "min-threads", "int64_t", /*default=*/"32768",
            "Unroll a reduction's outputs per thread only while at least this "
            "many threads remain">,

@@ -464,6 +464,11 @@ public:
   LogicalResult lower(linalg::LinalgOp op);
   /// The outputs per thread (U x V) lower() would choose for `op`.
   int64_t outputsPerThread(linalg::LinalgOp op);
+  /// One warp per output: the 32 lanes stride over the (one, contiguous)
+  /// reduction dim, then combine their partial results with a butterfly of
+  /// shuffles. Needs a fill whose value is the identity of the body's
+  /// combining op (add, max, min) and a 32-bit accumulator.
+  LogicalResult lowerWarp(linalg::LinalgOp op);
 
 private:
   int64_t minThreads;
@@ -562,6 +567,142 @@ LogicalResult ReductionLowering::lower(linalg::LinalgOp op) {
       });
   for (auto [j, pt] : llvm::enumerate(points))
     storeResult(loc, nest.results[j], op, par, pt, fusion);
+  eraseFused(op, fusion);
+  return success();
+}
+
+/// The op that combines a reduction body's accumulator with the value the
+/// body computes from the inputs (acc = combine(acc, x)), when the fill
+/// `init` is its identity; null otherwise.
+static Operation *warpCombiner(Block &body, Value init) {
+  Value acc = body.getArgument(body.getNumArguments() - 1);
+  Operation *yielded = body.getTerminator()->getOperand(0).getDefiningOp();
+  if (!yielded || yielded->getNumOperands() != 2 ||
+      yielded->getBlock() != &body ||
+      !llvm::is_contained(yielded->getOperands(), acc))
+    return nullptr;
+  // acc is used only by the combiner.
+  if (!acc.hasOneUse())
+    return nullptr;
+  Type t = acc.getType();
+  if (!t.isF32() && !t.isInteger(32))
+    return nullptr;
+  auto cst = init.getDefiningOp<arith::ConstantOp>();
+  if (!cst)
+    return nullptr;
+  if (auto f = dyn_cast<FloatAttr>(cst.getValue())) {
+    APFloat v = f.getValue();
+    if (isa<arith::AddFOp>(yielded))
+      return v.isZero() ? yielded : nullptr;
+    if (isa<arith::MaximumFOp, arith::MaxNumFOp>(yielded))
+      return v.isInfinity() && v.isNegative() ? yielded : nullptr;
+    if (isa<arith::MinimumFOp, arith::MinNumFOp>(yielded))
+      return v.isInfinity() && !v.isNegative() ? yielded : nullptr;
+    return nullptr;
+  }
+  if (auto i = dyn_cast<IntegerAttr>(cst.getValue())) {
+    APInt v = i.getValue();
+    if (isa<arith::AddIOp>(yielded))
+      return v.isZero() ? yielded : nullptr;
+    if (isa<arith::MaxSIOp>(yielded))
+      return v.isMinSignedValue() ? yielded : nullptr;
+    if (isa<arith::MinSIOp>(yielded))
+      return v.isMaxSignedValue() ? yielded : nullptr;
+  }
+  return nullptr;
+}
+
+LogicalResult ReductionLowering::lowerWarp(linalg::LinalgOp op) {
+  SmallVector<unsigned> par, red;
+  if (!isLowerableReduction(op, par, red) || red.size() != 1)
+    return failure();
+  Block &body = *op.getBlock();
+  if (!body.getOps<linalg::IndexOp>().empty())
+    return failure();
+  ReductionFusion fusion = detectFusion(op, par);
+  if (!fusion.fillValue)
+    return failure();
+  Operation *combiner = warpCombiner(body, fusion.fillValue);
+  if (!combiner)
+    return failure();
+  // The reduction dim is the contiguous one of an input (coalesced lanes),
+  // long enough to keep a warp busy.
+  unsigned r = red.front();
+  SmallVector<int64_t> sizes = op.getStaticLoopRanges();
+  if (ShapedType::isDynamic(sizes[r]) || sizes[r] < 128)
+    return failure();
+  // Few outputs (rows of a softmax or normalization): a warp each. Large
+  // contractions keep their tiles.
+  int64_t outputs = 1;
+  for (unsigned d : par) {
+    if (ShapedType::isDynamic(sizes[d]))
+      return failure();
+    outputs *= sizes[d];
+  }
+  if (outputs > 65536)
+    return failure();
+  bool contiguous = false;
+  for (OpOperand *in : op.getDpsInputOperands()) {
+    AffineMap m = op.getMatchingIndexingMap(in);
+    contiguous |= m.getNumResults() > 0 &&
+                  m.getResults().back() ==
+                      getAffineDimExpr(r, op.getContext());
+  }
+  if (!contiguous)
+    return failure();
+
+  Location loc = op.getLoc();
+  unsigned numLoops = op.getNumLoops();
+  rewriter.setInsertionPoint(op);
+  SmallVector<Range> ranges = op.createLoopRanges(rewriter, loc);
+  auto size = [&](unsigned d) {
+    return getValueOrCreateConstantIndexOp(rewriter, loc, ranges[d].size);
+  };
+  // The parallel dims, then the lane (innermost: a warp is one output).
+  SmallVector<Value> lbs, ubs, steps;
+  for (unsigned d : par) {
+    lbs.push_back(index(loc, 0));
+    ubs.push_back(size(d));
+    steps.push_back(index(loc, 1));
+  }
+  lbs.push_back(index(loc, 0));
+  ubs.push_back(index(loc, 32));
+  steps.push_back(index(loc, 1));
+  auto par_ = scf::ParallelOp::create(rewriter, loc, lbs, ubs, steps);
+  rewriter.setInsertionPointToStart(par_.getBody());
+  Value lane = par_.getInductionVars().back();
+  SmallVector<Value> pt(numLoops);
+  for (auto [i, d] : llvm::enumerate(par))
+    pt[d] = par_.getInductionVars()[i];
+  auto loop = scf::ForOp::create(rewriter, loc, lane, size(r), index(loc, 32),
+                                 ValueRange{fusion.fillValue});
+  rewriter.setInsertionPointToStart(loop.getBody());
+  SmallVector<Value> dims = pt;
+  dims[r] = loop.getInductionVar();
+  SmallVector<Value> args;
+  for (OpOperand *in : op.getDpsInputOperands())
+    args.push_back(isa<MemRefType>(in->get().getType())
+                       ? load(loc, in->get(), op.getMatchingIndexingMap(in),
+                              dims)
+                       : in->get());
+  args.push_back(loop.getRegionIterArgs()[0]);
+  scf::YieldOp::create(rewriter, loc, inlineBody(body, args, dims));
+  rewriter.setInsertionPointAfter(loop);
+  // Butterfly: after log2(32) steps every lane holds the combined value.
+  Value acc = loop.getResult(0);
+  for (int32_t offset : {16, 8, 4, 2, 1}) {
+    Value other = gpu::ShuffleOp::create(rewriter, loc, acc, offset, 32,
+                                         gpu::ShuffleMode::XOR)
+                      .getShuffleResult();
+    OperationState state(loc, combiner->getName(), ValueRange{acc, other},
+                         acc.getType(), combiner->getAttrs());
+    acc = rewriter.create(state)->getResult(0);
+  }
+  Value first = arith::CmpIOp::create(rewriter, loc, arith::CmpIPredicate::eq,
+                                      lane, index(loc, 0));
+  auto guard = scf::IfOp::create(rewriter, loc, first, /*withElse=*/false);
+  rewriter.setInsertionPoint(guard.thenBlock()->getTerminator());
+  storeResult(loc, acc, op, par, pt, fusion);
   eraseFused(op, fusion);
   return success();
 }
@@ -940,6 +1081,8 @@ struct MapKernelsToGPUPass
         // load 8x4 times and beat the shared-memory tiles on BERT's
         // batch-32 matrix products (H200).
         bool registerTiled = lowering.outputsPerThread(op) >= 32;
+        if (warpReductions && succeeded(lowering.lowerWarp(op)))
+          continue;
         if (!tiledContractions || registerTiled || failed(tiled.lower(op)))
           (void)lowering.lower(op);
       }
