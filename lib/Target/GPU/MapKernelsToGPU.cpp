@@ -115,10 +115,21 @@ LogicalResult GPUMapper::mapBlock(Block &block) {
       inGroup.clear();
       continue;
     }
-    bool usesGroupValue = llvm::any_of(op->getOperands(), [&](Value v) {
+    // Uses a value the pending group computes on the device (here or in a
+    // nested region): joins the group.
+    auto fromGroup = [&](Value v) {
       Operation *def = v.getDefiningOp();
       return def && inGroup.contains(def);
-    });
+    };
+    bool usesGroupValue = llvm::any_of(op->getOperands(), fromGroup);
+    if (!usesGroupValue && op->getNumRegions() != 0 && !inGroup.empty())
+      op->walk([&](Operation *inner) {
+        if (llvm::any_of(inner->getOperands(), fromGroup)) {
+          usesGroupValue = true;
+          return WalkResult::interrupt();
+        }
+        return WalkResult::advance();
+      });
     if (!usesGroupValue) {
       if (hostLoads && isa<memref::LoadOp>(op)) {
         // A host read of device data.
