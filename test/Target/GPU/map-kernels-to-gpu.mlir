@@ -158,3 +158,37 @@ module {
     return
   }
 }
+
+// -----
+
+// A loop that picks a buffer from device data, then a parallel loop reading
+// the picked buffer in its body: both run in one single-thread launch (the
+// buffer is a device value the host never sees).
+// CHECK-LABEL: func.func private @picked
+// CHECK: gpu.launch
+// CHECK: scf.for
+// CHECK: arith.select
+// CHECK: scf.parallel
+// CHECK: gpu.terminator
+// CHECK-NOT: gpu.launch
+// CHECK: return
+module {
+  func.func private @picked(%a: memref<4xf32>, %b: memref<4xf32>, %y: memref<4xf32>) attributes {kiln.kernel} {
+    %c0 = arith.constant 0 : index
+    %c1 = arith.constant 1 : index
+    %c4 = arith.constant 4 : index
+    %z = arith.constant 0.0 : f32
+    %m = scf.for %i = %c0 to %c4 step %c1 iter_args(%cur = %a) -> (memref<4xf32>) {
+      %v = memref.load %cur[%i] : memref<4xf32>
+      %p = arith.cmpf ogt, %v, %z : f32
+      %n = arith.select %p, %b, %cur : memref<4xf32>
+      scf.yield %n : memref<4xf32>
+    }
+    scf.parallel (%j) = (%c0) to (%c4) step (%c1) {
+      %v = memref.load %m[%j] : memref<4xf32>
+      memref.store %v, %y[%j] : memref<4xf32>
+      scf.reduce
+    }
+    return
+  }
+}
