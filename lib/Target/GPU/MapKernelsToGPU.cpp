@@ -915,20 +915,19 @@ LogicalResult TiledContraction::lower(linalg::LinalgOp op) {
   rewriter.setInsertionPointAfter(kLoop);
 
   // Results: each in-range point through the epilogue into the output.
+  // Point `i` of this thread's run of kThread along a tile dim.
+  auto coord = [&](Value tileBase, Value thread, int64_t i) -> Value {
+    return arith::AddIOp::create(
+        rewriter, loc,
+        arith::AddIOp::create(
+            rewriter, loc, tileBase,
+            arith::MulIOp::create(rewriter, loc, thread, index(loc, kThread))),
+        index(loc, i));
+  };
   for (int64_t i = 0; i < kThread; ++i)
     for (int64_t j = 0; j < kThread; ++j) {
-      Value m = arith::AddIOp::create(
-          rewriter, loc,
-          arith::AddIOp::create(
-              rewriter, loc, mBase,
-              arith::MulIOp::create(rewriter, loc, mThr, index(loc, kThread))),
-          index(loc, i));
-      Value n = arith::AddIOp::create(
-          rewriter, loc,
-          arith::AddIOp::create(
-              rewriter, loc, nBase,
-              arith::MulIOp::create(rewriter, loc, nThr, index(loc, kThread))),
-          index(loc, j));
+      Value m = coord(mBase, mThr, i);
+      Value n = coord(nBase, nThr, j);
       Value ok = arith::AndIOp::create(
           rewriter, loc,
           arith::CmpIOp::create(rewriter, loc, arith::CmpIPredicate::ult, m,
