@@ -26,6 +26,10 @@ BENCH = [  # (network, dims, label, kilnc --precision)
     # Issue 6: what half precision already buys (no tensor-core kernels yet).
     ("resnet50", {"batch": 64}, "ResNet-50 b64 fp16", "fp16"),
     ("bert", {"batch": 32, "seq": 128}, "BERT-base b32 s128 fp16", "fp16"),
+    # Codegen variants against the default build of the same shape
+    # ("<precision>+<kilnc flag>").
+    ("bert", {"batch": 1, "seq": 128}, "BERT-base b1 s128 warp", "fp32+--gpu-warp-reductions"),
+    ("bert", {"batch": 32, "seq": 128}, "BERT-base b32 s128 warp", "fp32+--gpu-warp-reductions"),
 ]
 MIN_WEIGHT_BYTES = 1024
 
@@ -80,9 +84,13 @@ def prepare(kilnc, payload, manifest, compile_one, log):
         for net, dims, label, precision in BENCH:
             if net != name:
                 continue
-            tag = "_".join(f"{k}{v}" for k, v in dims.items()) + "_" + precision
+            prec, _, flag = precision.partition("+")
+            tag = "_".join(f"{k}{v}" for k, v in dims.items()) + "_" + prec + (
+                flag.replace("-", "_") if flag else "")
             so = os.path.join(d, f"model_{tag}.so")
-            extra = [f"--dim={k}={v}" for k, v in dims.items()] + [f"--precision={precision}"]
+            extra = [f"--dim={k}={v}" for k, v in dims.items()] + [f"--precision={prec}"]
+            if flag:
+                extra.append(flag)
             status, reason, dt = compile_one(kilnc, path, so, extra)
             log(f"  bench {label}: {status} {reason} ({dt:.1f} s, {os.path.getsize(path) / 1e6:.1f} MB graph)")
             manifest["bench"].append({"net": name, "dims": dims, "label": label, "precision": precision,

@@ -53,12 +53,12 @@ def main():
                  f"{b.get('max_rel', float('nan')):.1e} |")
     L.append("")
     if half:
-        L.append("## Half precision (`--precision=fp16`)\n")
+        L.append("## Half precision and codegen variants\n")
         L.append("Same run; error is the output's relative L2 (and max relative) error against "
                  "onnxruntime's float32 output on the same weights; speed-up against Kiln's own "
-                 "float32 build. No tensor-core kernels yet: half precision buys memory "
-                 "bandwidth only (docs/mixed-precision.md).\n")
-        L.append("| model | Kiln fp16 (ms) | vs Kiln fp32 | rel. L2 err. | max rel. err. |")
+                 "default float32 build of the same shape. No tensor-core kernels yet: half "
+                 "precision buys memory bandwidth only (docs/mixed-precision.md).\n")
+        L.append("| model | Kiln (ms) | vs Kiln fp32 | rel. L2 err. | max rel. err. |")
         L.append("|---|---|---|---|---|")
         for b in half:
             if "error" in b:

@@ -196,7 +196,10 @@ void mlir::kiln::registerAllKilnPasses() {
 LogicalResult mlir::kiln::lowerToLLVMDialect(ModuleOp module,
                                              const CompileOptions &options) {
   std::string error;
-  std::unique_ptr<Target> target = parseTarget(options.target, error);
+  GPUCodegenOptions gpu;
+  gpu.tiledContractions = options.gpuTiledContractions;
+  gpu.warpReductions = options.gpuWarpReductions;
+  std::unique_ptr<Target> target = parseTarget(options.target, error, gpu);
   if (!target)
     return emitError(module.getLoc()) << error;
   if (!target->checkToolchain(error))

@@ -30,8 +30,9 @@ std::unique_ptr<Target> mlir::kiln::createCPUTarget() {
   return std::make_unique<CPUTarget>();
 }
 
-std::unique_ptr<Target> mlir::kiln::parseTarget(StringRef spec,
-                                                std::string &error) {
+std::unique_ptr<Target>
+mlir::kiln::parseTarget(StringRef spec, std::string &error,
+                        const GPUCodegenOptions &gpu) {
   auto [kind, chip] = spec.split(':');
   if (kind == "cpu" && chip.empty())
     return createCPUTarget();
@@ -39,7 +40,7 @@ std::unique_ptr<Target> mlir::kiln::parseTarget(StringRef spec,
     if (chip.empty())
       chip = "sm_90";
     if (llvm::is_contained(getSupportedCudaChips(), chip))
-      return createNVPTXTarget(chip);
+      return createNVPTXTarget(chip, gpu);
     error = ("unknown CUDA chip '" + chip + "' in --target=" + spec +
              " (supported: " + llvm::join(getSupportedCudaChips(), ", ") + ")")
                 .str();

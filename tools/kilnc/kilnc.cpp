@@ -40,6 +40,16 @@ static cl::opt<std::string> target("target",
                                    cl::desc("Target: cpu, cuda, cuda:<chip> "
                                             "(default chip sm_90)"),
                                    cl::init("cpu"));
+static cl::opt<bool> gpuTiledContractions(
+    "gpu-tiled-contractions",
+    cl::desc("GPU targets: two-operand contractions as shared-memory tiled "
+             "products (default on)"),
+    cl::init(true));
+static cl::opt<bool> gpuWarpReductions(
+    "gpu-warp-reductions",
+    cl::desc("GPU targets: one warp per output for row reductions (off by "
+             "default: not yet measured on a GPU)"),
+    cl::init(false));
 static cl::opt<std::string>
     dumpAfter("dump-after",
               cl::desc("Print the IR after a stage (import, graph, lower, "
@@ -314,6 +324,8 @@ int main(int argc, char **argv) {
 
   kiln::CompileOptions options;
   options.target = target;
+  options.gpuTiledContractions = gpuTiledContractions;
+  options.gpuWarpReductions = gpuWarpReductions;
   options.optLevel = optLevel;
   options.dumpAfter = dumpAfter;
   options.dump = [](llvm::StringRef, ModuleOp m) {

@@ -35,6 +35,10 @@ llvm::ArrayRef<llvm::StringLiteral> getStageNames();
 struct CompileOptions {
   /// `--target=`: cpu, cuda, cuda:<chip> (see Target.h).
   std::string target = "cpu";
+  /// GPU codegen choices (kilnc --gpu-tiled-contractions,
+  /// --gpu-warp-reductions).
+  bool gpuTiledContractions = true;
+  bool gpuWarpReductions = false;
   /// Stage after which to call `dump` with the module ("" for none).
   std::string dumpAfter;
   std::function<void(llvm::StringRef stage, ModuleOp module)> dump;

@@ -33,13 +33,22 @@ public:
   virtual bool checkToolchain(std::string &error) const { return true; }
 };
 
+/// Choices of the GPU codegen (kiln-map-kernels-to-gpu's options), for
+/// measuring one against the other (kilnc --gpu-...).
+struct GPUCodegenOptions {
+  bool tiledContractions = true;
+  bool warpReductions = false;
+};
+
 /// Parses `--target=` (`cpu`, `cuda`, `cuda:sm_90`, ...). On failure returns
 /// null and writes a message listing what is supported into `error`.
-std::unique_ptr<Target> parseTarget(StringRef spec, std::string &error);
+std::unique_ptr<Target> parseTarget(StringRef spec, std::string &error,
+                                    const GPUCodegenOptions &gpu = {});
 
 std::unique_ptr<Target> createCPUTarget();
 /// `chip` must be one of getSupportedCudaChips().
-std::unique_ptr<Target> createNVPTXTarget(StringRef chip);
+std::unique_ptr<Target> createNVPTXTarget(StringRef chip,
+                                          const GPUCodegenOptions &gpu = {});
 ArrayRef<StringRef> getSupportedCudaChips();
 
 /// Registers the GPU and NVVM dialects, translations and target attributes

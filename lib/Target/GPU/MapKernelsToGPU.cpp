@@ -27,6 +27,7 @@
 #include "mlir/Conversion/MemRefToLLVM/MemRefToLLVM.h"
 #include "mlir/Dialect/ControlFlow/IR/ControlFlow.h"
 #include "mlir/Dialect/Index/IR/IndexDialect.h"
+#include "llvm/ADT/SmallBitVector.h"
 #include "mlir/Dialect/Affine/Utils.h"
 #include "mlir/Dialect/Func/IR/FuncOps.h"
 #include "mlir/Dialect/UB/IR/UBOps.h"
@@ -285,9 +286,10 @@ ReductionFusion detectFusion(linalg::LinalgOp op, ArrayRef<unsigned> par) {
     f.fill = nullptr;
   linalg::GenericOp epi =
       dyn_cast_or_null<linalg::GenericOp>(op->getNextNode());
-  bool identityOut = true;
+  bool identityOut = outMap.getNumResults() == par.size();
   for (auto [i, r] : llvm::enumerate(outMap.getResults()))
-    identityOut &= r == getAffineDimExpr(par[i], op.getContext());
+    identityOut &= i < par.size() &&
+                   r == getAffineDimExpr(par[i], op.getContext());
   if (!epi || !identityOut || !epi.hasPureBufferSemantics() ||
       epi.getNumDpsInits() != 1 || epi.getNumLoops() != par.size() ||
       epi.getNumReductionLoops() != 0 ||
@@ -410,7 +412,8 @@ protected:
 /// Checks shared by both lowerings: buffer semantics, one output indexed by
 /// exactly the parallel dims, one yielded value. Fills `par` and `red`.
 bool isLowerableReduction(linalg::LinalgOp op, SmallVectorImpl<unsigned> &par,
-                          SmallVectorImpl<unsigned> &red) {
+                          SmallVectorImpl<unsigned> &red,
+                          bool allowZeroResults = false) {
   if (!op.hasPureBufferSemantics() || op.getNumDpsInits() != 1 ||
       op.getNumReductionLoops() == 0 || op->getNumResults() != 0)
     return false;
@@ -419,7 +422,20 @@ bool isLowerableReduction(linalg::LinalgOp op, SmallVectorImpl<unsigned> &par,
   if (par.empty())
     return false; // a full reduction: one serial loop
   AffineMap outMap = op.getMatchingIndexingMap(op.getDpsInitOperand(0));
-  if (!outMap.isProjectedPermutation() || outMap.getNumResults() != par.size())
+  // Kept reduced dims (keepdims: a constant 0 result) only where asked.
+  llvm::SmallBitVector seen(op.getNumLoops());
+  for (AffineExpr e : outMap.getResults()) {
+    if (auto d = dyn_cast<AffineDimExpr>(e)) {
+      if (seen.test(d.getPosition()))
+        return false;
+      seen.set(d.getPosition());
+      continue;
+    }
+    auto c = dyn_cast<AffineConstantExpr>(e);
+    if (!allowZeroResults || !c || c.getValue() != 0)
+      return false;
+  }
+  if (seen.count() != par.size())
     return false;
   for (unsigned d : red)
     if (outMap.isFunctionOfDim(d))
@@ -625,7 +641,8 @@ static Operation *warpCombiner(Block &body, Value init) {
 
 LogicalResult ReductionLowering::lowerWarp(linalg::LinalgOp op) {
   SmallVector<unsigned> par, red;
-  if (!isLowerableReduction(op, par, red) || red.size() != 1)
+  if (!isLowerableReduction(op, par, red, /*allowZeroResults=*/true) ||
+      red.size() != 1)
     return failure();
   Block &body = *op.getBlock();
   if (!body.getOps<linalg::IndexOp>().empty())

@@ -58,7 +58,8 @@ const CudaChip kCudaChips[] = {
 
 class NVPTXTarget : public Target {
 public:
-  explicit NVPTXTarget(const CudaChip &chip) : chip(chip) {}
+  NVPTXTarget(const CudaChip &chip, const GPUCodegenOptions &gpu)
+      : chip(chip), gpu(gpu) {}
   std::string getSpec() const override { return ("cuda:" + chip.chip).str(); }
   bool isDevice() const override { return true; }
   bool checkToolchain(std::string &error) const override {
@@ -77,6 +78,8 @@ public:
   void buildCodegenPipeline(OpPassManager &pm) const override {
     KilnMapKernelsToGPUOptions mapOptions;
     mapOptions.device = ("cuda " + chip.chip).str();
+    mapOptions.tiledContractions = gpu.tiledContractions;
+    mapOptions.warpReductions = gpu.warpReductions;
     pm.addPass(createKilnMapKernelsToGPU(mapOptions));
     pm.addPass(createCanonicalizerPass());
     pm.addPass(createGpuKernelOutliningPass());
@@ -108,6 +111,7 @@ public:
 
 private:
   CudaChip chip;
+  GPUCodegenOptions gpu;
 };
 } // namespace
 
@@ -121,10 +125,11 @@ ArrayRef<StringRef> mlir::kiln::getSupportedCudaChips() {
   return chips;
 }
 
-std::unique_ptr<Target> mlir::kiln::createNVPTXTarget(StringRef chip) {
+std::unique_ptr<Target>
+mlir::kiln::createNVPTXTarget(StringRef chip, const GPUCodegenOptions &gpu) {
   for (const CudaChip &c : kCudaChips)
     if (c.chip == chip)
-      return std::make_unique<NVPTXTarget>(c);
+      return std::make_unique<NVPTXTarget>(c, gpu);
   return nullptr;
 }
 
