@@ -579,18 +579,8 @@ void *kiln_cuda_output(kiln_rt_ctx *ctx, int64_t index, const int64_t *dims) {
       return (void *)(uintptr_t)dst;
     }
   } else {
-    kiln_status_t *status = NULL;
-    kiln_tensor_t *tensor =
-        kiln_rtc_tensor_create(sig->dtype, sig->rank, dims, &status);
-    if (!tensor) {
-      kiln_rt_fail(ctx, (kiln_status_code_t)status->code,
-                   "output %lld ('%s'): %s", (long long)index, sig->name,
-                   status->message);
-      if (!status->is_static)
-        free(status);
+    if (!kiln_rt_create_output(ctx, index, sig, dims))
       return NULL;
-    }
-    inst->outputs[index] = tensor;
   }
   char what[160];
   snprintf(what, sizeof(what), "output %lld ('%s')", (long long)index,

@@ -789,19 +789,27 @@ static void scratch_end_run(kiln_instance_impl *instance) {
   instance->num_scratch = kept;
 }
 
+/* INVALID_ARGUMENT "<kind> <index> ('<name>'): <detail>". */
+static kiln_status_t *value_error_v(const char *kind, size_t index,
+                                    const char *name, const char *format,
+                                    va_list args) {
+  char detail[384];
+  vsnprintf(detail, sizeof(detail), format, args);
+  return kiln_rtc_make_status(KILN_STATUS_INVALID_ARGUMENT, "%s %zu ('%s'): %s",
+                              kind, index, name, detail);
+}
+
 static kiln_status_t *input_error(kiln_model_impl *model, size_t index,
                                   const char *format, ...)
     __attribute__((format(printf, 3, 4)));
 static kiln_status_t *input_error(kiln_model_impl *model, size_t index,
                                   const char *format, ...) {
-  char detail[384];
   va_list args;
   va_start(args, format);
-  vsnprintf(detail, sizeof(detail), format, args);
+  kiln_status_t *status =
+      value_error_v("input", index, model->inputs[index].name, format, args);
   va_end(args);
-  return kiln_rtc_make_status(KILN_STATUS_INVALID_ARGUMENT,
-                              "input %zu ('%s'): %s", index,
-                              model->inputs[index].name, detail);
+  return status;
 }
 
 static kiln_status_t *validate_inputs(kiln_instance_impl *instance,
@@ -992,14 +1000,12 @@ static kiln_status_t *output_view_error(kiln_model_impl *model, size_t index,
     __attribute__((format(printf, 3, 4)));
 static kiln_status_t *output_view_error(kiln_model_impl *model, size_t index,
                                         const char *format, ...) {
-  char detail[384];
   va_list args;
   va_start(args, format);
-  vsnprintf(detail, sizeof(detail), format, args);
+  kiln_status_t *status =
+      value_error_v("output", index, model->outputs[index].name, format, args);
   va_end(args);
-  return kiln_rtc_make_status(KILN_STATUS_INVALID_ARGUMENT,
-                              "output %zu ('%s'): %s", index,
-                              model->outputs[index].name, detail);
+  return status;
 }
 
 /* The caller's output buffers against the signature and the symbols the
@@ -1150,16 +1156,9 @@ const kiln_value_sig *kiln_rt_check_output(kiln_rt_ctx *ctx, int64_t index,
   return sig;
 }
 
-void *kiln_rt_output(kiln_rt_ctx *ctx, int64_t index, const int64_t *dims) {
-  kiln_instance_impl *instance = ctx->instance;
-  if (instance->model->device == KILN_DEVICE_CUDA)
-    return kiln_cuda_output(ctx, index, dims);
-  const kiln_value_sig *sig = kiln_rt_check_output(
-      ctx, index, dims,
-      index >= 0 && (uint64_t)index < instance->model->num_outputs &&
-          instance->outputs[index]);
-  if (!sig)
-    return NULL;
+kiln_tensor_t *kiln_rt_create_output(kiln_rt_ctx *ctx, int64_t index,
+                                     const kiln_value_sig *sig,
+                                     const int64_t *dims) {
   kiln_status_t *status = NULL;
   kiln_tensor_t *tensor =
       kiln_rtc_tensor_create(sig->dtype, sig->rank, dims, &status);
@@ -1171,8 +1170,22 @@ void *kiln_rt_output(kiln_rt_ctx *ctx, int64_t index, const int64_t *dims) {
       free(status);
     return NULL;
   }
-  instance->outputs[index] = tensor;
-  return tensor->data;
+  ctx->instance->outputs[index] = tensor;
+  return tensor;
+}
+
+void *kiln_rt_output(kiln_rt_ctx *ctx, int64_t index, const int64_t *dims) {
+  kiln_instance_impl *instance = ctx->instance;
+  if (instance->model->device == KILN_DEVICE_CUDA)
+    return kiln_cuda_output(ctx, index, dims);
+  const kiln_value_sig *sig = kiln_rt_check_output(
+      ctx, index, dims,
+      index >= 0 && (uint64_t)index < instance->model->num_outputs &&
+          instance->outputs[index]);
+  if (!sig)
+    return NULL;
+  kiln_tensor_t *tensor = kiln_rt_create_output(ctx, index, sig, dims);
+  return tensor ? tensor->data : NULL;
 }
 
 void *kiln_rt_arena(kiln_rt_ctx *ctx) {

@@ -107,6 +107,13 @@ struct kiln_rt_ctx {
   char reason[512];
 };
 
+/* Allocates the host tensor of output `index` (signature `sig`, `dims`) as
+ * instance->outputs[index]; NULL on failure, recorded in ctx. */
+KILN_HIDDEN kiln_tensor_t *kiln_rt_create_output(kiln_rt_ctx *ctx,
+                                                 int64_t index,
+                                                 const kiln_value_sig *sig,
+                                                 const int64_t *dims);
+
 /* Runs the host program: kiln_model_init first when the model has one and
  * this instance has not run it yet (the load-time kernels: what the
  * compiler does to weights), then kiln_model_main. Returns the first

@@ -35,7 +35,9 @@ import make_models  # noqa: E402
 SYMBOLIC = {"seq": 128}
 
 
-def feeds_for(model_path, rng):
+def feeds_for(model_path, rng, symbolic=None):
+    """Seeded inputs; symbolic dims from `symbolic` (default SYMBOLIC)."""
+    symbolic = SYMBOLIC if symbolic is None else symbolic
     m = onnx.load(model_path, load_external_data=False)
     inits = {i.name for i in m.graph.initializer}
     feeds = {}
@@ -43,7 +45,7 @@ def feeds_for(model_path, rng):
         if inp.name in inits:
             continue
         tt = inp.type.tensor_type
-        shape = [d.dim_value if d.HasField("dim_value") else SYMBOLIC.get(d.dim_param, 1)
+        shape = [d.dim_value if d.HasField("dim_value") else symbolic.get(d.dim_param, 1)
                  for d in tt.shape.dim]
         if tt.elem_type == onnx.TensorProto.INT64:
             # Token ids: below the embedding's row count (the first Gather's data).
