@@ -104,6 +104,39 @@ def prepare_models(args, kilnc, payload, manifest):
                                    "compile_s": round(dt, 2)})
 
 
+EXTW = [("resnet50,bert", "fp32"), ("bert", "fp16")]
+
+
+def prepare_external_weights(payload, manifest):
+    """Full ResNet-50 and BERT-base with --external-weights (weightless
+    graph + .so; the weights regenerated there from a seed), once more in
+    fp16, whose weight casts run at load (kiln_model_init)."""
+    out = os.path.join(payload, "extw")
+    script = os.path.join(ROOT, "utils", "models", "check_external_weights.py")
+    for models, precision in EXTW:
+        t0 = time.time()
+        p = subprocess.run([sys.executable, script, "build", out, "--models", models,
+                            "--target", "cuda", "--precision", precision],
+                           capture_output=True, text=True)
+        log(f"  external weights {models} {precision}: "
+            f"{'ok' if p.returncode == 0 else 'FAILED ' + p.stderr[-300:]} ({time.time() - t0:.0f} s)")
+        if p.returncode != 0:
+            return
+    manifest["external_weights"] = os.path.relpath(out, payload)
+
+
+def run_external_weights(payload, manifest):
+    script = os.path.join(ROOT, "utils", "models", "check_external_weights.py")
+    p = subprocess.run([sys.executable, script, "run",
+                        os.path.join(payload, manifest["external_weights"]),
+                        "--kiln-run", os.path.join(payload, "bin", "kiln-run")],
+                       capture_output=True, text=True, timeout=900)
+    lines = (p.stdout + p.stderr).strip().splitlines()
+    for line in lines:
+        log("  " + line)
+    return {"ok": p.returncode == 0, "output": lines[-20:]}
+
+
 def prepare(args):
     stage = os.path.abspath(args.stage)
     kilnc = os.path.join(ROOT, "build", "bin", "kilnc")
@@ -150,6 +183,7 @@ def prepare(args):
 
     if args.models != "none":
         prepare_models(args, kilnc, payload, manifest)
+        prepare_external_weights(payload, manifest)
     if args.bench:
         import gpu_bench
         gpu_bench.prepare(kilnc, payload, manifest, compile_one, log)
@@ -281,6 +315,9 @@ def run(args):
             err = r.get("error")
             log(f"model {r['name']:12s} " + (f"ERROR {err}" if err else
                 f"max rel err vs onnxruntime {r['max_rel']:.2e}"))
+    if manifest.get("external_weights") and not args.skip_models:
+        log("external weights (regenerated here, loaded at run time):")
+        report["external_weights"] = run_external_weights(payload, manifest)
     if manifest.get("bench") and not args.skip_bench:
         import gpu_bench
         report["bench"] = gpu_bench.run(payload, manifest, log, out)

@@ -29,6 +29,9 @@ def KilnMapKernelsToGPU : Pass<"kiln-map-kernels-to-gpu", "ModuleOp"> {
     Option<"warpReductions", "warp-reductions", "bool", /*default=*/"false",
            "Reduce along a contiguous dim with one warp per output and "
            "shuffles (not yet measured on a GPU: off by default)">,
+    Option<"fillBlocks", "fill-blocks", "int64_t", /*default=*/"264",
+           "Blocks that fill the GPU (two per multiprocessor; the H200 has "
+           "132): tiled contractions with fewer split their K">,
     Option<"minThreads", "min-threads", "int64_t", /*default=*/"32768",
            "Unroll a reduction's outputs per thread only while at least this "
            "many threads remain">,
@@ -39,6 +42,7 @@ def KilnMapKernelsToGPU : Pass<"kiln-map-kernels-to-gpu", "ModuleOp"> {
                            "::mlir::LLVM::LLVMDialect",
                            "::mlir::affine::AffineDialect",
                            "::mlir::arith::ArithDialect",
+                           "::mlir::vector::VectorDialect",
                            "::mlir::kiln::KilnDialect"];
 }
 

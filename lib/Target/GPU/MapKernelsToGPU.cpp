@@ -25,6 +25,8 @@
 #include "mlir/Conversion/GPUCommon/GPUCommonPass.h"
 #include "mlir/Conversion/IndexToLLVM/IndexToLLVM.h"
 #include "mlir/Conversion/MemRefToLLVM/MemRefToLLVM.h"
+#include "mlir/Conversion/VectorToLLVM/ConvertVectorToLLVM.h"
+#include "mlir/Dialect/Vector/IR/VectorOps.h"
 #include "mlir/Dialect/ControlFlow/IR/ControlFlow.h"
 #include "mlir/Dialect/Index/IR/IndexDialect.h"
 #include "llvm/ADT/SmallBitVector.h"
@@ -735,27 +737,80 @@ LogicalResult ReductionLowering::lowerWarp(linalg::LinalgOp op) {
   return success();
 }
 
+/// Whether a contraction body is a multiply-accumulate of its two inputs
+/// (acc + f(x) * g(w), f and g casts): zero-padded steps then leave the
+/// accumulator unchanged and partial sums over parts of K may be added.
+static bool isMulAccumulate(Block &body) {
+  if (body.getNumArguments() != 3)
+    return false;
+  Value acc = body.getArgument(2);
+  Operation *add = body.getTerminator()->getOperand(0).getDefiningOp();
+  if (!add || !isa<arith::AddFOp, arith::AddIOp>(add) || !acc.hasOneUse() ||
+      !llvm::is_contained(add->getOperands(), acc))
+    return false;
+  Value prod = add->getOperand(0) == acc ? add->getOperand(1)
+                                         : add->getOperand(0);
+  Operation *mul = prod.getDefiningOp();
+  if (!mul || !isa<arith::MulFOp, arith::MulIOp>(mul))
+    return false;
+  for (Value v : mul->getOperands()) {
+    while (Operation *def = v.getDefiningOp()) {
+      if (!isa<arith::ExtFOp, arith::ExtSIOp, arith::ExtUIOp, arith::SIToFPOp,
+               arith::UIToFPOp, arith::TruncFOp>(def))
+        return false;
+      v = def->getOperand(0);
+    }
+    auto arg = dyn_cast<BlockArgument>(v);
+    if (!arg || arg.getOwner() != &body || arg.getArgNumber() > 1)
+      return false;
+  }
+  return llvm::all_of(body.without_terminator(), [](Operation &op) {
+    return isa<arith::ExtFOp, arith::ExtSIOp, arith::ExtUIOp, arith::SIToFPOp,
+               arith::UIToFPOp, arith::TruncFOp, arith::MulFOp, arith::MulIOp,
+               arith::AddFOp, arith::AddIOp>(op);
+  });
+}
+
 /// Contractions of two operands X and W (matmul, batched matmul,
 /// convolution: the output indexed by every parallel dim, the reduction dims
 /// read by both) as a tiled matrix product through shared memory: the
 /// parallel dims only X reads form the GEMM's M, those only W reads its N,
-/// those both read a batch (grid z), the reduction dims its K. Blocks of
-/// 16x16 threads compute 64x64 outputs, each thread a 4x4 tile in registers;
-/// K advances 16 at a time, the threads loading a 16x64 slab of X and of W
-/// (through their indexing maps, so a convolution's windows are gathered as
-/// an implicit im2col) into shared memory between barriers. The thread
-/// layout follows the output's innermost dim so stores coalesce. Static
-/// shapes, a fill before (the initial value) and M, N >= 16 only; anything
-/// else goes to ReductionLowering.
+/// those both read a batch (grid z), the reduction dims its K.
+///
+/// A block of 16x16 threads computes a T x T tile of outputs (T = 128, each
+/// thread 8x8 in registers, when that still fills the GPU; else T = 64 and
+/// 4x4), a thread's outputs in runs of 4 that are 64 apart, so its operands
+/// come from shared memory as 4-wide vector loads without bank conflicts.
+/// K advances BK (1024 / T) at a time through two shared buffers: the
+/// threads load the next slab of X and W into registers (through their
+/// indexing maps, so a convolution's windows are gathered as an implicit
+/// im2col; consecutive threads along whichever of the slab's dims is
+/// contiguous in memory; the column coordinates computed once, outside the
+/// K loop) while they multiply the current one, one barrier per step. Rows
+/// of the shared buffers are padded by 4 so column- and K-major stores are
+/// both conflict-free. The thread layout follows the output's innermost dim
+/// so stores coalesce.
+///
+/// When the tiles alone leave the GPU short of blocks (batch 1, few large
+/// outputs) and the body is a multiply-accumulate, K is split S ways: each
+/// block sums one part into a scratch buffer, and a second launch adds the
+/// parts, the fill value and the epilogue.
+///
+/// Static shapes, a fill before (the initial value), M, N >= 16, and K not a
+/// multiple of BK or split only for multiply-accumulate bodies (whose
+/// zero padding is exact); anything else goes to ReductionLowering.
 class TiledContraction : public LoweringBase {
 public:
-  TiledContraction(RewriterBase &rewriter, int64_t minBlocks)
-      : LoweringBase(rewriter), minBlocks(minBlocks) {}
+  TiledContraction(RewriterBase &rewriter, Value ctx, int64_t minBlocks,
+                   int64_t fillBlocks)
+      : LoweringBase(rewriter), ctx(ctx), minBlocks(minBlocks),
+        fillBlocks(fillBlocks) {}
   LogicalResult lower(linalg::LinalgOp op);
 
 private:
-  int64_t minBlocks;
-  static constexpr int64_t kTile = 64, kThread = 4, kK = 16, kThreads = 256;
+  Value ctx;
+  int64_t minBlocks, fillBlocks;
+  static constexpr int64_t kThreads = 256, kSide = 16, kRun = 4, kChunk = 64;
   /// `linear` delinearized over `dims` (outermost first) into `pt`.
   void delinearize(Location loc, Value linear, ArrayRef<unsigned> dims,
                    ArrayRef<int64_t> sizes, SmallVectorImpl<Value> &pt) {
@@ -768,6 +823,16 @@ private:
         linear = arith::DivUIOp::create(rewriter, loc, linear, sz);
     }
   }
+  Value add(Location loc, Value a, Value b) {
+    return arith::AddIOp::create(rewriter, loc, a, b);
+  }
+  Value mul(Location loc, Value a, int64_t b) {
+    return arith::MulIOp::create(rewriter, loc, a, index(loc, b));
+  }
+  Value ult(Location loc, Value a, Value b) {
+    return arith::CmpIOp::create(rewriter, loc, arith::CmpIPredicate::ult, a,
+                                 b);
+  }
 };
 
 LogicalResult TiledContraction::lower(linalg::LinalgOp op) {
@@ -779,6 +844,9 @@ LogicalResult TiledContraction::lower(linalg::LinalgOp op) {
   auto wType = dyn_cast<MemRefType>(wIn->get().getType());
   if (!xType || !wType)
     return failure();
+  for (Type t : {xType.getElementType(), wType.getElementType()})
+    if (!t.isIntOrFloat() || t.getIntOrFloatBitWidth() < 8)
+      return failure();
   Block &body = *op.getBlock();
   if (!body.getOps<linalg::IndexOp>().empty())
     return failure();
@@ -803,13 +871,7 @@ LogicalResult TiledContraction::lower(linalg::LinalgOp op) {
     return p;
   };
   int64_t M = prod(mDims), N = prod(nDims), B = prod(bDims), K = prod(red);
-  if (mDims.empty() || nDims.empty() || M < 16 || N < 16 || K < 1 ||
-      B > 65535)
-    return failure();
-  // Too few tiles leave most of the GPU idle (measured on the H200: 8
-  // blocks of ResNet-50's last 3x3 convolutions at batch 1 ran 2.6x slower
-  // than one thread per output): ReductionLowering then.
-  if (((M + kTile - 1) / kTile) * ((N + kTile - 1) / kTile) * B < minBlocks)
+  if (mDims.empty() || nDims.empty() || M < 16 || N < 16 || K < 1)
     return failure();
   // The thread x direction follows the output's innermost dim.
   unsigned innermost =
@@ -818,21 +880,53 @@ LogicalResult TiledContraction::lower(linalg::LinalgOp op) {
   if (!xIsM && !llvm::is_contained(nDims, innermost))
     return failure();
 
-  Location loc = op.getLoc();
-  MLIRContext *ctx = op.getContext();
-  rewriter.setInsertionPoint(op);
+  // The tile: 128 when its blocks still fill the GPU once, else 64.
   auto ceil = [](int64_t a, int64_t b) { return (a + b - 1) / b; };
-  Value gx = index(loc, ceil(xIsM ? M : N, kTile));
-  Value gy = index(loc, ceil(xIsM ? N : M, kTile));
-  Value gz = index(loc, B);
+  auto blocksFor = [&](int64_t t) { return ceil(M, t) * ceil(N, t) * B; };
+  int64_t tile = blocksFor(128) * 2 >= fillBlocks ? 128 : 64;
+  int64_t bk = 1024 / tile, runs = tile / kChunk, perThread = runs * kRun;
+  int64_t blocks = blocksFor(tile);
+  bool mulAcc = isMulAccumulate(body);
+  if (K % bk != 0 && !mulAcc)
+    return failure();
+  // Split K while the blocks do not fill the GPU and each part keeps at
+  // least 128 steps.
+  int64_t splits = 1, kPart = K;
+  if (mulAcc && blocks < fillBlocks) {
+    splits = std::max<int64_t>(1, std::min(ceil(fillBlocks, blocks), K / 128));
+    kPart = ceil(ceil(K, splits), bk) * bk;
+    splits = ceil(K, kPart);
+  }
+  if (blocks * splits < minBlocks || B * splits > 65535)
+    return failure();
+  int64_t slabs = ceil(kPart, bk);
+
+  Location loc = op.getLoc();
+  MLIRContext *ctxt = op.getContext();
+  Type accType = body.getArgument(2).getType();
+  rewriter.setInsertionPoint(op);
+  // Split K: the parts go through a scratch buffer [B * S][Y][X].
+  int64_t X = xIsM ? M : N, Y = xIsM ? N : M;
+  Value parts;
+  if (splits > 1) {
+    auto partsType = MemRefType::get({B * splits, Y, X}, accType);
+    Block *entry = &op->getParentOfType<func::FuncOp>().getBody().front();
+    OpBuilder::InsertionGuard g(rewriter);
+    rewriter.setInsertionPointToStart(entry);
+    parts = BufferOp::create(rewriter, loc, partsType, ctx, ValueRange{},
+                             IntegerAttr())
+                .getBuffer();
+  }
   Value one = index(loc, 1);
-  auto wg = gpu::AddressSpaceAttr::get(ctx, gpu::AddressSpace::Workgroup);
-  auto xsType = MemRefType::get({kK, kTile}, xType.getElementType(),
+  auto wg = gpu::AddressSpaceAttr::get(ctxt, gpu::AddressSpace::Workgroup);
+  int64_t row = tile + 4;
+  auto xsType = MemRefType::get({2, bk, row}, xType.getElementType(),
                                 MemRefLayoutAttrInterface(), wg);
-  auto wsType = MemRefType::get({kK, kTile}, wType.getElementType(),
+  auto wsType = MemRefType::get({2, bk, row}, wType.getElementType(),
                                 MemRefLayoutAttrInterface(), wg);
-  auto launch = gpu::LaunchOp::create(rewriter, loc, gx, gy, gz,
-                                      index(loc, kThreads), one, one);
+  auto launch = gpu::LaunchOp::create(
+      rewriter, loc, index(loc, ceil(X, tile)), index(loc, ceil(Y, tile)),
+      index(loc, B * splits), index(loc, kThreads), one, one);
   Value xs = launch.addWorkgroupAttribution(xsType, loc);
   Value ws = launch.addWorkgroupAttribution(wsType, loc);
   Block &lb = launch.getBody().front();
@@ -841,124 +935,239 @@ LogicalResult TiledContraction::lower(linalg::LinalgOp op) {
   rewriter.setInsertionPoint(term);
 
   Value tid = launch.getThreadIds().x;
-  Value lx = arith::RemUIOp::create(rewriter, loc, tid, index(loc, 16));
-  Value ly = arith::DivUIOp::create(rewriter, loc, tid, index(loc, 16));
-  Value tileX = arith::MulIOp::create(rewriter, loc, launch.getBlockIds().x,
-                                      index(loc, kTile));
-  Value tileY = arith::MulIOp::create(rewriter, loc, launch.getBlockIds().y,
-                                      index(loc, kTile));
+  Value lx = arith::RemUIOp::create(rewriter, loc, tid, index(loc, kSide));
+  Value ly = arith::DivUIOp::create(rewriter, loc, tid, index(loc, kSide));
+  Value tileX = mul(loc, launch.getBlockIds().x, tile);
+  Value tileY = mul(loc, launch.getBlockIds().y, tile);
   Value mBase = xIsM ? tileX : tileY, nBase = xIsM ? tileY : tileX;
   Value mThr = xIsM ? lx : ly, nThr = xIsM ? ly : lx;
-  // The batch point of this block.
+  // The batch point and the K part of this block.
+  Value bz = launch.getBlockIds().z, batch = bz, kBegin = index(loc, 0);
+  Value kEnd = index(loc, K);
+  if (splits > 1) {
+    batch = arith::DivUIOp::create(rewriter, loc, bz, index(loc, splits));
+    kBegin = mul(loc, arith::RemUIOp::create(rewriter, loc, bz,
+                                             index(loc, splits)),
+                 kPart);
+    kEnd = arith::MinUIOp::create(rewriter, loc, add(loc, kBegin,
+                                                     index(loc, kPart)),
+                                  kEnd);
+  }
   SmallVector<Value> base(op.getNumLoops(), index(loc, 0));
   if (!bDims.empty())
-    delinearize(loc, launch.getBlockIds().z, bDims, sizes, base);
+    delinearize(loc, batch, bDims, sizes, base);
 
-  SmallVector<Value> inits(kThread * kThread, fusion.fillValue);
-  Value zeroX = arith::ConstantOp::create(
-      rewriter, loc, rewriter.getZeroAttr(xType.getElementType()));
-  Value zeroW = arith::ConstantOp::create(
-      rewriter, loc, rewriter.getZeroAttr(wType.getElementType()));
-  auto kLoop = scf::ForOp::create(rewriter, loc, index(loc, 0), index(loc, K),
-                                  index(loc, kK), inits);
-  rewriter.setInsertionPointToStart(kLoop.getBody());
-  Value k0 = kLoop.getInductionVar();
-  // Stage a 16x64 slab of one operand: element e = tid + 256 r, row
-  // e / 64 (k), column e % 64 (m or n), zero outside the problem.
-  auto stage = [&](Value dst, Value src, AffineMap map, ArrayRef<unsigned> cols,
-                   Value colBase, int64_t colSize, Value zero) {
-    for (int64_t r = 0; r < kK * kTile / kThreads; ++r) {
-      Value e = arith::AddIOp::create(rewriter, loc, tid,
-                                      index(loc, r * kThreads));
-      Value kr = arith::DivUIOp::create(rewriter, loc, e, index(loc, kTile));
-      Value cc = arith::RemUIOp::create(rewriter, loc, e, index(loc, kTile));
-      Value k = arith::AddIOp::create(rewriter, loc, k0, kr);
-      Value c = arith::AddIOp::create(rewriter, loc, colBase, cc);
-      Value inK = arith::CmpIOp::create(rewriter, loc, arith::CmpIPredicate::ult,
-                                        k, index(loc, K));
-      Value inC = arith::CmpIOp::create(rewriter, loc, arith::CmpIPredicate::ult,
-                                        c, index(loc, colSize));
-      Value ok = arith::AndIOp::create(rewriter, loc, inK, inC);
-      auto guard = scf::IfOp::create(rewriter, loc, zero.getType(), ok,
-                                     /*withElseRegion=*/true);
-      rewriter.setInsertionPointToStart(guard.thenBlock());
-      SmallVector<Value> pt = base;
-      delinearize(loc, c, cols, sizes, pt);
-      delinearize(loc, k, red, sizes, pt);
-      scf::YieldOp::create(rewriter, loc, load(loc, src, map, pt));
-      rewriter.setInsertionPointToStart(guard.elseBlock());
-      scf::YieldOp::create(rewriter, loc, zero);
-      rewriter.setInsertionPointAfter(guard);
-      memref::StoreOp::create(rewriter, loc, guard.getResult(0), dst,
-                              ValueRange{kr, cc});
-    }
+  // Staging one operand: the slot r of a thread holds element
+  // e = tid + 256 r of the BK x T slab, (k, col) = (e / T, e % T) when the
+  // operand's innermost memory dim follows a column dim, else
+  // (e % BK, e / BK). The column part of each slot's point is fixed.
+  struct Stage {
+    Value src, dst, zero;
+    AffineMap map;
+    SmallVector<Value> kr, col, colOk;
+    SmallVector<SmallVector<Value>> pt;
   };
-  stage(xs, xIn->get(), xMap, mDims, mBase, M, zeroX);
-  stage(ws, wIn->get(), wMap, nDims, nBase, N, zeroW);
+  auto makeStage = [&](OpOperand *in, Value dst, ArrayRef<unsigned> cols,
+                       Value colBase, int64_t colSize) {
+    Stage s;
+    s.src = in->get();
+    s.dst = dst;
+    s.map = op.getMatchingIndexingMap(in);
+    Type et = cast<MemRefType>(s.src.getType()).getElementType();
+    s.zero = arith::ConstantOp::create(rewriter, loc,
+                                       rewriter.getZeroAttr(et));
+    AffineExpr last = s.map.getResults().back();
+    bool colFast = llvm::any_of(cols, [&](unsigned d) {
+      return last.isFunctionOfDim(d);
+    });
+    bool kFast = !colFast && llvm::any_of(red, [&](unsigned d) {
+      return last.isFunctionOfDim(d);
+    });
+    for (int64_t r = 0; r < bk * tile / kThreads; ++r) {
+      Value e = add(loc, tid, index(loc, r * kThreads));
+      Value kr, cc;
+      if (kFast) {
+        kr = arith::RemUIOp::create(rewriter, loc, e, index(loc, bk));
+        cc = arith::DivUIOp::create(rewriter, loc, e, index(loc, bk));
+      } else {
+        kr = arith::DivUIOp::create(rewriter, loc, e, index(loc, tile));
+        cc = arith::RemUIOp::create(rewriter, loc, e, index(loc, tile));
+      }
+      Value c = add(loc, colBase, cc);
+      Value ok = ult(loc, c, index(loc, colSize));
+      Value clamped = arith::SelectOp::create(rewriter, loc, ok, c,
+                                              index(loc, 0));
+      SmallVector<Value> pt = base;
+      delinearize(loc, clamped, cols, sizes, pt);
+      s.kr.push_back(kr);
+      s.col.push_back(cc);
+      s.colOk.push_back(ok);
+      s.pt.push_back(pt);
+    }
+    return s;
+  };
+  Stage sx = makeStage(xIn, xs, mDims, mBase, M);
+  Stage sw = makeStage(wIn, ws, nDims, nBase, N);
+  // The slab at k0 into registers: zero outside [kBegin, kEnd) and outside
+  // the problem (the point clamped to one inside it).
+  auto loadSlab = [&](Value k0, SmallVectorImpl<Value> &vals) {
+    for (Stage *s : {&sx, &sw})
+      for (auto [r, kr] : llvm::enumerate(s->kr)) {
+        Value k = add(loc, k0, kr);
+        Value ok = ult(loc, k, kEnd);
+        Value kc = arith::SelectOp::create(rewriter, loc, ok, k, kBegin);
+        SmallVector<Value> pt = s->pt[r];
+        delinearize(loc, kc, red, sizes, pt);
+        Value v = load(loc, s->src, s->map, pt);
+        ok = arith::AndIOp::create(rewriter, loc, ok, s->colOk[r]);
+        vals.push_back(arith::SelectOp::create(rewriter, loc, ok, v, s->zero));
+      }
+  };
+
+  Value accInit = fusion.fillValue;
+  if (splits > 1)
+    accInit = arith::ConstantOp::create(rewriter, loc,
+                                        rewriter.getZeroAttr(accType));
+  SmallVector<Value> inits(perThread * perThread, accInit);
+  SmallVector<Value> first;
+  loadSlab(kBegin, first);
+  inits.append(first);
+  auto kLoop = scf::ForOp::create(rewriter, loc, index(loc, 0),
+                                  index(loc, slabs), one, inits);
+  rewriter.setInsertionPointToStart(kLoop.getBody());
+  Value t = kLoop.getInductionVar();
+  Value buf = arith::AndIOp::create(rewriter, loc, t, one);
+  ValueRange iter = kLoop.getRegionIterArgs();
+  ValueRange accs = iter.take_front(perThread * perThread);
+  ValueRange staged = iter.drop_front(perThread * perThread);
+  {
+    int64_t i = 0;
+    for (Stage *s : {&sx, &sw})
+      for (auto [kr, col] : llvm::zip(s->kr, s->col))
+        memref::StoreOp::create(rewriter, loc, staged[i++], s->dst,
+                                ValueRange{buf, kr, col});
+  }
   gpu::BarrierOp::create(rewriter, loc);
-  // The slab's steps: as many as remain of K (no padding enters the body).
-  Value left = arith::SubIOp::create(rewriter, loc, index(loc, K), k0);
-  Value steps = arith::MinUIOp::create(rewriter, loc, left, index(loc, kK));
-  auto kkLoop = scf::ForOp::create(rewriter, loc, index(loc, 0), steps, one,
-                                   kLoop.getRegionIterArgs());
-  rewriter.setInsertionPointToStart(kkLoop.getBody());
-  Value kk = kkLoop.getInductionVar();
-  SmallVector<Value> a, w;
-  for (int64_t i = 0; i < kThread; ++i) {
-    Value col = arith::AddIOp::create(
-        rewriter, loc,
-        arith::MulIOp::create(rewriter, loc, mThr, index(loc, kThread)),
-        index(loc, i));
-    a.push_back(memref::LoadOp::create(rewriter, loc, xs, ValueRange{kk, col}));
-  }
-  for (int64_t j = 0; j < kThread; ++j) {
-    Value col = arith::AddIOp::create(
-        rewriter, loc,
-        arith::MulIOp::create(rewriter, loc, nThr, index(loc, kThread)),
-        index(loc, j));
-    w.push_back(memref::LoadOp::create(rewriter, loc, ws, ValueRange{kk, col}));
-  }
+  // The next slab's loads are issued before this one's products.
+  Value tNext = add(loc, t, one);
+  auto more = scf::IfOp::create(
+      rewriter, loc, ValueRange(staged).getTypes(),
+      ult(loc, tNext, index(loc, slabs)), /*withElseRegion=*/true);
+  rewriter.setInsertionPointToStart(more.thenBlock());
   SmallVector<Value> next;
-  SmallVector<Value> noDims(op.getNumLoops(), Value());
-  for (int64_t i = 0; i < kThread; ++i)
-    for (int64_t j = 0; j < kThread; ++j)
-      next.push_back(inlineBody(
-          body, {a[i], w[j], kkLoop.getRegionIterArgs()[i * kThread + j]},
-          noDims));
+  loadSlab(add(loc, kBegin, mul(loc, tNext, bk)), next);
   scf::YieldOp::create(rewriter, loc, next);
-  rewriter.setInsertionPointAfter(kkLoop);
-  gpu::BarrierOp::create(rewriter, loc);
-  scf::YieldOp::create(rewriter, loc, kkLoop.getResults());
+  rewriter.setInsertionPointToStart(more.elseBlock());
+  scf::YieldOp::create(rewriter, loc, staged);
+  rewriter.setInsertionPointAfter(more);
+
+  SmallVector<Value> acc(accs.begin(), accs.end());
+  SmallVector<Value> noDims(op.getNumLoops(), Value());
+  // A thread's columns in the shared slab: runs of 4, 64 apart.
+  auto threadCols = [&](Value thr) {
+    SmallVector<Value> v;
+    for (int64_t c = 0; c < runs; ++c)
+      v.push_back(add(loc, mul(loc, thr, kRun), index(loc, c * kChunk)));
+    return v;
+  };
+  auto vecOf = [&](Type et) { return VectorType::get({kRun}, et); };
+  SmallVector<Value> xCols = threadCols(mThr), wCols = threadCols(nThr);
+  VectorType xvt = vecOf(xType.getElementType());
+  VectorType wvt = vecOf(wType.getElementType());
+  int64_t xAlign = kRun * xType.getElementTypeBitWidth() / 8;
+  int64_t wAlign = kRun * wType.getElementTypeBitWidth() / 8;
+  for (int64_t kk = 0; kk < bk; ++kk) {
+    Value kkv = index(loc, kk);
+    auto fetch = [&](Value smem, ArrayRef<Value> cols, VectorType vt,
+                     int64_t align) {
+      SmallVector<Value> v;
+      for (Value col : cols) {
+        auto ld = vector::LoadOp::create(rewriter, loc, vt, smem,
+                                         ValueRange{buf, kkv, col});
+        ld.setAlignment(align);
+        for (int64_t e = 0; e < kRun; ++e)
+          v.push_back(vector::ExtractOp::create(rewriter, loc, ld, e));
+      }
+      return v;
+    };
+    SmallVector<Value> a = fetch(xs, xCols, xvt, xAlign);
+    SmallVector<Value> w = fetch(ws, wCols, wvt, wAlign);
+    for (int64_t i = 0; i < perThread; ++i)
+      for (int64_t j = 0; j < perThread; ++j)
+        acc[i * perThread + j] =
+            inlineBody(body, {a[i], w[j], acc[i * perThread + j]}, noDims);
+  }
+  SmallVector<Value> yields = acc;
+  llvm::append_range(yields, more.getResults());
+  scf::YieldOp::create(rewriter, loc, yields);
   rewriter.setInsertionPointAfter(kLoop);
 
-  // Results: each in-range point through the epilogue into the output.
-  // Point `i` of this thread's run of kThread along a tile dim.
+  // Results: point i of this thread along a tile dim is
+  // base + (i / 4) * 64 + thread * 4 + i % 4.
   auto coord = [&](Value tileBase, Value thread, int64_t i) -> Value {
-    return arith::AddIOp::create(
-        rewriter, loc,
-        arith::AddIOp::create(
-            rewriter, loc, tileBase,
-            arith::MulIOp::create(rewriter, loc, thread, index(loc, kThread))),
-        index(loc, i));
+    return add(loc, add(loc, tileBase, mul(loc, thread, kRun)),
+               index(loc, (i / kRun) * kChunk + i % kRun));
   };
-  for (int64_t i = 0; i < kThread; ++i)
-    for (int64_t j = 0; j < kThread; ++j) {
+  for (int64_t i = 0; i < perThread; ++i)
+    for (int64_t j = 0; j < perThread; ++j) {
       Value m = coord(mBase, mThr, i);
       Value n = coord(nBase, nThr, j);
-      Value ok = arith::AndIOp::create(
-          rewriter, loc,
-          arith::CmpIOp::create(rewriter, loc, arith::CmpIPredicate::ult, m,
-                                index(loc, M)),
-          arith::CmpIOp::create(rewriter, loc, arith::CmpIPredicate::ult, n,
-                                index(loc, N)));
+      Value ok = arith::AndIOp::create(rewriter, loc,
+                                       ult(loc, m, index(loc, M)),
+                                       ult(loc, n, index(loc, N)));
       auto guard = scf::IfOp::create(rewriter, loc, ok, /*withElse=*/false);
       rewriter.setInsertionPoint(guard.thenBlock()->getTerminator());
-      SmallVector<Value> pt = base;
-      delinearize(loc, m, mDims, sizes, pt);
-      delinearize(loc, n, nDims, sizes, pt);
-      storeResult(loc, kLoop.getResult(i * kThread + j), op, par, pt, fusion);
+      Value v = kLoop.getResult(i * perThread + j);
+      if (splits > 1) {
+        memref::StoreOp::create(rewriter, loc, v, parts,
+                                ValueRange{bz, xIsM ? n : m, xIsM ? m : n});
+      } else {
+        SmallVector<Value> pt = base;
+        delinearize(loc, m, mDims, sizes, pt);
+        delinearize(loc, n, nDims, sizes, pt);
+        storeResult(loc, v, op, par, pt, fusion);
+      }
       rewriter.setInsertionPointAfter(guard);
     }
+
+  if (splits > 1) {
+    // The parts added, one thread per output along X.
+    rewriter.setInsertionPoint(op);
+    int64_t total = B * Y * X;
+    auto sum = gpu::LaunchOp::create(
+        rewriter, loc, index(loc, ceil(total, kThreads)), one, one,
+        index(loc, kThreads), one, one);
+    Block &sb = sum.getBody().front();
+    rewriter.setInsertionPointToEnd(&sb);
+    auto sterm = gpu::TerminatorOp::create(rewriter, loc);
+    rewriter.setInsertionPoint(sterm);
+    Value g = add(loc, mul(loc, sum.getBlockIds().x, kThreads),
+                  sum.getThreadIds().x);
+    auto guard = scf::IfOp::create(rewriter, loc, ult(loc, g, index(loc, total)),
+                                   /*withElse=*/false);
+    rewriter.setInsertionPoint(guard.thenBlock()->getTerminator());
+    Value x = arith::RemUIOp::create(rewriter, loc, g, index(loc, X));
+    Value rest = arith::DivUIOp::create(rewriter, loc, g, index(loc, X));
+    Value y = arith::RemUIOp::create(rewriter, loc, rest, index(loc, Y));
+    Value b = arith::DivUIOp::create(rewriter, loc, rest, index(loc, Y));
+    Value total_ = fusion.fillValue;
+    bool isFloat = isa<FloatType>(accType);
+    for (int64_t s = 0; s < splits; ++s) {
+      Value part = memref::LoadOp::create(
+          rewriter, loc, parts,
+          ValueRange{add(loc, mul(loc, b, splits), index(loc, s)), y, x});
+      total_ = isFloat ? arith::AddFOp::create(rewriter, loc, total_, part)
+                             .getResult()
+                       : arith::AddIOp::create(rewriter, loc, total_, part)
+                             .getResult();
+    }
+    SmallVector<Value> pt(op.getNumLoops(), index(loc, 0));
+    if (!bDims.empty())
+      delinearize(loc, b, bDims, sizes, pt);
+    delinearize(loc, xIsM ? x : y, mDims, sizes, pt);
+    delinearize(loc, xIsM ? y : x, nDims, sizes, pt);
+    storeResult(loc, total_, op, par, pt, fusion);
+  }
   eraseFused(op, fusion);
   return success();
 }
@@ -1102,15 +1311,11 @@ struct MapKernelsToGPUPass
           reductions.push_back(op);
       });
       ReductionLowering lowering(rewriter, minThreads);
-      TiledContraction tiled(rewriter, /*minBlocks=*/24);
+      TiledContraction tiled(rewriter, ctx, /*minBlocks=*/24, fillBlocks);
       for (linalg::LinalgOp op : reductions) {
-        // A register tile of 32 outputs per thread already reuses each
-        // load 8x4 times and beat the shared-memory tiles on BERT's
-        // batch-32 matrix products (H200).
-        bool registerTiled = lowering.outputsPerThread(op) >= 32;
         if (warpReductions && succeeded(lowering.lowerWarp(op)))
           continue;
-        if (!tiledContractions || registerTiled || failed(tiled.lower(op)))
+        if (!tiledContractions || failed(tiled.lower(op)))
           (void)lowering.lower(op);
       }
       // Buffers the fusion left unused (an epilogue's intermediate).
@@ -1246,6 +1451,7 @@ struct FinalizeDeviceMemRefsPass
       index::populateIndexToLLVMConversionPatterns(converter, patterns);
     } else {
       populateFinalizeMemRefToLLVMConversionPatterns(converter, patterns);
+      populateVectorToLLVMConversionPatterns(converter, patterns);
     }
     LLVMConversionTarget target(*context);
     if (stage == "before-nvvm") {
@@ -1255,11 +1461,17 @@ struct FinalizeDeviceMemRefsPass
       // frem).
       target.addLegalOp<arith::RemFOp>();
     } else {
-      target.addIllegalDialect<memref::MemRefDialect>();
+      target.addIllegalDialect<memref::MemRefDialect, vector::VectorDialect>();
     }
     if (failed(applyPartialConversion(getOperation(), target,
                                       std::move(patterns))))
-      signalPassFailure();
+      return signalPassFailure();
+    // Shared buffers are read 16 bytes at a time (tiled contractions).
+    if (stage != "before-nvvm")
+      getOperation().walk([](LLVM::GlobalOp global) {
+        if (global.getAddrSpace() == 3 && global.getAlignment().value_or(0) < 16)
+          global.setAlignment(16);
+      });
   }
 };
 

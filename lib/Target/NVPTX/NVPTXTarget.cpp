@@ -82,6 +82,9 @@ public:
     mapOptions.warpReductions = gpu.warpReductions;
     pm.addPass(createKilnMapKernelsToGPU(mapOptions));
     pm.addPass(createCanonicalizerPass());
+    // Constants move into the launches: a divisor passed as a kernel
+    // argument costs a real (64-bit) division per use.
+    pm.addPass(createGpuLaunchSinkIndexComputationsPass());
     pm.addPass(createGpuKernelOutliningPass());
     pm.addPass(createKilnMergeGPUModules());
     GpuNVVMAttachTargetOptions attach;
