@@ -28,8 +28,10 @@ BENCH = [  # (network, dims, label, kilnc --precision)
     ("bert", {"batch": 32, "seq": 128}, "BERT-base b32 s128 fp16", "fp16"),
     # Codegen variants against the default build of the same shape
     # ("<precision>+<kilnc flag>").
-    ("bert", {"batch": 1, "seq": 128}, "BERT-base b1 s128 warp", "fp32+--gpu-warp-reductions"),
-    ("bert", {"batch": 32, "seq": 128}, "BERT-base b32 s128 warp", "fp32+--gpu-warp-reductions"),
+    ("bert", {"batch": 1, "seq": 128}, "BERT-base b1 s128 no warp reductions",
+     "fp32+--gpu-warp-reductions=false"),
+    ("bert", {"batch": 32, "seq": 128}, "BERT-base b32 s128 no warp reductions",
+     "fp32+--gpu-warp-reductions=false"),
 ]
 MIN_WEIGHT_BYTES = 1024
 
@@ -86,7 +88,7 @@ def prepare(kilnc, payload, manifest, compile_one, log):
                 continue
             prec, _, flag = precision.partition("+")
             tag = "_".join(f"{k}{v}" for k, v in dims.items()) + "_" + prec + (
-                flag.replace("-", "_") if flag else "")
+                flag.replace("-", "_").replace("=", "_") if flag else "")
             so = os.path.join(d, f"model_{tag}.so")
             extra = [f"--dim={k}={v}" for k, v in dims.items()] + [f"--precision={prec}"]
             if flag:
@@ -285,7 +287,7 @@ def run(payload, manifest, log, out_dir):
             km.release()
             # Where the time goes: the runtime's per-kernel times
             # (KILN_CUDA_PROFILE, read at instance creation; no graphs).
-            prof = os.path.join(out_dir, "profile_" + b["label"].replace(" ", "_") + ".jsonl")
+            prof = os.path.join(payload, "profile_" + b["label"].replace(" ", "_") + ".jsonl")
             os.environ["KILN_CUDA_PROFILE"] = prof
             try:
                 kp = KilnModel(lib, os.path.join(payload, b["so"]))
@@ -300,6 +302,9 @@ def run(payload, manifest, log, out_dir):
             import json
             with open(prof) as fh:
                 rep = json.loads(fh.readlines()[-1])
+            # All profiles in one file (out_dir: what comes back).
+            with open(os.path.join(out_dir, "profiles.jsonl"), "a") as fh:
+                fh.write(json.dumps({"label": b["label"], **rep}) + "\n")
             runs = max(1, rep["runs"])
             row["profile"] = {"run_ms": rep["run_ms"] / runs, "kernel_ms": rep["kernel_ms"] / runs,
                               "launches_per_run": sum(k["launches"] for k in rep["kernels"]) / runs,

@@ -38,7 +38,7 @@ struct CompileOptions {
   /// GPU codegen choices (kilnc --gpu-tiled-contractions,
   /// --gpu-warp-reductions).
   bool gpuTiledContractions = true;
-  bool gpuWarpReductions = false;
+  bool gpuWarpReductions = true;
   /// Stage after which to call `dump` with the module ("" for none).
   std::string dumpAfter;
   std::function<void(llvm::StringRef stage, ModuleOp module)> dump;

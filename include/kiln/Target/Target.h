@@ -37,7 +37,7 @@ public:
 /// measuring one against the other (kilnc --gpu-...).
 struct GPUCodegenOptions {
   bool tiledContractions = true;
-  bool warpReductions = false;
+  bool warpReductions = true;
 };
 
 /// Parses `--target=` (`cpu`, `cuda`, `cuda:sm_90`, ...). On failure returns

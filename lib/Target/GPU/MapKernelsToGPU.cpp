@@ -1312,11 +1312,16 @@ struct MapKernelsToGPUPass
       });
       ReductionLowering lowering(rewriter, minThreads);
       TiledContraction tiled(rewriter, ctx, /*minBlocks=*/24, fillBlocks);
+      // Shared-memory tiles for the contractions they fill the GPU with
+      // (a warp per output would read one operand with a stride), then a
+      // warp per output for the other reductions along a contiguous dim,
+      // else a thread per output tile.
       for (linalg::LinalgOp op : reductions) {
+        if (tiledContractions && succeeded(tiled.lower(op)))
+          continue;
         if (warpReductions && succeeded(lowering.lowerWarp(op)))
           continue;
-        if (!tiledContractions || failed(tiled.lower(op)))
-          (void)lowering.lower(op);
+        (void)lowering.lower(op);
       }
       // Buffers the fusion left unused (an epilogue's intermediate).
       SmallVector<BufferOp> buffers;

@@ -1,4 +1,4 @@
-// RUN: kiln-opt %s --kiln-map-kernels-to-gpu="min-threads=2048" --split-input-file | FileCheck %s
+// RUN: kiln-opt %s --kiln-map-kernels-to-gpu="min-threads=2048 warp-reductions=0" --split-input-file | FileCheck %s
 // RUN: not kiln-opt %s --kiln-map-kernels-to-gpu="block-size=100" --split-input-file 2>&1 | FileCheck %s --check-prefix=BAD
 
 // BAD: block-size must be a multiple of 32
