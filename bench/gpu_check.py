@@ -98,10 +98,15 @@ def prepare_models(args, kilnc, payload, manifest):
         os.makedirs(d, exist_ok=True)
         onnx_path = os.path.join(d, "model.onnx")
         make_models.export(name, onnx_path, small=True)
-        status, reason, dt = compile_one(kilnc, onnx_path, os.path.join(d, "model.so"))
-        log(f"  model {name} (small): {status} {reason} ({dt:.1f} s)")
-        manifest["models"].append({"name": name, "compile": status, "reason": reason,
-                                   "compile_s": round(dt, 2)})
+        # fp32, and fp16 (half contractions on tensor cores) against the
+        # same fp32 reference.
+        for precision, so in (("fp32", "model.so"), ("fp16", "model_fp16.so")):
+            status, reason, dt = compile_one(kilnc, onnx_path, os.path.join(d, so),
+                                             [f"--precision={precision}"])
+            log(f"  model {name} (small, {precision}): {status} {reason} ({dt:.1f} s)")
+            manifest["models"].append({"name": name, "precision": precision, "so": so,
+                                       "compile": status, "reason": reason,
+                                       "compile_s": round(dt, 2)})
 
 
 EXTW = [("resnet50,bert", "fp32"), ("bert", "fp16")]
@@ -247,7 +252,7 @@ def run_models(payload, manifest):
     kiln_run = os.path.join(payload, "bin", "kiln-run")
     rows = []
     for m in manifest["models"]:
-        row = {"name": m["name"]}
+        row = {"name": m["name"], "precision": m.get("precision", "fp32")}
         rows.append(row)
         if m["compile"] != "ok":
             row["error"] = "cuda compile: " + m["reason"]
@@ -261,13 +266,13 @@ def run_models(payload, manifest):
         except Exception as e:
             row["error"] = f"onnxruntime: {e}"[:200]
             continue
-        cmd = [kiln_run, os.path.join(d, "model.so")]
+        cmd = [kiln_run, os.path.join(d, m.get("so", "model.so"))]
         for i, (k, v) in enumerate(feeds.items()):
             f = os.path.join(d, f"input_{i}.pb")
             with open(f, "wb") as fh:
                 fh.write(numpy_helper.from_array(v, k).SerializeToString())
             cmd += ["--input", f]
-        outdir = os.path.join(d, "out")
+        outdir = os.path.join(d, "out_" + row["precision"])
         os.makedirs(outdir, exist_ok=True)
         p = subprocess.run(cmd + ["--output-dir", outdir], capture_output=True, text=True,
                            timeout=600)
@@ -313,7 +318,7 @@ def run(args):
         report["models"] = run_models(payload, manifest)
         for r in report["models"]:
             err = r.get("error")
-            log(f"model {r['name']:12s} " + (f"ERROR {err}" if err else
+            log(f"model {r['name']:12s} {r['precision']} " + (f"ERROR {err}" if err else
                 f"max rel err vs onnxruntime {r['max_rel']:.2e}"))
     if manifest.get("external_weights") and not args.skip_models:
         log("external weights (regenerated here, loaded at run time):")

@@ -199,6 +199,7 @@ LogicalResult mlir::kiln::lowerToLLVMDialect(ModuleOp module,
   GPUCodegenOptions gpu;
   gpu.tiledContractions = options.gpuTiledContractions;
   gpu.warpReductions = options.gpuWarpReductions;
+  gpu.tensorCores = options.gpuTensorCores;
   std::unique_ptr<Target> target = parseTarget(options.target, error, gpu);
   if (!target)
     return emitError(module.getLoc()) << error;

@@ -47,9 +47,14 @@ static cl::opt<bool> gpuTiledContractions(
     cl::init(true));
 static cl::opt<bool> gpuWarpReductions(
     "gpu-warp-reductions",
-    cl::desc("GPU targets: one warp per output for row reductions (off by "
-             "default: not yet measured on a GPU)"),
-    cl::init(false));
+    cl::desc("GPU targets: one warp per output for row reductions (default "
+             "on; =false: one thread per output)"),
+    cl::init(true));
+static cl::opt<bool> gpuTensorCores(
+    "gpu-tensor-cores",
+    cl::desc("GPU targets: f16/bf16 contractions (--precision=fp16|bf16) on "
+             "tensor cores, mma.sync (default on; sm_80 and newer)"),
+    cl::init(true));
 static cl::opt<std::string>
     dumpAfter("dump-after",
               cl::desc("Print the IR after a stage (import, graph, lower, "
@@ -326,6 +331,7 @@ int main(int argc, char **argv) {
   options.target = target;
   options.gpuTiledContractions = gpuTiledContractions;
   options.gpuWarpReductions = gpuWarpReductions;
+  options.gpuTensorCores = gpuTensorCores;
   options.optLevel = optLevel;
   options.dumpAfter = dumpAfter;
   options.dump = [](llvm::StringRef, ModuleOp m) {

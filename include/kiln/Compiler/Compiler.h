@@ -36,9 +36,10 @@ struct CompileOptions {
   /// `--target=`: cpu, cuda, cuda:<chip> (see Target.h).
   std::string target = "cpu";
   /// GPU codegen choices (kilnc --gpu-tiled-contractions,
-  /// --gpu-warp-reductions).
+  /// --gpu-warp-reductions, --gpu-tensor-cores).
   bool gpuTiledContractions = true;
   bool gpuWarpReductions = true;
+  bool gpuTensorCores = true;
   /// Stage after which to call `dump` with the module ("" for none).
   std::string dumpAfter;
   std::function<void(llvm::StringRef stage, ModuleOp module)> dump;

@@ -29,6 +29,9 @@ def KilnMapKernelsToGPU : Pass<"kiln-map-kernels-to-gpu", "ModuleOp"> {
     Option<"warpReductions", "warp-reductions", "bool", /*default=*/"true",
            "Reduce along a contiguous dim with one warp per output and "
            "shuffles">,
+    Option<"tensorCores", "tensor-cores", "bool", /*default=*/"true",
+           "Contractions of f16 or bf16 operands accumulated in f32 on "
+           "tensor cores (mma.sync, sm_80 and newer)">,
     Option<"fillBlocks", "fill-blocks", "int64_t", /*default=*/"264",
            "Blocks that fill the GPU (two per multiprocessor; the H200 has "
            "132): tiled contractions with fewer split their K">,
@@ -43,6 +46,7 @@ def KilnMapKernelsToGPU : Pass<"kiln-map-kernels-to-gpu", "ModuleOp"> {
                            "::mlir::affine::AffineDialect",
                            "::mlir::arith::ArithDialect",
                            "::mlir::vector::VectorDialect",
+                           "::mlir::NVVM::NVVMDialect",
                            "::mlir::kiln::KilnDialect"];
 }
 

@@ -38,6 +38,7 @@ public:
 struct GPUCodegenOptions {
   bool tiledContractions = true;
   bool warpReductions = true;
+  bool tensorCores = true;
 };
 
 /// Parses `--target=` (`cpu`, `cuda`, `cuda:sm_90`, ...). On failure returns

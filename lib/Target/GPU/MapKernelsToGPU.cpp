@@ -27,6 +27,7 @@
 #include "mlir/Conversion/MemRefToLLVM/MemRefToLLVM.h"
 #include "mlir/Conversion/VectorToLLVM/ConvertVectorToLLVM.h"
 #include "mlir/Dialect/Vector/IR/VectorOps.h"
+#include "mlir/Dialect/LLVMIR/NVVMDialect.h"
 #include "mlir/Dialect/ControlFlow/IR/ControlFlow.h"
 #include "mlir/Dialect/Index/IR/IndexDialect.h"
 #include "llvm/ADT/SmallBitVector.h"
@@ -802,14 +803,15 @@ static bool isMulAccumulate(Block &body) {
 class TiledContraction : public LoweringBase {
 public:
   TiledContraction(RewriterBase &rewriter, Value ctx, int64_t minBlocks,
-                   int64_t fillBlocks)
+                   int64_t fillBlocks, bool tensorCores)
       : LoweringBase(rewriter), ctx(ctx), minBlocks(minBlocks),
-        fillBlocks(fillBlocks) {}
+        fillBlocks(fillBlocks), tensorCores(tensorCores) {}
   LogicalResult lower(linalg::LinalgOp op);
 
 private:
   Value ctx;
   int64_t minBlocks, fillBlocks;
+  bool tensorCores;
   static constexpr int64_t kThreads = 256, kSide = 16, kRun = 4, kChunk = 64;
   /// `linear` delinearized over `dims` (outermost first) into `pt`.
   void delinearize(Location loc, Value linear, ArrayRef<unsigned> dims,
@@ -887,6 +889,15 @@ LogicalResult TiledContraction::lower(linalg::LinalgOp op) {
   int64_t bk = 1024 / tile, runs = tile / kChunk, perThread = runs * kRun;
   int64_t blocks = blocksFor(tile);
   bool mulAcc = isMulAccumulate(body);
+  // Half inputs accumulated in f32: tensor cores (mma.sync m16n8k16), K
+  // advancing 32 at a time; 8 warps as 2 x 4, each T/2 x T/4 outputs in
+  // tiles of 16 x 8.
+  Type xElem = xType.getElementType(), accType = body.getArgument(2).getType();
+  bool mma = tensorCores && mulAcc && xElem == wType.getElementType() &&
+             (xElem.isF16() || xElem.isBF16()) && accType.isF32();
+  int64_t mTiles = tile / 32, nTiles = tile / 32;
+  if (mma)
+    bk = 32;
   if (K % bk != 0 && !mulAcc)
     return failure();
   // Split K while the blocks do not fill the GPU and each part keeps at
@@ -903,7 +914,6 @@ LogicalResult TiledContraction::lower(linalg::LinalgOp op) {
 
   Location loc = op.getLoc();
   MLIRContext *ctxt = op.getContext();
-  Type accType = body.getArgument(2).getType();
   rewriter.setInsertionPoint(op);
   // Split K: the parts go through a scratch buffer [B * S][Y][X].
   int64_t X = xIsM ? M : N, Y = xIsM ? N : M;
@@ -919,10 +929,15 @@ LogicalResult TiledContraction::lower(linalg::LinalgOp op) {
   }
   Value one = index(loc, 1);
   auto wg = gpu::AddressSpaceAttr::get(ctxt, gpu::AddressSpace::Workgroup);
-  int64_t row = tile + 4;
-  auto xsType = MemRefType::get({2, bk, row}, xType.getElementType(),
+  // Shared slabs [2][BK][T + 4] (a thread's columns read 4 at a time), or
+  // for tensor cores [2][T][BK + 8] (fragments read as K pairs); the
+  // padding keeps both the stores and the reads free of bank conflicts.
+  SmallVector<int64_t> slabShape = {2, bk, tile + 4};
+  if (mma)
+    slabShape = {2, tile, bk + 8};
+  auto xsType = MemRefType::get(slabShape, xType.getElementType(),
                                 MemRefLayoutAttrInterface(), wg);
-  auto wsType = MemRefType::get({2, bk, row}, wType.getElementType(),
+  auto wsType = MemRefType::get(slabShape, wType.getElementType(),
                                 MemRefLayoutAttrInterface(), wg);
   auto launch = gpu::LaunchOp::create(
       rewriter, loc, index(loc, ceil(X, tile)), index(loc, ceil(Y, tile)),
@@ -1024,11 +1039,25 @@ LogicalResult TiledContraction::lower(linalg::LinalgOp op) {
       }
   };
 
+  // Tensor cores: lane = (g, t) = (lane / 4, lane % 4); warp w covers
+  // rows warpM + [0, T/2) and columns warpN + [0, T/4) of the tile.
+  Value g, t4, warpM, warpN;
+  if (mma) {
+    Value lane = arith::RemUIOp::create(rewriter, loc, tid, index(loc, 32));
+    Value warp = arith::DivUIOp::create(rewriter, loc, tid, index(loc, 32));
+    g = arith::DivUIOp::create(rewriter, loc, lane, index(loc, 4));
+    t4 = arith::RemUIOp::create(rewriter, loc, lane, index(loc, 4));
+    warpM = mul(loc, arith::RemUIOp::create(rewriter, loc, warp, index(loc, 2)),
+                tile / 2);
+    warpN = mul(loc, arith::DivUIOp::create(rewriter, loc, warp, index(loc, 2)),
+                tile / 4);
+  }
   Value accInit = fusion.fillValue;
   if (splits > 1)
     accInit = arith::ConstantOp::create(rewriter, loc,
                                         rewriter.getZeroAttr(accType));
-  SmallVector<Value> inits(perThread * perThread, accInit);
+  int64_t nAcc = mma ? mTiles * nTiles * 4 : perThread * perThread;
+  SmallVector<Value> inits(nAcc, accInit);
   SmallVector<Value> first;
   loadSlab(kBegin, first);
   inits.append(first);
@@ -1038,14 +1067,15 @@ LogicalResult TiledContraction::lower(linalg::LinalgOp op) {
   Value t = kLoop.getInductionVar();
   Value buf = arith::AndIOp::create(rewriter, loc, t, one);
   ValueRange iter = kLoop.getRegionIterArgs();
-  ValueRange accs = iter.take_front(perThread * perThread);
-  ValueRange staged = iter.drop_front(perThread * perThread);
+  ValueRange accs = iter.take_front(nAcc);
+  ValueRange staged = iter.drop_front(nAcc);
   {
     int64_t i = 0;
     for (Stage *s : {&sx, &sw})
       for (auto [kr, col] : llvm::zip(s->kr, s->col))
         memref::StoreOp::create(rewriter, loc, staged[i++], s->dst,
-                                ValueRange{buf, kr, col});
+                                mma ? ValueRange{buf, col, kr}
+                                    : ValueRange{buf, kr, col});
   }
   gpu::BarrierOp::create(rewriter, loc);
   // The next slab's loads are issued before this one's products.
@@ -1063,72 +1093,141 @@ LogicalResult TiledContraction::lower(linalg::LinalgOp op) {
 
   SmallVector<Value> acc(accs.begin(), accs.end());
   SmallVector<Value> noDims(op.getNumLoops(), Value());
-  // A thread's columns in the shared slab: runs of 4, 64 apart.
-  auto threadCols = [&](Value thr) {
-    SmallVector<Value> v;
-    for (int64_t c = 0; c < runs; ++c)
-      v.push_back(add(loc, mul(loc, thr, kRun), index(loc, c * kChunk)));
-    return v;
-  };
-  auto vecOf = [&](Type et) { return VectorType::get({kRun}, et); };
-  SmallVector<Value> xCols = threadCols(mThr), wCols = threadCols(nThr);
-  VectorType xvt = vecOf(xType.getElementType());
-  VectorType wvt = vecOf(wType.getElementType());
-  int64_t xAlign = kRun * xType.getElementTypeBitWidth() / 8;
-  int64_t wAlign = kRun * wType.getElementTypeBitWidth() / 8;
-  for (int64_t kk = 0; kk < bk; ++kk) {
-    Value kkv = index(loc, kk);
-    auto fetch = [&](Value smem, ArrayRef<Value> cols, VectorType vt,
-                     int64_t align) {
-      SmallVector<Value> v;
-      for (Value col : cols) {
-        auto ld = vector::LoadOp::create(rewriter, loc, vt, smem,
-                                         ValueRange{buf, kkv, col});
-        ld.setAlignment(align);
-        for (int64_t e = 0; e < kRun; ++e)
-          v.push_back(vector::ExtractOp::create(rewriter, loc, ld, e));
+  if (mma) {
+    auto pairType = VectorType::get({2}, xElem);
+    auto i32 = rewriter.getI32Type();
+    bool bf16 = xElem.isBF16();
+    // A K pair of one row of a shared slab, as an mma operand register
+    // (f16 pairs as they are, bf16 ones as i32).
+    auto pair = [&](Value smem, Value r, Value k) -> Value {
+      auto ld = vector::LoadOp::create(rewriter, loc, pairType, smem,
+                                       ValueRange{buf, r, k});
+      ld.setAlignment(2 * xElem.getIntOrFloatBitWidth() / 8);
+      if (!bf16)
+        return ld;
+      return LLVM::BitcastOp::create(rewriter, loc, i32, ld);
+    };
+    auto f32 = rewriter.getF32Type();
+    auto resType = LLVM::LLVMStructType::getLiteral(ctxt, {f32, f32, f32, f32});
+    NVVM::MMATypes ptx = bf16 ? NVVM::MMATypes::bf16 : NVVM::MMATypes::f16;
+    Value t2 = mul(loc, t4, 2);
+    for (int64_t ks = 0; ks < bk; ks += 16) {
+      Value k0 = add(loc, t2, index(loc, ks)), k1 = add(loc, k0, index(loc, 8));
+      SmallVector<SmallVector<Value>> aFrag, bFrag;
+      for (int64_t i = 0; i < mTiles; ++i) {
+        Value r0 = add(loc, add(loc, warpM, g), index(loc, i * 16));
+        Value r1 = add(loc, r0, index(loc, 8));
+        aFrag.push_back({pair(xs, r0, k0), pair(xs, r1, k0), pair(xs, r0, k1),
+                         pair(xs, r1, k1)});
       }
+      for (int64_t j = 0; j < nTiles; ++j) {
+        Value n = add(loc, add(loc, warpN, g), index(loc, j * 8));
+        bFrag.push_back({pair(ws, n, k0), pair(ws, n, k1)});
+      }
+      for (int64_t i = 0; i < mTiles; ++i)
+        for (int64_t j = 0; j < nTiles; ++j) {
+          int64_t c = (i * nTiles + j) * 4;
+          auto op_ = NVVM::MmaOp::create(
+              rewriter, loc, resType, aFrag[i], bFrag[j],
+              ArrayRef<Value>(acc).slice(c, 4), {16, 8, 16}, std::nullopt,
+              std::nullopt,
+              std::array<NVVM::MMATypes, 2>{ptx, ptx},
+              std::array<NVVM::MMALayout, 2>{NVVM::MMALayout::row,
+                                              NVVM::MMALayout::col});
+          for (int64_t e = 0; e < 4; ++e)
+            acc[c + e] = LLVM::ExtractValueOp::create(rewriter, loc, op_,
+                                                      ArrayRef<int64_t>{e});
+        }
+    }
+  } else {
+    // A thread's columns in the shared slab: runs of 4, 64 apart.
+    auto threadCols = [&](Value thr) {
+      SmallVector<Value> v;
+      for (int64_t c = 0; c < runs; ++c)
+        v.push_back(add(loc, mul(loc, thr, kRun), index(loc, c * kChunk)));
       return v;
     };
-    SmallVector<Value> a = fetch(xs, xCols, xvt, xAlign);
-    SmallVector<Value> w = fetch(ws, wCols, wvt, wAlign);
-    for (int64_t i = 0; i < perThread; ++i)
-      for (int64_t j = 0; j < perThread; ++j)
-        acc[i * perThread + j] =
-            inlineBody(body, {a[i], w[j], acc[i * perThread + j]}, noDims);
+    auto vecOf = [&](Type et) { return VectorType::get({kRun}, et); };
+    SmallVector<Value> xCols = threadCols(mThr), wCols = threadCols(nThr);
+    VectorType xvt = vecOf(xType.getElementType());
+    VectorType wvt = vecOf(wType.getElementType());
+    int64_t xAlign = kRun * xType.getElementTypeBitWidth() / 8;
+    int64_t wAlign = kRun * wType.getElementTypeBitWidth() / 8;
+    for (int64_t kk = 0; kk < bk; ++kk) {
+      Value kkv = index(loc, kk);
+      auto fetch = [&](Value smem, ArrayRef<Value> cols, VectorType vt,
+                       int64_t align) {
+        SmallVector<Value> v;
+        for (Value col : cols) {
+          auto ld = vector::LoadOp::create(rewriter, loc, vt, smem,
+                                           ValueRange{buf, kkv, col});
+          ld.setAlignment(align);
+          for (int64_t e = 0; e < kRun; ++e)
+            v.push_back(vector::ExtractOp::create(rewriter, loc, ld, e));
+        }
+        return v;
+      };
+      SmallVector<Value> a = fetch(xs, xCols, xvt, xAlign);
+      SmallVector<Value> w = fetch(ws, wCols, wvt, wAlign);
+      for (int64_t i = 0; i < perThread; ++i)
+        for (int64_t j = 0; j < perThread; ++j)
+          acc[i * perThread + j] =
+              inlineBody(body, {a[i], w[j], acc[i * perThread + j]}, noDims);
+    }
   }
   SmallVector<Value> yields = acc;
   llvm::append_range(yields, more.getResults());
   scf::YieldOp::create(rewriter, loc, yields);
   rewriter.setInsertionPointAfter(kLoop);
 
-  // Results: point i of this thread along a tile dim is
-  // base + (i / 4) * 64 + thread * 4 + i % 4.
-  auto coord = [&](Value tileBase, Value thread, int64_t i) -> Value {
-    return add(loc, add(loc, tileBase, mul(loc, thread, kRun)),
-               index(loc, (i / kRun) * kChunk + i % kRun));
+  // Results: (m, n, accumulator) of this thread. SIMT: point i along a
+  // tile dim is base + (i / 4) * 64 + thread * 4 + i % 4. Tensor cores:
+  // accumulator e of tile (i, j) is row g + 8 (e / 2), column 2t + e % 2.
+  struct Out {
+    Value m, n;
+    int64_t acc;
   };
-  for (int64_t i = 0; i < perThread; ++i)
-    for (int64_t j = 0; j < perThread; ++j) {
-      Value m = coord(mBase, mThr, i);
-      Value n = coord(nBase, nThr, j);
-      Value ok = arith::AndIOp::create(rewriter, loc,
-                                       ult(loc, m, index(loc, M)),
-                                       ult(loc, n, index(loc, N)));
-      auto guard = scf::IfOp::create(rewriter, loc, ok, /*withElse=*/false);
-      rewriter.setInsertionPoint(guard.thenBlock()->getTerminator());
-      Value v = kLoop.getResult(i * perThread + j);
-      if (splits > 1) {
-        memref::StoreOp::create(rewriter, loc, v, parts,
-                                ValueRange{bz, xIsM ? n : m, xIsM ? m : n});
-      } else {
-        SmallVector<Value> pt = base;
-        delinearize(loc, m, mDims, sizes, pt);
-        delinearize(loc, n, nDims, sizes, pt);
-        storeResult(loc, v, op, par, pt, fusion);
-      }
-      rewriter.setInsertionPointAfter(guard);
+  SmallVector<Out> outs;
+  if (mma) {
+    Value t2 = mul(loc, t4, 2);
+    for (int64_t i = 0; i < mTiles; ++i)
+      for (int64_t j = 0; j < nTiles; ++j)
+        for (int64_t e = 0; e < 4; ++e) {
+          Value m = add(loc, add(loc, mBase, add(loc, warpM, g)),
+                        index(loc, i * 16 + (e / 2) * 8));
+          Value n = add(loc, add(loc, nBase, add(loc, warpN, t2)),
+                        index(loc, j * 8 + e % 2));
+          outs.push_back({m, n, (i * nTiles + j) * 4 + e});
+        }
+  } else {
+    auto coord = [&](Value tileBase, Value thread, int64_t i) -> Value {
+      return add(loc, add(loc, tileBase, mul(loc, thread, kRun)),
+                 index(loc, (i / kRun) * kChunk + i % kRun));
+    };
+    for (int64_t i = 0; i < perThread; ++i)
+      for (int64_t j = 0; j < perThread; ++j)
+        outs.push_back({coord(mBase, mThr, i), coord(nBase, nThr, j),
+                        i * perThread + j});
+  }
+  for (Out &o : outs) {
+    Value m = o.m, n = o.n;
+    Value ok = arith::AndIOp::create(rewriter, loc,
+                                     ult(loc, m, index(loc, M)),
+                                     ult(loc, n, index(loc, N)));
+    auto guard = scf::IfOp::create(rewriter, loc, ok, /*withElse=*/false);
+    rewriter.setInsertionPoint(guard.thenBlock()->getTerminator());
+    Value v = kLoop.getResult(o.acc);
+    if (splits > 1) {
+      memref::StoreOp::create(rewriter, loc, v, parts,
+                              ValueRange{bz, xIsM ? n : m, xIsM ? m : n});
+    } else {
+      SmallVector<Value> pt = base;
+      delinearize(loc, m, mDims, sizes, pt);
+      delinearize(loc, n, nDims, sizes, pt);
+      storeResult(loc, v, op, par, pt, fusion);
     }
+    rewriter.setInsertionPointAfter(guard);
+  }
 
   if (splits > 1) {
     // The parts added, one thread per output along X.
@@ -1311,7 +1410,8 @@ struct MapKernelsToGPUPass
           reductions.push_back(op);
       });
       ReductionLowering lowering(rewriter, minThreads);
-      TiledContraction tiled(rewriter, ctx, /*minBlocks=*/24, fillBlocks);
+      TiledContraction tiled(rewriter, ctx, /*minBlocks=*/24, fillBlocks,
+                             tensorCores);
       // Shared-memory tiles for the contractions they fill the GPU with
       // (a warp per output would read one operand with a stride), then a
       // warp per output for the other reductions along a contiguous dim,

@@ -80,6 +80,10 @@ public:
     mapOptions.device = ("cuda " + chip.chip).str();
     mapOptions.tiledContractions = gpu.tiledContractions;
     mapOptions.warpReductions = gpu.warpReductions;
+    // mma.sync m16n8k16 on f16/bf16 needs sm_80.
+    unsigned sm = 0;
+    (void)chip.chip.drop_front(3).take_while(llvm::isDigit).getAsInteger(10, sm);
+    mapOptions.tensorCores = gpu.tensorCores && sm >= 80;
     pm.addPass(createKilnMapKernelsToGPU(mapOptions));
     pm.addPass(createCanonicalizerPass());
     // Constants move into the launches: a divisor passed as a kernel
