@@ -738,38 +738,83 @@ LogicalResult ReductionLowering::lowerWarp(linalg::LinalgOp op) {
   return success();
 }
 
-/// Whether a contraction body is a multiply-accumulate of its two inputs
-/// (acc + f(x) * g(w), f and g casts): zero-padded steps then leave the
-/// accumulator unchanged and partial sums over parts of K may be added.
-static bool isMulAccumulate(Block &body) {
-  if (body.getNumArguments() != 3)
-    return false;
-  Value acc = body.getArgument(2);
+/// A contraction body `acc + a * b` whose product's operands are computed
+/// from disjoint sets of inputs: `a` from X's, `b` from W's, each through a
+/// chain of pure scalar ops (the casts mixed precision inserts, a fused
+/// producer's bias and ReLU). Zero-padded steps (a = b = 0) then leave the
+/// accumulator unchanged, and partial sums over parts of K may be added.
+struct MulAccBody {
+  Operation *add = nullptr, *mul = nullptr;
+  Value a, b;
+  SmallVector<unsigned> xInputs, wInputs; // input numbers
+};
+
+/// The body ops `root` is computed from (in body order) and the inputs it
+/// reads; false when it reads the accumulator or an op with effects.
+static bool sliceOf(Block &body, unsigned numInputs, Value root,
+                    SmallVectorImpl<Operation *> &ops,
+                    SmallVectorImpl<unsigned> &inputs) {
+  llvm::SmallPtrSet<Operation *, 8> set;
+  llvm::SmallBitVector args(numInputs);
+  SmallVector<Value> work = {root};
+  while (!work.empty()) {
+    Value v = work.pop_back_val();
+    if (auto arg = dyn_cast<BlockArgument>(v)) {
+      if (arg.getOwner() != &body)
+        continue;
+      if (arg.getArgNumber() >= numInputs)
+        return false;
+      args.set(arg.getArgNumber());
+      continue;
+    }
+    Operation *def = v.getDefiningOp();
+    if (def->getBlock() != &body)
+      continue; // defined above the op
+    if (def->getNumRegions() || !isMemoryEffectFree(def) ||
+        isa<linalg::IndexOp>(def))
+      return false;
+    if (set.insert(def).second)
+      llvm::append_range(work, def->getOperands());
+  }
+  for (Operation &o : body.without_terminator())
+    if (set.contains(&o))
+      ops.push_back(&o);
+  for (unsigned i : args.set_bits())
+    inputs.push_back(i);
+  return true;
+}
+
+static std::optional<MulAccBody> analyzeMulAcc(linalg::LinalgOp op) {
+  Block &body = *op.getBlock();
+  unsigned numIn = op.getNumDpsInputs();
+  if (body.getNumArguments() != numIn + 1)
+    return std::nullopt;
+  Value acc = body.getArgument(numIn);
   Operation *add = body.getTerminator()->getOperand(0).getDefiningOp();
-  if (!add || !isa<arith::AddFOp, arith::AddIOp>(add) || !acc.hasOneUse() ||
+  if (!add || add->getBlock() != &body ||
+      !isa<arith::AddFOp, arith::AddIOp>(add) || !acc.hasOneUse() ||
       !llvm::is_contained(add->getOperands(), acc))
-    return false;
+    return std::nullopt;
   Value prod = add->getOperand(0) == acc ? add->getOperand(1)
                                          : add->getOperand(0);
   Operation *mul = prod.getDefiningOp();
-  if (!mul || !isa<arith::MulFOp, arith::MulIOp>(mul))
-    return false;
-  for (Value v : mul->getOperands()) {
-    while (Operation *def = v.getDefiningOp()) {
-      if (!isa<arith::ExtFOp, arith::ExtSIOp, arith::ExtUIOp, arith::SIToFPOp,
-               arith::UIToFPOp, arith::TruncFOp>(def))
-        return false;
-      v = def->getOperand(0);
-    }
-    auto arg = dyn_cast<BlockArgument>(v);
-    if (!arg || arg.getOwner() != &body || arg.getArgNumber() > 1)
-      return false;
-  }
-  return llvm::all_of(body.without_terminator(), [](Operation &op) {
-    return isa<arith::ExtFOp, arith::ExtSIOp, arith::ExtUIOp, arith::SIToFPOp,
-               arith::UIToFPOp, arith::TruncFOp, arith::MulFOp, arith::MulIOp,
-               arith::AddFOp, arith::AddIOp>(op);
-  });
+  if (!mul || mul->getBlock() != &body ||
+      !isa<arith::MulFOp, arith::MulIOp>(mul) || !prod.hasOneUse())
+    return std::nullopt;
+  MulAccBody r;
+  r.add = add;
+  r.mul = mul;
+  r.a = mul->getOperand(0);
+  r.b = mul->getOperand(1);
+  SmallVector<Operation *> ops;
+  if (!sliceOf(body, numIn, r.a, ops, r.xInputs) ||
+      !sliceOf(body, numIn, r.b, ops, r.wInputs) || r.xInputs.empty() ||
+      r.wInputs.empty())
+    return std::nullopt;
+  for (unsigned i : r.xInputs)
+    if (llvm::is_contained(r.wInputs, i))
+      return std::nullopt;
+  return r;
 }
 
 /// Contractions of two operands X and W (matmul, batched matmul,
@@ -835,35 +880,72 @@ private:
     return arith::CmpIOp::create(rewriter, loc, arith::CmpIPredicate::ult, a,
                                  b);
   }
+  /// acc + a * b with the body's own ops, free to contract into an fma.
+  Value mulAdd(const MulAccBody &ma, Value a, Value b, Value acc) {
+    IRMapping map;
+    map.map(ma.a, a);
+    map.map(ma.b, b);
+    Operation *m = rewriter.clone(*ma.mul, map);
+    map.map(ma.mul->getResult(0), m->getResult(0));
+    Value oldAcc = ma.add->getOperand(0) == ma.mul->getResult(0)
+                       ? ma.add->getOperand(1)
+                       : ma.add->getOperand(0);
+    map.map(oldAcc, acc);
+    Operation *s = rewriter.clone(*ma.add, map);
+    for (Operation *o : {m, s})
+      if (auto fm = dyn_cast<arith::ArithFastMathInterface>(o))
+        o->setAttr(fm.getFastMathAttrName(),
+                   arith::FastMathFlagsAttr::get(
+                       o->getContext(), fm.getFastMathFlagsAttr().getValue() |
+                                            arith::FastMathFlags::contract));
+    return s->getResult(0);
+  }
 };
 
 LogicalResult TiledContraction::lower(linalg::LinalgOp op) {
   SmallVector<unsigned> par, red;
-  if (!isLowerableReduction(op, par, red) || op.getNumDpsInputs() != 2)
+  if (!isLowerableReduction(op, par, red))
     return failure();
-  OpOperand *xIn = op.getDpsInputOperand(0), *wIn = op.getDpsInputOperand(1);
-  auto xType = dyn_cast<MemRefType>(xIn->get().getType());
-  auto wType = dyn_cast<MemRefType>(wIn->get().getType());
-  if (!xType || !wType)
-    return failure();
-  for (Type t : {xType.getElementType(), wType.getElementType()})
-    if (!t.isIntOrFloat() || t.getIntOrFloatBitWidth() < 8)
-      return failure();
   Block &body = *op.getBlock();
   if (!body.getOps<linalg::IndexOp>().empty())
     return failure();
+  std::optional<MulAccBody> ma = analyzeMulAcc(op);
+  if (!ma)
+    return failure();
+  Type accType = body.getArgument(op.getNumDpsInputs()).getType();
+  // Half operands accumulated in f32: tensor cores (mma.sync m16n8k16),
+  // staging the half values before their extension.
+  auto halfSource = [&](Value v) -> Value {
+    auto ext = v.getDefiningOp<arith::ExtFOp>();
+    if (!ext || ext->getBlock() != &body)
+      return {};
+    Type t = ext.getIn().getType();
+    return t.isF16() || t.isBF16() ? ext.getIn() : Value();
+  };
+  Value aHalf = halfSource(ma->a), bHalf = halfSource(ma->b);
+  bool mma = tensorCores && isa<arith::MulFOp>(ma->mul) && aHalf && bHalf &&
+             aHalf.getType() == bHalf.getType() && accType.isF32();
+  Value xRoot = mma ? aHalf : ma->a, wRoot = mma ? bHalf : ma->b;
+  Type xElem = xRoot.getType(), wElem = wRoot.getType();
+  for (Type t : {xElem, wElem})
+    if (!t.isIntOrFloat() || t.getIntOrFloatBitWidth() < 8)
+      return failure();
   SmallVector<int64_t> sizes = op.getStaticLoopRanges();
   if (llvm::any_of(sizes, ShapedType::isDynamic))
     return failure();
   ReductionFusion fusion = detectFusion(op, par);
   if (!fusion.fillValue)
     return failure();
-  AffineMap xMap = op.getMatchingIndexingMap(xIn);
-  AffineMap wMap = op.getMatchingIndexingMap(wIn);
   AffineMap outMap = op.getMatchingIndexingMap(op.getDpsInitOperand(0));
+  auto reads = [&](ArrayRef<unsigned> inputs, unsigned d) {
+    return llvm::any_of(inputs, [&](unsigned i) {
+      return op.getMatchingIndexingMap(op.getDpsInputOperand(i))
+          .isFunctionOfDim(d);
+    });
+  };
   SmallVector<unsigned> mDims, nDims, bDims;
   for (unsigned d : par) {
-    bool x = xMap.isFunctionOfDim(d), w = wMap.isFunctionOfDim(d);
+    bool x = reads(ma->xInputs, d), w = reads(ma->wInputs, d);
     (x && !w ? mDims : !x && w ? nDims : bDims).push_back(d);
   }
   auto prod = [&](ArrayRef<unsigned> dims) {
@@ -888,22 +970,15 @@ LogicalResult TiledContraction::lower(linalg::LinalgOp op) {
   int64_t tile = blocksFor(128) * 2 >= fillBlocks ? 128 : 64;
   int64_t bk = 1024 / tile, runs = tile / kChunk, perThread = runs * kRun;
   int64_t blocks = blocksFor(tile);
-  bool mulAcc = isMulAccumulate(body);
-  // Half inputs accumulated in f32: tensor cores (mma.sync m16n8k16), K
-  // advancing 32 at a time; 8 warps as 2 x 4, each T/2 x T/4 outputs in
-  // tiles of 16 x 8.
-  Type xElem = xType.getElementType(), accType = body.getArgument(2).getType();
-  bool mma = tensorCores && mulAcc && xElem == wType.getElementType() &&
-             (xElem.isF16() || xElem.isBF16()) && accType.isF32();
+  // Tensor cores: K advances 32 at a time; 8 warps as 2 x 4, each
+  // T/2 x T/4 outputs in tiles of 16 x 8.
   int64_t mTiles = tile / 32, nTiles = tile / 32;
   if (mma)
     bk = 32;
-  if (K % bk != 0 && !mulAcc)
-    return failure();
   // Split K while the blocks do not fill the GPU and each part keeps at
   // least 128 steps.
   int64_t splits = 1, kPart = K;
-  if (mulAcc && blocks < fillBlocks) {
+  if (blocks < fillBlocks) {
     splits = std::max<int64_t>(1, std::min(ceil(fillBlocks, blocks), K / 128));
     kPart = ceil(ceil(K, splits), bk) * bk;
     splits = ceil(K, kPart);
@@ -935,10 +1010,10 @@ LogicalResult TiledContraction::lower(linalg::LinalgOp op) {
   SmallVector<int64_t> slabShape = {2, bk, tile + 4};
   if (mma)
     slabShape = {2, tile, bk + 8};
-  auto xsType = MemRefType::get(slabShape, xType.getElementType(),
-                                MemRefLayoutAttrInterface(), wg);
-  auto wsType = MemRefType::get(slabShape, wType.getElementType(),
-                                MemRefLayoutAttrInterface(), wg);
+  auto xsType =
+      MemRefType::get(slabShape, xElem, MemRefLayoutAttrInterface(), wg);
+  auto wsType =
+      MemRefType::get(slabShape, wElem, MemRefLayoutAttrInterface(), wg);
   auto launch = gpu::LaunchOp::create(
       rewriter, loc, index(loc, ceil(X, tile)), index(loc, ceil(Y, tile)),
       index(loc, B * splits), index(loc, kThreads), one, one);
@@ -976,22 +1051,38 @@ LogicalResult TiledContraction::lower(linalg::LinalgOp op) {
   // e = tid + 256 r of the BK x T slab, (k, col) = (e / T, e % T) when the
   // operand's innermost memory dim follows a column dim, else
   // (e % BK, e / BK). The column part of each slot's point is fixed.
+  // A staged value is the product operand computed from its side's inputs
+  // (loaded through their indexing maps) by the body's ops.
   struct Stage {
-    Value src, dst, zero;
-    AffineMap map;
+    Value root, dst, zero;
+    SmallVector<unsigned> inputs;
+    SmallVector<Operation *> ops;
     SmallVector<Value> kr, col, colOk;
     SmallVector<SmallVector<Value>> pt;
   };
-  auto makeStage = [&](OpOperand *in, Value dst, ArrayRef<unsigned> cols,
-                       Value colBase, int64_t colSize) {
+  auto makeStage = [&](Value root, ArrayRef<unsigned> inputs, Value dst,
+                       ArrayRef<unsigned> cols, Value colBase,
+                       int64_t colSize) {
     Stage s;
-    s.src = in->get();
+    s.root = root;
     s.dst = dst;
-    s.map = op.getMatchingIndexingMap(in);
-    Type et = cast<MemRefType>(s.src.getType()).getElementType();
+    SmallVector<unsigned> unused;
+    (void)sliceOf(body, op.getNumDpsInputs(), root, s.ops, unused);
+    s.inputs.assign(inputs.begin(), inputs.end());
     s.zero = arith::ConstantOp::create(rewriter, loc,
-                                       rewriter.getZeroAttr(et));
-    AffineExpr last = s.map.getResults().back();
+                                       rewriter.getZeroAttr(root.getType()));
+    // Consecutive threads follow the side's largest input in memory.
+    AffineMap map;
+    int64_t rank = -1;
+    for (unsigned i : inputs) {
+      OpOperand *in = op.getDpsInputOperand(i);
+      auto t = dyn_cast<MemRefType>(in->get().getType());
+      if (t && t.getRank() > rank)
+        rank = t.getRank(), map = op.getMatchingIndexingMap(in);
+    }
+    AffineExpr last = map && map.getNumResults()
+                          ? map.getResults().back()
+                          : getAffineConstantExpr(0, op.getContext());
     bool colFast = llvm::any_of(cols, [&](unsigned d) {
       return last.isFunctionOfDim(d);
     });
@@ -1021,8 +1112,8 @@ LogicalResult TiledContraction::lower(linalg::LinalgOp op) {
     }
     return s;
   };
-  Stage sx = makeStage(xIn, xs, mDims, mBase, M);
-  Stage sw = makeStage(wIn, ws, nDims, nBase, N);
+  Stage sx = makeStage(xRoot, ma->xInputs, xs, mDims, mBase, M);
+  Stage sw = makeStage(wRoot, ma->wInputs, ws, nDims, nBase, N);
   // The slab at k0 into registers: zero outside [kBegin, kEnd) and outside
   // the problem (the point clamped to one inside it).
   auto loadSlab = [&](Value k0, SmallVectorImpl<Value> &vals) {
@@ -1033,7 +1124,18 @@ LogicalResult TiledContraction::lower(linalg::LinalgOp op) {
         Value kc = arith::SelectOp::create(rewriter, loc, ok, k, kBegin);
         SmallVector<Value> pt = s->pt[r];
         delinearize(loc, kc, red, sizes, pt);
-        Value v = load(loc, s->src, s->map, pt);
+        IRMapping values;
+        for (unsigned i : s->inputs) {
+          OpOperand *in = op.getDpsInputOperand(i);
+          values.map(body.getArgument(i),
+                     isa<MemRefType>(in->get().getType())
+                         ? load(loc, in->get(), op.getMatchingIndexingMap(in),
+                                pt)
+                         : in->get());
+        }
+        for (Operation *o : s->ops)
+          rewriter.clone(*o, values);
+        Value v = values.lookupOrDefault(s->root);
         ok = arith::AndIOp::create(rewriter, loc, ok, s->colOk[r]);
         vals.push_back(arith::SelectOp::create(rewriter, loc, ok, v, s->zero));
       }
@@ -1149,10 +1251,9 @@ LogicalResult TiledContraction::lower(linalg::LinalgOp op) {
     };
     auto vecOf = [&](Type et) { return VectorType::get({kRun}, et); };
     SmallVector<Value> xCols = threadCols(mThr), wCols = threadCols(nThr);
-    VectorType xvt = vecOf(xType.getElementType());
-    VectorType wvt = vecOf(wType.getElementType());
-    int64_t xAlign = kRun * xType.getElementTypeBitWidth() / 8;
-    int64_t wAlign = kRun * wType.getElementTypeBitWidth() / 8;
+    VectorType xvt = vecOf(xElem), wvt = vecOf(wElem);
+    int64_t xAlign = kRun * xElem.getIntOrFloatBitWidth() / 8;
+    int64_t wAlign = kRun * wElem.getIntOrFloatBitWidth() / 8;
     for (int64_t kk = 0; kk < bk; ++kk) {
       Value kkv = index(loc, kk);
       auto fetch = [&](Value smem, ArrayRef<Value> cols, VectorType vt,
@@ -1172,7 +1273,7 @@ LogicalResult TiledContraction::lower(linalg::LinalgOp op) {
       for (int64_t i = 0; i < perThread; ++i)
         for (int64_t j = 0; j < perThread; ++j)
           acc[i * perThread + j] =
-              inlineBody(body, {a[i], w[j], acc[i * perThread + j]}, noDims);
+              mulAdd(*ma, a[i], w[j], acc[i * perThread + j]);
     }
   }
   SmallVector<Value> yields = acc;

@@ -128,3 +128,48 @@ module {
     return
   }
 }
+
+// -----
+
+// A producer fused into the contraction (bias + ReLU on X, casts to half on
+// both sides, as --precision=fp16 leaves them): the staged value is the
+// product's operand computed from each side's inputs, here the half values
+// before their extension, so the product runs on tensor cores.
+// CHECK-LABEL: func.func private @fused_producer
+// CHECK: gpu.launch {{.*}} workgroup(%[[XS:.*]] : memref<2x64x40xf16, #gpu.address_space<workgroup>>, %[[WS:.*]] : memref<2x64x40xf16, #gpu.address_space<workgroup>>)
+// CHECK: memref.load %arg1
+// CHECK: memref.load %arg2
+// CHECK: arith.addf
+// CHECK: arith.maximumf
+// CHECK: arith.truncf
+// CHECK: memref.load %arg3
+// CHECK: arith.truncf
+// CHECK: scf.for
+// CHECK: memref.store {{.*}}, %[[XS]]
+// CHECK: nvvm.mma.sync
+// CHECK-NOT: arith.maximumf
+// CHECK: scf.yield
+#a4 = affine_map<(m, n, k) -> (m, k)>
+#b4 = affine_map<(m, n, k) -> (k)>
+#w4 = affine_map<(m, n, k) -> (k, n)>
+#o4 = affine_map<(m, n, k) -> (m, n)>
+module {
+  func.func private @fused_producer(%x: memref<512x96xf32>, %bias: memref<96xf32>, %y: memref<96x512xf32>, %out: memref<512x512xf32>) attributes {kiln.kernel} {
+    %zero = arith.constant 0.0 : f32
+    linalg.fill ins(%zero : f32) outs(%out : memref<512x512xf32>)
+    linalg.generic {indexing_maps = [#a4, #b4, #w4, #o4], iterator_types = ["parallel", "parallel", "reduction"]}
+        ins(%x, %bias, %y : memref<512x96xf32>, memref<96xf32>, memref<96x512xf32>) outs(%out : memref<512x512xf32>) {
+    ^bb0(%p: f32, %c: f32, %q: f32, %acc: f32):
+      %s = arith.addf %p, %c : f32
+      %r = arith.maximumf %s, %zero : f32
+      %rh = arith.truncf %r : f32 to f16
+      %qh = arith.truncf %q : f32 to f16
+      %re = arith.extf %rh : f16 to f32
+      %qe = arith.extf %qh : f16 to f32
+      %m = arith.mulf %re, %qe : f32
+      %t = arith.addf %acc, %m : f32
+      linalg.yield %t : f32
+    }
+    return
+  }
+}
