@@ -1,9 +1,11 @@
 #!/usr/bin/env python3
-"""Writes docs/benchmarks.md (and the GPU sections' numbers) from the files
-`bench/gpu_check.py run` wrote on the GPU machine (gpu_results.json and the
-per-benchmark profile_*.jsonl).
+"""Writes docs/benchmarks.md from the files `bench/gpu_check.py run` wrote on
+the GPU machine (gpu_results.json and profiles.jsonl, every kernel's time per
+benchmark) and `kilnc --report` files of the same builds (kernel -> ONNX
+nodes), which `--make-reports` writes.
 
-  python3 bench/gpu_report.py RESULTS_DIR [--out docs/benchmarks.md] [--commit SHA]
+  python3 bench/gpu_report.py RESULTS_DIR --make-reports DIR   # kilnc here
+  python3 bench/gpu_report.py RESULTS_DIR --reports DIR [--out docs/benchmarks.md] [--commit SHA]
 """
 import argparse
 import datetime
@@ -27,7 +29,12 @@ def main():
     ap.add_argument("--date", default=datetime.date.today().isoformat())
     ap.add_argument("--reports", help="folder of `kilnc --report` JSON files named <label>.json "
                     "(spaces as _), to name each kernel's ONNX ops")
+    ap.add_argument("--make-reports", metavar="DIR",
+                    help="compile the benchmarks' builds with --report into DIR and stop "
+                    "(needs the payload `prepare` left in .gpu/payload)")
     a = ap.parse_args()
+    if a.make_reports:
+        return make_reports(a.make_reports)
     r = json.load(open(os.path.join(a.results, "gpu_results.json")))
     env = r.get("env", {})
     rows = [b for b in r.get("bench", []) if b.get("precision", "fp32") == "fp32"]
@@ -56,8 +63,9 @@ def main():
         L.append("## Half precision and codegen variants\n")
         L.append("Same run; error is the output's relative L2 (and max relative) error against "
                  "onnxruntime's float32 output on the same weights; speed-up against Kiln's own "
-                 "default float32 build of the same shape. No tensor-core kernels yet: half "
-                 "precision buys memory bandwidth only (docs/mixed-precision.md).\n")
+                 "default float32 build of the same shape. Half-precision contractions run on "
+                 "tensor cores (mma.sync); the weights are graph inputs here, so their casts "
+                 "(and ResNet-50's batch-norm folding) run every time (docs/mixed-precision.md).\n")
         L.append("| model | Kiln (ms) | vs Kiln fp32 | rel. L2 err. | max rel. err. |")
         L.append("|---|---|---|---|---|")
         for b in half:
@@ -85,6 +93,45 @@ def main():
             out[k["name"]] = ", ".join(names[:3]) + (", ..." if len(names) > 3 else "")
         return out
 
+    # Every kernel's time, by the kind of ONNX op it computes.
+    profiles = {}
+    path = os.path.join(a.results, "profiles.jsonl")
+    if os.path.exists(path):
+        for line in open(path):
+            rec = json.loads(line)
+            profiles[rec["label"]] = rec
+    kinds = [("Conv/MatMul/Gemm (+ fused ops)", r"^(Conv|ConvTranspose|MatMul|Gemm|Einsum)$"),
+             ("LayerNormalization", r"^LayerNormalization$"), ("Softmax", r"^Softmax$"),
+             ("pooling", r"Pool$")]
+
+    def kind_of(nodes):
+        types = [re.sub(r"_\d+$", "", n.split("/")[-1]) for n in nodes]
+        for name, pat in kinds:
+            if any(re.search(pat, t) for t in types):
+                return name
+        return "other (casts, elementwise, data movement)"
+
+    if profiles and a.reports:
+        L.append("Time per run by what the kernels compute (all kernels of the profile):\n")
+        cols = [k for k, _ in kinds] + ["other (casts, elementwise, data movement)"]
+        L.append("| model | " + " | ".join(cols) + " |")
+        L.append("|---|" + "---|" * len(cols))
+        for b in rows + half:
+            rec = profiles.get(b["label"])
+            rep = os.path.join(a.reports, b["label"].replace(" ", "_") + ".json")
+            if not rec or not os.path.exists(rep):
+                continue
+            nodes = {k["name"]: [n.get("name", str(n)) if isinstance(n, dict) else str(n)
+                                 for n in k.get("onnx_nodes", [])]
+                     for k in json.load(open(rep)).get("kernels", [])}
+            runs = max(1, rec["runs"])
+            total = {c: 0.0 for c in cols}
+            for k in rec["kernels"]:
+                m = re.match(r"^(.*_kernel_\d+)_kernel(_\d+)?$", k["name"])
+                total[kind_of(nodes.get(m.group(1) if m else k["name"], []))] += k["total_ms"] / runs
+            L.append(f"| {b['label']} | " + " | ".join(f"{total[c]:.2f} ms" for c in cols) + " |")
+        L.append("")
+
     for b in rows + half:
         p = b.get("profile")
         if not p:
@@ -102,6 +149,27 @@ def main():
     with open(a.out, "w") as f:
         f.write("\n".join(L) + "\n")
     print(f"wrote {a.out}")
+
+
+def make_reports(out):
+    """The benchmarks' builds again with --report (same flags as
+    gpu_bench.prepare), one <label>.json each."""
+    import subprocess
+    import sys
+    root = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+    sys.path.insert(0, os.path.join(root, "bench"))
+    import gpu_bench
+    os.makedirs(out, exist_ok=True)
+    kilnc = os.path.join(root, "build", "bin", "kilnc")
+    for net, dims, label, precision in gpu_bench.BENCH:
+        prec, _, flag = precision.partition("+")
+        model = os.path.join(root, ".gpu", "payload", "bench", net, "model.onnx")
+        cmd = [kilnc, model, "--target=cuda", "-o", os.path.join(out, "model.so"),
+               f"--precision={prec}", "--report", os.path.join(out, label.replace(" ", "_") + ".json")]
+        cmd += [f"--dim={k}={v}" for k, v in dims.items()] + ([flag] if flag else [])
+        subprocess.run(cmd, check=True, capture_output=True)
+        print(f"{label}: report written")
+    os.remove(os.path.join(out, "model.so"))
 
 
 if __name__ == "__main__":

@@ -82,7 +82,8 @@ static cl::opt<bool>
 static cl::opt<std::string>
     precision("precision",
               cl::desc("Compute precision: fp32 (default), tf32 (fp32 "
-                       "storage; TF32 tensor-core math on GPUs), fp16 or bf16 "
+                       "storage; contractions marked TF32-tolerant, which no "
+                       "target uses yet), fp16 or bf16 "
                        "(mixed: half with fp32 accumulation and fp32 islands; "
                        "docs/mixed-precision.md)"),
               cl::init("fp32"));

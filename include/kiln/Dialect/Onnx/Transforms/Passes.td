@@ -84,8 +84,8 @@ def KilnMixedPrecision : Pass<"kiln-mixed-precision", "::mlir::ModuleOp"> {
     Each decided op gets `kiln.precision` ("fp16", "bf16", "fp32", or "tf32"
     for contractions in tf32 mode) and, when kept fp32, `kiln.fp32_reason`;
     the module gets `kiln.precision_plan` (what the compile report lists).
-    `tf32` keeps fp32 storage and only marks the contractions (it allows
-    TF32 tensor-core math on GPUs; nothing changes on the CPU).
+    `tf32` keeps fp32 storage and only marks the contractions as allowed
+    TF32 math (no target acts on the mark yet).
   }];
   let options = [
     Option<"precision", "precision", "std::string", "\"fp16\"",
