@@ -8,11 +8,13 @@ def KilnMapKernelsToGPU : Pass<"kiln-map-kernels-to-gpu", "ModuleOp"> {
   let summary = "Maps bufferized kernels and the host program onto a GPU";
   let description = [{
     Runs after bufferization on a device target. Each kernel function becomes
-    a host-side launcher that takes the runtime context first: its linalg
-    ops become parallel loops, each top-level parallel loop nest becomes one
-    `gpu.launch` (iterations flattened over blocks of threads, one thread per
-    iteration), and the remaining memory accesses run in single-thread
-    launches. Kernel-internal allocations become run-scoped `kiln.buffer`s
+    a host-side launcher that takes the runtime context first: contractions
+    become shared-memory tiled launches (K split when the tiles are few; f16
+    and bf16 operands on tensor cores), row reductions one warp per output,
+    other reductions one thread per output tile, the remaining linalg ops
+    parallel loops whose top-level nests become one `gpu.launch` each (one
+    thread per iteration), and the remaining memory accesses run in
+    single-thread launches. Kernel-internal allocations become run-scoped `kiln.buffer`s
     (device scratch). `kiln.launch` becomes a call of the launcher; in host
     code `memref.get_global` becomes `kiln.weight` and `memref.load` becomes
     `kiln.read` (a device-to-host copy). Sets `gpu.container_module` and the

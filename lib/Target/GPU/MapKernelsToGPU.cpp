@@ -817,11 +817,14 @@ static std::optional<MulAccBody> analyzeMulAcc(linalg::LinalgOp op) {
   return r;
 }
 
-/// Contractions of two operands X and W (matmul, batched matmul,
-/// convolution: the output indexed by every parallel dim, the reduction dims
-/// read by both) as a tiled matrix product through shared memory: the
-/// parallel dims only X reads form the GEMM's M, those only W reads its N,
-/// those both read a batch (grid z), the reduction dims its K.
+/// Contractions (matmul, batched matmul, convolution: the output indexed by
+/// every parallel dim, the body acc + a * b with a computed from one set of
+/// inputs, X's, and b from another, W's; see MulAccBody) as a tiled matrix
+/// product through shared memory: the parallel dims only X's inputs read
+/// form the GEMM's M, those only W's read its N, those both read a batch
+/// (grid z), the reduction dims its K. What is staged is a and b themselves,
+/// computed from the loaded inputs (casts, a fused producer's bias and ReLU
+/// run once per staged element, not once per product).
 ///
 /// A block of 16x16 threads computes a T x T tile of outputs (T = 128, each
 /// thread 8x8 in registers, when that still fills the GPU; else T = 64 and
@@ -837,14 +840,19 @@ static std::optional<MulAccBody> analyzeMulAcc(linalg::LinalgOp op) {
 /// both conflict-free. The thread layout follows the output's innermost dim
 /// so stores coalesce.
 ///
-/// When the tiles alone leave the GPU short of blocks (batch 1, few large
-/// outputs) and the body is a multiply-accumulate, K is split S ways: each
-/// block sums one part into a scratch buffer, and a second launch adds the
-/// parts, the fill value and the epilogue.
+/// Half operands extended to an f32 accumulator go to tensor cores instead:
+/// the half values are staged in K-contiguous slabs (BK = 32, rows padded by
+/// 8 halves), 8 warps as 2 x 4 each own T/2 x T/4 outputs as 16x8 tiles of
+/// mma.sync m16n8k16 (row x col), their fragments read as K pairs.
 ///
-/// Static shapes, a fill before (the initial value), M, N >= 16, and K not a
-/// multiple of BK or split only for multiply-accumulate bodies (whose
-/// zero padding is exact); anything else goes to ReductionLowering.
+/// When the tiles alone leave the GPU short of blocks (batch 1, few large
+/// outputs), K is split S ways: each block sums one part into a scratch
+/// buffer, and a second launch adds the parts, the fill value and the
+/// epilogue. Zero padding (K beyond the slab or the part, M and N beyond
+/// the tile) stages a = b = 0, which leaves acc + a * b exact.
+///
+/// Static shapes, a fill before (the initial value), M, N >= 16 and at
+/// least `minBlocks` blocks; anything else goes to ReductionLowering.
 class TiledContraction : public LoweringBase {
 public:
   TiledContraction(RewriterBase &rewriter, Value ctx, int64_t minBlocks,
