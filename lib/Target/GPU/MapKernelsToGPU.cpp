@@ -356,16 +356,21 @@ protected:
         map.map(idx.getResult(), dims[idx.getDim()]);
         continue;
       }
-      Operation *clone = rewriter.clone(op, map);
-      if (auto fm = dyn_cast<arith::ArithFastMathInterface>(clone))
-        if (isa<arith::MulFOp, arith::AddFOp, arith::SubFOp>(clone))
-          clone->setAttr(fm.getFastMathAttrName(),
-                         arith::FastMathFlagsAttr::get(
-                             clone->getContext(),
-                             fm.getFastMathFlagsAttr().getValue() |
-                                 arith::FastMathFlags::contract));
+      cloneContracting(op, map);
     }
     return map.lookupOrDefault(body.getTerminator()->getOperand(0));
+  }
+  /// Clones `op`; a floating-point multiply, add or subtract may contract.
+  Operation *cloneContracting(Operation &op, IRMapping &map) {
+    Operation *clone = rewriter.clone(op, map);
+    if (auto fm = dyn_cast<arith::ArithFastMathInterface>(clone))
+      if (isa<arith::MulFOp, arith::AddFOp, arith::SubFOp>(clone))
+        clone->setAttr(fm.getFastMathAttrName(),
+                       arith::FastMathFlagsAttr::get(
+                           clone->getContext(),
+                           fm.getFastMathFlagsAttr().getValue() |
+                               arith::FastMathFlags::contract));
+    return clone;
   }
   /// Stores the reduced value `v` of the output point `pt` (all loop dims,
   /// the parallel ones set): through the epilogue when there is one.
@@ -492,8 +497,6 @@ public:
   ReductionLowering(RewriterBase &rewriter, int64_t minThreads)
       : LoweringBase(rewriter), minThreads(minThreads) {}
   LogicalResult lower(linalg::LinalgOp op);
-  /// The outputs per thread (U x V) lower() would choose for `op`.
-  int64_t outputsPerThread(linalg::LinalgOp op);
   /// One warp per output: the 32 lanes stride over the (one, contiguous)
   /// reduction dim, then combine their partial results with a butterfly of
   /// shuffles. Needs a fill whose value is the identity of the body's
@@ -503,15 +506,6 @@ public:
 private:
   int64_t minThreads;
 };
-
-int64_t ReductionLowering::outputsPerThread(linalg::LinalgOp op) {
-  SmallVector<unsigned> par, red;
-  if (!isLowerableReduction(op, par, red))
-    return 1;
-  int64_t uDim, U, V;
-  chooseUnroll(op, par, minThreads, uDim, U, V);
-  return U * V;
-}
 
 
 LogicalResult ReductionLowering::lower(linalg::LinalgOp op) {
@@ -745,7 +739,7 @@ LogicalResult ReductionLowering::lowerWarp(linalg::LinalgOp op) {
 /// accumulator unchanged, and partial sums over parts of K may be added.
 struct MulAccBody {
   Operation *add = nullptr, *mul = nullptr;
-  Value a, b;
+  Value acc, a, b;
   SmallVector<unsigned> xInputs, wInputs; // input numbers
 };
 
@@ -804,6 +798,7 @@ static std::optional<MulAccBody> analyzeMulAcc(linalg::LinalgOp op) {
   MulAccBody r;
   r.add = add;
   r.mul = mul;
+  r.acc = acc;
   r.a = mul->getOperand(0);
   r.b = mul->getOperand(1);
   SmallVector<Operation *> ops;
@@ -893,20 +888,9 @@ private:
     IRMapping map;
     map.map(ma.a, a);
     map.map(ma.b, b);
-    Operation *m = rewriter.clone(*ma.mul, map);
-    map.map(ma.mul->getResult(0), m->getResult(0));
-    Value oldAcc = ma.add->getOperand(0) == ma.mul->getResult(0)
-                       ? ma.add->getOperand(1)
-                       : ma.add->getOperand(0);
-    map.map(oldAcc, acc);
-    Operation *s = rewriter.clone(*ma.add, map);
-    for (Operation *o : {m, s})
-      if (auto fm = dyn_cast<arith::ArithFastMathInterface>(o))
-        o->setAttr(fm.getFastMathAttrName(),
-                   arith::FastMathFlagsAttr::get(
-                       o->getContext(), fm.getFastMathFlagsAttr().getValue() |
-                                            arith::FastMathFlags::contract));
-    return s->getResult(0);
+    map.map(ma.acc, acc);
+    cloneContracting(*ma.mul, map);
+    return cloneContracting(*ma.add, map)->getResult(0);
   }
 };
 
@@ -1202,7 +1186,6 @@ LogicalResult TiledContraction::lower(linalg::LinalgOp op) {
   rewriter.setInsertionPointAfter(more);
 
   SmallVector<Value> acc(accs.begin(), accs.end());
-  SmallVector<Value> noDims(op.getNumLoops(), Value());
   if (mma) {
     auto pairType = VectorType::get({2}, xElem);
     auto i32 = rewriter.getI32Type();
