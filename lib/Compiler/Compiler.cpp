@@ -48,13 +48,13 @@
 #include "mlir/Transforms/GreedyPatternRewriteDriver.h"
 #include "mlir/Transforms/Passes.h"
 
+#include "llvm/ADT/ScopeExit.h"
 #include "llvm/IR/LegacyPassManager.h"
 #include "llvm/IR/Module.h"
 #include "llvm/MC/TargetRegistry.h"
 #include "llvm/Support/FileSystem.h"
 #include "llvm/Support/MemoryBuffer.h"
 #include "llvm/Support/Path.h"
-#include "llvm/ADT/ScopeExit.h"
 #include "llvm/Support/Program.h"
 #include "llvm/Support/TargetSelect.h"
 #include "llvm/Target/TargetMachine.h"
@@ -67,9 +67,9 @@ void mlir::kiln::registerKilnDialects(DialectRegistry &registry) {
   registry.insert<onnxops::OnnxDialect, KilnDialect, affine::AffineDialect,
                   arith::ArithDialect, bufferization::BufferizationDialect,
                   cf::ControlFlowDialect, func::FuncDialect,
-                  index::IndexDialect, linalg::LinalgDialect,
-                  LLVM::LLVMDialect, math::MathDialect, memref::MemRefDialect,
-                  scf::SCFDialect, tensor::TensorDialect, ub::UBDialect>();
+                  index::IndexDialect, linalg::LinalgDialect, LLVM::LLVMDialect,
+                  math::MathDialect, memref::MemRefDialect, scf::SCFDialect,
+                  tensor::TensorDialect, ub::UBDialect>();
   arith::registerBufferizableOpInterfaceExternalModels(registry);
   bufferization::func_ext::registerBufferizableOpInterfaceExternalModels(
       registry);
@@ -82,9 +82,9 @@ void mlir::kiln::registerKilnDialects(DialectRegistry &registry) {
   registerTargetDialects(registry);
 }
 
-static const llvm::StringLiteral kStages[] = {
-    "import", "graph",     "lower",   "kernels",
-    "host",   "bufferize", "codegen", "llvm"};
+static const llvm::StringLiteral kStages[] = {"import",  "graph", "lower",
+                                              "kernels", "host",  "bufferize",
+                                              "codegen", "llvm"};
 
 ArrayRef<llvm::StringLiteral> mlir::kiln::getStageNames() { return kStages; }
 
@@ -106,8 +106,8 @@ struct DecomposeConcatPass
 };
 } // namespace
 
-LogicalResult mlir::kiln::buildStagePipeline(OpPassManager &pm,
-                                             StringRef stage, int optLevel,
+LogicalResult mlir::kiln::buildStagePipeline(OpPassManager &pm, StringRef stage,
+                                             int optLevel,
                                              const Target *target) {
   std::unique_ptr<Target> cpu;
   if (!target) {
@@ -187,10 +187,12 @@ void mlir::kiln::registerAllKilnPasses() {
         name, ("Kiln's '" + stage + "' stage").str(),
         [stage](OpPassManager &pm) { (void)buildStagePipeline(pm, stage); });
   }
-  PassPipelineRegistration<>(
-      "kiln-cuda-codegen-pipeline",
-      "Kiln's 'codegen' stage for --target=cuda (sm_90)",
-      [](OpPassManager &pm) { createNVPTXTarget("sm_90")->buildCodegenPipeline(pm); });
+  PassPipelineRegistration<>("kiln-cuda-codegen-pipeline",
+                             "Kiln's 'codegen' stage for --target=cuda (sm_90)",
+                             [](OpPassManager &pm) {
+                               createNVPTXTarget("sm_90")->buildCodegenPipeline(
+                                   pm);
+                             });
 }
 
 LogicalResult mlir::kiln::lowerToLLVMDialect(ModuleOp module,
@@ -236,7 +238,8 @@ LogicalResult mlir::kiln::emitObjectFile(ModuleOp module, StringRef objPath,
   std::string err;
   const llvm::Target *target = llvm::TargetRegistry::lookupTarget(triple, err);
   if (!target)
-    return emitError(loc) << "no LLVM target for '" << tripleStr << "': " << err;
+    return emitError(loc) << "no LLVM target for '" << tripleStr
+                          << "': " << err;
   llvm::TargetOptions topts;
   // A portable baseline: the .so must also run on other x86-64 hosts (the GPU
   // machine).
@@ -256,7 +259,8 @@ LogicalResult mlir::kiln::emitObjectFile(ModuleOp module, StringRef objPath,
   std::error_code ec;
   llvm::raw_fd_ostream os(objPath, ec, llvm::sys::fs::OF_None);
   if (ec)
-    return emitError(loc) << "cannot write '" << objPath << "': " << ec.message();
+    return emitError(loc) << "cannot write '" << objPath
+                          << "': " << ec.message();
   llvm::legacy::PassManager codegen;
   if (tm->addPassesToEmitFile(codegen, os, nullptr,
                               llvm::CodeGenFileType::ObjectFile))
@@ -281,7 +285,8 @@ LogicalResult mlir::kiln::linkSharedLibrary(MLIRContext *ctx, StringRef objPath,
   llvm::sys::fs::createTemporaryFile("kiln-model", "so", tmpSo);
   llvm::sys::fs::createTemporaryFile("kiln-link", "txt", errFile);
   std::string tmpSoStr = tmpSo.str().str();
-  SmallString<128> exportsMap(llvm::sys::path::parent_path(options.runtimeLibrary));
+  SmallString<128> exportsMap(
+      llvm::sys::path::parent_path(options.runtimeLibrary));
   llvm::sys::path::append(exportsMap, "KilnModelExports.map");
   std::string versionScript = "--version-script=" + exportsMap.str().str();
   // libgcc.a supplies helpers generated code may call (f16 conversions).
@@ -325,16 +330,17 @@ LogicalResult mlir::kiln::linkSharedLibrary(MLIRContext *ctx, StringRef objPath,
     return emitError(loc) << "linking the model failed: " << msg;
   }
   if (std::error_code ec = llvm::sys::fs::copy_file(tmpSo, soPath))
-    return emitError(loc) << "cannot write '" << soPath << "': " << ec.message();
+    return emitError(loc) << "cannot write '" << soPath
+                          << "': " << ec.message();
   llvm::sys::fs::setPermissions(soPath, llvm::sys::fs::all_read |
                                             llvm::sys::fs::owner_write |
                                             llvm::sys::fs::all_exe);
   return success();
 }
 
-LogicalResult mlir::kiln::compileToSharedLibrary(ModuleOp module,
-                                                 StringRef soPath,
-                                                 const CompileOptions &options) {
+LogicalResult
+mlir::kiln::compileToSharedLibrary(ModuleOp module, StringRef soPath,
+                                   const CompileOptions &options) {
   if (failed(lowerToLLVMDialect(module, options)))
     return failure();
   SmallString<128> obj;

@@ -227,9 +227,8 @@ LogicalResult mlir::kiln::calibrateRanges(ModuleOp module, StringRef dir,
         addTensor(rangeOf(info.name), t.dtype, t.data.data(), t.numElements());
     }
     std::vector<kiln_tensor_t *> outs(numOutputs, nullptr);
-    if (kiln_status_t *st = kiln_instance_run(instance, views.data(),
-                                              numInputs, outs.data(),
-                                              numOutputs))
+    if (kiln_status_t *st = kiln_instance_run(instance, views.data(), numInputs,
+                                              outs.data(), numOutputs))
       return fail("running '" + where + "': " + takeMessage(st));
     for (size_t i = 0; i < numOutputs; ++i) {
       kiln_dtype_t dt = kiln_tensor_dtype(outs[i]);
@@ -243,9 +242,8 @@ LogicalResult mlir::kiln::calibrateRanges(ModuleOp module, StringRef dir,
   llvm::json::Object tensors;
   for (const std::string &name : order) {
     const TensorStats &r = ranges[name];
-    llvm::json::Object e{{"absmax", r.absmax},
-                         {"count", r.count},
-                         {"nonfinite", r.nonfinite}};
+    llvm::json::Object e{
+        {"absmax", r.absmax}, {"count", r.count}, {"nonfinite", r.nonfinite}};
     if (r.count > r.nonfinite) {
       e["min"] = r.min;
       e["max"] = r.max;

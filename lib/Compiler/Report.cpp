@@ -15,27 +15,27 @@
 
 #include "mlir/Dialect/Bufferization/IR/Bufferization.h"
 #include "mlir/Dialect/Func/IR/FuncOps.h"
-#include "mlir/Dialect/Tensor/IR/Tensor.h"
 #include "mlir/Dialect/Linalg/IR/Linalg.h"
 #include "mlir/Dialect/Math/IR/Math.h"
+#include "mlir/Dialect/Tensor/IR/Tensor.h"
 #include "mlir/IR/BuiltinOps.h"
 #include "llvm/ADT/SetVector.h"
+#include "llvm/Support/Format.h"
+#include "llvm/Support/JSON.h"
 #include <algorithm>
 #include <map>
 #include <set>
 #include <vector>
-#include "llvm/Support/Format.h"
-#include "llvm/Support/JSON.h"
 
 using namespace mlir;
 using namespace mlir::kiln;
 
 /// ONNX node names of the ops in `region` (NameLocs, also inside fused
 /// locations), in order of appearance.
-static void collectNodeNames(
-    Operation *root,
-    llvm::SetVector<std::string, std::vector<std::string>, std::set<std::string>>
-        &names) {
+static void
+collectNodeNames(Operation *root,
+                 llvm::SetVector<std::string, std::vector<std::string>,
+                                 std::set<std::string>> &names) {
   // The computations only: constants, empty tensors and init fills are cloned
   // from their producers into every kernel that uses them.
   root->walk<WalkOrder::PreOrder>([&](Operation *op) {
@@ -150,7 +150,9 @@ llvm::json::Value mlir::kiln::buildCompileReport(ModuleOp module) {
   if (host) {
     host.walk([&](LaunchOp launch) {
       auto fn = symbols.lookup<func::FuncOp>(launch.getKernel());
-      llvm::SetVector<std::string, std::vector<std::string>, std::set<std::string>> nodes;
+      llvm::SetVector<std::string, std::vector<std::string>,
+                      std::set<std::string>>
+          nodes;
       int64_t flops = 0;
       if (fn) {
         collectNodeNames(fn, nodes);
@@ -265,9 +267,7 @@ void mlir::kiln::printReportSummary(const llvm::json::Value &report,
   const llvm::json::Object *obj = report.getAsObject();
   if (!obj)
     return;
-  auto num = [&](StringRef key) {
-    return obj->getInteger(key).value_or(0);
-  };
+  auto num = [&](StringRef key) { return obj->getInteger(key).value_or(0); };
   auto mib = [](int64_t b) { return b / (1024.0 * 1024.0); };
   os << "kilnc report: " << num("num_kernels") << " kernels";
   if (num("total_flops") >= 0)

@@ -48,10 +48,11 @@ static const struct {
   const char *name;
   size_t size;
 } kDtypes[] = {
-    {"invalid", 0}, {"f16", 2}, {"bf16", 2}, {"f32", 4},  {"f64", 8},
-    {"i8", 1},      {"i16", 2}, {"i32", 4},  {"i64", 8},  {"u8", 1},
-    {"u16", 2},     {"u32", 4}, {"u64", 8},  {"bool", 1},
-    {"f8e4m3fn", 1}, {"f8e4m3fnuz", 1}, {"f8e5m2", 1}, {"f8e5m2fnuz", 1},
+    {"invalid", 0}, {"f16", 2},        {"bf16", 2},     {"f32", 4},
+    {"f64", 8},     {"i8", 1},         {"i16", 2},      {"i32", 4},
+    {"i64", 8},     {"u8", 1},         {"u16", 2},      {"u32", 4},
+    {"u64", 8},     {"bool", 1},       {"f8e4m3fn", 1}, {"f8e4m3fnuz", 1},
+    {"f8e5m2", 1},  {"f8e5m2fnuz", 1},
 };
 #define KILN_NUM_DTYPES (sizeof(kDtypes) / sizeof(kDtypes[0]))
 

@@ -6,11 +6,11 @@
 #include <string.h>
 
 #define KILN_ENTRY(field, symbol)                                              \
-  { offsetof(kiln_cuda_driver, field), symbol, NULL, 0 }
+  {offsetof(kiln_cuda_driver, field), symbol, NULL, 0}
 /* An entry point a model runs without (left NULL when missing); `older` is
  * the name to try when `symbol` is missing. */
 #define KILN_OPTIONAL(field, symbol, older)                                    \
-  { offsetof(kiln_cuda_driver, field), symbol, older, 1 }
+  {offsetof(kiln_cuda_driver, field), symbol, older, 1}
 
 /* cuda.h #defines several names to versioned symbols (cuMemAlloc ->
  * cuMemAlloc_v2); the exported symbol is what dlsym needs. */

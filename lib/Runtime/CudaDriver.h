@@ -65,9 +65,9 @@ typedef struct kiln_cuda_driver {
   CUresult (*cuDeviceGetName)(char *name, int len, CUdevice dev);
   CUresult (*cuDeviceGetAttribute)(int *value, int attrib, CUdevice dev);
   CUresult (*cuDevicePrimaryCtxRetain)(CUcontext *ctx, CUdevice dev);
-  CUresult (*cuDevicePrimaryCtxRelease)(CUdevice dev);   /* _v2 */
-  CUresult (*cuCtxPushCurrent)(CUcontext ctx);           /* _v2 */
-  CUresult (*cuCtxPopCurrent)(CUcontext *ctx);           /* _v2 */
+  CUresult (*cuDevicePrimaryCtxRelease)(CUdevice dev); /* _v2 */
+  CUresult (*cuCtxPushCurrent)(CUcontext ctx);         /* _v2 */
+  CUresult (*cuCtxPopCurrent)(CUcontext *ctx);         /* _v2 */
   CUresult (*cuModuleLoadData)(CUmodule *module, const void *image);
   CUresult (*cuModuleUnload)(CUmodule module);
   CUresult (*cuModuleGetFunction)(CUfunction *fn, CUmodule module,
@@ -77,12 +77,12 @@ typedef struct kiln_cuda_driver {
   CUresult (*cuMemFree)(CUdeviceptr ptr);                 /* _v2 */
   CUresult (*cuMemcpyHtoD)(CUdeviceptr dst, const void *src,
                            size_t bytes); /* _v2 */
-  CUresult (*cuMemcpyHtoDAsync)(CUdeviceptr dst, const void *src,
-                                size_t bytes, CUstream stream); /* _v2 */
+  CUresult (*cuMemcpyHtoDAsync)(CUdeviceptr dst, const void *src, size_t bytes,
+                                CUstream stream); /* _v2 */
   CUresult (*cuMemcpyDtoHAsync)(void *dst, CUdeviceptr src, size_t bytes,
                                 CUstream stream); /* _v2 */
-  CUresult (*cuMemcpyDtoDAsync)(CUdeviceptr dst, CUdeviceptr src,
-                                size_t bytes, CUstream stream); /* _v2 */
+  CUresult (*cuMemcpyDtoDAsync)(CUdeviceptr dst, CUdeviceptr src, size_t bytes,
+                                CUstream stream); /* _v2 */
   CUresult (*cuLaunchKernel)(CUfunction fn, unsigned grid_x, unsigned grid_y,
                              unsigned grid_z, unsigned block_x,
                              unsigned block_y, unsigned block_z,
@@ -121,8 +121,8 @@ kiln_cuda_driver_close(kiln_cuda_driver *driver);
 /* "CUDA_ERROR_OUT_OF_MEMORY (out of memory)", or "CUDA error 123" when the
  * driver does not know the code. */
 __attribute__((visibility("hidden"))) void
-kiln_cuda_error_text(const kiln_cuda_driver *driver, CUresult result,
-                     char *out, size_t size);
+kiln_cuda_error_text(const kiln_cuda_driver *driver, CUresult result, char *out,
+                     size_t size);
 
 #ifdef __cplusplus
 }

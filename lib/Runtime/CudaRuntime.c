@@ -164,8 +164,8 @@ kiln_status_t *kiln_cuda_model_create(kiln_model_impl *model) {
   int count = 0;
   r = cu->cuDeviceGetCount(&count);
   if (r != CUDA_SUCCESS) {
-    snprintf(what, sizeof(what),
-             "model compiled for cuda %s: cuDeviceGetCount", model->chip);
+    snprintf(what, sizeof(what), "model compiled for cuda %s: cuDeviceGetCount",
+             model->chip);
     return cuda_status(cu, KILN_STATUS_FAILED_PRECONDITION, r, what);
   }
   if (count <= 0)
@@ -194,8 +194,8 @@ kiln_status_t *kiln_cuda_model_create(kiln_model_impl *model) {
         &minor, CU_DEVICE_ATTRIBUTE_COMPUTE_CAPABILITY_MINOR, cm->device);
   if (r != CUDA_SUCCESS) {
     snprintf(what, sizeof(what),
-             "model compiled for cuda %s: querying CUDA device %d",
-             model->chip, cm->ordinal);
+             "model compiled for cuda %s: querying CUDA device %d", model->chip,
+             cm->ordinal);
     return cuda_status(cu, KILN_STATUS_FAILED_PRECONDITION, r, what);
   }
   char name[128] = "";
@@ -206,8 +206,8 @@ kiln_status_t *kiln_cuda_model_create(kiln_model_impl *model) {
   /* A chip with a suffix (sm_90a) runs only on that exact architecture;
    * otherwise the cubin or the PTX in the image runs on newer devices. */
   size_t chip_len = strlen(model->chip);
-  int exact = model->chip[chip_len - 1] == 'a' ||
-              model->chip[chip_len - 1] == 'f';
+  int exact =
+      model->chip[chip_len - 1] == 'a' || model->chip[chip_len - 1] == 'f';
   int ok = exact ? (major == need_major && minor == need_minor)
                  : (major > need_major ||
                     (major == need_major && minor >= need_minor));
@@ -358,8 +358,8 @@ kiln_status_t *kiln_cuda_instance_create(kiln_instance_impl *inst) {
   r = cu->cuStreamCreate(&ci->own_stream, CU_STREAM_NON_BLOCKING);
   if (r != CUDA_SUCCESS) {
     ci->own_stream = NULL;
-    status = cuda_status(cu, KILN_STATUS_FAILED_PRECONDITION, r,
-                         "cuStreamCreate");
+    status =
+        cuda_status(cu, KILN_STATUS_FAILED_PRECONDITION, r, "cuStreamCreate");
   }
   ci->stream = ci->own_stream;
   if (!status && cm->image) {
@@ -440,8 +440,7 @@ static int abort_capture(kiln_rt_ctx *ctx, const char *what) {
   if (!ci->capturing)
     return 0;
   ci->capture_aborted = 1;
-  kiln_rt_fail(ctx, KILN_STATUS_INTERNAL, "%s during CUDA graph capture",
-               what);
+  kiln_rt_fail(ctx, KILN_STATUS_INTERNAL, "%s during CUDA graph capture", what);
   return 1;
 }
 
@@ -475,8 +474,7 @@ static int reserve(kiln_rt_ctx *ctx, kiln_dev_buffer *buffer, size_t bytes,
   return 1;
 }
 
-static size_t view_bytes(kiln_dtype_t dtype, size_t rank,
-                         const int64_t *dims) {
+static size_t view_bytes(kiln_dtype_t dtype, size_t rank, const int64_t *dims) {
   int overflow = 0;
   return kiln_rtc_num_elements(rank, dims, &overflow) *
          kiln_rtc_dtype_size(dtype);
@@ -514,8 +512,7 @@ static void stage_inputs(kiln_rt_ctx *ctx, int device_inputs) {
     if (r != CUDA_SUCCESS) {
       char call[224];
       snprintf(call, sizeof(call), "%s of %s",
-               device_inputs ? "cuMemcpyDtoDAsync" : "cuMemcpyHtoDAsync",
-               what);
+               device_inputs ? "cuMemcpyDtoDAsync" : "cuMemcpyHtoDAsync", what);
       fail_cuda(ctx, r, call);
     }
   }
@@ -540,10 +537,10 @@ void *kiln_cuda_output(kiln_rt_ctx *ctx, int64_t index, const int64_t *dims) {
   kiln_instance_impl *inst = ctx->instance;
   kiln_cuda_instance *ci = inst->cuda;
   kiln_model_impl *model = inst->model;
-  const kiln_value_sig *sig = kiln_rt_check_output(
-      ctx, index, dims,
-      index >= 0 && (uint64_t)index < model->num_outputs &&
-          ci->output_done[index]);
+  const kiln_value_sig *sig =
+      kiln_rt_check_output(ctx, index, dims,
+                           index >= 0 && (uint64_t)index < model->num_outputs &&
+                               ci->output_done[index]);
   if (!sig)
     return NULL;
   int overflow = 0;
@@ -606,7 +603,8 @@ void *kiln_cuda_alloc(kiln_rt_ctx *ctx, size_t bytes) {
                  "out of memory allocating a %zu-byte scratch buffer", bytes);
     return NULL;
   }
-  kiln_scratch *best = kiln_rt_scratch_find(ci->scratch, ci->num_scratch, bytes);
+  kiln_scratch *best =
+      kiln_rt_scratch_find(ci->scratch, ci->num_scratch, bytes);
   if (best) {
     best->in_use = 1;
     return best->ptr;
@@ -891,8 +889,8 @@ static void reset_outputs(kiln_instance_impl *inst) {
 static void run_main(kiln_rt_ctx *ctx) {
   int32_t rc = kiln_rt_run_program(ctx);
   if (!ctx->failed && rc != 0)
-    kiln_rt_fail(ctx, KILN_STATUS_INTERNAL,
-                 "the host program returned %d", (int)rc);
+    kiln_rt_fail(ctx, KILN_STATUS_INTERNAL, "the host program returned %d",
+                 (int)rc);
 }
 
 /* The second run of a graph-capturable model: kiln_model_main under stream
@@ -973,16 +971,16 @@ static void copy_outputs_out(kiln_rt_ctx *ctx) {
     CUresult r;
     if (ctx->output_views)
       r = ci->cu->cuMemcpyDtoDAsync(
-          (CUdeviceptr)(uintptr_t)ctx->output_views[i].data,
-          ci->output_ptr[i], bytes, ci->stream);
+          (CUdeviceptr)(uintptr_t)ctx->output_views[i].data, ci->output_ptr[i],
+          bytes, ci->stream);
     else
       r = ci->cu->cuMemcpyDtoHAsync(inst->outputs[i]->data, ci->output_ptr[i],
                                     bytes, ci->stream);
     if (r != CUDA_SUCCESS) {
       char call[192];
       snprintf(call, sizeof(call), "%s of output %zu ('%s')",
-               ctx->output_views ? "cuMemcpyDtoDAsync" : "cuMemcpyDtoHAsync",
-               i, sig->name);
+               ctx->output_views ? "cuMemcpyDtoDAsync" : "cuMemcpyDtoHAsync", i,
+               sig->name);
       fail_cuda(ctx, r, call);
     }
   }

@@ -282,9 +282,9 @@ static kiln_status_t *parse_weight(kiln_model_impl *model, token_t *tokens,
   size_t count_elems =
       kiln_rtc_num_elements(weight->sig.rank, weight->sig.dims, &overflow);
   size_t bytes = 0;
-  if (overflow || __builtin_mul_overflow(
-                      count_elems, kiln_rtc_dtype_size(weight->sig.dtype),
-                      &bytes) ||
+  if (overflow ||
+      __builtin_mul_overflow(count_elems,
+                             kiln_rtc_dtype_size(weight->sig.dtype), &bytes) ||
       bytes != weight->bytes)
     return signature_error(line, "weight size differs from its dims");
   if (weight->offset % KILN_ALIGNMENT != 0)
@@ -431,8 +431,8 @@ static uint64_t read_u64le(const unsigned char *p) {
 
 /* "f32 [64, 3, 7, 7]" */
 static void describe_weight(const kiln_ext_weight *w, char *out, size_t size) {
-  size_t n = (size_t)snprintf(out, size, "%s [",
-                              kiln_rtc_dtype_name(w->sig.dtype));
+  size_t n =
+      (size_t)snprintf(out, size, "%s [", kiln_rtc_dtype_name(w->sig.dtype));
   for (size_t d = 0; d < w->sig.rank && n < size; ++d)
     n += (size_t)snprintf(out + n, size - n, "%s%lld", d ? ", " : "",
                           (long long)w->sig.dims[d]);
@@ -720,8 +720,8 @@ static kiln_status_t *instance_create(kiln_model_impl *model,
   return NULL;
 }
 
-void kiln_rt_fail(kiln_rt_ctx *ctx, kiln_status_code_t code,
-                  const char *format, ...) {
+void kiln_rt_fail(kiln_rt_ctx *ctx, kiln_status_code_t code, const char *format,
+                  ...) {
   if (ctx->failed)
     return; /* keep the first reason */
   ctx->failed = 1;
@@ -1034,9 +1034,9 @@ static kiln_status_t *validate_output_views(kiln_instance_impl *instance,
         want = instance->bindings[id].value;
       if (got < 0)
         return output_view_error(model, i,
-                                  "dimension %zu is %lld, expected a "
-                                  "non-negative size",
-                                  d, (long long)got);
+                                 "dimension %zu is %lld, expected a "
+                                 "non-negative size",
+                                 d, (long long)got);
       if (want >= 0 && got != want)
         return output_view_error(model, i,
                                  "dimension %zu is %lld, expected %lld", d,
@@ -1066,8 +1066,8 @@ static kiln_status_t *instance_run_device(kiln_instance_impl *instance,
         "kiln_instance_run_device: the model runs on the %s, not on a device; "
         "use kiln_instance_run",
         model->device_name);
-  kiln_status_t *status = check_run(instance, inputs, num_inputs, outputs,
-                                    num_outputs, "outputs");
+  kiln_status_t *status =
+      check_run(instance, inputs, num_inputs, outputs, num_outputs, "outputs");
   if (!status)
     status = validate_output_views(instance, outputs);
   if (status)
@@ -1103,7 +1103,7 @@ static kiln_status_t *instance_set_cuda_graphs(kiln_instance_impl *instance,
 void *kiln_rt_input(kiln_rt_ctx *ctx, int64_t index) {
   if (index < 0 || (uint64_t)index >= ctx->instance->model->num_inputs) {
     kiln_rt_fail(ctx, KILN_STATUS_INTERNAL, "kiln_rt_input: no input %lld",
-             (long long)index);
+                 (long long)index);
     return NULL;
   }
   if (ctx->instance->model->device == KILN_DEVICE_CUDA)
@@ -1116,16 +1116,15 @@ int64_t kiln_rt_input_dim(kiln_rt_ctx *ctx, int64_t index, int64_t dim) {
   if (index < 0 || (uint64_t)index >= model->num_inputs || dim < 0 ||
       (uint64_t)dim >= model->inputs[index].rank) {
     kiln_rt_fail(ctx, KILN_STATUS_INTERNAL,
-             "kiln_rt_input_dim: no dimension %lld of input %lld",
-             (long long)dim, (long long)index);
+                 "kiln_rt_input_dim: no dimension %lld of input %lld",
+                 (long long)dim, (long long)index);
     return 0;
   }
   return ctx->inputs[index].dims[dim];
 }
 
 const kiln_value_sig *kiln_rt_check_output(kiln_rt_ctx *ctx, int64_t index,
-                                           const int64_t *dims,
-                                           int allocated) {
+                                           const int64_t *dims, int allocated) {
   kiln_model_impl *model = ctx->instance->model;
   if (index < 0 || (uint64_t)index >= model->num_outputs) {
     kiln_rt_fail(ctx, KILN_STATUS_INTERNAL, "kiln_rt_output: no output %lld",
@@ -1197,7 +1196,7 @@ void *kiln_rt_arena(kiln_rt_ctx *ctx) {
 void *kiln_rt_alloc(kiln_rt_ctx *ctx, int64_t bytes) {
   if (bytes < 0) {
     kiln_rt_fail(ctx, KILN_STATUS_INTERNAL, "kiln_rt_alloc: negative size %lld",
-             (long long)bytes);
+                 (long long)bytes);
     return NULL;
   }
   if (ctx->instance->model->device == KILN_DEVICE_CUDA)
@@ -1207,8 +1206,8 @@ void *kiln_rt_alloc(kiln_rt_ctx *ctx, int64_t bytes) {
                   : scratch_alloc(ctx, (size_t)bytes);
   if (!ptr)
     kiln_rt_fail(ctx, KILN_STATUS_RESOURCE_EXHAUSTED,
-             "out of memory allocating a %lld-byte scratch buffer",
-             (long long)bytes);
+                 "out of memory allocating a %lld-byte scratch buffer",
+                 (long long)bytes);
   return ptr;
 }
 

@@ -128,9 +128,10 @@ KILN_HIDDEN void kiln_rt_fail(kiln_rt_ctx *ctx, kiln_status_code_t code,
 /* Checks kiln_rt_output's arguments against the signature (index, dims,
  * not allocated twice when `allocated` is set) and records a failure;
  * returns the output's signature or NULL. */
-KILN_HIDDEN const kiln_value_sig *
-kiln_rt_check_output(kiln_rt_ctx *ctx, int64_t index, const int64_t *dims,
-                     int allocated);
+KILN_HIDDEN const kiln_value_sig *kiln_rt_check_output(kiln_rt_ctx *ctx,
+                                                       int64_t index,
+                                                       const int64_t *dims,
+                                                       int allocated);
 
 /* Host address of external weight `index` (in the mapping); records a
  * failure and returns NULL for a bad index. */

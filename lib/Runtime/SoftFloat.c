@@ -97,9 +97,13 @@ static __bf16 bfloatOf(uint16_t h) {
 }
 
 _Float16 __truncsfhf2(float a) { return halfOf(narrow(bitsOfFloat(a), 5, 10)); }
-_Float16 __truncdfhf2(double a) { return halfOf(narrow(bitsOfDouble(a), 5, 10)); }
+_Float16 __truncdfhf2(double a) {
+  return halfOf(narrow(bitsOfDouble(a), 5, 10));
+}
 __bf16 __truncsfbf2(float a) { return bfloatOf(narrow(bitsOfFloat(a), 8, 7)); }
-__bf16 __truncdfbf2(double a) { return bfloatOf(narrow(bitsOfDouble(a), 8, 7)); }
+__bf16 __truncdfbf2(double a) {
+  return bfloatOf(narrow(bitsOfDouble(a), 8, 7));
+}
 
 /* half -> float is exact. */
 float __extendhfsf2(_Float16 a) {

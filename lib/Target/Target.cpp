@@ -30,9 +30,9 @@ std::unique_ptr<Target> mlir::kiln::createCPUTarget() {
   return std::make_unique<CPUTarget>();
 }
 
-std::unique_ptr<Target>
-mlir::kiln::parseTarget(StringRef spec, std::string &error,
-                        const GPUCodegenOptions &gpu) {
+std::unique_ptr<Target> mlir::kiln::parseTarget(StringRef spec,
+                                                std::string &error,
+                                                const GPUCodegenOptions &gpu) {
   auto [kind, chip] = spec.split(':');
   if (kind == "cpu" && chip.empty())
     return createCPUTarget();

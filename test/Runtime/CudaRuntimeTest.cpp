@@ -359,8 +359,8 @@ protected:
     std::vector<kiln_tensor_view_t> in = c.views();
     size_t numOutputs = kiln_model_num_outputs(model);
     std::vector<kiln_tensor_t *> out(numOutputs, nullptr);
-    ASSERT_EQ(take(kiln_instance_run(instance, in.data(), in.size(),
-                                     out.data(), out.size())),
+    ASSERT_EQ(take(kiln_instance_run(instance, in.data(), in.size(), out.data(),
+                                     out.size())),
               "");
     ASSERT_EQ(kiln_tensor_dims(out[0])[0], c.n);
     expectFloats(kiln_tensor_data(out[0]), c.y, "y");
@@ -830,7 +830,8 @@ TEST_F(CudaRunTest, RunDevice) {
       size_t shift = run == 3 ? 4 : 0;
       std::memcpy(x + shift, c.x.data(), c.x.size() * 4);
       int64_t yDims[] = {3, 4};
-      kiln_tensor_view_t in[] = {{KILN_DTYPE_F32, 2, c.xDims.data(), x + shift}};
+      kiln_tensor_view_t in[] = {
+          {KILN_DTYPE_F32, 2, c.xDims.data(), x + shift}};
       kiln_output_view_t out[] = {{KILN_DTYPE_F32, 2, yDims, y + shift},
                                   {KILN_DTYPE_F32, 0, nullptr, total}};
       fake_cuda_stats s = driver->stats();

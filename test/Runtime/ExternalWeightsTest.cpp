@@ -135,9 +135,8 @@ TEST_F(ExternalWeightsTest, SwapsWeightsWithoutRecompiling) {
   std::string other = tmpPath("other.weights");
   writeFile(other, weightsFile(kW2, kB2));
   kiln_model_t *model = nullptr;
-  kiln_status_t *status =
-      kiln_model_load_with_weights(KILN_TEST_WEIGHTS_MODEL, other.c_str(),
-                                   &model);
+  kiln_status_t *status = kiln_model_load_with_weights(KILN_TEST_WEIGHTS_MODEL,
+                                                       other.c_str(), &model);
   ASSERT_EQ(status, nullptr) << take(status);
   EXPECT_EQ(std::string(kiln_model_weights_path(model)), other);
   // The mapping outlives the file's name.
@@ -238,8 +237,7 @@ TEST_F(ExternalWeightsTest, WrongFile) {
 TEST_F(ExternalWeightsTest, ModelWithoutExternalWeights) {
   // A weights file given for a model compiled without them is a mistake;
   // KILN_WEIGHTS (process-wide) is ignored by such models.
-  std::string error =
-      loadError(KILN_TEST_FAKE_MODEL, defaultPath.c_str());
+  std::string error = loadError(KILN_TEST_FAKE_MODEL, defaultPath.c_str());
   EXPECT_NE(error.find("INVALID_ARGUMENT: model '" +
                        std::string(KILN_TEST_FAKE_MODEL) +
                        "' has no external weights (it was compiled without "
@@ -294,14 +292,13 @@ TEST_F(ExternalWeightsTest, CudaUploadsEachWeightOncePerInstance) {
   ASSERT_EQ(cudaDefault, defaultPath); // same folder: one file serves both
 
   kiln_model_t *model = nullptr;
-  kiln_status_t *status =
-      kiln_model_load(KILN_TEST_WEIGHTS_CUDA_MODEL, &model);
+  kiln_status_t *status = kiln_model_load(KILN_TEST_WEIGHTS_CUDA_MODEL, &model);
   ASSERT_EQ(status, nullptr) << take(status);
   EXPECT_STREQ(kiln_model_device(model), "cuda:sm_90");
   driver.reset();
   runAndCheck(model, kW1, kB1); // 3 runs: plain, captured, replayed
   fake_cuda_stats s = driver.stats();
-  EXPECT_EQ(s.htod_sync, 2); // w and b, once
+  EXPECT_EQ(s.htod_sync, 2);                // w and b, once
   EXPECT_EQ(s.htod_bytes, 2 * 16 + 3 * 48); // + x per run
   EXPECT_EQ(s.captures, 1);
   EXPECT_EQ(s.graph_launches, 2);

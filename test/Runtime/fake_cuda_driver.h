@@ -18,8 +18,8 @@ typedef struct fake_cuda_stats {
   int64_t htod, htod_sync, htod_bytes; /* htod: sync and async copies */
   int64_t dtoh, dtod;
   int64_t launch_attempts; /* cuLaunchKernel calls */
-  int64_t launches;    /* successful ones (run now or captured) */
-  int64_t kernel_runs; /* kernels executed, directly or by a graph */
+  int64_t launches;        /* successful ones (run now or captured) */
+  int64_t kernel_runs;     /* kernels executed, directly or by a graph */
   int64_t syncs;
   int64_t stream_creates, stream_destroys;
   int64_t capture_attempts, captures, instantiations, graph_launches;

@@ -67,7 +67,8 @@ const unsigned char kiln_model_cuda_image[] =
 const int64_t kiln_model_cuda_image_size = sizeof(kiln_model_cuda_image);
 #endif
 
-__attribute__((unused)) static const float kWeight[4] = {0.5f, -1.0f, 10.0f, -100.0f};
+__attribute__((unused)) static const float kWeight[4] = {0.5f, -1.0f, 10.0f,
+                                                         -100.0f};
 
 /* A memref expanded to kernel parameters: allocated, aligned, offset,
  * sizes[rank], strides[rank] (all 8 bytes), as kiln_rt_launch_cuda takes
@@ -77,7 +78,8 @@ typedef struct {
   int64_t offset, shape[4]; /* sizes then strides */
 } memref_t;
 
-__attribute__((unused)) static memref_t memref(void *ptr, int64_t rank, const int64_t *sizes) {
+__attribute__((unused)) static memref_t memref(void *ptr, int64_t rank,
+                                               const int64_t *sizes) {
   memref_t m = {ptr, ptr, 0, {0, 0, 0, 0}};
   int64_t stride = 1;
   for (int64_t d = rank - 1; d >= 0; --d) {
@@ -89,7 +91,8 @@ __attribute__((unused)) static memref_t memref(void *ptr, int64_t rank, const in
 }
 
 /* Appends the parameter pointers of `m` (3 + 2 * rank) to params. */
-__attribute__((unused)) static int expand(void **params, int at, memref_t *m, int64_t rank) {
+__attribute__((unused)) static int expand(void **params, int at, memref_t *m,
+                                          int64_t rank) {
   params[at++] = &m->allocated;
   params[at++] = &m->aligned;
   params[at++] = &m->offset;
@@ -162,8 +165,8 @@ int32_t kiln_model_main(kiln_rt_ctx *ctx) {
   memref_t pm = memref(pos, 1, pdims);
   count = expand(params, 0, &ym, 2);
   count = expand(params, count, &pm, 1);
-  kiln_rt_launch_cuda(ctx, 3, "gather_positive", k == 0 ? 0 : 1, 1, 1, 64, 1,
-                      1, 0, params);
+  kiln_rt_launch_cuda(ctx, 3, "gather_positive", k == 0 ? 0 : 1, 1, 1, 64, 1, 1,
+                      0, params);
 #endif
   (void)count;
   return 0;

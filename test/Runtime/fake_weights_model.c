@@ -24,8 +24,9 @@
 #endif
 
 #ifdef KILN_FAKE_WEIGHTS_CUDA
-#define KILN_FAKE_DEVICE "device cuda sm_90\nkernels 2\nweights 0\n" \
-                         "graph-capturable\n"
+#define KILN_FAKE_DEVICE                                                       \
+  "device cuda sm_90\nkernels 2\nweights 0\n"                                  \
+  "graph-capturable\n"
 #else
 #define KILN_FAKE_DEVICE ""
 #endif

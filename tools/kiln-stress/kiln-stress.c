@@ -147,7 +147,8 @@ int main(int argc, char **argv) {
   for (int t = 0; t < threads; ++t)
     pthread_join(tids[t], NULL);
   if (s.failures) {
-    fprintf(stderr, "kiln-stress: %d thread(s) failed: %s\n", s.failures, s.error);
+    fprintf(stderr, "kiln-stress: %d thread(s) failed: %s\n", s.failures,
+            s.error);
     return 1;
   }
   printf("kiln-stress: %d threads x %d runs: all outputs equal the reference\n",

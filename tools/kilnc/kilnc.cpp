@@ -17,10 +17,10 @@
 #include "llvm/ADT/ScopeExit.h"
 #include "llvm/Support/CommandLine.h"
 #include "llvm/Support/FileSystem.h"
-#include "llvm/Support/InitLLVM.h"
-#include "llvm/Support/MemoryBuffer.h"
 #include "llvm/Support/Format.h"
 #include "llvm/Support/FormatVariadic.h"
+#include "llvm/Support/InitLLVM.h"
+#include "llvm/Support/MemoryBuffer.h"
 #include "llvm/Support/Path.h"
 #include "llvm/Support/SourceMgr.h"
 #include "llvm/Support/raw_ostream.h"
@@ -231,8 +231,8 @@ int main(int argc, char **argv) {
                  << "' (expected fp32, tf32, fp16 or bf16)\n";
     return 1;
   }
-  if (precision == "fp32" &&
-      (!keepFp32.empty() || !calibrateDir.empty() || !calibrationRanges.empty())) {
+  if (precision == "fp32" && (!keepFp32.empty() || !calibrateDir.empty() ||
+                              !calibrationRanges.empty())) {
     llvm::errs() << "kilnc: --keep-fp32, --calibrate and --calibration-ranges "
                     "need --precision=tf32, fp16 or bf16\n";
     return 1;
@@ -356,8 +356,8 @@ int main(int argc, char **argv) {
     };
   }
   std::string exe = llvm::sys::fs::getMainExecutable(argv[0], (void *)&main);
-  llvm::SmallString<256> lib(llvm::sys::path::parent_path(
-      llvm::sys::path::parent_path(exe)));
+  llvm::SmallString<256> lib(
+      llvm::sys::path::parent_path(llvm::sys::path::parent_path(exe)));
   llvm::sys::path::append(lib, "lib", "libKilnModelRuntime.a");
   options.runtimeLibrary = lib.str().str();
 
@@ -376,7 +376,8 @@ int main(int argc, char **argv) {
   });
   if (!calibrateDir.empty()) {
     if (calibrationRanges.empty()) {
-      if (llvm::sys::fs::createTemporaryFile("kiln-ranges", "json", tmpRanges)) {
+      if (llvm::sys::fs::createTemporaryFile("kiln-ranges", "json",
+                                             tmpRanges)) {
         llvm::errs() << "kilnc: cannot create a temporary file\n";
         return 1;
       }

@@ -90,7 +90,8 @@ LogicalResult buildStagePipeline(OpPassManager &pm, llvm::StringRef stage,
                                  const Target *target = nullptr);
 
 /// Runs the stages after import on `module`, ending in the LLVM dialect.
-LogicalResult lowerToLLVMDialect(ModuleOp module, const CompileOptions &options);
+LogicalResult lowerToLLVMDialect(ModuleOp module,
+                                 const CompileOptions &options);
 
 /// Translates an LLVM-dialect module to a host object file at `objPath`.
 LogicalResult emitObjectFile(ModuleOp module, llvm::StringRef objPath,

@@ -43,8 +43,8 @@ LLVM::LLVMFuncOp declareRuntimeFn(ModuleOp module, StringRef name, Type result,
   if (auto fn = module.lookupSymbol<LLVM::LLVMFuncOp>(name))
     return fn;
   OpBuilder b = OpBuilder::atBlockBegin(module.getBody());
-  return LLVM::LLVMFuncOp::create(
-      b, module.getLoc(), name, LLVM::LLVMFunctionType::get(result, params));
+  return LLVM::LLVMFuncOp::create(b, module.getLoc(), name,
+                                  LLVM::LLVMFunctionType::get(result, params));
 }
 
 Value i64(OpBuilder &b, Location loc, int64_t v) {
@@ -60,9 +60,8 @@ int64_t elementBytes(MemRefType type) {
 
 /// Builds a row-major descriptor of `type` over `ptr` with `sizes` (one i64
 /// per dim).
-Value buildDescriptor(OpBuilder &b, Location loc,
-                      const LLVMTypeConverter &tc, MemRefType type, Value ptr,
-                      ArrayRef<Value> sizes) {
+Value buildDescriptor(OpBuilder &b, Location loc, const LLVMTypeConverter &tc,
+                      MemRefType type, Value ptr, ArrayRef<Value> sizes) {
   auto desc = MemRefDescriptor::poison(b, loc, tc.convertType(type));
   desc.setAllocatedPtr(b, loc, ptr);
   desc.setAlignedPtr(b, loc, ptr);
@@ -97,23 +96,23 @@ struct InputOpLowering : public ConvertOpToLLVMPattern<InputOp> {
     Location loc = op.getLoc();
     auto ptrType = LLVM::LLVMPointerType::get(getContext());
     Value index = i64(rewriter, loc, op.getIndex());
-    Value ptr = LLVM::CallOp::create(rewriter, loc, TypeRange{ptrType},
-                                     "kiln_rt_input",
-                                     ValueRange{adaptor.getCtx(), index})
-                    .getResult();
+    Value ptr =
+        LLVM::CallOp::create(rewriter, loc, TypeRange{ptrType}, "kiln_rt_input",
+                             ValueRange{adaptor.getCtx(), index})
+            .getResult();
     MemRefType type = op.getBuffer().getType();
     SmallVector<Value> dynamic;
     for (int64_t i = 0; i < type.getRank(); ++i)
       if (type.isDynamicDim(i))
         dynamic.push_back(
-            LLVM::CallOp::create(rewriter, loc, TypeRange{rewriter.getI64Type()},
-                                 "kiln_rt_input_dim",
-                                 ValueRange{adaptor.getCtx(), index,
-                                            i64(rewriter, loc, i)})
+            LLVM::CallOp::create(
+                rewriter, loc, TypeRange{rewriter.getI64Type()},
+                "kiln_rt_input_dim",
+                ValueRange{adaptor.getCtx(), index, i64(rewriter, loc, i)})
                 .getResult());
-    rewriter.replaceOp(op, buildDescriptor(rewriter, loc, *getTypeConverter(),
-                                           type, ptr,
-                                           allSizes(rewriter, loc, type, dynamic)));
+    rewriter.replaceOp(
+        op, buildDescriptor(rewriter, loc, *getTypeConverter(), type, ptr,
+                            allSizes(rewriter, loc, type, dynamic)));
     return success();
   }
 };
@@ -134,15 +133,15 @@ struct OutputOpLowering : public ConvertOpToLLVMPattern<OutputOp> {
     Value dims = LLVM::AllocaOp::create(rewriter, loc, ptrType, arrayType,
                                         i64(rewriter, loc, 1));
     for (auto [i, s] : llvm::enumerate(sizes)) {
-      Value slot = LLVM::GEPOp::create(rewriter, loc, ptrType,
-                                       rewriter.getI64Type(), dims,
-                                       ArrayRef<LLVM::GEPArg>{(int32_t)i});
+      Value slot =
+          LLVM::GEPOp::create(rewriter, loc, ptrType, rewriter.getI64Type(),
+                              dims, ArrayRef<LLVM::GEPArg>{(int32_t)i});
       LLVM::StoreOp::create(rewriter, loc, s, slot);
     }
     Value ptr = LLVM::CallOp::create(
                     rewriter, loc, TypeRange{ptrType}, "kiln_rt_output",
-                    ValueRange{adaptor.getCtx(), i64(rewriter, loc, op.getIndex()),
-                               dims})
+                    ValueRange{adaptor.getCtx(),
+                               i64(rewriter, loc, op.getIndex()), dims})
                     .getResult();
     rewriter.replaceOp(op, buildDescriptor(rewriter, loc, *getTypeConverter(),
                                            type, ptr, sizes));
@@ -162,12 +161,13 @@ struct BufferOpLowering : public ConvertOpToLLVMPattern<BufferOp> {
         allSizes(rewriter, loc, type, adaptor.getDynamicSizes());
     Value ptr;
     if (std::optional<int64_t> offset = op.getOffset()) {
-      Value base = LLVM::CallOp::create(rewriter, loc, TypeRange{ptrType},
-                                        "kiln_rt_arena",
-                                        ValueRange{adaptor.getCtx()})
-                       .getResult();
-      ptr = LLVM::GEPOp::create(rewriter, loc, ptrType, rewriter.getI8Type(),
-                                base, ArrayRef<LLVM::GEPArg>{i64(rewriter, loc, *offset)});
+      Value base =
+          LLVM::CallOp::create(rewriter, loc, TypeRange{ptrType},
+                               "kiln_rt_arena", ValueRange{adaptor.getCtx()})
+              .getResult();
+      ptr = LLVM::GEPOp::create(
+          rewriter, loc, ptrType, rewriter.getI8Type(), base,
+          ArrayRef<LLVM::GEPArg>{i64(rewriter, loc, *offset)});
     } else {
       Value bytes = i64(rewriter, loc, elementBytes(type));
       for (Value s : sizes)
@@ -230,9 +230,9 @@ struct ReadOpLowering : public ConvertOpToLLVMPattern<ReadOp> {
     Value slot = LLVM::AllocaOp::create(rewriter, loc, ptrType, elemType,
                                         i64(rewriter, loc, 1));
     int64_t bytes = elementBytes(type);
-    LLVM::CallOp::create(rewriter, loc, TypeRange{}, "kiln_rt_read_device",
-                         ValueRange{adaptor.getCtx(), slot, src,
-                                    i64(rewriter, loc, bytes)});
+    LLVM::CallOp::create(
+        rewriter, loc, TypeRange{}, "kiln_rt_read_device",
+        ValueRange{adaptor.getCtx(), slot, src, i64(rewriter, loc, bytes)});
     rewriter.replaceOpWithNewOp<LLVM::LoadOp>(op, elemType, slot);
     return success();
   }
@@ -250,14 +250,14 @@ struct WeightOpLowering : public ConvertOpToLLVMPattern<WeightOp> {
     int64_t bytes = elementBytes(type);
     for (int64_t d : type.getShape())
       bytes *= d;
-    Value host = LLVM::AddressOfOp::create(rewriter, loc, ptrType,
-                                           op.getGlobal());
-    Value ptr = LLVM::CallOp::create(
-                    rewriter, loc, TypeRange{ptrType}, "kiln_rt_weight",
-                    ValueRange{adaptor.getCtx(),
-                               i64(rewriter, loc, op.getIndex()), host,
-                               i64(rewriter, loc, bytes)})
-                    .getResult();
+    Value host =
+        LLVM::AddressOfOp::create(rewriter, loc, ptrType, op.getGlobal());
+    Value ptr =
+        LLVM::CallOp::create(
+            rewriter, loc, TypeRange{ptrType}, "kiln_rt_weight",
+            ValueRange{adaptor.getCtx(), i64(rewriter, loc, op.getIndex()),
+                       host, i64(rewriter, loc, bytes)})
+            .getResult();
     SmallVector<Value> sizes = allSizes(rewriter, loc, type, {});
     rewriter.replaceOp(op, buildDescriptor(rewriter, loc, *getTypeConverter(),
                                            type, ptr, sizes));
@@ -275,15 +275,15 @@ struct ExternalWeightOpLowering
                   ConversionPatternRewriter &rewriter) const override {
     Location loc = op.getLoc();
     auto ptrType = LLVM::LLVMPointerType::get(getContext());
-    Value ptr = LLVM::CallOp::create(
-                    rewriter, loc, TypeRange{ptrType}, "kiln_rt_external_weight",
-                    ValueRange{adaptor.getCtx(),
-                               i64(rewriter, loc, op.getIndex())})
-                    .getResult();
+    Value ptr =
+        LLVM::CallOp::create(
+            rewriter, loc, TypeRange{ptrType}, "kiln_rt_external_weight",
+            ValueRange{adaptor.getCtx(), i64(rewriter, loc, op.getIndex())})
+            .getResult();
     MemRefType type = op.getBuffer().getType();
-    rewriter.replaceOp(op, buildDescriptor(rewriter, loc, *getTypeConverter(),
-                                           type, ptr,
-                                           allSizes(rewriter, loc, type, {})));
+    rewriter.replaceOp(op,
+                       buildDescriptor(rewriter, loc, *getTypeConverter(), type,
+                                       ptr, allSizes(rewriter, loc, type, {})));
     return success();
   }
 };
@@ -367,13 +367,13 @@ struct LaunchFuncOpLowering : public ConvertOpToLLVMPattern<gpu::LaunchFuncOp> {
                      ? toI64(adaptor.getDynamicSharedMemorySize())
                      : i64(rewriter, loc, 0);
     Value nameAddr = LLVM::AddressOfOp::create(
-        rewriter, loc, ptrType, ("__kiln_kernel_name_" + std::to_string(it->second)));
+        rewriter, loc, ptrType,
+        ("__kiln_kernel_name_" + std::to_string(it->second)));
     LLVM::CallOp::create(
         rewriter, loc, TypeRange{}, "kiln_rt_launch_cuda",
-        ValueRange{ctx, i64(rewriter, loc, it->second), nameAddr,
-                   toI64(grid.x), toI64(grid.y), toI64(grid.z),
-                   toI64(block.x), toI64(block.y), toI64(block.z), smem,
-                   params});
+        ValueRange{ctx, i64(rewriter, loc, it->second), nameAddr, toI64(grid.x),
+                   toI64(grid.y), toI64(grid.z), toI64(block.x), toI64(block.y),
+                   toI64(block.z), smem, params});
     rewriter.eraseOp(op);
     return success();
   }
@@ -389,10 +389,10 @@ void createByteGlobal(OpBuilder &b, Location loc, StringRef name,
   if (cString)
     data.push_back('\0');
   auto type = LLVM::LLVMArrayType::get(b.getI8Type(), data.size());
-  auto global = LLVM::GlobalOp::create(
-      b, loc, type, /*isConstant=*/true,
-      external ? LLVM::Linkage::External : LLVM::Linkage::Internal, name,
-      b.getStringAttr(data), alignment);
+  auto global = LLVM::GlobalOp::create(b, loc, type, /*isConstant=*/true,
+                                       external ? LLVM::Linkage::External
+                                                : LLVM::Linkage::Internal,
+                                       name, b.getStringAttr(data), alignment);
   (void)global;
 }
 
@@ -405,21 +405,21 @@ void createPackedEntry(ModuleOp module, StringRef kernel,
   OpBuilder b = OpBuilder::atBlockEnd(module.getBody());
   Location loc = module.getLoc();
   auto ptrType = LLVM::LLVMPointerType::get(ctx);
-  auto fnType = LLVM::LLVMFunctionType::get(LLVM::LLVMVoidType::get(ctx),
-                                            {ptrType});
+  auto fnType =
+      LLVM::LLVMFunctionType::get(LLVM::LLVMVoidType::get(ctx), {ptrType});
   auto fn = LLVM::LLVMFuncOp::create(b, loc, (kernel + "_packed").str(), fnType,
                                      LLVM::Linkage::Internal);
   Block *entry = fn.addEntryBlock(b);
   b.setInsertionPointToStart(entry);
   SmallVector<Value> args;
   for (auto [i, mem] : llvm::enumerate(isMemRef)) {
-    Value slotPtr = LLVM::GEPOp::create(b, loc, ptrType, ptrType,
-                                        entry->getArgument(0),
-                                        ArrayRef<LLVM::GEPArg>{(int32_t)i});
+    Value slotPtr =
+        LLVM::GEPOp::create(b, loc, ptrType, ptrType, entry->getArgument(0),
+                            ArrayRef<LLVM::GEPArg>{(int32_t)i});
     Value slot = LLVM::LoadOp::create(b, loc, ptrType, slotPtr);
-    args.push_back(mem ? slot
-                       : LLVM::LoadOp::create(b, loc, scalarTypes[i], slot)
-                             .getResult());
+    args.push_back(
+        mem ? slot
+            : LLVM::LoadOp::create(b, loc, scalarTypes[i], slot).getResult());
   }
   LLVM::CallOp::create(b, loc, TypeRange{}, ("_mlir_ciface_" + kernel).str(),
                        args);
@@ -442,9 +442,9 @@ void insertAllocationChecks(func::FuncOp host) {
     b.setInsertionPointAfter(op);
     Value ptr = memref::ExtractAlignedPointerAsIndexOp::create(
         b, loc, op->getResult(0));
-    Value isNull = arith::CmpIOp::create(
-        b, loc, arith::CmpIPredicate::eq, ptr,
-        arith::ConstantIndexOp::create(b, loc, 0));
+    Value isNull =
+        arith::CmpIOp::create(b, loc, arith::CmpIPredicate::eq, ptr,
+                              arith::ConstantIndexOp::create(b, loc, 0));
     Block *cur = b.getInsertionBlock();
     Block *cont = cur->splitBlock(b.getInsertionPoint());
     Block *fail = b.createBlock(cont);
@@ -548,8 +548,8 @@ struct ConvertHostToLLVMPass
       KernelInfo info{fn.getName().str(), {}, {}};
       for (Type t : fn.getArgumentTypes()) {
         info.isMemRef.push_back(isa<MemRefType>(t));
-        info.scalarTypes.push_back(isa<MemRefType>(t) ? Type()
-                                                      : converter.convertType(t));
+        info.scalarTypes.push_back(
+            isa<MemRefType>(t) ? Type() : converter.convertType(t));
       }
       kernels.push_back(std::move(info));
     }
@@ -593,8 +593,8 @@ struct ConvertHostToLLVMPass
     }
     text.push_back('\0');
     OpBuilder b = OpBuilder::atBlockEnd(module.getBody());
-    auto arrayType = LLVM::LLVMArrayType::get(IntegerType::get(ctx, 8),
-                                              text.size());
+    auto arrayType =
+        LLVM::LLVMArrayType::get(IntegerType::get(ctx, 8), text.size());
     LLVM::GlobalOp::create(b, module.getLoc(), arrayType, /*isConstant=*/true,
                            LLVM::Linkage::External, "kiln_model_signature",
                            b.getStringAttr(text));

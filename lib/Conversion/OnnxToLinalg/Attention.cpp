@@ -40,8 +40,9 @@ struct HeadView {
   Value heads, seq, headSize;
 };
 
-FailureOr<HeadView> viewHeads(Operation *op, OpBuilder &b, Location loc, Value x,
-                              std::optional<int64_t> numHeads, StringRef what) {
+FailureOr<HeadView> viewHeads(Operation *op, OpBuilder &b, Location loc,
+                              Value x, std::optional<int64_t> numHeads,
+                              StringRef what) {
   auto t = dyn_cast<RankedTensorType>(x.getType());
   HeadView hv;
   if (t && t.getRank() == 4) {
@@ -60,10 +61,12 @@ FailureOr<HeadView> viewHeads(Operation *op, OpBuilder &b, Location loc, Value x
   hv.heads = cidx(b, loc, *numHeads);
   hv.headSize = arith::DivUIOp::create(b, loc, hidden, hv.heads);
   hv.seq = dimValue(b, loc, x, 1);
-  SmallVector<int64_t> shape = {t.getDimSize(0), t.getDimSize(1), *numHeads, kDyn};
+  SmallVector<int64_t> shape = {t.getDimSize(0), t.getDimSize(1), *numHeads,
+                                kDyn};
   if (!t.isDynamicDim(2)) {
     if (t.getDimSize(2) % *numHeads != 0)
-      return nodeError(op) << what << " hidden size is not a multiple of the "
+      return nodeError(op) << what
+                           << " hidden size is not a multiple of the "
                               "number of heads",
              failure();
     shape[3] = t.getDimSize(2) / *numHeads;
@@ -95,7 +98,8 @@ Value concatPast(OpBuilder &b, Location loc, Value past, const HeadView &hv,
   Type elem = cast<RankedTensorType>(hv.v.getType()).getElementType();
   Value p = dimValue(b, loc, past, 2);
   total = arith::AddIOp::create(b, loc, p, hv.seq);
-  Value init = emptyTensor(b, loc, dynType(4, elem), {batch, hv.heads, total, hv.headSize});
+  Value init = emptyTensor(b, loc, dynType(4, elem),
+                           {batch, hv.heads, total, hv.headSize});
   MLIRContext *ctx = b.getContext();
   return linalg::GenericOp::create(
              b, loc, TypeRange{init.getType()}, ValueRange{}, ValueRange{init},
@@ -106,17 +110,22 @@ Value concatPast(OpBuilder &b, Location loc, Value past, const HeadView &hv,
                Value i1 = linalg::IndexOp::create(nb, l, 1);
                Value i2 = linalg::IndexOp::create(nb, l, 2);
                Value i3 = linalg::IndexOp::create(nb, l, 3);
-               Value inPast = arith::CmpIOp::create(nb, l, arith::CmpIPredicate::ult, i2, p);
+               Value inPast = arith::CmpIOp::create(
+                   nb, l, arith::CmpIPredicate::ult, i2, p);
                Value zero = cidx(nb, l, 0);
                Value pi = arith::SelectOp::create(nb, l, inPast, i2, zero);
                Value ni = arith::SelectOp::create(
                    nb, l, inPast, zero, arith::SubIOp::create(nb, l, i2, p));
-               Value a = tensor::ExtractOp::create(nb, l, past, ValueRange{i0, i1, pi, i3});
-               SmallVector<Value> ix = hv.seqMajor ? SmallVector<Value>{i0, ni, i1, i3}
-                                                   : SmallVector<Value>{i0, i1, ni, i3};
+               Value a = tensor::ExtractOp::create(nb, l, past,
+                                                   ValueRange{i0, i1, pi, i3});
+               SmallVector<Value> ix = hv.seqMajor
+                                           ? SmallVector<Value>{i0, ni, i1, i3}
+                                           : SmallVector<Value>{i0, i1, ni, i3};
                // Guard the read of the new rows when the past covers it.
                Value c = tensor::ExtractOp::create(nb, l, hv.v, ix);
-               linalg::YieldOp::create(nb, l, arith::SelectOp::create(nb, l, inPast, a, c).getResult());
+               linalg::YieldOp::create(
+                   nb, l,
+                   arith::SelectOp::create(nb, l, inPast, a, c).getResult());
              })
       .getResult(0);
 }
@@ -138,7 +147,8 @@ LogicalResult lowerAttention(Operation *op, OpBuilder &b,
   bool halfInputs = elem.isF16() || elem.isBF16();
   Type accElem = halfInputs ? Type(b.getF32Type()) : elem;
   auto toAcc = [&](OpBuilder &nb, Location l, Value v) -> Value {
-    return halfInputs ? arith::ExtFOp::create(nb, l, accElem, v).getResult() : v;
+    return halfInputs ? arith::ExtFOp::create(nb, l, accElem, v).getResult()
+                      : v;
   };
   auto optAttr = [&](StringRef n) -> std::optional<int64_t> {
     if (auto a = op->getAttrOfType<IntegerAttr>(n))
@@ -147,18 +157,22 @@ LogicalResult lowerAttention(Operation *op, OpBuilder &b,
   };
   std::optional<int64_t> qHeadsAttr = optAttr("q_num_heads"),
                          kvHeadsAttr = optAttr("kv_num_heads");
-  FailureOr<HeadView> q = viewHeads(op, b, loc, op->getOperand(0), qHeadsAttr, "Q");
+  FailureOr<HeadView> q =
+      viewHeads(op, b, loc, op->getOperand(0), qHeadsAttr, "Q");
   if (failed(q))
     return failure();
-  FailureOr<HeadView> k = viewHeads(op, b, loc, op->getOperand(1), kvHeadsAttr, "K");
+  FailureOr<HeadView> k =
+      viewHeads(op, b, loc, op->getOperand(1), kvHeadsAttr, "K");
   if (failed(k))
     return failure();
-  FailureOr<HeadView> v = viewHeads(op, b, loc, op->getOperand(2), kvHeadsAttr, "V");
+  FailureOr<HeadView> v =
+      viewHeads(op, b, loc, op->getOperand(2), kvHeadsAttr, "V");
   if (failed(v))
     return failure();
   Value mask = op->getOperand(3), pastK = op->getOperand(4),
         pastV = op->getOperand(5), nonpad = op->getOperand(6);
-  bool hasMask = !onnxops::isNoValue(mask), hasPast = !onnxops::isNoValue(pastK),
+  bool hasMask = !onnxops::isNoValue(mask),
+       hasPast = !onnxops::isNoValue(pastK),
        hasNonpad = !onnxops::isNoValue(nonpad);
   if (hasPast != !onnxops::isNoValue(pastV))
     return nodeError(op) << "past_key and past_value go together", failure();
@@ -191,9 +205,11 @@ LogicalResult lowerAttention(Operation *op, OpBuilder &b,
     auto canon = [&](const HeadView &hv) -> Value {
       if (!hv.seqMajor)
         return hv.v;
-      Value init = emptyTensor(b, loc, dynType(4, elem), {batch, hv.heads, hv.seq, hv.headSize});
+      Value init = emptyTensor(b, loc, dynType(4, elem),
+                               {batch, hv.heads, hv.seq, hv.headSize});
       return linalg::GenericOp::create(
-                 b, loc, TypeRange{init.getType()}, ValueRange{hv.v}, ValueRange{init},
+                 b, loc, TypeRange{init.getType()}, ValueRange{hv.v},
+                 ValueRange{init},
                  {viewMap(hv, 4, 0, 1, 2, 3, Value(), 1, ctx),
                   AffineMap::getMultiDimIdentityMap(4, ctx)},
                  SmallVector<IteratorType>(4, IteratorType::parallel),
@@ -211,10 +227,11 @@ LogicalResult lowerAttention(Operation *op, OpBuilder &b,
   // scores[b, h, i, j] = Σ_d Q[b, h, i, d] · K[b, h / g, j, d]
   Value zeroF = scalarConstant(b, loc, accElem, 0.0);
   auto sType = dynType(4, accElem);
-  Value sInit = linalg::FillOp::create(
-                    b, loc, zeroF,
-                    emptyTensor(b, loc, sType, {batch, q->heads, q->seq, kc.seq}))
-                    .getResult(0);
+  Value sInit =
+      linalg::FillOp::create(
+          b, loc, zeroF,
+          emptyTensor(b, loc, sType, {batch, q->heads, q->seq, kc.seq}))
+          .getResult(0);
   SmallVector<IteratorType> it5(4, IteratorType::parallel);
   it5.push_back(IteratorType::reduction);
   Value scores =
@@ -230,7 +247,8 @@ LogicalResult lowerAttention(Operation *op, OpBuilder &b,
           [&](OpBuilder &nb, Location l, ValueRange a) {
             Value m = arith::MulFOp::create(nb, l, toAcc(nb, l, a[0]),
                                             toAcc(nb, l, a[1]));
-            linalg::YieldOp::create(nb, l, arith::AddFOp::create(nb, l, a[2], m).getResult());
+            linalg::YieldOp::create(
+                nb, l, arith::AddFOp::create(nb, l, a[2], m).getResult());
           })
           .getResult(0);
 
@@ -254,14 +272,17 @@ LogicalResult lowerAttention(Operation *op, OpBuilder &b,
     if (!maskT || maskT.getRank() < 2 || maskT.getRank() > 4)
       return nodeError(op) << "attn_mask must be 2-D to 4-D", failure();
   }
-  Value maskLast = hasMask ? dimValue(b, loc, mask, maskT.getRank() - 1) : Value();
+  Value maskLast =
+      hasMask ? dimValue(b, loc, mask, maskT.getRank() - 1) : Value();
   Value negInf = arith::ConstantOp::create(
       b, loc,
-      FloatAttr::get(accElem,
-                     APFloat::getInf(cast<FloatType>(accElem).getFloatSemantics(), true)));
+      FloatAttr::get(
+          accElem,
+          APFloat::getInf(cast<FloatType>(accElem).getFloatSemantics(), true)));
   auto biasBody = [&](bool withBias, bool withCap) {
     return [&, withBias, withCap](OpBuilder &nb, Location l, ValueRange a) {
-      Value s = arith::MulFOp::create(nb, l, a[0], scalarConstant(nb, l, accElem, scale));
+      Value s = arith::MulFOp::create(nb, l, a[0],
+                                      scalarConstant(nb, l, accElem, scale));
       if (withBias) {
         Value ib = linalg::IndexOp::create(nb, l, 0);
         Value ih = linalg::IndexOp::create(nb, l, 1);
@@ -276,14 +297,16 @@ LogicalResult lowerAttention(Operation *op, OpBuilder &b,
             int64_t fd = d + (4 - mr);
             ix.push_back(maskT.getDimSize(d) == 1 ? zero : full[fd]);
           }
-          Value inCols = arith::CmpIOp::create(nb, l, arith::CmpIPredicate::ult, ij, maskLast);
+          Value inCols = arith::CmpIOp::create(nb, l, arith::CmpIPredicate::ult,
+                                               ij, maskLast);
           ix.back() = arith::SelectOp::create(nb, l, inCols, ix.back(), zero);
           Value m = tensor::ExtractOp::create(nb, l, mask, ix);
           if (m.getType().isInteger(1)) {
             Value keep = arith::AndIOp::create(nb, l, m, inCols);
             s = arith::SelectOp::create(nb, l, keep, s, negInf);
           } else {
-            if (halfInputs && isa<FloatType>(m.getType()) && m.getType() != accElem)
+            if (halfInputs && isa<FloatType>(m.getType()) &&
+                m.getType() != accElem)
               m = arith::ExtFOp::create(nb, l, accElem, m);
             Value add = arith::SelectOp::create(nb, l, inCols, m, negInf);
             s = arith::AddFOp::create(nb, l, s, add);
@@ -291,20 +314,23 @@ LogicalResult lowerAttention(Operation *op, OpBuilder &b,
         }
         if (causal) {
           Value lim = arith::AddIOp::create(nb, l, ii, pastLen);
-          Value masked = arith::CmpIOp::create(nb, l, arith::CmpIPredicate::ugt, ij, lim);
+          Value masked =
+              arith::CmpIOp::create(nb, l, arith::CmpIPredicate::ugt, ij, lim);
           s = arith::SelectOp::create(nb, l, masked, negInf, s);
         }
         if (hasNonpad) {
           Value n = tensor::ExtractOp::create(nb, l, nonpad, ValueRange{ib});
           Value ji = arith::IndexCastOp::create(nb, l, n.getType(), ij);
-          Value masked = arith::CmpIOp::create(nb, l, arith::CmpIPredicate::sge, ji, n);
+          Value masked =
+              arith::CmpIOp::create(nb, l, arith::CmpIPredicate::sge, ji, n);
           s = arith::SelectOp::create(nb, l, masked, negInf, s);
         }
       }
       if (withCap && softcap > 0) {
         Value c = scalarConstant(nb, l, accElem, softcap);
         s = arith::MulFOp::create(
-            nb, l, math::TanhOp::create(nb, l, arith::DivFOp::create(nb, l, s, c)), c);
+            nb, l,
+            math::TanhOp::create(nb, l, arith::DivFOp::create(nb, l, s, c)), c);
       }
       linalg::YieldOp::create(nb, l, s);
     };
@@ -312,10 +338,9 @@ LogicalResult lowerAttention(Operation *op, OpBuilder &b,
   auto mapScores = [&](Value in, auto body) {
     Value init = emptyTensor(b, loc, sType, {batch, q->heads, q->seq, kc.seq});
     SmallVector<AffineMap> maps(2, AffineMap::getMultiDimIdentityMap(4, ctx));
-    return linalg::GenericOp::create(b, loc, TypeRange{sType}, ValueRange{in},
-                                     ValueRange{init}, maps,
-                                     SmallVector<IteratorType>(4, IteratorType::parallel),
-                                     body)
+    return linalg::GenericOp::create(
+               b, loc, TypeRange{sType}, ValueRange{in}, ValueRange{init}, maps,
+               SmallVector<IteratorType>(4, IteratorType::parallel), body)
         .getResult(0);
   };
   Value biased = mapScores(scores, biasBody(true, true));
@@ -336,7 +361,8 @@ LogicalResult lowerAttention(Operation *op, OpBuilder &b,
   Value e = buildBroadcastGeneric(
       b, loc, sType, {biased, mx}, dyn4, {},
       [](OpBuilder &nb, Location l, ValueRange a) -> Value {
-        return math::ExpOp::create(nb, l, arith::SubFOp::create(nb, l, a[0], a[1]));
+        return math::ExpOp::create(nb, l,
+                                   arith::SubFOp::create(nb, l, a[0], a[1]));
       });
   Value sum = reduceKept(b, loc, e, lastDim);
   Value probs = buildBroadcastGeneric(
@@ -358,26 +384,29 @@ LogicalResult lowerAttention(Operation *op, OpBuilder &b,
   bool out3 = ty->getRank() == 3;
   if (!out3 && ty->getRank() != 4)
     return nodeError(op) << "output must be 3-D or 4-D", failure();
-  SmallVector<Value> ySizes = out3 ? SmallVector<Value>{batch, q->seq, q->heads, vc.headSize}
-                                   : SmallVector<Value>{batch, q->heads, q->seq, vc.headSize};
-  Value yInit = linalg::FillOp::create(b, loc, zeroF,
-                                       emptyTensor(b, loc, sType, ySizes))
-                    .getResult(0);
+  SmallVector<Value> ySizes =
+      out3 ? SmallVector<Value>{batch, q->seq, q->heads, vc.headSize}
+           : SmallVector<Value>{batch, q->heads, q->seq, vc.headSize};
+  Value yInit =
+      linalg::FillOp::create(b, loc, zeroF, emptyTensor(b, loc, sType, ySizes))
+          .getResult(0);
   AffineExpr B = getAffineDimExpr(0, ctx), H = getAffineDimExpr(1, ctx),
              I = getAffineDimExpr(2, ctx), E = getAffineDimExpr(3, ctx),
              J = getAffineDimExpr(4, ctx);
   AffineMap yMap = out3 ? AffineMap::get(5, 0, {B, I, H, E}, ctx)
                         : AffineMap::get(5, 0, {B, H, I, E}, ctx);
-  Value y = linalg::GenericOp::create(
-                b, loc, TypeRange{sType}, ValueRange{probs, vc.v}, ValueRange{yInit},
-                {AffineMap::get(5, 0, {B, H, I, J}, ctx),
-                 viewMap(vc, 5, 0, 1, 4, 3, Value(), group, ctx), yMap},
-                it5,
-                [&](OpBuilder &nb, Location l, ValueRange a) {
-                  Value m = arith::MulFOp::create(nb, l, a[0], toAcc(nb, l, a[1]));
-                  linalg::YieldOp::create(nb, l, arith::AddFOp::create(nb, l, a[2], m).getResult());
-                })
-                .getResult(0);
+  Value y =
+      linalg::GenericOp::create(
+          b, loc, TypeRange{sType}, ValueRange{probs, vc.v}, ValueRange{yInit},
+          {AffineMap::get(5, 0, {B, H, I, J}, ctx),
+           viewMap(vc, 5, 0, 1, 4, 3, Value(), group, ctx), yMap},
+          it5,
+          [&](OpBuilder &nb, Location l, ValueRange a) {
+            Value m = arith::MulFOp::create(nb, l, a[0], toAcc(nb, l, a[1]));
+            linalg::YieldOp::create(
+                nb, l, arith::AddFOp::create(nb, l, a[2], m).getResult());
+          })
+          .getResult(0);
   if (halfInputs)
     y = buildBroadcastGeneric(
         b, loc, dynType(4, elem), {y}, ySizes, {},
@@ -385,14 +414,16 @@ LogicalResult lowerAttention(Operation *op, OpBuilder &b,
           return arith::TruncFOp::create(nb, l, elem, a[0]);
         });
   if (out3)
-    y = reshapeTo(b, loc, y, dynType(3, elem),
-                  {batch, q->seq, arith::MulIOp::create(b, loc, q->heads, vc.headSize)});
+    y = reshapeTo(
+        b, loc, y, dynType(3, elem),
+        {batch, q->seq, arith::MulIOp::create(b, loc, q->heads, vc.headSize)});
   results.push_back(y);
   for (unsigned i = 1; i < op->getNumResults(); ++i) {
     Value r = i == 1 ? presentK : i == 2 ? presentV : qkOut;
     if (!r) {
       if (!op->getResult(i).use_empty())
-        return nodeError(op) << "output " << i << " is not supported", failure();
+        return nodeError(op) << "output " << i << " is not supported",
+               failure();
     }
     results.push_back(r);
   }
@@ -415,8 +446,8 @@ LogicalResult lowerRotary(Operation *op, OpBuilder &b,
   int64_t r = tx->getRank();
   if (r != 3 && r != 4)
     return nodeError(op) << "input must be 3-D or 4-D", failure();
-  Value x = op->getOperand(0), cosC = op->getOperand(1), sinC = op->getOperand(2),
-        pos = op->getOperand(3);
+  Value x = op->getOperand(0), cosC = op->getOperand(1),
+        sinC = op->getOperand(2), pos = op->getOperand(3);
   bool hasPos = !onnxops::isNoValue(pos);
   int64_t numHeads = getInt(op, "num_heads", 0);
   Value headSize;
@@ -425,7 +456,8 @@ LogicalResult lowerRotary(Operation *op, OpBuilder &b,
   } else {
     if (numHeads <= 0)
       return nodeError(op) << "3-D input needs num_heads", failure();
-    headSize = arith::DivUIOp::create(b, loc, dimValue(b, loc, x, 2), cidx(b, loc, numHeads));
+    headSize = arith::DivUIOp::create(b, loc, dimValue(b, loc, x, 2),
+                                      cidx(b, loc, numHeads));
   }
   int64_t rdAttr = getInt(op, "rotary_embedding_dim", 0);
   Value rd = rdAttr > 0 ? cidx(b, loc, rdAttr) : headSize;
@@ -456,37 +488,51 @@ LogicalResult lowerRotary(Operation *op, OpBuilder &b,
             Value bi = ix[0];
             Value si = r == 4 ? ix[2] : ix[1];
             Value last = ix.back();
-            Value d = r == 4 ? last : arith::RemUIOp::create(nb, l, last, headSize).getResult();
-            Value base = arith::SubIOp::create(nb, l, last, d); // start of the head
-            Value rotated = arith::CmpIOp::create(nb, l, arith::CmpIPredicate::ult, d, rd);
+            Value d =
+                r == 4
+                    ? last
+                    : arith::RemUIOp::create(nb, l, last, headSize).getResult();
+            Value base =
+                arith::SubIOp::create(nb, l, last, d); // start of the head
+            Value rotated =
+                arith::CmpIOp::create(nb, l, arith::CmpIPredicate::ult, d, rd);
             Value one = cidx(nb, l, 1), zero = cidx(nb, l, 0);
             Value kk, first, partner;
             if (interleaved) {
               kk = arith::DivUIOp::create(nb, l, d, cidx(nb, l, 2));
-              first = arith::CmpIOp::create(nb, l, arith::CmpIPredicate::eq,
-                                            arith::RemUIOp::create(nb, l, d, cidx(nb, l, 2)), zero);
-              partner = arith::SelectOp::create(nb, l, first, arith::AddIOp::create(nb, l, d, one),
-                                                arith::SubIOp::create(nb, l, d, one));
+              first = arith::CmpIOp::create(
+                  nb, l, arith::CmpIPredicate::eq,
+                  arith::RemUIOp::create(nb, l, d, cidx(nb, l, 2)), zero);
+              partner = arith::SelectOp::create(
+                  nb, l, first, arith::AddIOp::create(nb, l, d, one),
+                  arith::SubIOp::create(nb, l, d, one));
             } else {
-              first = arith::CmpIOp::create(nb, l, arith::CmpIPredicate::ult, d, half);
-              kk = arith::SelectOp::create(nb, l, first, d, arith::SubIOp::create(nb, l, d, half));
-              partner = arith::SelectOp::create(nb, l, first, arith::AddIOp::create(nb, l, d, half),
-                                                arith::SubIOp::create(nb, l, d, half));
+              first = arith::CmpIOp::create(nb, l, arith::CmpIPredicate::ult, d,
+                                            half);
+              kk = arith::SelectOp::create(
+                  nb, l, first, d, arith::SubIOp::create(nb, l, d, half));
+              partner = arith::SelectOp::create(
+                  nb, l, first, arith::AddIOp::create(nb, l, d, half),
+                  arith::SubIOp::create(nb, l, d, half));
             }
             // Guard every index (rows past rd are not rotated).
             partner = arith::SelectOp::create(nb, l, rotated, partner, d);
             Value kmax = arith::SubIOp::create(nb, l, cacheLast, one);
-            kk = arith::MinSIOp::create(nb, l, arith::SelectOp::create(nb, l, rotated, kk, zero), kmax);
+            kk = arith::MinSIOp::create(
+                nb, l, arith::SelectOp::create(nb, l, rotated, kk, zero), kmax);
             kk = arith::MaxSIOp::create(nb, l, kk, zero);
             SmallVector<Value> pix(ix);
             pix.back() = arith::AddIOp::create(nb, l, base, partner);
             Value other = tensor::ExtractOp::create(nb, l, x, pix);
             SmallVector<Value> cix;
             if (hasPos) {
-              Value p = tensor::ExtractOp::create(nb, l, pos, ValueRange{bi, si});
-              Value pi = arith::IndexCastOp::create(nb, l, nb.getIndexType(), p);
+              Value p =
+                  tensor::ExtractOp::create(nb, l, pos, ValueRange{bi, si});
+              Value pi =
+                  arith::IndexCastOp::create(nb, l, nb.getIndexType(), p);
               pi = arith::MaxSIOp::create(nb, l, pi, zero);
-              pi = arith::MinSIOp::create(nb, l, pi, arith::SubIOp::create(nb, l, maxPos, one));
+              pi = arith::MinSIOp::create(
+                  nb, l, pi, arith::SubIOp::create(nb, l, maxPos, one));
               cix = {pi, kk};
             } else {
               cix = {bi, si, kk};
@@ -496,12 +542,17 @@ LogicalResult lowerRotary(Operation *op, OpBuilder &b,
             Value self = a[0];
             // first: x1 = self, x2 = other → cos·x1 − sin·x2
             // else:  x1 = other, x2 = self → sin·x1 + cos·x2
-            Value outFirst = arith::SubFOp::create(nb, l, arith::MulFOp::create(nb, l, c, self),
-                                                   arith::MulFOp::create(nb, l, s, other));
-            Value outSecond = arith::AddFOp::create(nb, l, arith::MulFOp::create(nb, l, s, other),
-                                                    arith::MulFOp::create(nb, l, c, self));
-            Value rot = arith::SelectOp::create(nb, l, first, outFirst, outSecond);
-            linalg::YieldOp::create(nb, l, arith::SelectOp::create(nb, l, rotated, rot, self).getResult());
+            Value outFirst = arith::SubFOp::create(
+                nb, l, arith::MulFOp::create(nb, l, c, self),
+                arith::MulFOp::create(nb, l, s, other));
+            Value outSecond = arith::AddFOp::create(
+                nb, l, arith::MulFOp::create(nb, l, s, other),
+                arith::MulFOp::create(nb, l, c, self));
+            Value rot =
+                arith::SelectOp::create(nb, l, first, outFirst, outSecond);
+            linalg::YieldOp::create(
+                nb, l,
+                arith::SelectOp::create(nb, l, rotated, rot, self).getResult());
           })
           .getResult(0));
   return success();

@@ -100,7 +100,8 @@ LogicalResult lowerIf(Operation *op, OpBuilder &b,
   SmallVector<Type> types;
   for (unsigned i = 0; i < op->getNumResults(); ++i) {
     auto t = dyn_cast<RankedTensorType>(op->getResult(i).getType());
-    Type ta = thenY->getOperand(i).getType(), tb = elseY->getOperand(i).getType();
+    Type ta = thenY->getOperand(i).getType(),
+         tb = elseY->getOperand(i).getType();
     if (!t && ta == tb)
       t = dyn_cast<RankedTensorType>(ta);
     if (!t)
@@ -123,8 +124,9 @@ LogicalResult lowerIf(Operation *op, OpBuilder &b,
         b, loc, arith::CmpIPredicate::ne, c,
         arith::ConstantOp::create(b, loc, b.getZeroAttr(c.getType())));
   auto ifOp = scf::IfOp::create(b, loc, types, c, /*withElseRegion=*/true);
-  for (auto [from, to] : {std::pair<Region *, Region *>{&thenR, &ifOp.getThenRegion()},
-                          {&elseR, &ifOp.getElseRegion()}}) {
+  for (auto [from, to] :
+       {std::pair<Region *, Region *>{&thenR, &ifOp.getThenRegion()},
+        {&elseR, &ifOp.getElseRegion()}}) {
     to->getBlocks().clear();
     to->takeBody(*from);
     Operation *yield = to->front().getTerminator();
@@ -153,8 +155,7 @@ LogicalResult lowerIf(Operation *op, OpBuilder &b,
 bool isPassThrough(Value v, Value arg) {
   while (v != arg) {
     Operation *def = v.getDefiningOp();
-    if (!def || def->getNumOperands() != 1 ||
-        !isa<tensor::CastOp>(def))
+    if (!def || def->getNumOperands() != 1 || !isa<tensor::CastOp>(def))
       return false;
     v = def->getOperand(0);
   }
@@ -201,8 +202,8 @@ LogicalResult lowerLoop(Operation *op, OpBuilder &b,
   auto i1T = RankedTensorType::get({}, b.getI1Type());
   Value condT;
   if (isa<NoneType>(cond.getType())) {
-    condT = arith::ConstantOp::create(
-        b, loc, DenseElementsAttr::get(i1T, true));
+    condT =
+        arith::ConstantOp::create(b, loc, DenseElementsAttr::get(i1T, true));
   } else {
     if (failed(rankedOperand(op, 1)))
       return failure();
@@ -227,8 +228,8 @@ LogicalResult lowerLoop(Operation *op, OpBuilder &b,
       auto et = dyn_cast<RankedTensorType>(
           yield->getOperand(1 + nCarried + k).getType());
       if (failed(rt) || !et || rt->getRank() != et.getRank() + 1)
-        return nodeError(op) << "scan output " << k
-                             << " must have a ranked element",
+        return nodeError(op)
+                   << "scan output " << k << " must have a ranked element",
                failure();
       SmallVector<Value> dyn;
       if (rt->isDynamicDim(0))
@@ -236,15 +237,16 @@ LogicalResult lowerLoop(Operation *op, OpBuilder &b,
       for (int64_t d = 0; d < et.getRank(); ++d)
         if (rt->isDynamicDim(d + 1)) {
           if (!et.isDynamicDim(d)) {
-            dyn.push_back(arith::ConstantIndexOp::create(b, loc, et.getDimSize(d)));
+            dyn.push_back(
+                arith::ConstantIndexOp::create(b, loc, et.getDimSize(d)));
             continue;
           }
-          return nodeError(op) << "scan output " << k
-                               << " needs a static element shape",
+          return nodeError(op)
+                     << "scan output " << k << " needs a static element shape",
                  failure();
         }
-      scanInits.push_back(filledTensor(b, loc, *rt, dyn,
-                                       b.getZeroAttr(rt->getElementType())));
+      scanInits.push_back(
+          filledTensor(b, loc, *rt, dyn, b.getZeroAttr(rt->getElementType())));
     }
   }
 
@@ -309,19 +311,22 @@ LogicalResult lowerLoop(Operation *op, OpBuilder &b,
           }
           // Rows beyond the buffer (a declared size smaller than M) are
           // dropped rather than written out of bounds.
-          Value inRange = arith::CmpIOp::create(
-              ab, l, arith::CmpIPredicate::slt, iv,
-              tensor::DimOp::create(ab, l, acc, 0));
+          Value inRange =
+              arith::CmpIOp::create(ab, l, arith::CmpIPredicate::slt, iv,
+                                    tensor::DimOp::create(ab, l, acc, 0));
           auto ins = scf::IfOp::create(ab, l, TypeRange{at}, inRange, true);
           {
             OpBuilder ib = OpBuilder::atBlockEnd(&ins.getThenRegion().front());
-            SmallVector<OpFoldResult> offs{OpFoldResult(iv)}, sizes{ib.getIndexAttr(1)},
+            SmallVector<OpFoldResult> offs{OpFoldResult(iv)},
+                sizes{ib.getIndexAttr(1)},
                 strides(at.getRank(), ib.getIndexAttr(1));
             for (int64_t d = 0; d < et.getRank(); ++d) {
               offs.push_back(ib.getIndexAttr(0));
-              sizes.push_back(et.isDynamicDim(d)
-                                  ? OpFoldResult(tensor::DimOp::create(ib, l, *e, d).getResult())
-                                  : OpFoldResult(ib.getIndexAttr(et.getDimSize(d))));
+              sizes.push_back(
+                  et.isDynamicDim(d)
+                      ? OpFoldResult(
+                            tensor::DimOp::create(ib, l, *e, d).getResult())
+                      : OpFoldResult(ib.getIndexAttr(et.getDimSize(d))));
             }
             Value r = tensor::InsertSliceOp::create(ib, l, *e, acc, offs, sizes,
                                                     strides);
@@ -367,10 +372,10 @@ LogicalResult lowerScan(Operation *op, OpBuilder &b,
   if (!allZero("scan_input_axes") || !allZero("scan_output_axes"))
     return nodeError(op) << "scan axes other than 0 are not supported",
            failure();
-  SmallVector<int64_t> inDir =
-      getInts(op, "scan_input_directions").value_or(SmallVector<int64_t>(nIn, 0));
-  SmallVector<int64_t> outDir =
-      getInts(op, "scan_output_directions").value_or(SmallVector<int64_t>(nOut, 0));
+  SmallVector<int64_t> inDir = getInts(op, "scan_input_directions")
+                                   .value_or(SmallVector<int64_t>(nIn, 0));
+  SmallVector<int64_t> outDir = getInts(op, "scan_output_directions")
+                                    .value_or(SmallVector<int64_t>(nOut, 0));
   if (static_cast<int64_t>(inDir.size()) != nIn ||
       static_cast<int64_t>(outDir.size()) != nOut)
     return nodeError(op) << "scan directions must match the scan inputs and "
@@ -402,13 +407,14 @@ LogicalResult lowerScan(Operation *op, OpBuilder &b,
           dyn.push_back(seq);
           continue;
         }
-        auto et = dyn_cast<RankedTensorType>(
-            yield->getOperand(nState + k).getType());
+        auto et =
+            dyn_cast<RankedTensorType>(yield->getOperand(nState + k).getType());
         if (!et || et.getRank() + 1 != rt->getRank() || et.isDynamicDim(d - 1))
-          return nodeError(op) << "scan output " << k
-                               << " needs a static element shape",
+          return nodeError(op)
+                     << "scan output " << k << " needs a static element shape",
                  failure();
-        dyn.push_back(arith::ConstantIndexOp::create(b, loc, et.getDimSize(d - 1)));
+        dyn.push_back(
+            arith::ConstantIndexOp::create(b, loc, et.getDimSize(d - 1)));
       }
     inits.push_back(emptyTensor(b, loc, *rt, dyn));
   }
@@ -431,12 +437,15 @@ LogicalResult lowerScan(Operation *op, OpBuilder &b,
           auto et = RankedTensorType::get(it.getShape().drop_front(),
                                           it.getElementType());
           SmallVector<OpFoldResult> offs{OpFoldResult(inDir[j] ? rev : t)},
-              sizes{ab.getIndexAttr(1)}, strides(it.getRank(), ab.getIndexAttr(1));
+              sizes{ab.getIndexAttr(1)},
+              strides(it.getRank(), ab.getIndexAttr(1));
           for (int64_t d = 1; d < it.getRank(); ++d) {
             offs.push_back(ab.getIndexAttr(0));
-            sizes.push_back(it.isDynamicDim(d)
-                                ? OpFoldResult(tensor::DimOp::create(ab, l, in, d).getResult())
-                                : OpFoldResult(ab.getIndexAttr(it.getDimSize(d))));
+            sizes.push_back(
+                it.isDynamicDim(d)
+                    ? OpFoldResult(
+                          tensor::DimOp::create(ab, l, in, d).getResult())
+                    : OpFoldResult(ab.getIndexAttr(it.getDimSize(d))));
           }
           args.push_back(tensor::ExtractSliceOp::create(ab, l, et, in, offs,
                                                         sizes, strides));
@@ -453,7 +462,8 @@ LogicalResult lowerScan(Operation *op, OpBuilder &b,
           FailureOr<Value> cv = castTo(ab, l, ys[i], iters[i].getType());
           if (failed(cv))
             status = failure();
-          next.push_back(succeeded(cv) ? intoIter(ab, l, *cv, iters[i]) : iters[i]);
+          next.push_back(succeeded(cv) ? intoIter(ab, l, *cv, iters[i])
+                                       : iters[i]);
         }
         for (int64_t k = 0; k < nOut; ++k) {
           Value acc = iters[nState + k];
@@ -467,12 +477,15 @@ LogicalResult lowerScan(Operation *op, OpBuilder &b,
             continue;
           }
           SmallVector<OpFoldResult> offs{OpFoldResult(outDir[k] ? rev : t)},
-              sizes{ab.getIndexAttr(1)}, strides(at.getRank(), ab.getIndexAttr(1));
+              sizes{ab.getIndexAttr(1)},
+              strides(at.getRank(), ab.getIndexAttr(1));
           for (int64_t d = 0; d < et.getRank(); ++d) {
             offs.push_back(ab.getIndexAttr(0));
-            sizes.push_back(et.isDynamicDim(d)
-                                ? OpFoldResult(tensor::DimOp::create(ab, l, *e, d).getResult())
-                                : OpFoldResult(ab.getIndexAttr(et.getDimSize(d))));
+            sizes.push_back(
+                et.isDynamicDim(d)
+                    ? OpFoldResult(
+                          tensor::DimOp::create(ab, l, *e, d).getResult())
+                    : OpFoldResult(ab.getIndexAttr(et.getDimSize(d))));
           }
           next.push_back(tensor::InsertSliceOp::create(ab, l, *e, acc, offs,
                                                        sizes, strides));

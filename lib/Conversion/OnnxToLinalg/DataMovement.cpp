@@ -78,8 +78,7 @@ LogicalResult lowerSplit(Operation *op, OpBuilder &b,
   SmallVector<Value> sizes;
   if (operandPresent(op, 1)) {
     if (staticLength1D(op->getOperand(1)) != n)
-      return nodeError(op) << "split must have one entry per output",
-             failure();
+      return nodeError(op) << "split must have one entry per output", failure();
     sizes = readHostIndices(b, loc, op->getOperand(1), n);
   } else {
     // ceil(dim / n) per output, the last ones smaller.
@@ -103,8 +102,8 @@ LogicalResult lowerSplit(Operation *op, OpBuilder &b,
     results.push_back(generateSized(
         b, loc, *ty, s, [&](OpBuilder &nb, Location l, ArrayRef<Value> iv) {
           SmallVector<Value> ix(iv);
-          ix[*axis] = clampIntoRange(nb, l, arith::AddIOp::create(nb, l, iv[*axis], off),
-                                 dim);
+          ix[*axis] = clampIntoRange(
+              nb, l, arith::AddIOp::create(nb, l, iv[*axis], off), dim);
           return tensor::ExtractOp::create(nb, l, x, ix).getResult();
         }));
     offset = arith::AddIOp::create(b, loc, offset, sizes[i]);
@@ -175,7 +174,8 @@ LogicalResult lowerExpand(Operation *op, OpBuilder &b,
           }
           Value n = dimValue(nb, l, x, j);
           Value one = cmpI(nb, l, arith::CmpIPredicate::eq, n, idx(nb, l, 1));
-          ix.push_back(clampIntoRange(nb, l, select(nb, l, one, idx(nb, l, 0), iv[i]), n));
+          ix.push_back(clampIntoRange(
+              nb, l, select(nb, l, one, idx(nb, l, 0), iv[i]), n));
         }
         return tensor::ExtractOp::create(nb, l, x, ix).getResult();
       }));
@@ -198,14 +198,16 @@ LogicalResult lowerPad(Operation *op, OpBuilder &b,
     return nodeError(op) << "unknown mode '" << mode << "'", failure();
   SmallVector<int64_t> axes;
   SmallVector<Value> axesRT; // axes read at run time
-  if (operandPresent(op, 3) && !onnxops::getConstantIntValues(op->getOperand(3))) {
+  if (operandPresent(op, 3) &&
+      !onnxops::getConstantIntValues(op->getOperand(3))) {
     int64_t len = staticLength1D(op->getOperand(3));
     if (len < 0)
       return nodeError(op) << "axes must have a static length", failure();
     axesRT = readHostIndices(b, loc, op->getOperand(3), len);
     for (Value &a : axesRT) {
       Value neg = cmpI(b, loc, arith::CmpIPredicate::slt, a, idx(b, loc, 0));
-      a = select(b, loc, neg, arith::AddIOp::create(b, loc, a, idx(b, loc, rank)), a);
+      a = select(b, loc, neg,
+                 arith::AddIOp::create(b, loc, a, idx(b, loc, rank)), a);
       axes.push_back(-1);
     }
   } else if (operandPresent(op, 3)) {
@@ -242,7 +244,8 @@ LogicalResult lowerPad(Operation *op, OpBuilder &b,
         out[d] = o;
         continue;
       }
-      Value is = cmpI(b, loc, arith::CmpIPredicate::eq, axesRT[k], idx(b, loc, d));
+      Value is =
+          cmpI(b, loc, arith::CmpIPredicate::eq, axesRT[k], idx(b, loc, d));
       begin[d] = select(b, loc, is, bg, begin[d]);
       out[d] = select(b, loc, is, o, out[d]);
     }
@@ -270,14 +273,16 @@ LogicalResult lowerPad(Operation *op, OpBuilder &b,
             Value period = arith::MulIOp::create(nb, l, nm1, idx(nb, l, 2));
             period = arith::MaxSIOp::create(nb, l, period, idx(nb, l, 1));
             Value m = arith::RemSIOp::create(nb, l, i, period);
-            Value neg = cmpI(nb, l, arith::CmpIPredicate::slt, m, idx(nb, l, 0));
+            Value neg =
+                cmpI(nb, l, arith::CmpIPredicate::slt, m, idx(nb, l, 0));
             m = select(nb, l, neg, arith::AddIOp::create(nb, l, m, period), m);
             Value hi = cmpI(nb, l, arith::CmpIPredicate::sgt, m, nm1);
             i = select(nb, l, hi, arith::SubIOp::create(nb, l, period, m), m);
           } else if (mode == "wrap") {
             Value safe = arith::MaxSIOp::create(nb, l, n, idx(nb, l, 1));
             Value m = arith::RemSIOp::create(nb, l, i, safe);
-            Value neg = cmpI(nb, l, arith::CmpIPredicate::slt, m, idx(nb, l, 0));
+            Value neg =
+                cmpI(nb, l, arith::CmpIPredicate::slt, m, idx(nb, l, 0));
             i = select(nb, l, neg, arith::AddIOp::create(nb, l, m, safe), m);
           }
           ix.push_back(clampIntoRange(nb, l, i, n));
@@ -331,22 +336,23 @@ LogicalResult lowerCenterCropPad(Operation *op, OpBuilder &b,
         arith::DivSIOp::create(b, loc,
                                arith::SubIOp::create(b, loc, want, dims[d]),
                                idx(b, loc, 2)));
-    Value isCrop = cmpI(b, loc, arith::CmpIPredicate::sge, diff, idx(b, loc, 0));
+    Value isCrop =
+        cmpI(b, loc, arith::CmpIPredicate::sge, diff, idx(b, loc, 0));
     off[d] = select(b, loc, isCrop, crop, pad);
   }
   Value zero = scalarConstant(b, loc, ty->getElementType(), 0);
-  results.push_back(generateSized(
-      b, loc, *ty, resultSizes(b, loc, *ty, out),
-      [&](OpBuilder &nb, Location l, ArrayRef<Value> iv) {
-        SmallVector<Value> ix, ok;
-        for (int64_t d = 0; d < rank; ++d) {
-          Value i = arith::AddIOp::create(nb, l, iv[d], off[d]);
-          ok.push_back(indexInRange(nb, l, i, dims[d]));
-          ix.push_back(clampIntoRange(nb, l, i, dims[d]));
-        }
-        Value v = tensor::ExtractOp::create(nb, l, x, ix);
-        return select(nb, l, andAll(nb, l, ok), v, zero);
-      }));
+  results.push_back(
+      generateSized(b, loc, *ty, resultSizes(b, loc, *ty, out),
+                    [&](OpBuilder &nb, Location l, ArrayRef<Value> iv) {
+                      SmallVector<Value> ix, ok;
+                      for (int64_t d = 0; d < rank; ++d) {
+                        Value i = arith::AddIOp::create(nb, l, iv[d], off[d]);
+                        ok.push_back(indexInRange(nb, l, i, dims[d]));
+                        ix.push_back(clampIntoRange(nb, l, i, dims[d]));
+                      }
+                      Value v = tensor::ExtractOp::create(nb, l, x, ix);
+                      return select(nb, l, andAll(nb, l, ok), v, zero);
+                    }));
   return success();
 }
 
@@ -499,8 +505,7 @@ LogicalResult lowerGatherND(Operation *op, OpBuilder &b,
   int64_t r = tx->getRank(), q = ti->getRank();
   int64_t bd = getInt(op, "batch_dims", 0);
   if (q < 1 || ti->isDynamicDim(q - 1))
-    return nodeError(op) << "the last dim of indices must be static",
-           failure();
+    return nodeError(op) << "the last dim of indices must be static", failure();
   int64_t k = ti->getDimSize(q - 1);
   if (bd < 0 || bd >= q || bd + k > r)
     return nodeError(op) << "batch_dims and indices do not fit the data",
@@ -558,12 +563,12 @@ Value combine(OpBuilder &b, Location loc, StringRef red, Value acc, Value u) {
 /// A generic over the output dims (parallel) and `redSizes` (reduction):
 /// the accumulator starts at data[ivs] on the first reduction iteration and
 /// `step(acc, ivs, reds)` updates it.
-Value scatterGeneric(
-    OpBuilder &b, Location loc, RankedTensorType type, Value data,
-    ArrayRef<Value> outSizes, ArrayRef<Value> redSizes,
-    function_ref<Value(OpBuilder &, Location, Value, ArrayRef<Value>,
-                       ArrayRef<Value>)>
-        step) {
+Value scatterGeneric(OpBuilder &b, Location loc, RankedTensorType type,
+                     Value data, ArrayRef<Value> outSizes,
+                     ArrayRef<Value> redSizes,
+                     function_ref<Value(OpBuilder &, Location, Value,
+                                        ArrayRef<Value>, ArrayRef<Value>)>
+                         step) {
   int64_t rank = type.getRank(), nr = redSizes.size();
   MLIRContext *ctx = b.getContext();
   Value init = emptyTensor(b, loc, type, dynOf(type, outSizes));
@@ -727,7 +732,8 @@ std::pair<Value, Value> truePositions(OpBuilder &b, Location loc, Value cond,
     else if (ct.isInteger(1))
       nz = c;
     else
-      nz = cmpI(nb, l, arith::CmpIPredicate::ne, c, scalarConstant(nb, l, ct, 0));
+      nz = cmpI(nb, l, arith::CmpIPredicate::ne, c,
+                scalarConstant(nb, l, ct, 0));
     return arith::ExtUIOp::create(nb, l, i64, nz);
   };
   // prefix[k] = sum_{m <= k} cond[m], as a (k, m) reduction.
@@ -743,7 +749,8 @@ std::pair<Value, Value> truePositions(OpBuilder &b, Location loc, Value cond,
           [&](OpBuilder &nb, Location l, ValueRange a) {
             Value k = linalg::IndexOp::create(nb, l, 0);
             Value m = linalg::IndexOp::create(nb, l, 1);
-            Value c = asInt(nb, l, tensor::ExtractOp::create(nb, l, cond, ValueRange{m}));
+            Value c = asInt(
+                nb, l, tensor::ExtractOp::create(nb, l, cond, ValueRange{m}));
             Value le = cmpI(nb, l, arith::CmpIPredicate::ule, m, k);
             Value add = arith::AddIOp::create(nb, l, a[1], c);
             linalg::YieldOp::create(nb, l, select(nb, l, le, add, a[1]));
@@ -755,7 +762,8 @@ std::pair<Value, Value> truePositions(OpBuilder &b, Location loc, Value cond,
     Value nm1 = arith::SubIOp::create(b, loc, n, idx(b, loc, 1));
     Value nonEmpty = cmpI(b, loc, arith::CmpIPredicate::sgt, n, idx(b, loc, 0));
     Value last = tensor::ExtractOp::create(
-        b, loc, prefix, ValueRange{arith::MaxSIOp::create(b, loc, nm1, idx(b, loc, 0))});
+        b, loc, prefix,
+        ValueRange{arith::MaxSIOp::create(b, loc, nm1, idx(b, loc, 0))});
     count = arith::IndexCastOp::create(b, loc, b.getIndexType(), last);
     count = select(b, loc, nonEmpty, count, idx(b, loc, 0));
   }
@@ -821,7 +829,8 @@ LogicalResult lowerCompress(Operation *op, OpBuilder &b,
         Value p = tensor::ExtractOp::create(
             nb, l, pos, ValueRange{clampIntoRange(nb, l, iv[*axis], count)});
         ix[*axis] = clampIntoRange(
-            nb, l, arith::IndexCastOp::create(nb, l, nb.getIndexType(), p), dim);
+            nb, l, arith::IndexCastOp::create(nb, l, nb.getIndexType(), p),
+            dim);
         return tensor::ExtractOp::create(nb, l, x, ix).getResult();
       }));
   return success();
@@ -858,12 +867,15 @@ LogicalResult lowerNonZero(Operation *op, OpBuilder &b,
         Value stride = arith::ConstantIntOp::create(nb, l, nb.getI64Type(), 1);
         Value coord = arith::ConstantIntOp::create(nb, l, nb.getI64Type(), 0);
         for (int64_t d = rank - 1; d >= 0; --d) {
-          Value n64 = arith::IndexCastOp::create(nb, l, nb.getI64Type(), dims[d]);
+          Value n64 =
+              arith::IndexCastOp::create(nb, l, nb.getI64Type(), dims[d]);
           Value safe = arith::MaxSIOp::create(
-              nb, l, n64, arith::ConstantIntOp::create(nb, l, nb.getI64Type(), 1));
+              nb, l, n64,
+              arith::ConstantIntOp::create(nb, l, nb.getI64Type(), 1));
           Value c = arith::RemSIOp::create(
               nb, l, arith::DivSIOp::create(nb, l, p, stride), safe);
-          Value isD = cmpI(nb, l, arith::CmpIPredicate::eq, iv[0], idx(nb, l, d));
+          Value isD =
+              cmpI(nb, l, arith::CmpIPredicate::eq, iv[0], idx(nb, l, d));
           coord = select(nb, l, isD, c, coord);
           stride = arith::MulIOp::create(nb, l, stride, safe);
         }
@@ -880,10 +892,12 @@ void lowering::registerDataMovementLowerings(llvm::StringMap<LowerFn> &t) {
   t["Expand"] = lowerExpand;
   t["Pad"] = lowerPad;
   t["CenterCropPad"] = lowerCenterCropPad;
-  t["DepthToSpace"] = [](Operation *op, OpBuilder &b, SmallVectorImpl<Value> &r) {
+  t["DepthToSpace"] = [](Operation *op, OpBuilder &b,
+                         SmallVectorImpl<Value> &r) {
     return lowerDepthSpace(op, b, r, /*toSpace=*/true);
   };
-  t["SpaceToDepth"] = [](Operation *op, OpBuilder &b, SmallVectorImpl<Value> &r) {
+  t["SpaceToDepth"] = [](Operation *op, OpBuilder &b,
+                         SmallVectorImpl<Value> &r) {
     return lowerDepthSpace(op, b, r, /*toSpace=*/false);
   };
   t["ReverseSequence"] = lowerReverseSequence;

@@ -22,8 +22,8 @@ using namespace mlir::kiln::lowering;
 namespace {
 
 using utils::IteratorType;
-using LoopBody = function_ref<SmallVector<Value>(OpBuilder &, Location, Value,
-                                                 ValueRange)>;
+using LoopBody =
+    function_ref<SmallVector<Value>(OpBuilder &, Location, Value, ValueRange)>;
 
 Value i64c(OpBuilder &b, Location loc, int64_t v) {
   return arith::ConstantIntOp::create(b, loc, b.getI64Type(), v);
@@ -71,9 +71,10 @@ ValueRange kernelLoop(OpBuilder &b, Location loc, Value ub, ValueRange inits,
                       LoopBody body);
 
 /// scf.if yielding `types`.
-ValueRange ifThenElse(OpBuilder &b, Location loc, TypeRange types, Value cond,
-                      function_ref<SmallVector<Value>(OpBuilder &, Location)> thenFn,
-                      function_ref<SmallVector<Value>(OpBuilder &, Location)> elseFn) {
+ValueRange
+ifThenElse(OpBuilder &b, Location loc, TypeRange types, Value cond,
+           function_ref<SmallVector<Value>(OpBuilder &, Location)> thenFn,
+           function_ref<SmallVector<Value>(OpBuilder &, Location)> elseFn) {
   (void)types; // Inferred from the yields.
   return scf::IfOp::create(
              b, loc, cond,
@@ -89,19 +90,16 @@ ValueRange ifThenElse(OpBuilder &b, Location loc, TypeRange types, Value cond,
 ValueRange kernelLoop(OpBuilder &b, Location loc, Value ub, ValueRange inits,
                       LoopBody body) {
   Value n = arith::AddIOp::create(b, loc, ub, idx(b, loc, 1));
-  return forLoop(b, loc, idx(b, loc, 0), n, inits,
-                 [&](OpBuilder &lb, Location l, Value iv, ValueRange it) {
-                   Value live = arith::CmpIOp::create(
-                       lb, l, arith::CmpIPredicate::slt, iv, ub);
-                   return SmallVector<Value>(ifThenElse(
-                       lb, l, it.getTypes(), live,
-                       [&](OpBuilder &tb, Location l2) {
-                         return body(tb, l2, iv, it);
-                       },
-                       [&](OpBuilder &, Location) {
-                         return SmallVector<Value>(it);
-                       }));
-                 });
+  return forLoop(
+      b, loc, idx(b, loc, 0), n, inits,
+      [&](OpBuilder &lb, Location l, Value iv, ValueRange it) {
+        Value live =
+            arith::CmpIOp::create(lb, l, arith::CmpIPredicate::slt, iv, ub);
+        return SmallVector<Value>(ifThenElse(
+            lb, l, it.getTypes(), live,
+            [&](OpBuilder &tb, Location l2) { return body(tb, l2, iv, it); },
+            [&](OpBuilder &, Location) { return SmallVector<Value>(it); }));
+      });
 }
 
 Value castTo(OpBuilder &b, Location loc, Value v, Type t) {
@@ -228,8 +226,7 @@ LogicalResult lowerNonMaxSuppression(Operation *op, OpBuilder &b,
     return failure();
   Type f = tb->getElementType();
   if (!isa<FloatType>(f) || ts->getElementType() != f)
-    return nodeError(op) << "boxes and scores must be float tensors",
-           failure();
+    return nodeError(op) << "boxes and scores must be float tensors", failure();
   if (tb->getRank() != 3 || ts->getRank() != 3)
     return nodeError(op) << "boxes and scores must be of rank 3", failure();
   int64_t centerPoint = getInt(op, "center_point_box", 0);
@@ -265,7 +262,8 @@ LogicalResult lowerNonMaxSuppression(Operation *op, OpBuilder &b,
 
   auto i64 = b.getI64Type();
   auto scratchT = RankedTensorType::get({ShapedType::kDynamic, 3}, i64);
-  Value scratch = filledTensor(b, loc, scratchT, {rows}, b.getI64IntegerAttr(0));
+  Value scratch =
+      filledTensor(b, loc, scratchT, {rows}, b.getI64IntegerAttr(0));
   Value count = filledTensor(b, loc, RankedTensorType::get({1}, i64), {},
                              b.getI64IntegerAttr(0));
   Value order = filledI64(b, loc, nN, 0);
@@ -277,7 +275,8 @@ LogicalResult lowerNonMaxSuppression(Operation *op, OpBuilder &b,
         Value bi = arith::DivUIOp::create(lb, l, p, nC);
         Value ci = arith::RemUIOp::create(lb, l, p, nC);
         auto score = [&](OpBuilder &sb, Value i) -> Value {
-          return tensor::ExtractOp::create(sb, l, scores, ValueRange{bi, ci, i});
+          return tensor::ExtractOp::create(sb, l, scores,
+                                           ValueRange{bi, ci, i});
         };
         Value maxOut, hasMax, iouThr, scoreThr, hasScore;
         std::tie(maxOut, hasMax) = firstElement(lb, l, maxOutT, i64c(lb, l, 0));
@@ -303,7 +302,8 @@ LogicalResult lowerNonMaxSuppression(Operation *op, OpBuilder &b,
                              cmpF(rb, l3, arith::CmpFPredicate::OEQ, sj, si),
                              cmpI(rb, l3, arith::CmpIPredicate::ult, j, i)));
                     Value next = arith::AddIOp::create(rb, l3, r[0], c1);
-                    return SmallVector<Value>{select(rb, l3, before, next, r[0])};
+                    return SmallVector<Value>{
+                        select(rb, l3, before, next, r[0])};
                   })[0];
               Value at = clampIndex(ob, l2, rank, nN);
               return SmallVector<Value>{tensor::InsertOp::create(
@@ -315,11 +315,11 @@ LogicalResult lowerNonMaxSuppression(Operation *op, OpBuilder &b,
             lb, l, c0, nN, {it[0], c0},
             [&](OpBuilder &gb, Location l2, Value k, ValueRange g) {
               Value out = g[0], nsel = g[1];
-              Value i = clampIndex(
-                  gb, l2,
-                  toIndex(gb, l2,
-                          tensor::ExtractOp::create(gb, l2, ord, ValueRange{k})),
-                  nN);
+              Value i = clampIndex(gb, l2,
+                                   toIndex(gb, l2,
+                                           tensor::ExtractOp::create(
+                                               gb, l2, ord, ValueRange{k})),
+                                   nN);
               Value si = score(gb, i);
               Value above = arith::OrIOp::create(
                   gb, l2,
@@ -333,12 +333,11 @@ LogicalResult lowerNonMaxSuppression(Operation *op, OpBuilder &b,
               return SmallVector<Value>(ifThenElse(
                   gb, l2, TypeRange{out.getType(), nsel.getType()}, cand,
                   [&](OpBuilder &tb2, Location l3) -> SmallVector<Value> {
-                    Value no = arith::ConstantIntOp::create(
-                        tb2, l3, tb2.getI1Type(), 0);
+                    Value no = arith::ConstantIntOp::create(tb2, l3,
+                                                            tb2.getI1Type(), 0);
                     Value supp = forLoop(
                         tb2, l3, c0, nsel, {no},
-                        [&](OpBuilder &sb, Location l4, Value j,
-                            ValueRange s) {
+                        [&](OpBuilder &sb, Location l4, Value j, ValueRange s) {
                           Value row = arith::AddIOp::create(sb, l4, base, j);
                           Value jb = clampIndex(
                               sb, l4,
@@ -374,13 +373,14 @@ LogicalResult lowerNonMaxSuppression(Operation *op, OpBuilder &b,
                   }));
             });
         Value total = toI64(lb, l, arith::AddIOp::create(lb, l, base, sel[1]));
-        Value cnt = tensor::InsertOp::create(lb, l, total, it[1], ValueRange{c0});
+        Value cnt =
+            tensor::InsertOp::create(lb, l, total, it[1], ValueRange{c0});
         return SmallVector<Value>{sel[0], cnt, ord};
       });
 
   // The host reads the count; the selected rows are the scratch's first.
-  Value n = toIndex(b, loc, tensor::ExtractOp::create(b, loc, done[1],
-                                                      ValueRange{c0}));
+  Value n = toIndex(b, loc,
+                    tensor::ExtractOp::create(b, loc, done[1], ValueRange{c0}));
   n = clampIndex(b, loc, n, arith::AddIOp::create(b, loc, rows, c1));
   SmallVector<OpFoldResult> offsets{b.getIndexAttr(0), b.getIndexAttr(0)};
   SmallVector<OpFoldResult> sizes{n, b.getIndexAttr(3)};
@@ -490,8 +490,8 @@ LogicalResult lowerUnique(Operation *op, OpBuilder &b,
                                  arith::ConstantIntOp::create(sb, l3, i32, 0))};
                   },
                   [&](OpBuilder &sb, Location l3) -> SmallVector<Value> {
-                    return {arith::ConstantIntOp::create(sb, l3,
-                                                         sb.getI1Type(), 0)};
+                    return {arith::ConstantIntOp::create(sb, l3, sb.getI1Type(),
+                                                         0)};
                   })[0];
               return SmallVector<Value>{select(fb, l2, same, j, fr[0])};
             })[0];
@@ -534,23 +534,27 @@ LogicalResult lowerUnique(Operation *op, OpBuilder &b,
                           cmpI(rb, l3, arith::CmpIPredicate::eq, fj, j);
                       Value less = ifThenElse(
                           rb, l3, TypeRange{rb.getI1Type()}, distinct,
-                          [&](OpBuilder &sb, Location l4) -> SmallVector<Value> {
-                            return {cmpI(sb, l4, arith::CmpIPredicate::slt,
-                                         compare(sb, l4, j, k),
-                                         arith::ConstantIntOp::create(sb, l4,
-                                                                      i32, 0))};
+                          [&](OpBuilder &sb,
+                              Location l4) -> SmallVector<Value> {
+                            return {cmpI(
+                                sb, l4, arith::CmpIPredicate::slt,
+                                compare(sb, l4, j, k),
+                                arith::ConstantIntOp::create(sb, l4, i32, 0))};
                           },
-                          [&](OpBuilder &sb, Location l4) -> SmallVector<Value> {
+                          [&](OpBuilder &sb,
+                              Location l4) -> SmallVector<Value> {
                             return {arith::ConstantIntOp::create(
                                 sb, l4, sb.getI1Type(), 0)};
                           })[0];
-                      Value next = arith::AddIOp::create(rb, l3, r[0],
-                                                         i64c(rb, l3, 1));
-                      return SmallVector<Value>{select(rb, l3, less, next, r[0])};
+                      Value next =
+                          arith::AddIOp::create(rb, l3, r[0], i64c(rb, l3, 1));
+                      return SmallVector<Value>{
+                          select(rb, l3, less, next, r[0])};
                     })[0]};
               },
               [&](OpBuilder &eb, Location l2) -> SmallVector<Value> {
-                return {tensor::ExtractOp::create(eb, l2, it[0], ValueRange{f})};
+                return {
+                    tensor::ExtractOp::create(eb, l2, it[0], ValueRange{f})};
               })[0];
           return SmallVector<Value>{
               tensor::InsertOp::create(lb, l, p, it[0], ValueRange{k})};
@@ -558,8 +562,8 @@ LogicalResult lowerUnique(Operation *op, OpBuilder &b,
   }
 
   // The host reads the number of distinct slices.
-  Value u = toIndex(b, loc, tensor::ExtractOp::create(b, loc, k1[2],
-                                                      ValueRange{c0}));
+  Value u =
+      toIndex(b, loc, tensor::ExtractOp::create(b, loc, k1[2], ValueRange{c0}));
   u = clampIndex(b, loc, u, arith::AddIOp::create(b, loc, len, c1));
 
   // indices[p] = min k with pos[k] == p; counts[p] = #{k: pos[k] == p}.
@@ -576,11 +580,10 @@ LogicalResult lowerUnique(Operation *op, OpBuilder &b,
                  Value p = toI64(nb, l, linalg::IndexOp::create(nb, l, 0));
                  Value k = toI64(nb, l, linalg::IndexOp::create(nb, l, 1));
                  Value hit = cmpI(nb, l, arith::CmpIPredicate::eq, a[0], p);
-                 Value v = isMin ? arith::MinSIOp::create(nb, l, a[1], k)
-                                       .getResult()
-                                 : arith::AddIOp::create(nb, l, a[1],
-                                                         i64c(nb, l, 1))
-                                       .getResult();
+                 Value v =
+                     isMin ? arith::MinSIOp::create(nb, l, a[1], k).getResult()
+                           : arith::AddIOp::create(nb, l, a[1], i64c(nb, l, 1))
+                                 .getResult();
                  linalg::YieldOp::create(nb, l, select(nb, l, hit, v, a[1]));
                })
         .getResult(0);
@@ -591,12 +594,14 @@ LogicalResult lowerUnique(Operation *op, OpBuilder &b,
   FailureOr<RankedTensorType> tyOut = rankedResult(op, 0);
   if (failed(tyOut))
     return failure();
-  Value xs = axis ? x : reshapeTo(b, loc, x3, RankedTensorType::get({dynamic}, elem),
-                                  {arith::MulIOp::create(b, loc, sliceSize, len)});
+  Value xs = axis
+                 ? x
+                 : reshapeTo(b, loc, x3, RankedTensorType::get({dynamic}, elem),
+                             {arith::MulIOp::create(b, loc, sliceSize, len)});
   int64_t yAxis = axis ? *axis : 0;
-  auto yType = RankedTensorType::get(
-      axis ? SmallVector<int64_t>(tx->getShape()) : SmallVector<int64_t>{dynamic},
-      elem);
+  auto yType = RankedTensorType::get(axis ? SmallVector<int64_t>(tx->getShape())
+                                          : SmallVector<int64_t>{dynamic},
+                                     elem);
   SmallVector<int64_t> yShape(yType.getShape());
   yShape[yAxis] = dynamic;
   yType = RankedTensorType::get(yShape, elem);

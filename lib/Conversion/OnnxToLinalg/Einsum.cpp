@@ -92,8 +92,8 @@ LogicalResult lowerEinsum(Operation *op, OpBuilder &b,
   lhs.split(terms, ',');
   unsigned n = op->getNumOperands();
   if (terms.size() != n)
-    return nodeError(op) << "the equation has " << terms.size()
-                         << " terms for " << n << " inputs",
+    return nodeError(op) << "the equation has " << terms.size() << " terms for "
+                         << n << " inputs",
            failure();
   SmallVector<RankedTensorType> types;
   int64_t maxEll = 0;
@@ -209,8 +209,8 @@ LogicalResult lowerEinsum(Operation *op, OpBuilder &b,
       dyn.push_back(arith::ConstantIndexOp::create(b, loc, size[l]));
       continue;
     }
-    dyn.push_back(tensor::DimOp::create(b, loc, op->getOperand(it->second.first),
-                                        it->second.second));
+    dyn.push_back(tensor::DimOp::create(
+        b, loc, op->getOperand(it->second.first), it->second.second));
   }
   // Half-precision operands accumulate in f32 and round once.
   bool halfInputs = elem.isF16() || elem.isBF16();
@@ -224,11 +224,12 @@ LogicalResult lowerEinsum(Operation *op, OpBuilder &b,
                         : utils::IteratorType::reduction);
   bool fp = isa<FloatType>(elem);
   auto generic = linalg::GenericOp::create(
-      b, loc, TypeRange{accType}, op->getOperands(), ValueRange{init}, maps, iters,
-      [&](OpBuilder &nb, Location l, ValueRange a) {
+      b, loc, TypeRange{accType}, op->getOperands(), ValueRange{init}, maps,
+      iters, [&](OpBuilder &nb, Location l, ValueRange a) {
         auto in = [&](unsigned i) -> Value {
-          return halfInputs ? arith::ExtFOp::create(nb, l, accElem, a[i]).getResult()
-                            : a[i];
+          return halfInputs
+                     ? arith::ExtFOp::create(nb, l, accElem, a[i]).getResult()
+                     : a[i];
         };
         Value p = in(0);
         for (unsigned i = 1; i < n; ++i)

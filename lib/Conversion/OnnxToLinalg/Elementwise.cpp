@@ -10,8 +10,8 @@ using namespace mlir::kiln::lowering;
 
 namespace {
 
-using ScalarBody = std::function<Value(OpBuilder &, Location, Operation *,
-                                       ValueRange, Type)>;
+using ScalarBody =
+    std::function<Value(OpBuilder &, Location, Operation *, ValueRange, Type)>;
 
 /// Lowers an op whose present tensor operands combine elementwise with
 /// broadcasting. `floatOnly` rejects integer element types; with
@@ -20,8 +20,9 @@ using ScalarBody = std::function<Value(OpBuilder &, Location, Operation *,
 /// unsigned from signed).
 LowerFn elementwise(ScalarBody body, bool floatOnly = true,
                     bool allowUnsigned = false) {
-  return [body, floatOnly, allowUnsigned](Operation *op, OpBuilder &b,
-                           SmallVectorImpl<Value> &results) -> LogicalResult {
+  return [body, floatOnly,
+          allowUnsigned](Operation *op, OpBuilder &b,
+                         SmallVectorImpl<Value> &results) -> LogicalResult {
     FailureOr<RankedTensorType> type = rankedResult(op);
     if (failed(type))
       return failure();
@@ -54,15 +55,15 @@ LowerFn elementwise(ScalarBody body, bool floatOnly = true,
     for (Value v : op->getOperands())
       position.push_back(onnxops::isNoValue(v) ? -1 : 0);
     Operation *capturedOp = op;
-    Value r = buildElementwise(
-        b, op->getLoc(), outType, inputs,
-        [&](OpBuilder &nb, Location loc, ValueRange args) {
-          SmallVector<Value> full;
-          unsigned k = 0;
-          for (int p : position)
-            full.push_back(p < 0 ? Value() : args[k++]);
-          return body(nb, loc, capturedOp, full, elem);
-        });
+    Value r =
+        buildElementwise(b, op->getLoc(), outType, inputs,
+                         [&](OpBuilder &nb, Location loc, ValueRange args) {
+                           SmallVector<Value> full;
+                           unsigned k = 0;
+                           for (int p : position)
+                             full.push_back(p < 0 ? Value() : args[k++]);
+                           return body(nb, loc, capturedOp, full, elem);
+                         });
     results.push_back(fromSignless(b, op->getLoc(), r, *type));
     return success();
   };
@@ -136,10 +137,10 @@ void lowering::registerElementwiseLowerings(llvm::StringMap<LowerFn> &t) {
     return arith::SelectOp::create(b, loc, neg, scaled, a[0]);
   });
   t["Sigmoid"] = elementwise(sigmoid);
-  t["Tanh"] = elementwise([](OpBuilder &b, Location loc, Operation *,
-                             ValueRange a, Type) -> Value {
-    return math::TanhOp::create(b, loc, a[0]);
-  });
+  t["Tanh"] = elementwise(
+      [](OpBuilder &b, Location loc, Operation *, ValueRange a, Type) -> Value {
+        return math::TanhOp::create(b, loc, a[0]);
+      });
   t["HardSigmoid"] = elementwise([](OpBuilder &b, Location loc, Operation *op,
                                     ValueRange a, Type ty) -> Value {
     Value alpha = cst(b, loc, ty, getFloat(op, "alpha", 0.2));
@@ -163,18 +164,18 @@ void lowering::registerElementwiseLowerings(llvm::StringMap<LowerFn> &t) {
         return v;
       },
       /*floatOnly=*/false);
-  t["Exp"] = elementwise([](OpBuilder &b, Location loc, Operation *,
-                            ValueRange a, Type) -> Value {
-    return math::ExpOp::create(b, loc, a[0]);
-  });
-  t["Log"] = elementwise([](OpBuilder &b, Location loc, Operation *,
-                            ValueRange a, Type) -> Value {
-    return math::LogOp::create(b, loc, a[0]);
-  });
-  t["Sqrt"] = elementwise([](OpBuilder &b, Location loc, Operation *,
-                             ValueRange a, Type) -> Value {
-    return math::SqrtOp::create(b, loc, a[0]);
-  });
+  t["Exp"] = elementwise(
+      [](OpBuilder &b, Location loc, Operation *, ValueRange a, Type) -> Value {
+        return math::ExpOp::create(b, loc, a[0]);
+      });
+  t["Log"] = elementwise(
+      [](OpBuilder &b, Location loc, Operation *, ValueRange a, Type) -> Value {
+        return math::LogOp::create(b, loc, a[0]);
+      });
+  t["Sqrt"] = elementwise(
+      [](OpBuilder &b, Location loc, Operation *, ValueRange a, Type) -> Value {
+        return math::SqrtOp::create(b, loc, a[0]);
+      });
   t["Neg"] = elementwise(
       [](OpBuilder &b, Location loc, Operation *, ValueRange a,
          Type ty) -> Value {
@@ -209,27 +210,24 @@ void lowering::registerElementwiseLowerings(llvm::StringMap<LowerFn> &t) {
         },
         /*floatOnly=*/false, /*allowUnsigned=*/true);
   };
-  t["Add"] = binary(
-      [](OpBuilder &b, Location l, Value x, Value y) -> Value {
-        return arith::AddFOp::create(b, l, x, y);
-      },
-      [](OpBuilder &b, Location l, Value x, Value y, bool) -> Value {
-        return arith::AddIOp::create(b, l, x, y);
-      });
-  t["Sub"] = binary(
-      [](OpBuilder &b, Location l, Value x, Value y) -> Value {
-        return arith::SubFOp::create(b, l, x, y);
-      },
-      [](OpBuilder &b, Location l, Value x, Value y, bool) -> Value {
-        return arith::SubIOp::create(b, l, x, y);
-      });
-  t["Mul"] = binary(
-      [](OpBuilder &b, Location l, Value x, Value y) -> Value {
-        return arith::MulFOp::create(b, l, x, y);
-      },
-      [](OpBuilder &b, Location l, Value x, Value y, bool) -> Value {
-        return arith::MulIOp::create(b, l, x, y);
-      });
+  t["Add"] =
+      binary([](OpBuilder &b, Location l, Value x,
+                Value y) -> Value { return arith::AddFOp::create(b, l, x, y); },
+             [](OpBuilder &b, Location l, Value x, Value y, bool) -> Value {
+               return arith::AddIOp::create(b, l, x, y);
+             });
+  t["Sub"] =
+      binary([](OpBuilder &b, Location l, Value x,
+                Value y) -> Value { return arith::SubFOp::create(b, l, x, y); },
+             [](OpBuilder &b, Location l, Value x, Value y, bool) -> Value {
+               return arith::SubIOp::create(b, l, x, y);
+             });
+  t["Mul"] =
+      binary([](OpBuilder &b, Location l, Value x,
+                Value y) -> Value { return arith::MulFOp::create(b, l, x, y); },
+             [](OpBuilder &b, Location l, Value x, Value y, bool) -> Value {
+               return arith::MulIOp::create(b, l, x, y);
+             });
   t["Div"] = binary(
       [](OpBuilder &b, Location l, Value x, Value y) -> Value {
         return arith::DivFOp::create(b, l, x, y);
@@ -239,10 +237,11 @@ void lowering::registerElementwiseLowerings(llvm::StringMap<LowerFn> &t) {
         Value zero = cst(b, l, y.getType(), 0);
         Value isZero =
             arith::CmpIOp::create(b, l, arith::CmpIPredicate::eq, y, zero);
-        Value safe = arith::SelectOp::create(b, l, isZero,
-                                             cst(b, l, y.getType(), 1), y);
-        Value q = isUnsigned ? arith::DivUIOp::create(b, l, x, safe).getResult()
-                             : arith::DivSIOp::create(b, l, x, safe).getResult();
+        Value safe =
+            arith::SelectOp::create(b, l, isZero, cst(b, l, y.getType(), 1), y);
+        Value q = isUnsigned
+                      ? arith::DivUIOp::create(b, l, x, safe).getResult()
+                      : arith::DivSIOp::create(b, l, x, safe).getResult();
         return arith::SelectOp::create(b, l, isZero, zero, q);
       });
   t["Pow"] = [](Operation *op, OpBuilder &b,

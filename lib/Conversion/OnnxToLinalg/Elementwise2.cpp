@@ -41,7 +41,8 @@ Value lowering::toSignless(OpBuilder &b, Location loc, Value v) {
 }
 
 /// `v` (signless) viewed as `type` (which may be unsigned).
-Value lowering::fromSignless(OpBuilder &b, Location loc, Value v, RankedTensorType type) {
+Value lowering::fromSignless(OpBuilder &b, Location loc, Value v,
+                             RankedTensorType type) {
   if (v.getType() == type)
     return v;
   return tensor::BitcastOp::create(b, loc, type, v);
@@ -110,15 +111,15 @@ LowerFn ew(Body body, unsigned kinds, unsigned data = 0) {
       inputs.push_back(toSignless(b, loc, v));
     }
     Scalars s{op, signlessType(dataElem), dataElem.isUnsignedInteger()};
-    Value r = buildElementwise(
-        b, loc, signlessTensor(*type), inputs,
-        [&](OpBuilder &nb, Location nloc, ValueRange args) {
-          SmallVector<Value> full;
-          unsigned k = 0;
-          for (int p : position)
-            full.push_back(p < 0 ? Value() : args[k++]);
-          return body(nb, nloc, s, full);
-        });
+    Value r =
+        buildElementwise(b, loc, signlessTensor(*type), inputs,
+                         [&](OpBuilder &nb, Location nloc, ValueRange args) {
+                           SmallVector<Value> full;
+                           unsigned k = 0;
+                           for (int p : position)
+                             full.push_back(p < 0 ? Value() : args[k++]);
+                           return body(nb, nloc, s, full);
+                         });
     results.push_back(fromSignless(b, loc, r, *type));
     return success();
   };
@@ -135,9 +136,8 @@ Value inF32(OpBuilder &b, Location loc, Value x,
 }
 
 /// A float-only unary op computed by `fn` (in f32 for f16/bf16).
-LowerFn unaryMath(std::function<Value(OpBuilder &, Location, Operation *,
-                                      Value)>
-                      fn) {
+LowerFn
+unaryMath(std::function<Value(OpBuilder &, Location, Operation *, Value)> fn) {
   return ew(
       [fn](OpBuilder &b, Location loc, const Scalars &s,
            ValueRange a) -> Value {
@@ -147,8 +147,7 @@ LowerFn unaryMath(std::function<Value(OpBuilder &, Location, Operation *,
       kFloat);
 }
 
-template <typename MathOp>
-LowerFn mathOp() {
+template <typename MathOp> LowerFn mathOp() {
   return unaryMath([](OpBuilder &b, Location loc, Operation *, Value x) {
     return MathOp::create(b, loc, x).getResult();
   });
@@ -188,10 +187,10 @@ LowerFn compare(arith::CmpFPredicate fp, arith::CmpIPredicate sp,
 }
 
 /// Max/Min/Sum/Mean: a left fold of the operands.
-LowerFn fold(std::function<Value(OpBuilder &, Location, const Scalars &,
-                                 Value, Value)>
-                 step,
-             unsigned kinds, bool mean = false) {
+LowerFn
+fold(std::function<Value(OpBuilder &, Location, const Scalars &, Value, Value)>
+         step,
+     unsigned kinds, bool mean = false) {
   return ew(
       [=](OpBuilder &b, Location loc, const Scalars &s, ValueRange a) {
         Value acc = a[0];
@@ -211,18 +210,22 @@ Value mod(OpBuilder &b, Location loc, const Scalars &s, ValueRange a) {
   bool fmod = getInt(s.op, "fmod", 0);
   if (isa<FloatType>(t)) {
     Value r = inF32(b, loc, x, [&](Value xx) {
-      Value yy = xx.getType() == t ? y
-                                   : arith::ExtFOp::create(b, loc, xx.getType(), y)
-                                         .getResult();
+      Value yy =
+          xx.getType() == t
+              ? y
+              : arith::ExtFOp::create(b, loc, xx.getType(), y).getResult();
       return arith::RemFOp::create(b, loc, xx, yy).getResult();
     });
     if (fmod)
       return r;
     // Python semantics: the result has the divisor's sign.
     Value zero = cst(b, loc, t, 0);
-    Value nz = arith::CmpFOp::create(b, loc, arith::CmpFPredicate::ONE, r, zero);
-    Value rNeg = arith::CmpFOp::create(b, loc, arith::CmpFPredicate::OLT, r, zero);
-    Value yNeg = arith::CmpFOp::create(b, loc, arith::CmpFPredicate::OLT, y, zero);
+    Value nz =
+        arith::CmpFOp::create(b, loc, arith::CmpFPredicate::ONE, r, zero);
+    Value rNeg =
+        arith::CmpFOp::create(b, loc, arith::CmpFPredicate::OLT, r, zero);
+    Value yNeg =
+        arith::CmpFOp::create(b, loc, arith::CmpFPredicate::OLT, y, zero);
     Value fix = arith::AndIOp::create(
         b, loc, nz, arith::XOrIOp::create(b, loc, rNeg, yNeg));
     return arith::SelectOp::create(b, loc, fix,
@@ -230,7 +233,8 @@ Value mod(OpBuilder &b, Location loc, const Scalars &s, ValueRange a) {
   }
   // Integers: x mod 0 is 0 (no trap), x mod -1 is 0 (no INT_MIN overflow).
   Value zero = cst(b, loc, t, 0), one = cst(b, loc, t, 1);
-  Value yZero = arith::CmpIOp::create(b, loc, arith::CmpIPredicate::eq, y, zero);
+  Value yZero =
+      arith::CmpIOp::create(b, loc, arith::CmpIPredicate::eq, y, zero);
   if (s.isUnsigned) {
     Value r = arith::RemUIOp::create(
         b, loc, x, arith::SelectOp::create(b, loc, yZero, one, y));
@@ -239,18 +243,20 @@ Value mod(OpBuilder &b, Location loc, const Scalars &s, ValueRange a) {
   Value yMinusOne = arith::CmpIOp::create(b, loc, arith::CmpIPredicate::eq, y,
                                           minusOne(b, loc, t));
   Value bad = arith::OrIOp::create(b, loc, yZero, yMinusOne);
-  Value r = arith::RemSIOp::create(b, loc, x,
-                                   arith::SelectOp::create(b, loc, bad, one, y));
+  Value r = arith::RemSIOp::create(
+      b, loc, x, arith::SelectOp::create(b, loc, bad, one, y));
   r = arith::SelectOp::create(b, loc, bad, zero, r);
   if (fmod)
     return r;
   Value nz = arith::CmpIOp::create(b, loc, arith::CmpIPredicate::ne, r, zero);
-  Value rNeg = arith::CmpIOp::create(b, loc, arith::CmpIPredicate::slt, r, zero);
-  Value yNeg = arith::CmpIOp::create(b, loc, arith::CmpIPredicate::slt, y, zero);
-  Value fix =
-      arith::AndIOp::create(b, loc, nz, arith::XOrIOp::create(b, loc, rNeg, yNeg));
-  return arith::SelectOp::create(b, loc, fix, arith::AddIOp::create(b, loc, r, y),
-                                 r);
+  Value rNeg =
+      arith::CmpIOp::create(b, loc, arith::CmpIPredicate::slt, r, zero);
+  Value yNeg =
+      arith::CmpIOp::create(b, loc, arith::CmpIPredicate::slt, y, zero);
+  Value fix = arith::AndIOp::create(b, loc, nz,
+                                    arith::XOrIOp::create(b, loc, rNeg, yNeg));
+  return arith::SelectOp::create(b, loc, fix,
+                                 arith::AddIOp::create(b, loc, r, y), r);
 }
 
 } // namespace
@@ -348,7 +354,8 @@ static LogicalResult lowerSize(Operation *op, OpBuilder &b,
   Location loc = op->getLoc();
   Value n = arith::ConstantIndexOp::create(b, loc, 1);
   for (int64_t i = 0; i < in->getRank(); ++i)
-    n = arith::MulIOp::create(b, loc, n, dimValue(b, loc, op->getOperand(0), i));
+    n = arith::MulIOp::create(b, loc, n,
+                              dimValue(b, loc, op->getOperand(0), i));
   Value v = arith::IndexCastOp::create(b, loc, b.getI64Type(), n);
   results.push_back(tensor::FromElementsOp::create(
       b, loc, RankedTensorType::get({}, b.getI64Type()), v));
@@ -360,7 +367,8 @@ static LogicalResult lowerDropout(Operation *op, OpBuilder &b,
                                   SmallVectorImpl<Value> &results) {
   Value ratio = op->getOperand(1), training = op->getOperand(2);
   if (!onnxops::isNoValue(training)) {
-    std::optional<SmallVector<int64_t>> t = onnxops::getConstantIntValues(training);
+    std::optional<SmallVector<int64_t>> t =
+        onnxops::getConstantIntValues(training);
     bool zeroRatio = false;
     if (onnxops::isNoValue(ratio)) {
       zeroRatio = false;
@@ -399,11 +407,9 @@ void lowering::registerElementwise2Lowerings(llvm::StringMap<LowerFn> &t) {
 
   // Logical and bitwise.
   auto bitwise = [](auto make, unsigned kinds) {
-    return ew(
-        [make](OpBuilder &b, Location loc, const Scalars &, ValueRange a) {
-          return make(b, loc, a[0], a[1]);
-        },
-        kinds);
+    return ew([make](OpBuilder &b, Location loc, const Scalars &,
+                     ValueRange a) { return make(b, loc, a[0], a[1]); },
+              kinds);
   };
   auto andOp = [](OpBuilder &b, Location l, Value x, Value y) -> Value {
     return arith::AndIOp::create(b, l, x, y);
@@ -422,7 +428,8 @@ void lowering::registerElementwise2Lowerings(llvm::StringMap<LowerFn> &t) {
   t["BitwiseXor"] = bitwise(xorOp, kInt);
   auto notOp = [](OpBuilder &b, Location loc, const Scalars &,
                   ValueRange a) -> Value {
-    return arith::XOrIOp::create(b, loc, a[0], minusOne(b, loc, a[0].getType()));
+    return arith::XOrIOp::create(b, loc, a[0],
+                                 minusOne(b, loc, a[0].getType()));
   };
   t["Not"] = ew(notOp, kBool);
   t["BitwiseNot"] = ew(notOp, kInt);
@@ -447,7 +454,8 @@ void lowering::registerElementwise2Lowerings(llvm::StringMap<LowerFn> &t) {
 
   // Variadic.
   t["Max"] = fold(
-      [](OpBuilder &b, Location l, const Scalars &s, Value x, Value y) -> Value {
+      [](OpBuilder &b, Location l, const Scalars &s, Value x,
+         Value y) -> Value {
         if (isa<FloatType>(x.getType()))
           return arith::MaximumFOp::create(b, l, x, y);
         return s.isUnsigned ? arith::MaxUIOp::create(b, l, x, y).getResult()
@@ -455,7 +463,8 @@ void lowering::registerElementwise2Lowerings(llvm::StringMap<LowerFn> &t) {
       },
       kFloat | kInt);
   t["Min"] = fold(
-      [](OpBuilder &b, Location l, const Scalars &s, Value x, Value y) -> Value {
+      [](OpBuilder &b, Location l, const Scalars &s, Value x,
+         Value y) -> Value {
         if (isa<FloatType>(x.getType()))
           return arith::MinimumFOp::create(b, l, x, y);
         return s.isUnsigned ? arith::MinUIOp::create(b, l, x, y).getResult()
@@ -490,7 +499,8 @@ void lowering::registerElementwise2Lowerings(llvm::StringMap<LowerFn> &t) {
         }
         if (s.isUnsigned)
           return arith::SelectOp::create(
-              b, loc, arith::CmpIOp::create(b, loc, IP::ne, x, zero), one, zero);
+              b, loc, arith::CmpIOp::create(b, loc, IP::ne, x, zero), one,
+              zero);
         Value pos = arith::CmpIOp::create(b, loc, IP::sgt, x, zero);
         Value neg = arith::CmpIOp::create(b, loc, IP::slt, x, zero);
         return arith::SelectOp::create(
@@ -526,11 +536,13 @@ void lowering::registerElementwise2Lowerings(llvm::StringMap<LowerFn> &t) {
     Value half = cst(b, loc, ty, 0.5), one = cst(b, loc, ty, 1.0);
     Value inner;
     if (getStr(op, "approximate", "none") == "tanh") {
-      Value x3 = arith::MulFOp::create(
-          b, loc, x, arith::MulFOp::create(b, loc, x, x));
+      Value x3 =
+          arith::MulFOp::create(b, loc, x, arith::MulFOp::create(b, loc, x, x));
       Value u = arith::AddFOp::create(
-          b, loc, x, arith::MulFOp::create(b, loc, cst(b, loc, ty, 0.044715), x3));
-      u = arith::MulFOp::create(b, loc, cst(b, loc, ty, std::sqrt(2.0 / M_PI)), u);
+          b, loc, x,
+          arith::MulFOp::create(b, loc, cst(b, loc, ty, 0.044715), x3));
+      u = arith::MulFOp::create(b, loc, cst(b, loc, ty, std::sqrt(2.0 / M_PI)),
+                                u);
       inner = math::TanhOp::create(b, loc, u);
     } else {
       inner = math::ErfOp::create(
@@ -547,8 +559,8 @@ void lowering::registerElementwise2Lowerings(llvm::StringMap<LowerFn> &t) {
     Value em1 = arith::SubFOp::create(b, loc, math::ExpOp::create(b, loc, x),
                                       cst(b, loc, ty, 1.0));
     Value neg = arith::CmpFOp::create(b, loc, FP::OLT, x, cst(b, loc, ty, 0));
-    return arith::SelectOp::create(b, loc, neg,
-                                   arith::MulFOp::create(b, loc, alpha, em1), x);
+    return arith::SelectOp::create(
+        b, loc, neg, arith::MulFOp::create(b, loc, alpha, em1), x);
   });
   t["Selu"] = unaryMath([](OpBuilder &b, Location loc, Operation *op,
                            Value x) -> Value {
@@ -558,7 +570,8 @@ void lowering::registerElementwise2Lowerings(llvm::StringMap<LowerFn> &t) {
     Value gamma =
         cst(b, loc, ty, getFloat(op, "gamma", 1.05070102214813232421875));
     Value negPart = arith::SubFOp::create(
-        b, loc, arith::MulFOp::create(b, loc, alpha, math::ExpOp::create(b, loc, x)),
+        b, loc,
+        arith::MulFOp::create(b, loc, alpha, math::ExpOp::create(b, loc, x)),
         alpha);
     Value le = arith::CmpFOp::create(b, loc, FP::OLE, x, cst(b, loc, ty, 0));
     Value v = arith::SelectOp::create(b, loc, le, negPart, x);
@@ -569,34 +582,36 @@ void lowering::registerElementwise2Lowerings(llvm::StringMap<LowerFn> &t) {
     Type ty = x.getType();
     Value alpha = cst(b, loc, ty, getFloat(op, "alpha", 1.0));
     Value zero = cst(b, loc, ty, 0);
-    Value e = math::ExpOp::create(b, loc, arith::DivFOp::create(b, loc, x, alpha));
+    Value e =
+        math::ExpOp::create(b, loc, arith::DivFOp::create(b, loc, x, alpha));
     Value neg = arith::MulFOp::create(
         b, loc, alpha, arith::SubFOp::create(b, loc, e, cst(b, loc, ty, 1.0)));
-    return arith::AddFOp::create(b, loc, arith::MaximumFOp::create(b, loc, zero, x),
+    return arith::AddFOp::create(b, loc,
+                                 arith::MaximumFOp::create(b, loc, zero, x),
                                  arith::MinimumFOp::create(b, loc, zero, neg));
   });
-  t["Softplus"] = unaryMath(
-      [](OpBuilder &b, Location loc, Operation *, Value x) -> Value {
+  t["Softplus"] =
+      unaryMath([](OpBuilder &b, Location loc, Operation *, Value x) -> Value {
         return softplus(b, loc, x);
       });
-  t["Softsign"] = unaryMath([](OpBuilder &b, Location loc, Operation *,
-                               Value x) -> Value {
-    Value den = arith::AddFOp::create(b, loc, cst(b, loc, x.getType(), 1.0),
-                                      math::AbsFOp::create(b, loc, x));
-    return arith::DivFOp::create(b, loc, x, den);
-  });
-  t["ThresholdedRelu"] = unaryMath([](OpBuilder &b, Location loc, Operation *op,
-                                      Value x) -> Value {
-    Type ty = x.getType();
-    Value gt = arith::CmpFOp::create(b, loc, FP::OGT, x,
-                                     cst(b, loc, ty, getFloat(op, "alpha", 1.0)));
-    return arith::SelectOp::create(b, loc, gt, x, cst(b, loc, ty, 0));
-  });
-  t["Mish"] = unaryMath([](OpBuilder &b, Location loc, Operation *,
-                           Value x) -> Value {
-    return arith::MulFOp::create(
-        b, loc, x, math::TanhOp::create(b, loc, softplus(b, loc, x)));
-  });
+  t["Softsign"] =
+      unaryMath([](OpBuilder &b, Location loc, Operation *, Value x) -> Value {
+        Value den = arith::AddFOp::create(b, loc, cst(b, loc, x.getType(), 1.0),
+                                          math::AbsFOp::create(b, loc, x));
+        return arith::DivFOp::create(b, loc, x, den);
+      });
+  t["ThresholdedRelu"] = unaryMath(
+      [](OpBuilder &b, Location loc, Operation *op, Value x) -> Value {
+        Type ty = x.getType();
+        Value gt = arith::CmpFOp::create(
+            b, loc, FP::OGT, x, cst(b, loc, ty, getFloat(op, "alpha", 1.0)));
+        return arith::SelectOp::create(b, loc, gt, x, cst(b, loc, ty, 0));
+      });
+  t["Mish"] =
+      unaryMath([](OpBuilder &b, Location loc, Operation *, Value x) -> Value {
+        return arith::MulFOp::create(
+            b, loc, x, math::TanhOp::create(b, loc, softplus(b, loc, x)));
+      });
   t["HardSwish"] = unaryMath([](OpBuilder &b, Location loc, Operation *,
                                 Value x) -> Value {
     Type ty = x.getType();
@@ -607,12 +622,12 @@ void lowering::registerElementwise2Lowerings(llvm::StringMap<LowerFn> &t) {
     v = arith::MaximumFOp::create(b, loc, v, cst(b, loc, ty, 0.0));
     return arith::MulFOp::create(b, loc, x, v);
   });
-  t["Swish"] = unaryMath([](OpBuilder &b, Location loc, Operation *op,
-                            Value x) -> Value {
-    Value ax = arith::MulFOp::create(
-        b, loc, x, cst(b, loc, x.getType(), getFloat(op, "alpha", 1.0)));
-    return arith::MulFOp::create(b, loc, x, sigmoid(b, loc, ax));
-  });
+  t["Swish"] = unaryMath(
+      [](OpBuilder &b, Location loc, Operation *op, Value x) -> Value {
+        Value ax = arith::MulFOp::create(
+            b, loc, x, cst(b, loc, x.getType(), getFloat(op, "alpha", 1.0)));
+        return arith::MulFOp::create(b, loc, x, sigmoid(b, loc, ax));
+      });
   t["PRelu"] = ew(
       [](OpBuilder &b, Location loc, const Scalars &s, ValueRange a) -> Value {
         Value x = a[0], slope = a[1];

@@ -47,8 +47,8 @@ Value generic(OpBuilder &b, Location loc, RankedTensorType type,
               ValueRange dynSizes, ValueRange inputs, ArrayRef<AffineMap> maps,
               function_ref<Value(OpBuilder &, Location, ValueRange)> body) {
   SmallVector<AffineMap> all(maps);
-  all.push_back(AffineMap::getMultiDimIdentityMap(type.getRank(),
-                                                  b.getContext()));
+  all.push_back(
+      AffineMap::getMultiDimIdentityMap(type.getRank(), b.getContext()));
   Value init = emptyTensor(b, loc, type, dynSizes);
   SmallVector<IteratorType> iters(type.getRank(), IteratorType::parallel);
   return linalg::GenericOp::create(
@@ -92,9 +92,10 @@ LogicalResult lowerConstantOfShape(Operation *op, OpBuilder &b,
   }
   SmallVector<Value> sizes;
   for (int64_t i = 0; i < ty->getRank(); ++i)
-    sizes.push_back(ty->isDynamicDim(i)
-                        ? nonNegative(b, loc, readIndex(b, loc, op->getOperand(0), i))
-                        : Value());
+    sizes.push_back(
+        ty->isDynamicDim(i)
+            ? nonNegative(b, loc, readIndex(b, loc, op->getOperand(0), i))
+            : Value());
   Value r = filledTensor(b, loc, st, dynamicOf(*ty, sizes), value);
   results.push_back(fromSignless(b, loc, r, *ty));
   return success();
@@ -127,19 +128,24 @@ LogicalResult lowerRange(Operation *op, OpBuilder &b,
     // n = max(ceil((limit - start) / delta), 0), computed in f64.
     auto toF64 = [&](Value v) -> Value {
       if (isa<FloatType>(elem))
-        return elem.isF64() ? v : arith::ExtFOp::create(b, loc, b.getF64Type(), v);
-      return isUnsigned ? arith::UIToFPOp::create(b, loc, b.getF64Type(), v).getResult()
-                        : arith::SIToFPOp::create(b, loc, b.getF64Type(), v).getResult();
+        return elem.isF64() ? v
+                            : arith::ExtFOp::create(b, loc, b.getF64Type(), v);
+      return isUnsigned ? arith::UIToFPOp::create(b, loc, b.getF64Type(), v)
+                              .getResult()
+                        : arith::SIToFPOp::create(b, loc, b.getF64Type(), v)
+                              .getResult();
     };
     Value s = toF64(readScalar(b, loc, in[0]));
     Value l = toF64(readScalar(b, loc, in[1]));
     Value d = toF64(readScalar(b, loc, in[2]));
     Value q = math::CeilOp::create(
-        b, loc, arith::DivFOp::create(b, loc, arith::SubFOp::create(b, loc, l, s), d));
+        b, loc,
+        arith::DivFOp::create(b, loc, arith::SubFOp::create(b, loc, l, s), d));
     // NaN (delta 0, infinities) and negative counts give an empty range;
     // absurd counts are capped (the allocation then fails cleanly).
-    Value pos = arith::CmpFOp::create(b, loc, arith::CmpFPredicate::OGT, q,
-                                      scalarConstant(b, loc, b.getF64Type(), 0));
+    Value pos =
+        arith::CmpFOp::create(b, loc, arith::CmpFPredicate::OGT, q,
+                              scalarConstant(b, loc, b.getF64Type(), 0));
     q = arith::SelectOp::create(b, loc, pos, q,
                                 scalarConstant(b, loc, b.getF64Type(), 0));
     q = arith::MinimumFOp::create(b, loc, q,
@@ -148,22 +154,23 @@ LogicalResult lowerRange(Operation *op, OpBuilder &b,
         b, loc, b.getIndexType(),
         arith::FPToSIOp::create(b, loc, b.getI64Type(), q)));
   }
-  Value r = generic(b, loc, st, dyn, {}, {},
-                    [&](OpBuilder &nb, Location nloc, ValueRange) -> Value {
-                      Value s = readScalar(nb, nloc, in[0]);
-                      Value d = readScalar(nb, nloc, in[2]);
-                      Value i = linalg::IndexOp::create(nb, nloc, 0);
-                      if (isa<FloatType>(elem)) {
-                        Value fi = arith::UIToFPOp::create(
-                            nb, nloc, elem,
-                            arith::IndexCastUIOp::create(nb, nloc, nb.getI64Type(), i));
-                        return arith::AddFOp::create(
-                            nb, nloc, s, arith::MulFOp::create(nb, nloc, fi, d));
-                      }
-                      Value ii = arith::IndexCastUIOp::create(nb, nloc, elem, i);
-                      return arith::AddIOp::create(
-                          nb, nloc, s, arith::MulIOp::create(nb, nloc, ii, d));
-                    });
+  Value r = generic(
+      b, loc, st, dyn, {}, {},
+      [&](OpBuilder &nb, Location nloc, ValueRange) -> Value {
+        Value s = readScalar(nb, nloc, in[0]);
+        Value d = readScalar(nb, nloc, in[2]);
+        Value i = linalg::IndexOp::create(nb, nloc, 0);
+        if (isa<FloatType>(elem)) {
+          Value fi = arith::UIToFPOp::create(
+              nb, nloc, elem,
+              arith::IndexCastUIOp::create(nb, nloc, nb.getI64Type(), i));
+          return arith::AddFOp::create(nb, nloc, s,
+                                       arith::MulFOp::create(nb, nloc, fi, d));
+        }
+        Value ii = arith::IndexCastUIOp::create(nb, nloc, elem, i);
+        return arith::AddIOp::create(nb, nloc, s,
+                                     arith::MulIOp::create(nb, nloc, ii, d));
+      });
   results.push_back(fromSignless(b, loc, r, *ty));
   return success();
 }
@@ -188,15 +195,16 @@ LogicalResult lowerEyeLike(Operation *op, OpBuilder &b,
   Value x = op->getOperand(0);
   SmallVector<Value> sizes{dimValue(b, loc, x, 0), dimValue(b, loc, x, 1)};
   int64_t k = getInt(op, "k", 0);
-  Value r = generic(b, loc, st, dynamicOf(*ty, sizes), {}, {},
-                    [&](OpBuilder &nb, Location nloc, ValueRange) {
-                      Value i = linalg::IndexOp::create(nb, nloc, 0);
-                      Value j = linalg::IndexOp::create(nb, nloc, 1);
-                      Value on = arith::CmpIOp::create(
-                          nb, nloc, arith::CmpIPredicate::eq,
-                          arith::SubIOp::create(nb, nloc, j, i), idx(nb, nloc, k));
-                      return oneOrZero(nb, nloc, on, st.getElementType());
-                    });
+  Value r =
+      generic(b, loc, st, dynamicOf(*ty, sizes), {}, {},
+              [&](OpBuilder &nb, Location nloc, ValueRange) {
+                Value i = linalg::IndexOp::create(nb, nloc, 0);
+                Value j = linalg::IndexOp::create(nb, nloc, 1);
+                Value on = arith::CmpIOp::create(
+                    nb, nloc, arith::CmpIPredicate::eq,
+                    arith::SubIOp::create(nb, nloc, j, i), idx(nb, nloc, k));
+                return oneOrZero(nb, nloc, on, st.getElementType());
+              });
   results.push_back(fromSignless(b, loc, r, *ty));
   return success();
 }
@@ -224,9 +232,10 @@ LogicalResult lowerTrilu(Operation *op, OpBuilder &b,
         Value i = linalg::IndexOp::create(nb, nloc, rank - 2);
         Value j = linalg::IndexOp::create(nb, nloc, rank - 1);
         Value diff = arith::SubIOp::create(nb, nloc, j, i);
-        Value keep = arith::CmpIOp::create(
-            nb, nloc, upper ? arith::CmpIPredicate::sge : arith::CmpIPredicate::sle,
-            diff, k);
+        Value keep = arith::CmpIOp::create(nb, nloc,
+                                           upper ? arith::CmpIPredicate::sge
+                                                 : arith::CmpIPredicate::sle,
+                                           diff, k);
         return arith::SelectOp::create(
             nb, nloc, keep, a[0], scalarConstant(nb, nloc, a[0].getType(), 0));
       });
@@ -243,7 +252,8 @@ LogicalResult lowerOneHot(Operation *op, OpBuilder &b,
     return failure();
   Location loc = op->getLoc();
   int64_t rank = ty->getRank();
-  FailureOr<int64_t> axis = onnxops::normalizeAxis(getInt(op, "axis", -1), rank);
+  FailureOr<int64_t> axis =
+      onnxops::normalizeAxis(getInt(op, "axis", -1), rank);
   if (failed(axis))
     return nodeError(op) << "axis out of range", failure();
   if (!tv->hasStaticShape() || tv->getNumElements() != 2)
@@ -279,18 +289,22 @@ LogicalResult lowerOneHot(Operation *op, OpBuilder &b,
         if (isa<FloatType>(t))
           v = arith::FPToSIOp::create(nb, nloc, nb.getI64Type(), v);
         else if (t.getIntOrFloatBitWidth() < 64)
-          v = idxUnsigned
-                  ? arith::ExtUIOp::create(nb, nloc, nb.getI64Type(), v).getResult()
-                  : arith::ExtSIOp::create(nb, nloc, nb.getI64Type(), v).getResult();
+          v = idxUnsigned ? arith::ExtUIOp::create(nb, nloc, nb.getI64Type(), v)
+                                .getResult()
+                          : arith::ExtSIOp::create(nb, nloc, nb.getI64Type(), v)
+                                .getResult();
         // Negative indices count from the end.
-        Value neg = arith::CmpIOp::create(nb, nloc, arith::CmpIPredicate::slt, v,
-                                          scalarConstant(nb, nloc, v.getType(), 0));
+        Value neg =
+            arith::CmpIOp::create(nb, nloc, arith::CmpIPredicate::slt, v,
+                                  scalarConstant(nb, nloc, v.getType(), 0));
         if (!idxUnsigned)
-          v = arith::SelectOp::create(nb, nloc, neg,
-                                      arith::AddIOp::create(nb, nloc, v, depthI64), v);
+          v = arith::SelectOp::create(
+              nb, nloc, neg, arith::AddIOp::create(nb, nloc, v, depthI64), v);
         Value pos = arith::IndexCastOp::create(
-            nb, nloc, nb.getI64Type(), linalg::IndexOp::create(nb, nloc, *axis));
-        Value hot = arith::CmpIOp::create(nb, nloc, arith::CmpIPredicate::eq, v, pos);
+            nb, nloc, nb.getI64Type(),
+            linalg::IndexOp::create(nb, nloc, *axis));
+        Value hot =
+            arith::CmpIOp::create(nb, nloc, arith::CmpIPredicate::eq, v, pos);
         auto vt = cast<RankedTensorType>(values.getType());
         auto at = [&](int64_t k) -> Value {
           SmallVector<Value> ix;

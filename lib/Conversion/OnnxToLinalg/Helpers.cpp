@@ -50,8 +50,8 @@ SmallVector<Value> lowering::readHostIndices(OpBuilder &b, Location loc,
     return r;
   }
   for (int64_t i = 0; i < n; ++i) {
-    Value e = tensor::ExtractOp::create(b, loc, v,
-                                        ValueRange{indexConst(b, loc, i)});
+    Value e =
+        tensor::ExtractOp::create(b, loc, v, ValueRange{indexConst(b, loc, i)});
     r.push_back(arith::IndexCastOp::create(b, loc, b.getIndexType(), e));
   }
   return r;
@@ -77,9 +77,8 @@ Value lowering::generateTensor(OpBuilder &b, Location loc,
       .getResult(0);
 }
 
-Value lowering::generateSized(OpBuilder &b, Location loc,
-                              RankedTensorType type, ArrayRef<Value> sizes,
-                              IndexBodyFn body) {
+Value lowering::generateSized(OpBuilder &b, Location loc, RankedTensorType type,
+                              ArrayRef<Value> sizes, IndexBodyFn body) {
   SmallVector<Value> dyn;
   for (int64_t i = 0; i < type.getRank(); ++i)
     if (type.isDynamicDim(i))

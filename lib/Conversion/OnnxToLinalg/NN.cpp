@@ -61,19 +61,20 @@ LogicalResult lowerMatMul(Operation *op, OpBuilder &b,
   auto finish = [&](Value acc) {
     if (!halfInputs)
       return acc;
-    return buildElementwise(b, loc, *ty, acc,
-                            [&](OpBuilder &nb, Location l, ValueRange a) -> Value {
-                              return arith::TruncFOp::create(nb, l, elem, a[0]);
-                            });
+    return buildElementwise(
+        b, loc, *ty, acc,
+        [&](OpBuilder &nb, Location l, ValueRange a) -> Value {
+          return arith::TruncFOp::create(nb, l, elem, a[0]);
+        });
   };
 
   if (ra == 2 && rb == 2) {
     SmallVector<Value> dyn = dynSizesFrom(b, loc, *ty, {{A, 0}, {B, 1}});
     Value init = filledTensor(b, loc, accType, dyn, zero);
-    results.push_back(finish(
-        linalg::MatmulOp::create(b, loc, TypeRange{accType}, ValueRange{A, B},
-                                 ValueRange{init})
-            .getResult(0)));
+    results.push_back(
+        finish(linalg::MatmulOp::create(b, loc, TypeRange{accType},
+                                        ValueRange{A, B}, ValueRange{init})
+                   .getResult(0)));
     return success();
   }
 
@@ -101,7 +102,8 @@ LogicalResult lowerMatMul(Operation *op, OpBuilder &b,
   // Batch dims dynamic in both operands may broadcast at run time (one of
   // them 1): expand both operands to the full batch shape first.
   {
-    int64_t nbA = std::max<int64_t>(ra - 2, 0), nbB = std::max<int64_t>(rb - 2, 0);
+    int64_t nbA = std::max<int64_t>(ra - 2, 0),
+            nbB = std::max<int64_t>(rb - 2, 0);
     SmallVector<bool> maskA(ra, false), maskB(rb, false);
     bool ambiguous = false;
     for (int64_t i = 0; i < batchRank; ++i) {
@@ -121,11 +123,10 @@ LogicalResult lowerMatMul(Operation *op, OpBuilder &b,
         SmallVector<Value> dynS;
         for (int64_t i = 0; i < et.getRank(); ++i)
           if (et.isDynamicDim(i))
-            dynS.push_back(i < batchRank
-                               ? batchSize(i)
-                               : tensor::DimOp::create(b, loc, v,
-                                                       i - batchRank + nb)
-                                     .getResult());
+            dynS.push_back(i < batchRank ? batchSize(i)
+                                         : tensor::DimOp::create(
+                                               b, loc, v, i - batchRank + nb)
+                                               .getResult());
         return buildBroadcastGeneric(
             b, loc, et, v, dynS, {mask},
             [](OpBuilder &, Location, ValueRange a) { return a[0]; });
@@ -139,8 +140,8 @@ LogicalResult lowerMatMul(Operation *op, OpBuilder &b,
     }
   }
   AffineExpr m = ra > 1 ? getAffineDimExpr(batchRank, ctx) : AffineExpr();
-  AffineExpr n =
-      rb > 1 ? getAffineDimExpr(batchRank + (ra > 1 ? 1 : 0), ctx) : AffineExpr();
+  AffineExpr n = rb > 1 ? getAffineDimExpr(batchRank + (ra > 1 ? 1 : 0), ctx)
+                        : AffineExpr();
   auto batchExprs = [&](RankedTensorType t, int64_t nb) {
     SmallVector<AffineExpr> e;
     for (int64_t j = 0; j < nb; ++j) {
@@ -189,8 +190,8 @@ LogicalResult lowerMatMul(Operation *op, OpBuilder &b,
   }
   Value init = filledTensor(b, loc, accType, dyn, zero);
   auto g = linalg::GenericOp::create(
-      b, loc, TypeRange{accType}, ValueRange{A, B}, ValueRange{init}, maps, iters,
-      [&](OpBuilder &nb, Location l, ValueRange a) {
+      b, loc, TypeRange{accType}, ValueRange{A, B}, ValueRange{init}, maps,
+      iters, [&](OpBuilder &nb, Location l, ValueRange a) {
         Value x = a[0], y = a[1];
         if (halfInputs) {
           x = arith::ExtFOp::create(nb, l, accElem, x);
@@ -228,11 +229,17 @@ LogicalResult lowerGemm(Operation *op, OpBuilder &b,
   AffineExpr m = getAffineDimExpr(0, ctx), n = getAffineDimExpr(1, ctx),
              k = getAffineDimExpr(2, ctx);
   SmallVector<AffineMap> maps = {
-      AffineMap::get(3, 0, transA ? ArrayRef<AffineExpr>{k, m} : ArrayRef<AffineExpr>{m, k}, ctx),
-      AffineMap::get(3, 0, transB ? ArrayRef<AffineExpr>{n, k} : ArrayRef<AffineExpr>{k, n}, ctx),
+      AffineMap::get(3, 0,
+                     transA ? ArrayRef<AffineExpr>{k, m}
+                            : ArrayRef<AffineExpr>{m, k},
+                     ctx),
+      AffineMap::get(3, 0,
+                     transB ? ArrayRef<AffineExpr>{n, k}
+                            : ArrayRef<AffineExpr>{k, n},
+                     ctx),
       AffineMap::get(3, 0, {m, n}, ctx)};
-  SmallVector<Value> dyn = dynSizesFrom(
-      b, loc, *ty, {{A, transA ? 1 : 0}, {B, transB ? 0 : 1}});
+  SmallVector<Value> dyn =
+      dynSizesFrom(b, loc, *ty, {{A, transA ? 1 : 0}, {B, transB ? 0 : 1}});
   Value init = filledTensor(b, loc, accType, dyn, scalarAttr(accElem, 0));
   Value acc;
   if (!transA && !transB) {
@@ -241,7 +248,8 @@ LogicalResult lowerGemm(Operation *op, OpBuilder &b,
               .getResult(0);
   } else {
     acc = linalg::GenericOp::create(
-              b, loc, TypeRange{accType}, ValueRange{A, B}, ValueRange{init}, maps,
+              b, loc, TypeRange{accType}, ValueRange{A, B}, ValueRange{init},
+              maps,
               {IteratorType::parallel, IteratorType::parallel,
                IteratorType::reduction},
               [&](OpBuilder &nb, Location l, ValueRange a) {
@@ -251,8 +259,8 @@ LogicalResult lowerGemm(Operation *op, OpBuilder &b,
                   y = arith::ExtFOp::create(nb, l, accElem, y);
                 }
                 Value p = arith::MulFOp::create(nb, l, x, y);
-                linalg::YieldOp::create(nb, l,
-                                        arith::AddFOp::create(nb, l, a[2], p).getResult());
+                linalg::YieldOp::create(
+                    nb, l, arith::AddFOp::create(nb, l, a[2], p).getResult());
               })
               .getResult(0);
   }
@@ -271,13 +279,15 @@ LogicalResult lowerGemm(Operation *op, OpBuilder &b,
       b, loc, *ty, ins, [&](OpBuilder &nb, Location l, ValueRange a) -> Value {
         Value v = a[0];
         if (alpha != 1.0)
-          v = arith::MulFOp::create(nb, l, v, scalarConstant(nb, l, accElem, alpha));
+          v = arith::MulFOp::create(nb, l, v,
+                                    scalarConstant(nb, l, accElem, alpha));
         if (hasC) {
           Value c = a[1];
           if (halfInputs)
             c = arith::ExtFOp::create(nb, l, accElem, c);
           if (beta != 1.0)
-            c = arith::MulFOp::create(nb, l, c, scalarConstant(nb, l, accElem, beta));
+            c = arith::MulFOp::create(nb, l, c,
+                                      scalarConstant(nb, l, accElem, beta));
           v = arith::AddFOp::create(nb, l, v, c);
         }
         if (halfInputs)
@@ -310,8 +320,8 @@ FailureOr<WindowParams> getWindowParams(Operation *op, RankedTensorType in,
   if (static_cast<int64_t>(p.strides.size()) != ns ||
       static_cast<int64_t>(p.dilations.size()) != ns ||
       static_cast<int64_t>(pads.size()) != 2 * ns)
-    return nodeError(op) << "strides, dilations and pads must match the "
-                         << ns << " spatial dims",
+    return nodeError(op) << "strides, dilations and pads must match the " << ns
+                         << " spatial dims",
            failure();
   p.padBegin.assign(pads.begin(), pads.begin() + ns);
   p.padEnd.assign(pads.begin() + ns, pads.end());
@@ -320,8 +330,8 @@ FailureOr<WindowParams> getWindowParams(Operation *op, RankedTensorType in,
     for (int64_t i = 0; i < ns; ++i) {
       int64_t size = in.getDimSize(2 + i);
       if (ShapedType::isDynamic(size))
-        return nodeError(op) << "auto_pad " << autoPad
-                             << " needs static spatial dims",
+        return nodeError(op)
+                   << "auto_pad " << autoPad << " needs static spatial dims",
                failure();
       int64_t out = (size + p.strides[i] - 1) / p.strides[i];
       int64_t total = std::max<int64_t>(
@@ -410,8 +420,8 @@ LogicalResult lowerConv(Operation *op, OpBuilder &b,
   int64_t C = tx->getDimSize(1), F = tw->getDimSize(0);
   if (G <= 0 || C % G || F % G || tw->getDimSize(1) != C / G)
     return nodeError(op) << "group " << G << " does not divide input channels "
-                         << C << " and filters " << F << " (weight "
-                         << *tw << ")",
+                         << C << " and filters " << F << " (weight " << *tw
+                         << ")",
            failure();
   FailureOr<WindowParams> p =
       getWindowParams(op, *tx, tw->getShape().drop_front(2), false);
@@ -440,7 +450,8 @@ LogicalResult lowerConv(Operation *op, OpBuilder &b,
       Value in = tensor::DimOp::create(b, loc, x, 2 + i);
       Value span = arith::SubIOp::create(
           b, loc, in,
-          arith::ConstantIndexOp::create(b, loc, (p->kernel[i] - 1) * p->dilations[i] + 1));
+          arith::ConstantIndexOp::create(
+              b, loc, (p->kernel[i] - 1) * p->dilations[i] + 1));
       Value q = arith::DivSIOp::create(
           b, loc, span, arith::ConstantIndexOp::create(b, loc, p->strides[i]));
       dyn.push_back(arith::AddIOp::create(
@@ -482,7 +493,8 @@ LogicalResult lowerConv(Operation *op, OpBuilder &b,
               wv = arith::ExtFOp::create(nb, l, accElem, wv);
             }
             Value m = arith::MulFOp::create(nb, l, xv, wv);
-            linalg::YieldOp::create(nb, l, arith::AddFOp::create(nb, l, a[2], m).getResult());
+            linalg::YieldOp::create(
+                nb, l, arith::AddFOp::create(nb, l, a[2], m).getResult());
           })
           .getResult(0);
 
@@ -497,8 +509,8 @@ LogicalResult lowerConv(Operation *op, OpBuilder &b,
       SmallVector<Value> sizes;
       for (int64_t s : bshape)
         sizes.push_back(arith::ConstantIndexOp::create(b, loc, s));
-      ins.push_back(reshapeTo(b, loc, bias, RankedTensorType::get(bshape, elem),
-                              sizes));
+      ins.push_back(
+          reshapeTo(b, loc, bias, RankedTensorType::get(bshape, elem), sizes));
     }
     results.push_back(buildElementwise(
         b, loc, outType, ins,
@@ -520,10 +532,11 @@ LogicalResult lowerConv(Operation *op, OpBuilder &b,
     for (int64_t s : bshape)
       sizes.push_back(arith::ConstantIndexOp::create(b, loc, s));
     Value b2 = reshapeTo(b, loc, bias, btype, sizes);
-    conv = buildElementwise(b, loc, outType, {conv, b2},
-                            [](OpBuilder &nb, Location l, ValueRange a) -> Value {
-                              return arith::AddFOp::create(nb, l, a[0], a[1]);
-                            });
+    conv =
+        buildElementwise(b, loc, outType, {conv, b2},
+                         [](OpBuilder &nb, Location l, ValueRange a) -> Value {
+                           return arith::AddFOp::create(nb, l, a[0], a[1]);
+                         });
   }
   results.push_back(conv);
   return success();
@@ -575,8 +588,10 @@ LogicalResult lowerPool(Operation *op, OpBuilder &b,
     // the begin padding.
     if (ceil && (o - 1) * p->strides[i] >= in + p->padBegin[i])
       --o;
-    int64_t need = (o - 1) * p->strides[i] + (p->kernel[i] - 1) * p->dilations[i] + 1;
-    extra[i] = std::max<int64_t>(0, need - (in + p->padBegin[i] + p->padEnd[i]));
+    int64_t need =
+        (o - 1) * p->strides[i] + (p->kernel[i] - 1) * p->dilations[i] + 1;
+    extra[i] =
+        std::max<int64_t>(0, need - (in + p->padBegin[i] + p->padEnd[i]));
     outShape.push_back(o);
   }
   auto outType = RankedTensorType::get(outShape, elem);
@@ -618,8 +633,9 @@ LogicalResult lowerPool(Operation *op, OpBuilder &b,
                 v = math::PowFOp::create(nb, l, v,
                                          scalarConstant(nb, l, elem, lpP));
             }
-            Value r = isMax ? arith::MaximumFOp::create(nb, l, a[2], v).getResult()
-                            : arith::AddFOp::create(nb, l, a[2], v).getResult();
+            Value r =
+                isMax ? arith::MaximumFOp::create(nb, l, a[2], v).getResult()
+                      : arith::AddFOp::create(nb, l, a[2], v).getResult();
             linalg::YieldOp::create(nb, l, r);
           })
           .getResult(0);
@@ -651,24 +667,30 @@ LogicalResult lowerPool(Operation *op, OpBuilder &b,
         for (int64_t i = 0; i < ns; ++i) {
           Value o = linalg::IndexOp::create(nb, l, 2 + i);
           int64_t lo = countPad ? 0 : params.padBegin[i];
-          int64_t hiLimit = countPad ? inSize[i] + params.padBegin[i] + params.padEnd[i]
-                                     : inSize[i] + params.padBegin[i];
+          int64_t hiLimit =
+              countPad ? inSize[i] + params.padBegin[i] + params.padEnd[i]
+                       : inSize[i] + params.padBegin[i];
           // Positions (in padded coordinates) covered: start + k*d for k in
           // [0, K). Count those in [lo, hiLimit).
           Value start = arith::MulIOp::create(
-              nb, l, o, arith::ConstantIndexOp::create(nb, l, params.strides[i]));
+              nb, l, o,
+              arith::ConstantIndexOp::create(nb, l, params.strides[i]));
           Value c = arith::ConstantIndexOp::create(nb, l, 0);
           for (int64_t k = 0; k < params.kernel[i]; ++k) {
             Value pos = arith::AddIOp::create(
                 nb, l, start,
                 arith::ConstantIndexOp::create(nb, l, k * params.dilations[i]));
-            Value ge = arith::CmpIOp::create(nb, l, arith::CmpIPredicate::sge, pos,
-                                             arith::ConstantIndexOp::create(nb, l, lo));
-            Value lt = arith::CmpIOp::create(nb, l, arith::CmpIPredicate::slt, pos,
-                                             arith::ConstantIndexOp::create(nb, l, hiLimit));
+            Value ge = arith::CmpIOp::create(
+                nb, l, arith::CmpIPredicate::sge, pos,
+                arith::ConstantIndexOp::create(nb, l, lo));
+            Value lt = arith::CmpIOp::create(
+                nb, l, arith::CmpIPredicate::slt, pos,
+                arith::ConstantIndexOp::create(nb, l, hiLimit));
             Value in = arith::AndIOp::create(nb, l, ge, lt);
             c = arith::AddIOp::create(
-                nb, l, c, arith::IndexCastOp::create(nb, l, nb.getIndexType(),
+                nb, l, c,
+                arith::IndexCastOp::create(
+                    nb, l, nb.getIndexType(),
                     arith::ExtUIOp::create(nb, l, nb.getI64Type(), in)));
           }
           count = arith::MulIOp::create(nb, l, count, c);
@@ -702,9 +724,8 @@ Value reduceKeepDims(OpBuilder &b, Location loc, Value x,
   for (int64_t i = 0; i < rank; ++i)
     if (keptType.isDynamicDim(i))
       dyn.push_back(tensor::DimOp::create(b, loc, x, i));
-  double initVal = kind == ReduceKind::Max
-                       ? -std::numeric_limits<double>::infinity()
-                       : 0.0;
+  double initVal =
+      kind == ReduceKind::Max ? -std::numeric_limits<double>::infinity() : 0.0;
   if (kind == ReduceKind::Max && !isa<FloatType>(elem))
     initVal = static_cast<double>(std::numeric_limits<int64_t>::min());
   Value init = filledTensor(b, loc, keptType, dyn, scalarAttr(elem, initVal));
@@ -713,7 +734,8 @@ Value reduceKeepDims(OpBuilder &b, Location loc, Value x,
   SmallVector<IteratorType> iters;
   for (int64_t i = 0; i < rank; ++i) {
     bool red = llvm::is_contained(axes, i);
-    outE.push_back(red ? getAffineConstantExpr(0, ctx) : getAffineDimExpr(i, ctx));
+    outE.push_back(red ? getAffineConstantExpr(0, ctx)
+                       : getAffineDimExpr(i, ctx));
     iters.push_back(red ? IteratorType::reduction : IteratorType::parallel);
   }
   SmallVector<AffineMap> maps = {AffineMap::getMultiDimIdentityMap(rank, ctx),
@@ -725,8 +747,10 @@ Value reduceKeepDims(OpBuilder &b, Location loc, Value x,
                Value r;
                if (kind == ReduceKind::Max)
                  r = isa<FloatType>(elem)
-                         ? arith::MaximumFOp::create(nb, l, a[1], a[0]).getResult()
-                         : arith::MaxSIOp::create(nb, l, a[1], a[0]).getResult();
+                         ? arith::MaximumFOp::create(nb, l, a[1], a[0])
+                               .getResult()
+                         : arith::MaxSIOp::create(nb, l, a[1], a[0])
+                               .getResult();
                else
                  r = addOrMul(nb, l, a[1], a[0], /*add=*/true);
                linalg::YieldOp::create(nb, l, r);
@@ -735,7 +759,8 @@ Value reduceKeepDims(OpBuilder &b, Location loc, Value x,
 }
 
 /// Number of elements reduced, as an index value.
-Value reducedCount(OpBuilder &b, Location loc, Value x, ArrayRef<int64_t> axes) {
+Value reducedCount(OpBuilder &b, Location loc, Value x,
+                   ArrayRef<int64_t> axes) {
   Value n = arith::ConstantIndexOp::create(b, loc, 1);
   for (int64_t a : axes)
     n = arith::MulIOp::create(b, loc, n, dimValue(b, loc, x, a));
@@ -761,7 +786,8 @@ LogicalResult lowerGlobalAveragePool(Operation *op, OpBuilder &b,
       b, loc, cast<RankedTensorType>(r.getType()), r,
       [&](OpBuilder &nb, Location l, ValueRange a) -> Value {
         Value c = arith::SIToFPOp::create(
-            nb, l, elem, arith::IndexCastOp::create(nb, l, nb.getI64Type(), count));
+            nb, l, elem,
+            arith::IndexCastOp::create(nb, l, nb.getI64Type(), count));
         return arith::DivFOp::create(nb, l, a[0], c);
       }));
   return success();
@@ -783,16 +809,18 @@ LogicalResult lowerSoftmax(Operation *op, OpBuilder &b,
     return nodeError(op) << "axis out of range", failure();
   Value x = op->getOperand(0);
   Value mx = reduceKeepDims(b, loc, x, {*axis}, ReduceKind::Max);
-  Value e = buildElementwise(b, loc, *tx, {x, mx},
-                             [](OpBuilder &nb, Location l, ValueRange a) -> Value {
-                               Value s = arith::SubFOp::create(nb, l, a[0], a[1]);
-                               return math::ExpOp::create(nb, l, s);
-                             });
+  Value e =
+      buildElementwise(b, loc, *tx, {x, mx},
+                       [](OpBuilder &nb, Location l, ValueRange a) -> Value {
+                         Value s = arith::SubFOp::create(nb, l, a[0], a[1]);
+                         return math::ExpOp::create(nb, l, s);
+                       });
   Value sum = reduceKeepDims(b, loc, e, {*axis}, ReduceKind::Sum);
-  results.push_back(buildElementwise(
-      b, loc, *tx, {e, sum}, [](OpBuilder &nb, Location l, ValueRange a) -> Value {
-        return arith::DivFOp::create(nb, l, a[0], a[1]);
-      }));
+  results.push_back(
+      buildElementwise(b, loc, *tx, {e, sum},
+                       [](OpBuilder &nb, Location l, ValueRange a) -> Value {
+                         return arith::DivFOp::create(nb, l, a[0], a[1]);
+                       }));
   return success();
 }
 
@@ -828,17 +856,22 @@ LogicalResult lowerBatchNorm(Operation *op, OpBuilder &b,
     SmallVector<Value> sizes = {dimValue(b, loc, v, 0)};
     for (int64_t j = 1; j < rank - 1; ++j)
       sizes.push_back(arith::ConstantIndexOp::create(b, loc, 1));
-    params.push_back(reshapeTo(b, loc, v, RankedTensorType::get(shape, t.getElementType()), sizes));
+    params.push_back(reshapeTo(
+        b, loc, v, RankedTensorType::get(shape, t.getElementType()), sizes));
   }
   results.push_back(buildElementwise(
-      b, loc, *tx, {op->getOperand(0), params[0], params[1], params[2], params[3]},
+      b, loc, *tx,
+      {op->getOperand(0), params[0], params[1], params[2], params[3]},
       [&](OpBuilder &nb, Location l, ValueRange a) -> Value {
         // (x - mean) / sqrt(var + eps) * scale + bias
-        Value var = arith::AddFOp::create(nb, l, a[4], scalarConstant(nb, l, elem, eps));
-        Value inv = arith::DivFOp::create(nb, l, scalarConstant(nb, l, elem, 1.0),
-                                          math::SqrtOp::create(nb, l, var));
+        Value var = arith::AddFOp::create(nb, l, a[4],
+                                          scalarConstant(nb, l, elem, eps));
+        Value inv =
+            arith::DivFOp::create(nb, l, scalarConstant(nb, l, elem, 1.0),
+                                  math::SqrtOp::create(nb, l, var));
         Value xc = arith::SubFOp::create(nb, l, a[0], a[3]);
-        Value y = arith::MulFOp::create(nb, l, xc, arith::MulFOp::create(nb, l, inv, a[1]));
+        Value y = arith::MulFOp::create(
+            nb, l, xc, arith::MulFOp::create(nb, l, inv, a[1]));
         return arith::AddFOp::create(nb, l, y, a[2]);
       }));
   return success();
@@ -853,7 +886,8 @@ void lowering::registerNNLowerings(llvm::StringMap<LowerFn> &t) {
   t["MaxPool"] = [](Operation *op, OpBuilder &b, SmallVectorImpl<Value> &r) {
     return lowerPool(op, b, r, /*isMax=*/true);
   };
-  t["AveragePool"] = [](Operation *op, OpBuilder &b, SmallVectorImpl<Value> &r) {
+  t["AveragePool"] = [](Operation *op, OpBuilder &b,
+                        SmallVectorImpl<Value> &r) {
     return lowerPool(op, b, r, /*isMax=*/false);
   };
   t["GlobalAveragePool"] = lowerGlobalAveragePool;

@@ -45,8 +45,8 @@ Value ew(OpBuilder &b, Location loc, ValueRange ins, ScalarFn fn,
   for (int64_t i = 0; i < t.getRank(); ++i)
     if (t.isDynamicDim(i))
       dyn.push_back(tensor::DimOp::create(b, loc, ins[0], i));
-  return buildBroadcastGeneric(b, loc, RankedTensorType::get(t.getShape(), elem),
-                               ins, dyn, {}, fn);
+  return buildBroadcastGeneric(
+      b, loc, RankedTensorType::get(t.getShape(), elem), ins, dyn, {}, fn);
 }
 
 /// Mean of `x` over `reduced` (kept dims).
@@ -66,12 +66,14 @@ Value alignRank(OpBuilder &b, Location loc, Value v, int64_t rank) {
   if (t.getRank() >= rank)
     return v;
   SmallVector<int64_t> shape(rank - t.getRank(), 1);
-  SmallVector<Value> sizes(rank - t.getRank(), arith::ConstantIndexOp::create(b, loc, 1));
+  SmallVector<Value> sizes(rank - t.getRank(),
+                           arith::ConstantIndexOp::create(b, loc, 1));
   for (int64_t i = 0; i < t.getRank(); ++i) {
     shape.push_back(t.getDimSize(i));
     sizes.push_back(dimValue(b, loc, v, i));
   }
-  return reshapeTo(b, loc, v, RankedTensorType::get(shape, t.getElementType()), sizes);
+  return reshapeTo(b, loc, v, RankedTensorType::get(shape, t.getElementType()),
+                   sizes);
 }
 
 /// A [C] vector viewed as [C, 1, ..., 1] (rank - 1 dims) to scale dim 1 of
@@ -83,7 +85,8 @@ Value channelView(OpBuilder &b, Location loc, Value v, int64_t rank) {
   SmallVector<Value> sizes = {dimValue(b, loc, v, 0)};
   for (int64_t j = 1; j < rank - 1; ++j)
     sizes.push_back(arith::ConstantIndexOp::create(b, loc, 1));
-  return reshapeTo(b, loc, v, RankedTensorType::get(shape, t.getElementType()), sizes);
+  return reshapeTo(b, loc, v, RankedTensorType::get(shape, t.getElementType()),
+                   sizes);
 }
 
 /// y * scale + bias, with `scale` and `bias` [C] vectors applied along dim 1
@@ -92,9 +95,11 @@ Value scaleShiftChannels(OpBuilder &b, Location loc, Value y, Value scale,
                          Value bias, int64_t rank) {
   Value s = channelView(b, loc, scale, rank);
   Value c = channelView(b, loc, bias, rank);
-  return ew(b, loc, {y, s, c}, [](OpBuilder &nb, Location l, ValueRange a) -> Value {
-    return arith::AddFOp::create(nb, l, arith::MulFOp::create(nb, l, a[0], a[1]), a[2]);
-  });
+  return ew(b, loc, {y, s, c},
+            [](OpBuilder &nb, Location l, ValueRange a) -> Value {
+              return arith::AddFOp::create(
+                  nb, l, arith::MulFOp::create(nb, l, a[0], a[1]), a[2]);
+            });
 }
 
 /// (x - mean) * rsqrt(var + eps) over `reduced`; also returns mean and
@@ -104,24 +109,29 @@ Value standardize(OpBuilder &b, Location loc, Value x, ArrayRef<bool> reduced,
                   Value *invStdOut = nullptr) {
   Type elem = cast<RankedTensorType>(x.getType()).getElementType();
   Value mean = meanKept(b, loc, x, reduced);
-  Value d = ew(b, loc, {x, mean}, [](OpBuilder &nb, Location l, ValueRange a) -> Value {
-    return arith::SubFOp::create(nb, l, a[0], a[1]);
-  });
-  Value sq = ew(b, loc, d, [](OpBuilder &nb, Location l, ValueRange a) -> Value {
-    return arith::MulFOp::create(nb, l, a[0], a[0]);
-  });
+  Value d = ew(b, loc, {x, mean},
+               [](OpBuilder &nb, Location l, ValueRange a) -> Value {
+                 return arith::SubFOp::create(nb, l, a[0], a[1]);
+               });
+  Value sq =
+      ew(b, loc, d, [](OpBuilder &nb, Location l, ValueRange a) -> Value {
+        return arith::MulFOp::create(nb, l, a[0], a[0]);
+      });
   Value var = meanKept(b, loc, sq, reduced);
-  Value inv = ew(b, loc, var, [&](OpBuilder &nb, Location l, ValueRange a) -> Value {
-    Value v = arith::AddFOp::create(nb, l, a[0], fconst(nb, l, elem, eps));
-    return arith::DivFOp::create(nb, l, fconst(nb, l, elem, 1.0), math::SqrtOp::create(nb, l, v));
-  });
+  Value inv =
+      ew(b, loc, var, [&](OpBuilder &nb, Location l, ValueRange a) -> Value {
+        Value v = arith::AddFOp::create(nb, l, a[0], fconst(nb, l, elem, eps));
+        return arith::DivFOp::create(nb, l, fconst(nb, l, elem, 1.0),
+                                     math::SqrtOp::create(nb, l, v));
+      });
   if (meanOut)
     *meanOut = mean;
   if (invStdOut)
     *invStdOut = inv;
-  return ew(b, loc, {d, inv}, [](OpBuilder &nb, Location l, ValueRange a) -> Value {
-    return arith::MulFOp::create(nb, l, a[0], a[1]);
-  });
+  return ew(b, loc, {d, inv},
+            [](OpBuilder &nb, Location l, ValueRange a) -> Value {
+              return arith::MulFOp::create(nb, l, a[0], a[1]);
+            });
 }
 
 LogicalResult checkFloat(Operation *op, RankedTensorType t) {
@@ -152,40 +162,50 @@ LogicalResult lowerLayerNorm(Operation *op, OpBuilder &b,
   if (getInt(op, "stash_type", 1) == 1 && elem.getIntOrFloatBitWidth() < 32)
     stash = b.getF32Type();
   if (stash != elem)
-    x = ew(b, loc, x, [&](OpBuilder &nb, Location l, ValueRange a) -> Value {
-      return arith::ExtFOp::create(nb, l, stash, a[0]);
-    }, stash);
+    x = ew(
+        b, loc, x,
+        [&](OpBuilder &nb, Location l, ValueRange a) -> Value {
+          return arith::ExtFOp::create(nb, l, stash, a[0]);
+        },
+        stash);
   SmallVector<bool> red(r, false);
   for (int64_t i = *axis; i < r; ++i)
     red[i] = true;
   Value norm, mean, inv;
   if (rms) {
-    Value sq = ew(b, loc, x, [](OpBuilder &nb, Location l, ValueRange a) -> Value {
-      return arith::MulFOp::create(nb, l, a[0], a[0]);
-    });
+    Value sq =
+        ew(b, loc, x, [](OpBuilder &nb, Location l, ValueRange a) -> Value {
+          return arith::MulFOp::create(nb, l, a[0], a[0]);
+        });
     Value ms = meanKept(b, loc, sq, red);
     inv = ew(b, loc, ms, [&](OpBuilder &nb, Location l, ValueRange a) -> Value {
       Value v = arith::AddFOp::create(nb, l, a[0], fconst(nb, l, stash, eps));
       return arith::DivFOp::create(nb, l, fconst(nb, l, stash, 1.0),
                                    math::SqrtOp::create(nb, l, v));
     });
-    norm = ew(b, loc, {x, inv}, [](OpBuilder &nb, Location l, ValueRange a) -> Value {
-      return arith::MulFOp::create(nb, l, a[0], a[1]);
-    });
+    norm = ew(b, loc, {x, inv},
+              [](OpBuilder &nb, Location l, ValueRange a) -> Value {
+                return arith::MulFOp::create(nb, l, a[0], a[1]);
+              });
   } else {
     norm = standardize(b, loc, x, red, eps, &mean, &inv);
   }
   if (stash != elem)
-    norm = ew(b, loc, norm, [&](OpBuilder &nb, Location l, ValueRange a) -> Value {
-      return arith::TruncFOp::create(nb, l, elem, a[0]);
-    }, elem);
+    norm = ew(
+        b, loc, norm,
+        [&](OpBuilder &nb, Location l, ValueRange a) -> Value {
+          return arith::TruncFOp::create(nb, l, elem, a[0]);
+        },
+        elem);
   SmallVector<Value> ins = {norm, alignRank(b, loc, op->getOperand(1), r)};
   if (!rms && !onnxops::isNoValue(op->getOperand(2)))
     ins.push_back(alignRank(b, loc, op->getOperand(2), r));
-  results.push_back(ew(b, loc, ins, [](OpBuilder &nb, Location l, ValueRange a) -> Value {
-    Value y = arith::MulFOp::create(nb, l, a[0], a[1]);
-    return a.size() > 2 ? arith::AddFOp::create(nb, l, y, a[2]).getResult() : y;
-  }));
+  results.push_back(
+      ew(b, loc, ins, [](OpBuilder &nb, Location l, ValueRange a) -> Value {
+        Value y = arith::MulFOp::create(nb, l, a[0], a[1]);
+        return a.size() > 2 ? arith::AddFOp::create(nb, l, y, a[2]).getResult()
+                            : y;
+      }));
   // Optional outputs: null when absent (NoneType) or unused.
   for (unsigned i = 1; !rms && i < op->getNumResults(); ++i)
     results.push_back(isa<NoneType>(op->getResult(i).getType()) ? Value()
@@ -209,9 +229,10 @@ LogicalResult lowerInstanceNorm(Operation *op, OpBuilder &b,
     return nodeError(op) << "input must have rank >= 3", failure();
   SmallVector<bool> red(r, true);
   red[0] = red[1] = false;
-  Value y = standardize(b, loc, op->getOperand(0), red, getFloat(op, "epsilon", 1e-5));
-  results.push_back(scaleShiftChannels(b, loc, y, op->getOperand(1),
-                                       op->getOperand(2), r));
+  Value y = standardize(b, loc, op->getOperand(0), red,
+                        getFloat(op, "epsilon", 1e-5));
+  results.push_back(
+      scaleShiftChannels(b, loc, y, op->getOperand(1), op->getOperand(2), r));
   return success();
 }
 
@@ -247,8 +268,10 @@ LogicalResult lowerGroupNorm(Operation *op, OpBuilder &b,
   auto gType = RankedTensorType::get(
       {tx->getDimSize(0), g, dyn ? ShapedType::kDynamic : rest}, elem);
   Value xg = reshapeTo(b, loc, x, gType,
-                       {dimValue(b, loc, x, 0), arith::ConstantIndexOp::create(b, loc, g), restV});
-  Value yg = standardize(b, loc, xg, {false, false, true}, getFloat(op, "epsilon", 1e-5));
+                       {dimValue(b, loc, x, 0),
+                        arith::ConstantIndexOp::create(b, loc, g), restV});
+  Value yg = standardize(b, loc, xg, {false, false, true},
+                         getFloat(op, "epsilon", 1e-5));
   SmallVector<Value> sizes;
   for (int64_t i = 0; i < r; ++i)
     sizes.push_back(dimValue(b, loc, x, i));
@@ -269,7 +292,8 @@ LogicalResult lowerMVN(Operation *op, OpBuilder &b,
   if (failed(tx) || failed(checkFloat(op, *tx)))
     return failure();
   int64_t r = tx->getRank();
-  SmallVector<int64_t> axes = getInts(op, "axes").value_or(SmallVector<int64_t>{0, 2, 3});
+  SmallVector<int64_t> axes =
+      getInts(op, "axes").value_or(SmallVector<int64_t>{0, 2, 3});
   SmallVector<bool> red(r, false);
   for (int64_t a : axes) {
     FailureOr<int64_t> n = onnxops::normalizeAxis(a, r);
@@ -280,20 +304,22 @@ LogicalResult lowerMVN(Operation *op, OpBuilder &b,
   Type elem = tx->getElementType();
   Value x = op->getOperand(0);
   Value mean = meanKept(b, loc, x, red);
-  Value sq = ew(b, loc, x, [](OpBuilder &nb, Location l, ValueRange a) -> Value {
-    return arith::MulFOp::create(nb, l, a[0], a[0]);
-  });
+  Value sq =
+      ew(b, loc, x, [](OpBuilder &nb, Location l, ValueRange a) -> Value {
+        return arith::MulFOp::create(nb, l, a[0], a[0]);
+      });
   Value meanSq = meanKept(b, loc, sq, red);
-  results.push_back(ew(b, loc, {x, mean, meanSq},
-                       [&](OpBuilder &nb, Location l, ValueRange a) -> Value {
-                         Value var = arith::SubFOp::create(
-                             nb, l, a[2], arith::MulFOp::create(nb, l, a[1], a[1]));
-                         Value sd = arith::AddFOp::create(
-                             nb, l, math::SqrtOp::create(nb, l, var),
-                             fconst(nb, l, elem, 1e-9));
-                         return arith::DivFOp::create(
-                             nb, l, arith::SubFOp::create(nb, l, a[0], a[1]), sd);
-                       }));
+  results.push_back(
+      ew(b, loc, {x, mean, meanSq},
+         [&](OpBuilder &nb, Location l, ValueRange a) -> Value {
+           Value var = arith::SubFOp::create(
+               nb, l, a[2], arith::MulFOp::create(nb, l, a[1], a[1]));
+           Value sd =
+               arith::AddFOp::create(nb, l, math::SqrtOp::create(nb, l, var),
+                                     fconst(nb, l, elem, 1e-9));
+           return arith::DivFOp::create(
+               nb, l, arith::SubFOp::create(nb, l, a[0], a[1]), sd);
+         }));
   return success();
 }
 
@@ -316,20 +342,23 @@ LogicalResult lowerLpNorm(Operation *op, OpBuilder &b,
   Type elem = tx->getElementType();
   SmallVector<bool> red(r, false);
   red[*axis] = true;
-  Value m = ew(b, loc, x, [&](OpBuilder &nb, Location l, ValueRange a) -> Value {
-    if (p == 1)
-      return math::AbsFOp::create(nb, l, a[0]);
-    return arith::MulFOp::create(nb, l, a[0], a[0]);
-  });
+  Value m =
+      ew(b, loc, x, [&](OpBuilder &nb, Location l, ValueRange a) -> Value {
+        if (p == 1)
+          return math::AbsFOp::create(nb, l, a[0]);
+        return arith::MulFOp::create(nb, l, a[0], a[0]);
+      });
   Value n = reduceKept(b, loc, m, red);
-  results.push_back(ew(b, loc, {x, n}, [&](OpBuilder &nb, Location l, ValueRange a) -> Value {
-    Value d = p == 2 ? math::SqrtOp::create(nb, l, a[1]).getResult() : a[1];
-    // A zero norm gives 0 (not NaN).
-    Value zero = fconst(nb, l, elem, 0.0);
-    Value isZero = arith::CmpFOp::create(nb, l, arith::CmpFPredicate::OEQ, d, zero);
-    Value q = arith::DivFOp::create(nb, l, a[0], d);
-    return arith::SelectOp::create(nb, l, isZero, zero, q);
-  }));
+  results.push_back(
+      ew(b, loc, {x, n}, [&](OpBuilder &nb, Location l, ValueRange a) -> Value {
+        Value d = p == 2 ? math::SqrtOp::create(nb, l, a[1]).getResult() : a[1];
+        // A zero norm gives 0 (not NaN).
+        Value zero = fconst(nb, l, elem, 0.0);
+        Value isZero =
+            arith::CmpFOp::create(nb, l, arith::CmpFPredicate::OEQ, d, zero);
+        Value q = arith::DivFOp::create(nb, l, a[0], d);
+        return arith::SelectOp::create(nb, l, isZero, zero, q);
+      }));
   return success();
 }
 
@@ -356,43 +385,51 @@ LogicalResult lowerLRN(Operation *op, OpBuilder &b,
       dyn.push_back(tensor::DimOp::create(b, loc, x, i));
   Value init = filledTensor(b, loc, *tx, dyn, scalarAttr(elem, 0.0));
   // Loops (dims..., j): j only through a shape-only [size] operand.
-  Value window = emptyTensor(b, loc, RankedTensorType::get({size}, b.getI8Type()), {});
+  Value window =
+      emptyTensor(b, loc, RankedTensorType::get({size}, b.getI8Type()), {});
   Value cDim = dimValue(b, loc, x, 1);
   SmallVector<AffineMap> maps = {
       AffineMap::get(r + 1, 0, {getAffineDimExpr(r, ctx)}, ctx),
       AffineMap::getMultiDimIdentityMap(r + 1, ctx).getMajorSubMap(r)};
   SmallVector<IteratorType> iters(r, IteratorType::parallel);
   iters.push_back(IteratorType::reduction);
-  Value sq = linalg::GenericOp::create(
-                 b, loc, TypeRange{*tx}, ValueRange{window}, ValueRange{init},
-                 maps, iters,
-                 [&](OpBuilder &nb, Location l, ValueRange a) {
-                   SmallVector<Value> ix;
-                   for (int64_t i = 0; i < r; ++i)
-                     ix.push_back(linalg::IndexOp::create(nb, l, i));
-                   Value j = linalg::IndexOp::create(nb, l, r);
-                   Value c = arith::SubIOp::create(
-                       nb, l, arith::AddIOp::create(nb, l, ix[1], j),
-                       arith::ConstantIndexOp::create(nb, l, lo));
-                   Value zero = arith::ConstantIndexOp::create(nb, l, 0);
-                   Value inRange = arith::AndIOp::create(
-                       nb, l,
-                       arith::CmpIOp::create(nb, l, arith::CmpIPredicate::sge, c, zero),
-                       arith::CmpIOp::create(nb, l, arith::CmpIPredicate::slt, c, cDim));
-                   ix[1] = arith::SelectOp::create(nb, l, inRange, c, zero);
-                   Value v = tensor::ExtractOp::create(nb, l, x, ix);
-                   v = arith::MulFOp::create(nb, l, v, v);
-                   v = arith::SelectOp::create(nb, l, inRange, v, fconst(nb, l, elem, 0.0));
-                   linalg::YieldOp::create(nb, l, arith::AddFOp::create(nb, l, a[1], v).getResult());
-                 })
-                 .getResult(0);
-  results.push_back(ew(b, loc, {x, sq}, [&](OpBuilder &nb, Location l, ValueRange a) -> Value {
-    Value d = arith::AddFOp::create(
-        nb, l, fconst(nb, l, elem, bias),
-        arith::MulFOp::create(nb, l, fconst(nb, l, elem, alpha / size), a[1]));
-    d = math::PowFOp::create(nb, l, d, fconst(nb, l, elem, beta));
-    return arith::DivFOp::create(nb, l, a[0], d);
-  }));
+  Value sq =
+      linalg::GenericOp::create(
+          b, loc, TypeRange{*tx}, ValueRange{window}, ValueRange{init}, maps,
+          iters,
+          [&](OpBuilder &nb, Location l, ValueRange a) {
+            SmallVector<Value> ix;
+            for (int64_t i = 0; i < r; ++i)
+              ix.push_back(linalg::IndexOp::create(nb, l, i));
+            Value j = linalg::IndexOp::create(nb, l, r);
+            Value c = arith::SubIOp::create(
+                nb, l, arith::AddIOp::create(nb, l, ix[1], j),
+                arith::ConstantIndexOp::create(nb, l, lo));
+            Value zero = arith::ConstantIndexOp::create(nb, l, 0);
+            Value inRange = arith::AndIOp::create(
+                nb, l,
+                arith::CmpIOp::create(nb, l, arith::CmpIPredicate::sge, c,
+                                      zero),
+                arith::CmpIOp::create(nb, l, arith::CmpIPredicate::slt, c,
+                                      cDim));
+            ix[1] = arith::SelectOp::create(nb, l, inRange, c, zero);
+            Value v = tensor::ExtractOp::create(nb, l, x, ix);
+            v = arith::MulFOp::create(nb, l, v, v);
+            v = arith::SelectOp::create(nb, l, inRange, v,
+                                        fconst(nb, l, elem, 0.0));
+            linalg::YieldOp::create(
+                nb, l, arith::AddFOp::create(nb, l, a[1], v).getResult());
+          })
+          .getResult(0);
+  results.push_back(ew(
+      b, loc, {x, sq}, [&](OpBuilder &nb, Location l, ValueRange a) -> Value {
+        Value d = arith::AddFOp::create(
+            nb, l, fconst(nb, l, elem, bias),
+            arith::MulFOp::create(nb, l, fconst(nb, l, elem, alpha / size),
+                                  a[1]));
+        d = math::PowFOp::create(nb, l, d, fconst(nb, l, elem, beta));
+        return arith::DivFOp::create(nb, l, a[0], d);
+      }));
   return success();
 }
 
@@ -426,21 +463,25 @@ LogicalResult nllLoss(Operation *op, OpBuilder &b, Value x, Value target,
   Value wInit = emptyTensor(b, loc, lt, dyn);
   Value cDim = dimValue(b, loc, x, 1);
   int64_t tr = tt.getRank();
-  SmallVector<AffineMap> maps(3, AffineMap::getMultiDimIdentityMap(tr, b.getContext()));
+  SmallVector<AffineMap> maps(
+      3, AffineMap::getMultiDimIdentityMap(tr, b.getContext()));
   auto g = linalg::GenericOp::create(
-      b, loc, TypeRange{lt, lt}, ValueRange{target}, ValueRange{lossInit, wInit},
-      maps, SmallVector<IteratorType>(tr, IteratorType::parallel),
+      b, loc, TypeRange{lt, lt}, ValueRange{target},
+      ValueRange{lossInit, wInit}, maps,
+      SmallVector<IteratorType>(tr, IteratorType::parallel),
       [&](OpBuilder &nb, Location l, ValueRange a) {
         Value t = a[0];
         Value valid = arith::ConstantIntOp::create(nb, l, 1, 1);
         if (iiAttr)
-          valid = arith::CmpIOp::create(
-              nb, l, arith::CmpIPredicate::ne, t,
-              arith::ConstantIntOp::create(nb, l, t.getType(), iiAttr.getInt()));
+          valid =
+              arith::CmpIOp::create(nb, l, arith::CmpIPredicate::ne, t,
+                                    arith::ConstantIntOp::create(
+                                        nb, l, t.getType(), iiAttr.getInt()));
         Value ti = arith::IndexCastOp::create(nb, l, nb.getIndexType(), t);
         Value zero = arith::ConstantIndexOp::create(nb, l, 0);
         Value inRange = arith::AndIOp::create(
-            nb, l, arith::CmpIOp::create(nb, l, arith::CmpIPredicate::sge, ti, zero),
+            nb, l,
+            arith::CmpIOp::create(nb, l, arith::CmpIPredicate::sge, ti, zero),
             arith::CmpIOp::create(nb, l, arith::CmpIPredicate::slt, ti, cDim));
         ti = arith::SelectOp::create(nb, l, inRange, ti, zero);
         valid = arith::AndIOp::create(nb, l, valid, inRange);
@@ -448,10 +489,13 @@ LogicalResult nllLoss(Operation *op, OpBuilder &b, Value x, Value target,
         for (int64_t i = 1; i < tr; ++i)
           ix.push_back(linalg::IndexOp::create(nb, l, i));
         Value v = tensor::ExtractOp::create(nb, l, x, ix);
-        Value w = hasWeight ? tensor::ExtractOp::create(nb, l, weight, ValueRange{ti}).getResult()
-                            : fconst(nb, l, elem, 1.0);
+        Value w = hasWeight
+                      ? tensor::ExtractOp::create(nb, l, weight, ValueRange{ti})
+                            .getResult()
+                      : fconst(nb, l, elem, 1.0);
         w = arith::SelectOp::create(nb, l, valid, w, fconst(nb, l, elem, 0.0));
-        Value loss = arith::NegFOp::create(nb, l, arith::MulFOp::create(nb, l, v, w));
+        Value loss =
+            arith::NegFOp::create(nb, l, arith::MulFOp::create(nb, l, v, w));
         linalg::YieldOp::create(nb, l, ValueRange{loss, w});
       });
   Value loss = g.getResult(0), w = g.getResult(1);
@@ -460,7 +504,8 @@ LogicalResult nllLoss(Operation *op, OpBuilder &b, Value x, Value target,
     return success();
   }
   if (reduction != "sum" && reduction != "mean")
-    return nodeError(op) << "unknown reduction '" << reduction << "'", failure();
+    return nodeError(op) << "unknown reduction '" << reduction << "'",
+           failure();
   auto scalarT = RankedTensorType::get({}, elem);
   SmallVector<bool> all(tr, true);
   auto toScalar = [&](Value v) {
@@ -470,9 +515,10 @@ LogicalResult nllLoss(Operation *op, OpBuilder &b, Value x, Value target,
   Value sum = toScalar(loss);
   if (reduction == "mean") {
     Value ws = toScalar(w);
-    sum = ew(b, loc, {sum, ws}, [](OpBuilder &nb, Location l, ValueRange a) -> Value {
-      return arith::DivFOp::create(nb, l, a[0], a[1]);
-    });
+    sum = ew(b, loc, {sum, ws},
+             [](OpBuilder &nb, Location l, ValueRange a) -> Value {
+               return arith::DivFOp::create(nb, l, a[0], a[1]);
+             });
   }
   results.push_back(sum);
   return success();
@@ -483,8 +529,8 @@ LogicalResult lowerNLL(Operation *op, OpBuilder &b,
   FailureOr<RankedTensorType> tx = rankedOperand(op, 0);
   if (failed(tx) || failed(checkFloat(op, *tx)))
     return failure();
-  return nllLoss(op, b, op->getOperand(0), op->getOperand(1),
-                 op->getOperand(2), results);
+  return nllLoss(op, b, op->getOperand(0), op->getOperand(1), op->getOperand(2),
+                 results);
 }
 
 LogicalResult lowerSCE(Operation *op, OpBuilder &b,
@@ -505,10 +551,12 @@ LogicalResult lowerSCE(Operation *op, OpBuilder &b,
 } // namespace
 
 void lowering::registerNormalizationLowerings(llvm::StringMap<LowerFn> &t) {
-  t["LayerNormalization"] = [](Operation *op, OpBuilder &b, SmallVectorImpl<Value> &r) {
+  t["LayerNormalization"] = [](Operation *op, OpBuilder &b,
+                               SmallVectorImpl<Value> &r) {
     return lowerLayerNorm(op, b, r, /*rms=*/false);
   };
-  t["RMSNormalization"] = [](Operation *op, OpBuilder &b, SmallVectorImpl<Value> &r) {
+  t["RMSNormalization"] = [](Operation *op, OpBuilder &b,
+                             SmallVectorImpl<Value> &r) {
     return lowerLayerNorm(op, b, r, /*rms=*/true);
   };
   t["InstanceNormalization"] = lowerInstanceNorm;

@@ -123,7 +123,9 @@ Value lowering::filledTensor(OpBuilder &b, Location loc, RankedTensorType type,
   return linalg::FillOp::create(b, loc, scalar, init).getResult(0);
 }
 
-bool lowering::isFloat(Type t) { return isa<FloatType>(getElementTypeOrSelf(t)); }
+bool lowering::isFloat(Type t) {
+  return isa<FloatType>(getElementTypeOrSelf(t));
+}
 
 SmallVector<Value> lowering::broadcastDynSizes(OpBuilder &b, Location loc,
                                                RankedTensorType resultType,
@@ -203,18 +205,18 @@ Value lowering::buildBroadcastGeneric(OpBuilder &b, Location loc,
   SmallVector<std::optional<SmallVector<Value>>> extracted;
   for (auto [k, in] : llvm::enumerate(inputs)) {
     auto t = cast<RankedTensorType>(in.getType());
-    bool anyRuntime = k < runtimeBcast.size() &&
-                      llvm::is_contained(runtimeBcast[k], true);
+    bool anyRuntime =
+        k < runtimeBcast.size() && llvm::is_contained(runtimeBcast[k], true);
     if (anyRuntime) {
       SmallVector<Value> isOne;
       for (int64_t j = 0; j < t.getRank(); ++j)
-        isOne.push_back(
-            runtimeBcast[k][j]
-                ? arith::CmpIOp::create(b, loc, arith::CmpIPredicate::eq,
-                                        tensor::DimOp::create(b, loc, in, j),
-                                        arith::ConstantIndexOp::create(b, loc, 1))
-                      .getResult()
-                : Value());
+        isOne.push_back(runtimeBcast[k][j]
+                            ? arith::CmpIOp::create(
+                                  b, loc, arith::CmpIPredicate::eq,
+                                  tensor::DimOp::create(b, loc, in, j),
+                                  arith::ConstantIndexOp::create(b, loc, 1))
+                                  .getResult()
+                            : Value());
       extracted.push_back(isOne);
       continue;
     }
@@ -301,7 +303,6 @@ static void registerAllLowerings(llvm::StringMap<LowerFn> &table) {
   registerSignalLowerings(table);
 }
 
-
 /// The lowering table, built once.
 static const llvm::StringMap<LowerFn> &loweringTable() {
   static const llvm::StringMap<LowerFn> table = [] {
@@ -342,8 +343,7 @@ LogicalResult lowering::lowerOnnxOpsIn(Region &region) {
     name.consume_front("onnx.");
     auto it = table.find(name);
     if (it == table.end()) {
-      nodeError(op) << "operator '" << name
-                    << "' is not supported by Kiln yet";
+      nodeError(op) << "operator '" << name << "' is not supported by Kiln yet";
       failed = true;
       continue;
     }

@@ -50,8 +50,9 @@ Value toF32(OpBuilder &b, Location loc, Value v, bool isUns) {
   if (auto ft = dyn_cast<FloatType>(t)) {
     if (ft == f32)
       return v;
-    return ft.getWidth() < 32 ? arith::ExtFOp::create(b, loc, f32, v).getResult()
-                              : arith::TruncFOp::create(b, loc, f32, v).getResult();
+    return ft.getWidth() < 32
+               ? arith::ExtFOp::create(b, loc, f32, v).getResult()
+               : arith::TruncFOp::create(b, loc, f32, v).getResult();
   }
   return isUns ? arith::UIToFPOp::create(b, loc, f32, v).getResult()
                : arith::SIToFPOp::create(b, loc, f32, v).getResult();
@@ -78,10 +79,10 @@ Value saturate(OpBuilder &b, Location loc, Value v, IntegerType intTy,
   double hi = isUns ? std::ldexp(1.0, w) - 1 : std::ldexp(1.0, w - 1) - 1;
   Type f32 = b.getF32Type();
   v = math::RoundEvenOp::create(b, loc, v);
-  v = arith::MaximumFOp::create(b, loc, v,
-                                arith::ConstantOp::create(b, loc, FloatAttr::get(f32, lo)));
-  v = arith::MinimumFOp::create(b, loc, v,
-                                arith::ConstantOp::create(b, loc, FloatAttr::get(f32, hi)));
+  v = arith::MaximumFOp::create(
+      b, loc, v, arith::ConstantOp::create(b, loc, FloatAttr::get(f32, lo)));
+  v = arith::MinimumFOp::create(
+      b, loc, v, arith::ConstantOp::create(b, loc, FloatAttr::get(f32, hi)));
   // Through i64 so unsigned maxima fit.
   Value i = arith::FPToSIOp::create(b, loc, b.getI64Type(), v);
   return w == 64 ? i : arith::TruncIOp::create(b, loc, intTy, i).getResult();
@@ -161,7 +162,8 @@ LogicalResult lowerDequantizeFloat8(Operation *op, OpBuilder &b,
   FloatType outF = cast<FloatType>(ty.getElementType());
   results.push_back(generate(
       b, loc, ty, x, [&](OpBuilder &nb, Location l, ArrayRef<Value> iv) {
-        Value v = float8ToF32(nb, l, tensor::ExtractOp::create(nb, l, x, iv), xe);
+        Value v =
+            float8ToF32(nb, l, tensor::ExtractOp::create(nb, l, x, iv), xe);
         if (zp)
           v = arith::SubFOp::create(
               nb, l, v,
@@ -240,14 +242,16 @@ LogicalResult lowerDequantize(Operation *op, OpBuilder &b,
   bool uns = isUnsigned(xe);
   Value x = signless(b, loc, op->getOperand(0));
   Value scale = op->getOperand(1);
-  Value zp = operandPresent(op, 2) ? signless(b, loc, op->getOperand(2)) : Value();
+  Value zp =
+      operandPresent(op, 2) ? signless(b, loc, op->getOperand(2)) : Value();
   FloatType outF = cast<FloatType>(ty->getElementType());
   results.push_back(generate(
       b, loc, *ty, x, [&](OpBuilder &nb, Location l, ArrayRef<Value> iv) {
         Value v = toI32(nb, l, tensor::ExtractOp::create(nb, l, x, iv), uns);
         if (zp)
           v = arith::SubIOp::create(
-              nb, l, v, toI32(nb, l, readParam(nb, l, zp, iv, axis, block), uns));
+              nb, l, v,
+              toI32(nb, l, readParam(nb, l, zp, iv, axis, block), uns));
         Value f = toF32(nb, l, v, false);
         Value s = toF32(nb, l, readParam(nb, l, scale, iv, axis, block), false);
         Value r = arith::MulFOp::create(nb, l, f, s);
@@ -270,8 +274,8 @@ LogicalResult lowerQuantize(Operation *op, OpBuilder &b,
       !isFloat8(tx->getElementType()))
     return lowerQuantizeFloat8(op, b, *tx, *ty, results);
   if (!supportedInt(ye) || !isa<FloatType>(tx->getElementType()))
-    return nodeError(op) << "quantization of " << tx->getElementType()
-                         << " to " << ye << " is not supported",
+    return nodeError(op) << "quantization of " << tx->getElementType() << " to "
+                         << ye << " is not supported",
            failure();
   int64_t rank = tx->getRank();
   FailureOr<int64_t> axisOr = paramAxis(op, rank);
@@ -282,7 +286,8 @@ LogicalResult lowerQuantize(Operation *op, OpBuilder &b,
   bool uns = isUnsigned(ye);
   auto intTy = IntegerType::get(b.getContext(), ye.getIntOrFloatBitWidth());
   Value x = op->getOperand(0), scale = op->getOperand(1);
-  Value zp = operandPresent(op, 2) ? signless(b, loc, op->getOperand(2)) : Value();
+  Value zp =
+      operandPresent(op, 2) ? signless(b, loc, op->getOperand(2)) : Value();
   auto st = ty->clone(intTy);
   Value r = generate(
       b, loc, st, x, [&](OpBuilder &nb, Location l, ArrayRef<Value> iv) {
@@ -323,11 +328,13 @@ LogicalResult lowerDynamicQuantize(Operation *op, OpBuilder &b,
     SmallVector<AffineMap> maps = {AffineMap::getMultiDimIdentityMap(rank, ctx),
                                    AffineMap::get(rank, 0, {}, ctx)};
     return linalg::GenericOp::create(
-               b, loc, TypeRange{scalarT}, ValueRange{x}, ValueRange{init}, maps,
-               SmallVector<IteratorType>(rank, IteratorType::reduction),
+               b, loc, TypeRange{scalarT}, ValueRange{x}, ValueRange{init},
+               maps, SmallVector<IteratorType>(rank, IteratorType::reduction),
                [&](OpBuilder &nb, Location l, ValueRange a) {
-                 Value r = isMax ? arith::MaximumFOp::create(nb, l, a[0], a[1]).getResult()
-                                 : arith::MinimumFOp::create(nb, l, a[0], a[1]).getResult();
+                 Value r = isMax ? arith::MaximumFOp::create(nb, l, a[0], a[1])
+                                       .getResult()
+                                 : arith::MinimumFOp::create(nb, l, a[0], a[1])
+                                       .getResult();
                  linalg::YieldOp::create(nb, l, r);
                })
         .getResult(0);
@@ -341,24 +348,27 @@ LogicalResult lowerDynamicQuantize(Operation *op, OpBuilder &b,
     Value s = arith::DivFOp::create(
         nb, l, arith::SubFOp::create(nb, l, hi, lo),
         arith::ConstantOp::create(nb, l, FloatAttr::get(f32, 255.0)));
-    Value zero = arith::CmpFOp::create(nb, l, arith::CmpFPredicate::OEQ, s,
-                                       arith::ConstantOp::create(nb, l, FloatAttr::get(f32, 0.0)));
+    Value zero = arith::CmpFOp::create(
+        nb, l, arith::CmpFPredicate::OEQ, s,
+        arith::ConstantOp::create(nb, l, FloatAttr::get(f32, 0.0)));
     Value safe = arith::SelectOp::create(
-        nb, l, zero, arith::ConstantOp::create(nb, l, FloatAttr::get(f32, 1.0)), s);
-    Value z = arith::DivFOp::create(
-        nb, l, arith::NegFOp::create(nb, l, lo), safe);
+        nb, l, zero, arith::ConstantOp::create(nb, l, FloatAttr::get(f32, 1.0)),
+        s);
+    Value z =
+        arith::DivFOp::create(nb, l, arith::NegFOp::create(nb, l, lo), safe);
     z = saturate(nb, l, z, u8, true);
     return std::make_tuple(s, safe, z);
   };
-  Value y = generate(b, loc, ty->clone(u8), x,
-                     [&](OpBuilder &nb, Location l, ArrayRef<Value> iv) {
-                       auto [s, safe, z] = params(nb, l);
-                       Value v = tensor::ExtractOp::create(nb, l, x, iv);
-                       v = arith::DivFOp::create(nb, l, v, safe);
-                       v = math::RoundEvenOp::create(nb, l, v);
-                       v = arith::AddFOp::create(nb, l, v, toF32(nb, l, z, true));
-                       return saturate(nb, l, v, u8, true);
-                     });
+  Value y =
+      generate(b, loc, ty->clone(u8), x,
+               [&](OpBuilder &nb, Location l, ArrayRef<Value> iv) {
+                 auto [s, safe, z] = params(nb, l);
+                 Value v = tensor::ExtractOp::create(nb, l, x, iv);
+                 v = arith::DivFOp::create(nb, l, v, safe);
+                 v = math::RoundEvenOp::create(nb, l, v);
+                 v = arith::AddFOp::create(nb, l, v, toF32(nb, l, z, true));
+                 return saturate(nb, l, v, u8, true);
+               });
   Value s = generate(b, loc, *ts, Value(),
                      [&](OpBuilder &nb, Location l, ArrayRef<Value>) {
                        return std::get<0>(params(nb, l));
@@ -387,13 +397,17 @@ LogicalResult lowerIntMatMul(Operation *op, OpBuilder &b,
   MLIRContext *ctx = b.getContext();
   int64_t ra = ta->getRank(), rb = tb->getRank(), ry = ty->getRank();
   if (ra < 2 || rb < 2 || ry != std::max(ra, rb) ||
-      !supportedInt(ta->getElementType()) || !supportedInt(tb->getElementType()))
+      !supportedInt(ta->getElementType()) ||
+      !supportedInt(tb->getElementType()))
     return nodeError(op) << "operands must be integer tensors of rank >= 2",
            failure();
-  bool ua = isUnsigned(ta->getElementType()), ub = isUnsigned(tb->getElementType());
+  bool ua = isUnsigned(ta->getElementType()),
+       ub = isUnsigned(tb->getElementType());
   Value A = signless(b, loc, op->getOperand(ia));
   Value B = signless(b, loc, op->getOperand(ib));
-  Value azp = operandPresent(op, qlinear ? 2 : 2) ? signless(b, loc, op->getOperand(2)) : Value();
+  Value azp = operandPresent(op, qlinear ? 2 : 2)
+                  ? signless(b, loc, op->getOperand(2))
+                  : Value();
   Value bzp = operandPresent(op, qlinear ? 5 : 3)
                   ? signless(b, loc, op->getOperand(qlinear ? 5 : 3))
                   : Value();
@@ -429,7 +443,8 @@ LogicalResult lowerIntMatMul(Operation *op, OpBuilder &b,
   iters.push_back(IteratorType::reduction);
   // A parameter with one element, or one per row of A (`dimIdx` = m) or per
   // column of B (n): read at that (clamped) position.
-  auto paramAt = [&](OpBuilder &nb, Location l, Value p, int64_t loop) -> Value {
+  auto paramAt = [&](OpBuilder &nb, Location l, Value p,
+                     int64_t loop) -> Value {
     auto t = cast<RankedTensorType>(p.getType());
     SmallVector<Value> z(t.getRank(), idx(nb, l, 0));
     if (t.getRank() >= 1 && t.getDimSize(t.getRank() - 1) != 1) {
@@ -476,7 +491,8 @@ LogicalResult lowerIntMatMul(Operation *op, OpBuilder &b,
   bool uy = isUnsigned(ye_);
   auto intTy = IntegerType::get(ctx, ye_.getIntOrFloatBitWidth());
   Value as = op->getOperand(1), bs = op->getOperand(4), ys = op->getOperand(6);
-  Value yzp = operandPresent(op, 7) ? signless(b, loc, op->getOperand(7)) : Value();
+  Value yzp =
+      operandPresent(op, 7) ? signless(b, loc, op->getOperand(7)) : Value();
   auto first = [&](OpBuilder &nb, Location l, Value v) -> Value {
     auto t = cast<RankedTensorType>(v.getType());
     SmallVector<Value> z(t.getRank(), idx(nb, l, 0));
@@ -488,23 +504,28 @@ LogicalResult lowerIntMatMul(Operation *op, OpBuilder &b,
     if (rt.isDynamicDim(i))
       rdyn.push_back(tensor::DimOp::create(b, loc, acc, i));
   Value rinit = emptyTensor(b, loc, rt, rdyn);
-  Value r = linalg::GenericOp::create(
-      b, loc, TypeRange{rt}, ValueRange{acc}, ValueRange{rinit},
-      {AffineMap::getMultiDimIdentityMap(ry, ctx),
-       AffineMap::getMultiDimIdentityMap(ry, ctx)},
-      SmallVector<IteratorType>(ry, IteratorType::parallel),
-      [&](OpBuilder &nb, Location l, ValueRange a) {
-        Value v = toF32(nb, l, a[0], false);
-        Value s = arith::MulFOp::create(nb, l, toF32(nb, l, paramAt(nb, l, as, ry - 2), false),
-                                        toF32(nb, l, paramAt(nb, l, bs, ry - 1), false));
-        s = arith::DivFOp::create(nb, l, s, toF32(nb, l, first(nb, l, ys), false));
-        v = arith::MulFOp::create(nb, l, v, s);
-        v = math::RoundEvenOp::create(nb, l, v);
-        if (yzp)
-          v = arith::AddFOp::create(
-              nb, l, v, toF32(nb, l, toI32(nb, l, first(nb, l, yzp), uy), false));
-        linalg::YieldOp::create(nb, l, saturate(nb, l, v, intTy, uy));
-      }).getResult(0);
+  Value r =
+      linalg::GenericOp::create(
+          b, loc, TypeRange{rt}, ValueRange{acc}, ValueRange{rinit},
+          {AffineMap::getMultiDimIdentityMap(ry, ctx),
+           AffineMap::getMultiDimIdentityMap(ry, ctx)},
+          SmallVector<IteratorType>(ry, IteratorType::parallel),
+          [&](OpBuilder &nb, Location l, ValueRange a) {
+            Value v = toF32(nb, l, a[0], false);
+            Value s = arith::MulFOp::create(
+                nb, l, toF32(nb, l, paramAt(nb, l, as, ry - 2), false),
+                toF32(nb, l, paramAt(nb, l, bs, ry - 1), false));
+            s = arith::DivFOp::create(nb, l, s,
+                                      toF32(nb, l, first(nb, l, ys), false));
+            v = arith::MulFOp::create(nb, l, v, s);
+            v = math::RoundEvenOp::create(nb, l, v);
+            if (yzp)
+              v = arith::AddFOp::create(
+                  nb, l, v,
+                  toF32(nb, l, toI32(nb, l, first(nb, l, yzp), uy), false));
+            linalg::YieldOp::create(nb, l, saturate(nb, l, v, intTy, uy));
+          })
+          .getResult(0);
   results.push_back(toType(b, loc, r, *ty));
   return success();
 }
@@ -515,10 +536,12 @@ void lowering::registerQuantizeLowerings(llvm::StringMap<LowerFn> &t) {
   t["DequantizeLinear"] = lowerDequantize;
   t["QuantizeLinear"] = lowerQuantize;
   t["DynamicQuantizeLinear"] = lowerDynamicQuantize;
-  t["MatMulInteger"] = [](Operation *op, OpBuilder &b, SmallVectorImpl<Value> &r) {
+  t["MatMulInteger"] = [](Operation *op, OpBuilder &b,
+                          SmallVectorImpl<Value> &r) {
     return lowerIntMatMul(op, b, r, /*qlinear=*/false);
   };
-  t["QLinearMatMul"] = [](Operation *op, OpBuilder &b, SmallVectorImpl<Value> &r) {
+  t["QLinearMatMul"] = [](Operation *op, OpBuilder &b,
+                          SmallVectorImpl<Value> &r) {
     return lowerIntMatMul(op, b, r, /*qlinear=*/true);
   };
 }

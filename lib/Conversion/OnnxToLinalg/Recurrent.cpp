@@ -36,13 +36,13 @@ struct Activation {
 /// What every step needs to know about the op.
 struct Recurrence {
   Kind kind;
-  int64_t numGates;  // 4, 3, 1
-  int64_t dirs;      // 1 or 2
-  bool reverseOnly;  // direction == "reverse"
-  int64_t hidden;    // static
-  int64_t layout;    // 0 or 1
+  int64_t numGates; // 4, 3, 1
+  int64_t dirs;     // 1 or 2
+  bool reverseOnly; // direction == "reverse"
+  int64_t hidden;   // static
+  int64_t layout;   // 0 or 1
   std::optional<double> clip;
-  bool inputForget = false;      // LSTM
+  bool inputForget = false;       // LSTM
   bool linearBeforeReset = false; // GRU
   // Per direction: the activations (LSTM f, g, h; GRU f, g; RNN f).
   SmallVector<SmallVector<Activation>> acts;
@@ -68,19 +68,17 @@ static Value applyActivation(OpBuilder &b, Location loc, const Activation &a,
   if (n == "relu")
     return arith::MaximumFOp::create(b, loc, x, zero());
   if (n == "affine")
-    return arith::AddFOp::create(b, loc,
-                                 arith::MulFOp::create(b, loc, alpha(), x),
-                                 beta());
+    return arith::AddFOp::create(
+        b, loc, arith::MulFOp::create(b, loc, alpha(), x), beta());
   if (n == "leakyrelu") {
-    Value neg = arith::CmpFOp::create(b, loc, arith::CmpFPredicate::OLT, x,
-                                      zero());
-    return arith::SelectOp::create(b, loc, neg,
-                                   arith::MulFOp::create(b, loc, alpha(), x),
-                                   x);
+    Value neg =
+        arith::CmpFOp::create(b, loc, arith::CmpFPredicate::OLT, x, zero());
+    return arith::SelectOp::create(
+        b, loc, neg, arith::MulFOp::create(b, loc, alpha(), x), x);
   }
   if (n == "thresholdedrelu") {
-    Value ge = arith::CmpFOp::create(b, loc, arith::CmpFPredicate::OGE, x,
-                                     alpha());
+    Value ge =
+        arith::CmpFOp::create(b, loc, arith::CmpFPredicate::OGE, x, alpha());
     return arith::SelectOp::create(b, loc, ge, x, zero());
   }
   if (n == "scaledtanh")
@@ -94,10 +92,10 @@ static Value applyActivation(OpBuilder &b, Location loc, const Activation &a,
     return arith::MaximumFOp::create(b, loc, v, zero());
   }
   if (n == "elu") {
-    Value neg = arith::CmpFOp::create(b, loc, arith::CmpFPredicate::OLT, x,
-                                      zero());
-    Value em1 = arith::SubFOp::create(b, loc, math::ExpOp::create(b, loc, x),
-                                      one());
+    Value neg =
+        arith::CmpFOp::create(b, loc, arith::CmpFPredicate::OLT, x, zero());
+    Value em1 =
+        arith::SubFOp::create(b, loc, math::ExpOp::create(b, loc, x), one());
     return arith::SelectOp::create(
         b, loc, neg, arith::MulFOp::create(b, loc, alpha(), em1), x);
   }
@@ -137,8 +135,8 @@ static LogicalResult parseActivations(Operation *op, Recurrence &rec) {
     names.resize(per); // e.g. RNN's schema default {Tanh, Tanh}
   }
   if ((int64_t)names.size() != per * rec.dirs)
-    return nodeError(op) << "expects " << per * rec.dirs
-                         << " activations, got " << names.size(),
+    return nodeError(op) << "expects " << per * rec.dirs << " activations, got "
+                         << names.size(),
            failure();
   SmallVector<double> alphas, betas;
   if (auto a = op->getAttrOfType<ArrayAttr>("activation_alpha"))
@@ -169,8 +167,7 @@ static LogicalResult parseActivations(Operation *op, Recurrence &rec) {
             .Case("elu", Params{true, 1.0, false, 0})
             .Default(std::nullopt);
     if (!p)
-      return nodeError(op) << "unknown activation '" << name << "'",
-             failure();
+      return nodeError(op) << "unknown activation '" << name << "'", failure();
     Activation act{name, p->da, p->db};
     if (p->a && nextAlpha < alphas.size())
       act.alpha = alphas[nextAlpha++];
@@ -222,9 +219,9 @@ static Value contractNT(OpBuilder &b, Location loc, Value a,
   AffineExpr m = getAffineDimExpr(0, ctx), n = getAffineDimExpr(1, ctx),
              k = getAffineDimExpr(2, ctx);
   AffineMap aMap =
-      aDir ? AffineMap::get(3, 0, {getAffineConstantExpr(*aDir, ctx), m, k},
-                            ctx)
-           : AffineMap::get(3, 0, {m, k}, ctx);
+      aDir
+          ? AffineMap::get(3, 0, {getAffineConstantExpr(*aDir, ctx), m, k}, ctx)
+          : AffineMap::get(3, 0, {m, k}, ctx);
   AffineMap wMap =
       AffineMap::get(3, 0, {getAffineConstantExpr(d, ctx), n + off, k}, ctx);
   AffineMap outMap = AffineMap::get(3, 0, {m, n}, ctx);
@@ -367,8 +364,8 @@ static LogicalResult lowerRecurrent(Operation *op, OpBuilder &b,
         for (int64_t d = 0; d < rec.dirs; ++d) {
           bool reversed = rec.reverseOnly || d == 1;
           // X rows of this step: xs[bi, k] = X[t(bi), bi, k].
-          auto xsType = RankedTensorType::get(
-              {batchS, xType->getDimSize(2)}, et);
+          auto xsType =
+              RankedTensorType::get({batchS, xType->getDimSize(2)}, et);
           SmallVector<Value> xsDyn = dynB;
           if (xsType.isDynamicDim(1))
             xsDyn.push_back(inSize);
@@ -376,24 +373,25 @@ static LogicalResult lowerRecurrent(Operation *op, OpBuilder &b,
           Value xs =
               linalg::GenericOp::create(
                   lb, l, TypeRange{xsType}, ValueRange{}, ValueRange{xsInit},
-                  ArrayRef<AffineMap>{AffineMap::getMultiDimIdentityMap(2, ctx)},
+                  ArrayRef<AffineMap>{
+                      AffineMap::getMultiDimIdentityMap(2, ctx)},
                   parallel(2),
                   [&](OpBuilder &nb, Location nl, ValueRange) {
                     Value bi = linalg::IndexOp::create(nb, nl, 0);
                     Value k = linalg::IndexOp::create(nb, nl, 1);
                     Value len = seqLenOf(nb, nl, seqLens, bi, seq);
                     Value t = timeIndex(nb, nl, s, len, reversed, seq);
-                    SmallVector<Value> ix =
-                        rec.layout == 0 ? SmallVector<Value>{t, bi, k}
-                                        : SmallVector<Value>{bi, t, k};
+                    SmallVector<Value> ix = rec.layout == 0
+                                                ? SmallVector<Value>{t, bi, k}
+                                                : SmallVector<Value>{bi, t, k};
                     Value v = tensor::ExtractOp::create(nb, nl, x, ix);
                     linalg::YieldOp::create(nb, nl, v);
                   })
                   .getResult(0);
           // xw = X·Wᵀ + Wb, hr = H·Rᵀ + Rb: [batch, gates*hidden].
-          Value xw = contractNT(
-              lb, l, xs, std::nullopt, w, d, 0,
-              biasInit(lb, l, bias, d, 0, gates * hid, batch, et));
+          Value xw =
+              contractNT(lb, l, xs, std::nullopt, w, d, 0,
+                         biasInit(lb, l, bias, d, 0, gates * hid, batch, et));
           Value hr = contractNT(
               lb, l, hs, d, r, d, 0,
               biasInit(lb, l, bias, d, gates * hid, gates * hid, batch, et));
@@ -427,19 +425,19 @@ static LogicalResult lowerRecurrent(Operation *op, OpBuilder &b,
                     lb, l, TypeRange{bhType},
                     ValueRange{gate(xw, 1), gate(hr, 1), hs},
                     ValueRange{emptyTensor(lb, l, bhType, dynB)},
-                    ArrayRef<AffineMap>{id2, id2, stateMap, id2},
-                    parallel(2),
+                    ArrayRef<AffineMap>{id2, id2, stateMap, id2}, parallel(2),
                     [&](OpBuilder &nb, Location nl, ValueRange a) {
-                      Value pre = clipValue(
-                          nb, nl, rec, arith::AddFOp::create(nb, nl, a[0], a[1]));
+                      Value pre =
+                          clipValue(nb, nl, rec,
+                                    arith::AddFOp::create(nb, nl, a[0], a[1]));
                       Value rg = applyActivation(nb, nl, acts[0], pre);
                       Value v = arith::MulFOp::create(nb, nl, rg, a[2]);
                       linalg::YieldOp::create(nb, nl, v);
                     })
                     .getResult(0);
-            rhr = contractNT(
-                lb, l, rh, std::nullopt, r, d, 2 * hid,
-                biasInit(lb, l, bias, d, gates * hid + 2 * hid, hid, batch, et));
+            rhr = contractNT(lb, l, rh, std::nullopt, r, d, 2 * hid,
+                             biasInit(lb, l, bias, d, gates * hid + 2 * hid,
+                                      hid, batch, et));
           }
 
           // The gate equations: new H (and C) and the step's output.
@@ -460,16 +458,16 @@ static LogicalResult lowerRecurrent(Operation *op, OpBuilder &b,
           unsigned rhrIdx = rhr ? add(rhr, id2) : 0;
           if (peep)
             for (int64_t g = 0; g < 3; ++g)
-              pg.push_back(add(
-                  tensor::ExtractSliceOp::create(
-                      lb, l, RankedTensorType::get({hid}, et), peep,
-                      ArrayRef<OpFoldResult>{lb.getIndexAttr(d),
-                                             lb.getIndexAttr(g * hid)},
-                      ArrayRef<OpFoldResult>{lb.getIndexAttr(1),
-                                             lb.getIndexAttr(hid)},
-                      ArrayRef<OpFoldResult>{lb.getIndexAttr(1),
-                                             lb.getIndexAttr(1)}),
-                  AffineMap::get(2, 0, {j}, ctx)));
+              pg.push_back(
+                  add(tensor::ExtractSliceOp::create(
+                          lb, l, RankedTensorType::get({hid}, et), peep,
+                          ArrayRef<OpFoldResult>{lb.getIndexAttr(d),
+                                                 lb.getIndexAttr(g * hid)},
+                          ArrayRef<OpFoldResult>{lb.getIndexAttr(1),
+                                                 lb.getIndexAttr(hid)},
+                          ArrayRef<OpFoldResult>{lb.getIndexAttr(1),
+                                                 lb.getIndexAttr(1)}),
+                      AffineMap::get(2, 0, {j}, ctx)));
           unsigned numOuts = cs ? 3 : 2;
           SmallVector<Type> outTypes(numOuts, bhType);
           SmallVector<Value> outs;
@@ -519,10 +517,10 @@ static LogicalResult lowerRecurrent(Operation *op, OpBuilder &b,
                     pf = addf(pf, mul(a[pg[2]], cp));
                   }
                   Value ig = act(0, pi);
-                  Value fg = rec.inputForget
-                                 ? arith::SubFOp::create(nb, nl, one, ig)
-                                       .getResult()
-                                 : act(0, pf);
+                  Value fg =
+                      rec.inputForget
+                          ? arith::SubFOp::create(nb, nl, one, ig).getResult()
+                          : act(0, pf);
                   Value cg = act(1, pre(3));
                   cNew = addf(mul(fg, cp), mul(ig, cg));
                   if (peep)
@@ -613,8 +611,8 @@ static LogicalResult lowerRecurrent(Operation *op, OpBuilder &b,
                           nb, nl, arith::CmpIPredicate::eq, dd,
                           arith::ConstantIndexOp::create(nb, nl, 1)),
                       rev, fwd);
-                Value v = tensor::ExtractOp::create(nb, nl, ys,
-                                                    ValueRange{src, dd, bb, hh});
+                Value v = tensor::ExtractOp::create(
+                    nb, nl, ys, ValueRange{src, dd, bb, hh});
                 Value valid = arith::CmpIOp::create(
                     nb, nl, arith::CmpIPredicate::slt, t, len);
                 Value out = arith::SelectOp::create(nb, nl, valid, v,

@@ -25,7 +25,18 @@ namespace {
 
 using utils::IteratorType;
 
-enum class RK { Sum, Mean, Max, Min, Prod, L1, L2, LogSum, LogSumExp, SumSquare };
+enum class RK {
+  Sum,
+  Mean,
+  Max,
+  Min,
+  Prod,
+  L1,
+  L2,
+  LogSum,
+  LogSumExp,
+  SumSquare
+};
 
 bool isBool(Type t) { return t.isInteger(1); }
 
@@ -88,11 +99,13 @@ Value preMap(OpBuilder &b, Location l, RK kind, Value x, Value aux) {
   case RK::LogSumExp: {
     // exp(x - max); an all -inf slice has max -inf: use 0 there.
     Value inf = arith::ConstantOp::create(
-        b, l, FloatAttr::get(x.getType(),
-                             APFloat::getInf(cast<FloatType>(x.getType())
-                                                 .getFloatSemantics(),
-                                             true)));
-    Value isInf = arith::CmpFOp::create(b, l, arith::CmpFPredicate::OEQ, aux, inf);
+        b, l,
+        FloatAttr::get(
+            x.getType(),
+            APFloat::getInf(cast<FloatType>(x.getType()).getFloatSemantics(),
+                            true)));
+    Value isInf =
+        arith::CmpFOp::create(b, l, arith::CmpFPredicate::OEQ, aux, inf);
     Value m = arith::SelectOp::create(
         b, l, isInf, scalarConstant(b, l, x.getType(), 0.0), aux);
     return math::ExpOp::create(b, l, arith::SubFOp::create(b, l, x, m));
@@ -129,7 +142,8 @@ Value reduceKeep(OpBuilder &b, Location loc, Value x, const ReduceDims &rd,
         shape[i] = 1;
       else if (tx.isDynamicDim(i))
         dyn.push_back(tensor::DimOp::create(b, loc, x, i));
-      outE.push_back(red ? getAffineConstantExpr(0, ctx) : getAffineDimExpr(i, ctx));
+      outE.push_back(red ? getAffineConstantExpr(0, ctx)
+                         : getAffineDimExpr(i, ctx));
       iters.push_back(red ? IteratorType::reduction : IteratorType::parallel);
     }
     auto keptType = RankedTensorType::get(shape, elem);
@@ -146,7 +160,8 @@ Value reduceKeep(OpBuilder &b, Location loc, Value x, const ReduceDims &rd,
                b, loc, TypeRange{keptType}, ins, ValueRange{init}, maps, iters,
                [&](OpBuilder &nb, Location l, ValueRange a) {
                  Value v = preMap(nb, l, kind, a[0], aux ? a[1] : Value());
-                 linalg::YieldOp::create(nb, l, combine(nb, l, kind, a.back(), v));
+                 linalg::YieldOp::create(nb, l,
+                                         combine(nb, l, kind, a.back(), v));
                })
         .getResult(0);
   }
@@ -158,7 +173,8 @@ Value reduceKeep(OpBuilder &b, Location loc, Value x, const ReduceDims &rd,
     outSizes.push_back(arith::SelectOp::create(b, loc, rd.runtime[i], one, n));
     redSizes.push_back(arith::SelectOp::create(b, loc, rd.runtime[i], n, one));
   }
-  auto dynType = RankedTensorType::get(SmallVector<int64_t>(r, ShapedType::kDynamic), elem);
+  auto dynType = RankedTensorType::get(
+      SmallVector<int64_t>(r, ShapedType::kDynamic), elem);
   Value init = filledTensor(b, loc, dynType, outSizes, reduceInit(elem, kind));
   auto shapeOnlyType = RankedTensorType::get(
       SmallVector<int64_t>(r, ShapedType::kDynamic), b.getI8Type());
@@ -184,7 +200,8 @@ Value reduceKeep(OpBuilder &b, Location loc, Value x, const ReduceDims &rd,
              b, loc, TypeRange{dynType}, ins, ValueRange{init}, maps, iters,
              [&](OpBuilder &nb, Location l, ValueRange a) {
                Value v = preMap(nb, l, kind, a[0], aux ? a[2] : Value());
-               linalg::YieldOp::create(nb, l, combine(nb, l, kind, a.back(), v));
+               linalg::YieldOp::create(nb, l,
+                                       combine(nb, l, kind, a.back(), v));
              })
       .getResult(0);
 }
@@ -200,8 +217,8 @@ Value mapSame(OpBuilder &b, Location loc, ValueRange ins, Type resultElem,
       dyn.push_back(tensor::DimOp::create(b, loc, ins[0], i));
   auto rt = RankedTensorType::get(t.getShape(), resultElem);
   Value init = emptyTensor(b, loc, rt, dyn);
-  SmallVector<AffineMap> maps(ins.size() + 1,
-                              AffineMap::getMultiDimIdentityMap(r, b.getContext()));
+  SmallVector<AffineMap> maps(
+      ins.size() + 1, AffineMap::getMultiDimIdentityMap(r, b.getContext()));
   return linalg::GenericOp::create(
              b, loc, TypeRange{rt}, ins, ValueRange{init}, maps,
              SmallVector<IteratorType>(r, IteratorType::parallel),
@@ -244,9 +261,8 @@ Value dropReduced(OpBuilder &b, Location loc, Value x, Value kept,
                                           count[i], jv);
         Value kept = arith::AndIOp::create(
             b, loc, isJ,
-            arith::XOrIOp::create(
-                b, loc, rd.runtime[i],
-                arith::ConstantIntOp::create(b, loc, 1, 1)));
+            arith::XOrIOp::create(b, loc, rd.runtime[i],
+                                  arith::ConstantIntOp::create(b, loc, 1, 1)));
         s = arith::SelectOp::create(b, loc, kept, dimValue(b, loc, x, i), s);
       }
       sizes.push_back(s);
@@ -255,8 +271,8 @@ Value dropReduced(OpBuilder &b, Location loc, Value x, Value kept,
   auto target = RankedTensorType::get(
       SmallVector<int64_t>(sizes.size(), ShapedType::kDynamic),
       resultType.getElementType());
-  if (auto kt = cast<RankedTensorType>(kept.getType()); kt.hasStaticShape() &&
-                                                       resultType.hasStaticShape())
+  if (auto kt = cast<RankedTensorType>(kept.getType());
+      kt.hasStaticShape() && resultType.hasStaticShape())
     target = resultType;
   return reshapeTo(b, loc, kept, target, sizes);
 }
@@ -300,23 +316,30 @@ FailureOr<ReduceDims> reducedDims(Operation *op, OpBuilder &b, int64_t r,
                 [&](OpBuilder &nb, Location l, ValueRange a) {
                   Value rv = arith::ConstantIntOp::create(nb, l, at0, r);
                   Value z = arith::ConstantIntOp::create(nb, l, at0, 0);
-                  Value neg = arith::CmpIOp::create(nb, l, arith::CmpIPredicate::slt, a[0], z);
+                  Value neg = arith::CmpIOp::create(
+                      nb, l, arith::CmpIPredicate::slt, a[0], z);
                   Value ax = arith::SelectOp::create(
                       nb, l, neg, arith::AddIOp::create(nb, l, a[0], rv), a[0]);
                   Value i = arith::IndexCastOp::create(
                       nb, l, at0, linalg::IndexOp::create(nb, l, 0));
-                  Value eq = arith::CmpIOp::create(nb, l, arith::CmpIPredicate::eq, ax, i);
-                  linalg::YieldOp::create(nb, l, arith::OrIOp::create(nb, l, a[1], eq).getResult());
+                  Value eq = arith::CmpIOp::create(
+                      nb, l, arith::CmpIPredicate::eq, ax, i);
+                  linalg::YieldOp::create(
+                      nb, l, arith::OrIOp::create(nb, l, a[1], eq).getResult());
                 })
                 .getResult(0);
-        Value empty = arith::CmpIOp::create(
-            b, loc, arith::CmpIPredicate::eq, tensor::DimOp::create(b, loc, axesIn, 0),
-            arith::ConstantIndexOp::create(b, loc, 0));
-        Value emptyFlag = arith::ConstantIntOp::create(b, loc, noopEmpty ? 0 : 1, 1);
+        Value empty =
+            arith::CmpIOp::create(b, loc, arith::CmpIPredicate::eq,
+                                  tensor::DimOp::create(b, loc, axesIn, 0),
+                                  arith::ConstantIndexOp::create(b, loc, 0));
+        Value emptyFlag =
+            arith::ConstantIntOp::create(b, loc, noopEmpty ? 0 : 1, 1);
         for (int64_t i = 0; i < r; ++i) {
           Value f = tensor::ExtractOp::create(
-              b, loc, flags, ValueRange{arith::ConstantIndexOp::create(b, loc, i)});
-          rd.runtime.push_back(arith::SelectOp::create(b, loc, empty, emptyFlag, f));
+              b, loc, flags,
+              ValueRange{arith::ConstantIndexOp::create(b, loc, i)});
+          rd.runtime.push_back(
+              arith::SelectOp::create(b, loc, empty, emptyFlag, f));
         }
         return rd;
       }
@@ -325,17 +348,21 @@ FailureOr<ReduceDims> reducedDims(Operation *op, OpBuilder &b, int64_t r,
         axes = SmallVector<int64_t>();
       } else {
         Value rv = arith::ConstantIntOp::create(b, loc, at.getElementType(), r);
-        Value zeroA = arith::ConstantIntOp::create(b, loc, at.getElementType(), 0);
+        Value zeroA =
+            arith::ConstantIntOp::create(b, loc, at.getElementType(), 0);
         SmallVector<Value> norm;
         for (int64_t k = 0; k < n; ++k) {
           Value a = tensor::ExtractOp::create(
-              b, loc, axesIn, ValueRange{arith::ConstantIndexOp::create(b, loc, k)});
-          Value neg = arith::CmpIOp::create(b, loc, arith::CmpIPredicate::slt, a, zeroA);
+              b, loc, axesIn,
+              ValueRange{arith::ConstantIndexOp::create(b, loc, k)});
+          Value neg = arith::CmpIOp::create(b, loc, arith::CmpIPredicate::slt,
+                                            a, zeroA);
           norm.push_back(arith::SelectOp::create(
               b, loc, neg, arith::AddIOp::create(b, loc, a, rv), a));
         }
         for (int64_t i = 0; i < r; ++i) {
-          Value iv = arith::ConstantIntOp::create(b, loc, at.getElementType(), i);
+          Value iv =
+              arith::ConstantIntOp::create(b, loc, at.getElementType(), i);
           Value f = arith::ConstantIntOp::create(b, loc, 0, 1);
           for (Value a : norm)
             f = arith::OrIOp::create(
@@ -421,17 +448,21 @@ LogicalResult lowerReduceOp(Operation *op, OpBuilder &b,
                                     arith::ConstantIndexOp::create(b, loc, 1));
       count = arith::MulIOp::create(b, loc, count, n);
     }
-    kept = mapSame(b, loc, kept, elem, [&](OpBuilder &nb, Location l, ValueRange a) {
-      return arith::DivFOp::create(nb, l, a[0], indexToFloat(nb, l, count, elem));
-    });
+    kept = mapSame(b, loc, kept, elem,
+                   [&](OpBuilder &nb, Location l, ValueRange a) {
+                     return arith::DivFOp::create(
+                         nb, l, a[0], indexToFloat(nb, l, count, elem));
+                   });
   } else if (kind == RK::L2) {
-    kept = mapSame(b, loc, kept, elem, [&](OpBuilder &nb, Location l, ValueRange a) {
-      return math::SqrtOp::create(nb, l, a[0]);
-    });
+    kept = mapSame(b, loc, kept, elem,
+                   [&](OpBuilder &nb, Location l, ValueRange a) {
+                     return math::SqrtOp::create(nb, l, a[0]);
+                   });
   } else if (kind == RK::LogSum) {
-    kept = mapSame(b, loc, kept, elem, [&](OpBuilder &nb, Location l, ValueRange a) {
-      return math::LogOp::create(nb, l, a[0]);
-    });
+    kept = mapSame(b, loc, kept, elem,
+                   [&](OpBuilder &nb, Location l, ValueRange a) {
+                     return math::LogOp::create(nb, l, a[0]);
+                   });
   } else if (kind == RK::LogSumExp) {
     kept = mapSame(b, loc, {kept, aux}, elem,
                    [&](OpBuilder &nb, Location l, ValueRange a) -> Value {
@@ -441,7 +472,8 @@ LogicalResult lowerReduceOp(Operation *op, OpBuilder &b,
                          nb, l, arith::CmpFPredicate::OEQ, a[1], inf);
                      Value m = arith::SelectOp::create(
                          nb, l, isInf, scalarConstant(nb, l, elem, 0.0), a[1]);
-                     return arith::AddFOp::create(nb, l, math::LogOp::create(nb, l, a[0]), m);
+                     return arith::AddFOp::create(
+                         nb, l, math::LogOp::create(nb, l, a[0]), m);
                    });
   }
   if (!keep)
@@ -470,8 +502,10 @@ Value argReduce(OpBuilder &b, Location loc, Value x, int64_t axis, bool isMax,
   for (int64_t i = 0; i < r; ++i) {
     if (i != axis && tx.isDynamicDim(i))
       dyn.push_back(tensor::DimOp::create(b, loc, x, i));
-    outE.push_back(i == axis ? getAffineConstantExpr(0, ctx) : getAffineDimExpr(i, ctx));
-    iters.push_back(i == axis ? IteratorType::reduction : IteratorType::parallel);
+    outE.push_back(i == axis ? getAffineConstantExpr(0, ctx)
+                             : getAffineDimExpr(i, ctx));
+    iters.push_back(i == axis ? IteratorType::reduction
+                              : IteratorType::parallel);
   }
   auto valType = RankedTensorType::get(shape, elem);
   auto idxType = RankedTensorType::get(shape, b.getI64Type());
@@ -481,32 +515,37 @@ Value argReduce(OpBuilder &b, Location loc, Value x, int64_t axis, bool isMax,
       b, loc, idxType, dyn,
       b.getI64IntegerAttr(last ? -1 : std::numeric_limits<int64_t>::max()));
   AffineMap outMap = AffineMap::get(r, 0, outE, ctx);
-  SmallVector<AffineMap> maps = {AffineMap::getMultiDimIdentityMap(r, ctx), outMap,
-                                 outMap};
+  SmallVector<AffineMap> maps = {AffineMap::getMultiDimIdentityMap(r, ctx),
+                                 outMap, outMap};
   auto g = linalg::GenericOp::create(
-      b, loc, TypeRange{valType, idxType}, ValueRange{x}, ValueRange{vInit, iInit},
-      maps, iters, [&](OpBuilder &nb, Location l, ValueRange a) {
+      b, loc, TypeRange{valType, idxType}, ValueRange{x},
+      ValueRange{vInit, iInit}, maps, iters,
+      [&](OpBuilder &nb, Location l, ValueRange a) {
         Value v = a[0], best = a[1], bestIdx = a[2];
-        Value idx = arith::IndexCastOp::create(nb, l, nb.getI64Type(),
-                                               linalg::IndexOp::create(nb, l, axis));
+        Value idx = arith::IndexCastOp::create(
+            nb, l, nb.getI64Type(), linalg::IndexOp::create(nb, l, axis));
         Value better, equal;
         if (isa<FloatType>(elem)) {
           better = arith::CmpFOp::create(nb, l,
                                          isMax ? arith::CmpFPredicate::OGT
                                                : arith::CmpFPredicate::OLT,
                                          v, best);
-          equal = arith::CmpFOp::create(nb, l, arith::CmpFPredicate::OEQ, v, best);
+          equal =
+              arith::CmpFOp::create(nb, l, arith::CmpFPredicate::OEQ, v, best);
         } else {
-          auto gt = isBool(elem) ? arith::CmpIPredicate::ugt : arith::CmpIPredicate::sgt;
-          auto lt = isBool(elem) ? arith::CmpIPredicate::ult : arith::CmpIPredicate::slt;
+          auto gt = isBool(elem) ? arith::CmpIPredicate::ugt
+                                 : arith::CmpIPredicate::sgt;
+          auto lt = isBool(elem) ? arith::CmpIPredicate::ult
+                                 : arith::CmpIPredicate::slt;
           better = arith::CmpIOp::create(nb, l, isMax ? gt : lt, v, best);
-          equal = arith::CmpIOp::create(nb, l, arith::CmpIPredicate::eq, v, best);
+          equal =
+              arith::CmpIOp::create(nb, l, arith::CmpIPredicate::eq, v, best);
         }
         Value tie = arith::CmpIOp::create(
             nb, l, last ? arith::CmpIPredicate::sgt : arith::CmpIPredicate::slt,
             idx, bestIdx);
-        Value take = arith::OrIOp::create(nb, l, better,
-                                          arith::AndIOp::create(nb, l, equal, tie));
+        Value take = arith::OrIOp::create(
+            nb, l, better, arith::AndIOp::create(nb, l, equal, tie));
         linalg::YieldOp::create(
             nb, l,
             ValueRange{arith::SelectOp::create(nb, l, take, v, best),
@@ -529,7 +568,8 @@ LogicalResult lowerArg(Operation *op, OpBuilder &b,
   if (failed(axis) || r == 0)
     return nodeError(op) << "axis out of range", failure();
   Value x = op->getOperand(0);
-  Value idx = argReduce(b, loc, x, *axis, isMax, getInt(op, "select_last_index", 0));
+  Value idx =
+      argReduce(b, loc, x, *axis, isMax, getInt(op, "select_last_index", 0));
   if (!getInt(op, "keepdims", 1)) {
     ReduceDims rd;
     rd.staticRed.assign(r, false);
@@ -556,8 +596,8 @@ Value withKept(OpBuilder &b, Location loc, Value x, ValueRange kept, Type elem,
   for (int64_t i = 0; i < tx.getRank(); ++i)
     if (tx.isDynamicDim(i))
       dyn.push_back(tensor::DimOp::create(b, loc, x, i));
-  return buildBroadcastGeneric(b, loc, RankedTensorType::get(tx.getShape(), elem),
-                               ins, dyn, {}, fn);
+  return buildBroadcastGeneric(
+      b, loc, RankedTensorType::get(tx.getShape(), elem), ins, dyn, {}, fn);
 }
 
 } // namespace
@@ -577,14 +617,18 @@ Value lowering::logSoftmax(OpBuilder &b, Location loc, Value x, int64_t axis) {
   Value mx = reduceKeep(b, loc, x, rd, RK::Max, Value());
   Value s = reduceKeep(b, loc, x, rd, RK::LogSumExp, mx);
   Type elem = tx.getElementType();
-  return withKept(b, loc, x, {mx, s}, elem,
-                  [&](OpBuilder &nb, Location l, ValueRange a) -> Value {
-                    Value inf = arith::ConstantOp::create(nb, l, reduceInit(elem, RK::Max));
-                    Value isInf = arith::CmpFOp::create(nb, l, arith::CmpFPredicate::OEQ, a[1], inf);
-                    Value m = arith::SelectOp::create(nb, l, isInf, scalarConstant(nb, l, elem, 0.0), a[1]);
-                    Value d = arith::SubFOp::create(nb, l, a[0], m);
-                    return arith::SubFOp::create(nb, l, d, math::LogOp::create(nb, l, a[2]));
-                  });
+  return withKept(
+      b, loc, x, {mx, s}, elem,
+      [&](OpBuilder &nb, Location l, ValueRange a) -> Value {
+        Value inf = arith::ConstantOp::create(nb, l, reduceInit(elem, RK::Max));
+        Value isInf =
+            arith::CmpFOp::create(nb, l, arith::CmpFPredicate::OEQ, a[1], inf);
+        Value m = arith::SelectOp::create(
+            nb, l, isInf, scalarConstant(nb, l, elem, 0.0), a[1]);
+        Value d = arith::SubFOp::create(nb, l, a[0], m);
+        return arith::SubFOp::create(nb, l, d,
+                                     math::LogOp::create(nb, l, a[2]));
+      });
 }
 
 namespace {
@@ -598,7 +642,8 @@ LogicalResult lowerLogSoftmax(Operation *op, OpBuilder &b,
   Type elem = tx->getElementType();
   if (!isa<FloatType>(elem))
     return nodeError(op) << "float types only", failure();
-  FailureOr<int64_t> axis = onnxops::normalizeAxis(getInt(op, "axis", -1), tx->getRank());
+  FailureOr<int64_t> axis =
+      onnxops::normalizeAxis(getInt(op, "axis", -1), tx->getRank());
   if (failed(axis))
     return nodeError(op) << "axis out of range", failure();
   results.push_back(logSoftmax(b, loc, op->getOperand(0), *axis));
@@ -612,23 +657,24 @@ LogicalResult lowerHardmax(Operation *op, OpBuilder &b,
   if (failed(tx))
     return failure();
   Type elem = tx->getElementType();
-  FailureOr<int64_t> axis = onnxops::normalizeAxis(getInt(op, "axis", -1), tx->getRank());
+  FailureOr<int64_t> axis =
+      onnxops::normalizeAxis(getInt(op, "axis", -1), tx->getRank());
   if (failed(axis))
     return nodeError(op) << "axis out of range", failure();
   Value x = op->getOperand(0);
   Value idx = argReduce(b, loc, x, *axis, /*isMax=*/true, /*last=*/false);
   int64_t ax = *axis;
-  results.push_back(withKept(b, loc, x, {idx}, elem,
-                             [&](OpBuilder &nb, Location l, ValueRange a) -> Value {
-                               Value i = arith::IndexCastOp::create(
-                                   nb, l, nb.getI64Type(),
-                                   linalg::IndexOp::create(nb, l, ax));
-                               Value eq = arith::CmpIOp::create(
-                                   nb, l, arith::CmpIPredicate::eq, i, a[1]);
-                               return arith::SelectOp::create(
-                                   nb, l, eq, scalarConstant(nb, l, elem, 1.0),
-                                   scalarConstant(nb, l, elem, 0.0));
-                             }));
+  results.push_back(withKept(
+      b, loc, x, {idx}, elem,
+      [&](OpBuilder &nb, Location l, ValueRange a) -> Value {
+        Value i = arith::IndexCastOp::create(
+            nb, l, nb.getI64Type(), linalg::IndexOp::create(nb, l, ax));
+        Value eq =
+            arith::CmpIOp::create(nb, l, arith::CmpIPredicate::eq, i, a[1]);
+        return arith::SelectOp::create(nb, l, eq,
+                                       scalarConstant(nb, l, elem, 1.0),
+                                       scalarConstant(nb, l, elem, 0.0));
+      }));
   return success();
 }
 
@@ -661,16 +707,18 @@ LogicalResult lowerCumSumRuntimeAxis(Operation *op, OpBuilder &b,
   if (r == 0)
     return nodeError(op) << "the input must have rank >= 1", failure();
   Value x = op->getOperand(0);
-  SmallVector<Value> zeros(ta.getRank(), arith::ConstantIndexOp::create(b, loc, 0));
+  SmallVector<Value> zeros(ta.getRank(),
+                           arith::ConstantIndexOp::create(b, loc, 0));
   Value a = tensor::ExtractOp::create(b, loc, op->getOperand(1), zeros);
   a = arith::IndexCastOp::create(b, loc, b.getIndexType(), a);
   Value zero = arith::ConstantIndexOp::create(b, loc, 0);
   Value rank = arith::ConstantIndexOp::create(b, loc, r);
   Value neg = arith::CmpIOp::create(b, loc, arith::CmpIPredicate::slt, a, zero);
-  a = arith::SelectOp::create(b, loc, neg, arith::AddIOp::create(b, loc, a, rank), a);
+  a = arith::SelectOp::create(b, loc, neg,
+                              arith::AddIOp::create(b, loc, a, rank), a);
   a = arith::MaxSIOp::create(b, loc, a, zero);
-  a = arith::MinSIOp::create(
-      b, loc, a, arith::ConstantIndexOp::create(b, loc, r - 1));
+  a = arith::MinSIOp::create(b, loc, a,
+                             arith::ConstantIndexOp::create(b, loc, r - 1));
   SmallVector<Value> dyn, sizes;
   Value maxLen = arith::ConstantIndexOp::create(b, loc, 1);
   for (int64_t i = 0; i < r; ++i) {
@@ -690,7 +738,8 @@ LogicalResult lowerCumSumRuntimeAxis(Operation *op, OpBuilder &b,
       AffineMap::getMultiDimIdentityMap(r + 1, ctx).getMajorSubMap(r)};
   SmallVector<IteratorType> iters(r, IteratorType::parallel);
   iters.push_back(IteratorType::reduction);
-  bool exclusive = getInt(op, "exclusive", 0), reverse = getInt(op, "reverse", 0);
+  bool exclusive = getInt(op, "exclusive", 0),
+       reverse = getInt(op, "reverse", 0);
   results.push_back(
       linalg::GenericOp::create(
           b, loc, TypeRange{tx}, ValueRange{jRange}, ValueRange{init}, maps,
@@ -721,7 +770,8 @@ LogicalResult lowerCumSumRuntimeAxis(Operation *op, OpBuilder &b,
             arith::CmpIPredicate p = cumSumPredicate(reverse, exclusive);
             Value in = arith::AndIOp::create(
                 nb, l, arith::CmpIOp::create(nb, l, p, j, i),
-                arith::CmpIOp::create(nb, l, arith::CmpIPredicate::ult, j, len));
+                arith::CmpIOp::create(nb, l, arith::CmpIPredicate::ult, j,
+                                      len));
             Value v = tensor::ExtractOp::create(nb, l, x, ix);
             v = arith::SelectOp::create(nb, l, in, v,
                                         scalarConstant(nb, l, elem, 0.0));
@@ -752,7 +802,8 @@ LogicalResult lowerCumSum(Operation *op, OpBuilder &b,
   FailureOr<int64_t> axis = onnxops::normalizeAxis((*av)[0], r);
   if (failed(axis))
     return nodeError(op) << "axis out of range", failure();
-  bool exclusive = getInt(op, "exclusive", 0), reverse = getInt(op, "reverse", 0);
+  bool exclusive = getInt(op, "exclusive", 0),
+       reverse = getInt(op, "reverse", 0);
   Value x = op->getOperand(0);
   MLIRContext *ctx = b.getContext();
   SmallVector<Value> dyn;
@@ -763,9 +814,9 @@ LogicalResult lowerCumSum(Operation *op, OpBuilder &b,
     inE.push_back(getAffineDimExpr(i == *axis ? r : i, ctx));
   }
   Value init = filledTensor(b, loc, *tx, dyn, reduceInit(elem, RK::Sum));
-  SmallVector<AffineMap> maps = {AffineMap::get(r + 1, 0, inE, ctx),
-                                 AffineMap::getMultiDimIdentityMap(r + 1, ctx)
-                                     .getMajorSubMap(r)};
+  SmallVector<AffineMap> maps = {
+      AffineMap::get(r + 1, 0, inE, ctx),
+      AffineMap::getMultiDimIdentityMap(r + 1, ctx).getMajorSubMap(r)};
   SmallVector<IteratorType> iters(r, IteratorType::parallel);
   iters.push_back(IteratorType::reduction);
   int64_t ax = *axis;
@@ -820,10 +871,12 @@ LogicalResult lowerTopK(Operation *op, OpBuilder &b,
   if (!kt || kt.getNumElements() != 1)
     return nodeError(op) << "K must be a 1-element tensor", failure();
   {
-    SmallVector<Value> zeros(kt.getRank(), arith::ConstantIndexOp::create(b, loc, 0));
+    SmallVector<Value> zeros(kt.getRank(),
+                             arith::ConstantIndexOp::create(b, loc, 0));
     Value kv = tensor::ExtractOp::create(b, loc, kIn, zeros);
     k = arith::IndexCastOp::create(b, loc, b.getIndexType(), kv);
-    k = arith::MaxSIOp::create(b, loc, k, arith::ConstantIndexOp::create(b, loc, 0));
+    k = arith::MaxSIOp::create(b, loc, k,
+                               arith::ConstantIndexOp::create(b, loc, 0));
     k = arith::MinSIOp::create(b, loc, k, n);
   }
   // Ranks: generic over (dims..., j), reduction over j.
@@ -836,7 +889,8 @@ LogicalResult lowerTopK(Operation *op, OpBuilder &b,
   SmallVector<AffineExpr> jE;
   for (int64_t i = 0; i < r; ++i)
     jE.push_back(getAffineDimExpr(i == axis ? r : i, ctx));
-  AffineMap idMap = AffineMap::getMultiDimIdentityMap(r + 1, ctx).getMajorSubMap(r);
+  AffineMap idMap =
+      AffineMap::getMultiDimIdentityMap(r + 1, ctx).getMajorSubMap(r);
   AffineMap jMap = AffineMap::get(r + 1, 0, jE, ctx);
   SmallVector<IteratorType> iters(r, IteratorType::parallel);
   iters.push_back(IteratorType::reduction);
@@ -851,21 +905,29 @@ LogicalResult lowerTopK(Operation *op, OpBuilder &b,
             Value j = linalg::IndexOp::create(nb, l, r);
             Value before, equal;
             if (f) {
-              before = arith::CmpFOp::create(
-                  nb, l, largest ? arith::CmpFPredicate::OGT : arith::CmpFPredicate::OLT,
-                  other, me);
-              equal = arith::CmpFOp::create(nb, l, arith::CmpFPredicate::OEQ, other, me);
+              before =
+                  arith::CmpFOp::create(nb, l,
+                                        largest ? arith::CmpFPredicate::OGT
+                                                : arith::CmpFPredicate::OLT,
+                                        other, me);
+              equal = arith::CmpFOp::create(nb, l, arith::CmpFPredicate::OEQ,
+                                            other, me);
             } else {
-              before = arith::CmpIOp::create(
-                  nb, l, largest ? arith::CmpIPredicate::sgt : arith::CmpIPredicate::slt,
-                  other, me);
-              equal = arith::CmpIOp::create(nb, l, arith::CmpIPredicate::eq, other, me);
+              before =
+                  arith::CmpIOp::create(nb, l,
+                                        largest ? arith::CmpIPredicate::sgt
+                                                : arith::CmpIPredicate::slt,
+                                        other, me);
+              equal = arith::CmpIOp::create(nb, l, arith::CmpIPredicate::eq,
+                                            other, me);
             }
-            Value jLess = arith::CmpIOp::create(nb, l, arith::CmpIPredicate::ult, j, i);
-            Value c = arith::OrIOp::create(nb, l, before,
-                                           arith::AndIOp::create(nb, l, equal, jLess));
+            Value jLess =
+                arith::CmpIOp::create(nb, l, arith::CmpIPredicate::ult, j, i);
+            Value c = arith::OrIOp::create(
+                nb, l, before, arith::AndIOp::create(nb, l, equal, jLess));
             Value inc = arith::ExtUIOp::create(nb, l, nb.getI64Type(), c);
-            linalg::YieldOp::create(nb, l, arith::AddIOp::create(nb, l, a[2], inc).getResult());
+            linalg::YieldOp::create(
+                nb, l, arith::AddIOp::create(nb, l, a[2], inc).getResult());
           })
           .getResult(0);
   // Outputs: generic over (out dims..., j) with out dim `axis` of size K.
@@ -874,7 +936,8 @@ LogicalResult lowerTopK(Operation *op, OpBuilder &b,
   SmallVector<Value> odyn;
   for (int64_t i = 0; i < r; ++i)
     if (ShapedType::isDynamic(oshape[i]))
-      odyn.push_back(i == axis ? k : tensor::DimOp::create(b, loc, x, i).getResult());
+      odyn.push_back(
+          i == axis ? k : tensor::DimOp::create(b, loc, x, i).getResult());
   auto vType = RankedTensorType::get(oshape, elem);
   auto iType = RankedTensorType::get(oshape, b.getI64Type());
   if (!ShapedType::isDynamic(oshape[axis])) {
@@ -884,14 +947,15 @@ LogicalResult lowerTopK(Operation *op, OpBuilder &b,
   Value vInit = filledTensor(b, loc, vType, odyn, scalarAttr(elem, 0.0));
   Value iInit = filledTensor(b, loc, iType, odyn, b.getI64IntegerAttr(0));
   auto g = linalg::GenericOp::create(
-      b, loc, TypeRange{vType, iType}, ValueRange{x, ranks}, ValueRange{vInit, iInit},
-      {jMap, jMap, idMap, idMap}, iters,
+      b, loc, TypeRange{vType, iType}, ValueRange{x, ranks},
+      ValueRange{vInit, iInit}, {jMap, jMap, idMap, idMap}, iters,
       [&](OpBuilder &nb, Location l, ValueRange a) {
-        Value kk = arith::IndexCastOp::create(nb, l, nb.getI64Type(),
-                                              linalg::IndexOp::create(nb, l, axis));
+        Value kk = arith::IndexCastOp::create(
+            nb, l, nb.getI64Type(), linalg::IndexOp::create(nb, l, axis));
         Value j = arith::IndexCastOp::create(nb, l, nb.getI64Type(),
                                              linalg::IndexOp::create(nb, l, r));
-        Value hit = arith::CmpIOp::create(nb, l, arith::CmpIPredicate::eq, a[1], kk);
+        Value hit =
+            arith::CmpIOp::create(nb, l, arith::CmpIPredicate::eq, a[1], kk);
         linalg::YieldOp::create(
             nb, l,
             ValueRange{arith::SelectOp::create(nb, l, hit, a[0], a[2]),

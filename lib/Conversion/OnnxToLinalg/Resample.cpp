@@ -28,7 +28,9 @@ struct FB {
   OpBuilder &b;
   Location l;
   FloatType t;
-  Value c(double v) { return arith::ConstantOp::create(b, l, FloatAttr::get(t, v)); }
+  Value c(double v) {
+    return arith::ConstantOp::create(b, l, FloatAttr::get(t, v));
+  }
   Value add(Value x, Value y) { return arith::AddFOp::create(b, l, x, y); }
   Value sub(Value x, Value y) { return arith::SubFOp::create(b, l, x, y); }
   Value mul(Value x, Value y) { return arith::MulFOp::create(b, l, x, y); }
@@ -88,7 +90,8 @@ Value cubicWeight(FB &f, Value x, double A) {
   x = f.abs(x);
   Value x2 = f.mul(x, x), x3 = f.mul(x2, x);
   // |x| <= 1: (A+2)x^3 - (A+3)x^2 + 1
-  Value near = f.add(f.sub(f.mul(f.c(A + 2), x3), f.mul(f.c(A + 3), x2)), f.c(1));
+  Value near =
+      f.add(f.sub(f.mul(f.c(A + 2), x3), f.mul(f.c(A + 3), x2)), f.c(1));
   // 1 < |x| < 2: A x^3 - 5A x^2 + 8A x - 4A
   Value far = f.sub(f.add(f.sub(f.mul(f.c(A), x3), f.mul(f.c(5 * A), x2)),
                           f.mul(f.c(8 * A), x)),
@@ -123,15 +126,16 @@ LogicalResult lowerResize(Operation *op, OpBuilder &b,
   double extrapolation = getFloat(op, "extrapolation_value", 0.0);
   if (mode != "nearest" && mode != "linear" && mode != "cubic")
     return nodeError(op) << "unknown mode '" << mode << "'", failure();
-  static const char *ctms[] = {"half_pixel", "half_pixel_symmetric",
+  static const char *ctms[] = {"half_pixel",         "half_pixel_symmetric",
                                "pytorch_half_pixel", "align_corners",
-                               "asymmetric", "tf_crop_and_resize"};
+                               "asymmetric",         "tf_crop_and_resize"};
   if (!llvm::is_contained(ctms, ctm))
     return nodeError(op) << "unknown coordinate_transformation_mode '" << ctm
                          << "'",
            failure();
-  if (nearestMode != "round_prefer_floor" && nearestMode != "round_prefer_ceil" &&
-      nearestMode != "floor" && nearestMode != "ceil")
+  if (nearestMode != "round_prefer_floor" &&
+      nearestMode != "round_prefer_ceil" && nearestMode != "floor" &&
+      nearestMode != "ceil")
     return nodeError(op) << "unknown nearest_mode '" << nearestMode << "'",
            failure();
   if (policy != "stretch" && policy != "not_larger" && policy != "not_smaller")
@@ -162,7 +166,8 @@ LogicalResult lowerResize(Operation *op, OpBuilder &b,
   // Per dim: scale (f64), whether it is known to be exactly 1, output size.
   SmallVector<Value> scale(rank, f.c(1.0)), outDims(inDims);
   SmallVector<std::optional<double>> cscale(rank, 1.0);
-  bool useScales = operandPresent(op, 2) && staticLength1D(op->getOperand(2)) != 0;
+  bool useScales =
+      operandPresent(op, 2) && staticLength1D(op->getOperand(2)) != 0;
   if (useScales) {
     if (staticLength1D(op->getOperand(2)) != na)
       return nodeError(op) << "scales must have one entry per axis", failure();
@@ -186,7 +191,8 @@ LogicalResult lowerResize(Operation *op, OpBuilder &b,
       if (csizes) {
         req.push_back(f.c((double)(*csizes)[k]));
       } else {
-        Value e = tensor::ExtractOp::create(b, loc, sizesV, ValueRange{idx(b, loc, k)});
+        Value e = tensor::ExtractOp::create(b, loc, sizesV,
+                                            ValueRange{idx(b, loc, k)});
         req.push_back(arith::SIToFPOp::create(b, loc, b.getF64Type(), e));
       }
     }
@@ -248,7 +254,7 @@ LogicalResult lowerResize(Operation *op, OpBuilder &b,
   struct Axis {
     bool identity;
     int64_t start = 0, n = 1;
-    double aa = 1.0; // antialias factor min(scale, 1)
+    double aa = 1.0;        // antialias factor min(scale, 1)
     bool runtimeAA = false; // the factor is min(scale, 1) read at run time
   };
   SmallVector<Axis> ax(rank);
@@ -290,7 +296,8 @@ LogicalResult lowerResize(Operation *op, OpBuilder &b,
         Value outside;
         for (int64_t d = 0; d < rank; ++d) {
           if (ax[d].identity) {
-            taps[d].push_back({clampIntoRange(nb, l, iv[d], inDims[d]), Value()});
+            taps[d].push_back(
+                {clampIntoRange(nb, l, iv[d], inDims[d]), Value()});
             continue;
           }
           Value xr = g.fromIndex(iv[d]);
@@ -322,8 +329,9 @@ LogicalResult lowerResize(Operation *op, OpBuilder &b,
             Value o = arith::OrIOp::create(
                 nb, l, g.cmp(arith::CmpFPredicate::OLT, xo, g.c(0.0)),
                 g.cmp(arith::CmpFPredicate::OGT, xo, lm1));
-            outside = outside ? arith::OrIOp::create(nb, l, outside, o).getResult()
-                              : o;
+            outside = outside
+                          ? arith::OrIOp::create(nb, l, outside, o).getResult()
+                          : o;
           }
           // base = ceil(x) - 1, ratio = x - base in (0, 1].
           Value base = g.sub(g.ceil(xo), one);
@@ -399,7 +407,8 @@ LogicalResult lowerResize(Operation *op, OpBuilder &b,
 /// Reflects `x` into [lo, hi] (the reference's _gs_reflect).
 Value reflect(FB &f, Value x, Value lo, Value hi) {
   Value rng = f.sub(hi, lo);
-  Value safe = f.sel(f.cmp(arith::CmpFPredicate::OEQ, rng, f.c(0)), f.c(1), rng);
+  Value safe =
+      f.sel(f.cmp(arith::CmpFPredicate::OEQ, rng, f.c(0)), f.c(1), rng);
   auto fold = [&](Value dx, Value from, Value to) {
     // n = trunc(dx / rng) (dx >= 0), r = dx - n*rng; even n: from ± r.
     Value n = f.floor(f.div(dx, safe));
@@ -468,8 +477,9 @@ LogicalResult lowerGridSample(Operation *op, OpBuilder &b,
           Value L = f.fromIndex(inDims[2 + s]);
           len[s] = L;
           Value one = f.c(1.0);
-          Value c = align ? f.mul(f.div(f.add(n, one), f.c(2.0)), f.sub(L, one))
-                          : f.div(f.sub(f.mul(f.add(n, one), L), one), f.c(2.0));
+          Value c = align
+                        ? f.mul(f.div(f.add(n, one), f.c(2.0)), f.sub(L, one))
+                        : f.div(f.sub(f.mul(f.add(n, one), L), one), f.c(2.0));
           if (mode == "nearest")
             c = math::RoundEvenOp::create(nb, l, c);
           lo[s] = align ? f.c(0.0) : f.c(-0.5);
@@ -520,7 +530,8 @@ LogicalResult lowerGridSample(Operation *op, OpBuilder &b,
           }
           result = pixel(p);
         } else {
-          int64_t n = mode == "linear" ? 2 : 4, first = mode == "linear" ? 0 : -1;
+          int64_t n = mode == "linear" ? 2 : 4,
+                  first = mode == "linear" ? 0 : -1;
           SmallVector<SmallVector<std::pair<Value, Value>>> taps(ns);
           for (int64_t s = 0; s < ns; ++s) {
             Value x0 = f.floor(coord[s]);
@@ -570,8 +581,7 @@ LogicalResult lowerAffineGrid(Operation *op, OpBuilder &b,
   int64_t ry = ty->getRank(), ns = ry - 2;
   if ((ns != 2 && ns != 3) || staticLength1D(op->getOperand(1)) != ns + 2 ||
       tt->getRank() != 3 || tt->getDimSize(1) != ns ||
-      tt->getDimSize(2) != ns + 1 ||
-      !isa<FloatType>(ty->getElementType()))
+      tt->getDimSize(2) != ns + 1 || !isa<FloatType>(ty->getElementType()))
     return nodeError(op) << "AffineGrid supports 2-D and 3-D float grids",
            failure();
   bool align = getInt(op, "align_corners", 0);
@@ -583,7 +593,8 @@ LogicalResult lowerAffineGrid(Operation *op, OpBuilder &b,
       sz.push_back(idx(b, loc, (*cst)[i]));
       continue;
     }
-    Value e = tensor::ExtractOp::create(b, loc, size, ValueRange{idx(b, loc, i)});
+    Value e =
+        tensor::ExtractOp::create(b, loc, size, ValueRange{idx(b, loc, i)});
     sz.push_back(arith::IndexCastOp::create(b, loc, b.getIndexType(), e));
   }
   SmallVector<Value> out = {sz[0]};
@@ -603,7 +614,8 @@ LogicalResult lowerAffineGrid(Operation *op, OpBuilder &b,
           Value v;
           if (align) {
             Value den = f.sub(L, one);
-            den = f.sel(f.cmp(arith::CmpFPredicate::OEQ, den, f.c(0)), one, den);
+            den =
+                f.sel(f.cmp(arith::CmpFPredicate::OEQ, den, f.c(0)), one, den);
             v = f.sub(f.div(f.mul(f.c(2.0), i), den), one);
           } else {
             v = f.sub(f.div(f.add(f.mul(f.c(2.0), i), one), L), one);

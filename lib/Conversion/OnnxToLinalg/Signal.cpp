@@ -36,8 +36,8 @@ Value maxIdx(OpBuilder &b, Location loc, Value a, int64_t m) {
 }
 
 Value clampIdx(OpBuilder &b, Location loc, Value i, Value size) {
-  Value hi = arith::SubIOp::create(b, loc, maxIdx(b, loc, size, 1),
-                                   idx(b, loc, 1));
+  Value hi =
+      arith::SubIOp::create(b, loc, maxIdx(b, loc, size, 1), idx(b, loc, 1));
   return arith::MinSIOp::create(b, loc, maxIdx(b, loc, i, 0), hi);
 }
 
@@ -119,8 +119,8 @@ LowerFn window(SmallVector<double> coeffs) {
     Location loc = op->getLoc();
     Value size = maxIdx(b, loc, extractIndex(b, loc, op->getOperand(0), 0), 0);
     bool periodic = getInt(op, "periodic", 1) != 0;
-    Value den = periodic ? size : arith::SubIOp::create(b, loc, size,
-                                                         idx(b, loc, 1));
+    Value den =
+        periodic ? size : arith::SubIOp::create(b, loc, size, idx(b, loc, 1));
     Type f64 = b.getF64Type();
     Value denF = arith::SIToFPOp::create(
         b, loc, f64, arith::IndexCastOp::create(b, loc, b.getI64Type(), den));
@@ -197,12 +197,12 @@ LogicalResult lowerCol2Im(Operation *op, OpBuilder &b,
            failure();
   int64_t s = ti->getDimSize(0);
   Location loc = op->getLoc();
-  SmallVector<int64_t> dil = getInts(op, "dilations").value_or(
-      SmallVector<int64_t>(s, 1));
-  SmallVector<int64_t> str = getInts(op, "strides").value_or(
-      SmallVector<int64_t>(s, 1));
-  SmallVector<int64_t> pads = getInts(op, "pads").value_or(
-      SmallVector<int64_t>(2 * s, 0));
+  SmallVector<int64_t> dil =
+      getInts(op, "dilations").value_or(SmallVector<int64_t>(s, 1));
+  SmallVector<int64_t> str =
+      getInts(op, "strides").value_or(SmallVector<int64_t>(s, 1));
+  SmallVector<int64_t> pads =
+      getInts(op, "pads").value_or(SmallVector<int64_t>(2 * s, 0));
   if (static_cast<int64_t>(dil.size()) != s ||
       static_cast<int64_t>(str.size()) != s ||
       static_cast<int64_t>(pads.size()) != 2 * s ||
@@ -216,11 +216,12 @@ LogicalResult lowerCol2Im(Operation *op, OpBuilder &b,
   SmallVector<Value> blk, img, nblk;
   Value kprod = idx(b, loc, 1), lprod = idx(b, loc, 1);
   for (int64_t i = 0; i < s; ++i) {
-    blk.push_back(maxIdx(b, loc, extractIndex(b, loc, op->getOperand(2), i), 1));
-    img.push_back(ty->isDynamicDim(2 + i)
-                      ? maxIdx(b, loc,
-                               extractIndex(b, loc, op->getOperand(1), i), 0)
-                      : idx(b, loc, ty->getDimSize(2 + i)));
+    blk.push_back(
+        maxIdx(b, loc, extractIndex(b, loc, op->getOperand(2), i), 1));
+    img.push_back(
+        ty->isDynamicDim(2 + i)
+            ? maxIdx(b, loc, extractIndex(b, loc, op->getOperand(1), i), 0)
+            : idx(b, loc, ty->getDimSize(2 + i)));
     // L_i = (img + pads - (dil*(blk-1)+1)) / stride + 1
     Value ext = arith::AddIOp::create(
         b, loc,
@@ -230,7 +231,8 @@ LogicalResult lowerCol2Im(Operation *op, OpBuilder &b,
         idx(b, loc, 1));
     Value span = arith::SubIOp::create(
         b, loc,
-        arith::AddIOp::create(b, loc, img[i], idx(b, loc, pads[i] + pads[s + i])),
+        arith::AddIOp::create(b, loc, img[i],
+                              idx(b, loc, pads[i] + pads[s + i])),
         ext);
     // No block fits when span < 0 (arith.floordivsi is avoided: it has no
     // lowering on this path).
@@ -245,11 +247,11 @@ LogicalResult lowerCol2Im(Operation *op, OpBuilder &b,
     lprod = arith::MulIOp::create(b, loc, lprod, nblk[i]);
   }
   Value cdim = dimValue(b, loc, x, 1), ldim = dimValue(b, loc, x, 2);
-  SmallVector<Value> dims = {dimValue(b, loc, x, 0),
-                             ty->isDynamicDim(1)
-                                 ? arith::DivSIOp::create(b, loc, cdim, kprod)
-                                       .getResult()
-                                 : idx(b, loc, ty->getDimSize(1))};
+  SmallVector<Value> dims = {
+      dimValue(b, loc, x, 0),
+      ty->isDynamicDim(1)
+          ? arith::DivSIOp::create(b, loc, cdim, kprod).getResult()
+          : idx(b, loc, ty->getDimSize(1))};
   dims.append(img);
   results.push_back(reduceInto(
       b, loc, *ty, dims, {kprod}, b.getFloatAttr(elem, 0.0),
@@ -267,7 +269,8 @@ LogicalResult lowerCol2Im(Operation *op, OpBuilder &b,
         for (int64_t i = 0; i < s; ++i) {
           // t = y + pad_begin - k*dil must be a multiple of the stride.
           Value t = arith::SubIOp::create(
-              nb, l, arith::AddIOp::create(nb, l, iv[2 + i], idx(nb, l, pads[i])),
+              nb, l,
+              arith::AddIOp::create(nb, l, iv[2 + i], idx(nb, l, pads[i])),
               arith::MulIOp::create(nb, l, koff[i], idx(nb, l, dil[i])));
           ok.push_back(cmp(nb, l, arith::CmpIPredicate::sge, t, idx(nb, l, 0)));
           Value tc = maxIdx(nb, l, t, 0);
@@ -286,8 +289,7 @@ LogicalResult lowerCol2Im(Operation *op, OpBuilder &b,
         Value v = tensor::ExtractOp::create(
             nb, l, x,
             ValueRange{clampIdx(nb, l, iv[0], dims[0]),
-                       clampIdx(nb, l, ch, cdim),
-                       clampIdx(nb, l, lin, ldim)});
+                       clampIdx(nb, l, ch, cdim), clampIdx(nb, l, lin, ldim)});
         Value sum = arith::AddFOp::create(nb, l, acc, v);
         return arith::SelectOp::create(nb, l, andAll(nb, l, ok), sum, acc);
       }));
@@ -366,7 +368,8 @@ LogicalResult lowerMaxUnpool(Operation *op, OpBuilder &b,
         SmallVector<Value> ok;
         Value flat = idx(nb, l, 0);
         for (int64_t d = 0; d < rank; ++d) {
-          ok.push_back(cmp(nb, l, arith::CmpIPredicate::slt, iv[d], inferred[d]));
+          ok.push_back(
+              cmp(nb, l, arith::CmpIPredicate::slt, iv[d], inferred[d]));
           flat = arith::AddIOp::create(
               nb, l, arith::MulIOp::create(nb, l, flat, inferred[d]), iv[d]);
         }

@@ -21,11 +21,11 @@ namespace {
 
 /// The layout of one 8-bit float format.
 struct Float8Format {
-  int mb;       ///< mantissa bits (exponent bits: 7 - mb)
-  int bias;     ///< exponent bias
-  bool fn;      ///< E4M3FN: no infinity, 0x7f/0xff are NaN
-  bool uz;      ///< FNUZ: no infinity, no -0, 0x80 is the only NaN
-  int maxCode;  ///< bits of the largest finite magnitude
+  int mb;      ///< mantissa bits (exponent bits: 7 - mb)
+  int bias;    ///< exponent bias
+  bool fn;     ///< E4M3FN: no infinity, 0x7f/0xff are NaN
+  bool uz;     ///< FNUZ: no infinity, no -0, 0x80 is the only NaN
+  int maxCode; ///< bits of the largest finite magnitude
 };
 
 std::optional<Float8Format> formatOf(Type t) {
@@ -116,8 +116,8 @@ Value lowering::f32ToFloat8(OpBuilder &b, Location loc, Value v, Type f8,
   Value sig = i.sel(i.cmp(P::ne, e, i.c(0)), i.bor(m, i.c(0x800000)), m);
   Value n = i.sel(isNormal, i.bor(i.shl(te, i.c(23)), m), sig);
   Value extra = i.sel(isNormal, i.c(0), i.sub(i.c(1), te));
-  Value shift = arith::MinUIOp::create(b, loc, i.add(extra, i.c(23 - f.mb)),
-                                       i.c(31));
+  Value shift =
+      arith::MinUIOp::create(b, loc, i.add(extra, i.c(23 - f.mb)), i.c(31));
   Value q = i.shr(n, shift);
   Value rem = i.sub(n, i.shl(q, shift));
   Value half = i.shl(i.c(1), i.sub(shift, i.c(1)));

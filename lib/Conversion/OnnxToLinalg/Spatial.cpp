@@ -62,7 +62,8 @@ LogicalResult lowerConvTranspose(Operation *op, OpBuilder &b,
   std::optional<SmallVector<int64_t>> outShape = getInts(op, "output_shape");
   std::string autoPad = getStr(op, "auto_pad", "NOTSET");
   if ((int64_t)strides.size() != ns || (int64_t)dil.size() != ns ||
-      (int64_t)outPad.size() < ns || (pads && (int64_t)pads->size() != 2 * ns) ||
+      (int64_t)outPad.size() < ns ||
+      (pads && (int64_t)pads->size() != 2 * ns) ||
       (outShape && (int64_t)outShape->size() != ns))
     return nodeError(op) << "attributes do not match the " << ns
                          << " spatial dims",
@@ -138,8 +139,8 @@ LogicalResult lowerConvTranspose(Operation *op, OpBuilder &b,
   iters.append(1 + ns, IteratorType::reduction);
   // The channel loop's bound (c appears only in a compound weight index
   // when grouped): a [Cg] shaper operand.
-  Value shaper = tensor::EmptyOp::create(b, loc, ArrayRef<int64_t>{Cg},
-                                         b.getI1Type());
+  Value shaper =
+      tensor::EmptyOp::create(b, loc, ArrayRef<int64_t>{Cg}, b.getI1Type());
   Value y =
       linalg::GenericOp::create(
           b, loc, TypeRange{accType}, ValueRange{op->getOperand(1), shaper},
@@ -151,15 +152,17 @@ LogicalResult lowerConvTranspose(Operation *op, OpBuilder &b,
             Value n = linalg::IndexOp::create(nb, l, 0);
             Value f = linalg::IndexOp::create(nb, l, 1);
             Value c = linalg::IndexOp::create(nb, l, 2 + ns);
-            Value ch = G == 1 ? c
-                              : arith::AddIOp::create(
-                                    nb, l,
-                                    arith::MulIOp::create(
-                                        nb, l,
-                                        arith::DivUIOp::create(nb, l, f, idx(nb, l, Fg)),
-                                        idx(nb, l, Cg)),
-                                    c)
-                                    .getResult();
+            Value ch =
+                G == 1
+                    ? c
+                    : arith::AddIOp::create(
+                          nb, l,
+                          arith::MulIOp::create(
+                              nb, l,
+                              arith::DivUIOp::create(nb, l, f, idx(nb, l, Fg)),
+                              idx(nb, l, Cg)),
+                          c)
+                          .getResult();
             SmallVector<Value> ix = {n, ch};
             Value ok;
             for (int64_t i = 0; i < ns; ++i) {
@@ -167,17 +170,20 @@ LogicalResult lowerConvTranspose(Operation *op, OpBuilder &b,
               Value k = linalg::IndexOp::create(nb, l, 3 + ns + i);
               // t = o + pb - k*d; valid when t >= 0, t % s == 0, t/s < in.
               Value t = arith::SubIOp::create(
-                  nb, l, arith::AddIOp::create(nb, l, o, idx(nb, l, padBegin[i])),
+                  nb, l,
+                  arith::AddIOp::create(nb, l, o, idx(nb, l, padBegin[i])),
                   arith::MulIOp::create(nb, l, k, idx(nb, l, dil[i])));
-              Value nonNeg = arith::CmpIOp::create(nb, l, arith::CmpIPredicate::sge,
-                                                   t, idx(nb, l, 0));
+              Value nonNeg = arith::CmpIOp::create(
+                  nb, l, arith::CmpIPredicate::sge, t, idx(nb, l, 0));
               Value tc = arith::MaxSIOp::create(nb, l, t, idx(nb, l, 0));
-              Value q = arith::DivUIOp::create(nb, l, tc, idx(nb, l, strides[i]));
-              Value r = arith::RemUIOp::create(nb, l, tc, idx(nb, l, strides[i]));
-              Value exact = arith::CmpIOp::create(nb, l, arith::CmpIPredicate::eq,
-                                                  r, idx(nb, l, 0));
-              Value inb = arith::CmpIOp::create(nb, l, arith::CmpIPredicate::slt,
-                                                q, inDims[2 + i]);
+              Value q =
+                  arith::DivUIOp::create(nb, l, tc, idx(nb, l, strides[i]));
+              Value r =
+                  arith::RemUIOp::create(nb, l, tc, idx(nb, l, strides[i]));
+              Value exact = arith::CmpIOp::create(
+                  nb, l, arith::CmpIPredicate::eq, r, idx(nb, l, 0));
+              Value inb = arith::CmpIOp::create(
+                  nb, l, arith::CmpIPredicate::slt, q, inDims[2 + i]);
               Value v = arith::AndIOp::create(
                   nb, l, nonNeg, arith::AndIOp::create(nb, l, exact, inb));
               ok = ok ? arith::AndIOp::create(nb, l, ok, v).getResult() : v;
@@ -191,9 +197,9 @@ LogicalResult lowerConvTranspose(Operation *op, OpBuilder &b,
             }
             Value m = arith::MulFOp::create(nb, l, xv, wv);
             Value sum = arith::AddFOp::create(nb, l, a[2], m);
-            linalg::YieldOp::create(nb, l,
-                                    arith::SelectOp::create(nb, l, ok, sum, a[2])
-                                        .getResult());
+            linalg::YieldOp::create(
+                nb, l,
+                arith::SelectOp::create(nb, l, ok, sum, a[2]).getResult());
           })
           .getResult(0);
 
@@ -211,14 +217,18 @@ LogicalResult lowerConvTranspose(Operation *op, OpBuilder &b,
   }
   if (hasBias || halfInputs)
     y = buildElementwise(
-        b, loc, *ty, ins, [&](OpBuilder &nb, Location l, ValueRange a) -> Value {
+        b, loc, *ty, ins,
+        [&](OpBuilder &nb, Location l, ValueRange a) -> Value {
           Value v = a[0];
           if (hasBias)
             v = arith::AddFOp::create(
                 nb, l, v,
-                halfInputs ? arith::ExtFOp::create(nb, l, accElem, a[1]).getResult()
-                           : a[1]);
-          return halfInputs ? arith::TruncFOp::create(nb, l, elem, v).getResult() : v;
+                halfInputs
+                    ? arith::ExtFOp::create(nb, l, accElem, a[1]).getResult()
+                    : a[1]);
+          return halfInputs
+                     ? arith::TruncFOp::create(nb, l, elem, v).getResult()
+                     : v;
         });
   results.push_back(y);
   return success();

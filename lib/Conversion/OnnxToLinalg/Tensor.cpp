@@ -27,7 +27,8 @@ LogicalResult finishReshape(Operation *op, OpBuilder &b, ArrayRef<Value> sizes,
 }
 
 /// Product of dims [from, to) of `v`.
-Value dimProduct(OpBuilder &b, Location loc, Value v, int64_t from, int64_t to) {
+Value dimProduct(OpBuilder &b, Location loc, Value v, int64_t from,
+                 int64_t to) {
   Value p = idx(b, loc, 1);
   for (int64_t i = from; i < to; ++i)
     p = arith::MulIOp::create(b, loc, p, dimValue(b, loc, v, i));
@@ -53,21 +54,27 @@ LogicalResult lowerReshape(Operation *op, OpBuilder &b,
   for (int64_t i = 0; i < rank; ++i) {
     Value r = req[i];
     if (!allowZero && i < tx->getRank()) {
-      Value isZero = arith::CmpIOp::create(b, loc, arith::CmpIPredicate::eq, r, zero);
+      Value isZero =
+          arith::CmpIOp::create(b, loc, arith::CmpIPredicate::eq, r, zero);
       r = arith::SelectOp::create(b, loc, isZero, dimValue(b, loc, x, i), r);
     }
     sizes.push_back(r);
-    Value isNeg = arith::CmpIOp::create(b, loc, arith::CmpIPredicate::eq, r, minusOne);
+    Value isNeg =
+        arith::CmpIOp::create(b, loc, arith::CmpIPredicate::eq, r, minusOne);
     known = arith::MulIOp::create(
-        b, loc, known, arith::SelectOp::create(b, loc, isNeg, idx(b, loc, 1), r));
+        b, loc, known,
+        arith::SelectOp::create(b, loc, isNeg, idx(b, loc, 1), r));
   }
   Value total = dimProduct(b, loc, x, 0, tx->getRank());
   // Guard the division: a zero-sized known part leaves -1 dims at 0.
-  Value knownIsZero = arith::CmpIOp::create(b, loc, arith::CmpIPredicate::eq, known, zero);
-  Value safeKnown = arith::SelectOp::create(b, loc, knownIsZero, idx(b, loc, 1), known);
+  Value knownIsZero =
+      arith::CmpIOp::create(b, loc, arith::CmpIPredicate::eq, known, zero);
+  Value safeKnown =
+      arith::SelectOp::create(b, loc, knownIsZero, idx(b, loc, 1), known);
   Value inferred = arith::DivSIOp::create(b, loc, total, safeKnown);
   for (Value &s : sizes) {
-    Value isNeg = arith::CmpIOp::create(b, loc, arith::CmpIPredicate::eq, s, minusOne);
+    Value isNeg =
+        arith::CmpIOp::create(b, loc, arith::CmpIPredicate::eq, s, minusOne);
     s = arith::SelectOp::create(b, loc, isNeg, inferred, s);
   }
   return finishReshape(op, b, sizes, results);
@@ -86,10 +93,10 @@ LogicalResult lowerFlatten(Operation *op, OpBuilder &b,
     return nodeError(op) << "axis out of range", failure();
   Location loc = op->getLoc();
   Value x = op->getOperand(0);
-  return finishReshape(op, b,
-                       {dimProduct(b, loc, x, 0, axis),
-                        dimProduct(b, loc, x, axis, rank)},
-                       results);
+  return finishReshape(
+      op, b,
+      {dimProduct(b, loc, x, 0, axis), dimProduct(b, loc, x, axis, rank)},
+      results);
 }
 
 /// Squeeze and Unsqueeze: the result type (from shape inference) tells which
@@ -106,7 +113,8 @@ LogicalResult lowerSqueezeLike(Operation *op, OpBuilder &b,
   SmallVector<int64_t> axes;
   Value axesIn = op->getNumOperands() > 1 ? op->getOperand(1) : Value();
   if (axesIn && !onnxops::isNoValue(axesIn)) {
-    std::optional<SmallVector<int64_t>> v = onnxops::getConstantIntValues(axesIn);
+    std::optional<SmallVector<int64_t>> v =
+        onnxops::getConstantIntValues(axesIn);
     if (!v && ty->hasStaticShape()) {
       // Axes read at run time: the declared result shape says it all.
       SmallVector<Value> sizes;
@@ -128,7 +136,8 @@ LogicalResult lowerSqueezeLike(Operation *op, OpBuilder &b,
   SmallVector<Value> sizes;
   if (squeeze) {
     for (int64_t i = 0; i < rx; ++i) {
-      bool drop = axes.empty() ? tx->getDimSize(i) == 1 : llvm::is_contained(axes, i);
+      bool drop =
+          axes.empty() ? tx->getDimSize(i) == 1 : llvm::is_contained(axes, i);
       if (!drop)
         sizes.push_back(dimValue(b, loc, x, i));
     }
@@ -193,7 +202,8 @@ LogicalResult lowerConcat(Operation *op, OpBuilder &b,
   if (inputs.empty())
     inputs.push_back(op->getOperand(0));
   results.push_back(
-      tensor::ConcatOp::create(b, op->getLoc(), *ty, *axis, inputs).getResult());
+      tensor::ConcatOp::create(b, op->getLoc(), *ty, *axis, inputs)
+          .getResult());
   return success();
 }
 
@@ -232,13 +242,16 @@ LogicalResult lowerSlice(Operation *op, OpBuilder &b,
     for (int64_t k = 0; k < n; ++k) {
       if (cst) {
         int64_t c = k < (int64_t)cst->size() ? (*cst)[k] : 0;
-        v.push_back(idx(b, loc, std::clamp<int64_t>(c, INT64_MIN / 4, INT64_MAX / 4)));
+        v.push_back(
+            idx(b, loc, std::clamp<int64_t>(c, INT64_MIN / 4, INT64_MAX / 4)));
         continue;
       }
-      Value e = tensor::ExtractOp::create(b, loc, t, ValueRange{idx(b, loc, k)});
+      Value e =
+          tensor::ExtractOp::create(b, loc, t, ValueRange{idx(b, loc, k)});
       e = arith::IndexCastOp::create(b, loc, b.getIndexType(), e);
       e = arith::MaxSIOp::create(b, loc, e, idx(b, loc, INT64_MIN / 4));
-      v.push_back(arith::MinSIOp::create(b, loc, e, idx(b, loc, INT64_MAX / 4)));
+      v.push_back(
+          arith::MinSIOp::create(b, loc, e, idx(b, loc, INT64_MAX / 4)));
     }
     return v;
   };
@@ -281,22 +294,26 @@ LogicalResult lowerSlice(Operation *op, OpBuilder &b,
       return nodeError(op) << "steps must not be 0", failure();
     Value s = stepsV[k];
     if (!cSteps)
-      s = sel(cmp(arith::CmpIPredicate::eq, s, idx(b, loc, 0)), idx(b, loc, 1), s);
+      s = sel(cmp(arith::CmpIPredicate::eq, s, idx(b, loc, 0)), idx(b, loc, 1),
+              s);
     Value axisV = axesV[k];
     if (!a)
-      axisV = sel(cmp(arith::CmpIPredicate::slt, axisV, idx(b, loc, 0)),
-                  arith::AddIOp::create(b, loc, axisV, idx(b, loc, rank)), axisV);
+      axisV =
+          sel(cmp(arith::CmpIPredicate::slt, axisV, idx(b, loc, 0)),
+              arith::AddIOp::create(b, loc, axisV, idx(b, loc, rank)), axisV);
     Value dim = dims[a.value_or(0)];
     if (!a)
       for (int64_t i = 1; i < rank; ++i)
-        dim = sel(cmp(arith::CmpIPredicate::eq, axisV, idx(b, loc, i)), dims[i], dim);
+        dim = sel(cmp(arith::CmpIPredicate::eq, axisV, idx(b, loc, i)), dims[i],
+                  dim);
     // Clamp per the ONNX spec at run time (dims and steps may be dynamic).
     Value pos = cmp(arith::CmpIPredicate::sgt, s, idx(b, loc, 0));
     Value dm1 = arith::SubIOp::create(b, loc, dim, idx(b, loc, 1));
     auto clampIdx = [&](Value v, bool isEnd) -> Value {
       v = sel(cmp(arith::CmpIPredicate::slt, v, idx(b, loc, 0)),
               arith::AddIOp::create(b, loc, v, dim), v);
-      Value lo = isEnd ? sel(pos, idx(b, loc, 0), idx(b, loc, -1)) : idx(b, loc, 0);
+      Value lo =
+          isEnd ? sel(pos, idx(b, loc, 0), idx(b, loc, -1)) : idx(b, loc, 0);
       Value hi = sel(pos, dim, dm1);
       v = arith::MaxSIOp::create(b, loc, v, lo);
       return arith::MinSIOp::create(b, loc, v, hi);
@@ -307,7 +324,8 @@ LogicalResult lowerSlice(Operation *op, OpBuilder &b,
     Value diff = arith::SubIOp::create(b, loc, en, st);
     Value adj = arith::AddIOp::create(
         b, loc, diff,
-        arith::SubIOp::create(b, loc, s, sel(pos, idx(b, loc, 1), idx(b, loc, -1))));
+        arith::SubIOp::create(b, loc, s,
+                              sel(pos, idx(b, loc, 1), idx(b, loc, -1))));
     Value cnt = arith::DivSIOp::create(b, loc, adj, s);
     cnt = arith::MaxSIOp::create(b, loc, cnt, idx(b, loc, 0));
     for (int64_t i = 0; i < rank; ++i) {
@@ -345,8 +363,8 @@ LogicalResult lowerSlice(Operation *op, OpBuilder &b,
           // the range: clamp so no input reads out of bounds.
           ix.push_back(clampIntoRange(nb, l, p, dims[i]));
         }
-        linalg::YieldOp::create(nb, l,
-                                tensor::ExtractOp::create(nb, l, x, ix).getResult());
+        linalg::YieldOp::create(
+            nb, l, tensor::ExtractOp::create(nb, l, x, ix).getResult());
       });
   results.push_back(g.getResult(0));
   return success();
@@ -394,8 +412,8 @@ LogicalResult lowerGather(Operation *op, OpBuilder &b,
         Value i = arith::IndexCastOp::create(nb, l, nb.getIndexType(), a[0]);
         Value neg = arith::CmpIOp::create(nb, l, arith::CmpIPredicate::slt, i,
                                           idx(nb, l, 0));
-        i = arith::SelectOp::create(nb, l, neg,
-                                    arith::AddIOp::create(nb, l, i, axisDim), i);
+        i = arith::SelectOp::create(
+            nb, l, neg, arith::AddIOp::create(nb, l, i, axisDim), i);
         i = arith::MaxSIOp::create(nb, l, i, idx(nb, l, 0));
         i = arith::MinSIOp::create(
             nb, l, i, arith::SubIOp::create(nb, l, axisDim, idx(nb, l, 1)));
@@ -408,8 +426,8 @@ LogicalResult lowerGather(Operation *op, OpBuilder &b,
           else
             ix.push_back(linalg::IndexOp::create(nb, l, d + q - 1));
         }
-        linalg::YieldOp::create(nb, l,
-                                tensor::ExtractOp::create(nb, l, x, ix).getResult());
+        linalg::YieldOp::create(
+            nb, l, tensor::ExtractOp::create(nb, l, x, ix).getResult());
       });
   results.push_back(g.getResult(0));
   return success();
@@ -436,8 +454,8 @@ LogicalResult lowerShape(Operation *op, OpBuilder &b,
   for (int64_t i = start; i < end; ++i) {
     allStatic &= !tx->isDynamicDim(i);
     staticDims.push_back(tx->getDimSize(i));
-    dims.push_back(arith::IndexCastOp::create(b, loc, b.getI64Type(),
-                                              dimValue(b, loc, op->getOperand(0), i)));
+    dims.push_back(arith::IndexCastOp::create(
+        b, loc, b.getI64Type(), dimValue(b, loc, op->getOperand(0), i)));
   }
   auto type = RankedTensorType::get({static_cast<int64_t>(dims.size())},
                                     b.getI64Type());

@@ -138,7 +138,8 @@ bool mlir::kiln::writeExternalWeights(const ExternalWeights &weights,
   os << llvm::formatv("{0:2}", llvm::json::Value(std::move(manifest))) << "\n";
   os.close();
   if (os.has_error()) {
-    error = "cannot write '" + manifestPath.str() + "': " + os.error().message();
+    error =
+        "cannot write '" + manifestPath.str() + "': " + os.error().message();
     os.clear_error();
     return false;
   }

@@ -225,7 +225,8 @@ Importer::convertValueType(const onnx::TypeProto &type, Location loc,
       shape.push_back(dim.dim_value());
       if (dimNames)
         dimNames->push_back("");
-    } else if (dim.has_dim_param() && options.boundDims.count(dim.dim_param())) {
+    } else if (dim.has_dim_param() &&
+               options.boundDims.count(dim.dim_param())) {
       shape.push_back(options.boundDims.at(dim.dim_param()));
       if (dimNames)
         dimNames->push_back("");
@@ -249,9 +250,9 @@ LogicalResult Importer::readExternalData(const onnx::TensorProto &tensor,
       char *end = nullptr;
       long long v = std::strtoll(kv.value().c_str(), &end, 10);
       if (kv.value().empty() || *end || v < 0)
-        return emitError(loc) << "tensor '" << tensor.name()
-                              << "': bad external-data " << kv.key() << " '"
-                              << kv.value() << "'";
+        return emitError(loc)
+               << "tensor '" << tensor.name() << "': bad external-data "
+               << kv.key() << " '" << kv.value() << "'";
       (kv.key() == "offset" ? offset : length) = v;
     }
   }
@@ -279,10 +280,10 @@ LogicalResult Importer::readExternalData(const onnx::TensorProto &tensor,
   if (length < 0)
     length = size - offset;
   if (offset > size || length > size - offset)
-    return emitError(loc) << "tensor '" << tensor.name()
-                          << "': external data [" << offset << ", "
-                          << offset + length << ") is outside '" << path
-                          << "' (" << size << " bytes)";
+    return emitError(loc) << "tensor '" << tensor.name() << "': external data ["
+                          << offset << ", " << offset + length
+                          << ") is outside '" << path << "' (" << size
+                          << " bytes)";
   out.assign((*buf)->getBufferStart() + offset, length);
   return success();
 }
@@ -314,8 +315,8 @@ LogicalResult Importer::readTensor(const onnx::TensorProto &tensor,
     // Element counts past 2^48 cannot be real data; also keeps the byte
     // count below from overflowing.
     if (d != 0 && numElements > (int64_t(1) << 48) / d)
-      return emitError(loc) << "tensor '" << tensor.name()
-                            << "' has too many elements",
+      return emitError(loc)
+                 << "tensor '" << tensor.name() << "' has too many elements",
              failure();
     numElements *= d;
   }
@@ -364,8 +365,8 @@ LogicalResult Importer::readTensor(const onnx::TensorProto &tensor,
     }
   }
   if (static_cast<int64_t>(bytes.size()) != numElements * width)
-    return emitError(loc) << "tensor '" << tensor.name() << "' of type "
-                          << type << " needs " << numElements * width
+    return emitError(loc) << "tensor '" << tensor.name() << "' of type " << type
+                          << " needs " << numElements * width
                           << " bytes of data, found " << bytes.size();
   return success();
 }
@@ -386,22 +387,24 @@ FailureOr<ElementsAttr> Importer::convertTensor(const onnx::TensorProto &tensor,
   }
   if (numElements <= options.maxInlineElements) {
     bool splat = false;
-    if (!DenseElementsAttr::isValidRawBuffer(type, ArrayRef<char>(bytes.data(), bytes.size()), splat))
-      return emitError(loc) << "tensor '" << tensor.name()
-                            << "': invalid data buffer",
+    if (!DenseElementsAttr::isValidRawBuffer(
+            type, ArrayRef<char>(bytes.data(), bytes.size()), splat))
+      return emitError(loc)
+                 << "tensor '" << tensor.name() << "': invalid data buffer",
              failure();
     return ElementsAttr(DenseElementsAttr::getFromRawBuffer(
         type, ArrayRef<char>(bytes.data(), bytes.size())));
   }
-  std::string blobName = tensor.name().empty()
-                             ? "onnx_tensor_" + std::to_string(resourceCounter++)
-                             : tensor.name();
+  std::string blobName =
+      tensor.name().empty() ? "onnx_tensor_" + std::to_string(resourceCounter++)
+                            : tensor.name();
   for (char &c : blobName)
     if (!llvm::isAlnum(c) && c != '_' && c != '.')
       c = '_';
   AsmResourceBlob blob = HeapAsmResourceBlob::allocateAndCopyWithAlign(
       ArrayRef<char>(bytes.data(), bytes.size()), alignof(uint64_t));
-  return ElementsAttr(DenseResourceElementsAttr::get(type, blobName, std::move(blob)));
+  return ElementsAttr(
+      DenseResourceElementsAttr::get(type, blobName, std::move(blob)));
 }
 
 //===----------------------------------------------------------------------===//
@@ -506,22 +509,24 @@ LogicalResult Importer::importConstantNode(const onnx::NodeProto &node,
       return failure();
     value = cast<TypedAttr>(*t);
   } else if (a.name() == "value_float") {
-    value = DenseElementsAttr::get(RankedTensorType::get({}, builder.getF32Type()), a.f());
+    value = DenseElementsAttr::get(
+        RankedTensorType::get({}, builder.getF32Type()), a.f());
   } else if (a.name() == "value_floats") {
     SmallVector<float> v(a.floats().begin(), a.floats().end());
     value = DenseElementsAttr::get(
         RankedTensorType::get({(int64_t)v.size()}, builder.getF32Type()),
         ArrayRef<float>(v));
   } else if (a.name() == "value_int") {
-    value = DenseElementsAttr::get(RankedTensorType::get({}, builder.getI64Type()), a.i());
+    value = DenseElementsAttr::get(
+        RankedTensorType::get({}, builder.getI64Type()), a.i());
   } else if (a.name() == "value_ints") {
     SmallVector<int64_t> v(a.ints().begin(), a.ints().end());
     value = DenseElementsAttr::get(
         RankedTensorType::get({(int64_t)v.size()}, builder.getI64Type()),
         ArrayRef<int64_t>(v));
   } else {
-    return nodeError(node, loc) << "unsupported constant attribute '"
-                                << a.name() << "'";
+    return nodeError(node, loc)
+           << "unsupported constant attribute '" << a.name() << "'";
   }
   scopes.back()[node.output(0)] =
       arith::ConstantOp::create(builder, loc, value).getResult();
@@ -600,11 +605,11 @@ LogicalResult Importer::normalize(const onnx::NodeProto &node, Location loc,
     }
     FailureOr<SmallVector<int64_t>> values = toI64s(a);
     if (failed(values))
-      return nodeError(node, loc) << "attribute '" << name
-                                  << "' must be a list of integers";
+      return nodeError(node, loc)
+             << "attribute '" << name << "' must be a list of integers";
     if (operands.size() > index && !isa<NoneType>(operands[index].getType()))
-      return nodeError(node, loc) << "has both attribute '" << name
-                                  << "' and input " << index;
+      return nodeError(node, loc)
+             << "has both attribute '" << name << "' and input " << index;
     setInput(index, i64Constant(*values, loc));
     return success();
   };
@@ -632,16 +637,16 @@ LogicalResult Importer::normalize(const onnx::NodeProto &node, Location loc,
         continue;
       auto f = dyn_cast<FloatAttr>(a);
       if (!f)
-        return nodeError(node, loc) << "attribute '" << name
-                                    << "' must be a float";
+        return nodeError(node, loc)
+               << "attribute '" << name << "' must be a float";
       APFloat v(f.getValueAsDouble());
       bool lost = false;
       v.convert(cast<FloatType>(elem).getFloatSemantics(),
                 APFloat::rmNearestTiesToEven, &lost);
-      setInput(index, arith::ConstantOp::create(
-                          builder, loc,
-                          DenseElementsAttr::get(
-                              RankedTensorType::get({}, elem), v)));
+      setInput(index,
+               arith::ConstantOp::create(
+                   builder, loc,
+                   DenseElementsAttr::get(RankedTensorType::get({}, elem), v)));
     }
   }
   if (op == "BatchNormalization") {
@@ -649,8 +654,7 @@ LogicalResult Importer::normalize(const onnx::NodeProto &node, Location loc,
     takeAttr(attrs, "is_test");
     takeAttr(attrs, "consumed_inputs");
   }
-  if ((op == "Add" || op == "Sub" || op == "Mul" || op == "Div") &&
-      opset < 7) {
+  if ((op == "Add" || op == "Sub" || op == "Mul" || op == "Div") && opset < 7) {
     if (takeAttr(attrs, "broadcast") || takeAttr(attrs, "axis"))
       return nodeError(node, loc)
              << "legacy broadcast attributes (opset < 7) are not supported";
@@ -678,14 +682,13 @@ FailureOr<Operation *> Importer::buildOp(StringRef opName, ValueRange operands,
   for (const NamedAttribute &a : attrs) {
     std::optional<Attribute> stored = op->getInherentAttr(a.getName());
     if (stored && !*stored)
-      return op->emitError() << "node '"
-                             << (isa<NameLoc>(loc)
-                                     ? cast<NameLoc>(loc).getName().str()
-                                     : std::string())
-                             << "' (" << opName.drop_front(5) << ", opset "
-                             << opset << "): attribute '"
-                             << a.getName().getValue()
-                             << "' has the wrong kind: " << a.getValue(),
+      return op->emitError()
+                 << "node '"
+                 << (isa<NameLoc>(loc) ? cast<NameLoc>(loc).getName().str()
+                                       : std::string())
+                 << "' (" << opName.drop_front(5) << ", opset " << opset
+                 << "): attribute '" << a.getName().getValue()
+                 << "' has the wrong kind: " << a.getValue(),
              failure();
   }
   return op;
@@ -719,7 +722,8 @@ LogicalResult Importer::finishOp(Operation *op) {
   std::string prefix = ("'" + op->getName().getStringRef() + "' op ").str();
   msg.consume_front(prefix);
   Location loc = op->getLoc();
-  std::string name = isa<NameLoc>(loc) ? cast<NameLoc>(loc).getName().str() : "";
+  std::string name =
+      isa<NameLoc>(loc) ? cast<NameLoc>(loc).getName().str() : "";
   return emitError(loc) << "node '" << name << "' (" << type << ", opset "
                         << opset << "): " << msg,
          failure();
@@ -737,9 +741,10 @@ FailureOr<Value> Importer::buildSimpleOp(StringRef opName, ValueRange operands,
   return (*op)->getResult(0);
 }
 
-LogicalResult Importer::importLegacySoftmax(const onnx::NodeProto &node,
-                                            Location loc, Value input,
-                                            SmallVectorImpl<NamedAttribute> &attrs) {
+LogicalResult
+Importer::importLegacySoftmax(const onnx::NodeProto &node, Location loc,
+                              Value input,
+                              SmallVectorImpl<NamedAttribute> &attrs) {
   // Before opset 13, Softmax, LogSoftmax and Hardmax flatten the input to 2-D
   // at `axis` (default 1) and normalize each row. Over the last dim that is
   // the opset-13 op; otherwise: Flatten -> op(axis = -1) -> Reshape back.
@@ -758,8 +763,8 @@ LogicalResult Importer::importLegacySoftmax(const onnx::NodeProto &node,
   if (ranked) {
     int64_t rank = ranked.getRank();
     if (axis < -rank || axis > rank || (rank == 0 && axis != 0))
-      return nodeError(node, loc) << "axis " << axis
-                                  << " is out of range for rank " << rank;
+      return nodeError(node, loc)
+             << "axis " << axis << " is out of range for rank " << rank;
     if (axis < 0)
       axis += rank;
   }
@@ -786,16 +791,15 @@ LogicalResult Importer::importLegacySoftmax(const onnx::NodeProto &node,
         buildSimpleOp(opName, {*flat}, opAttrs, flat->getType(), loc);
     if (failed(norm))
       return failure();
-    FailureOr<Value> shape = buildSimpleOp("onnx.Shape", {input}, {},
-                                           builder.getI64Type(), loc);
+    FailureOr<Value> shape =
+        buildSimpleOp("onnx.Shape", {input}, {}, builder.getI64Type(), loc);
     if (failed(shape))
       return failure();
-    FailureOr<Value> back =
-        buildSimpleOp("onnx.Reshape", {*norm, *shape},
-                      // Zeros in the shape are dims of size 0, not copies.
-                      {builder.getNamedAttr("allowzero",
-                                            builder.getI64IntegerAttr(1))},
-                      input.getType(), loc);
+    FailureOr<Value> back = buildSimpleOp(
+        "onnx.Reshape", {*norm, *shape},
+        // Zeros in the shape are dims of size 0, not copies.
+        {builder.getNamedAttr("allowzero", builder.getI64IntegerAttr(1))},
+        input.getType(), loc);
     if (failed(back))
       return failure();
     result = *back;
@@ -805,13 +809,12 @@ LogicalResult Importer::importLegacySoftmax(const onnx::NodeProto &node,
   return success();
 }
 
-LogicalResult Importer::importNode(const onnx::NodeProto &node,
-                                   int64_t index) {
+LogicalResult Importer::importNode(const onnx::NodeProto &node, int64_t index) {
   Location loc = nodeLoc(node, index);
   if (!node.domain().empty() && node.domain() != "ai.onnx")
-    return nodeError(node, loc) << "operator '" << node.op_type()
-                                << "' of domain '" << node.domain()
-                                << "' is not supported";
+    return nodeError(node, loc)
+           << "operator '" << node.op_type() << "' of domain '" << node.domain()
+           << "' is not supported";
   if (node.op_type() == "Constant")
     return importConstantNode(node, loc);
   // Deprecated operators with a current equivalent: Scatter (opset 9-10)
@@ -875,8 +878,8 @@ LogicalResult Importer::importNode(const onnx::NodeProto &node,
   const auto &table = getSchemaTable();
   auto schemaIt = table.find(node.op_type());
   if (!registered || schemaIt == table.end())
-    return nodeError(node, loc) << "unknown ONNX operator '" << node.op_type()
-                                << "'";
+    return nodeError(node, loc)
+           << "unknown ONNX operator '" << node.op_type() << "'";
   const OpSchemaInfo &schema = schemaIt->second;
 
   SmallVector<Value> operands;
@@ -887,21 +890,22 @@ LogicalResult Importer::importNode(const onnx::NodeProto &node,
     }
     Value v = lookup(in);
     if (!v)
-      return nodeError(node, loc) << "input '" << in
-                                  << "' is not defined before its use";
+      return nodeError(node, loc)
+             << "input '" << in << "' is not defined before its use";
     operands.push_back(v);
   }
   SmallVector<NamedAttribute> attrs;
   llvm::StringSet<> attrNames;
   const auto &regionNames = getRegionTable();
   auto regionIt = regionNames.find(node.op_type());
-  SmallVector<const onnx::GraphProto *> regionGraphs(schema.numRegions, nullptr);
+  SmallVector<const onnx::GraphProto *> regionGraphs(schema.numRegions,
+                                                     nullptr);
   for (const auto &a : node.attribute()) {
     if (a.name().empty())
       return nodeError(node, loc) << "has an attribute without a name";
     if (!attrNames.insert(a.name()).second)
-      return nodeError(node, loc) << "has attribute '" << a.name()
-                                  << "' more than once";
+      return nodeError(node, loc)
+             << "has attribute '" << a.name() << "' more than once";
     if (a.type() == onnx::AttributeProto::GRAPH) {
       bool placed = false;
       if (regionIt != regionNames.end())
@@ -911,8 +915,8 @@ LogicalResult Importer::importNode(const onnx::NodeProto &node,
             placed = true;
           }
       if (!placed)
-        return nodeError(node, loc) << "unexpected graph attribute '"
-                                    << a.name() << "'";
+        return nodeError(node, loc)
+               << "unexpected graph attribute '" << a.name() << "'";
       continue;
     }
     FailureOr<NamedAttribute> na = convertAttribute(a, loc);
@@ -941,16 +945,16 @@ LogicalResult Importer::importNode(const onnx::NodeProto &node,
     operands.push_back(noValue(loc));
   if (!schema.lastInputVariadic &&
       static_cast<int>(operands.size()) > schema.numInputs)
-    return nodeError(node, loc) << "has " << operands.size()
-                                << " inputs, the operator takes at most "
-                                << schema.numInputs;
+    return nodeError(node, loc)
+           << "has " << operands.size()
+           << " inputs, the operator takes at most " << schema.numInputs;
 
   int numResults = node.output_size();
   int fixedOutputs = schema.numOutputs - (schema.lastOutputVariadic ? 1 : 0);
   if (!schema.lastOutputVariadic && numResults > schema.numOutputs)
-    return nodeError(node, loc) << "has " << numResults
-                                << " outputs, the operator has at most "
-                                << schema.numOutputs;
+    return nodeError(node, loc)
+           << "has " << numResults << " outputs, the operator has at most "
+           << schema.numOutputs;
   numResults = std::max(numResults, fixedOutputs);
 
   // Initial result types: refined by shape inference below (or, for If and
@@ -975,8 +979,8 @@ LogicalResult Importer::importNode(const onnx::NodeProto &node,
     return i < operands.size() ? elementTypeOf(operands[i]) : Type();
   };
   if (llvm::is_contained({"Equal", "Less", "Greater", "LessOrEqual",
-                          "GreaterOrEqual", "And", "Or", "Xor", "Not",
-                          "IsNaN", "IsInf"},
+                          "GreaterOrEqual", "And", "Or", "Xor", "Not", "IsNaN",
+                          "IsInf"},
                          node.op_type()))
     defaultElem = builder.getI1Type();
   else if (node.op_type() == "Where" || node.op_type() == "CastLike")
@@ -1017,8 +1021,8 @@ LogicalResult Importer::importNode(const onnx::NodeProto &node,
     resultTypes.push_back(t);
   }
 
-  FailureOr<Operation *> created = buildOp(opName, operands, attrs, resultTypes,
-                                           schema.numRegions, loc);
+  FailureOr<Operation *> created =
+      buildOp(opName, operands, attrs, resultTypes, schema.numRegions, loc);
   if (failed(created))
     return failure();
   Operation *op = *created;
@@ -1045,12 +1049,12 @@ LogicalResult Importer::importNode(const onnx::NodeProto &node,
     for (const auto &out : g->output()) {
       Value v = lookup(out.name());
       if (!v)
-        return nodeError(node, loc) << "subgraph output '" << out.name()
-                                    << "' is not defined";
+        return nodeError(node, loc)
+               << "subgraph output '" << out.name() << "' is not defined";
       results.push_back(v);
     }
-    yieldTypes.emplace_back(llvm::map_range(
-        results, [](Value v) { return v.getType(); }));
+    yieldTypes.emplace_back(
+        llvm::map_range(results, [](Value v) { return v.getType(); }));
     onnxops::YieldOp::create(builder, loc, results);
     scopes.pop_back();
     declared.pop_back();
@@ -1105,9 +1109,10 @@ Type Importer::declaredType(const std::string &name) {
     if (found == it->end())
       continue;
     // A declaration we cannot convert is only a hint: ignore it.
-    ScopedDiagnosticHandler silence(ctx, [](Diagnostic &) { return success(); });
-    FailureOr<Type> t = convertValueType(*found->second, builder.getUnknownLoc(),
-                                         nullptr);
+    ScopedDiagnosticHandler silence(ctx,
+                                    [](Diagnostic &) { return success(); });
+    FailureOr<Type> t =
+        convertValueType(*found->second, builder.getUnknownLoc(), nullptr);
     if (failed(t) || !isa<TensorType>(*t))
       return {};
     return *t;
@@ -1126,31 +1131,67 @@ static ArrayAttr dimNamesAttr(Builder &b, ArrayRef<std::string> names) {
 /// may be an external weight; 0 for the others (complex, string, 4-bit).
 static int64_t weightElementSize(int32_t t, std::string &dtype) {
   switch (t) {
-  case onnx::TensorProto::FLOAT: dtype = "f32"; return 4;
-  case onnx::TensorProto::DOUBLE: dtype = "f64"; return 8;
-  case onnx::TensorProto::FLOAT16: dtype = "f16"; return 2;
-  case onnx::TensorProto::BFLOAT16: dtype = "bf16"; return 2;
-  case onnx::TensorProto::INT8: dtype = "i8"; return 1;
-  case onnx::TensorProto::INT16: dtype = "i16"; return 2;
-  case onnx::TensorProto::INT32: dtype = "i32"; return 4;
-  case onnx::TensorProto::INT64: dtype = "i64"; return 8;
-  case onnx::TensorProto::UINT8: dtype = "u8"; return 1;
-  case onnx::TensorProto::UINT16: dtype = "u16"; return 2;
-  case onnx::TensorProto::UINT32: dtype = "u32"; return 4;
-  case onnx::TensorProto::UINT64: dtype = "u64"; return 8;
-  case onnx::TensorProto::BOOL: dtype = "bool"; return 1;
-  case 17: dtype = "f8e4m3fn"; return 1;
-  case 18: dtype = "f8e4m3fnuz"; return 1;
-  case 19: dtype = "f8e5m2"; return 1;
-  case 20: dtype = "f8e5m2fnuz"; return 1;
-  default: return 0;
+  case onnx::TensorProto::FLOAT:
+    dtype = "f32";
+    return 4;
+  case onnx::TensorProto::DOUBLE:
+    dtype = "f64";
+    return 8;
+  case onnx::TensorProto::FLOAT16:
+    dtype = "f16";
+    return 2;
+  case onnx::TensorProto::BFLOAT16:
+    dtype = "bf16";
+    return 2;
+  case onnx::TensorProto::INT8:
+    dtype = "i8";
+    return 1;
+  case onnx::TensorProto::INT16:
+    dtype = "i16";
+    return 2;
+  case onnx::TensorProto::INT32:
+    dtype = "i32";
+    return 4;
+  case onnx::TensorProto::INT64:
+    dtype = "i64";
+    return 8;
+  case onnx::TensorProto::UINT8:
+    dtype = "u8";
+    return 1;
+  case onnx::TensorProto::UINT16:
+    dtype = "u16";
+    return 2;
+  case onnx::TensorProto::UINT32:
+    dtype = "u32";
+    return 4;
+  case onnx::TensorProto::UINT64:
+    dtype = "u64";
+    return 8;
+  case onnx::TensorProto::BOOL:
+    dtype = "bool";
+    return 1;
+  case 17:
+    dtype = "f8e4m3fn";
+    return 1;
+  case 18:
+    dtype = "f8e4m3fnuz";
+    return 1;
+  case 19:
+    dtype = "f8e5m2";
+    return 1;
+  case 20:
+    dtype = "f8e5m2fnuz";
+    return 1;
+  default:
+    return 0;
   }
 }
 
-LogicalResult Importer::addWeightArguments(
-    const onnx::GraphProto &graph, SmallVectorImpl<Type> &argTypes,
-    SmallVectorImpl<DictionaryAttr> &argAttrs,
-    SmallVectorImpl<std::string> &argNames) {
+LogicalResult
+Importer::addWeightArguments(const onnx::GraphProto &graph,
+                             SmallVectorImpl<Type> &argTypes,
+                             SmallVectorImpl<DictionaryAttr> &argAttrs,
+                             SmallVectorImpl<std::string> &argNames) {
   ExternalWeights &ext = *options.externalWeights;
   llvm::StringSet<> inputs;
   for (const std::string &n : argNames)
@@ -1230,7 +1271,6 @@ LogicalResult Importer::importGraphBody(const onnx::GraphProto &graph) {
 // Model
 //===----------------------------------------------------------------------===//
 
-
 OwningOpRef<ModuleOp> Importer::importModel(const onnx::ModelProto &model) {
   Location fileLoc = FileLineColLoc::get(ctx, sourceName, 0, 0);
   if (!model.has_graph())
@@ -1288,7 +1328,8 @@ OwningOpRef<ModuleOp> Importer::importModel(const onnx::ModelProto &model) {
     argNames.push_back(in.name());
     argAttrs.push_back(builder.getDictionaryAttr(
         {builder.getNamedAttr("kiln.name", builder.getStringAttr(in.name())),
-         builder.getNamedAttr("kiln.dim_names", dimNamesAttr(builder, dimNames))}));
+         builder.getNamedAttr("kiln.dim_names",
+                              dimNamesAttr(builder, dimNames))}));
   }
 
   weightArgs.clear();
@@ -1336,14 +1377,14 @@ OwningOpRef<ModuleOp> Importer::importModel(const onnx::ModelProto &model) {
     Type resultType = v.getType();
     if (decl && (!inferred || inferred != decl)) {
       if (inferred && failed(verifyCompatibleShape(inferred, decl)))
-        return emitError(loc) << "graph output '" << out.name()
-                              << "' is declared as " << decl
-                              << " but computes " << inferred,
+        return emitError(loc)
+                   << "graph output '" << out.name() << "' is declared as "
+                   << decl << " but computes " << inferred,
                nullptr;
       if (inferred && inferred.getElementType() != decl.getElementType())
-        return emitError(loc) << "graph output '" << out.name()
-                              << "' is declared as " << decl
-                              << " but computes " << inferred,
+        return emitError(loc)
+                   << "graph output '" << out.name() << "' is declared as "
+                   << decl << " but computes " << inferred,
                nullptr;
       v = tensor::CastOp::create(builder, loc, decl, v);
       resultType = decl;
@@ -1354,7 +1395,8 @@ OwningOpRef<ModuleOp> Importer::importModel(const onnx::ModelProto &model) {
     resultTypes.push_back(resultType);
     resultAttrs.push_back(builder.getDictionaryAttr(
         {builder.getNamedAttr("kiln.name", builder.getStringAttr(out.name())),
-         builder.getNamedAttr("kiln.dim_names", dimNamesAttr(builder, dimNames))}));
+         builder.getNamedAttr("kiln.dim_names",
+                              dimNamesAttr(builder, dimNames))}));
   }
   func::ReturnOp::create(builder, fileLoc, results);
   func.setFunctionType(builder.getFunctionType(argTypes, resultTypes));
@@ -1382,9 +1424,10 @@ OwningOpRef<ModuleOp> Importer::importModel(const onnx::ModelProto &model) {
 // Entry points
 //===----------------------------------------------------------------------===//
 
-OwningOpRef<ModuleOp> mlir::kiln::importOnnxBuffer(
-    MLIRContext *context, StringRef bytes, StringRef baseDir,
-    StringRef sourceName, const OnnxImportOptions &options) {
+OwningOpRef<ModuleOp>
+mlir::kiln::importOnnxBuffer(MLIRContext *context, StringRef bytes,
+                             StringRef baseDir, StringRef sourceName,
+                             const OnnxImportOptions &options) {
   context->loadDialect<onnxops::OnnxDialect, func::FuncDialect,
                        arith::ArithDialect, tensor::TensorDialect>();
   Location fileLoc = FileLineColLoc::get(context, sourceName, 0, 0);
@@ -1409,19 +1452,19 @@ OwningOpRef<ModuleOp> mlir::kiln::importOnnxBuffer(
     Importer importer(context, baseDir, sourceName, options);
     return importer.importModel(model);
   } catch (const std::exception &e) {
-    return emitError(fileLoc) << "while reading '" << sourceName
-                              << "': " << e.what(),
+    return emitError(fileLoc)
+               << "while reading '" << sourceName << "': " << e.what(),
            nullptr;
   } catch (...) {
-    return emitError(fileLoc) << "while reading '" << sourceName
-                              << "': unknown error",
+    return emitError(fileLoc)
+               << "while reading '" << sourceName << "': unknown error",
            nullptr;
   }
 }
 
-OwningOpRef<ModuleOp> mlir::kiln::importOnnxFile(MLIRContext *context,
-                                                 StringRef path,
-                                                 const OnnxImportOptions &options) {
+OwningOpRef<ModuleOp>
+mlir::kiln::importOnnxFile(MLIRContext *context, StringRef path,
+                           const OnnxImportOptions &options) {
   auto buf = llvm::MemoryBuffer::getFile(path, /*IsText=*/false,
                                          /*RequiresNullTerminator=*/false);
   if (!buf)
@@ -1436,7 +1479,8 @@ OwningOpRef<ModuleOp> mlir::kiln::importOnnxFile(MLIRContext *context,
 void mlir::kiln::registerOnnxImportTranslation() {
   static TranslateToMLIRRegistration reg(
       "import-onnx", "Import an ONNX model (ModelProto) into the onnx dialect",
-      [](llvm::SourceMgr &sourceMgr, MLIRContext *context) -> OwningOpRef<Operation *> {
+      [](llvm::SourceMgr &sourceMgr,
+         MLIRContext *context) -> OwningOpRef<Operation *> {
         const llvm::MemoryBuffer *buf =
             sourceMgr.getMemoryBuffer(sourceMgr.getMainFileID());
         StringRef name = buf->getBufferIdentifier();

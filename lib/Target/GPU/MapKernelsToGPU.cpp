@@ -18,31 +18,31 @@
 
 #include "kiln/Target/Passes.h"
 
-#include "mlir/Conversion/LLVMCommon/ConversionTarget.h"
-#include "mlir/Conversion/LLVMCommon/TypeConverter.h"
 #include "mlir/Conversion/ArithToLLVM/ArithToLLVM.h"
 #include "mlir/Conversion/ControlFlowToLLVM/ControlFlowToLLVM.h"
 #include "mlir/Conversion/GPUCommon/GPUCommonPass.h"
 #include "mlir/Conversion/IndexToLLVM/IndexToLLVM.h"
+#include "mlir/Conversion/LLVMCommon/ConversionTarget.h"
+#include "mlir/Conversion/LLVMCommon/TypeConverter.h"
 #include "mlir/Conversion/MemRefToLLVM/MemRefToLLVM.h"
 #include "mlir/Conversion/VectorToLLVM/ConvertVectorToLLVM.h"
-#include "mlir/Dialect/Vector/IR/VectorOps.h"
-#include "mlir/Dialect/LLVMIR/NVVMDialect.h"
-#include "mlir/Dialect/ControlFlow/IR/ControlFlow.h"
-#include "mlir/Dialect/Index/IR/IndexDialect.h"
-#include "llvm/ADT/SmallBitVector.h"
 #include "mlir/Dialect/Affine/Utils.h"
+#include "mlir/Dialect/Arith/Utils/Utils.h"
+#include "mlir/Dialect/ControlFlow/IR/ControlFlow.h"
 #include "mlir/Dialect/Func/IR/FuncOps.h"
-#include "mlir/Dialect/UB/IR/UBOps.h"
-#include "mlir/Transforms/DialectConversion.h"
+#include "mlir/Dialect/Index/IR/IndexDialect.h"
+#include "mlir/Dialect/LLVMIR/NVVMDialect.h"
 #include "mlir/Dialect/Linalg/IR/Linalg.h"
 #include "mlir/Dialect/Linalg/Transforms/Transforms.h"
 #include "mlir/Dialect/MemRef/IR/MemRef.h"
-#include "mlir/Dialect/Arith/Utils/Utils.h"
+#include "mlir/Dialect/UB/IR/UBOps.h"
 #include "mlir/Dialect/Utils/StaticValueUtils.h"
+#include "mlir/Dialect/Vector/IR/VectorOps.h"
 #include "mlir/IR/IRMapping.h"
 #include "mlir/IR/PatternMatch.h"
 #include "mlir/Interfaces/SideEffectInterfaces.h"
+#include "mlir/Transforms/DialectConversion.h"
+#include "llvm/ADT/SmallBitVector.h"
 
 namespace mlir::kiln {
 #define GEN_PASS_DEF_KILNMAPKERNELSTOGPU
@@ -195,7 +195,8 @@ LogicalResult GPUMapper::flush(SmallVectorImpl<Operation *> &group) {
         owner = owner->getParentOp();
       if (!owner)
         return op->emitError("value computed on the GPU is needed by host "
-                             "code in this kernel (") << *user << ")";
+                             "code in this kernel (")
+               << *user << ")";
     }
   Operation *last = group.back();
   OpBuilder b(last->getContext());
@@ -221,8 +222,8 @@ LogicalResult GPUMapper::mapParallel(scf::ParallelOp par) {
   Value one = arith::ConstantIndexOp::create(b, loc, 1);
   SmallVector<Value> counts;
   Value total = one;
-  for (auto [lb, ub, step] : llvm::zip(par.getLowerBound(),
-                                       par.getUpperBound(), par.getStep())) {
+  for (auto [lb, ub, step] :
+       llvm::zip(par.getLowerBound(), par.getUpperBound(), par.getStep())) {
     // ceil((ub - lb) / step), at least 0.
     Value span = arith::SubIOp::create(b, loc, ub, lb);
     span = arith::MaxSIOp::create(b, loc, span, zero);
@@ -233,15 +234,14 @@ LogicalResult GPUMapper::mapParallel(scf::ParallelOp par) {
   Value threads = arith::ConstantIndexOp::create(b, loc, blockSize);
   Value blocks = arith::CeilDivSIOp::create(b, loc, total, threads);
   blocks = arith::MaxSIOp::create(b, loc, blocks, one);
-  auto launch = gpu::LaunchOp::create(b, loc, blocks, one, one, threads, one,
-                                      one);
+  auto launch =
+      gpu::LaunchOp::create(b, loc, blocks, one, one, threads, one, one);
   Block &body = launch.getBody().front();
   b.setInsertionPointToEnd(&body);
   auto term = gpu::TerminatorOp::create(b, loc);
   b.setInsertionPoint(term);
   Value id = arith::AddIOp::create(
-      b, loc,
-      arith::MulIOp::create(b, loc, launch.getBlockIds().x, threads),
+      b, loc, arith::MulIOp::create(b, loc, launch.getBlockIds().x, threads),
       launch.getThreadIds().x);
   Value inRange =
       arith::CmpIOp::create(b, loc, arith::CmpIPredicate::ult, id, total);
@@ -265,7 +265,6 @@ LogicalResult GPUMapper::mapParallel(scf::ParallelOp par) {
   par.erase();
   return success();
 }
-
 
 /// What a reduction absorbs around it: a `linalg.fill` of its output just
 /// before (the accumulators' initial value) and an elementwise
@@ -291,8 +290,8 @@ ReductionFusion detectFusion(linalg::LinalgOp op, ArrayRef<unsigned> par) {
       dyn_cast_or_null<linalg::GenericOp>(op->getNextNode());
   bool identityOut = outMap.getNumResults() == par.size();
   for (auto [i, r] : llvm::enumerate(outMap.getResults()))
-    identityOut &= i < par.size() &&
-                   r == getAffineDimExpr(par[i], op.getContext());
+    identityOut &=
+        i < par.size() && r == getAffineDimExpr(par[i], op.getContext());
   if (!epi || !identityOut || !epi.hasPureBufferSemantics() ||
       epi.getNumDpsInits() != 1 || epi.getNumLoops() != par.size() ||
       epi.getNumReductionLoops() != 0 ||
@@ -312,10 +311,10 @@ ReductionFusion detectFusion(linalg::LinalgOp op, ArrayRef<unsigned> par) {
   // The buffer must die here: a kernel-local allocation whose only other
   // users are the fill and deallocation.
   auto alloc = out.getDefiningOp<BufferOp>();
-  bool dies = alloc && llvm::all_of(out.getUsers(), [&](Operation *u) {
-                return u == op || u == epi || u == f.fill ||
-                       isa<memref::DeallocOp>(u);
-              });
+  bool dies =
+      alloc && llvm::all_of(out.getUsers(), [&](Operation *u) {
+        return u == op || u == epi || u == f.fill || isa<memref::DeallocOp>(u);
+      });
   if (dies) {
     f.epi = epi;
     f.epiIn = epiIn;
@@ -365,11 +364,11 @@ protected:
     Operation *clone = rewriter.clone(op, map);
     if (auto fm = dyn_cast<arith::ArithFastMathInterface>(clone))
       if (isa<arith::MulFOp, arith::AddFOp, arith::SubFOp>(clone))
-        clone->setAttr(fm.getFastMathAttrName(),
-                       arith::FastMathFlagsAttr::get(
-                           clone->getContext(),
-                           fm.getFastMathFlagsAttr().getValue() |
-                               arith::FastMathFlags::contract));
+        clone->setAttr(
+            fm.getFastMathAttrName(),
+            arith::FastMathFlagsAttr::get(clone->getContext(),
+                                          fm.getFastMathFlagsAttr().getValue() |
+                                              arith::FastMathFlags::contract));
     return clone;
   }
   /// Stores the reduced value `v` of the output point `pt` (all loop dims,
@@ -506,7 +505,6 @@ public:
 private:
   int64_t minThreads;
 };
-
 
 LogicalResult ReductionLowering::lower(linalg::LinalgOp op) {
   SmallVector<unsigned> par, red;
@@ -670,8 +668,7 @@ LogicalResult ReductionLowering::lowerWarp(linalg::LinalgOp op) {
   for (OpOperand *in : op.getDpsInputOperands()) {
     AffineMap m = op.getMatchingIndexingMap(in);
     contiguous |= m.getNumResults() > 0 &&
-                  m.getResults().back() ==
-                      getAffineDimExpr(r, op.getContext());
+                  m.getResults().back() == getAffineDimExpr(r, op.getContext());
   }
   if (!contiguous)
     return failure();
@@ -706,10 +703,10 @@ LogicalResult ReductionLowering::lowerWarp(linalg::LinalgOp op) {
   dims[r] = loop.getInductionVar();
   SmallVector<Value> args;
   for (OpOperand *in : op.getDpsInputOperands())
-    args.push_back(isa<MemRefType>(in->get().getType())
-                       ? load(loc, in->get(), op.getMatchingIndexingMap(in),
-                              dims)
-                       : in->get());
+    args.push_back(
+        isa<MemRefType>(in->get().getType())
+            ? load(loc, in->get(), op.getMatchingIndexingMap(in), dims)
+            : in->get());
   args.push_back(loop.getRegionIterArgs()[0]);
   scf::YieldOp::create(rewriter, loc, inlineBody(body, args, dims));
   rewriter.setInsertionPointAfter(loop);
@@ -789,8 +786,8 @@ static std::optional<MulAccBody> analyzeMulAcc(linalg::LinalgOp op) {
       !isa<arith::AddFOp, arith::AddIOp>(add) || !acc.hasOneUse() ||
       !llvm::is_contained(add->getOperands(), acc))
     return std::nullopt;
-  Value prod = add->getOperand(0) == acc ? add->getOperand(1)
-                                         : add->getOperand(0);
+  Value prod =
+      add->getOperand(0) == acc ? add->getOperand(1) : add->getOperand(0);
   Operation *mul = prod.getDefiningOp();
   if (!mul || mul->getBlock() != &body ||
       !isa<arith::MulFOp, arith::MulIOp>(mul) || !prod.hasOneUse())
@@ -866,9 +863,10 @@ private:
                    ArrayRef<int64_t> sizes, SmallVectorImpl<Value> &pt) {
     for (int64_t i = dims.size() - 1; i >= 0; --i) {
       Value sz = index(loc, sizes[dims[i]]);
-      pt[dims[i]] = i == 0 ? linear
-                           : arith::RemUIOp::create(rewriter, loc, linear, sz)
-                                 .getResult();
+      pt[dims[i]] =
+          i == 0
+              ? linear
+              : arith::RemUIOp::create(rewriter, loc, linear, sz).getResult();
       if (i > 0)
         linear = arith::DivUIOp::create(rewriter, loc, linear, sz);
     }
@@ -1028,12 +1026,11 @@ LogicalResult TiledContraction::lower(linalg::LinalgOp op) {
   Value kEnd = index(loc, K);
   if (splits > 1) {
     batch = arith::DivUIOp::create(rewriter, loc, bz, index(loc, splits));
-    kBegin = mul(loc, arith::RemUIOp::create(rewriter, loc, bz,
-                                             index(loc, splits)),
-                 kPart);
-    kEnd = arith::MinUIOp::create(rewriter, loc, add(loc, kBegin,
-                                                     index(loc, kPart)),
-                                  kEnd);
+    kBegin =
+        mul(loc, arith::RemUIOp::create(rewriter, loc, bz, index(loc, splits)),
+            kPart);
+    kEnd = arith::MinUIOp::create(rewriter, loc,
+                                  add(loc, kBegin, index(loc, kPart)), kEnd);
   }
   SmallVector<Value> base(op.getNumLoops(), index(loc, 0));
   if (!bDims.empty())
@@ -1075,9 +1072,8 @@ LogicalResult TiledContraction::lower(linalg::LinalgOp op) {
     AffineExpr last = map && map.getNumResults()
                           ? map.getResults().back()
                           : getAffineConstantExpr(0, op.getContext());
-    bool colFast = llvm::any_of(cols, [&](unsigned d) {
-      return last.isFunctionOfDim(d);
-    });
+    bool colFast =
+        llvm::any_of(cols, [&](unsigned d) { return last.isFunctionOfDim(d); });
     bool kFast = !colFast && llvm::any_of(red, [&](unsigned d) {
       return last.isFunctionOfDim(d);
     });
@@ -1093,8 +1089,8 @@ LogicalResult TiledContraction::lower(linalg::LinalgOp op) {
       }
       Value c = add(loc, colBase, cc);
       Value ok = ult(loc, c, index(loc, colSize));
-      Value clamped = arith::SelectOp::create(rewriter, loc, ok, c,
-                                              index(loc, 0));
+      Value clamped =
+          arith::SelectOp::create(rewriter, loc, ok, c, index(loc, 0));
       SmallVector<Value> pt = base;
       delinearize(loc, clamped, cols, sizes, pt);
       s.kr.push_back(kr);
@@ -1119,11 +1115,11 @@ LogicalResult TiledContraction::lower(linalg::LinalgOp op) {
         IRMapping values;
         for (unsigned i : s->inputs) {
           OpOperand *in = op.getDpsInputOperand(i);
-          values.map(body.getArgument(i),
-                     isa<MemRefType>(in->get().getType())
-                         ? load(loc, in->get(), op.getMatchingIndexingMap(in),
-                                pt)
-                         : in->get());
+          values.map(
+              body.getArgument(i),
+              isa<MemRefType>(in->get().getType())
+                  ? load(loc, in->get(), op.getMatchingIndexingMap(in), pt)
+                  : in->get());
         }
         for (Operation *o : s->ops)
           rewriter.clone(*o, values);
@@ -1148,8 +1144,8 @@ LogicalResult TiledContraction::lower(linalg::LinalgOp op) {
   }
   Value accInit = fusion.fillValue;
   if (splits > 1)
-    accInit = arith::ConstantOp::create(rewriter, loc,
-                                        rewriter.getZeroAttr(accType));
+    accInit =
+        arith::ConstantOp::create(rewriter, loc, rewriter.getZeroAttr(accType));
   int64_t nAcc = mma ? mTiles * nTiles * 4 : perThread * perThread;
   SmallVector<Value> inits(nAcc, accInit);
   SmallVector<Value> first;
@@ -1174,9 +1170,9 @@ LogicalResult TiledContraction::lower(linalg::LinalgOp op) {
   gpu::BarrierOp::create(rewriter, loc);
   // The next slab's loads are issued before this one's products.
   Value tNext = add(loc, t, one);
-  auto more = scf::IfOp::create(
-      rewriter, loc, ValueRange(staged).getTypes(),
-      ult(loc, tNext, index(loc, slabs)), /*withElseRegion=*/true);
+  auto more = scf::IfOp::create(rewriter, loc, ValueRange(staged).getTypes(),
+                                ult(loc, tNext, index(loc, slabs)),
+                                /*withElseRegion=*/true);
   rewriter.setInsertionPointToStart(more.thenBlock());
   SmallVector<Value> next;
   loadSlab(add(loc, kBegin, mul(loc, tNext, bk)), next);
@@ -1223,10 +1219,9 @@ LogicalResult TiledContraction::lower(linalg::LinalgOp op) {
           auto op_ = NVVM::MmaOp::create(
               rewriter, loc, resType, aFrag[i], bFrag[j],
               ArrayRef<Value>(acc).slice(c, 4), {16, 8, 16}, std::nullopt,
-              std::nullopt,
-              std::array<NVVM::MMATypes, 2>{ptx, ptx},
+              std::nullopt, std::array<NVVM::MMATypes, 2>{ptx, ptx},
               std::array<NVVM::MMALayout, 2>{NVVM::MMALayout::row,
-                                              NVVM::MMALayout::col});
+                                             NVVM::MMALayout::col});
           for (int64_t e = 0; e < 4; ++e)
             acc[c + e] = LLVM::ExtractValueOp::create(rewriter, loc, op_,
                                                       ArrayRef<int64_t>{e});
@@ -1298,13 +1293,12 @@ LogicalResult TiledContraction::lower(linalg::LinalgOp op) {
     };
     for (int64_t i = 0; i < perThread; ++i)
       for (int64_t j = 0; j < perThread; ++j)
-        outs.push_back({coord(mBase, mThr, i), coord(nBase, nThr, j),
-                        i * perThread + j});
+        outs.push_back(
+            {coord(mBase, mThr, i), coord(nBase, nThr, j), i * perThread + j});
   }
   for (Out &o : outs) {
     Value m = o.m, n = o.n;
-    Value ok = arith::AndIOp::create(rewriter, loc,
-                                     ult(loc, m, index(loc, M)),
+    Value ok = arith::AndIOp::create(rewriter, loc, ult(loc, m, index(loc, M)),
                                      ult(loc, n, index(loc, N)));
     auto guard = scf::IfOp::create(rewriter, loc, ok, /*withElse=*/false);
     rewriter.setInsertionPoint(guard.thenBlock()->getTerminator());
@@ -1325,17 +1319,18 @@ LogicalResult TiledContraction::lower(linalg::LinalgOp op) {
     // The parts added, one thread per output along X.
     rewriter.setInsertionPoint(op);
     int64_t total = B * Y * X;
-    auto sum = gpu::LaunchOp::create(
-        rewriter, loc, index(loc, ceil(total, kThreads)), one, one,
-        index(loc, kThreads), one, one);
+    auto sum =
+        gpu::LaunchOp::create(rewriter, loc, index(loc, ceil(total, kThreads)),
+                              one, one, index(loc, kThreads), one, one);
     Block &sb = sum.getBody().front();
     rewriter.setInsertionPointToEnd(&sb);
     auto sterm = gpu::TerminatorOp::create(rewriter, loc);
     rewriter.setInsertionPoint(sterm);
-    Value g = add(loc, mul(loc, sum.getBlockIds().x, kThreads),
-                  sum.getThreadIds().x);
-    auto guard = scf::IfOp::create(rewriter, loc, ult(loc, g, index(loc, total)),
-                                   /*withElse=*/false);
+    Value g =
+        add(loc, mul(loc, sum.getBlockIds().x, kThreads), sum.getThreadIds().x);
+    auto guard =
+        scf::IfOp::create(rewriter, loc, ult(loc, g, index(loc, total)),
+                          /*withElse=*/false);
     rewriter.setInsertionPoint(guard.thenBlock()->getTerminator());
     Value x = arith::RemUIOp::create(rewriter, loc, g, index(loc, X));
     Value rest = arith::DivUIOp::create(rewriter, loc, g, index(loc, X));
@@ -1347,10 +1342,10 @@ LogicalResult TiledContraction::lower(linalg::LinalgOp op) {
       Value part = memref::LoadOp::create(
           rewriter, loc, parts,
           ValueRange{add(loc, mul(loc, b, splits), index(loc, s)), y, x});
-      total_ = isFloat ? arith::AddFOp::create(rewriter, loc, total_, part)
-                             .getResult()
-                       : arith::AddIOp::create(rewriter, loc, total_, part)
-                             .getResult();
+      total_ =
+          isFloat
+              ? arith::AddFOp::create(rewriter, loc, total_, part).getResult()
+              : arith::AddIOp::create(rewriter, loc, total_, part).getResult();
     }
     SmallVector<Value> pt(op.getNumLoops(), index(loc, 0));
     if (!bDims.empty())
@@ -1416,8 +1411,7 @@ struct MapKernelsToGPUPass
         if (isa<memref::AllocOp, memref::AllocaOp>(op)) {
           auto type = cast<MemRefType>(op->getResult(0).getType());
           if (!type.getLayout().isIdentity() || type.getMemorySpace())
-            return op->emitError("unsupported allocation on the GPU: ")
-                   << type;
+            return op->emitError("unsupported allocation on the GPU: ") << type;
           auto buffer = BufferOp::create(rewriter, op->getLoc(), type, ctx,
                                          op->getOperands(), IntegerAttr());
           rewriter.replaceOp(op, buffer.getBuffer());
@@ -1441,9 +1435,8 @@ struct MapKernelsToGPUPass
             }
             Value idx = arith::ConstantIndexOp::create(rewriter, loc, i);
             Value v = ReadOp::create(
-                rewriter, loc,
-                reshape.getShape().getType().getElementType(), ctx,
-                reshape.getShape(), ValueRange{idx});
+                rewriter, loc, reshape.getShape().getType().getElementType(),
+                ctx, reshape.getShape(), ValueRange{idx});
             if (!v.getType().isIndex())
               v = arith::IndexCastOp::create(rewriter, loc,
                                              rewriter.getIndexType(), v);
@@ -1457,12 +1450,12 @@ struct MapKernelsToGPUPass
             if (a && b)
               stride = rewriter.getIndexAttr(*a * *b);
             else
-              stride = arith::MulIOp::create(
-                           rewriter, loc,
-                           getValueOrCreateConstantIndexOp(rewriter, loc, stride),
-                           getValueOrCreateConstantIndexOp(rewriter, loc,
-                                                           sizes[i]))
-                           .getResult();
+              stride =
+                  arith::MulIOp::create(
+                      rewriter, loc,
+                      getValueOrCreateConstantIndexOp(rewriter, loc, stride),
+                      getValueOrCreateConstantIndexOp(rewriter, loc, sizes[i]))
+                      .getResult();
           }
           auto cast = memref::ReinterpretCastOp::create(
               rewriter, loc, type, reshape.getSource(),
@@ -1561,9 +1554,9 @@ struct MapKernelsToGPUPass
     module->setAttr(gpu::GPUDialect::getContainerModuleAttrName(),
                     UnitAttr::get(context));
     module->setAttr("kiln.device", StringAttr::get(context, device));
-    module->setAttr("kiln.num_weights",
-                    IntegerAttr::get(IntegerType::get(context, 64),
-                                     weightIndex.size()));
+    module->setAttr(
+        "kiln.num_weights",
+        IntegerAttr::get(IntegerType::get(context, 64), weightIndex.size()));
   }
 };
 
@@ -1605,8 +1598,8 @@ struct MergeGPUModulesPass
       }
     }
     module.walk([&](gpu::LaunchFuncOp launch) {
-      auto it = renamed.find(
-          {launch.getKernelModuleName(), launch.getKernelName()});
+      auto it =
+          renamed.find({launch.getKernelModuleName(), launch.getKernelName()});
       if (it == renamed.end())
         return;
       launch.setKernelAttr(SymbolRefAttr::get(
@@ -1666,7 +1659,8 @@ struct FinalizeDeviceMemRefsPass
     // Shared buffers are read 16 bytes at a time (tiled contractions).
     if (stage != "before-nvvm")
       getOperation().walk([](LLVM::GlobalOp global) {
-        if (global.getAddrSpace() == 3 && global.getAlignment().value_or(0) < 16)
+        if (global.getAddrSpace() == 3 &&
+            global.getAlignment().value_or(0) < 16)
           global.setAlignment(16);
       });
   }

@@ -51,8 +51,8 @@ struct CudaChip {
 };
 /// Adding a chip is adding a row (CUDA 13's ptxas has nothing below sm_75).
 const CudaChip kCudaChips[] = {
-    {"sm_75", "+ptx80"},  {"sm_80", "+ptx80"},   {"sm_86", "+ptx80"},
-    {"sm_89", "+ptx80"},  {"sm_90", "+ptx80"},   {"sm_90a", "+ptx80"},
+    {"sm_75", "+ptx80"},  {"sm_80", "+ptx80"},  {"sm_86", "+ptx80"},
+    {"sm_89", "+ptx80"},  {"sm_90", "+ptx80"},  {"sm_90a", "+ptx80"},
     {"sm_100", "+ptx86"}, {"sm_120", "+ptx87"},
 };
 
@@ -82,7 +82,9 @@ public:
     mapOptions.warpReductions = gpu.warpReductions;
     // mma.sync m16n8k16 on f16/bf16 needs sm_80.
     unsigned sm = 0;
-    (void)chip.chip.drop_front(3).take_while(llvm::isDigit).getAsInteger(10, sm);
+    (void)chip.chip.drop_front(3)
+        .take_while(llvm::isDigit)
+        .getAsInteger(10, sm);
     mapOptions.tensorCores = gpu.tensorCores && sm >= 80;
     pm.addPass(createKilnMapKernelsToGPU(mapOptions));
     pm.addPass(createCanonicalizerPass());

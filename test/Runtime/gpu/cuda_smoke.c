@@ -181,8 +181,10 @@ int main(int argc, char **argv) {
   }
   /* Run 1 plain, run 2 captured: replays do not run the host program. */
   if (main_calls)
-    CHECK(*main_calls == 2, "kiln_model_main ran %d times in 6 runs with "
-          "graphs, expected 2", *main_calls);
+    CHECK(*main_calls == 2,
+          "kiln_model_main ran %d times in 6 runs with "
+          "graphs, expected 2",
+          *main_calls);
   double graph_ms = time_runs(inst, 2000);
   /* Graphs off. */
   ok(kiln_instance_set_cuda_graphs(inst, 0), "graphs off");
@@ -192,8 +194,10 @@ int main(int argc, char **argv) {
     host_run(inst, &c, 2);
   }
   if (main_calls)
-    CHECK(*main_calls == 5, "kiln_model_main ran %d times, expected 5 after "
-          "3 runs without graphs", *main_calls);
+    CHECK(*main_calls == 5,
+          "kiln_model_main ran %d times, expected 5 after "
+          "3 runs without graphs",
+          *main_calls);
   double plain_ms = time_runs(inst, 2000);
   printf("host run of the 2-kernel model: %.4f ms with a CUDA graph, %.4f ms "
          "without (mean of 2000)\n",

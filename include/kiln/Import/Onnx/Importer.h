@@ -71,8 +71,8 @@ struct ExternalWeights {
 /// Writes the weights file `path` and its manifest `manifestPath` (JSON:
 /// name, dtype, dims, offset, bytes of every weight; the contract with
 /// utils/models/fill_weights.py). Returns false with `error` set on failure.
-bool writeExternalWeights(const ExternalWeights &weights,
-                          llvm::StringRef path, llvm::StringRef manifestPath,
+bool writeExternalWeights(const ExternalWeights &weights, llvm::StringRef path,
+                          llvm::StringRef manifestPath,
                           llvm::StringRef sourceModel, std::string &error);
 
 struct OnnxImportOptions {

@@ -38,8 +38,8 @@ void KernelOp::print(OpAsmPrinter &p) {
   if (!getDims().empty())
     p << " dims(" << getDims() << ")";
   p << " -> (" << getResultTypes() << ")";
-  p.printOptionalAttrDictWithKeyword((*this)->getAttrs(),
-                          {"operandSegmentSizes", getNameAttrName()});
+  p.printOptionalAttrDictWithKeyword(
+      (*this)->getAttrs(), {"operandSegmentSizes", getNameAttrName()});
   p << " ";
   p.printRegion(getBody(), /*printEntryBlockArgs=*/true,
                 /*printBlockTerminators=*/true);
@@ -80,7 +80,8 @@ ParseResult KernelOp::parse(OpAsmParser &parser, OperationState &result) {
                           {static_cast<int32_t>(inputs.size()),
                            static_cast<int32_t>(dims.size())}));
   Region *body = result.addRegion();
-  if (parser.parseRegion(*body, /*arguments=*/{}, /*enableNameShadowing=*/false))
+  if (parser.parseRegion(*body, /*arguments=*/{},
+                         /*enableNameShadowing=*/false))
     return failure();
   KernelOp::ensureTerminator(*body, parser.getBuilder(), result.location);
   (void)name;
@@ -138,8 +139,8 @@ LogicalResult OutputOp::verify() {
 }
 
 LogicalResult BufferOp::verify() {
-  if (failed(verifyDynamicSizes(*this, getBuffer().getType(),
-                                getDynamicSizes())))
+  if (failed(
+          verifyDynamicSizes(*this, getBuffer().getType(), getDynamicSizes())))
     return failure();
   if (getOffset() && !getBuffer().getType().hasStaticShape())
     return emitOpError("an arena offset needs a static shape");
@@ -148,8 +149,7 @@ LogicalResult BufferOp::verify() {
   return success();
 }
 
-LogicalResult
-LaunchOp::verifySymbolUses(SymbolTableCollection &symbolTable) {
+LogicalResult LaunchOp::verifySymbolUses(SymbolTableCollection &symbolTable) {
   Operation *callee =
       symbolTable.lookupNearestSymbolFrom(*this, getKernelAttr());
   auto fn = dyn_cast_or_null<FunctionOpInterface>(callee);
@@ -164,22 +164,20 @@ LaunchOp::verifySymbolUses(SymbolTableCollection &symbolTable) {
 LogicalResult ReadOp::verify() {
   MemRefType type = getBuffer().getType();
   if (type.getRank() != static_cast<int64_t>(getIndices().size()))
-    return emitOpError("expects ")
-           << type.getRank() << " indices for " << type << ", got "
-           << getIndices().size();
+    return emitOpError("expects ") << type.getRank() << " indices for " << type
+                                   << ", got " << getIndices().size();
   return success();
 }
 
-LogicalResult
-WeightOp::verifySymbolUses(SymbolTableCollection &symbolTable) {
+LogicalResult WeightOp::verifySymbolUses(SymbolTableCollection &symbolTable) {
   auto global = symbolTable.lookupNearestSymbolFrom<memref::GlobalOp>(
       *this, getGlobalAttr());
   if (!global)
     return emitOpError("'") << getGlobal() << "' is not a memref.global";
   if (global.getType() != getBuffer().getType())
-    return emitOpError("type ") << getBuffer().getType()
-                                << " does not match the global's "
-                                << global.getType();
+    return emitOpError("type ")
+           << getBuffer().getType() << " does not match the global's "
+           << global.getType();
   return success();
 }
 

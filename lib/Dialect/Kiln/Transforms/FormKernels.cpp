@@ -5,8 +5,8 @@
 #include "mlir/Dialect/Arith/Utils/Utils.h"
 #include "mlir/Dialect/Linalg/IR/Linalg.h"
 #include "mlir/Dialect/SCF/IR/SCF.h"
-#include "mlir/Interfaces/InferTypeOpInterface.h"
 #include "mlir/IR/IRMapping.h"
+#include "mlir/Interfaces/InferTypeOpInterface.h"
 #include "mlir/Transforms/RegionUtils.h"
 
 namespace mlir::kiln {
@@ -72,8 +72,8 @@ struct FormKernelsPass
         continue;
       auto type = dyn_cast<RankedTensorType>(v.getType());
       if (!type) {
-        ret.emitError("model output ") << operand.getOperandNumber()
-                                       << " has no static rank";
+        ret.emitError("model output ")
+            << operand.getOperandNumber() << " has no static rank";
         return signalPassFailure();
       }
       SmallVector<Value> dyn;
@@ -106,9 +106,9 @@ struct FormKernelsPass
                                         ReifiedRankedShapedTypeDims &shapes) {
     for (Value init : loop.getInitArgs()) {
       auto result = dyn_cast<OpResult>(init);
-      auto reify = result ? dyn_cast<ReifyRankedShapedTypeOpInterface>(
-                                result.getOwner())
-                          : nullptr;
+      auto reify =
+          result ? dyn_cast<ReifyRankedShapedTypeOpInterface>(result.getOwner())
+                 : nullptr;
       if (reify) {
         ReifiedRankedShapedTypeDims initShapes;
         if (failed(reify.reifyResultShapes(b, initShapes)))
@@ -186,9 +186,9 @@ struct FormKernelsPass
       }
     }
 
-    auto kernel = KernelOp::create(
-        b, loc, root->getResultTypes(), inputs.getArrayRef(), dims,
-        b.getStringAttr("kernel_" + std::to_string(id)));
+    auto kernel =
+        KernelOp::create(b, loc, root->getResultTypes(), inputs.getArrayRef(),
+                         dims, b.getStringAttr("kernel_" + std::to_string(id)));
     Block *block = new Block();
     kernel.getBody().push_back(block);
     IRMapping map;

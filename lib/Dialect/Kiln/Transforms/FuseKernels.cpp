@@ -24,9 +24,9 @@
 
 #include "mlir/Dialect/Linalg/IR/Linalg.h"
 #include "mlir/Dialect/Linalg/Transforms/Transforms.h"
+#include "mlir/IR/IRMapping.h"
 #include "mlir/IR/PatternMatch.h"
 #include "mlir/Transforms/GreedyPatternRewriteDriver.h"
-#include "mlir/IR/IRMapping.h"
 #include "llvm/ADT/SetVector.h"
 
 namespace mlir::kiln {
@@ -115,7 +115,8 @@ KernelInfo analyze(KernelOp kernel) {
       continue;
     SmallVector<int64_t> ranges = l.getStaticLoopRanges();
     auto iters = l.getIteratorTypesArray();
-    int64_t first = llvm::find(iters, utils::IteratorType::reduction) - iters.begin();
+    int64_t first =
+        llvm::find(iters, utils::IteratorType::reduction) - iters.begin();
     for (int64_t i = first; i < static_cast<int64_t>(iters.size()); ++i)
       if (iters[i] != utils::IteratorType::reduction)
         return info; // reduction dims not trailing
@@ -210,8 +211,8 @@ struct FuseKernelsPass
     // Renumber kernel names in program order.
     unsigned id = 0;
     for (KernelOp k : block.getOps<KernelOp>())
-      k.setNameAttr(StringAttr::get(&getContext(),
-                                    "kernel_" + std::to_string(id++)));
+      k.setNameAttr(
+          StringAttr::get(&getContext(), "kernel_" + std::to_string(id++)));
   }
 
   static LogicalResult fuseInsideKernel(KernelOp kernel) {
@@ -252,9 +253,9 @@ struct FuseKernelsPass
         continue;
       OpBuilder b(d);
       if (!type.isDynamicDim(*index)) {
-        d.replaceAllUsesWith(
-            arith::ConstantIndexOp::create(b, d.getLoc(), type.getDimSize(*index))
-                .getResult());
+        d.replaceAllUsesWith(arith::ConstantIndexOp::create(
+                                 b, d.getLoc(), type.getDimSize(*index))
+                                 .getResult());
         d.erase();
         continue;
       }
@@ -272,7 +273,8 @@ struct FuseKernelsPass
     SetVector<Operation *> deps;
     llvm::SmallPtrSet<Operation *, 16> set;
     set.insert(a);
-    for (Operation *op = a->getNextNode(); op && op != b; op = op->getNextNode()) {
+    for (Operation *op = a->getNextNode(); op && op != b;
+         op = op->getNextNode()) {
       bool depends = false;
       op->walk([&](Operation *inner) {
         for (Value v : inner->getOperands())
@@ -412,8 +414,9 @@ struct FuseKernelsPass
         if (a->getResultTypes() != b->getResultTypes())
           continue;
         // Siblings only: b must not read a (a direct edge is vertical).
-        if (llvm::any_of(b.getInputs(),
-                         [&](Value v) { return v.getDefiningOp() == a.getOperation(); }))
+        if (llvm::any_of(b.getInputs(), [&](Value v) {
+              return v.getDefiningOp() == a.getOperation();
+            }))
           continue;
         if (mergeInto(block, a, b))
           return true;
@@ -497,7 +500,8 @@ struct FuseKernelsPass
     OpBuilder kb = OpBuilder::atBlockBegin(body);
     // k1's body.
     IRMapping m1;
-    for (auto [arg, in] : llvm::zip(k1.getBodyBlock().getArguments(), k1.getInputs()))
+    for (auto [arg, in] :
+         llvm::zip(k1.getBodyBlock().getArguments(), k1.getInputs()))
       m1.map(arg, argOf[in]);
     for (Operation &op : k1.getBodyBlock().without_terminator())
       kb.clone(op, m1);
@@ -521,7 +525,8 @@ struct FuseKernelsPass
     }
     // k2's body.
     IRMapping m2;
-    for (auto [arg, in] : llvm::zip(k2.getBodyBlock().getArguments(), k2.getInputs())) {
+    for (auto [arg, in] :
+         llvm::zip(k2.getBodyBlock().getArguments(), k2.getInputs())) {
       if (in.getDefiningOp() == k1.getOperation())
         m2.map(arg, k1Values[cast<OpResult>(in).getResultNumber()]);
       else if (chainEnd && in == chainEnd)

@@ -22,15 +22,24 @@ static MemRefType bufferType(Type t) {
 
 /// ModelABI.h dtype name of an element type.
 static FailureOr<std::string> dtypeName(Type t) {
-  if (t.isF16()) return std::string("f16");
-  if (t.isBF16()) return std::string("bf16");
-  if (t.isF32()) return std::string("f32");
-  if (t.isF64()) return std::string("f64");
-  if (t.isInteger(1)) return std::string("bool");
-  if (isa<Float8E4M3FNType>(t)) return std::string("f8e4m3fn");
-  if (isa<Float8E4M3FNUZType>(t)) return std::string("f8e4m3fnuz");
-  if (isa<Float8E5M2Type>(t)) return std::string("f8e5m2");
-  if (isa<Float8E5M2FNUZType>(t)) return std::string("f8e5m2fnuz");
+  if (t.isF16())
+    return std::string("f16");
+  if (t.isBF16())
+    return std::string("bf16");
+  if (t.isF32())
+    return std::string("f32");
+  if (t.isF64())
+    return std::string("f64");
+  if (t.isInteger(1))
+    return std::string("bool");
+  if (isa<Float8E4M3FNType>(t))
+    return std::string("f8e4m3fn");
+  if (isa<Float8E4M3FNUZType>(t))
+    return std::string("f8e4m3fnuz");
+  if (isa<Float8E5M2Type>(t))
+    return std::string("f8e5m2");
+  if (isa<Float8E5M2FNUZType>(t))
+    return std::string("f8e5m2fnuz");
   if (auto it = dyn_cast<IntegerType>(t)) {
     unsigned w = it.getWidth();
     if (w == 8 || w == 16 || w == 32 || w == 64)
@@ -120,9 +129,8 @@ struct OutlineKernelsPass
     b.setInsertionPoint(model);
     MLIRContext *mctx = module.getContext();
     auto ptrType = LLVM::LLVMPointerType::get(mctx);
-    host = func::FuncOp::create(
-        b, model.getLoc(), "kiln_model_main",
-        b.getFunctionType({ptrType}, {b.getI32Type()}));
+    host = func::FuncOp::create(b, model.getLoc(), "kiln_model_main",
+                                b.getFunctionType({ptrType}, {b.getI32Type()}));
     Block *entry = host.addEntryBlock();
     ctx = entry->getArgument(0);
 
@@ -218,8 +226,8 @@ struct OutlineKernelsPass
                              "file_bytes}"),
              failure();
     return "weights-file " + escapeName(file.getValue()) + " " +
-           hash.getValue().str() + " " + std::to_string(bytes.getInt()) +
-           "\n" + text;
+           hash.getValue().str() + " " + std::to_string(bytes.getInt()) + "\n" +
+           text;
   }
 
   Value lookupBuffer(Value v, Operation *user) {
@@ -249,8 +257,8 @@ struct OutlineKernelsPass
                      .getResult();
     }
     auto mt = bufferType(type);
-    return memref::ReinterpretCastOp::create(b, loc, mt, src,
-                                             b.getIndexAttr(0), sizes, strides);
+    return memref::ReinterpretCastOp::create(b, loc, mt, src, b.getIndexAttr(0),
+                                             sizes, strides);
   }
 
   LogicalResult convertOp(Operation *op, unsigned &kernelId) {
@@ -288,7 +296,8 @@ struct OutlineKernelsPass
           sizes.push_back(m);
         }
       } else if (auto cst = shape.getDefiningOp<arith::ConstantOp>()) {
-        for (APInt v : cast<DenseElementsAttr>(cst.getValue()).getValues<APInt>())
+        for (APInt v :
+             cast<DenseElementsAttr>(cst.getValue()).getValues<APInt>())
           sizes.push_back(b.getIndexAttr(v.getSExtValue()));
       } else {
         return op->emitError("host program: reshape with a computed shape");
@@ -324,7 +333,8 @@ struct OutlineKernelsPass
       if (!src)
         return failure();
       map.map(op->getResult(0),
-              view(loc, src, cast<RankedTensorType>(op->getResult(0).getType()), sizes));
+              view(loc, src, cast<RankedTensorType>(op->getResult(0).getType()),
+                   sizes));
       return success();
     }
     if (auto c = dyn_cast<tensor::CastOp>(op)) {
@@ -342,19 +352,21 @@ struct OutlineKernelsPass
       if (!src)
         return failure();
       auto srcType = cast<MemRefType>(src.getType());
-      auto type = MemRefType::get(srcType.getShape(),
-                                  c.getType().getElementType(),
-                                  srcType.getLayout(), srcType.getMemorySpace());
-      map.map(c.getResult(), UnrealizedConversionCastOp::create(b, loc, type, src)
-                                 .getResult(0));
+      auto type =
+          MemRefType::get(srcType.getShape(), c.getType().getElementType(),
+                          srcType.getLayout(), srcType.getMemorySpace());
+      map.map(
+          c.getResult(),
+          UnrealizedConversionCastOp::create(b, loc, type, src).getResult(0));
       return success();
     }
     if (auto d = dyn_cast<tensor::DimOp>(op)) {
       Value src = lookupBuffer(d.getSource(), op);
       if (!src)
         return failure();
-      map.map(d.getResult(), memref::DimOp::create(
-                                 b, loc, src, map.lookupOrDefault(d.getIndex())));
+      map.map(d.getResult(),
+              memref::DimOp::create(b, loc, src,
+                                    map.lookupOrDefault(d.getIndex())));
       return success();
     }
     if (auto e = dyn_cast<tensor::ExtractOp>(op)) {
@@ -447,8 +459,9 @@ struct OutlineKernelsPass
       args.push_back(o);
       argTypes.push_back(o.getType());
     }
-    std::string name = entryName + "_" + (kernel.getName() ? kernel.getName()->str()
-                                               : "kernel_" + std::to_string(id));
+    std::string name = entryName + "_" +
+                       (kernel.getName() ? kernel.getName()->str()
+                                         : "kernel_" + std::to_string(id));
     {
       OpBuilder::InsertionGuard guard(b);
       b.setInsertionPoint(host);
@@ -462,8 +475,8 @@ struct OutlineKernelsPass
   void createKernelFunc(KernelOp kernel, StringRef name,
                         ArrayRef<Type> argTypes, unsigned numOuts) {
     Location loc = kernel.getLoc();
-    auto fn = func::FuncOp::create(b, loc, name,
-                                   b.getFunctionType(argTypes, {}));
+    auto fn =
+        func::FuncOp::create(b, loc, name, b.getFunctionType(argTypes, {}));
     fn.setPrivate();
     fn->setAttr("kiln.kernel", b.getUnitAttr());
     fn->setAttr("kiln.num_outputs", b.getI64IntegerAttr(numOuts));

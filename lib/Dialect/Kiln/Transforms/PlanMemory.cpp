@@ -75,14 +75,15 @@ static bool isInPlaceSafe(func::FuncOp fn, unsigned inIdx, unsigned outIdx) {
       if (generic)
         return false; // more than one computation
       generic = g;
-    } else if (auto m = dyn_cast<bufferization::MaterializeInDestinationOp>(op)) {
+    } else if (auto m =
+                   dyn_cast<bufferization::MaterializeInDestinationOp>(op)) {
       if (m.getDest() == out)
         result = m.getSource();
     } else if (!isa<tensor::EmptyOp, arith::ConstantOp, func::ReturnOp,
                     linalg::FillOp>(op) &&
-               !(op.getNumRegions() == 0 && llvm::none_of(op.getResultTypes(), [](Type t) {
-                   return isa<ShapedType>(t);
-                 }))) {
+               !(op.getNumRegions() == 0 &&
+                 llvm::none_of(op.getResultTypes(),
+                               [](Type t) { return isa<ShapedType>(t); }))) {
       return false;
     }
   }
@@ -193,7 +194,8 @@ MemoryPlan mlir::kiln::computeMemoryPlan(func::FuncOp host, int64_t alignment,
         if (groupEnd != t || groupBytes != out.bytes)
           continue;
         // Every use of the input at this launch is this one argument.
-        if (llvm::count_if(args, [&](Value v) { return rootBuffer(v) == inBuf; }) != 1)
+        if (llvm::count_if(
+                args, [&](Value v) { return rootBuffer(v) == inBuf; }) != 1)
           continue;
         if (!isInPlaceSafe(fn, a, outIdx))
           continue;

@@ -65,9 +65,7 @@ StringRef strAttr(Operation *op, StringRef name, StringRef dflt) {
 
 InferredTypes one(Type t) { return SmallVector<Type>{t}; }
 
-InferredTypes unranked(Type elem) {
-  return one(UnrankedTensorType::get(elem));
-}
+InferredTypes unranked(Type elem) { return one(UnrankedTensorType::get(elem)); }
 
 InferredTypes ranked(ArrayRef<int64_t> shape, Type elem) {
   return one(RankedTensorType::get(shape, elem));
@@ -79,15 +77,14 @@ InferredTypes sameShape(Value v, Type elem) {
 }
 
 /// Normalized `axes` for `rank`, no repeats; failure (with an error) else.
-FailureOr<SmallVector<int64_t>> normalizeAxes(Operation *op,
-                                              ArrayRef<int64_t> axes,
-                                              int64_t rank) {
+FailureOr<SmallVector<int64_t>>
+normalizeAxes(Operation *op, ArrayRef<int64_t> axes, int64_t rank) {
   SmallVector<int64_t> r;
   for (int64_t a : axes) {
     FailureOr<int64_t> n = normalizeAxis(a, rank);
     if (failed(n))
-      return op->emitOpError() << "axis " << a << " is out of range for rank "
-                               << rank;
+      return op->emitOpError()
+             << "axis " << a << " is out of range for rank " << rank;
     if (llvm::is_contained(r, *n))
       return op->emitOpError() << "axis " << a << " is repeated";
     r.push_back(*n);
@@ -116,8 +113,8 @@ FailureOr<SmallVector<int64_t>> matmulShape(Operation *op, ArrayRef<int64_t> a,
     bS.push_back(1);
   int64_t k1 = aS.back(), k2 = bS[bS.size() - 2];
   if (!ShapedType::isDynamic(k1) && !ShapedType::isDynamic(k2) && k1 != k2)
-    return op->emitOpError() << "inner dimensions mismatch: " << k1 << " and "
-                             << k2;
+    return op->emitOpError()
+           << "inner dimensions mismatch: " << k1 << " and " << k2;
   FailureOr<SmallVector<int64_t>> batch =
       broadcastShapes(ArrayRef(aS).drop_back(2), ArrayRef(bS).drop_back(2));
   if (failed(batch))
@@ -165,15 +162,15 @@ InferredTypes SplitOp::inferResultTypes() {
         sum += s;
       }
       if (!ShapedType::isDynamic(dim) && sum != dim)
-        return emitOpError() << "split sizes sum to " << sum
-                             << ", the axis has " << dim;
+        return emitOpError()
+               << "split sizes sum to " << sum << ", the axis has " << dim;
       sizes.assign(split->begin(), split->end());
     }
   } else {
     if (auto num = op->getAttrOfType<IntegerAttr>("num_outputs");
         num && num.getInt() != n)
-      return emitOpError() << "num_outputs is " << num.getInt() << " but the op has "
-                           << n << " outputs";
+      return emitOpError() << "num_outputs is " << num.getInt()
+                           << " but the op has " << n << " outputs";
     if (n <= 0)
       return emitOpError("needs at least one output");
     // ceil(dim / n) per output, the last ones smaller.
@@ -392,7 +389,8 @@ InferredTypes CompressOp::inferResultTypes() {
 }
 
 InferredTypes NonZeroOp::inferResultTypes() {
-  std::optional<ArrayRef<int64_t>> in = getShapeOf(getOperation()->getOperand(0));
+  std::optional<ArrayRef<int64_t>> in =
+      getShapeOf(getOperation()->getOperand(0));
   return ranked({in ? (int64_t)in->size() : kDynamic, kDynamic},
                 IntegerType::get(getContext(), 64));
 }
@@ -472,8 +470,7 @@ InferredTypes ResizeOp::inferResultTypes() {
     m = !m ? s : policy == "not_larger" ? std::min(*m, s) : std::max(*m, s);
   }
   for (int64_t k = 0; k < na; ++k)
-    out[axes[k]] =
-        (int64_t)std::floor(*m * (double)(*in)[axes[k]] + 0.5);
+    out[axes[k]] = (int64_t)std::floor(*m * (double)(*in)[axes[k]] + 0.5);
   return ranked(out, elem);
 }
 
@@ -544,9 +541,10 @@ InferredTypes ConvTransposeOp::inferResultTypes() {
   if (group <= 0)
     return emitOpError() << "group must be positive, got " << group;
   SmallVector<int64_t> kernel = intsAttr(op, "kernel_shape");
-  int64_t rank = in ? (int64_t)in->size()
-                 : ws ? (int64_t)ws->size()
-                 : kernel.empty() ? -1 : (int64_t)kernel.size() + 2;
+  int64_t rank = in               ? (int64_t)in->size()
+                 : ws             ? (int64_t)ws->size()
+                 : kernel.empty() ? -1
+                                  : (int64_t)kernel.size() + 2;
   if (rank < 0)
     return unranked(elem);
   if (rank < 3 || (in && (int64_t)in->size() != rank) ||

@@ -65,9 +65,9 @@ InferredTypes UniqueOp::inferResultTypes() {
   auto dyn1 = RankedTensorType::get({kDynamic}, i64);
   for (unsigned i = 1; i < op->getNumResults(); ++i) {
     Type t = op->getResult(i).getType();
-    r.push_back(isa<NoneType>(t)  ? t
-                : i == 2          ? Type(RankedTensorType::get({len}, i64))
-                                  : Type(dyn1));
+    r.push_back(isa<NoneType>(t) ? t
+                : i == 2         ? Type(RankedTensorType::get({len}, i64))
+                                 : Type(dyn1));
   }
   return r;
 }

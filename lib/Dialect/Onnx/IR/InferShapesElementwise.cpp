@@ -21,17 +21,19 @@ static InferredTypes inferSameAsOperand(Value operand) {
 /// Numpy broadcast of `lhs` and `rhs`; the result element type is `elemTy`.
 static InferredTypes inferBroadcast(Operation *op, Value lhs, Value rhs,
                                     Type elemTy, bool sameElementType) {
-  if (sameElementType &&
-      getElementTypeOrSelf(lhs.getType()) != getElementTypeOrSelf(rhs.getType()))
-    return op->emitOpError() << "operands have different element types: "
-                             << lhs.getType() << " and " << rhs.getType();
+  if (sameElementType && getElementTypeOrSelf(lhs.getType()) !=
+                             getElementTypeOrSelf(rhs.getType()))
+    return op->emitOpError()
+           << "operands have different element types: " << lhs.getType()
+           << " and " << rhs.getType();
   std::optional<ArrayRef<int64_t>> a = getShapeOf(lhs), b = getShapeOf(rhs);
   if (!a || !b)
     return SmallVector<Type>{UnrankedTensorType::get(elemTy)};
   FailureOr<SmallVector<int64_t>> shape = broadcastShapes(*a, *b);
   if (failed(shape))
-    return op->emitOpError() << "operands are not broadcast-compatible: "
-                             << lhs.getType() << " and " << rhs.getType();
+    return op->emitOpError()
+           << "operands are not broadcast-compatible: " << lhs.getType()
+           << " and " << rhs.getType();
   return SmallVector<Type>{RankedTensorType::get(*shape, elemTy)};
 }
 

@@ -31,8 +31,8 @@ InferredTypes inferNaryBroadcast(Operation *op, ValueRange operands,
       return SmallVector<Type>{UnrankedTensorType::get(elemTy)};
     FailureOr<SmallVector<int64_t>> b = broadcastShapes(*shape, *s);
     if (failed(b))
-      return op->emitOpError() << "operands are not broadcast-compatible: "
-                               << v.getType();
+      return op->emitOpError()
+             << "operands are not broadcast-compatible: " << v.getType();
     shape = *b;
   }
   return SmallVector<Type>{RankedTensorType::get(*shape, elemTy)};
@@ -46,8 +46,9 @@ InferredTypes inferSameElemBroadcast(Operation *op, Type resultElem = {}) {
       continue;
     Type e = getElementTypeOrSelf(v.getType());
     if (elem && e != elem)
-      return op->emitOpError() << "operands have different element types: "
-                               << elem << " and " << e;
+      return op->emitOpError()
+             << "operands have different element types: " << elem << " and "
+             << e;
     elem = e;
   }
   return inferNaryBroadcast(op, op->getOperands(),
@@ -111,8 +112,7 @@ KILN_UNARY(TriluOp)
 #define KILN_TO_BOOL(OP)                                                       \
   InferredTypes OP::inferResultTypes() {                                       \
     Type t = getOperation()->getOperand(0).getType();                          \
-    return SmallVector<Type>{                                                  \
-        withElem(t, IntegerType::get(getContext(), 1))};                       \
+    return SmallVector<Type>{withElem(t, IntegerType::get(getContext(), 1))};  \
   }
 
 KILN_TO_BOOL(IsNaNOp)
@@ -121,9 +121,7 @@ KILN_TO_BOOL(IsInfOp)
 #undef KILN_TO_BOOL
 
 #define KILN_BROADCAST(OP)                                                     \
-  InferredTypes OP::inferResultTypes() {                                       \
-    return inferSameElemBroadcast(*this);                                      \
-  }
+  InferredTypes OP::inferResultTypes() { return inferSameElemBroadcast(*this); }
 
 KILN_BROADCAST(AndOp)
 KILN_BROADCAST(OrOp)
@@ -241,7 +239,8 @@ InferredTypes ExpandOp::inferResultTypes() {
     }
     FailureOr<SmallVector<int64_t>> b = broadcastShapes(*in, req);
     if (failed(b))
-      return emitOpError() << "shape is not broadcast-compatible with the input";
+      return emitOpError()
+             << "shape is not broadcast-compatible with the input";
     return SmallVector<Type>{RankedTensorType::get(*b, elem)};
   }
   std::optional<int64_t> n = staticLength(shape);
@@ -298,9 +297,9 @@ InferredTypes RangeOp::inferResultTypes() {
     auto d = getConstantIntValues(op->getOperand(2));
     if (s && l && d && s->size() == 1 && l->size() == 1 && d->size() == 1 &&
         (*d)[0] != 0)
-      n = std::max<int64_t>(
-          0, static_cast<int64_t>(std::ceil(static_cast<double>((*l)[0] - (*s)[0]) /
-                                            static_cast<double>((*d)[0]))));
+      n = std::max<int64_t>(0, static_cast<int64_t>(std::ceil(
+                                   static_cast<double>((*l)[0] - (*s)[0]) /
+                                   static_cast<double>((*d)[0]))));
   }
   return SmallVector<Type>{RankedTensorType::get({n}, elem)};
 }

@@ -28,8 +28,8 @@ static SmallVector<int64_t> toInts(std::optional<ArrayAttr> attr) {
 namespace {
 /// The spatial window parameters shared by Conv and the pools.
 struct Window {
-  SmallVector<int64_t> kernel;    // kDynamic where unknown (Conv weights).
-  SmallVector<int64_t> pads;      // begin..., end...
+  SmallVector<int64_t> kernel; // kDynamic where unknown (Conv weights).
+  SmallVector<int64_t> pads;   // begin..., end...
   SmallVector<int64_t> strides;
   SmallVector<int64_t> dilations;
   StringRef autoPad;
@@ -88,10 +88,10 @@ static FailureOr<int64_t> windowOutputSize(Operation *op, const Window &w,
   }
   int64_t span = in + padTotal - effKernel;
   if (span < 0)
-    return op->emitOpError() << "spatial dimension " << i << " of size " << in
-                             << " (padded " << in + padTotal
-                             << ") is smaller than the effective kernel size "
-                             << effKernel;
+    return op->emitOpError()
+           << "spatial dimension " << i << " of size " << in << " (padded "
+           << in + padTotal << ") is smaller than the effective kernel size "
+           << effKernel;
   int64_t out;
   if (w.ceilMode) {
     out = (span + s - 1) / s + 1;
@@ -172,9 +172,8 @@ InferredTypes ConvOp::inferResultTypes() {
       if (!ShapedType::isDynamic(c) && !ShapedType::isDynamic(wc) &&
           c != wc * group)
         return emitOpError()
-               << "input channels (" << c
-               << ") must equal weight channels (" << wc << ") times group ("
-               << group << ")";
+               << "input channels (" << c << ") must equal weight channels ("
+               << wc << ") times group (" << group << ")";
     }
   }
   if (!isNoValue(getB())) {
@@ -199,14 +198,14 @@ InferredTypes ConvOp::inferResultTypes() {
 }
 
 /// MaxPool and AveragePool.
-template <typename PoolOp>
-static InferredTypes inferPool(PoolOp op, Window w) {
+template <typename PoolOp> static InferredTypes inferPool(PoolOp op, Window w) {
   Type elemTy = getElementTypeOrSelf(op.getX().getType());
   int64_t n = w.kernel.size();
   std::optional<ArrayRef<int64_t>> x = getShapeOf(op.getX());
   if (x && (int64_t)x->size() != n + 2)
-    return op.emitOpError() << "input " << op.getX().getType() << " must have rank "
-                            << n + 2 << " (2 + size of kernel_shape)";
+    return op.emitOpError()
+           << "input " << op.getX().getType() << " must have rank " << n + 2
+           << " (2 + size of kernel_shape)";
   if (failed(completeWindow(op, w, n)))
     return failure();
   SmallVector<int64_t> inShape =
@@ -233,9 +232,9 @@ InferredTypes MaxPoolOp::inferResultTypes() {
     return failure();
   // Indices (optional): same shape, i64.
   if (!isa<NoneType>(getIndices().getType()))
-    types->push_back(RankedTensorType::get(
-        cast<RankedTensorType>(types->front()).getShape(),
-        IntegerType::get(getContext(), 64)));
+    types->push_back(
+        RankedTensorType::get(cast<RankedTensorType>(types->front()).getShape(),
+                              IntegerType::get(getContext(), 64)));
   return types;
 }
 

@@ -43,12 +43,13 @@ InferredTypes LayerNormalizationOp::inferResultTypes() {
                            ifPresent(*this, 2, statTy)};
 }
 
-template <typename NormOp>
-static InferredTypes sameAsFirst(NormOp op) {
+template <typename NormOp> static InferredTypes sameAsFirst(NormOp op) {
   return SmallVector<Type>{op->getOperand(0).getType()};
 }
 
-InferredTypes RMSNormalizationOp::inferResultTypes() { return sameAsFirst(*this); }
+InferredTypes RMSNormalizationOp::inferResultTypes() {
+  return sameAsFirst(*this);
+}
 InferredTypes InstanceNormalizationOp::inferResultTypes() {
   return sameAsFirst(*this);
 }
@@ -58,7 +59,9 @@ InferredTypes GroupNormalizationOp::inferResultTypes() {
 InferredTypes MeanVarianceNormalizationOp::inferResultTypes() {
   return sameAsFirst(*this);
 }
-InferredTypes LpNormalizationOp::inferResultTypes() { return sameAsFirst(*this); }
+InferredTypes LpNormalizationOp::inferResultTypes() {
+  return sameAsFirst(*this);
+}
 InferredTypes LRNOp::inferResultTypes() { return sameAsFirst(*this); }
 
 /// Loss shape: the labels' shape with reduction "none", else a scalar.

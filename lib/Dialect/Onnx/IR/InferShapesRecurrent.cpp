@@ -40,8 +40,8 @@ static InferredTypes inferRecurrent(Operation *op, int64_t numGates) {
   if (auto a = op->getAttrOfType<IntegerAttr>("hidden_size")) {
     hidden = a.getInt();
     if (hidden <= 0)
-      return op->emitOpError() << "hidden_size must be positive, got "
-                               << hidden;
+      return op->emitOpError()
+             << "hidden_size must be positive, got " << hidden;
   }
   std::optional<ArrayRef<int64_t>> xs = getShapeOf(x);
   if (xs) {
@@ -62,9 +62,8 @@ static InferredTypes inferRecurrent(Operation *op, int64_t numGates) {
     if (!ShapedType::isDynamic((*ws)[1])) {
       if ((*ws)[1] % numGates != 0 ||
           staticMismatch((*ws)[1] / numGates, hidden))
-        return op->emitOpError()
-               << "W's dim 1 (" << (*ws)[1] << ") is not " << numGates
-               << "*hidden_size";
+        return op->emitOpError() << "W's dim 1 (" << (*ws)[1] << ") is not "
+                                 << numGates << "*hidden_size";
       hidden = (*ws)[1] / numGates;
     }
   }
@@ -97,9 +96,9 @@ static InferredTypes inferRecurrent(Operation *op, int64_t numGates) {
   SmallVector<int64_t> yShape =
       layout == 0 ? SmallVector<int64_t>{seq, dirs, batch, hidden}
                   : SmallVector<int64_t>{batch, seq, dirs, hidden};
-  SmallVector<int64_t> hShape =
-      layout == 0 ? SmallVector<int64_t>{dirs, batch, hidden}
-                  : SmallVector<int64_t>{batch, dirs, hidden};
+  SmallVector<int64_t> hShape = layout == 0
+                                    ? SmallVector<int64_t>{dirs, batch, hidden}
+                                    : SmallVector<int64_t>{batch, dirs, hidden};
   SmallVector<Type> types;
   for (auto [i, res] : llvm::enumerate(op->getResults())) {
     if (isa<NoneType>(res.getType()))

@@ -25,8 +25,7 @@ static bool staticMismatch(int64_t a, int64_t b) {
 // ReduceMean, ReduceSum
 //===----------------------------------------------------------------------===//
 
-template <typename ReduceOp>
-static InferredTypes inferReduce(ReduceOp op) {
+template <typename ReduceOp> static InferredTypes inferReduce(ReduceOp op) {
   Value data = op.getData(), axesValue = op.getAxes();
   Type elemTy = getElementTypeOrSelf(data.getType());
   bool keepDims = op.getKeepdims() != 0;
@@ -49,8 +48,8 @@ static InferredTypes inferReduce(ReduceOp op) {
       if (len && len->size() == 1 && !ShapedType::isDynamic((*len)[0]) &&
           (*len)[0] > 0)
         return SmallVector<Type>{RankedTensorType::get(
-            SmallVector<int64_t>(in->size() - std::min<int64_t>(
-                                                  (*len)[0], in->size()),
+            SmallVector<int64_t>(in->size() -
+                                     std::min<int64_t>((*len)[0], in->size()),
                                  kDynamic),
             elemTy)};
       return SmallVector<Type>{UnrankedTensorType::get(elemTy)};
@@ -65,8 +64,8 @@ static InferredTypes inferReduce(ReduceOp op) {
   for (int64_t a : *axes) {
     FailureOr<int64_t> n = normalizeAxis(a, rank);
     if (failed(n))
-      return op.emitOpError() << "axis " << a << " is out of range for rank "
-                              << rank;
+      return op.emitOpError()
+             << "axis " << a << " is out of range for rank " << rank;
     if (reduced.test(*n))
       return op.emitOpError() << "axis " << a << " is repeated";
     reduced.set(*n);
@@ -107,7 +106,8 @@ InferredTypes MatMulOp::inferResultTypes() {
   if (getElementTypeOrSelf(getB().getType()) != elemTy)
     return emitOpError() << "operands have different element types: "
                          << getA().getType() << " and " << getB().getType();
-  std::optional<ArrayRef<int64_t>> a = getShapeOf(getA()), b = getShapeOf(getB());
+  std::optional<ArrayRef<int64_t>> a = getShapeOf(getA()),
+                                   b = getShapeOf(getB());
   if (!a || !b)
     return SmallVector<Type>{UnrankedTensorType::get(elemTy)};
   if (a->empty() || b->empty())
@@ -139,7 +139,8 @@ InferredTypes MatMulOp::inferResultTypes() {
 
 InferredTypes GemmOp::inferResultTypes() {
   Type elemTy = getElementTypeOrSelf(getA().getType());
-  std::optional<ArrayRef<int64_t>> a = getShapeOf(getA()), b = getShapeOf(getB());
+  std::optional<ArrayRef<int64_t>> a = getShapeOf(getA()),
+                                   b = getShapeOf(getB());
   if ((a && a->size() != 2) || (b && b->size() != 2))
     return emitOpError() << "A and B must be 2-D, got " << getA().getType()
                          << " and " << getB().getType();
@@ -199,8 +200,7 @@ InferredTypes ReduceSumSquareOp::inferResultTypes() {
   return inferReduce(*this);
 }
 
-template <typename ArgOp>
-static InferredTypes inferArgReduce(ArgOp op) {
+template <typename ArgOp> static InferredTypes inferArgReduce(ArgOp op) {
   Type i64 = IntegerType::get(op.getContext(), 64);
   std::optional<ArrayRef<int64_t>> in = getShapeOf(op.getData());
   if (!in)
@@ -209,8 +209,8 @@ static InferredTypes inferArgReduce(ArgOp op) {
   int64_t axis = op.getAxis();
   FailureOr<int64_t> n = normalizeAxis(axis, rank);
   if (failed(n))
-    return op.emitOpError() << "axis " << axis << " is out of range for rank "
-                            << rank;
+    return op.emitOpError()
+           << "axis " << axis << " is out of range for rank " << rank;
   SmallVector<int64_t> out;
   for (int64_t i = 0; i < rank; ++i) {
     if (i != *n)
@@ -224,13 +224,12 @@ static InferredTypes inferArgReduce(ArgOp op) {
 InferredTypes ArgMaxOp::inferResultTypes() { return inferArgReduce(*this); }
 InferredTypes ArgMinOp::inferResultTypes() { return inferArgReduce(*this); }
 
-template <typename AxisOp>
-static InferredTypes inferSameAlongAxis(AxisOp op) {
+template <typename AxisOp> static InferredTypes inferSameAlongAxis(AxisOp op) {
   if (std::optional<ArrayRef<int64_t>> in = getShapeOf(op.getInput())) {
     int64_t axis = (int64_t)op.getAxis();
     if (failed(normalizeAxis(axis, in->size())))
-      return op.emitOpError() << "axis " << axis
-                              << " is out of range for rank " << in->size();
+      return op.emitOpError()
+             << "axis " << axis << " is out of range for rank " << in->size();
   }
   return SmallVector<Type>{op.getInput().getType()};
 }
@@ -238,7 +237,9 @@ static InferredTypes inferSameAlongAxis(AxisOp op) {
 InferredTypes LogSoftmaxOp::inferResultTypes() {
   return inferSameAlongAxis(*this);
 }
-InferredTypes HardmaxOp::inferResultTypes() { return inferSameAlongAxis(*this); }
+InferredTypes HardmaxOp::inferResultTypes() {
+  return inferSameAlongAxis(*this);
+}
 InferredTypes CumSumOp::inferResultTypes() {
   return SmallVector<Type>{getX().getType()};
 }

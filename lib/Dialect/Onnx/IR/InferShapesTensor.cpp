@@ -39,8 +39,8 @@ normalizeAxes(Operation *op, ArrayRef<int64_t> axes, int64_t rank) {
   for (int64_t a : axes) {
     FailureOr<int64_t> n = normalizeAxis(a, rank);
     if (failed(n))
-      return op->emitOpError() << "axis " << a << " is out of range for rank "
-                               << rank;
+      return op->emitOpError()
+             << "axis " << a << " is out of range for rank " << rank;
     if (seen.test(*n))
       return op->emitOpError() << "axis " << a << " is repeated";
     seen.set(*n);
@@ -77,9 +77,9 @@ InferredTypes ReshapeOp::inferResultTypes() {
       return emitOpError() << "shape value " << s << " is invalid";
     } else if (s == 0 && !allowZero) {
       if (in && i >= in->size())
-        return emitOpError() << "shape value 0 at index " << i
-                             << " has no matching input dim in "
-                             << getData().getType();
+        return emitOpError()
+               << "shape value 0 at index " << i
+               << " has no matching input dim in " << getData().getType();
       out.push_back(in ? (*in)[i] : kDynamic);
     } else {
       out.push_back(s);
@@ -108,9 +108,9 @@ InferredTypes ReshapeOp::inferResultTypes() {
                                << " to shape [" << *shape << "]";
         out[inferIndex] = total / known;
       } else if (known != total) {
-        return emitOpError() << "cannot reshape " << getData().getType()
-                             << " (" << total << " elements) to shape ["
-                             << *shape << "]";
+        return emitOpError()
+               << "cannot reshape " << getData().getType() << " (" << total
+               << " elements) to shape [" << *shape << "]";
       }
     }
   }
@@ -126,8 +126,8 @@ InferredTypes FlattenOp::inferResultTypes() {
   int64_t rank = in->size();
   int64_t axis = (int64_t)getAxis();
   // axis is in [-r, r].
-  FailureOr<int64_t> a = axis < 0 ? normalizeAxis(axis, rank)
-                                  : normalizeAxis(axis, rank + 1);
+  FailureOr<int64_t> a =
+      axis < 0 ? normalizeAxis(axis, rank) : normalizeAxis(axis, rank + 1);
   if (failed(a))
     return emitOpError() << "axis " << axis << " is out of range for rank "
                          << rank;
@@ -197,8 +197,8 @@ InferredTypes ConcatOp::inferResultTypes() {
     if (!out) {
       FailureOr<int64_t> a = normalizeAxis(axis, s->size());
       if (failed(a))
-        return emitOpError() << "axis " << axis << " is out of range for rank "
-                             << s->size();
+        return emitOpError()
+               << "axis " << axis << " is out of range for rank " << s->size();
       normAxis = *a;
       out = SmallVector<int64_t>(*s);
       out->data()[normAxis] = 0;
@@ -212,7 +212,7 @@ InferredTypes ConcatOp::inferResultTypes() {
       int64_t &o = (*out)[i];
       if (i == normAxis) {
         o = (ShapedType::isDynamic(o) || ShapedType::isDynamic(d)) ? kDynamic
-                                                                    : o + d;
+                                                                   : o + d;
         continue;
       }
       if (!ShapedType::isDynamic(o) && !ShapedType::isDynamic(d) && o != d)
@@ -269,8 +269,8 @@ InferredTypes SqueezeOp::inferResultTypes() {
   for (int64_t i = 0; i < rank; ++i) {
     if (llvm::is_contained(*norm, i)) {
       if (!ShapedType::isDynamic((*in)[i]) && (*in)[i] != 1)
-        return emitOpError() << "cannot squeeze dimension " << i << " of size "
-                             << (*in)[i];
+        return emitOpError()
+               << "cannot squeeze dimension " << i << " of size " << (*in)[i];
       continue;
     }
     out.push_back((*in)[i]);
@@ -337,7 +337,8 @@ InferredTypes SliceOp::inferResultTypes() {
   if (nStarts && nEnds && *nStarts != *nEnds)
     return emitOpError() << "starts and ends have different lengths ("
                          << *nStarts << " vs " << *nEnds << ")";
-  std::optional<SmallVector<int64_t>> starts = getConstantIntValues(getStarts());
+  std::optional<SmallVector<int64_t>> starts =
+      getConstantIntValues(getStarts());
   std::optional<SmallVector<int64_t>> ends = getConstantIntValues(getEnds());
   std::optional<SmallVector<int64_t>> axes, steps;
   bool axesKnown = true, stepsKnown = true;
@@ -366,7 +367,8 @@ InferredTypes SliceOp::inferResultTypes() {
   int64_t n = starts->size();
   if ((int64_t)ends->size() != n || (axes && (int64_t)axes->size() != n) ||
       (steps && (int64_t)steps->size() != n))
-    return emitOpError("starts, ends, axes and steps must have the same length");
+    return emitOpError(
+        "starts, ends, axes and steps must have the same length");
   SmallVector<int64_t> normAxes;
   if (axes) {
     FailureOr<SmallVector<int64_t>> norm = normalizeAxes(*this, *axes, rank);

@@ -6,8 +6,8 @@
 
 #include "mlir/Dialect/Arith/IR/Arith.h"
 #include "mlir/IR/BuiltinAttributes.h"
-#include "mlir/IR/DialectResourceBlobManager.h"
 #include "mlir/IR/BuiltinDialect.h"
+#include "mlir/IR/DialectResourceBlobManager.h"
 #include "llvm/ADT/APFloat.h"
 
 #include <cstring>
@@ -41,8 +41,7 @@ getResourceData(DenseResourceElementsAttr attr) {
   return blob->getData();
 }
 
-template <typename T>
-static T readScalar(const char *p) {
+template <typename T> static T readScalar(const char *p) {
   T v;
   std::memcpy(&v, p, sizeof(T));
   return v;
@@ -63,7 +62,8 @@ mlir::kiln::onnxops::getConstantIntValues(Value v) {
   if (auto dense = dyn_cast<DenseIntElementsAttr>(attr)) {
     result.reserve(shaped.getNumElements());
     for (const APInt &x : dense.getValues<APInt>())
-      result.push_back(isUnsigned ? (int64_t)x.getZExtValue() : x.getSExtValue());
+      result.push_back(isUnsigned ? (int64_t)x.getZExtValue()
+                                  : x.getSExtValue());
     return result;
   }
   auto resource = dyn_cast<DenseResourceElementsAttr>(attr);
@@ -170,32 +170,58 @@ Type mlir::kiln::onnxops::getElementTypeForOnnxDataType(MLIRContext *ctx,
   };
   // onnx.TensorProto.DataType.
   switch (dataType) {
-  case 1: return b.getF32Type();
-  case 2: return uint(8);
-  case 3: return sint(8);
-  case 4: return uint(16);
-  case 5: return sint(16);
-  case 6: return sint(32);
-  case 7: return sint(64);
-  case 9: return b.getI1Type();
-  case 10: return b.getF16Type();
-  case 11: return b.getF64Type();
-  case 12: return uint(32);
-  case 13: return uint(64);
-  case 14: return ComplexType::get(b.getF32Type());
-  case 15: return ComplexType::get(b.getF64Type());
-  case 16: return b.getBF16Type();
-  case 17: return b.getType<Float8E4M3FNType>();
-  case 18: return b.getType<Float8E4M3FNUZType>();
-  case 19: return b.getType<Float8E5M2Type>();
-  case 20: return b.getType<Float8E5M2FNUZType>();
-  case 21: return uint(4);
-  case 22: return sint(4);
-  case 23: return b.getType<Float4E2M1FNType>();
-  case 24: return b.getType<Float8E8M0FNUType>();
-  case 25: return uint(2);
-  case 26: return sint(2);
-  default: return {}; // 0 UNDEFINED, 8 STRING, unknown.
+  case 1:
+    return b.getF32Type();
+  case 2:
+    return uint(8);
+  case 3:
+    return sint(8);
+  case 4:
+    return uint(16);
+  case 5:
+    return sint(16);
+  case 6:
+    return sint(32);
+  case 7:
+    return sint(64);
+  case 9:
+    return b.getI1Type();
+  case 10:
+    return b.getF16Type();
+  case 11:
+    return b.getF64Type();
+  case 12:
+    return uint(32);
+  case 13:
+    return uint(64);
+  case 14:
+    return ComplexType::get(b.getF32Type());
+  case 15:
+    return ComplexType::get(b.getF64Type());
+  case 16:
+    return b.getBF16Type();
+  case 17:
+    return b.getType<Float8E4M3FNType>();
+  case 18:
+    return b.getType<Float8E4M3FNUZType>();
+  case 19:
+    return b.getType<Float8E5M2Type>();
+  case 20:
+    return b.getType<Float8E5M2FNUZType>();
+  case 21:
+    return uint(4);
+  case 22:
+    return sint(4);
+  case 23:
+    return b.getType<Float4E2M1FNType>();
+  case 24:
+    return b.getType<Float8E8M0FNUType>();
+  case 25:
+    return uint(2);
+  case 26:
+    return sint(2);
+  default:
+    return {}; // 0 UNDEFINED, 8 STRING, unknown.
   }
 }
 
@@ -221,8 +247,8 @@ FailureOr<Type> mlir::kiln::onnxops::refineType(Type current, Type inferred) {
       return failure();
     dims.push_back(ShapedType::isDynamic(c) ? i : c);
   }
-  return Type(RankedTensorType::get(dims, curR.getElementType(),
-                                    curR.getEncoding()));
+  return Type(
+      RankedTensorType::get(dims, curR.getElementType(), curR.getEncoding()));
 }
 
 LogicalResult mlir::kiln::onnxops::refineResultType(Operation *op,
@@ -231,10 +257,9 @@ LogicalResult mlir::kiln::onnxops::refineResultType(Operation *op,
   OpResult result = op->getResult(index);
   FailureOr<Type> refined = refineType(result.getType(), inferred);
   if (failed(refined))
-    return op->emitOpError() << "result #" << index << " of type "
-                             << result.getType()
-                             << " is incompatible with the inferred type "
-                             << inferred;
+    return op->emitOpError()
+           << "result #" << index << " of type " << result.getType()
+           << " is incompatible with the inferred type " << inferred;
   result.setType(*refined);
   return success();
 }
@@ -264,9 +289,9 @@ LogicalResult mlir::kiln::onnxops::verifyInferredResultTypes(
   for (auto [i, type] : llvm::enumerate(*inferred)) {
     Type current = op->getResult(i).getType();
     if (failed(refineType(current, type)))
-      return op->emitOpError() << "result #" << i << " of type " << current
-                               << " is incompatible with the inferred type "
-                               << type;
+      return op->emitOpError()
+             << "result #" << i << " of type " << current
+             << " is incompatible with the inferred type " << type;
   }
   return success();
 }

@@ -25,8 +25,7 @@ using namespace mlir::kiln;
 
 namespace {
 struct ExposeIntermediatesPass
-    : public kiln::impl::KilnExposeIntermediatesBase<
-          ExposeIntermediatesPass> {
+    : public kiln::impl::KilnExposeIntermediatesBase<ExposeIntermediatesPass> {
   using Base::Base;
 
   void runOnOperation() override {
@@ -37,7 +36,8 @@ struct ExposeIntermediatesPass
     for (auto func : getOperation().getOps<func::FuncOp>()) {
       if (func.isExternal())
         continue;
-      auto ret = dyn_cast<func::ReturnOp>(func.getBody().back().getTerminator());
+      auto ret =
+          dyn_cast<func::ReturnOp>(func.getBody().back().getTerminator());
       if (!ret)
         continue;
       NodeKeys keys = computeNodeKeys(func);
@@ -77,8 +77,8 @@ struct ExposeIntermediatesPass
       SmallVector<DictionaryAttr> attrs;
       for (unsigned i = 0; i < first; ++i)
         attrs.push_back(func.getResultAttrDict(i));
-      func.setFunctionType(FunctionType::get(&getContext(),
-                                             func.getArgumentTypes(), types));
+      func.setFunctionType(
+          FunctionType::get(&getContext(), func.getArgumentTypes(), types));
       Builder b(&getContext());
       for (auto [v, name] : llvm::zip(extra, names)) {
         auto rank = cast<RankedTensorType>(v.getType()).getRank();

@@ -61,20 +61,19 @@ OpClass classify(StringRef type, std::string &why) {
       "MatMul", "Gemm", "Conv", "ConvTranspose", "Einsum", "Attention"};
   static const llvm::StringSet<> follow = {
       // elementwise
-      "Add", "Sub", "Mul", "Div", "Max", "Min", "Sum", "Mean", "Where",
-      "Relu", "LeakyRelu", "PRelu", "Sigmoid", "HardSigmoid", "HardSwish",
-      "Tanh", "Abs", "Neg", "Clip", "Sqrt", "Reciprocal", "Floor", "Ceil",
-      "Round", "Sign", "Elu", "Selu", "Celu", "ThresholdedRelu", "Shrink",
-      "Softsign", "Equal", "Less", "LessOrEqual", "Greater", "GreaterOrEqual",
-      "Identity",
+      "Add", "Sub", "Mul", "Div", "Max", "Min", "Sum", "Mean", "Where", "Relu",
+      "LeakyRelu", "PRelu", "Sigmoid", "HardSigmoid", "HardSwish", "Tanh",
+      "Abs", "Neg", "Clip", "Sqrt", "Reciprocal", "Floor", "Ceil", "Round",
+      "Sign", "Elu", "Selu", "Celu", "ThresholdedRelu", "Shrink", "Softsign",
+      "Equal", "Less", "LessOrEqual", "Greater", "GreaterOrEqual", "Identity",
       // data movement and selection (no arithmetic)
       "Reshape", "Transpose", "Flatten", "Squeeze", "Unsqueeze", "Concat",
       "Split", "Slice", "Gather", "GatherElements", "GatherND", "Expand",
       "Tile", "Pad", "MaxPool", "GlobalMaxPool", "ReduceMax", "ReduceMin",
       "ArgMax", "ArgMin", "DepthToSpace", "SpaceToDepth", "Resize"};
   static const llvm::StringSet<> reductions = {
-      "ReduceSum", "ReduceMean", "ReduceSumSquare", "ReduceL1", "ReduceL2",
-      "AveragePool", "GlobalAveragePool"};
+      "ReduceSum", "ReduceMean",  "ReduceSumSquare",  "ReduceL1",
+      "ReduceL2",  "AveragePool", "GlobalAveragePool"};
   static const llvm::StringSet<> softmax = {"Softmax", "LogSoftmax"};
   static const llvm::StringSet<> norms = {
       "LayerNormalization",        "BatchNormalization",
@@ -82,9 +81,10 @@ OpClass classify(StringRef type, std::string &why) {
       "RMSNormalization",          "LpNormalization",
       "MeanVarianceNormalization", "SkipLayerNormalization"};
   static const llvm::StringSet<> expLog = {
-      "Exp",          "Log",          "Pow",       "Erf",
-      "Softplus",     "Gelu",         "Mish",      "ReduceLogSum",
-      "ReduceLogSumExp", "ReduceProd", "LpPool",   "GlobalLpPool"};
+      "Exp",        "Log",          "Pow",
+      "Erf",        "Softplus",     "Gelu",
+      "Mish",       "ReduceLogSum", "ReduceLogSumExp",
+      "ReduceProd", "LpPool",       "GlobalLpPool"};
   if (contractions.contains(type))
     return OpClass::Contraction;
   if (follow.contains(type))
@@ -207,8 +207,8 @@ struct MixedPrecisionPass
       std::optional<double> a = o ? o->getNumber("absmax") : std::nullopt;
       if (!a)
         return mlir::emitError(getOperation().getLoc())
-               << "calibration ranges '" << path << "': tensor '"
-               << key.str() << "' has no \"absmax\"";
+               << "calibration ranges '" << path << "': tensor '" << key.str()
+               << "' has no \"absmax\"";
       calibrated[key.str()] = *a;
     }
     return success();
@@ -405,7 +405,8 @@ struct MixedPrecisionPass
         r.setType(cast<TensorType>(r.getType()).clone(halfType));
     bool ok;
     {
-      ScopedDiagnosticHandler silence(ctx, [](Diagnostic &) { return success(); });
+      ScopedDiagnosticHandler silence(ctx,
+                                      [](Diagnostic &) { return success(); });
       ok = succeeded(mlir::verify(trial, /*verifyRecursively=*/false));
     }
     trial->destroy();
@@ -428,8 +429,9 @@ struct MixedPrecisionPass
     } else if (mode == "tf32") {
       tf32Mode = true;
     } else {
-      mlir::emitError(module.getLoc()) << "unknown precision '" << mode
-                         << "' (expected fp32, tf32, fp16 or bf16)";
+      mlir::emitError(module.getLoc())
+          << "unknown precision '" << mode
+          << "' (expected fp32, tf32, fp16 or bf16)";
       return signalPassFailure();
     }
     halfName = mode;
@@ -450,7 +452,8 @@ struct MixedPrecisionPass
       SmallVector<Operation *> order;
       for (Operation &op : func.getBody().front()) {
         // Casts keep the types the model (or an earlier pass) wrote.
-        if (!keys.nodes.count(&op) || isa<onnxops::CastOp, onnxops::CastLikeOp>(op))
+        if (!keys.nodes.count(&op) ||
+            isa<onnxops::CastOp, onnxops::CastLikeOp>(op))
           continue;
         bool floats = llvm::any_of(op.getOperandTypes(), isF32Tensor) ||
                       llvm::any_of(op.getResultTypes(), isF32Tensor);
@@ -462,9 +465,9 @@ struct MixedPrecisionPass
       Builder b(ctx);
       for (Operation *op : order) {
         const Decision &d = decided[op];
-        op->setAttr("kiln.precision",
-                    b.getStringAttr(d.half ? halfName
-                                           : d.tf32 ? "tf32" : "fp32"));
+        op->setAttr("kiln.precision", b.getStringAttr(d.half   ? halfName
+                                                      : d.tf32 ? "tf32"
+                                                               : "fp32"));
         if (!d.half && !d.tf32)
           op->setAttr("kiln.fp32_reason",
                       b.getStringAttr(d.category + ": " + d.reason));
@@ -481,8 +484,9 @@ struct MixedPrecisionPass
     }
     for (const std::string &p : keepFp32)
       if (!usedPins.contains(p))
-        mlir::emitWarning(module.getLoc()) << "--keep-fp32: '" << p
-                             << "' names no node or op type of the model";
+        mlir::emitWarning(module.getLoc())
+            << "--keep-fp32: '" << p
+            << "' names no node or op type of the model";
     recordPlan();
   }
 

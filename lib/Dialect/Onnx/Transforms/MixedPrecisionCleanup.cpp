@@ -82,8 +82,7 @@ static std::optional<ArrayRef<char>> resourceBytes(Attribute attr) {
 static bool forEachF32(Value v, function_ref<void(float)> fn) {
   auto cst = v.getDefiningOp<arith::ConstantOp>();
   auto type = dyn_cast<RankedTensorType>(v.getType());
-  if (!cst || !type || !type.getElementType().isF32() ||
-      !type.hasStaticShape())
+  if (!cst || !type || !type.getElementType().isF32() || !type.hasStaticShape())
     return false;
   Attribute attr = cst.getValue();
   if (auto dense = dyn_cast<DenseFPElementsAttr>(attr)) {
@@ -110,14 +109,14 @@ static bool forEachF32(Value v, function_ref<void(float)> fn) {
 bool mixed_precision::isConstantF32(Value v) {
   auto cst = v.getDefiningOp<arith::ConstantOp>();
   auto type = dyn_cast<RankedTensorType>(v.getType());
-  if (!cst || !type || !type.getElementType().isF32() ||
-      !type.hasStaticShape())
+  if (!cst || !type || !type.getElementType().isF32() || !type.hasStaticShape())
     return false;
   Attribute attr = cst.getValue();
   if (isa<DenseFPElementsAttr>(attr))
     return true;
   std::optional<ArrayRef<char>> bytes = resourceBytes(attr);
-  return bytes && static_cast<int64_t>(bytes->size()) >= type.getNumElements() * 4;
+  return bytes &&
+         static_cast<int64_t>(bytes->size()) >= type.getNumElements() * 4;
 }
 
 double mixed_precision::constantAbsMax(Value v) {
@@ -180,9 +179,9 @@ Value Converter::convertTo(Value constant, FloatType elem) {
     ArrayRef<char> raw(reinterpret_cast<const char *>(bits.data()),
                        bits.size() * 2);
     if (auto r = dyn_cast<DenseResourceElementsAttr>(attr)) {
-      std::string name = (r.getRawHandle().getKey() + "_" +
-                           (elem.isF16() ? "f16" : "bf16"))
-                             .str();
+      std::string name =
+          (r.getRawHandle().getKey() + "_" + (elem.isF16() ? "f16" : "bf16"))
+              .str();
       AsmResourceBlob blob =
           HeapAsmResourceBlob::allocateAndCopyWithAlign(raw, alignof(uint64_t));
       result = DenseResourceElementsAttr::get(newType, name, std::move(blob));
@@ -239,11 +238,10 @@ static bool isExactWidening(Type a, Type b) {
 }
 
 static bool isDataMovement(Operation *op) {
-  static const llvm::StringSet<> ops = {"onnx.Reshape", "onnx.Transpose",
-                                        "onnx.Flatten", "onnx.Squeeze",
+  static const llvm::StringSet<> ops = {"onnx.Reshape",   "onnx.Transpose",
+                                        "onnx.Flatten",   "onnx.Squeeze",
                                         "onnx.Unsqueeze", "onnx.Concat"};
-  return ops.contains(op->getName().getStringRef()) &&
-         op->getNumResults() == 1;
+  return ops.contains(op->getName().getStringRef()) && op->getNumResults() == 1;
 }
 
 static StringRef precisionName(Type t) {
@@ -359,8 +357,7 @@ LogicalResult mixed_precision::cleanupCasts(func::FuncOp func,
     }
     // Casts left without users.
     for (Operation &op : llvm::make_early_inc_range(llvm::reverse(body)))
-      if (isa<onnxops::CastOp>(op) && op.hasAttr(kCastMarker) &&
-          op.use_empty())
+      if (isa<onnxops::CastOp>(op) && op.hasAttr(kCastMarker) && op.use_empty())
         op.erase();
     if (!changed)
       break;

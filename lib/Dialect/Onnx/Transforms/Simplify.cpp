@@ -52,7 +52,8 @@ constexpr int64_t kMaxFoldElements = 4096;
 
 std::optional<Folded> readConstant(Value v) {
   auto type = dyn_cast<RankedTensorType>(v.getType());
-  if (!type || !type.hasStaticShape() || type.getNumElements() > kMaxFoldElements)
+  if (!type || !type.hasStaticShape() ||
+      type.getNumElements() > kMaxFoldElements)
     return std::nullopt;
   Folded c;
   c.shape.assign(type.getShape().begin(), type.getShape().end());
@@ -82,7 +83,8 @@ Value materialize(OpBuilder &b, Location loc, const Folded &c) {
     SmallVector<APInt> vals;
     unsigned width = c.elementType.getIntOrFloatBitWidth();
     for (int64_t x : c.i)
-      vals.push_back(APInt(width, x, /*isSigned=*/true, /*implicitTrunc=*/true));
+      vals.push_back(
+          APInt(width, x, /*isSigned=*/true, /*implicitTrunc=*/true));
     attr = DenseElementsAttr::get(type, vals);
   } else {
     auto ft = cast<FloatType>(c.elementType);
@@ -113,10 +115,12 @@ int64_t numElements(ArrayRef<int64_t> shape) {
 }
 
 /// Elementwise binary op with numpy broadcasting.
-std::optional<Folded> foldBinary(StringRef op, const Folded &a, const Folded &b) {
+std::optional<Folded> foldBinary(StringRef op, const Folded &a,
+                                 const Folded &b) {
   if (a.elementType != b.elementType)
     return std::nullopt;
-  FailureOr<SmallVector<int64_t>> shape = onnxops::broadcastShapes(a.shape, b.shape);
+  FailureOr<SmallVector<int64_t>> shape =
+      onnxops::broadcastShapes(a.shape, b.shape);
   if (failed(shape))
     return std::nullopt;
   Folded r;
@@ -139,25 +143,39 @@ std::optional<Folded> foldBinary(StringRef op, const Folded &a, const Folded &b)
     int64_t ia = index(a, k), ib = index(b, k);
     if (r.isInt()) {
       int64_t x = a.i[ia], y = b.i[ib], z;
-      if (op == "Add") z = x + y;
-      else if (op == "Sub") z = x - y;
-      else if (op == "Mul") z = x * y;
+      if (op == "Add")
+        z = x + y;
+      else if (op == "Sub")
+        z = x - y;
+      else if (op == "Mul")
+        z = x * y;
       else if (op == "Div") {
-        if (y == 0) return std::nullopt;
+        if (y == 0)
+          return std::nullopt;
         z = x / y;
-      } else if (op == "Max") z = std::max(x, y);
-      else if (op == "Min") z = std::min(x, y);
-      else return std::nullopt;
+      } else if (op == "Max")
+        z = std::max(x, y);
+      else if (op == "Min")
+        z = std::min(x, y);
+      else
+        return std::nullopt;
       r.i.push_back(z);
     } else {
       double x = a.f[ia], y = b.f[ib], z;
-      if (op == "Add") z = x + y;
-      else if (op == "Sub") z = x - y;
-      else if (op == "Mul") z = x * y;
-      else if (op == "Div") z = x / y;
-      else if (op == "Max") z = std::max(x, y);
-      else if (op == "Min") z = std::min(x, y);
-      else return std::nullopt;
+      if (op == "Add")
+        z = x + y;
+      else if (op == "Sub")
+        z = x - y;
+      else if (op == "Mul")
+        z = x * y;
+      else if (op == "Div")
+        z = x / y;
+      else if (op == "Max")
+        z = std::max(x, y);
+      else if (op == "Min")
+        z = std::min(x, y);
+      else
+        return std::nullopt;
       r.f.push_back(z);
     }
   }
@@ -262,8 +280,10 @@ std::optional<SmallVector<Folded>> tryFold(Operation *op) {
   }
   if (name == "Neg") {
     Folded r = x;
-    for (auto &v : r.i) v = -v;
-    for (auto &v : r.f) v = -v;
+    for (auto &v : r.i)
+      v = -v;
+    for (auto &v : r.f)
+      v = -v;
     return SmallVector<Folded>{r};
   }
   if (name == "Identity" || name == "Reshape" || name == "Squeeze" ||
@@ -311,10 +331,13 @@ std::optional<SmallVector<Folded>> tryFold(Operation *op) {
       for (auto &c : in) {
         if (!c || c->elementType != x.elementType)
           return std::nullopt;
-        int64_t chunk = numElements(ArrayRef<int64_t>(c->shape).drop_front(axis));
+        int64_t chunk =
+            numElements(ArrayRef<int64_t>(c->shape).drop_front(axis));
         for (int64_t k = 0; k < chunk; ++k) {
-          if (r.isInt()) r.i.push_back(c->i[o * chunk + k]);
-          else r.f.push_back(c->f[o * chunk + k]);
+          if (r.isInt())
+            r.i.push_back(c->i[o * chunk + k]);
+          else
+            r.f.push_back(c->f[o * chunk + k]);
         }
       }
     if (r.size() != numElements(r.shape))
@@ -332,7 +355,8 @@ std::optional<SmallVector<Folded>> tryFold(Operation *op) {
       return std::nullopt;
     const Folded &idx = *in[1];
     int64_t outer = numElements(ArrayRef<int64_t>(x.shape).take_front(axis));
-    int64_t inner = numElements(ArrayRef<int64_t>(x.shape).drop_front(axis + 1));
+    int64_t inner =
+        numElements(ArrayRef<int64_t>(x.shape).drop_front(axis + 1));
     int64_t dim = x.shape[axis];
     Folded r;
     r.elementType = x.elementType;
@@ -345,8 +369,10 @@ std::optional<SmallVector<Folded>> tryFold(Operation *op) {
           return std::nullopt; // out of range: leave it to the runtime
         for (int64_t k = 0; k < inner; ++k) {
           int64_t src = (o * dim + j) * inner + k;
-          if (r.isInt()) r.i.push_back(x.i[src]);
-          else r.f.push_back(x.f[src]);
+          if (r.isInt())
+            r.i.push_back(x.i[src]);
+          else
+            r.f.push_back(x.f[src]);
         }
       }
     if (r.size() != numElements(r.shape))
@@ -365,7 +391,8 @@ std::optional<SmallVector<Folded>> tryFold(Operation *op) {
     int64_t step = get(4).value_or(1);
     if (!s || !e || step == 0)
       return std::nullopt;
-    if (in.size() > 3 && in[3] && (in[3]->i.size() != 1 || (in[3]->i[0] != 0 && in[3]->i[0] != -1)))
+    if (in.size() > 3 && in[3] &&
+        (in[3]->i.size() != 1 || (in[3]->i[0] != 0 && in[3]->i[0] != -1)))
       return std::nullopt;
     int64_t n = x.shape[0];
     auto clamp = [&](int64_t v, int64_t lo, int64_t hi) {
@@ -378,8 +405,10 @@ std::optional<SmallVector<Folded>> tryFold(Operation *op) {
     Folded r;
     r.elementType = x.elementType;
     for (int64_t k = st; step > 0 ? k < en : k > en; k += step) {
-      if (r.isInt()) r.i.push_back(x.i[k]);
-      else r.f.push_back(x.f[k]);
+      if (r.isInt())
+        r.i.push_back(x.i[k]);
+      else
+        r.f.push_back(x.f[k]);
     }
     r.shape = {r.size()};
     if (r.shape != SmallVector<int64_t>(resultType.getShape()))
@@ -405,7 +434,8 @@ Value makeF32(OpBuilder &b, Location loc, ArrayRef<int64_t> shape,
               ArrayRef<float> values, StringRef hint) {
   auto type = RankedTensorType::get(shape, b.getF32Type());
   if (values.size() <= 16)
-    return arith::ConstantOp::create(b, loc, DenseElementsAttr::get(type, values));
+    return arith::ConstantOp::create(b, loc,
+                                     DenseElementsAttr::get(type, values));
   AsmResourceBlob blob = HeapAsmResourceBlob::allocateAndCopyWithAlign(
       ArrayRef<char>(reinterpret_cast<const char *>(values.data()),
                      values.size() * sizeof(float)),
@@ -435,8 +465,8 @@ struct SimplifyPass : public kiln::impl::KilnOnnxSimplifyBase<SimplifyPass> {
           }
         // Each rewrite erases at most this op and ops before it, which a
         // post-order walk allows.
-        if (inlineConstantIf(op) || simplifyIdentity(op) ||
-            foldConstants(op) || foldIntoConv(op))
+        if (inlineConstantIf(op) || simplifyIdentity(op) || foldConstants(op) ||
+            foldIntoConv(op))
           changed = true;
         return WalkResult::advance();
       });
@@ -561,7 +591,8 @@ struct SimplifyPass : public kiln::impl::KilnOnnxSimplifyBase<SimplifyPass> {
             intAttr(op, "allowzero", 0) == 0 &&
             intAttr(def, "allowzero", 0) == 0) {
           auto shape = onnxops::getConstantIntValues(op->getOperand(1));
-          if (shape && llvm::none_of(*shape, [](int64_t d) { return d == 0; })) {
+          if (shape &&
+              llvm::none_of(*shape, [](int64_t d) { return d == 0; })) {
             op->setOperand(0, def->getOperand(0));
             if (def->use_empty())
               def->erase();
@@ -574,8 +605,10 @@ struct SimplifyPass : public kiln::impl::KilnOnnxSimplifyBase<SimplifyPass> {
       auto c = readConstant(op->getOperand(1));
       double unit = name == "onnx.Mul" ? 1.0 : 0.0;
       if (c && c->size() > 0) {
-        bool all = c->isInt() ? llvm::all_of(c->i, [&](int64_t v) { return v == unit; })
-                              : llvm::all_of(c->f, [&](double v) { return v == unit; });
+        bool all =
+            c->isInt()
+                ? llvm::all_of(c->i, [&](int64_t v) { return v == unit; })
+                : llvm::all_of(c->f, [&](double v) { return v == unit; });
         if (all)
           return passThrough();
       }
@@ -626,13 +659,15 @@ struct SimplifyPass : public kiln::impl::KilnOnnxSimplifyBase<SimplifyPass> {
     auto wType = dyn_cast<RankedTensorType>(producer->getOperand(1).getType());
     if (!wType || !wType.hasStaticShape())
       return false;
-    int64_t F = fromConv ? wType.getDimSize(0)
-                         : (intAttr(producer, "transB", 0) ? wType.getDimSize(0)
-                                                           : wType.getDimSize(1));
+    int64_t F = fromConv
+                    ? wType.getDimSize(0)
+                    : (intAttr(producer, "transB", 0) ? wType.getDimSize(0)
+                                                      : wType.getDimSize(1));
     // Per-channel scale and shift: y = x * s + t.
     SmallVector<float> s(F, 1.0f), t(F, 0.0f);
     if (isBN) {
-      auto scale = readF32(op->getOperand(1)), bias = readF32(op->getOperand(2));
+      auto scale = readF32(op->getOperand(1)),
+           bias = readF32(op->getOperand(2));
       auto mean = readF32(op->getOperand(3)), var = readF32(op->getOperand(4));
       if (!scale || !bias || !mean || !var || (int64_t)scale->size() != F ||
           (int64_t)bias->size() != F || (int64_t)mean->size() != F ||
@@ -707,7 +742,8 @@ struct SimplifyPass : public kiln::impl::KilnOnnxSimplifyBase<SimplifyPass> {
       if (!isNoValue(biasIn))
         for (float &v : bias)
           v *= beta;
-      producer->setAttr("beta", FloatAttr::get(Float32Type::get(op->getContext()), 1.0));
+      producer->setAttr(
+          "beta", FloatAttr::get(Float32Type::get(op->getContext()), 1.0));
     }
     SmallVector<float> b2(F);
     for (int64_t c = 0; c < F; ++c)
@@ -723,7 +759,8 @@ struct SimplifyPass : public kiln::impl::KilnOnnxSimplifyBase<SimplifyPass> {
     producer->setOperand(2, newB);
     // The folded op's location joins the producer's (the report names both
     // nodes in one kernel).
-    producer->setLoc(FusedLoc::get(op->getContext(), {producer->getLoc(), op->getLoc()}));
+    producer->setLoc(
+        FusedLoc::get(op->getContext(), {producer->getLoc(), op->getLoc()}));
     Value y = producer->getResult(0);
     op->getResult(0).replaceAllUsesWith(y);
     op->erase();
