@@ -3,8 +3,12 @@
 set -euo pipefail
 ROOT="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
 cd "$ROOT"
+LAUNCHER=()
+if command -v ccache >/dev/null; then  # optional: shares objects between checkouts
+  LAUNCHER=(-DCMAKE_C_COMPILER_LAUNCHER=ccache -DCMAKE_CXX_COMPILER_LAUNCHER=ccache)
+fi
 if [ ! -f build/build.ninja ]; then
-  cmake -G Ninja -B build -DMLIR_DIR=/usr/lib/llvm-22/lib/cmake/mlir \
+  cmake "${LAUNCHER[@]}" -G Ninja -B build -DMLIR_DIR=/usr/lib/llvm-22/lib/cmake/mlir \
     -DLLVM_EXTERNAL_LIT=/usr/lib/llvm-22/bin/lit \
     -DCMAKE_C_COMPILER=clang-22 -DCMAKE_CXX_COMPILER=clang++-22 \
     -DLLVM_USE_LINKER=lld -DCMAKE_BUILD_TYPE=Release \
