@@ -31,24 +31,6 @@
 using namespace mlir;
 using namespace mlir::kiln;
 
-void mlir::kiln::buildPrecisionPasses(OpPassManager &pm,
-                                      const CompileOptions &options) {
-  if (options.exposeIntermediates) {
-    KilnExposeIntermediatesOptions o;
-    o.nodes.assign(options.exposeNodes.begin(), options.exposeNodes.end());
-    pm.addPass(createKilnExposeIntermediates(o));
-  }
-  if (!options.precision.empty() && options.precision != "fp32") {
-    KilnMixedPrecisionOptions o;
-    o.precision = options.precision;
-    o.keepFp32.assign(options.keepFp32.begin(), options.keepFp32.end());
-    o.ranges = options.calibrationRanges;
-    pm.addPass(createKilnMixedPrecision(o));
-    pm.addPass(createCanonicalizerPass());
-    pm.addPass(createCSEPass());
-  }
-}
-
 namespace {
 
 /// input_N.pb files of one sample, ordered by N.

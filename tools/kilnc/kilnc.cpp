@@ -3,6 +3,7 @@
 //   kilnc model.onnx -o model.so [--target=cpu|cuda[:sm_90]] [--dump-after=STAGE] [-O N]
 //         [--external-weights[=FILE]] [--external-weights-min-bytes=N]
 //   kilnc --check model.onnx
+//   kilnc --print-pipeline=STAGE [flags]
 //
 //===----------------------------------------------------------------------===//
 
@@ -33,7 +34,7 @@ using namespace mlir;
 namespace cl = llvm::cl;
 
 static cl::opt<std::string> inputFile(cl::Positional, cl::desc("<model.onnx>"),
-                                      cl::Required);
+                                      cl::init(""));
 static cl::opt<std::string> outputFile("o", cl::desc("Output shared library"),
                                        cl::value_desc("model.so"));
 static cl::opt<std::string> target("target",
@@ -60,6 +61,13 @@ static cl::opt<std::string>
               cl::desc("Print the IR after a stage (import, graph, lower, "
                        "kernels, host, bufferize, codegen, llvm) to stdout"),
               cl::init(""));
+static cl::opt<std::string> printPipeline(
+    "print-pipeline",
+    cl::desc("Print the pass pipeline of a stage (graph, lower, kernels, host, "
+             "bufferize, codegen, llvm) as the other flags build it, in "
+             "kiln-opt's --dump-pass-pipeline form, to stdout; without a "
+             "model, only that"),
+    cl::value_desc("STAGE"), cl::init(""));
 static cl::opt<std::string>
     reportFile("report",
                cl::desc("Write the compile report (kernels, ONNX nodes, "
@@ -198,49 +206,158 @@ static int checkModel(llvm::StringRef path) {
   return 1;
 }
 
+/// One error line, kilnc's way; returns failure for `return fail(...)`.
+static LogicalResult fail(const llvm::Twine &message) {
+  llvm::errs() << "kilnc: " << message << "\n";
+  return failure();
+}
+
+/// The flags as CompileOptions and import options, checked.
+static LogicalResult readFlags(kiln::CompileOptions &options,
+                               kiln::OnnxImportOptions &importOptions,
+                               const char *argv0) {
+  options.target = target;
+  options.gpuTiledContractions = gpuTiledContractions;
+  options.gpuWarpReductions = gpuWarpReductions;
+  options.gpuTensorCores = gpuTensorCores;
+  options.optLevel = optLevel;
+  options.dumpAfter = dumpAfter;
+  options.printPipeline = printPipeline;
+  options.printPipelineTo = &llvm::outs();
+  options.precision = precision;
+  options.keepFp32.assign(keepFp32.begin(), keepFp32.end());
+  kiln::setExposeIntermediates(
+      options, SmallVector<std::string>(exposeIntermediates.begin(),
+                                        exposeIntermediates.end()));
+  options.calibrationRanges = calibrationRanges;
+  options.dump = [](llvm::StringRef, ModuleOp m) {
+    m.print(llvm::outs());
+    llvm::outs() << "\n";
+  };
+  // The runtime archive sits in ../lib next to bin/kilnc.
+  std::string exe = llvm::sys::fs::getMainExecutable(argv0, (void *)&readFlags);
+  llvm::SmallString<256> lib(
+      llvm::sys::path::parent_path(llvm::sys::path::parent_path(exe)));
+  llvm::sys::path::append(lib, "lib", "libKilnModelRuntime.a");
+  options.runtimeLibrary = lib.str().str();
+
+  auto stages = kiln::getStageNames();
+  for (const std::string *stage :
+       {&dumpAfter.getValue(), &printPipeline.getValue()}) {
+    if (stage->empty() || llvm::is_contained(stages, *stage))
+      continue;
+    bool dump = stage == &dumpAfter.getValue();
+    return fail("unknown stage '" + *stage + "' for " +
+                (dump ? "--dump-after" : "--print-pipeline") + " (stages: " +
+                llvm::join(dump ? stages : stages.drop_front(), " ") + ")");
+  }
+  if (printPipeline == "import")
+    return fail("--print-pipeline: 'import' is not a pass pipeline "
+                "(kiln-translate --import-onnx)");
+  if (precision == "fp32" && !calibrateDir.empty())
+    return fail("--keep-fp32, --calibrate and --calibration-ranges need "
+                "--precision=tf32, fp16 or bf16");
+  std::string error;
+  if (failed(options.verify(error)))
+    return fail(error);
+  if (printPipeline.empty() && inputFile.empty())
+    return fail("no input model (kilnc model.onnx -o model.so)");
+  if (outputFile.empty() && dumpAfter.empty() && printPipeline.empty())
+    return fail("no output file (-o model.so)");
+
+  for (const std::string &b : boundDims) {
+    size_t eq = b.find('=');
+    long long v = 0;
+    if (eq == std::string::npos || eq == 0 ||
+        llvm::StringRef(b).substr(eq + 1).getAsInteger(10, v) || v < 0)
+      return fail("--dim expects NAME=VALUE with a non-negative integer, "
+                  "got '" +
+                  b + "'");
+    importOptions.boundDims[b.substr(0, eq)] = v;
+  }
+  if (externalWeightsMinBytes.getNumOccurrences() &&
+      !externalWeights.getNumOccurrences())
+    return fail("--external-weights-min-bytes needs --external-weights");
+  if (externalWeightsMinBytes < 0)
+    return fail("--external-weights-min-bytes must be non-negative");
+  return success();
+}
+
+/// `--external-weights`: where the weights file goes (next to the output,
+/// .weights for .so, unless named), and the importer's collector for it.
+static void planExternalWeights(kiln::ExternalWeights &weights,
+                                std::string &weightsPath,
+                                kiln::OnnxImportOptions &importOptions) {
+  weightsPath = externalWeights;
+  if (weightsPath.empty() && !outputFile.empty()) {
+    llvm::SmallString<256> p(outputFile.getValue());
+    if (llvm::sys::path::extension(p) == ".so")
+      llvm::sys::path::replace_extension(p, ".weights");
+    else
+      p += ".weights";
+    weightsPath = p.str().str();
+  }
+  weights.minBytes = externalWeightsMinBytes;
+  weights.fileName = weightsPath.empty()
+                         ? std::string("model.weights")
+                         : llvm::sys::path::filename(weightsPath).str();
+  importOptions.externalWeights = &weights;
+}
+
+/// `--report=FILE`: after the host stage, the report as JSON and a summary.
+static void addReport(kiln::CompileOptions &options, bool &reportFailed) {
+  options.afterHost = [&reportFailed](ModuleOp m) {
+    llvm::json::Value report = kiln::buildCompileReport(m);
+    std::error_code ec;
+    llvm::raw_fd_ostream os(reportFile, ec);
+    if (ec) {
+      (void)fail("cannot write '" + reportFile + "': " + ec.message());
+      reportFailed = true;
+      return;
+    }
+    os << llvm::formatv("{0:2}", report) << "\n";
+    kiln::printReportSummary(report, llvm::outs());
+  };
+}
+
+/// `--calibrate=DIR`: records the ranges into --calibration-ranges (or a
+/// temporary file removed by the caller through `tmpRanges`).
+static LogicalResult calibrate(ModuleOp module, kiln::CompileOptions &options,
+                               llvm::SmallString<128> &tmpRanges) {
+  if (options.calibrationRanges.empty()) {
+    if (llvm::sys::fs::createTemporaryFile("kiln-ranges", "json", tmpRanges))
+      return fail("cannot create a temporary file");
+    options.calibrationRanges = tmpRanges.str().str();
+  }
+  return kiln::calibrateRanges(module, calibrateDir, options.calibrationRanges,
+                               options);
+}
+
+/// `--print-pipeline=STAGE` without a model: the stage's passes as kilnc
+/// would build them, in the form of kiln-opt's --dump-pass-pipeline.
+static int printStagePipeline(MLIRContext &context,
+                              const kiln::CompileOptions &options) {
+  std::string error;
+  std::unique_ptr<kiln::Target> t = kiln::createTarget(options, error);
+  PassManager pm(&context, ModuleOp::getOperationName());
+  if (!t || failed(kiln::buildStagePipeline(pm, printPipeline, options, *t)))
+    return (void)fail(t ? "cannot build stage '" + printPipeline + "'" : error),
+           1;
+  pm.printAsTextualPipeline(llvm::outs(), /*pretty=*/true);
+  llvm::outs() << "\n";
+  return 0;
+}
+
 int main(int argc, char **argv) {
   llvm::InitLLVM init(argc, argv);
   cl::ParseCommandLineOptions(argc, argv, "Kiln: ONNX to shared library\n");
-
   if (checkOnly)
     return checkModel(inputFile);
 
-  auto stages = kiln::getStageNames();
-  if (!dumpAfter.empty() && !llvm::is_contained(stages, dumpAfter)) {
-    llvm::errs() << "kilnc: unknown stage '" << dumpAfter
-                 << "' for --dump-after (stages:";
-    for (auto s : stages)
-      llvm::errs() << " " << s;
-    llvm::errs() << ")\n";
+  kiln::CompileOptions options;
+  kiln::OnnxImportOptions importOptions;
+  if (failed(readFlags(options, importOptions, argv[0])))
     return 1;
-  }
-  {
-    std::string error;
-    if (!kiln::parseTarget(target, error)) {
-      llvm::errs() << "kilnc: " << error << "\n";
-      return 1;
-    }
-  }
-  if (optLevel < 0 || optLevel > 3) {
-    llvm::errs() << "kilnc: -O must be 0, 1, 2 or 3\n";
-    return 1;
-  }
-  if (precision != "fp32" && precision != "tf32" && precision != "fp16" &&
-      precision != "bf16") {
-    llvm::errs() << "kilnc: unknown precision '" << precision
-                 << "' (expected fp32, tf32, fp16 or bf16)\n";
-    return 1;
-  }
-  if (precision == "fp32" && (!keepFp32.empty() || !calibrateDir.empty() ||
-                              !calibrationRanges.empty())) {
-    llvm::errs() << "kilnc: --keep-fp32, --calibrate and --calibration-ranges "
-                    "need --precision=tf32, fp16 or bf16\n";
-    return 1;
-  }
-  if (outputFile.empty() && dumpAfter.empty()) {
-    llvm::errs() << "kilnc: no output file (-o model.so)\n";
-    return 1;
-  }
 
   DialectRegistry registry;
   kiln::registerKilnDialects(registry);
@@ -251,58 +368,23 @@ int main(int argc, char **argv) {
   // Diagnostics go to stderr as "location: error: message".
   llvm::SourceMgr sourceMgr;
   SourceMgrDiagnosticHandler handler(sourceMgr, &context, llvm::errs());
+  if (inputFile.empty())
+    return printStagePipeline(context, options);
 
-  kiln::OnnxImportOptions importOptions;
-  for (const std::string &b : boundDims) {
-    size_t eq = b.find('=');
-    long long v = 0;
-    if (eq == std::string::npos || eq == 0 ||
-        llvm::StringRef(b).substr(eq + 1).getAsInteger(10, v) || v < 0) {
-      llvm::errs() << "kilnc: --dim expects NAME=VALUE with a non-negative "
-                      "integer, got '"
-                   << b << "'\n";
-      return 1;
-    }
-    importOptions.boundDims[b.substr(0, eq)] = v;
-  }
   // --external-weights: the importer collects the large initializers; they
-  // are written here, before compiling (--calibrate runs the model).
+  // are written before compiling (--calibrate runs the model).
   kiln::ExternalWeights weights;
   std::string weightsPath;
   bool useExternalWeights = externalWeights.getNumOccurrences() > 0;
-  if (externalWeightsMinBytes.getNumOccurrences() && !useExternalWeights) {
-    llvm::errs() << "kilnc: --external-weights-min-bytes needs "
-                    "--external-weights\n";
-    return 1;
-  }
-  if (useExternalWeights) {
-    if (externalWeightsMinBytes < 0) {
-      llvm::errs() << "kilnc: --external-weights-min-bytes must be "
-                      "non-negative\n";
-      return 1;
-    }
-    weightsPath = externalWeights;
-    if (weightsPath.empty() && !outputFile.empty()) {
-      llvm::SmallString<256> p(outputFile.getValue());
-      if (llvm::sys::path::extension(p) == ".so")
-        llvm::sys::path::replace_extension(p, ".weights");
-      else
-        p += ".weights";
-      weightsPath = p.str().str();
-    }
-    weights.minBytes = externalWeightsMinBytes;
-    weights.fileName = weightsPath.empty()
-                           ? std::string("model.weights")
-                           : llvm::sys::path::filename(weightsPath).str();
-    importOptions.externalWeights = &weights;
-  }
+  if (useExternalWeights)
+    planExternalWeights(weights, weightsPath, importOptions);
   OwningOpRef<ModuleOp> module =
       kiln::importOnnxFile(&context, inputFile, importOptions);
   if (!module)
     return 1;
-  bool wroteWeights = false;
+  bool keepWeights = false;
   auto removeWeights = llvm::scope_exit([&] {
-    if (wroteWeights) {
+    if (useExternalWeights && !outputFile.empty() && !keepWeights) {
       llvm::sys::fs::remove(weightsPath);
       llvm::sys::fs::remove(weightsPath + ".json");
     }
@@ -310,11 +392,8 @@ int main(int argc, char **argv) {
   if (useExternalWeights && !outputFile.empty()) {
     std::string error;
     if (!kiln::writeExternalWeights(weights, weightsPath, weightsPath + ".json",
-                                    inputFile, error)) {
-      llvm::errs() << "kilnc: " << error << "\n";
-      return 1;
-    }
-    wroteWeights = true;
+                                    inputFile, error))
+      return (void)fail(error), 1;
     for (kiln::ExternalWeight &w : weights.weights)
       std::string().swap(w.data);
     // The calibration build loads its weights from here.
@@ -328,74 +407,22 @@ int main(int argc, char **argv) {
       return 0;
   }
 
-  kiln::CompileOptions options;
-  options.target = target;
-  options.gpuTiledContractions = gpuTiledContractions;
-  options.gpuWarpReductions = gpuWarpReductions;
-  options.gpuTensorCores = gpuTensorCores;
-  options.optLevel = optLevel;
-  options.dumpAfter = dumpAfter;
-  options.dump = [](llvm::StringRef, ModuleOp m) {
-    m.print(llvm::outs());
-    llvm::outs() << "\n";
-  };
   bool reportFailed = false;
-  if (!reportFile.empty()) {
-    options.afterHost = [&](ModuleOp m) {
-      llvm::json::Value report = kiln::buildCompileReport(m);
-      std::error_code ec;
-      llvm::raw_fd_ostream os(reportFile, ec);
-      if (ec) {
-        llvm::errs() << "kilnc: cannot write '" << reportFile
-                     << "': " << ec.message() << "\n";
-        reportFailed = true;
-        return;
-      }
-      os << llvm::formatv("{0:2}", report) << "\n";
-      kiln::printReportSummary(report, llvm::outs());
-    };
-  }
-  std::string exe = llvm::sys::fs::getMainExecutable(argv[0], (void *)&main);
-  llvm::SmallString<256> lib(
-      llvm::sys::path::parent_path(llvm::sys::path::parent_path(exe)));
-  llvm::sys::path::append(lib, "lib", "libKilnModelRuntime.a");
-  options.runtimeLibrary = lib.str().str();
-
-  options.precision = precision;
-  options.keepFp32.assign(keepFp32.begin(), keepFp32.end());
-  for (const std::string &n : exposeIntermediates) {
-    options.exposeIntermediates = true;
-    if (n != "all" && !n.empty())
-      options.exposeNodes.push_back(n);
-  }
-  options.calibrationRanges = calibrationRanges;
+  if (!reportFile.empty())
+    addReport(options, reportFailed);
   llvm::SmallString<128> tmpRanges;
   auto removeTmp = llvm::scope_exit([&] {
     if (!tmpRanges.empty())
       llvm::sys::fs::remove(tmpRanges);
   });
-  if (!calibrateDir.empty()) {
-    if (calibrationRanges.empty()) {
-      if (llvm::sys::fs::createTemporaryFile("kiln-ranges", "json",
-                                             tmpRanges)) {
-        llvm::errs() << "kilnc: cannot create a temporary file\n";
-        return 1;
-      }
-      options.calibrationRanges = tmpRanges.str().str();
-    }
-    if (failed(kiln::calibrateRanges(*module, calibrateDir,
-                                     options.calibrationRanges, options)))
-      return 1;
-  }
+  if (!calibrateDir.empty() && failed(calibrate(*module, options, tmpRanges)))
+    return 1;
 
-  if (outputFile.empty()) {
-    // Dump only: run the stages without emitting code.
-    return failed(kiln::lowerToLLVMDialect(*module, options)) || reportFailed
-               ? 1
-               : 0;
-  }
+  // Without -o: run the stages (dumps, pipelines) without emitting code.
+  if (outputFile.empty())
+    return failed(kiln::lowerToLLVMDialect(*module, options)) || reportFailed;
   if (failed(kiln::compileToSharedLibrary(*module, outputFile, options)))
     return 1;
-  wroteWeights = false; // keep them: the model needs them
+  keepWeights = true; // the model needs them
   return reportFailed ? 1 : 0;
 }

@@ -14,6 +14,7 @@
 #include "llvm/Support/JSON.h"
 
 #include <functional>
+#include <memory>
 #include <string>
 #include <vector>
 
@@ -32,6 +33,11 @@ void registerAllKilnPasses();
 /// the device image for cuda), llvm (LLVM dialect).
 llvm::ArrayRef<llvm::StringLiteral> getStageNames();
 
+/// Everything that decides what the compiler produces: kilnc's flags, the
+/// options of kiln-opt's `kiln-<stage>-pipeline`s (the same names without the
+/// leading dashes, e.g. `--kiln-graph-pipeline=precision=fp16 opt-level=2`)
+/// and the embedding API all fill this one struct, and buildStagePipeline
+/// builds every stage from it.
 struct CompileOptions {
   /// `--target=`: cpu, cuda, cuda:<chip> (see Target.h).
   std::string target = "cpu";
@@ -43,6 +49,10 @@ struct CompileOptions {
   /// Stage after which to call `dump` with the module ("" for none).
   std::string dumpAfter;
   std::function<void(llvm::StringRef stage, ModuleOp module)> dump;
+  /// Stage whose pass pipeline to print (textual form, one line) to
+  /// `printPipelineTo` before it runs ("" for none): kilnc --print-pipeline.
+  std::string printPipeline;
+  llvm::raw_ostream *printPipelineTo = nullptr;
   /// Called with the module after the host stage (kernels formed, memory
   /// planned): where the compile report is taken.
   std::function<void(ModuleOp module)> afterHost;
@@ -61,11 +71,23 @@ struct CompileOptions {
   /// (kiln-expose-intermediates): all, or only `exposeNodes` when not empty.
   bool exposeIntermediates = false;
   std::vector<std::string> exposeNodes;
+
+  /// Checks what a user can get wrong: the target's spelling, the -O range,
+  /// the precision's name, and options that need another (--keep-fp32 and
+  /// calibration ranges need a precision other than fp32). On failure
+  /// `error` holds one message.
+  LogicalResult verify(std::string &error) const;
 };
 
-/// The graph-stage passes `options` asks for after the graph optimizer:
-/// kiln-expose-intermediates, kiln-mixed-precision (Precision.cpp).
-void buildPrecisionPasses(OpPassManager &pm, const CompileOptions &options);
+/// Sets exposeIntermediates/exposeNodes from kilnc's spelling: "all", or
+/// node names (empty: expose nothing).
+void setExposeIntermediates(CompileOptions &options,
+                            llvm::ArrayRef<std::string> nodes);
+
+/// The target `options.target` names, with the GPU codegen choices of
+/// `options`; null with a message in `error` when the spelling is unknown.
+std::unique_ptr<Target> createTarget(const CompileOptions &options,
+                                     std::string &error);
 
 /// `kilnc --calibrate=DIR`: compiles `module` (imported, not yet lowered;
 /// left unchanged) in fp32 with every intermediate exposed, runs it through
@@ -83,11 +105,15 @@ llvm::json::Value buildCompileReport(ModuleOp module);
 /// A readable summary of a report.
 void printReportSummary(const llvm::json::Value &report, llvm::raw_ostream &os);
 
-/// Adds the passes of `stage` to `pm`; `optLevel` 0 leaves out the graph
-/// optimizer (simplification, fusion). `target` null means the CPU.
+/// Adds the passes of `stage` (one of getStageNames() after "import") to
+/// `pm`, as `options` asks: -O0 leaves out the graph optimizer
+/// (simplification, fusion); the graph stage ends with the precision passes
+/// (kiln-expose-intermediates, kiln-mixed-precision); bufferize and codegen
+/// are the target's. kilnc, kiln-opt's `kiln-<stage>-pipeline`s and the
+/// embedding API all build their stages here. Fails for an unknown stage.
 LogicalResult buildStagePipeline(OpPassManager &pm, llvm::StringRef stage,
-                                 int optLevel = 2,
-                                 const Target *target = nullptr);
+                                 const CompileOptions &options,
+                                 const Target &target);
 
 /// Runs the stages after import on `module`, ending in the LLVM dialect.
 LogicalResult lowerToLLVMDialect(ModuleOp module,

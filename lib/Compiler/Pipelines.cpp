@@ -1,0 +1,363 @@
+//===- Pipelines.cpp - Kiln's stages as pass pipelines --------------------===//
+//
+// The stages of the flow (getStageNames), each built from CompileOptions by
+// buildStagePipeline: kilnc runs them in order (lowerToLLVMDialect) and
+// kiln-opt registers each as `kiln-<stage>-pipeline` with CompileOptions'
+// fields as pipeline options, so both build the same passes.
+//
+//===----------------------------------------------------------------------===//
+
+#include "kiln/Compiler/Compiler.h"
+
+#include "kiln/Conversion/Passes.h"
+#include "kiln/Dialect/Kiln/IR/KilnDialect.h"
+#include "kiln/Dialect/Kiln/Transforms/Passes.h"
+#include "kiln/Dialect/Onnx/IR/OnnxDialect.h"
+#include "kiln/Dialect/Onnx/Transforms/Passes.h"
+#include "kiln/Target/Passes.h"
+#include "kiln/Target/Target.h"
+
+#include "mlir/Conversion/AffineToStandard/AffineToStandard.h"
+#include "mlir/Conversion/MathToLibm/MathToLibm.h"
+#include "mlir/Conversion/ReconcileUnrealizedCasts/ReconcileUnrealizedCasts.h"
+#include "mlir/Conversion/SCFToControlFlow/SCFToControlFlow.h"
+#include "mlir/Dialect/Affine/IR/AffineOps.h"
+#include "mlir/Dialect/Arith/IR/Arith.h"
+#include "mlir/Dialect/Arith/Transforms/BufferizableOpInterfaceImpl.h"
+#include "mlir/Dialect/Arith/Transforms/Passes.h"
+#include "mlir/Dialect/Bufferization/IR/Bufferization.h"
+#include "mlir/Dialect/Bufferization/Pipelines/Passes.h"
+#include "mlir/Dialect/Bufferization/Transforms/FuncBufferizableOpInterfaceImpl.h"
+#include "mlir/Dialect/Bufferization/Transforms/Passes.h"
+#include "mlir/Dialect/ControlFlow/IR/ControlFlow.h"
+#include "mlir/Dialect/Func/IR/FuncOps.h"
+#include "mlir/Dialect/Index/IR/IndexDialect.h"
+#include "mlir/Dialect/LLVMIR/LLVMDialect.h"
+#include "mlir/Dialect/Linalg/IR/Linalg.h"
+#include "mlir/Dialect/Linalg/Passes.h"
+#include "mlir/Dialect/Linalg/Transforms/BufferizableOpInterfaceImpl.h"
+#include "mlir/Dialect/Math/IR/Math.h"
+#include "mlir/Dialect/MemRef/IR/MemRef.h"
+#include "mlir/Dialect/MemRef/Transforms/Passes.h"
+#include "mlir/Dialect/SCF/IR/SCF.h"
+#include "mlir/Dialect/SCF/Transforms/BufferizableOpInterfaceImpl.h"
+#include "mlir/Dialect/Tensor/IR/Tensor.h"
+#include "mlir/Dialect/Tensor/IR/TensorInferTypeOpInterfaceImpl.h"
+#include "mlir/Dialect/Tensor/Transforms/BufferizableOpInterfaceImpl.h"
+#include "mlir/Dialect/Tensor/Transforms/Transforms.h"
+#include "mlir/Dialect/UB/IR/UBOps.h"
+#include "mlir/ExecutionEngine/OptUtils.h"
+#include "mlir/Pass/PassManager.h"
+#include "mlir/Pass/PassRegistry.h"
+#include "mlir/Target/LLVMIR/Dialect/Builtin/BuiltinToLLVMIRTranslation.h"
+#include "mlir/Target/LLVMIR/Dialect/LLVMIR/LLVMToLLVMIRTranslation.h"
+#include "mlir/Target/LLVMIR/Export.h"
+#include "mlir/Transforms/GreedyPatternRewriteDriver.h"
+#include "mlir/Transforms/Passes.h"
+
+#include "llvm/ADT/ScopeExit.h"
+#include "llvm/IR/LegacyPassManager.h"
+#include "llvm/IR/Module.h"
+#include "llvm/MC/TargetRegistry.h"
+#include "llvm/Support/FileSystem.h"
+#include "llvm/Support/MemoryBuffer.h"
+#include "llvm/Support/Path.h"
+#include "llvm/Support/Program.h"
+#include "llvm/Support/TargetSelect.h"
+#include "llvm/Target/TargetMachine.h"
+#include "llvm/TargetParser/Host.h"
+
+#include "kiln/Dialect/Onnx/Transforms/Passes.h"
+
+using namespace mlir;
+using namespace mlir::kiln;
+
+void mlir::kiln::registerKilnDialects(DialectRegistry &registry) {
+  registry.insert<onnxops::OnnxDialect, KilnDialect, affine::AffineDialect,
+                  arith::ArithDialect, bufferization::BufferizationDialect,
+                  cf::ControlFlowDialect, func::FuncDialect,
+                  index::IndexDialect, linalg::LinalgDialect, LLVM::LLVMDialect,
+                  math::MathDialect, memref::MemRefDialect, scf::SCFDialect,
+                  tensor::TensorDialect, ub::UBDialect>();
+  arith::registerBufferizableOpInterfaceExternalModels(registry);
+  bufferization::func_ext::registerBufferizableOpInterfaceExternalModels(
+      registry);
+  linalg::registerBufferizableOpInterfaceExternalModels(registry);
+  scf::registerBufferizableOpInterfaceExternalModels(registry);
+  tensor::registerBufferizableOpInterfaceExternalModels(registry);
+  tensor::registerInferTypeOpInterfaceExternalModels(registry);
+  registerBuiltinDialectTranslation(registry);
+  registerLLVMDialectTranslation(registry);
+  registerTargetDialects(registry);
+}
+
+static const llvm::StringLiteral kStages[] = {"import",  "graph", "lower",
+                                              "kernels", "host",  "bufferize",
+                                              "codegen", "llvm"};
+
+ArrayRef<llvm::StringLiteral> mlir::kiln::getStageNames() { return kStages; }
+
+namespace {
+/// Decomposes tensor.concat into insert_slices so kernels can bufferize it.
+struct DecomposeConcatPass
+    : public PassWrapper<DecomposeConcatPass, OperationPass<ModuleOp>> {
+  MLIR_DEFINE_EXPLICIT_INTERNAL_INLINE_TYPE_ID(DecomposeConcatPass)
+  StringRef getArgument() const final { return "kiln-decompose-concat"; }
+  StringRef getDescription() const final {
+    return "Decomposes tensor.concat into tensor.insert_slice";
+  }
+  void runOnOperation() override {
+    RewritePatternSet patterns(&getContext());
+    tensor::populateDecomposeTensorConcatPatterns(patterns);
+    if (failed(applyPatternsGreedily(getOperation(), std::move(patterns))))
+      signalPassFailure();
+  }
+};
+
+/// The options of kiln-opt's `kiln-<stage>-pipeline`s: CompileOptions under
+/// kilnc's flag names (without the leading dashes; -O is `opt-level`).
+struct StagePipelineOptions : public PassPipelineOptions<StagePipelineOptions> {
+  Option<std::string> target{*this, "target",
+                             llvm::cl::desc("cpu, cuda or cuda:<chip>"),
+                             llvm::cl::init("cpu")};
+  Option<int> optLevel{*this, "opt-level",
+                       llvm::cl::desc("Optimization level (kilnc -O)"),
+                       llvm::cl::init(2)};
+  Option<std::string> precision{*this, "precision",
+                                llvm::cl::desc("fp32, tf32, fp16 or bf16"),
+                                llvm::cl::init("fp32")};
+  ListOption<std::string> keepFp32{
+      *this, "keep-fp32",
+      llvm::cl::desc("ONNX node names or op types kept in fp32")};
+  Option<std::string> calibrationRanges{
+      *this, "calibration-ranges",
+      llvm::cl::desc("Calibration ranges (JSON) for the mixed precision pass"),
+      llvm::cl::init("")};
+  ListOption<std::string> exposeIntermediates{
+      *this, "expose-intermediates",
+      llvm::cl::desc("Return intermediate values as outputs: all, or these "
+                     "nodes'")};
+  Option<bool> gpuTiledContractions{
+      *this, "gpu-tiled-contractions",
+      llvm::cl::desc("GPU: shared-memory tiled contractions"),
+      llvm::cl::init(true)};
+  Option<bool> gpuWarpReductions{
+      *this, "gpu-warp-reductions",
+      llvm::cl::desc("GPU: one warp per output for row reductions"),
+      llvm::cl::init(true)};
+  Option<bool> gpuTensorCores{
+      *this, "gpu-tensor-cores",
+      llvm::cl::desc("GPU: half contractions on tensor cores"),
+      llvm::cl::init(true)};
+
+  CompileOptions toCompileOptions() const {
+    CompileOptions o;
+    o.target = target;
+    o.optLevel = optLevel;
+    o.precision = precision;
+    o.keepFp32.assign(keepFp32.begin(), keepFp32.end());
+    o.calibrationRanges = calibrationRanges;
+    setExposeIntermediates(o, exposeIntermediates);
+    o.gpuTiledContractions = gpuTiledContractions;
+    o.gpuWarpReductions = gpuWarpReductions;
+    o.gpuTensorCores = gpuTensorCores;
+    return o;
+  }
+};
+} // namespace
+
+void mlir::kiln::setExposeIntermediates(CompileOptions &options,
+                                        ArrayRef<std::string> nodes) {
+  options.exposeIntermediates = false;
+  options.exposeNodes.clear();
+  for (const std::string &n : nodes) {
+    options.exposeIntermediates = true;
+    if (n != "all" && !n.empty())
+      options.exposeNodes.push_back(n);
+  }
+}
+
+/// The graph-stage passes `options` asks for after the graph optimizer:
+/// kiln-expose-intermediates, kiln-mixed-precision.
+static void buildPrecisionPasses(OpPassManager &pm,
+                                 const CompileOptions &options) {
+  if (options.exposeIntermediates) {
+    KilnExposeIntermediatesOptions o;
+    o.nodes.assign(options.exposeNodes.begin(), options.exposeNodes.end());
+    pm.addPass(createKilnExposeIntermediates(o));
+  }
+  if (!options.precision.empty() && options.precision != "fp32") {
+    KilnMixedPrecisionOptions o;
+    o.precision = options.precision;
+    o.keepFp32.assign(options.keepFp32.begin(), options.keepFp32.end());
+    o.ranges = options.calibrationRanges;
+    pm.addPass(createKilnMixedPrecision(o));
+    pm.addPass(createCanonicalizerPass());
+    pm.addPass(createCSEPass());
+  }
+}
+
+LogicalResult mlir::kiln::buildStagePipeline(OpPassManager &pm, StringRef stage,
+                                             const CompileOptions &options,
+                                             const Target &targetRef) {
+  const Target *target = &targetRef;
+  int optLevel = options.optLevel;
+  if (stage == "graph") {
+    pm.addNestedPass<func::FuncOp>(createKilnOnnxInferShapes());
+    if (optLevel >= 1) {
+      // Folding makes shapes static, which lets more fold: twice.
+      for (int i = 0; i < 2; ++i) {
+        pm.addNestedPass<func::FuncOp>(createKilnOnnxSimplify());
+        pm.addPass(createCanonicalizerPass());
+        pm.addPass(createCSEPass());
+        pm.addNestedPass<func::FuncOp>(createKilnOnnxInferShapes());
+      }
+    }
+    buildPrecisionPasses(pm, options);
+  } else if (stage == "lower") {
+    pm.addNestedPass<func::FuncOp>(createKilnConvertOnnxToLinalg());
+    pm.addPass(createCanonicalizerPass());
+    pm.addPass(createCSEPass());
+  } else if (stage == "kernels") {
+    pm.addNestedPass<func::FuncOp>(createKilnFormKernels());
+    pm.addPass(createCanonicalizerPass());
+    pm.addPass(createCSEPass());
+    if (optLevel >= 1) {
+      // No CSE after fusion: merged kernels keep one init per computation
+      // (a shared init would make empty-tensor elimination write two
+      // results into one destination).
+      pm.addNestedPass<func::FuncOp>(createKilnFuseKernels());
+      pm.addPass(createCanonicalizerPass());
+    }
+  } else if (stage == "host") {
+    pm.addPass(createKilnOutlineKernels());
+    if (optLevel >= 1)
+      pm.addPass(createKilnHoistWeightKernels());
+    pm.addPass(createKilnPlanMemory());
+    pm.addPass(createCanonicalizerPass());
+  } else if (stage == "bufferize") {
+    pm.addPass(std::make_unique<DecomposeConcatPass>());
+    pm.addPass(bufferization::createEmptyTensorEliminationPass());
+    bufferization::OneShotBufferizePassOptions bopts;
+    bopts.bufferizeFunctionBoundaries = false;
+    pm.addPass(bufferization::createOneShotBufferizePass(bopts));
+    // On a device, buffers inside kernels become run-scoped scratch
+    // (kiln-map-kernels-to-gpu): nothing to free.
+    if (!target->isDevice()) {
+      bufferization::BufferDeallocationPipelineOptions dopts;
+      bufferization::buildBufferDeallocationPipeline(pm, dopts);
+    }
+    pm.addPass(createCanonicalizerPass());
+  } else if (stage == "codegen") {
+    target->buildCodegenPipeline(pm);
+  } else if (stage == "llvm") {
+    pm.addPass(arith::createArithExpandOpsPass());
+    pm.addPass(memref::createExpandStridedMetadataPass());
+    pm.addPass(createLowerAffinePass());
+    pm.addPass(createSCFToControlFlowPass());
+    pm.addPass(createConvertMathToLibmPass());
+    pm.addPass(createKilnConvertHostToLLVM());
+    pm.addPass(createReconcileUnrealizedCastsPass());
+  } else {
+    return failure();
+  }
+  return success();
+}
+
+void mlir::kiln::registerAllKilnPasses() {
+  registerKilnOnnxPasses();
+  registerKilnPasses();
+  registerKilnConversionPasses();
+  registerKilnTargetPasses();
+  PassRegistration<DecomposeConcatPass>();
+  for (StringRef stage : ArrayRef(kStages).drop_front()) {
+    std::string name = ("kiln-" + stage + "-pipeline").str();
+    registerPassPipeline(
+        name, ("Kiln's '" + stage + "' stage, as kilnc builds it").str(),
+        [stage](OpPassManager &pm, StringRef text,
+                function_ref<LogicalResult(const Twine &)> errorHandler) {
+          StagePipelineOptions parsed;
+          if (failed(parsed.parseFromString(text)))
+            return failure();
+          CompileOptions options = parsed.toCompileOptions();
+          std::string error;
+          if (failed(options.verify(error)))
+            return errorHandler(error);
+          std::unique_ptr<Target> target = createTarget(options, error);
+          if (!target)
+            return errorHandler(error);
+          return buildStagePipeline(pm, stage, options, *target);
+        },
+        [](function_ref<void(const mlir::detail::PassOptions &)> optHandler) {
+          optHandler(StagePipelineOptions());
+        });
+  }
+  PassPipelineRegistration<>(
+      "kiln-cuda-codegen-pipeline",
+      "Kiln's 'codegen' stage for --target=cuda (sm_90); the same as "
+      "kiln-codegen-pipeline=target=cuda",
+      [](OpPassManager &pm) {
+        createNVPTXTarget("sm_90")->buildCodegenPipeline(pm);
+      });
+}
+
+LogicalResult CompileOptions::verify(std::string &error) const {
+  std::string targetError;
+  if (!parseTarget(target, targetError)) {
+    error = targetError;
+    return failure();
+  }
+  if (optLevel < 0 || optLevel > 3) {
+    error = "-O must be 0, 1, 2 or 3";
+    return failure();
+  }
+  if (!llvm::is_contained({"fp32", "tf32", "fp16", "bf16"}, precision)) {
+    error = "unknown precision '" + precision +
+            "' (expected fp32, tf32, fp16 or bf16)";
+    return failure();
+  }
+  if (precision == "fp32" &&
+      (!keepFp32.empty() || !calibrationRanges.empty())) {
+    error = "--keep-fp32, --calibrate and --calibration-ranges need "
+            "--precision=tf32, fp16 or bf16";
+    return failure();
+  }
+  return success();
+}
+
+std::unique_ptr<Target> mlir::kiln::createTarget(const CompileOptions &options,
+                                                 std::string &error) {
+  GPUCodegenOptions gpu;
+  gpu.tiledContractions = options.gpuTiledContractions;
+  gpu.warpReductions = options.gpuWarpReductions;
+  gpu.tensorCores = options.gpuTensorCores;
+  return parseTarget(options.target, error, gpu);
+}
+
+LogicalResult mlir::kiln::lowerToLLVMDialect(ModuleOp module,
+                                             const CompileOptions &options) {
+  std::string error;
+  if (failed(options.verify(error)))
+    return emitError(module.getLoc()) << error;
+  std::unique_ptr<Target> target = createTarget(options, error);
+  if (!target)
+    return emitError(module.getLoc()) << error;
+  if (!target->checkToolchain(error))
+    return emitError(module.getLoc()) << error;
+  for (StringRef stage : ArrayRef(kStages).drop_front()) {
+    PassManager pm(module.getContext(), ModuleOp::getOperationName());
+    if (failed(buildStagePipeline(pm, stage, options, *target)))
+      return failure();
+    if (options.printPipeline == stage && options.printPipelineTo) {
+      pm.printAsTextualPipeline(*options.printPipelineTo, /*pretty=*/true);
+      *options.printPipelineTo << "\n";
+    }
+    if (failed(pm.run(module)))
+      return failure();
+    if (options.dumpAfter == stage && options.dump)
+      options.dump(stage, module);
+    if (stage == "host" && options.afterHost)
+      options.afterHost(module);
+  }
+  return success();
+}
