@@ -292,13 +292,6 @@ void mlir::kiln::registerAllKilnPasses() {
           optHandler(StagePipelineOptions());
         });
   }
-  PassPipelineRegistration<>(
-      "kiln-cuda-codegen-pipeline",
-      "Kiln's 'codegen' stage for --target=cuda (sm_90); the same as "
-      "kiln-codegen-pipeline=target=cuda",
-      [](OpPassManager &pm) {
-        createNVPTXTarget("sm_90")->buildCodegenPipeline(pm);
-      });
 }
 
 LogicalResult CompileOptions::verify(std::string &error) const {
