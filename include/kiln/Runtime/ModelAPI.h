@@ -1,9 +1,13 @@
-/*===- ModelAPI.h - Between the loader and a model's runtime ----*- C -*-===*
+/*===- kiln/Runtime/ModelAPI.h - Between the loader and a model --*- C -*-===*
  *
- * model.so exports exactly one symbol, `kiln_model_api_v1`, returning a table
- * of entry points implemented by the runtime linked into it (ModelRuntime.c).
- * The loader (Loader.c, libkiln_runtime) dlopens model.so, looks the symbol
- * up and forwards the public API (kiln-c/runtime.h) to the table.
+ * Internal to Kiln's runtime (not installed for users): model.so exports
+ * exactly one symbol, `kiln_model_api_v2`, returning a table of entry points
+ * implemented by the runtime linked into it (lib/Runtime/Model). The loader
+ * (lib/Runtime/Loader, libkiln_runtime) dlopens model.so, looks the symbol
+ * up and forwards the public API (kiln-c/runtime.h) to the table. A model
+ * built before version 4 exports `kiln_model_api_v1` instead: the loader
+ * looks that up only to name the model's version in its INCOMPATIBLE
+ * status (the first two fields of every version's table are the same).
  *
  * Objects that cross the boundary and outlive a call (kiln_status_t,
  * kiln_tensor_t) are plain malloc/posix_memalign allocations with the layout
@@ -11,8 +15,8 @@
  * them, even after the model was unloaded. Bump KILN_MODEL_ABI_VERSION on any
  * change to this file or to the structs of kiln-c/runtime.h.
  *===----------------------------------------------------------------------===*/
-#ifndef KILN_LIB_RUNTIME_MODELAPI_H
-#define KILN_LIB_RUNTIME_MODELAPI_H
+#ifndef KILN_RUNTIME_MODELAPI_H
+#define KILN_RUNTIME_MODELAPI_H
 
 #include "kiln-c/runtime.h"
 
@@ -23,11 +27,17 @@
 extern "C" {
 #endif
 
-/* 2: device models (device_name, cuda stream/graphs, run_device).
+/* 2: device models (device_name, device stream/graphs, run_device).
  * 3: external weights (model_create takes the model's and the weights
- *    file's paths; weights_path). */
-#define KILN_MODEL_ABI_VERSION 3u
-#define KILN_MODEL_API_SYMBOL "kiln_model_api_v1"
+ *    file's paths; weights_path).
+ * 4: device-neutral names (kiln_rt_launch_device, kiln_model_device_image*,
+ *    instance_set_stream/graphs), options through the API (model_create and
+ *    instance_create take option structs), tensor names; the table is
+ *    exported as kiln_model_api_v2. */
+#define KILN_MODEL_ABI_VERSION 4u
+#define KILN_MODEL_API_SYMBOL "kiln_model_api_v2"
+/* What models of ABI versions 1 to 3 export. */
+#define KILN_MODEL_API_V1_SYMBOL "kiln_model_api_v1"
 
 /* One malloc'ed block; `message` is NUL-terminated. A status with
  * `is_static` set is a preallocated out-of-memory status and is not freed. */
@@ -37,8 +47,9 @@ struct kiln_status {
   char message[];
 };
 
-/* One malloc'ed block holding the struct and `dims` (which points just past
- * it); `data` is a separate posix_memalign(64) allocation (never NULL). */
+/* One malloc'ed block holding the struct, `dims` (which points just past
+ * it) and `name` (NUL-terminated, after the dims; "" when unnamed); `data`
+ * is a separate posix_memalign(64) allocation (never NULL). */
 struct kiln_tensor {
   kiln_dtype_t dtype;
   size_t rank;
@@ -46,19 +57,22 @@ struct kiln_tensor {
   void *data;
   size_t num_elements;
   size_t byte_size;
+  const char *name;
 };
 
 typedef struct kiln_model_impl kiln_model_impl;
 typedef struct kiln_instance_impl kiln_instance_impl;
 
-typedef struct kiln_model_api_v1_table {
+typedef struct kiln_model_api_v2_table {
   uint32_t abi_version; /* KILN_MODEL_ABI_VERSION of the model's runtime */
-  uint32_t struct_size; /* sizeof(kiln_model_api_v1_table) */
+  uint32_t struct_size; /* sizeof(kiln_model_api_v2_table) */
   /* `model_path`: the path the loader opened (the default weights file is
-   * looked up next to it); `weights_path`: the caller's weights file or
-   * NULL (KILN_WEIGHTS, then the default). */
+   * looked up next to it). `options`: the caller's options as given (never
+   * NULL; struct_size is this version's, fields the caller did not know are
+   * unset); the model's runtime fills unset fields from the environment
+   * (kiln_rt_options_from_env, the one place that reads it). */
   kiln_status_t *(*model_create)(const char *model_path,
-                                 const char *weights_path,
+                                 const kiln_model_options_t *options,
                                  kiln_model_impl **out_model);
   void (*model_destroy)(kiln_model_impl *model);
   size_t (*num_inputs)(const kiln_model_impl *model);
@@ -68,7 +82,9 @@ typedef struct kiln_model_api_v1_table {
   kiln_status_t *(*output_info)(const kiln_model_impl *model, size_t index,
                                 kiln_value_info_t *out_info);
   uint64_t (*arena_size)(const kiln_model_impl *model);
+  /* `options` as for model_create. */
   kiln_status_t *(*instance_create)(kiln_model_impl *model,
+                                    const kiln_instance_options_t *options,
                                     kiln_instance_impl **out_instance);
   void (*instance_destroy)(kiln_instance_impl *instance);
   kiln_status_t *(*instance_run)(kiln_instance_impl *instance,
@@ -77,10 +93,10 @@ typedef struct kiln_model_api_v1_table {
                                  size_t num_outputs);
   /* "cpu", "cuda:sm_90"; owned by the model. */
   const char *(*device_name)(const kiln_model_impl *model);
-  kiln_status_t *(*instance_set_cuda_stream)(kiln_instance_impl *instance,
-                                             void *stream);
-  kiln_status_t *(*instance_set_cuda_graphs)(kiln_instance_impl *instance,
-                                             int enable);
+  kiln_status_t *(*instance_set_stream)(kiln_instance_impl *instance,
+                                        void *stream);
+  kiln_status_t *(*instance_set_graphs)(kiln_instance_impl *instance,
+                                        int enable);
   kiln_status_t *(*instance_run_device)(kiln_instance_impl *instance,
                                         const kiln_tensor_view_t *inputs,
                                         size_t num_inputs,
@@ -88,15 +104,22 @@ typedef struct kiln_model_api_v1_table {
                                         size_t num_outputs);
   /* The memory-mapped weights file; "" without external weights. */
   const char *(*weights_path)(const kiln_model_impl *model);
-} kiln_model_api_v1_table;
+} kiln_model_api_v2_table;
 
-typedef const kiln_model_api_v1_table *(*kiln_model_api_v1_fn)(void);
+typedef const kiln_model_api_v2_table *(*kiln_model_api_v2_fn)(void);
+
+/* The fields every version's table starts with. */
+typedef struct kiln_model_api_header {
+  uint32_t abi_version;
+  uint32_t struct_size;
+} kiln_model_api_header;
+typedef const kiln_model_api_header *(*kiln_model_api_header_fn)(void);
 
 /* Defined by the runtime in model.so; the only symbol model.so exports. */
-const kiln_model_api_v1_table *kiln_model_api_v1(void);
+const kiln_model_api_v2_table *kiln_model_api_v2(void);
 
 #ifdef __cplusplus
 }
 #endif
 
-#endif /* KILN_LIB_RUNTIME_MODELAPI_H */
+#endif /* KILN_RUNTIME_MODELAPI_H */
