@@ -38,7 +38,7 @@ extern "C" {
 /* A device address (what kiln_rt_input etc. return on a device, as an
  * integer). */
 typedef uint64_t kiln_device_ptr;
-/* 0: success; otherwise the driver's error code (e.g. a CUresult). */
+/* 0: success; otherwise the driver's own error code. */
 typedef int kiln_device_result;
 
 typedef struct kiln_device kiln_device;             /* per model */
@@ -61,10 +61,10 @@ typedef enum kiln_device_op {
 
 /* What the model runtime resolved for kiln_device_driver.open. */
 typedef struct kiln_device_open_args {
-  const char *chip;    /* the signature's chip ("sm_90"), never NULL */
+  const char *chip;    /* the signature's chip, never NULL */
   const char *library; /* the driver library to dlopen; NULL: the default */
   int32_t ordinal;     /* the device index (>= 0) */
-  /* Where `ordinal` came from, for messages: "KILN_CUDA_DEVICE" or "the
+  /* Where `ordinal` came from, for messages: "KILN_<KIND>_DEVICE" or "the
    * device_ordinal option"; NULL for the default. */
   const char *ordinal_source;
 } kiln_device_open_args;
@@ -80,11 +80,12 @@ typedef struct kiln_device_launch {
 } kiln_device_launch;
 
 typedef struct kiln_device_driver {
-  /* The signature's device kind, also the kind of device image the driver
-   * loads (kiln_model_device_image_kind), e.g. "cuda". */
+  /* The signature's device kind (its `device <kind> <chip>` record), also
+   * the kind of device image the driver loads
+   * (kiln_model_device_image_kind). */
   const char *kind;
-  /* Words for messages: the graph feature ("CUDA graph") and the names of
-   * the calls of kiln_device_op. */
+  /* Words for messages: the vendor's name of the graph feature and of the
+   * calls behind each kiln_device_op. */
   const char *graph_name;
   const char *op_names[KILN_DEVICE_OP_COUNT];
 
@@ -95,7 +96,7 @@ typedef struct kiln_device_driver {
   kiln_status_t *(*open)(const kiln_device_open_args *args,
                          kiln_device **out_device);
   void (*close)(kiln_device *device); /* accepts NULL */
-  /* "CUDA_ERROR_OUT_OF_MEMORY (out of memory)". */
+  /* The error's name and text, as the vendor's library words them. */
   void (*error_text)(const kiln_device *device, kiln_device_result result,
                      char *out, size_t size);
   int (*is_out_of_memory)(kiln_device_result result);
@@ -136,8 +137,8 @@ typedef struct kiln_device_driver {
   /* 1 while the queue runs on its own stream. */
   int (*on_own_stream)(const kiln_device_queue *queue);
   /* Launches one kernel on the stream (looking its function up on first
-   * use). On failure writes the failed call to `call` ("cuLaunchKernel(kernel
-   * 0 'scale', grid 1x1x1, block 64x1x1)"). */
+   * use). On failure writes the failed call and its arguments to `call`
+   * (kernel index and name, grid, block). */
   kiln_device_result (*launch)(kiln_device_queue *queue,
                                const kiln_device_launch *launch, char *call,
                                size_t call_size);

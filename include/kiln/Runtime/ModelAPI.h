@@ -91,7 +91,7 @@ typedef struct kiln_model_api_v2_table {
                                  const kiln_tensor_view_t *inputs,
                                  size_t num_inputs, kiln_tensor_t **out_outputs,
                                  size_t num_outputs);
-  /* "cpu", "cuda:sm_90"; owned by the model. */
+  /* "cpu" or "<kind>:<chip>"; owned by the model. */
   const char *(*device_name)(const kiln_model_impl *model);
   kiln_status_t *(*instance_set_stream)(kiln_instance_impl *instance,
                                         void *stream);

@@ -83,8 +83,8 @@ struct kiln_model_impl {
   kiln_meta_block *meta;
   /* The signature's device records. */
   int on_device;        /* a `device` record other than cpu */
-  char device_kind[16]; /* "cpu", "cuda" */
-  char device_name[48]; /* "cpu", "cuda:sm_90" */
+  char device_kind[16]; /* "cpu" or the signature's device kind */
+  char device_name[48]; /* "cpu" or "<kind>:<chip>" */
   char chip[32];        /* "sm_90"; "" on the cpu */
   uint64_t num_kernels, num_weights;
   int graph_capturable;
