@@ -315,6 +315,27 @@ TEST(AbiVersionTest, ModelFromALaterRuntime) {
   EXPECT_EQ(model, nullptr);
 }
 
+// What a loader of ABI versions 1 to 3 sees in a model of today: its
+// kiln_model_api_v1 returns a table whose version (checked first) is 4.
+TEST(AbiVersionTest, OlderLoadersSeeVersion4) {
+  struct Header {
+    uint32_t abi_version, struct_size;
+  };
+  void *library = dlopen(KILN_TEST_FAKE_MODEL, RTLD_NOW | RTLD_LOCAL);
+  ASSERT_NE(library, nullptr) << dlerror();
+  auto v1 = reinterpret_cast<const Header *(*)()>(
+      dlsym(library, "kiln_model_api_v1"));
+  ASSERT_NE(v1, nullptr);
+  EXPECT_EQ(v1()->abi_version, 4u);
+  EXPECT_EQ(v1()->struct_size, sizeof(Header));
+  auto v2 = reinterpret_cast<const Header *(*)()>(
+      dlsym(library, "kiln_model_api_v2"));
+  ASSERT_NE(v2, nullptr);
+  EXPECT_EQ(v2()->abi_version, 4u);
+  EXPECT_GT(v2()->struct_size, sizeof(Header));
+  dlclose(library);
+}
+
 //===----------------------------------------------------------------------===//
 // TensorProto files through the API
 //===----------------------------------------------------------------------===//

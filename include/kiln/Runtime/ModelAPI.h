@@ -1,13 +1,17 @@
 /*===- kiln/Runtime/ModelAPI.h - Between the loader and a model --*- C -*-===*
  *
  * Internal to Kiln's runtime (not installed for users): model.so exports
- * exactly one symbol, `kiln_model_api_v2`, returning a table of entry points
- * implemented by the runtime linked into it (lib/Runtime/Model). The loader
- * (lib/Runtime/Loader, libkiln_runtime) dlopens model.so, looks the symbol
- * up and forwards the public API (kiln-c/runtime.h) to the table. A model
- * built before version 4 exports `kiln_model_api_v1` instead: the loader
- * looks that up only to name the model's version in its INCOMPATIBLE
- * status (the first two fields of every version's table are the same).
+ * `kiln_model_api_v2`, returning a table of entry points implemented by the
+ * runtime linked into it (lib/Runtime/Model). The loader (lib/Runtime/Loader,
+ * libkiln_runtime) dlopens model.so, looks the symbol up and forwards the
+ * public API (kiln-c/runtime.h) to the table. Every version's table starts
+ * with the same two fields (kiln_model_api_header), so versions can be told
+ * apart without calling anything else:
+ *   - a model built before version 4 exports only `kiln_model_api_v1`: this
+ *     loader reads its version to name it in the INCOMPATIBLE status;
+ *   - a model of version 4 also exports `kiln_model_api_v1`, returning only
+ *     the header, so loaders of versions 1 to 3 (which check the version
+ *     first) refuse it naming version 4.
  *
  * Objects that cross the boundary and outlive a call (kiln_status_t,
  * kiln_tensor_t) are plain malloc/posix_memalign allocations with the layout
@@ -115,8 +119,9 @@ typedef struct kiln_model_api_header {
 } kiln_model_api_header;
 typedef const kiln_model_api_header *(*kiln_model_api_header_fn)(void);
 
-/* Defined by the runtime in model.so; the only symbol model.so exports. */
+/* Defined by the runtime in model.so: the only symbols model.so exports. */
 const kiln_model_api_v2_table *kiln_model_api_v2(void);
+const kiln_model_api_header *kiln_model_api_v1(void); /* header only */
 
 #ifdef __cplusplus
 }

@@ -6,8 +6,9 @@
  * kiln/Runtime/ModelABI.h. Device models (a `device` record other than cpu)
  * are handed to DeviceRuntime.c after the signature is parsed and inputs
  * are validated; it reaches the device through a driver table. Exposed to
- * the loader through the single exported symbol kiln_model_api_v2 (see
- * kiln/Runtime/ModelAPI.h); everything else is hidden. Plain C, no global
+ * the loader through the exported symbol kiln_model_api_v2 (see
+ * kiln/Runtime/ModelAPI.h; kiln_model_api_v1 only answers older loaders);
+ * everything else is hidden. Plain C, no global
  * mutable state: instances of one model run concurrently on different
  * threads.
  *===----------------------------------------------------------------------===*/
@@ -729,4 +730,16 @@ static const kiln_model_api_v2_table kApiTable = {
 __attribute__((visibility("default"))) const kiln_model_api_v2_table *
 kiln_model_api_v2(void) {
   return &kApiTable;
+}
+
+/* For loaders built before ABI version 4, which look up kiln_model_api_v1
+ * and check its version before anything else: a table of only the common
+ * header, so they refuse this model with INCOMPATIBLE naming version 4
+ * instead of calling it "not a Kiln model". */
+static const kiln_model_api_header kOldLoaderHeader = {
+    KILN_MODEL_ABI_VERSION, sizeof(kiln_model_api_header)};
+
+__attribute__((visibility("default"))) const kiln_model_api_header *
+kiln_model_api_v1(void) {
+  return &kOldLoaderHeader;
 }
