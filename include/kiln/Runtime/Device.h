@@ -92,7 +92,8 @@ typedef struct kiln_device_driver {
   /*--- Models ---*/
   /* Opens the library, finds the device and checks that it runs `chip`.
    * FAILED_PRECONDITION without a usable library or device, INCOMPATIBLE
-   * for a chip the driver does not know. */
+   * for a chip the driver does not know. *out_device may be set on failure
+   * too (what was opened so far): the caller closes it either way. */
   kiln_status_t *(*open)(const kiln_device_open_args *args,
                          kiln_device **out_device);
   void (*close)(kiln_device *device); /* accepts NULL */

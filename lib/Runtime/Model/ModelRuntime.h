@@ -85,7 +85,7 @@ struct kiln_model_impl {
   int on_device;        /* a `device` record other than cpu */
   char device_kind[16]; /* "cpu" or the signature's device kind */
   char device_name[48]; /* "cpu" or "<kind>:<chip>" */
-  char chip[32];        /* "sm_90"; "" on the cpu */
+  char chip[32];        /* the signature's chip; "" on the cpu */
   uint64_t num_kernels, num_weights;
   int graph_capturable;
   /* Device models: the driver (NULL on the cpu) and the device. */

@@ -14,10 +14,23 @@
 #include <cstring>
 #include <sys/stat.h>
 
-extern "C" {
+namespace {
 
-kiln_status_t *kiln_tensor_read_file(const char *path,
-                                     kiln_tensor_t **out_tensor) {
+/// Runs `body`, turning an exception (std::bad_alloc from the codec's
+/// buffers) into RESOURCE_EXHAUSTED: the library never throws or aborts.
+template <typename Fn> kiln_status_t *guarded(Fn body) {
+#if defined(__cpp_exceptions)
+  try {
+    return body();
+  } catch (...) {
+    return kiln_rtc_oom_status();
+  }
+#else
+  return body();
+#endif
+}
+
+kiln_status_t *readFile(const char *path, kiln_tensor_t **out_tensor) {
   if (!out_tensor)
     return kiln_rtc_make_status(KILN_STATUS_INVALID_ARGUMENT,
                                 "out_tensor is NULL");
@@ -46,8 +59,8 @@ kiln_status_t *kiln_tensor_read_file(const char *path,
   return nullptr;
 }
 
-kiln_status_t *kiln_tensor_write_file(const kiln_tensor_t *tensor,
-                                      const char *name, const char *path) {
+kiln_status_t *writeFile(const kiln_tensor_t *tensor, const char *name,
+                         const char *path) {
   if (!tensor || !path || !*path)
     return kiln_rtc_make_status(KILN_STATUS_INVALID_ARGUMENT,
                                 "tensor or path is NULL");
@@ -62,6 +75,22 @@ kiln_status_t *kiln_tensor_write_file(const kiln_tensor_t *tensor,
     return kiln_rtc_make_status(KILN_STATUS_INVALID_ARGUMENT, "%s",
                                 error.c_str());
   return nullptr;
+}
+
+} // namespace
+
+extern "C" {
+
+kiln_status_t *kiln_tensor_read_file(const char *path,
+                                     kiln_tensor_t **out_tensor) {
+  if (out_tensor)
+    *out_tensor = nullptr;
+  return guarded([&] { return readFile(path, out_tensor); });
+}
+
+kiln_status_t *kiln_tensor_write_file(const kiln_tensor_t *tensor,
+                                      const char *name, const char *path) {
+  return guarded([&] { return writeFile(tensor, name, path); });
 }
 
 } // extern "C"
