@@ -16,12 +16,19 @@
  * holds the per-run state (arena, scratch cache) and runs one call at a time;
  * use one instance per thread to run concurrently.
  *
- * Devices: a model compiled for a GPU (kilnc --target=cuda:sm_90) loads the
- * driver (libcuda.so.1, by dlopen) when it is loaded, and fails with
+ * Devices: a model compiled for a device (kilnc --target=cuda:sm_90) opens
+ * its device driver library (by dlopen) when it is loaded, and fails with
  * FAILED_PRECONDITION when there is no usable driver or device. Its
  * instances take host tensors (kiln_instance_run: the runtime copies inputs
  * to the device and outputs back) or device buffers
- * (kiln_instance_run_device). See docs/runtime.md, "CUDA models".
+ * (kiln_instance_run_device). See docs/runtime.md, "Device models".
+ *
+ * Options: model options (kiln_model_options_t: weights file, driver
+ * library, device index) and instance options (kiln_instance_options_t:
+ * graphs, profile file) are passed through this API. A field left at its
+ * "unset" value (NULL, -1) takes the value of a documented environment
+ * variable when that is set, else the built-in default (docs/runtime.md,
+ * "Options and environment").
  *===----------------------------------------------------------------------===*/
 #ifndef KILN_C_RUNTIME_H
 #define KILN_C_RUNTIME_H
@@ -142,6 +149,23 @@ KILN_API size_t kiln_tensor_num_elements(const kiln_tensor_t *tensor);
 KILN_API size_t kiln_tensor_byte_size(const kiln_tensor_t *tensor);
 /* A view of the tensor, to pass it as an input. */
 KILN_API kiln_tensor_view_t kiln_tensor_as_view(const kiln_tensor_t *tensor);
+/* The tensor's name: the `name` field of the TensorProto it was read from
+ * (kiln_tensor_read_file), "" for other tensors and for NULL. Valid for the
+ * tensor's lifetime. */
+KILN_API const char *kiln_tensor_name(const kiln_tensor_t *tensor);
+
+/* Reads a serialized onnx.TensorProto (an ONNX test-data .pb file: dims,
+ * data_type, name, raw_data or the typed data fields) into a new tensor.
+ * NOT_FOUND when the file does not exist; INVALID_ARGUMENT, naming the file,
+ * when it is not a TensorProto or holds an element type Kiln has no dtype
+ * for. */
+KILN_API kiln_status_t *kiln_tensor_read_file(const char *path,
+                                              kiln_tensor_t **out_tensor);
+/* Writes `tensor` as a serialized onnx.TensorProto (dims, data_type, name
+ * (`name`, or the tensor's own when NULL), raw_data). */
+KILN_API kiln_status_t *kiln_tensor_write_file(const kiln_tensor_t *tensor,
+                                               const char *name,
+                                               const char *path);
 
 /*===--------------------------------------------------------------------===*
  * Models
@@ -149,24 +173,52 @@ KILN_API kiln_tensor_view_t kiln_tensor_as_view(const kiln_tensor_t *tensor);
 
 typedef struct kiln_model kiln_model_t;
 
+/* Options of kiln_model_load_with_options. Initialize with
+ * kiln_model_options_init (which sets struct_size and every field to
+ * "unset"), then set the fields you need: a caller compiled against an older
+ * header passes a smaller struct_size and gets the defaults for the fields
+ * it does not know. */
+typedef struct kiln_model_options {
+  size_t struct_size; /* sizeof(kiln_model_options_t) */
+  /* The weights file of a model compiled with `kilnc --external-weights`,
+   * memory-mapped (read-only) for the model's lifetime. NULL or "": the
+   * environment variable KILN_WEIGHTS if set, else the file kilnc recorded
+   * (model.weights), next to the model. The file must have the layout the
+   * model was compiled for (checked by the hash in its header) and cover
+   * every weight; otherwise NOT_FOUND (missing) or INVALID_ARGUMENT
+   * (truncated, not a weights file, another layout), naming the file and
+   * the weight. A model without external weights fails with
+   * INVALID_ARGUMENT when a weights file is given here (the environment is
+   * ignored for it). New weights of the same shapes and dtypes (e.g.
+   * written by utils/models/fill_weights.py from the model's manifest) drop
+   * in without recompiling. */
+  const char *weights_path;
+  /* Device models: the driver library to dlopen. NULL or "":
+   * KILN_<KIND>_DRIVER if set (KILN_CUDA_DRIVER for a cuda model), else the
+   * driver's default (libcuda.so.1). Ignored by cpu models. */
+  const char *driver_path;
+  /* Device models: the device index. -1: KILN_<KIND>_DEVICE if set, else 0.
+   * FAILED_PRECONDITION when there is no such device. */
+  int32_t device_ordinal;
+} kiln_model_options_t;
+
+/* Sets struct_size and leaves every option unset (NULL, -1). */
+KILN_API void kiln_model_options_init(kiln_model_options_t *options);
+
 /* Loads a model.so produced by kilnc (dlopen RTLD_NOW | RTLD_LOCAL). A path
- * without '/' is taken relative to the current directory. Fails with
- * NOT_FOUND when the file does not exist and INCOMPATIBLE when it is not a
- * Kiln model or was built for another runtime ABI version. */
+ * without '/' is taken relative to the current directory. `options` may be
+ * NULL (all unset). Fails with NOT_FOUND when the file does not exist,
+ * INCOMPATIBLE when it is not a Kiln model or was built for another runtime
+ * ABI version (the message names both versions), and INVALID_ARGUMENT for a
+ * bad struct_size. */
+KILN_API kiln_status_t *
+kiln_model_load_with_options(const char *path,
+                             const kiln_model_options_t *options,
+                             kiln_model_t **out_model);
+/* kiln_model_load_with_options with every option unset. */
 KILN_API kiln_status_t *kiln_model_load(const char *path,
                                         kiln_model_t **out_model);
-/* Loads a model compiled with `kilnc --external-weights`, whose weights live
- * in a separate file that is memory-mapped (read-only) for the model's
- * lifetime. `weights_path` NULL or "": the environment variable KILN_WEIGHTS
- * if set, else the file kilnc recorded (model.weights), next to the model.
- * (kiln_model_load is this with NULL.) The file must have the layout the
- * model was compiled for (checked by the hash in its header) and cover every
- * weight; otherwise NOT_FOUND (missing) or INVALID_ARGUMENT (truncated, not
- * a weights file, another layout), naming the file and the weight. A model
- * without external weights fails with INVALID_ARGUMENT when `weights_path`
- * is given. New weights of the same shapes and dtypes (e.g. written by
- * utils/models/fill_weights.py from the model's manifest) drop in without
- * recompiling. */
+/* kiln_model_load_with_options with only `weights_path` set. */
 KILN_API kiln_status_t *kiln_model_load_with_weights(const char *path,
                                                      const char *weights_path,
                                                      kiln_model_t **out_model);
@@ -197,8 +249,8 @@ KILN_API kiln_status_t *kiln_model_output_info(const kiln_model_t *model,
 /* Size in bytes of the static arena each instance allocates (in device
  * memory for a device model). */
 KILN_API uint64_t kiln_model_arena_size(const kiln_model_t *model);
-/* Where the model runs: "cpu", or "cuda:<chip>" (e.g. "cuda:sm_90"). Owned
- * by the model; "" for NULL. */
+/* Where the model runs: "cpu", or "<kind>:<chip>" for a device model (e.g.
+ * "cuda:sm_90"). Owned by the model; "" for NULL. */
 KILN_API const char *kiln_model_device(const kiln_model_t *model);
 /* The weights file the model mapped ("" without external weights). Owned by
  * the model. */
@@ -210,8 +262,31 @@ KILN_API const char *kiln_model_weights_path(const kiln_model_t *model);
 
 typedef struct kiln_instance kiln_instance_t;
 
-/* Allocates the per-instance state (static arena, scratch cache). The
- * instance holds a reference to `model`. */
+/* Options of kiln_instance_create_with_options; initialize with
+ * kiln_instance_options_init (see kiln_model_options_t). cpu models accept
+ * and ignore them. */
+typedef struct kiln_instance_options {
+  size_t struct_size; /* sizeof(kiln_instance_options_t) */
+  /* Device graphs (see kiln_instance_set_graphs): 1 on, 0 off, -1:
+   * KILN_<KIND>_GRAPHS=0 turns them off, else on. */
+  int32_t graphs;
+  /* Per-kernel device times are appended as one JSON line to this file when
+   * the instance is released (docs/runtime.md, "Profiling"; no graphs
+   * then). NULL: KILN_<KIND>_PROFILE if set; "": off. */
+  const char *profile_path;
+} kiln_instance_options_t;
+
+/* Sets struct_size and leaves every option unset (-1, NULL). */
+KILN_API void kiln_instance_options_init(kiln_instance_options_t *options);
+
+/* Allocates the per-instance state (static arena, scratch cache; a device
+ * model's stream, loaded device image and device memory). The instance
+ * holds a reference to `model`. `options` may be NULL (all unset). */
+KILN_API kiln_status_t *
+kiln_instance_create_with_options(kiln_model_t *model,
+                                  const kiln_instance_options_t *options,
+                                  kiln_instance_t **out_instance);
+/* kiln_instance_create_with_options with every option unset. */
 KILN_API kiln_status_t *kiln_instance_create(kiln_model_t *model,
                                              kiln_instance_t **out_instance);
 /* Accepts NULL. */
@@ -229,14 +304,15 @@ KILN_API kiln_status_t *kiln_instance_run(kiln_instance_t *instance,
                                           size_t num_outputs);
 
 /*===--------------------------------------------------------------------===*
- * Device models (kiln_model_device() is "cuda:...")
+ * Device models (kiln_model_device() is not "cpu")
  *
  * Every call below returns FAILED_PRECONDITION for a cpu model.
  *===--------------------------------------------------------------------===*/
 
 /* Runs the model on device buffers: every input's `data` and every output's
- * `data` is a device pointer (a CUdeviceptr cast to void *) of the
- * instance's CUDA context (the primary context of its device). Inputs are
+ * `data` is a device pointer (for cuda: a CUdeviceptr cast to void *) of
+ * the instance's device context (the primary context of its device). Inputs
+ * are
  * validated as by kiln_instance_run; outputs must have the signature's
  * dtype and rank, and dims that match the signature and the symbols the
  * inputs bind (checked before the run) and the dims the model computes
@@ -245,7 +321,7 @@ KILN_API kiln_status_t *kiln_instance_run(kiln_instance_t *instance,
  *
  * Ordering: the work runs on the instance's stream. With the instance's own
  * stream the call waits for it, so outputs are ready on return. With a
- * caller's stream (kiln_instance_set_cuda_stream) it returns once the work
+ * caller's stream (kiln_instance_set_stream) it returns once the work
  * is enqueued (it may still wait when the model reads device results on the
  * host): the outputs are ready when that stream reaches this point, and the
  * input and output buffers must stay valid until then. */
@@ -254,21 +330,21 @@ kiln_instance_run_device(kiln_instance_t *instance,
                          const kiln_tensor_view_t *inputs, size_t num_inputs,
                          const kiln_output_view_t *outputs, size_t num_outputs);
 
-/* Runs the instance's work on `stream` (a CUstream of the instance's
- * context, cast to void *) instead of its own; NULL goes back to its own.
- * Waits for the previous stream first. The caller keeps the stream alive
- * until it sets another or releases the instance. */
-KILN_API kiln_status_t *kiln_instance_set_cuda_stream(kiln_instance_t *instance,
-                                                      void *stream);
+/* Runs the instance's work on `stream` (a stream of the instance's device
+ * context cast to void *: a CUstream for cuda) instead of its own; NULL
+ * goes back to its own. Waits for the previous stream first. The caller
+ * keeps the stream alive until it sets another or releases the instance. */
+KILN_API kiln_status_t *kiln_instance_set_stream(kiln_instance_t *instance,
+                                                 void *stream);
 
-/* Turns CUDA graphs on (default, unless the environment sets
- * KILN_CUDA_GRAPHS=0) or off for this instance. With graphs on, a model
- * whose signature says it is graph-capturable runs its second run captured
- * into a CUDA graph and replays the graph from then on; turning graphs off
- * drops the graph, and turning them on again retries a capture that failed
- * before. */
-KILN_API kiln_status_t *kiln_instance_set_cuda_graphs(kiln_instance_t *instance,
-                                                      int enable);
+/* Turns device graphs (CUDA graphs for cuda) on or off for this instance;
+ * the initial setting is the instance option `graphs`. With graphs on, a
+ * model whose signature says it is graph-capturable runs its second run
+ * captured into a graph and replays the graph from then on; turning graphs
+ * off drops the graph, and turning them on again retries a capture that
+ * failed before. */
+KILN_API kiln_status_t *kiln_instance_set_graphs(kiln_instance_t *instance,
+                                                 int enable);
 
 #ifdef __cplusplus
 }

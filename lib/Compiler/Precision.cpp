@@ -3,8 +3,10 @@
 // The graph-stage passes that `--precision`, `--keep-fp32` and
 // `--expose-intermediates` add, and the calibration run of `--calibrate`:
 // the fp32 model is compiled with every intermediate float value exposed as
-// an output, loaded through the runtime library, run on the sample inputs,
-// and each tensor's range is written as JSON for kiln-mixed-precision.
+// an output, loaded through the runtime's public C API (kiln-c/runtime.h:
+// the samples are read with kiln_tensor_read_file, the weights file is the
+// weights_path load option), run on the sample inputs, and each tensor's
+// range is written as JSON for kiln-mixed-precision.
 //
 //===----------------------------------------------------------------------===//
 
@@ -12,10 +14,11 @@
 
 #include "kiln/Dialect/Onnx/Transforms/Passes.h"
 
-#include "TensorProto.h"
 #include "kiln-c/runtime.h"
 
+#include "mlir/IR/BuiltinAttributes.h"
 #include "mlir/Transforms/Passes.h"
+#include "llvm/ADT/APFloat.h"
 #include "llvm/ADT/ScopeExit.h"
 #include "llvm/ADT/StringMap.h"
 #include "llvm/Support/FileSystem.h"
@@ -26,7 +29,9 @@
 
 #include <algorithm>
 #include <cmath>
+#include <cstring>
 #include <map>
+#include <memory>
 
 using namespace mlir;
 using namespace mlir::kiln;
@@ -81,9 +86,31 @@ void addTensor(TensorStats &r, kiln_dtype_t dtype, const void *data, size_t n) {
       r.add(f[i]);
     return;
   }
-  for (size_t i = 0; i < n; ++i)
-    r.add(::kiln::elementAsDouble(dtype, data, i));
+  if (dtype == KILN_DTYPE_F64) {
+    const double *d = static_cast<const double *>(data);
+    for (size_t i = 0; i < n; ++i)
+      r.add(d[i]);
+    return;
+  }
+  // f16, bf16: widened exactly.
+  const llvm::fltSemantics &sem = dtype == KILN_DTYPE_F16
+                                      ? llvm::APFloat::IEEEhalf()
+                                      : llvm::APFloat::BFloat();
+  const uint16_t *bits = static_cast<const uint16_t *>(data);
+  for (size_t i = 0; i < n; ++i) {
+    llvm::APFloat f(sem, llvm::APInt(16, bits[i]));
+    bool lost = false;
+    f.convert(llvm::APFloat::IEEEdouble(), llvm::APFloat::rmNearestTiesToEven,
+              &lost);
+    r.add(f.convertToDouble());
+  }
 }
+
+/// Owns a runtime tensor.
+struct TensorDeleter {
+  void operator()(kiln_tensor_t *t) const { kiln_tensor_release(t); }
+};
+using TensorPtr = std::unique_ptr<kiln_tensor_t, TensorDeleter>;
 
 /// Takes the message of a non-null status and frees it.
 std::string takeMessage(kiln_status_t *st) {
@@ -92,7 +119,19 @@ std::string takeMessage(kiln_status_t *st) {
   return m;
 }
 
+/// Where kilnc wrote the external weights, recorded in the module's
+/// `kiln.external_weights` dictionary (setExternalWeightsPath).
+constexpr llvm::StringLiteral kWeightsPathKey = "path";
+
 } // namespace
+
+void mlir::kiln::setExternalWeightsPath(ModuleOp module, StringRef path) {
+  auto ext = module->getAttrOfType<DictionaryAttr>("kiln.external_weights");
+  NamedAttrList entries(ext ? ext.getValue() : ArrayRef<NamedAttribute>());
+  entries.set(kWeightsPathKey, StringAttr::get(module.getContext(), path));
+  module->setAttr("kiln.external_weights",
+                  entries.getDictionary(module.getContext()));
+}
 
 LogicalResult mlir::kiln::calibrateRanges(ModuleOp module, StringRef dir,
                                           StringRef rangesPath,
@@ -142,8 +181,19 @@ LogicalResult mlir::kiln::calibrateRanges(ModuleOp module, StringRef dir,
   if (failed(compileToSharedLibrary(*clone, so, o)))
     return failure();
 
+  // The calibration build lives in a temporary directory, its external
+  // weights where kilnc wrote them.
+  std::string weightsPath;
+  if (auto ext = module->getAttrOfType<DictionaryAttr>("kiln.external_weights"))
+    if (auto path = ext.getAs<StringAttr>(kWeightsPathKey))
+      weightsPath = path.str();
+  kiln_model_options_t loadOptions;
+  kiln_model_options_init(&loadOptions);
+  if (!weightsPath.empty())
+    loadOptions.weights_path = weightsPath.c_str();
   kiln_model_t *model = nullptr;
-  if (kiln_status_t *st = kiln_model_load(so.c_str(), &model))
+  if (kiln_status_t *st =
+          kiln_model_load_with_options(so.c_str(), &loadOptions, &model))
     return fail("cannot load the calibration build: " + takeMessage(st));
   auto releaseModel = llvm::scope_exit([&] { kiln_model_release(model); });
   kiln_instance_t *instance = nullptr;
@@ -174,15 +224,17 @@ LogicalResult mlir::kiln::calibrateRanges(ModuleOp module, StringRef dir,
       return fail("'" + where + "' has " + Twine(files.size()) +
                   " input files, the model takes " + Twine(numInputs));
     // By name where the file's tensor names an input, else in order.
-    std::vector<::kiln::HostTensor> tensors(files.size());
+    std::vector<TensorPtr> tensors(files.size());
     std::vector<int> slotOf(files.size(), -1);
     std::vector<bool> taken(numInputs, false);
     for (size_t f = 0; f < files.size(); ++f) {
-      std::string error;
-      if (!::kiln::readTensorProtoFile(files[f], tensors[f], error))
-        return fail(error);
+      kiln_tensor_t *tensor = nullptr;
+      if (kiln_status_t *st = kiln_tensor_read_file(files[f].c_str(), &tensor))
+        return fail(takeMessage(st));
+      tensors[f].reset(tensor);
       for (size_t i = 0; i < numInputs; ++i)
-        if (!taken[i] && tensors[f].name == inInfo[i].name) {
+        if (!taken[i] &&
+            std::strcmp(kiln_tensor_name(tensor), inInfo[i].name) == 0) {
           slotOf[f] = i;
           taken[i] = true;
           break;
@@ -198,15 +250,17 @@ LogicalResult mlir::kiln::calibrateRanges(ModuleOp module, StringRef dir,
     }
     std::vector<kiln_tensor_view_t> views(numInputs);
     for (size_t f = 0; f < files.size(); ++f) {
-      const ::kiln::HostTensor &t = tensors[f];
+      const kiln_tensor_t *t = tensors[f].get();
+      kiln_dtype_t dtype = kiln_tensor_dtype(t);
       const kiln_value_info_t &info = inInfo[slotOf[f]];
-      if (t.dtype != info.dtype)
+      if (dtype != info.dtype)
         return fail("input '" + Twine(info.name) + "' is " +
                     kiln_dtype_name(info.dtype) + " but '" + files[f] +
-                    "' holds " + kiln_dtype_name(t.dtype));
-      views[slotOf[f]] = {t.dtype, t.dims.size(), t.dims.data(), t.data.data()};
-      if (isFloatDtype(t.dtype))
-        addTensor(rangeOf(info.name), t.dtype, t.data.data(), t.numElements());
+                    "' holds " + kiln_dtype_name(dtype));
+      views[slotOf[f]] = kiln_tensor_as_view(t);
+      if (isFloatDtype(dtype))
+        addTensor(rangeOf(info.name), dtype, kiln_tensor_data(t),
+                  kiln_tensor_num_elements(t));
     }
     std::vector<kiln_tensor_t *> outs(numOutputs, nullptr);
     if (kiln_status_t *st = kiln_instance_run(instance, views.data(), numInputs,

@@ -277,7 +277,7 @@ TEST_F(CudaFakeDriverTest, BadDeviceIndex) {
 TEST_F(CudaFakeDriverTest, NoDeviceImage) {
   EXPECT_EQ(loadError(KILN_TEST_CUDA_NO_IMAGE_MODEL),
             "INCOMPATIBLE: model compiled for cuda sm_90 has 2 kernels but no "
-            "device image (kiln_model_cuda_image)");
+            "device image (kiln_model_device_image)");
 }
 
 // A model of copies only has no kernels and no device image.
@@ -409,7 +409,7 @@ TEST_F(CudaRunTest, DeviceName) {
 }
 
 TEST_F(CudaRunTest, StagesHostTensorsAndCachesDeviceState) {
-  ASSERT_EQ(take(kiln_instance_set_cuda_graphs(instance, 0)), "");
+  ASSERT_EQ(take(kiln_instance_set_graphs(instance, 0)), "");
   runAndCheck(Case(3, 1.0f));
   int64_t allocsAfterFirst = delta().allocs;
   runAndCheck(Case(3, -2.0f));
@@ -517,7 +517,7 @@ TEST_F(CudaRunTest, InstantiationFailureFallsBackToPlainRuns) {
   EXPECT_EQ(d.kernel_runs, 8);
   // Turning graphs on again retries.
   env.set("FAKE_CUDA_MODE", nullptr);
-  ASSERT_EQ(take(kiln_instance_set_cuda_graphs(instance, 1)), "");
+  ASSERT_EQ(take(kiln_instance_set_graphs(instance, 1)), "");
   runAndCheck(Case(3, 5.0f));
   runAndCheck(Case(3, 6.0f));
   d = delta();
@@ -529,7 +529,7 @@ TEST_F(CudaRunTest, TurningGraphsOffDropsTheGraph) {
   for (int i = 0; i < 3; ++i)
     runAndCheck(Case(3, static_cast<float>(i)));
   EXPECT_EQ(driver->stats().live_graph_execs, 1);
-  ASSERT_EQ(take(kiln_instance_set_cuda_graphs(instance, 0)), "");
+  ASSERT_EQ(take(kiln_instance_set_graphs(instance, 0)), "");
   EXPECT_EQ(driver->stats().live_graph_execs, 0);
   runAndCheck(Case(3, 7.0f));
   fake_cuda_stats d = delta();
@@ -538,7 +538,7 @@ TEST_F(CudaRunTest, TurningGraphsOffDropsTheGraph) {
 }
 
 TEST_F(CudaRunTest, LaunchFailure) {
-  ASSERT_EQ(take(kiln_instance_set_cuda_graphs(instance, 0)), "");
+  ASSERT_EQ(take(kiln_instance_set_graphs(instance, 0)), "");
   env.set("FAKE_CUDA_MODE", "launchfail");
   Case c(3, 1.0f);
   std::vector<kiln_tensor_view_t> in = c.views();
@@ -588,10 +588,10 @@ TEST_F(CudaRunTest, OutOfDeviceMemoryDuringRun) {
 
 TEST_F(CudaRunTest, CallerStream) {
   void *stream = driver->streamCreate();
-  ASSERT_EQ(take(kiln_instance_set_cuda_stream(instance, stream)), "");
+  ASSERT_EQ(take(kiln_instance_set_stream(instance, stream)), "");
   runAndCheck(Case(3, 1.0f));
   EXPECT_EQ(driver->stats().last_launch_stream, stream);
-  ASSERT_EQ(take(kiln_instance_set_cuda_stream(instance, nullptr)), "");
+  ASSERT_EQ(take(kiln_instance_set_stream(instance, nullptr)), "");
   runAndCheck(Case(3, 2.0f)); // captured on the instance's own stream
   EXPECT_NE(driver->stats().last_launch_stream, stream);
   EXPECT_EQ(delta().captures, 1);
@@ -697,7 +697,7 @@ TEST_F(CudaProfileTest, WritesPerKernelTimesWithoutGraphs) {
   env.set("KILN_CUDA_PROFILE", profile.c_str());
   recreate();
   // Graphs stay off while profiling, even when asked for.
-  ASSERT_EQ(take(kiln_instance_set_cuda_graphs(instance, 1)), "");
+  ASSERT_EQ(take(kiln_instance_set_graphs(instance, 1)), "");
   for (int i = 0; i < 3; ++i)
     runAndCheck(Case(3, static_cast<float>(i)));
   fake_cuda_stats d = delta();
@@ -819,7 +819,7 @@ struct DeviceBuffers {
 
 TEST_F(CudaRunTest, RunDevice) {
   for (int graphs : {0, 1}) {
-    ASSERT_EQ(take(kiln_instance_set_cuda_graphs(instance, graphs)), "");
+    ASSERT_EQ(take(kiln_instance_set_graphs(instance, graphs)), "");
     DeviceBuffers mem{driver, {}};
     char *x = static_cast<char *>(mem.alloc(3 * 4 * 4 + 64));
     char *y = static_cast<char *>(mem.alloc(3 * 4 * 4 + 64));
@@ -921,13 +921,13 @@ TEST(CudaCpuModelTest, DeviceCallsOnACpuModel) {
   EXPECT_EQ(kiln_status_code(status), KILN_STATUS_FAILED_PRECONDITION);
   EXPECT_EQ(take(status), "kiln_instance_run_device: the model runs on the "
                           "cpu, not on a device; use kiln_instance_run");
-  status = kiln_instance_set_cuda_stream(instance, nullptr);
+  status = kiln_instance_set_stream(instance, nullptr);
   EXPECT_EQ(kiln_status_code(status), KILN_STATUS_FAILED_PRECONDITION);
-  EXPECT_EQ(take(status), "kiln_instance_set_cuda_stream: the model runs on "
-                          "the cpu, not on a CUDA device");
-  EXPECT_EQ(take(kiln_instance_set_cuda_graphs(instance, 0)),
-            "kiln_instance_set_cuda_graphs: the model runs on the cpu, not on "
-            "a CUDA device");
+  EXPECT_EQ(take(status), "kiln_instance_set_stream: the model runs on "
+                          "the cpu, not on a device");
+  EXPECT_EQ(take(kiln_instance_set_graphs(instance, 0)),
+            "kiln_instance_set_graphs: the model runs on the cpu, not on "
+            "a device");
   EXPECT_EQ(take(kiln_instance_run_device(nullptr, in, 2, out, 2)),
             "instance is NULL");
   kiln_instance_release(instance);

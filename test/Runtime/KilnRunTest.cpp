@@ -235,7 +235,7 @@ TEST_F(KilnRunTest, Profile) {
 
   r = runTool(model() + inputs() + " --profile " + profile);
   EXPECT_EQ(r.exitCode, 1);
-  EXPECT_EQ(r.output, "kiln-run: --profile times CUDA kernels; this model "
+  EXPECT_EQ(r.output, "kiln-run: --profile times device kernels; this model "
                       "runs on the cpu\n");
 }
 

@@ -127,7 +127,7 @@ TEST(RuntimeLoadTest, NotAKilnModel) {
   EXPECT_EQ(kiln_status_code(status), KILN_STATUS_INCOMPATIBLE);
   EXPECT_EQ(take(status), std::string("'") + libm +
                               "' is not a Kiln model (it does not export "
-                              "kiln_model_api_v1)");
+                              "kiln_model_api_v2)");
   EXPECT_EQ(model, nullptr);
 }
 
@@ -135,8 +135,9 @@ TEST(RuntimeLoadTest, AbiVersionMismatch) {
   kiln_model_t *model = nullptr;
   kiln_status_t *status = kiln_model_load(KILN_TEST_BAD_ABI_MODEL, &model);
   EXPECT_EQ(kiln_status_code(status), KILN_STATUS_INCOMPATIBLE);
-  EXPECT_NE(take(status).find("was built for Kiln runtime ABI version 999, "
-                              "this runtime supports version 3"),
+  EXPECT_NE(take(status).find("was built for Kiln runtime ABI version 3 "
+                              "(kiln_model_api_v1), this runtime supports "
+                              "version 4 (kiln_model_api_v2)"),
             std::string::npos);
   EXPECT_EQ(model, nullptr);
 }

@@ -12,7 +12,9 @@
  * -DKILN_FAKE_CUDA_DYNAMIC: x is f32 [?N, 4], not graph-capturable, and a
  *   third output pos f32 [?K] holds the positive values of y, whose count K
  *   the host program reads back with kiln_rt_read_device (as NonZero does).
- * -DKILN_FAKE_CUDA_NO_IMAGE: no kiln_model_cuda_image.
+ * -DKILN_FAKE_CUDA_NO_IMAGE: no kiln_model_device_image.
+ * -DKILN_FAKE_CUDA_IMAGE_KIND="hip": an image of another kind than the
+ *   signature's device (the runtime refuses it).
  * -DKILN_FAKE_CUDA_COPY: y = x by a device copy: no kernels, no image.
  * -DKILN_FAKE_CUDA_CHIP="sm_100a": another chip in the signature.
  * -DKILN_FAKE_CUDA_IMAGE_HEADER="file.h": a real device image
@@ -59,19 +61,24 @@ const char kiln_model_signature[] = "kiln-signature 1\n"
 
 #if defined(KILN_FAKE_CUDA_IMAGE_HEADER)
 /* A real fatbin of test/Runtime/gpu/cuda_smoke_kernels.cu (defines
- * kiln_model_cuda_image and kiln_model_cuda_image_size). */
+ * kiln_model_device_image, kiln_model_device_image_size and
+ * kiln_model_device_image_kind). */
 #include KILN_FAKE_CUDA_IMAGE_HEADER
 #elif !defined(KILN_FAKE_CUDA_NO_IMAGE) && !defined(KILN_FAKE_CUDA_COPY)
-const unsigned char kiln_model_cuda_image[] =
+#ifndef KILN_FAKE_CUDA_IMAGE_KIND
+#define KILN_FAKE_CUDA_IMAGE_KIND "cuda"
+#endif
+const unsigned char kiln_model_device_image[] =
     "KILNFAKEIMAGE scale add_weight_sum count_positive gather_positive";
-const int64_t kiln_model_cuda_image_size = sizeof(kiln_model_cuda_image);
+const int64_t kiln_model_device_image_size = sizeof(kiln_model_device_image);
+const char kiln_model_device_image_kind[] = KILN_FAKE_CUDA_IMAGE_KIND;
 #endif
 
 __attribute__((unused)) static const float kWeight[4] = {0.5f, -1.0f, 10.0f,
                                                          -100.0f};
 
 /* A memref expanded to kernel parameters: allocated, aligned, offset,
- * sizes[rank], strides[rank] (all 8 bytes), as kiln_rt_launch_cuda takes
+ * sizes[rank], strides[rank] (all 8 bytes), as kiln_rt_launch_device takes
  * them. */
 typedef struct {
   void *allocated, *aligned;
@@ -138,13 +145,13 @@ int32_t kiln_model_main(kiln_rt_ctx *ctx) {
   void *params[32];
   int count = expand(params, 0, &xm, 2);
   count = expand(params, count, &tm, 2);
-  kiln_rt_launch_cuda(ctx, 0, "scale", (n * 4 + 63) / 64, 1, 1, 64, 1, 1, 0,
-                      params);
+  kiln_rt_launch_device(ctx, 0, "scale", (n * 4 + 63) / 64, 1, 1, 64, 1, 1, 0,
+                        params);
   count = expand(params, 0, &tm, 2);
   count = expand(params, count, &wm, 1);
   count = expand(params, count, &ym, 2);
   count = expand(params, count, &am, 0);
-  kiln_rt_launch_cuda(ctx, 1, "add_weight_sum", 1, 1, 1, 64, 1, 1, 0, params);
+  kiln_rt_launch_device(ctx, 1, "add_weight_sum", 1, 1, 1, 64, 1, 1, 0, params);
   kiln_rt_copy_device(ctx, total, arena, sizeof(float));
 
 #ifdef KILN_FAKE_CUDA_DYNAMIC
@@ -153,7 +160,7 @@ int32_t kiln_model_main(kiln_rt_ctx *ctx) {
   memref_t cm = memref(counter, 0, NULL);
   count = expand(params, 0, &ym, 2);
   count = expand(params, count, &cm, 0);
-  kiln_rt_launch_cuda(ctx, 2, "count_positive", 1, 1, 1, 64, 1, 1, 0, params);
+  kiln_rt_launch_device(ctx, 2, "count_positive", 1, 1, 1, 64, 1, 1, 0, params);
   int64_t k = -1;
   kiln_rt_read_device(ctx, &k, counter, sizeof(k));
   if (k < 0)
@@ -165,8 +172,8 @@ int32_t kiln_model_main(kiln_rt_ctx *ctx) {
   memref_t pm = memref(pos, 1, pdims);
   count = expand(params, 0, &ym, 2);
   count = expand(params, count, &pm, 1);
-  kiln_rt_launch_cuda(ctx, 3, "gather_positive", k == 0 ? 0 : 1, 1, 1, 64, 1, 1,
-                      0, params);
+  kiln_rt_launch_device(ctx, 3, "gather_positive", k == 0 ? 0 : 1, 1, 1, 64, 1,
+                        1, 0, params);
 #endif
   (void)count;
   return 0;

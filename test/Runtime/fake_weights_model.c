@@ -42,9 +42,10 @@ const char kiln_model_signature[] =
     "weight b%20bias f32 1 4 128 " KILN_FAKE_B_BYTES "\n" KILN_FAKE_DEVICE;
 
 #ifdef KILN_FAKE_WEIGHTS_CUDA
-const unsigned char kiln_model_cuda_image[] =
+const unsigned char kiln_model_device_image[] =
     "KILNFAKEIMAGE scale add_weight_sum";
-const int64_t kiln_model_cuda_image_size = sizeof(kiln_model_cuda_image);
+const int64_t kiln_model_device_image_size = sizeof(kiln_model_device_image);
+const char kiln_model_device_image_kind[] = "cuda";
 #endif
 
 typedef struct {
@@ -92,17 +93,17 @@ int32_t kiln_model_main(kiln_rt_ctx *ctx) {
   void *params[32];
   int count = expand(params, 0, &xm, 2);
   count = expand(params, count, &tm, 2);
-  kiln_rt_launch_cuda(ctx, 0, "scale", 1, 1, 1, 64, 1, 1, 0, params);
+  kiln_rt_launch_device(ctx, 0, "scale", 1, 1, 1, 64, 1, 1, 0, params);
   count = expand(params, 0, &tm, 2);
   count = expand(params, count, &wm, 1);
   count = expand(params, count, &t2m, 2);
   count = expand(params, count, &am, 0);
-  kiln_rt_launch_cuda(ctx, 1, "add_weight_sum", 1, 1, 1, 64, 1, 1, 0, params);
+  kiln_rt_launch_device(ctx, 1, "add_weight_sum", 1, 1, 1, 64, 1, 1, 0, params);
   count = expand(params, 0, &t2m, 2);
   count = expand(params, count, &bm, 1);
   count = expand(params, count, &ym, 2);
   count = expand(params, count, &am, 0);
-  kiln_rt_launch_cuda(ctx, 1, "add_weight_sum", 1, 1, 1, 64, 1, 1, 0, params);
+  kiln_rt_launch_device(ctx, 1, "add_weight_sum", 1, 1, 1, 64, 1, 1, 0, params);
   kiln_rt_copy_device(ctx, total, arena, sizeof(float));
   (void)count;
   return 0;

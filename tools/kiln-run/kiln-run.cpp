@@ -51,9 +51,10 @@ const char kUsage[] =
     "                         kilnc --external-weights (default: "
     "KILN_WEIGHTS,\n"
     "                         else the one kilnc wrote next to the model)\n"
-    "  --profile FILE         cuda models: time every kernel launch with CUDA\n"
-    "                         events (no CUDA graphs) and append a JSON line\n"
-    "                         of per-kernel times to FILE (KILN_CUDA_PROFILE)\n"
+    "  --profile FILE         device models: time every kernel launch with\n"
+    "                         device events (no graphs) and append a JSON\n"
+    "                         line of per-kernel times to FILE (the instance\n"
+    "                         option profile_path)\n"
     "  --help                 show this message\n";
 
 struct Options {
@@ -331,9 +332,14 @@ struct Outputs {
 
 int runMain(const Options &opts) {
   kiln_model_t *rawModel = nullptr;
-  if (kiln_status_t *status = kiln_model_load_with_weights(
-          opts.model.c_str(),
-          opts.weights.empty() ? nullptr : opts.weights.c_str(), &rawModel))
+  // Options go through the API; the runtime fills what is left unset from
+  // the environment (docs/runtime.md, "Options and environment").
+  kiln_model_options_t modelOptions;
+  kiln_model_options_init(&modelOptions);
+  if (!opts.weights.empty())
+    modelOptions.weights_path = opts.weights.c_str();
+  if (kiln_status_t *status = kiln_model_load_with_options(
+          opts.model.c_str(), &modelOptions, &rawModel))
     return fail(statusText(status));
   std::unique_ptr<kiln_model_t, ModelDeleter> model(rawModel);
   if (opts.verbose) {
@@ -341,13 +347,13 @@ int runMain(const Options &opts) {
     if (*kiln_model_weights_path(model.get()))
       std::printf("weights: %s\n", kiln_model_weights_path(model.get()));
   }
+  kiln_instance_options_t instanceOptions;
+  kiln_instance_options_init(&instanceOptions);
   if (!opts.profile.empty()) {
-    if (std::strncmp(kiln_model_device(model.get()), "cuda", 4) != 0)
-      return fail(std::string("--profile times CUDA kernels; this model "
-                              "runs on the ") +
-                  kiln_model_device(model.get()));
-    // Read by kiln_instance_create below.
-    setenv("KILN_CUDA_PROFILE", opts.profile.c_str(), 1);
+    if (std::strcmp(kiln_model_device(model.get()), "cpu") == 0)
+      return fail("--profile times device kernels; this model runs on the "
+                  "cpu");
+    instanceOptions.profile_path = opts.profile.c_str();
   }
 
   size_t numInputs = kiln_model_num_inputs(model.get());
@@ -421,7 +427,8 @@ int runMain(const Options &opts) {
                 inputs[i].data.data()};
 
   kiln_instance_t *rawInstance = nullptr;
-  if (kiln_status_t *status = kiln_instance_create(model.get(), &rawInstance))
+  if (kiln_status_t *status = kiln_instance_create_with_options(
+          model.get(), &instanceOptions, &rawInstance))
     return fail(statusText(status));
   std::unique_ptr<kiln_instance_t, InstanceDeleter> instance(rawInstance);
 

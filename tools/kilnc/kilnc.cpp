@@ -398,7 +398,7 @@ int main(int argc, char **argv) {
       std::string().swap(w.data);
     // The calibration build loads its weights from here.
     if (!calibrateDir.empty() && !weights.weights.empty())
-      setenv("KILN_WEIGHTS", weightsPath.c_str(), 1);
+      kiln::setExternalWeightsPath(*module, weightsPath);
   }
   if (dumpAfter == "import") {
     module->print(llvm::outs());

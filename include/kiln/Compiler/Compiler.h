@@ -94,9 +94,15 @@ std::unique_ptr<Target> createTarget(const CompileOptions &options,
 /// the runtime on the samples of `dir` (input_N.pb files, or
 /// test_data_set_*/input_N.pb) and writes each tensor's range (absmax, min,
 /// max) as JSON to `rangesPath`.
+/// The calibration build loads the external weights (kilnc
+/// --external-weights) from the path recorded by setExternalWeightsPath,
+/// through the runtime's weights_path load option.
 LogicalResult calibrateRanges(ModuleOp module, llvm::StringRef dir,
                               llvm::StringRef rangesPath,
                               const CompileOptions &options);
+/// Records in `module`'s `kiln.external_weights` attribute where the
+/// external weights file was written (for calibrateRanges).
+void setExternalWeightsPath(ModuleOp module, llvm::StringRef path);
 
 /// The compile report of a module after the host stage: each kernel with its
 /// ONNX nodes, estimated FLOPs and bytes moved; the arena against the sum of

@@ -19,13 +19,17 @@
  *         output <name> <dtype> <rank> <dim>*
  *         device <kind> [<chip>]              optional; "cpu" when absent,
  *                                             "cuda sm_90" for --target=cuda
- *         kernels <count>                     device kernels (cuda: indices
- *                                             0..count-1 of kiln_rt_launch_cuda)
+ *                                             (the kind picks the runtime's
+ *                                             device driver)
+ *         kernels <count>                     device kernels (indices
+ *                                             0..count-1 of
+ *                                             kiln_rt_launch_device)
  *         weights <count>                     weight indices of kiln_rt_weight
  *         graph-capturable                    present when a run has no host
  *                                             reads of device data and no
  *                                             symbolic dims: the runtime may
- *                                             capture it into a CUDA graph
+ *                                             capture it into a device graph
+ *                                             (a CUDA graph for cuda)
  *         weights-file <file> <hash> <bytes>  kilnc --external-weights: the
  *                                             weights file's basename (found
  *                                             next to model.so by default),
@@ -86,21 +90,22 @@ void kiln_rt_launch_cpu(kiln_rt_ctx *ctx, void (*kernel)(void **args),
                         void **args);
 
 /*---------------------------------------------------------------------------
- * Device targets (cuda). On a device target kiln_rt_input, kiln_rt_output,
+ * Device targets (e.g. cuda). On a device target kiln_rt_input, kiln_rt_output,
  * kiln_rt_arena and kiln_rt_alloc return DEVICE pointers (the runtime stages
  * host inputs/outputs), and generated code additionally calls:
  *---------------------------------------------------------------------------*/
 
 /* Launches device kernel `kernel` (0 <= kernel < the signature's "kernels"
- * count; `name` is its symbol in the device image) on the instance's stream.
- * `params` is cuLaunchKernel's kernelParams: one pointer per kernel
- * parameter, each memref expanded to allocated, aligned, offset, sizes[rank],
- * strides[rank]. On failure records the reason in ctx; once ctx has failed,
- * later launches do nothing. */
-void kiln_rt_launch_cuda(kiln_rt_ctx *ctx, int64_t kernel, const char *name,
-                         int64_t grid_x, int64_t grid_y, int64_t grid_z,
-                         int64_t block_x, int64_t block_y, int64_t block_z,
-                         int64_t shared_bytes, void **params);
+ * count; `name` is its symbol in the device image) on the instance's stream,
+ * through the model's device driver. `params` holds one pointer per kernel
+ * parameter (cuLaunchKernel's kernelParams for cuda), each memref expanded
+ * to allocated, aligned, offset, sizes[rank], strides[rank]. On failure
+ * records the reason in ctx; once ctx has failed, later launches do
+ * nothing. */
+void kiln_rt_launch_device(kiln_rt_ctx *ctx, int64_t kernel, const char *name,
+                           int64_t grid_x, int64_t grid_y, int64_t grid_z,
+                           int64_t block_x, int64_t block_y, int64_t block_z,
+                           int64_t shared_bytes, void **params);
 /* Device copy of weight `index` (0 <= index < the signature's "weights"
  * count) whose host data is `host` (`bytes` bytes, in the .so): uploaded on
  * first use, then reused for the instance's lifetime. NULL on failure
@@ -125,11 +130,15 @@ int32_t kiln_model_main(kiln_rt_ctx *ctx);
  * 0 on success like kiln_model_main. */
 int32_t kiln_model_init(kiln_rt_ctx *ctx);
 extern const char kiln_model_signature[];
-/* Defined by generated code for a cuda target only (the runtime references
- * them weakly): the device image (a CUDA fatbin holding the cubin for the
- * chip and its PTX) and its size in bytes. */
-extern const unsigned char kiln_model_cuda_image[];
-extern const int64_t kiln_model_cuda_image_size;
+/* Defined by generated code for a device target only (the runtime
+ * references them weakly): the device image (for cuda a fatbin holding the
+ * cubin for the chip and its PTX; 64-byte aligned), its size in bytes, and
+ * its kind, the NUL-terminated device kind of the signature ("cuda"): the
+ * driver of that kind loads it, and the runtime refuses a model whose image
+ * kind is not its driver's. */
+extern const unsigned char kiln_model_device_image[];
+extern const int64_t kiln_model_device_image_size;
+extern const char kiln_model_device_image_kind[];
 
 #ifdef __cplusplus
 }

@@ -313,7 +313,7 @@ void flattenLeaves(OpBuilder &b, Location loc, Value value,
   leaves.push_back(value);
 }
 
-/// `gpu.launch_func` (device targets): `kiln_rt_launch_cuda` with the
+/// `gpu.launch_func` (device targets): `kiln_rt_launch_device` with the
 /// kernel's index and name, its grid, and a kernelParams array of pointers
 /// to stack slots holding each parameter. The context is the enclosing
 /// launcher's first argument.
@@ -370,7 +370,7 @@ struct LaunchFuncOpLowering : public ConvertOpToLLVMPattern<gpu::LaunchFuncOp> {
         rewriter, loc, ptrType,
         ("__kiln_kernel_name_" + std::to_string(it->second)));
     LLVM::CallOp::create(
-        rewriter, loc, TypeRange{}, "kiln_rt_launch_cuda",
+        rewriter, loc, TypeRange{}, "kiln_rt_launch_device",
         ValueRange{ctx, i64(rewriter, loc, it->second), nameAddr, toI64(grid.x),
                    toI64(grid.y), toI64(grid.z), toI64(block.x), toI64(block.y),
                    toI64(block.z), smem, params});
@@ -482,7 +482,7 @@ struct ConvertHostToLLVMPass
     llvm::StringMap<int64_t> kernelIndex;
     bool hostReads = false;
     if (!device.empty()) {
-      declareRuntimeFn(module, "kiln_rt_launch_cuda", voidType,
+      declareRuntimeFn(module, "kiln_rt_launch_device", voidType,
                        {ptrType, i64Type, ptrType, i64Type, i64Type, i64Type,
                         i64Type, i64Type, i64Type, i64Type, ptrType});
       declareRuntimeFn(module, "kiln_rt_weight", ptrType,
@@ -519,12 +519,17 @@ struct ConvertHostToLLVMPass
         image = cast<gpu::ObjectAttr>(objects[0]).getObject().str();
         binaries.front().erase();
       }
-      createByteGlobal(gb, module.getLoc(), "kiln_model_cuda_image", image,
+      // The image, its size and its kind: the signature's device kind,
+      // which names the runtime driver that loads it.
+      createByteGlobal(gb, module.getLoc(), "kiln_model_device_image", image,
                        /*external=*/true, /*cString=*/false, 64);
       LLVM::GlobalOp::create(gb, module.getLoc(), i64Type, /*isConstant=*/true,
                              LLVM::Linkage::External,
-                             "kiln_model_cuda_image_size",
+                             "kiln_model_device_image_size",
                              gb.getI64IntegerAttr(image.size()));
+      createByteGlobal(gb, module.getLoc(), "kiln_model_device_image_kind",
+                       StringRef(device).split(' ').first, /*external=*/true,
+                       /*cString=*/true);
       module->removeAttr(gpu::GPUDialect::getContainerModuleAttrName());
     }
 
@@ -586,7 +591,7 @@ struct ConvertHostToLLVMPass
       text += "device " + device + "\nkernels " +
               std::to_string(kernelIndex.size()) + "\nweights " +
               std::to_string(weights) + "\n";
-      // A run the runtime may capture into a CUDA graph: fixed shapes, no
+      // A run the runtime may capture into a device graph: fixed shapes, no
       // host reads of device data.
       if (!hostReads && io.find('?') == std::string::npos)
         text += "graph-capturable\n";

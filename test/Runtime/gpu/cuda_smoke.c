@@ -187,7 +187,7 @@ int main(int argc, char **argv) {
           *main_calls);
   double graph_ms = time_runs(inst, 2000);
   /* Graphs off. */
-  ok(kiln_instance_set_cuda_graphs(inst, 0), "graphs off");
+  ok(kiln_instance_set_graphs(inst, 0), "graphs off");
   for (int r = 0; r < 3; ++r) {
     ref_case c;
     make_case(&c, 3, (float)r * 3.0f);
@@ -202,7 +202,7 @@ int main(int argc, char **argv) {
   printf("host run of the 2-kernel model: %.4f ms with a CUDA graph, %.4f ms "
          "without (mean of 2000)\n",
          graph_ms, plain_ms);
-  ok(kiln_instance_set_cuda_graphs(inst, 1), "graphs on");
+  ok(kiln_instance_set_graphs(inst, 1), "graphs on");
 
   /* Symbolic dims and a device read. */
   kiln_instance_t *dyn = NULL;
@@ -229,9 +229,8 @@ int main(int argc, char **argv) {
           "device buffers");
     for (int mode = 0; mode < 3; ++mode) {
       /* 0: graphs off, own stream; 1: graphs on; 2: caller's stream. */
-      ok(kiln_instance_set_cuda_graphs(inst, mode != 0), "graphs");
-      ok(kiln_instance_set_cuda_stream(inst, mode == 2 ? stream : NULL),
-         "stream");
+      ok(kiln_instance_set_graphs(inst, mode != 0), "graphs");
+      ok(kiln_instance_set_stream(inst, mode == 2 ? stream : NULL), "stream");
       for (int r = 0; r < 4; ++r) {
         ref_case c;
         make_case(&c, 3, (float)(r + 10 * mode));
@@ -253,7 +252,7 @@ int main(int argc, char **argv) {
         CHECK(th == c.total, "device total %g != %g", th, c.total);
       }
     }
-    ok(kiln_instance_set_cuda_stream(inst, NULL), "own stream");
+    ok(kiln_instance_set_stream(inst, NULL), "own stream");
 
     /* A data-dependent output of the wrong size. */
     ref_case c;

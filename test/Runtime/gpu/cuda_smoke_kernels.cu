@@ -1,6 +1,6 @@
 // Real CUDA versions of the kernels test/Runtime/fake_cuda_model.c launches
 // (the fake driver runs host versions of the same). Parameters are memrefs
-// expanded as kiln_rt_launch_cuda passes them: allocated, aligned, offset,
+// expanded as kiln_rt_launch_device passes them: allocated, aligned, offset,
 // sizes[rank], strides[rank]. Reductions run in one thread, in the host's
 // order, so results match a sequential reference exactly.
 typedef long long i64;

@@ -1,5 +1,6 @@
 #!/bin/bash
-# The CUDA runtime (lib/Runtime/CudaRuntime.c) against a real GPU: the fake
+# The device runtime and its CUDA driver (lib/Runtime/Model, Drivers/CUDA)
+# against a real GPU: the fake
 # cuda models of test/Runtime with a real fatbin of cuda_smoke_kernels.cu,
 # driven by cuda_smoke.c through the public API. Never run in CI.
 #
@@ -20,13 +21,15 @@ build)
     -gencode arch=compute_90,code=compute_90 \
     -o "$out/kernels.fatbin" "$here/cuda_smoke_kernels.cu"
   {
-    echo "__attribute__((aligned(64))) const unsigned char kiln_model_cuda_image[] = {"
+    echo "__attribute__((aligned(64))) const unsigned char kiln_model_device_image[] = {"
     xxd -i < "$out/kernels.fatbin"
     echo "};"
-    echo "const int64_t kiln_model_cuda_image_size = sizeof(kiln_model_cuda_image);"
+    echo "const int64_t kiln_model_device_image_size = sizeof(kiln_model_device_image);"
+    echo 'const char kiln_model_device_image_kind[] = "cuda";'
   } > "$out/image.h"
   # As kilnc links, but also exporting the fake's count of host-program runs.
-  echo '{ global: kiln_model_api_v1; kiln_fake_main_calls; local: *; };' \
+  echo '{ global: kiln_model_api_v2; kiln_model_api_v1; kiln_fake_main_calls;'\
+    ' local: *; };' \
     > "$out/exports.map"
   for variant in static dynamic; do
     defs=(-DKILN_FAKE_CUDA_IMAGE_HEADER="\"$out/image.h\"")

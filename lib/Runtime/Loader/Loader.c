@@ -1,13 +1,17 @@
 /*===- Loader.c - The public runtime API (libkiln_runtime) ----------------===*
  *
  * Implements kiln-c/runtime.h: dlopens a model.so, finds its exported
- * kiln_model_api_v1 table (ModelAPI.h) and forwards to it. Status and tensor
- * objects are shared plain allocations, freed here with free().
+ * kiln_model_api_v2 table (kiln/Runtime/ModelAPI.h) and forwards to it.
+ * Status and tensor objects are shared plain allocations, freed here with
+ * free(). Options are copied into structs of this version's size (fields a
+ * caller built against an older header does not know stay unset) and passed
+ * on as given: the model's runtime fills unset fields from the environment.
+ * (The TensorProto calls of the API are in lib/Runtime/TensorProto.)
  *===----------------------------------------------------------------------===*/
 #ifndef _GNU_SOURCE
 #define _GNU_SOURCE
 #endif
-#include "Common.h"
+#include "kiln/Runtime/Common.h"
 
 #include <dlfcn.h>
 #include <errno.h>
@@ -18,7 +22,7 @@
 struct kiln_model {
   int refcount; /* atomic */
   void *library;
-  const kiln_model_api_v1_table *api;
+  const kiln_model_api_v2_table *api;
   kiln_model_impl *impl;
 };
 
@@ -121,6 +125,10 @@ size_t kiln_tensor_byte_size(const kiln_tensor_t *tensor) {
   return tensor ? tensor->byte_size : 0;
 }
 
+const char *kiln_tensor_name(const kiln_tensor_t *tensor) {
+  return tensor && tensor->name ? tensor->name : "";
+}
+
 kiln_tensor_view_t kiln_tensor_as_view(const kiln_tensor_t *tensor) {
   kiln_tensor_view_t view;
   memset(&view, 0, sizeof(view));
@@ -137,12 +145,67 @@ kiln_tensor_view_t kiln_tensor_as_view(const kiln_tensor_t *tensor) {
  * Models
  *===--------------------------------------------------------------------===*/
 
+void kiln_model_options_init(kiln_model_options_t *options) {
+  if (!options)
+    return;
+  memset(options, 0, sizeof(*options));
+  options->struct_size = sizeof(*options);
+  options->device_ordinal = -1;
+}
+
+void kiln_instance_options_init(kiln_instance_options_t *options) {
+  if (!options)
+    return;
+  memset(options, 0, sizeof(*options));
+  options->struct_size = sizeof(*options);
+  options->graphs = -1;
+}
+
+/* Copies the caller's options (NULL: all unset) into `full`, whose fields
+ * past the caller's struct_size keep the unset values of `init`. */
+static kiln_status_t *copy_options(const char *what, const void *given,
+                                   size_t given_size, void *full,
+                                   size_t full_size) {
+  if (!given)
+    return NULL;
+  if (given_size < sizeof(size_t) || given_size > full_size)
+    return kiln_rtc_make_status(
+        KILN_STATUS_INVALID_ARGUMENT,
+        "%s: struct_size is %zu, expected %zu (initialize the struct with "
+        "%s_init)",
+        what, given_size, full_size, what);
+  memcpy(full, given, given_size);
+  memcpy(full, &full_size, sizeof(size_t)); /* struct_size comes first */
+  return NULL;
+}
+
 kiln_status_t *kiln_model_load(const char *path, kiln_model_t **out_model) {
-  return kiln_model_load_with_weights(path, NULL, out_model);
+  return kiln_model_load_with_options(path, NULL, out_model);
 }
 
 kiln_status_t *kiln_model_load_with_weights(const char *path,
                                             const char *weights_path,
+                                            kiln_model_t **out_model) {
+  kiln_model_options_t options;
+  kiln_model_options_init(&options);
+  options.weights_path = weights_path;
+  return kiln_model_load_with_options(path, &options, out_model);
+}
+
+/* The table of a model built for another ABI version: its version, from
+ * the fields every version's table starts with; 0 when unknown. */
+static unsigned other_abi_version(void *library, const char **symbol) {
+  *symbol = KILN_MODEL_API_V1_SYMBOL;
+  kiln_model_api_header_fn entry =
+      (kiln_model_api_header_fn)dlsym(library, KILN_MODEL_API_V1_SYMBOL);
+  if (!entry)
+    return 0;
+  const kiln_model_api_header *header = entry();
+  return header ? header->abi_version : 0;
+}
+
+kiln_status_t *kiln_model_load_with_options(const char *path,
+                                            const kiln_model_options_t *given,
                                             kiln_model_t **out_model) {
   if (!out_model)
     return kiln_rtc_make_status(KILN_STATUS_INVALID_ARGUMENT,
@@ -151,6 +214,13 @@ kiln_status_t *kiln_model_load_with_weights(const char *path,
   if (!path || !*path)
     return kiln_rtc_make_status(KILN_STATUS_INVALID_ARGUMENT,
                                 "model path is empty");
+  kiln_model_options_t options;
+  kiln_model_options_init(&options);
+  kiln_status_t *status =
+      copy_options("kiln_model_options", given, given ? given->struct_size : 0,
+                   &options, sizeof(options));
+  if (status)
+    return status;
   struct stat st;
   if (stat(path, &st) != 0)
     return kiln_rtc_make_status(
@@ -181,33 +251,34 @@ kiln_status_t *kiln_model_load_with_weights(const char *path,
                                 "cannot load model '%s': %s", path,
                                 why ? why : "unknown dlopen error");
   }
-  kiln_model_api_v1_fn entry =
-      (kiln_model_api_v1_fn)dlsym(library, KILN_MODEL_API_SYMBOL);
-  if (!entry) {
-    dlclose(library);
-    return kiln_rtc_make_status(
-        KILN_STATUS_INCOMPATIBLE,
-        "'%s' is not a Kiln model (it does not export %s)", path,
-        KILN_MODEL_API_SYMBOL);
-  }
-  const kiln_model_api_v1_table *api = entry();
+  kiln_model_api_v2_fn entry =
+      (kiln_model_api_v2_fn)dlsym(library, KILN_MODEL_API_SYMBOL);
+  const kiln_model_api_v2_table *api = entry ? entry() : NULL;
   if (!api || api->abi_version != KILN_MODEL_ABI_VERSION ||
-      api->struct_size < sizeof(kiln_model_api_v1_table)) {
+      api->struct_size < sizeof(kiln_model_api_v2_table)) {
+    const char *symbol = KILN_MODEL_API_SYMBOL;
     unsigned version = api ? api->abi_version : 0;
+    if (!entry)
+      version = other_abi_version(library, &symbol);
     dlclose(library);
+    if (!entry && version == 0)
+      return kiln_rtc_make_status(
+          KILN_STATUS_INCOMPATIBLE,
+          "'%s' is not a Kiln model (it does not export %s)", path,
+          KILN_MODEL_API_SYMBOL);
     return kiln_rtc_make_status(
         KILN_STATUS_INCOMPATIBLE,
-        "model '%s' was built for Kiln runtime ABI version %u, this runtime "
-        "supports version %u; recompile it with a matching kilnc",
-        path, version, KILN_MODEL_ABI_VERSION);
+        "model '%s' was built for Kiln runtime ABI version %u (%s), this "
+        "runtime supports version %u (%s); recompile it with a matching "
+        "kilnc",
+        path, version, symbol, KILN_MODEL_ABI_VERSION, KILN_MODEL_API_SYMBOL);
   }
   kiln_model_t *model = (kiln_model_t *)calloc(1, sizeof(*model));
   if (!model) {
     dlclose(library);
     return kiln_rtc_oom_status();
   }
-  kiln_status_t *status =
-      adopt(api->model_create(path, weights_path, &model->impl));
+  status = adopt(api->model_create(path, &options, &model->impl));
   if (status) {
     /* A plain malloc'ed block: it outlives dlclose. */
     free(model);
@@ -276,17 +347,31 @@ const char *kiln_model_weights_path(const kiln_model_t *model) {
 
 kiln_status_t *kiln_instance_create(kiln_model_t *model,
                                     kiln_instance_t **out_instance) {
+  return kiln_instance_create_with_options(model, NULL, out_instance);
+}
+
+kiln_status_t *
+kiln_instance_create_with_options(kiln_model_t *model,
+                                  const kiln_instance_options_t *given,
+                                  kiln_instance_t **out_instance) {
   if (!out_instance)
     return kiln_rtc_make_status(KILN_STATUS_INVALID_ARGUMENT,
                                 "out_instance is NULL");
   *out_instance = NULL;
   if (!model)
     return kiln_rtc_make_status(KILN_STATUS_INVALID_ARGUMENT, "model is NULL");
+  kiln_instance_options_t options;
+  kiln_instance_options_init(&options);
+  kiln_status_t *status =
+      copy_options("kiln_instance_options", given,
+                   given ? given->struct_size : 0, &options, sizeof(options));
+  if (status)
+    return status;
   kiln_instance_t *instance = (kiln_instance_t *)calloc(1, sizeof(*instance));
   if (!instance)
     return kiln_rtc_oom_status();
-  kiln_status_t *status =
-      adopt(model->api->instance_create(model->impl, &instance->impl));
+  status = adopt(
+      model->api->instance_create(model->impl, &options, &instance->impl));
   if (status) {
     free(instance);
     return status;
@@ -328,20 +413,19 @@ kiln_status_t *kiln_instance_run_device(kiln_instance_t *instance,
       instance->impl, inputs, num_inputs, outputs, num_outputs));
 }
 
-kiln_status_t *kiln_instance_set_cuda_stream(kiln_instance_t *instance,
-                                             void *stream) {
+kiln_status_t *kiln_instance_set_stream(kiln_instance_t *instance,
+                                        void *stream) {
   if (!instance)
     return kiln_rtc_make_status(KILN_STATUS_INVALID_ARGUMENT,
                                 "instance is NULL");
   return adopt(
-      instance->model->api->instance_set_cuda_stream(instance->impl, stream));
+      instance->model->api->instance_set_stream(instance->impl, stream));
 }
 
-kiln_status_t *kiln_instance_set_cuda_graphs(kiln_instance_t *instance,
-                                             int enable) {
+kiln_status_t *kiln_instance_set_graphs(kiln_instance_t *instance, int enable) {
   if (!instance)
     return kiln_rtc_make_status(KILN_STATUS_INVALID_ARGUMENT,
                                 "instance is NULL");
   return adopt(
-      instance->model->api->instance_set_cuda_graphs(instance->impl, enable));
+      instance->model->api->instance_set_graphs(instance->impl, enable));
 }

@@ -1,5 +1,5 @@
 /*===- Common.c - Helpers shared by the loader and model runtime ----------===*/
-#include "Common.h"
+#include "kiln/Runtime/Common.h"
 
 #include <stdio.h>
 #include <stdlib.h>
@@ -103,6 +103,13 @@ void *kiln_rtc_aligned_alloc(size_t bytes) {
 kiln_tensor_t *kiln_rtc_tensor_create(kiln_dtype_t dtype, size_t rank,
                                       const int64_t *dims,
                                       kiln_status_t **out_status) {
+  return kiln_rtc_tensor_create_named(dtype, rank, dims, NULL, out_status);
+}
+
+kiln_tensor_t *kiln_rtc_tensor_create_named(kiln_dtype_t dtype, size_t rank,
+                                            const int64_t *dims,
+                                            const char *name,
+                                            kiln_status_t **out_status) {
   size_t elem = kiln_rtc_dtype_size(dtype);
   if (elem == 0) {
     *out_status = kiln_rtc_make_status(KILN_STATUS_INVALID_ARGUMENT,
@@ -128,8 +135,9 @@ kiln_tensor_t *kiln_rtc_tensor_create(kiln_dtype_t dtype, size_t rank,
         "tensor dims are negative or their product overflows");
     return NULL;
   }
-  kiln_tensor_t *tensor =
-      (kiln_tensor_t *)malloc(sizeof(kiln_tensor_t) + rank * sizeof(int64_t));
+  size_t name_len = name ? strlen(name) : 0;
+  kiln_tensor_t *tensor = (kiln_tensor_t *)malloc(
+      sizeof(kiln_tensor_t) + rank * sizeof(int64_t) + name_len + 1);
   if (!tensor) {
     *out_status = kiln_rtc_oom_status();
     return NULL;
@@ -147,6 +155,11 @@ kiln_tensor_t *kiln_rtc_tensor_create(kiln_dtype_t dtype, size_t rank,
   tensor->dims = (int64_t *)(tensor + 1);
   if (rank)
     memcpy(tensor->dims, dims, rank * sizeof(int64_t));
+  char *name_copy = (char *)(tensor->dims + rank);
+  if (name_len)
+    memcpy(name_copy, name, name_len);
+  name_copy[name_len] = '\0';
+  tensor->name = name_copy;
   tensor->num_elements = count;
   tensor->byte_size = bytes;
   *out_status = NULL;

@@ -1,4 +1,4 @@
-/*===- CudaProfile.c - Per-kernel GPU times (KILN_CUDA_PROFILE) -----------===*
+/*===- CudaProfile.c - Per-kernel GPU times (the profile_path option) -----===*
  *
  * Events come from a per-instance pool that grows to two per launch of the
  * longest run and is reused by later runs. See CudaProfile.h.
@@ -39,10 +39,9 @@ struct kiln_cuda_profile {
 };
 
 kiln_status_t *kiln_cuda_profile_create(const kiln_cuda_driver *cu,
-                                        uint64_t num_kernels,
+                                        const char *path, uint64_t num_kernels,
                                         kiln_cuda_profile **out) {
   *out = NULL;
-  const char *path = getenv("KILN_CUDA_PROFILE");
   if (!path || !*path)
     return NULL;
   kiln_cuda_profile *p = (kiln_cuda_profile *)calloc(1, sizeof(*p));
@@ -280,7 +279,7 @@ static void write_report(const kiln_cuda_profile *p) {
   size_t size = 0;
   char *text = format_report(p, &size);
   if (!text) {
-    fprintf(stderr, "kiln: KILN_CUDA_PROFILE: out of memory\n");
+    fprintf(stderr, "kiln: profile: out of memory\n");
     return;
   }
   int fd = open(p->path, O_WRONLY | O_APPEND | O_CREAT | O_CLOEXEC, 0644);
@@ -291,7 +290,7 @@ static void write_report(const kiln_cuda_profile *p) {
     err = errno;
   }
   if (written != (ssize_t)size)
-    fprintf(stderr, "kiln: KILN_CUDA_PROFILE: cannot write '%s': %s\n", p->path,
+    fprintf(stderr, "kiln: profile: cannot write '%s': %s\n", p->path,
             written < 0 ? strerror(err) : "short write");
   free(text);
 }

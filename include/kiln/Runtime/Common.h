@@ -1,12 +1,13 @@
-/*===- Common.h - Helpers shared by the loader and model runtime -*- C -*-===*
+/*===- kiln/Runtime/Common.h - Shared by the loader and model ---*- C -*-===*
  *
- * Compiled into both libKilnModelRuntime.a and libkiln_runtime; every symbol
- * here is hidden, so each library has its own copy.
+ * Internal to Kiln's runtime. lib/Runtime/Common is compiled into both
+ * libKilnModelRuntime.a and libkiln_runtime; every symbol here is hidden, so
+ * each library has its own copy.
  *===----------------------------------------------------------------------===*/
-#ifndef KILN_LIB_RUNTIME_COMMON_H
-#define KILN_LIB_RUNTIME_COMMON_H
+#ifndef KILN_RUNTIME_COMMON_H
+#define KILN_RUNTIME_COMMON_H
 
-#include "ModelAPI.h"
+#include "kiln/Runtime/ModelAPI.h"
 
 #include <stdarg.h>
 
@@ -48,10 +49,15 @@ KILN_HIDDEN kiln_tensor_t *kiln_rtc_tensor_create(kiln_dtype_t dtype,
                                                   size_t rank,
                                                   const int64_t *dims,
                                                   kiln_status_t **out_status);
+/* The same with a name (NULL: ""). */
+KILN_HIDDEN kiln_tensor_t *
+kiln_rtc_tensor_create_named(kiln_dtype_t dtype, size_t rank,
+                             const int64_t *dims, const char *name,
+                             kiln_status_t **out_status);
 KILN_HIDDEN void kiln_rtc_tensor_free(kiln_tensor_t *tensor);
 
 #ifdef __cplusplus
 }
 #endif
 
-#endif /* KILN_LIB_RUNTIME_COMMON_H */
+#endif /* KILN_RUNTIME_COMMON_H */

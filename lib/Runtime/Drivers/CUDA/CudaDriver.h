@@ -6,8 +6,8 @@
  * looked up by its exported, versioned name (cuMemAlloc_v2 where cuda.h
  * #defines cuMemAlloc to it). Types and enum values match cuda.h (CUDA 13).
  *===----------------------------------------------------------------------===*/
-#ifndef KILN_LIB_RUNTIME_CUDADRIVER_H
-#define KILN_LIB_RUNTIME_CUDADRIVER_H
+#ifndef KILN_LIB_RUNTIME_DRIVERS_CUDA_CUDADRIVER_H
+#define KILN_LIB_RUNTIME_DRIVERS_CUDA_CUDADRIVER_H
 
 #include <stddef.h>
 
@@ -98,7 +98,7 @@ typedef struct kiln_cuda_driver {
   CUresult (*cuGraphLaunch)(CUgraphExec exec, CUstream stream);
   CUresult (*cuGraphExecDestroy)(CUgraphExec exec);
   CUresult (*cuGraphDestroy)(CUgraph graph);
-  /* Events (KILN_CUDA_PROFILE only): optional, NULL when the driver lacks
+  /* Events (profiling only): optional, NULL when the driver lacks
    * them. cuEventElapsedTime is cuEventElapsedTime_v2 where the driver has
    * it (CUDA 12.8+; the same signature). */
   CUresult (*cuEventCreate)(CUevent *event, unsigned int flags);
@@ -128,4 +128,4 @@ kiln_cuda_error_text(const kiln_cuda_driver *driver, CUresult result, char *out,
 }
 #endif
 
-#endif /* KILN_LIB_RUNTIME_CUDADRIVER_H */
+#endif /* KILN_LIB_RUNTIME_DRIVERS_CUDA_CUDADRIVER_H */

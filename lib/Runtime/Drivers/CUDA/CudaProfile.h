@@ -1,17 +1,18 @@
-/*===- CudaProfile.h - Per-kernel GPU times (KILN_CUDA_PROFILE) -*- C -*-===*
+/*===- CudaProfile.h - Per-kernel GPU times -------------------*- C -*-===*
  *
- * When KILN_CUDA_PROFILE=<path> is set at instance creation, an instance of
- * a cuda model brackets every kernel launch with two CUDA events on its
+ * With the instance option profile_path (or KILN_CUDA_PROFILE, see
+ * docs/runtime.md), an instance of a cuda model brackets every kernel
+ * launch with two CUDA events on its
  * stream, reads their elapsed times after each run, and appends one JSON
  * line to <path> when it is released (docs/runtime.md, "Profiling").
  * Failing event calls never fail a run: profiling stops and the report says
  * why. Every function accepts a NULL profile and then does nothing.
  *===----------------------------------------------------------------------===*/
-#ifndef KILN_LIB_RUNTIME_CUDAPROFILE_H
-#define KILN_LIB_RUNTIME_CUDAPROFILE_H
+#ifndef KILN_LIB_RUNTIME_DRIVERS_CUDA_CUDAPROFILE_H
+#define KILN_LIB_RUNTIME_DRIVERS_CUDA_CUDAPROFILE_H
 
-#include "Common.h"
 #include "CudaDriver.h"
+#include "kiln/Runtime/Common.h"
 
 #include <stdint.h>
 
@@ -21,10 +22,11 @@ extern "C" {
 
 typedef struct kiln_cuda_profile kiln_cuda_profile;
 
-/* *out: a profile for an instance of a model with `num_kernels` kernels, or
- * NULL when KILN_CUDA_PROFILE is unset or empty. Returns a status only when
- * memory runs out. */
+/* *out: a profile for an instance of a model with `num_kernels` kernels
+ * that reports to `path`, or NULL when `path` is NULL or empty. Returns a
+ * status only when memory runs out. */
 KILN_HIDDEN kiln_status_t *kiln_cuda_profile_create(const kiln_cuda_driver *cu,
+                                                    const char *path,
                                                     uint64_t num_kernels,
                                                     kiln_cuda_profile **out);
 /* Around one cuLaunchKernel on `stream` (the context current): begin
@@ -46,4 +48,4 @@ KILN_HIDDEN void kiln_cuda_profile_release(kiln_cuda_profile *p,
 }
 #endif
 
-#endif /* KILN_LIB_RUNTIME_CUDAPROFILE_H */
+#endif /* KILN_LIB_RUNTIME_DRIVERS_CUDA_CUDAPROFILE_H */

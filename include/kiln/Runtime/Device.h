@@ -1,0 +1,167 @@
+/*===- kiln/Runtime/Device.h - The device driver table ----------*- C -*-===*
+ *
+ * Internal to Kiln's runtime. The generic model runtime (lib/Runtime/Model)
+ * reaches a device only through a `kiln_device_driver`: a table of entry
+ * points that one driver folder (lib/Runtime/Drivers/<Kind>) implements with
+ * its vendor's API, opened by dlopen. The generic side owns everything that
+ * is the same on every device: staging of inputs and outputs, the weight
+ * cache, the scratch cache, when to capture and replay a graph, and the
+ * failure messages of a run; a driver owns the library, the device, and per
+ * instance a queue (context, stream, loaded device image, profiling).
+ *
+ * Drivers register themselves at build time: every folder under
+ * lib/Runtime/Drivers defines one `const kiln_device_driver
+ * kiln_device_driver_<kind>` and CMake lists them in kiln_device_drivers
+ * (a generated file), which the model runtime searches by the signature's
+ * device kind. A driver may use lib/Runtime/Common (statuses); the generic
+ * code includes no driver header.
+ *
+ * Conventions: entry points that can fail while generated code runs return
+ * a kiln_device_result (0 on success, else the driver's own error code) and
+ * the generic code words the failure from `op_names`, `error_text` and
+ * `is_out_of_memory`; lifecycle entry points return a kiln_status_t * with
+ * the whole message. Every queue entry point but queue_create and
+ * queue_destroy is called with the queue entered (enter ... leave).
+ *===----------------------------------------------------------------------===*/
+#ifndef KILN_RUNTIME_DEVICE_H
+#define KILN_RUNTIME_DEVICE_H
+
+#include "kiln/Runtime/Common.h"
+
+#include <stddef.h>
+#include <stdint.h>
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+/* A device address (what kiln_rt_input etc. return on a device, as an
+ * integer). */
+typedef uint64_t kiln_device_ptr;
+/* 0: success; otherwise the driver's own error code. */
+typedef int kiln_device_result;
+
+typedef struct kiln_device kiln_device;             /* per model */
+typedef struct kiln_device_queue kiln_device_queue; /* per instance */
+typedef struct kiln_device_graph kiln_device_graph; /* a replayable run */
+
+/* The calls the generic code names in failure messages ("<name> of 256
+ * bytes for input 0 ('x') failed: <error_text>"). */
+typedef enum kiln_device_op {
+  KILN_DEVICE_OP_ALLOC = 0,      /* alloc */
+  KILN_DEVICE_OP_UPLOAD,         /* upload */
+  KILN_DEVICE_OP_COPY_TO_DEVICE, /* copy_to_device */
+  KILN_DEVICE_OP_COPY_TO_HOST,   /* copy_to_host */
+  KILN_DEVICE_OP_COPY_DEVICE,    /* copy_device */
+  KILN_DEVICE_OP_SYNCHRONIZE,    /* synchronize */
+  KILN_DEVICE_OP_ENTER,          /* enter */
+  KILN_DEVICE_OP_GRAPH_LAUNCH,   /* graph_launch */
+  KILN_DEVICE_OP_COUNT
+} kiln_device_op;
+
+/* What the model runtime resolved for kiln_device_driver.open. */
+typedef struct kiln_device_open_args {
+  const char *chip;    /* the signature's chip, never NULL */
+  const char *library; /* the driver library to dlopen; NULL: the default */
+  int32_t ordinal;     /* the device index (>= 0) */
+  /* Where `ordinal` came from, for messages: "KILN_<KIND>_DEVICE" or "the
+   * device_ordinal option"; NULL for the default. */
+  const char *ordinal_source;
+} kiln_device_open_args;
+
+/* One launch of kiln_rt_launch_device, already checked: grid dims >= 1,
+ * block dims >= 1, all <= UINT32_MAX, 0 <= shared_bytes <= INT32_MAX. */
+typedef struct kiln_device_launch {
+  int64_t kernel;   /* index < the signature's "kernels" count */
+  const char *name; /* its symbol in the device image */
+  uint32_t grid[3], block[3];
+  uint32_t shared_bytes;
+  void **params; /* one pointer per kernel parameter */
+} kiln_device_launch;
+
+typedef struct kiln_device_driver {
+  /* The signature's device kind (its `device <kind> <chip>` record), also
+   * the kind of device image the driver loads
+   * (kiln_model_device_image_kind). */
+  const char *kind;
+  /* Words for messages: the vendor's name of the graph feature and of the
+   * calls behind each kiln_device_op. */
+  const char *graph_name;
+  const char *op_names[KILN_DEVICE_OP_COUNT];
+
+  /*--- Models ---*/
+  /* Opens the library, finds the device and checks that it runs `chip`.
+   * FAILED_PRECONDITION without a usable library or device, INCOMPATIBLE
+   * for a chip the driver does not know. *out_device may be set on failure
+   * too (what was opened so far): the caller closes it either way. */
+  kiln_status_t *(*open)(const kiln_device_open_args *args,
+                         kiln_device **out_device);
+  void (*close)(kiln_device *device); /* accepts NULL */
+  /* The error's name and text, as the vendor's library words them. */
+  void (*error_text)(const kiln_device *device, kiln_device_result result,
+                     char *out, size_t size);
+  int (*is_out_of_memory)(kiln_device_result result);
+
+  /*--- Queues (one per instance) ---*/
+  /* Makes the context current for this thread, creates a stream and loads
+   * `image` (NULL when the model has no kernels). `profile_path` non-NULL:
+   * per-kernel times go there (docs/runtime.md, "Profiling"). */
+  kiln_status_t *(*queue_create)(kiln_device *device, const void *image,
+                                 int64_t image_size, uint64_t num_kernels,
+                                 const char *profile_path,
+                                 kiln_device_queue **out_queue);
+  /* Waits for the stream and releases everything queue_create made; the
+   * generic code has freed its device memory and graphs before. */
+  void (*queue_destroy)(kiln_device_queue *queue);
+  kiln_device_result (*enter)(kiln_device_queue *queue);
+  void (*leave)(kiln_device_queue *queue);
+
+  kiln_device_result (*alloc)(kiln_device_queue *queue, size_t bytes,
+                              kiln_device_ptr *out_ptr);
+  void (*free)(kiln_device_queue *queue, kiln_device_ptr ptr);
+  /* Synchronous host-to-device copy (weights). */
+  kiln_device_result (*upload)(kiln_device_queue *queue, kiln_device_ptr dst,
+                               const void *src, size_t bytes);
+  /* Copies ordered on the queue's stream. */
+  kiln_device_result (*copy_to_device)(kiln_device_queue *queue,
+                                       kiln_device_ptr dst, const void *src,
+                                       size_t bytes);
+  kiln_device_result (*copy_to_host)(kiln_device_queue *queue, void *dst,
+                                     kiln_device_ptr src, size_t bytes);
+  kiln_device_result (*copy_device)(kiln_device_queue *queue,
+                                    kiln_device_ptr dst, kiln_device_ptr src,
+                                    size_t bytes);
+  kiln_device_result (*synchronize)(kiln_device_queue *queue);
+  /* Runs later work on `stream` (the caller's, NULL: the queue's own) after
+   * waiting for the current one; returns a status saying what failed. */
+  kiln_status_t *(*set_stream)(kiln_device_queue *queue, void *stream);
+  /* 1 while the queue runs on its own stream. */
+  int (*on_own_stream)(const kiln_device_queue *queue);
+  /* Launches one kernel on the stream (looking its function up on first
+   * use). On failure writes the failed call and its arguments to `call`
+   * (kernel index and name, grid, block). */
+  kiln_device_result (*launch)(kiln_device_queue *queue,
+                               const kiln_device_launch *launch, char *call,
+                               size_t call_size);
+  /* Graphs: begin captures the stream's work; end stops the capture and
+   * makes a replayable graph of it (*out_graph NULL when that failed). */
+  kiln_device_result (*capture_begin)(kiln_device_queue *queue);
+  kiln_device_result (*capture_end)(kiln_device_queue *queue,
+                                    kiln_device_graph **out_graph);
+  kiln_device_result (*graph_launch)(kiln_device_queue *queue,
+                                     kiln_device_graph *graph);
+  void (*graph_destroy)(kiln_device_queue *queue, kiln_device_graph *graph);
+  /* After each run has synchronized (profiling: collect its times; the
+   * launches of a failed run are dropped). */
+  void (*end_run)(kiln_device_queue *queue, int failed);
+} kiln_device_driver;
+
+/* Every driver this runtime was built with, NULL-terminated (generated by
+ * CMake from the folders under lib/Runtime/Drivers). */
+KILN_HIDDEN extern const kiln_device_driver *const kiln_device_drivers[];
+
+#ifdef __cplusplus
+}
+#endif
+
+#endif /* KILN_RUNTIME_DEVICE_H */

@@ -1,0 +1,209 @@
+/*===- DeviceRun.c - One run of a device model, and its graphs ------------===*
+ *
+ * Stages the inputs, runs the host program (or replays the graph captured
+ * on the second run of a graph-capturable model), copies the outputs out
+ * and waits for the stream. See DeviceRuntime.h.
+ *===----------------------------------------------------------------------===*/
+#include "DeviceRuntime.h"
+
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+/*===--------------------------------------------------------------------===*
+ * Runs
+ *===--------------------------------------------------------------------===*/
+
+static void reset_ctx(kiln_rt_ctx *ctx) {
+  ctx->failed = 0;
+  ctx->code = KILN_STATUS_OK;
+  ctx->reason[0] = '\0';
+}
+
+/* Forgets the outputs of an abandoned attempt (a failed capture). */
+static void reset_outputs(kiln_instance_impl *inst) {
+  kiln_dev_instance *di = inst->dev;
+  for (size_t i = 0; i < inst->model->num_outputs; ++i) {
+    kiln_rtc_tensor_free(inst->outputs[i]);
+    inst->outputs[i] = NULL;
+    di->output_done[i] = 0;
+    di->output_direct[i] = 0;
+    di->output_ptr[i] = 0;
+  }
+}
+
+static void run_main(kiln_rt_ctx *ctx) {
+  int32_t rc = kiln_rt_run_program(ctx);
+  if (!ctx->failed && rc != 0)
+    kiln_rt_fail(ctx, KILN_STATUS_INTERNAL, "the host program returned %d",
+                 (int)rc);
+}
+
+/* The second run of a graph-capturable model: kiln_model_main under stream
+ * capture, then the graph is made and launched. Returns 0 when the
+ * capture did not work out (nothing ran; the caller redoes the run). */
+static int capture_and_launch(kiln_rt_ctx *ctx) {
+  kiln_dev_instance *di = ctx->instance->dev;
+  const kiln_device_driver *drv = di->drv;
+  if (drv->capture_begin(di->queue) != 0)
+    return 0;
+  di->capturing = 1;
+  di->capture_aborted = 0;
+  run_main(ctx);
+  di->capturing = 0;
+  kiln_device_graph *graph = NULL;
+  kiln_device_result r = drv->capture_end(di->queue, &graph);
+  if (ctx->failed || r != 0 || !graph) {
+    if (graph)
+      drv->graph_destroy(di->queue, graph);
+    return 0;
+  }
+  di->graph = graph;
+  r = drv->graph_launch(di->queue, graph);
+  if (r != 0)
+    kiln_dev_fail(ctx, r, drv->op_names[KILN_DEVICE_OP_GRAPH_LAUNCH]);
+  return 1;
+}
+
+/* A replay: the graph writes the staging buffers of the capture run; the
+ * outputs have the dims recorded then (graph-capturable models have no
+ * symbolic dims). */
+static void replay(kiln_rt_ctx *ctx) {
+  kiln_instance_impl *inst = ctx->instance;
+  kiln_dev_instance *di = inst->dev;
+  for (size_t i = 0; i < inst->model->num_outputs; ++i) {
+    const kiln_value_sig *sig = &inst->model->outputs[i];
+    if (!ctx->output_views) {
+      kiln_status_t *status = NULL;
+      inst->outputs[i] = kiln_rtc_tensor_create(
+          sig->dtype, sig->rank, di->output_dims + di->output_dims_at[i],
+          &status);
+      if (!inst->outputs[i]) {
+        kiln_rt_fail(ctx, (kiln_status_code_t)status->code,
+                     "output %zu ('%s'): %s", i, sig->name, status->message);
+        if (!status->is_static)
+          free(status);
+        return;
+      }
+    }
+    di->output_done[i] = 1;
+    di->output_direct[i] = 0;
+    di->output_ptr[i] = di->outputs[i].ptr;
+  }
+  kiln_device_result r = di->drv->graph_launch(di->queue, di->graph);
+  if (r != 0)
+    kiln_dev_fail(ctx, r, di->drv->op_names[KILN_DEVICE_OP_GRAPH_LAUNCH]);
+}
+
+/* Copies outputs that were not written in place to the host tensors or the
+ * caller's device buffers. */
+static void copy_outputs_out(kiln_rt_ctx *ctx) {
+  kiln_instance_impl *inst = ctx->instance;
+  kiln_dev_instance *di = inst->dev;
+  for (size_t i = 0; i < inst->model->num_outputs && !ctx->failed; ++i) {
+    if (di->output_direct[i])
+      continue;
+    const kiln_value_sig *sig = &inst->model->outputs[i];
+    size_t bytes = kiln_dev_view_bytes(sig->dtype, sig->rank,
+                                       di->output_dims + di->output_dims_at[i]);
+    if (bytes == 0)
+      continue;
+    kiln_device_result r;
+    if (ctx->output_views)
+      r = di->drv->copy_device(
+          di->queue, (kiln_device_ptr)(uintptr_t)ctx->output_views[i].data,
+          di->output_ptr[i], bytes);
+    else
+      r = di->drv->copy_to_host(di->queue, inst->outputs[i]->data,
+                                di->output_ptr[i], bytes);
+    if (r != 0) {
+      char call[192];
+      snprintf(
+          call, sizeof(call), "%s of output %zu ('%s')",
+          di->drv->op_names[ctx->output_views ? KILN_DEVICE_OP_COPY_DEVICE
+                                              : KILN_DEVICE_OP_COPY_TO_HOST],
+          i, sig->name);
+      kiln_dev_fail(ctx, r, call);
+    }
+  }
+}
+
+kiln_status_t *kiln_dev_run(kiln_instance_impl *inst,
+                            const kiln_tensor_view_t *inputs,
+                            const kiln_output_view_t *views,
+                            kiln_tensor_t **out_outputs) {
+  kiln_model_impl *model = inst->model;
+  kiln_dev_instance *di = inst->dev;
+  const kiln_device_driver *drv = di->drv;
+  kiln_device_result r = drv->enter(di->queue);
+  if (r != 0) {
+    char what[96];
+    snprintf(what, sizeof(what), "model run: %s",
+             drv->op_names[KILN_DEVICE_OP_ENTER]);
+    return kiln_dev_status(di, KILN_STATUS_INTERNAL, r, what);
+  }
+
+  kiln_rt_ctx ctx;
+  ctx.instance = inst;
+  ctx.inputs = inputs;
+  ctx.output_views = views;
+  reset_ctx(&ctx);
+  reset_outputs(inst);
+
+  /* Graphs need every device pointer fixed across runs: inputs and outputs
+   * go through the instance's buffers, and no dim may vary. */
+  int use_graph = di->graphs_enabled && !di->graph_failed &&
+                  model->graph_capturable && model->num_symbols == 0 &&
+                  !di->profiling;
+  int replayed = 0;
+  di->staged = use_graph || !views;
+  kiln_dev_stage_inputs(&ctx, views != NULL);
+  if (!ctx.failed) {
+    if (use_graph && di->graph) {
+      replay(&ctx);
+      replayed = 1;
+    } else if (use_graph && di->graph_warm && capture_and_launch(&ctx)) {
+      /* Captured and launched. */
+    } else {
+      int after_capture = use_graph && di->graph_warm;
+      if (after_capture) {
+        /* The capture failed: nothing ran; redo the run plainly. */
+        reset_ctx(&ctx);
+        reset_outputs(inst);
+        for (size_t i = 0; i < di->num_scratch; ++i)
+          di->scratch[i].in_use = 0;
+      }
+      run_main(&ctx);
+      if (!ctx.failed && after_capture)
+        di->graph_failed = 1; /* a model that runs but cannot be captured */
+      else if (!ctx.failed && use_graph)
+        di->graph_warm = 1;
+    }
+  }
+  for (size_t i = 0; !ctx.failed && i < model->num_outputs; ++i)
+    if (!di->output_done[i])
+      kiln_rt_fail(&ctx, KILN_STATUS_INTERNAL,
+                   "model run did not produce output %zu ('%s')", i,
+                   model->outputs[i].name);
+  copy_outputs_out(&ctx);
+  if (!views || drv->on_own_stream(di->queue)) {
+    r = drv->synchronize(di->queue);
+    if (r != 0)
+      kiln_dev_fail(&ctx, r, drv->op_names[KILN_DEVICE_OP_SYNCHRONIZE]);
+  }
+  drv->end_run(di->queue, ctx.failed);
+  if (!replayed)
+    kiln_dev_scratch_end_run(di);
+  drv->leave(di->queue);
+
+  if (ctx.failed) {
+    reset_outputs(inst);
+    return kiln_rtc_make_status(ctx.code, "model run failed: %s", ctx.reason);
+  }
+  for (size_t i = 0; out_outputs && i < model->num_outputs; ++i) {
+    out_outputs[i] = inst->outputs[i];
+    inst->outputs[i] = NULL;
+  }
+  return NULL;
+}

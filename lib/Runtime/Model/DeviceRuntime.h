@@ -1,0 +1,98 @@
+/*===- DeviceRuntime.h - Device models, shared by their files ---*- C -*-===*
+ *
+ * Internal to the model runtime: the per-model and per-instance state of a
+ * device model (DeviceRuntime.c: lifecycle; DeviceCalls.c: device memory
+ * and the device calls of generated code; DeviceRun.c: runs and graphs).
+ * All of it reaches the device through model->driver (kiln/Runtime/Device.h).
+ *
+ * Each instance owns its device memory: the arena, weights (uploaded on
+ * first use), input staging buffers, output buffers and a scratch cache.
+ * Graph-capturable models are captured into a device graph on their second
+ * run and replayed after that. Every device call made while generated code
+ * runs records its failure in the run context (the call, the driver's error
+ * text); after the first failure the remaining launches and copies of the
+ * run do nothing.
+ *===----------------------------------------------------------------------===*/
+#ifndef KILN_LIB_RUNTIME_MODEL_DEVICERUNTIME_H
+#define KILN_LIB_RUNTIME_MODEL_DEVICERUNTIME_H
+
+#include "ModelRuntime.h"
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+/* Device allocations are at least this large and sizes are rounded to it. */
+#define KILN_DEVICE_ALIGNMENT 256
+
+struct kiln_dev_model {
+  const kiln_device_driver *driver;
+  kiln_device *device;
+  const void *image; /* NULL when the model has no kernels */
+  int64_t image_size;
+};
+
+typedef struct kiln_dev_buffer {
+  kiln_device_ptr ptr;
+  size_t capacity;
+} kiln_dev_buffer;
+
+struct kiln_dev_instance {
+  const kiln_device_driver *drv;
+  kiln_device *device;
+  kiln_device_queue *queue;
+  kiln_device_ptr arena;
+  kiln_dev_buffer *weights; /* per weight, then per external weight;
+                               capacity = its byte size */
+  kiln_dev_buffer *inputs;  /* per input: staging buffers */
+  kiln_dev_buffer *outputs; /* per output: device buffers */
+  kiln_scratch *scratch;    /* ptr holds a kiln_device_ptr */
+  size_t num_scratch, cap_scratch;
+  /* The current run. */
+  int staged;                  /* inputs/outputs go through our buffers */
+  kiln_device_ptr *input_ptr;  /* per input: what kiln_rt_input returns */
+  kiln_device_ptr *output_ptr; /* per output: where the model writes it */
+  char *output_done;           /* per output: allocated this run */
+  char *output_direct;         /* per output: written straight to the caller */
+  int64_t *output_dims;        /* per output, at output_dims_at[i]: its dims */
+  size_t *output_dims_at;
+  /* Graphs. */
+  int graphs_enabled; /* the instance option / kiln_instance_set_graphs */
+  int graph_failed;   /* capture or instantiation failed: plain runs */
+  int graph_warm;     /* a staged plain run allocated everything */
+  int capturing;      /* kiln_model_main runs under stream capture */
+  int capture_aborted;
+  kiln_device_graph *graph;
+  int profiling; /* the instance option profile_path: no graphs then */
+};
+
+/* "<call> failed: <error text>" into ctx, with RESOURCE_EXHAUSTED for
+ * out-of-memory and INTERNAL otherwise. */
+KILN_HIDDEN void kiln_dev_fail(kiln_rt_ctx *ctx, kiln_device_result result,
+                               const char *call);
+/* The same as a status; `code` unless the result is out-of-memory. */
+KILN_HIDDEN kiln_status_t *kiln_dev_status(const kiln_dev_instance *di,
+                                           kiln_status_code_t code,
+                                           kiln_device_result result,
+                                           const char *what);
+KILN_HIDDEN size_t kiln_dev_round(size_t bytes);
+KILN_HIDDEN size_t kiln_dev_view_bytes(kiln_dtype_t dtype, size_t rank,
+                                       const int64_t *dims);
+/* Work that cannot be captured in a graph (allocation, freeing, host
+ * synchronization) was needed while capturing: the capture is abandoned
+ * and the run redone without it. Returns 1 when that happened. */
+KILN_HIDDEN int kiln_dev_abort_capture(kiln_rt_ctx *ctx, const char *what);
+/* Sets input_ptr: host inputs are copied into the staging buffers; device
+ * inputs are used in place unless the run is staged (graphs) or they are
+ * not aligned to their element size. */
+KILN_HIDDEN void kiln_dev_stage_inputs(kiln_rt_ctx *ctx, int device_inputs);
+/* Ends a run: keeps the scratch buffers it used, frees the others (after
+ * the stream is done with them). */
+KILN_HIDDEN void kiln_dev_scratch_end_run(kiln_dev_instance *di);
+KILN_HIDDEN void kiln_dev_drop_graph(kiln_dev_instance *di);
+
+#ifdef __cplusplus
+}
+#endif
+
+#endif /* KILN_LIB_RUNTIME_MODEL_DEVICERUNTIME_H */
