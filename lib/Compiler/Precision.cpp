@@ -1,9 +1,8 @@
 //===- Precision.cpp - Mixed precision in the driver ----------------------===//
 //
-// The graph-stage passes that `--precision`, `--keep-fp32` and
-// `--expose-intermediates` add, and the calibration run of `--calibrate`:
-// the fp32 model is compiled with every intermediate float value exposed as
-// an output, loaded through the runtime's public C API (kiln-c/runtime.h:
+// The calibration run of `--calibrate` (the precision passes themselves are
+// built with the graph stage, Pipelines.cpp): the fp32 model is compiled
+// with every intermediate float value exposed as an output, loaded through the runtime's public C API (kiln-c/runtime.h:
 // the samples are read with kiln_tensor_read_file, the weights file is the
 // weights_path load option), run on the sample inputs, and each tensor's
 // range is written as JSON for kiln-mixed-precision.
@@ -119,19 +118,7 @@ std::string takeMessage(kiln_status_t *st) {
   return m;
 }
 
-/// Where kilnc wrote the external weights, recorded in the module's
-/// `kiln.external_weights` dictionary (setExternalWeightsPath).
-constexpr llvm::StringLiteral kWeightsPathKey = "path";
-
 } // namespace
-
-void mlir::kiln::setExternalWeightsPath(ModuleOp module, StringRef path) {
-  auto ext = module->getAttrOfType<DictionaryAttr>("kiln.external_weights");
-  NamedAttrList entries(ext ? ext.getValue() : ArrayRef<NamedAttribute>());
-  entries.set(kWeightsPathKey, StringAttr::get(module.getContext(), path));
-  module->setAttr("kiln.external_weights",
-                  entries.getDictionary(module.getContext()));
-}
 
 LogicalResult mlir::kiln::calibrateRanges(ModuleOp module, StringRef dir,
                                           StringRef rangesPath,
@@ -173,6 +160,7 @@ LogicalResult mlir::kiln::calibrateRanges(ModuleOp module, StringRef dir,
   o.exposeNodes.clear();
   o.dumpAfter.clear();
   o.dump = nullptr;
+  o.printPipeline.clear();
   o.afterHost = nullptr;
   SmallString<128> so;
   if (llvm::sys::fs::createTemporaryFile("kiln-calibrate", "so", so))
@@ -183,10 +171,7 @@ LogicalResult mlir::kiln::calibrateRanges(ModuleOp module, StringRef dir,
 
   // The calibration build lives in a temporary directory, its external
   // weights where kilnc wrote them.
-  std::string weightsPath;
-  if (auto ext = module->getAttrOfType<DictionaryAttr>("kiln.external_weights"))
-    if (auto path = ext.getAs<StringAttr>(kWeightsPathKey))
-      weightsPath = path.str();
+  const std::string &weightsPath = options.externalWeightsPath;
   kiln_model_options_t loadOptions;
   kiln_model_options_init(&loadOptions);
   if (!weightsPath.empty())

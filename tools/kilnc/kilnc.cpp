@@ -398,7 +398,7 @@ int main(int argc, char **argv) {
       std::string().swap(w.data);
     // The calibration build loads its weights from here.
     if (!calibrateDir.empty() && !weights.weights.empty())
-      kiln::setExternalWeightsPath(*module, weightsPath);
+      options.externalWeightsPath = weightsPath;
   }
   if (dumpAfter == "import") {
     module->print(llvm::outs());

@@ -71,6 +71,9 @@ struct CompileOptions {
   /// (kiln-expose-intermediates): all, or only `exposeNodes` when not empty.
   bool exposeIntermediates = false;
   std::vector<std::string> exposeNodes;
+  /// Where the external weights file was written (kilnc --external-weights):
+  /// the calibration build loads its weights from there.
+  std::string externalWeightsPath;
 
   /// Checks what a user can get wrong: the target's spelling, the -O range,
   /// the precision's name, and options that need another (--keep-fp32 and
@@ -95,14 +98,11 @@ std::unique_ptr<Target> createTarget(const CompileOptions &options,
 /// test_data_set_*/input_N.pb) and writes each tensor's range (absmax, min,
 /// max) as JSON to `rangesPath`.
 /// The calibration build loads the external weights (kilnc
-/// --external-weights) from the path recorded by setExternalWeightsPath,
-/// through the runtime's weights_path load option.
+/// --external-weights) from `options.externalWeightsPath` through the
+/// runtime's weights_path load option.
 LogicalResult calibrateRanges(ModuleOp module, llvm::StringRef dir,
                               llvm::StringRef rangesPath,
                               const CompileOptions &options);
-/// Records in `module`'s `kiln.external_weights` attribute where the
-/// external weights file was written (for calibrateRanges).
-void setExternalWeightsPath(ModuleOp module, llvm::StringRef path);
 
 /// The compile report of a module after the host stage: each kernel with its
 /// ONNX nodes, estimated FLOPs and bytes moved; the arena against the sum of
