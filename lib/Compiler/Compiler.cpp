@@ -7,7 +7,6 @@
 #include "kiln/Dialect/Kiln/Transforms/Passes.h"
 #include "kiln/Dialect/Onnx/IR/OnnxDialect.h"
 #include "kiln/Dialect/Onnx/Transforms/Passes.h"
-#include "kiln/Target/Passes.h"
 #include "kiln/Target/Target.h"
 
 #include "mlir/Conversion/AffineToStandard/AffineToStandard.h"
@@ -187,22 +186,13 @@ void mlir::kiln::registerAllKilnPasses() {
         name, ("Kiln's '" + stage + "' stage").str(),
         [stage](OpPassManager &pm) { (void)buildStagePipeline(pm, stage); });
   }
-  PassPipelineRegistration<>("kiln-cuda-codegen-pipeline",
-                             "Kiln's 'codegen' stage for --target=cuda (sm_90)",
-                             [](OpPassManager &pm) {
-                               createNVPTXTarget("sm_90")->buildCodegenPipeline(
-                                   pm);
-                             });
 }
 
 LogicalResult mlir::kiln::lowerToLLVMDialect(ModuleOp module,
                                              const CompileOptions &options) {
   std::string error;
-  GPUCodegenOptions gpu;
-  gpu.tiledContractions = options.gpuTiledContractions;
-  gpu.warpReductions = options.gpuWarpReductions;
-  gpu.tensorCores = options.gpuTensorCores;
-  std::unique_ptr<Target> target = parseTarget(options.target, error, gpu);
+  std::unique_ptr<Target> target =
+      parseTarget(options.target, error, options.gpu);
   if (!target)
     return emitError(module.getLoc()) << error;
   if (!target->checkToolchain(error))
