@@ -186,7 +186,7 @@ struct MulAccBody;
 /// so stores coalesce.
 ///
 /// Half operands extended to an f32 accumulator go to the target's matrix
-/// instruction instead (GPUTargetInfo::getMMA; NVIDIA: mma.sync m16n8k16):
+/// instruction instead (GPUTargetInfo::getMMA and its fragment layout):
 /// the half values are staged in K-contiguous slabs (BK = 32, rows padded by
 /// 8 halves); the block's warps, as 2 x (warps / 2), each own T/2 x
 /// T/(warps / 2) outputs as M x N tiles of the instruction, their fragments
