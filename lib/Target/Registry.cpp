@@ -1,8 +1,10 @@
 //===- Registry.cpp - The target table ------------------------------------===//
 //
 // One row per target kind (Target.h's TargetEntry). A new target is a row
-// here and a folder lib/Target/<T>; a new chip is a row of its target's chip
-// table (e.g. NVPTXTarget.cpp's kCudaChips).
+// here and a folder lib/Target/<T> (AMDGPU: its chips, a Target whose
+// codegen pipeline runs kiln-map-kernels-to-gpu with a GPUTargetInfo of
+// waves of 64 and MFMA, then ROCDL); a new chip is a row of its target's
+// chip table (e.g. NVPTXTarget.cpp's kCudaChips).
 //
 //===----------------------------------------------------------------------===//
 
