@@ -12,7 +12,6 @@
 #include "kiln/Dialect/Kiln/Transforms/Passes.h"
 #include "kiln/Dialect/Onnx/IR/OnnxDialect.h"
 #include "kiln/Dialect/Onnx/Transforms/Passes.h"
-#include "kiln/Target/Passes.h"
 #include "kiln/Target/Target.h"
 
 #include "mlir/Conversion/AffineToStandard/AffineToStandard.h"

@@ -14,7 +14,6 @@
 #include "kiln/Dialect/Kiln/Transforms/Passes.h"
 #include "kiln/Dialect/Onnx/IR/OnnxDialect.h"
 #include "kiln/Dialect/Onnx/Transforms/Passes.h"
-#include "kiln/Target/Passes.h"
 #include "kiln/Target/Target.h"
 
 #include "mlir/Conversion/AffineToStandard/AffineToStandard.h"
@@ -140,15 +139,28 @@ struct StagePipelineOptions : public PassPipelineOptions<StagePipelineOptions> {
   Option<bool> gpuTiledContractions{
       *this, "gpu-tiled-contractions",
       llvm::cl::desc("GPU: shared-memory tiled contractions"),
-      llvm::cl::init(true)};
+      llvm::cl::init(GPUCodegenOptions().tiledContractions)};
   Option<bool> gpuWarpReductions{
       *this, "gpu-warp-reductions",
       llvm::cl::desc("GPU: one warp per output for row reductions"),
-      llvm::cl::init(true)};
+      llvm::cl::init(GPUCodegenOptions().warpReductions)};
   Option<bool> gpuTensorCores{
       *this, "gpu-tensor-cores",
       llvm::cl::desc("GPU: half contractions on tensor cores"),
-      llvm::cl::init(true)};
+      llvm::cl::init(GPUCodegenOptions().tensorCores)};
+  Option<int64_t> gpuBlockSize{
+      *this, "gpu-block-size",
+      llvm::cl::desc("GPU: threads per block of a parallel loop nest"),
+      llvm::cl::init(GPUCodegenOptions().blockSize)};
+  Option<int64_t> gpuFillBlocks{
+      *this, "gpu-fill-blocks",
+      llvm::cl::desc("GPU: blocks that fill the GPU (fewer split their K)"),
+      llvm::cl::init(GPUCodegenOptions().fillBlocks)};
+  Option<int64_t> gpuMinThreads{
+      *this, "gpu-min-threads",
+      llvm::cl::desc("GPU: unroll reduction outputs while this many threads "
+                     "remain"),
+      llvm::cl::init(GPUCodegenOptions().minThreads)};
 
   CompileOptions toCompileOptions() const {
     CompileOptions o;
@@ -158,9 +170,12 @@ struct StagePipelineOptions : public PassPipelineOptions<StagePipelineOptions> {
     o.keepFp32.assign(keepFp32.begin(), keepFp32.end());
     o.calibrationRanges = calibrationRanges;
     setExposeIntermediates(o, exposeIntermediates);
-    o.gpuTiledContractions = gpuTiledContractions;
-    o.gpuWarpReductions = gpuWarpReductions;
-    o.gpuTensorCores = gpuTensorCores;
+    o.gpu.tiledContractions = gpuTiledContractions;
+    o.gpu.warpReductions = gpuWarpReductions;
+    o.gpu.tensorCores = gpuTensorCores;
+    o.gpu.blockSize = gpuBlockSize;
+    o.gpu.fillBlocks = gpuFillBlocks;
+    o.gpu.minThreads = gpuMinThreads;
     return o;
   }
 };
@@ -320,11 +335,7 @@ LogicalResult CompileOptions::verify(std::string &error) const {
 
 std::unique_ptr<Target> mlir::kiln::createTarget(const CompileOptions &options,
                                                  std::string &error) {
-  GPUCodegenOptions gpu;
-  gpu.tiledContractions = options.gpuTiledContractions;
-  gpu.warpReductions = options.gpuWarpReductions;
-  gpu.tensorCores = options.gpuTensorCores;
-  return parseTarget(options.target, error, gpu);
+  return parseTarget(options.target, error, options.gpu);
 }
 
 LogicalResult mlir::kiln::lowerToLLVMDialect(ModuleOp module,

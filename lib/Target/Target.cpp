@@ -1,54 +1,91 @@
-//===- Target.cpp - Parsing --target= and the CPU target ------------------===//
+//===- Target.cpp - --target= and registration from the target table ------===//
+//
+// Nothing here names a target: parsing, the messages listing what is
+// supported, dialect and pass registration all walk getTargetTable()
+// (Registry.cpp).
+//
+//===----------------------------------------------------------------------===//
 
 #include "kiln/Target/Target.h"
+#include "kiln/Target/GPU/Passes.h"
+#include "kiln/Target/GPU/TargetInfo.h"
 
-#include "mlir/Dialect/Func/IR/FuncOps.h"
-#include "mlir/Dialect/Linalg/Passes.h"
-#include "mlir/Transforms/Passes.h"
+#include "mlir/Pass/PassRegistry.h"
 
+#include "llvm/ADT/STLExtras.h"
 #include "llvm/ADT/StringExtras.h"
 
 using namespace mlir;
 using namespace mlir::kiln;
 
-Target::~Target() = default;
-
-namespace {
-/// Kernels become plain loops in the host object (run by kiln_rt_launch_cpu).
-class CPUTarget : public Target {
-public:
-  std::string getSpec() const override { return "cpu"; }
-  bool isDevice() const override { return false; }
-  void buildCodegenPipeline(OpPassManager &pm) const override {
-    pm.addNestedPass<func::FuncOp>(createConvertLinalgToLoopsPass());
-    pm.addPass(createCanonicalizerPass());
+/// "<kind>, <kind>:<chip> with chip one of <chips>, ...": each kind, and for
+/// one with chips the chips it takes.
+static std::string supportedTargets() {
+  SmallVector<std::string> parts;
+  for (const TargetEntry &t : getTargetTable()) {
+    parts.push_back(t.kind.str());
+    ArrayRef<StringRef> chips = t.chips();
+    if (!chips.empty())
+      parts.push_back(
+          (t.kind + ":<chip> with chip one of " + llvm::join(chips, ", "))
+              .str());
   }
-};
-} // namespace
-
-std::unique_ptr<Target> mlir::kiln::createCPUTarget() {
-  return std::make_unique<CPUTarget>();
+  return llvm::join(parts, ", ");
 }
 
 std::unique_ptr<Target> mlir::kiln::parseTarget(StringRef spec,
                                                 std::string &error,
                                                 const GPUCodegenOptions &gpu) {
   auto [kind, chip] = spec.split(':');
-  if (kind == "cpu" && chip.empty())
-    return createCPUTarget();
-  if (kind == "cuda") {
+  for (const TargetEntry &t : getTargetTable()) {
+    if (t.kind != kind)
+      continue;
+    ArrayRef<StringRef> chips = t.chips();
+    if (chips.empty()) {
+      if (!chip.empty())
+        break; // a chip for a kind that takes none
+      return t.create("", gpu);
+    }
     if (chip.empty())
-      chip = "sm_90";
-    if (llvm::is_contained(getSupportedCudaChips(), chip))
-      return createNVPTXTarget(chip, gpu);
-    error = ("unknown CUDA chip '" + chip + "' in --target=" + spec +
-             " (supported: " + llvm::join(getSupportedCudaChips(), ", ") + ")")
+      chip = t.defaultChip;
+    if (llvm::is_contained(chips, chip))
+      return t.create(chip, gpu);
+    error = ("unknown " + t.chipFamily + " chip '" + chip + "' in --target=" +
+             spec + " (supported: " + llvm::join(chips, ", ") + ")")
                 .str();
     return nullptr;
   }
-  error = ("unknown target '" + spec +
-           "' (supported: cpu, cuda, cuda:<chip> with chip one of " +
-           llvm::join(getSupportedCudaChips(), ", ") + ")")
-              .str();
+  error =
+      ("unknown target '" + spec + "' (supported: " + supportedTargets() + ")")
+          .str();
   return nullptr;
+}
+
+void mlir::kiln::registerTargetDialects(DialectRegistry &registry) {
+  for (const TargetEntry &t : getTargetTable())
+    if (t.registerDialects)
+      t.registerDialects(registry);
+}
+
+void mlir::kiln::registerKilnTargetPasses() {
+  registerKilnTargetGPUPasses();
+  for (const TargetEntry &t : getTargetTable()) {
+    if (t.registerPasses)
+      t.registerPasses();
+    if (t.createGPUTargetInfo)
+      registerGPUTargetInfo(t.kind, t.defaultChip, t.createGPUTargetInfo);
+    std::string spec = t.kind.str();
+    std::string description =
+        ("Kiln's 'codegen' stage for --target=" + t.kind).str();
+    if (!t.defaultChip.empty())
+      description += (" (" + t.defaultChip + ")").str();
+    PassPipelineRegistration<>(("kiln-" + t.kind + "-codegen-pipeline").str(),
+                               description, [spec](OpPassManager &pm) {
+                                 std::string error;
+                                 std::unique_ptr<Target> target =
+                                     parseTarget(spec, error);
+                                 assert(target && "a table row parses");
+                                 target->buildCodegenPipeline(pm);
+                               });
+  }
 }

@@ -48,6 +48,9 @@ CONFIGS = [
       "--gpu-warp-reductions=false", "--gpu-tiled-contractions=false"],
      "target=cuda:sm_80 precision=fp16 gpu-tensor-cores=false "
      "gpu-warp-reductions=false gpu-tiled-contractions=false"),
+    (["--target=cuda", "--gpu-block-size=128", "--gpu-fill-blocks=100",
+      "--gpu-min-threads=1024"],
+     "target=cuda gpu-block-size=128 gpu-fill-blocks=100 gpu-min-threads=1024"),
 ]
 
 checked = 0

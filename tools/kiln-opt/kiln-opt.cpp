@@ -16,6 +16,10 @@
 #include "mlir/Tools/mlir-opt/MlirOptMain.h"
 #include "mlir/Transforms/Passes.h"
 
+namespace mlir::kiln::test {
+void registerTestGPUTargetInfo();
+} // namespace mlir::kiln::test
+
 int main(int argc, char **argv) {
   mlir::registerTransformsPasses();
   mlir::registerLinalgPasses();
@@ -30,6 +34,9 @@ int main(int argc, char **argv) {
   mlir::registerReconcileUnrealizedCastsPass();
   mlir::registerConvertGpuOpsToNVVMOpsPass();
   mlir::kiln::registerAllKilnPasses();
+  // A made-up GPU (waves of 64, a 32x32x8 matrix instruction) for the
+  // vendor-neutral strategies' tests.
+  mlir::kiln::test::registerTestGPUTargetInfo();
   mlir::DialectRegistry registry;
   mlir::kiln::registerKilnDialects(registry);
   return mlir::asMainReturnCode(

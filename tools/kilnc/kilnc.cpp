@@ -56,6 +56,22 @@ static cl::opt<bool> gpuTensorCores(
     cl::desc("GPU targets: f16/bf16 contractions (--precision=fp16|bf16) on "
              "tensor cores, mma.sync (default on; sm_80 and newer)"),
     cl::init(true));
+static cl::opt<int64_t> gpuBlockSize(
+    "gpu-block-size",
+    cl::desc("GPU targets: threads per block of a parallel loop nest (a "
+             "multiple of the warp size, at most 1024; default 256)"),
+    cl::init(kiln::GPUCodegenOptions().blockSize));
+static cl::opt<int64_t> gpuFillBlocks(
+    "gpu-fill-blocks",
+    cl::desc("GPU targets: blocks that fill the GPU; tiled contractions with "
+             "fewer split their K (default 264: two per multiprocessor of "
+             "the H200)"),
+    cl::init(kiln::GPUCodegenOptions().fillBlocks));
+static cl::opt<int64_t> gpuMinThreads(
+    "gpu-min-threads",
+    cl::desc("GPU targets: unroll a reduction's outputs per thread only "
+             "while at least this many threads remain (default 32768)"),
+    cl::init(kiln::GPUCodegenOptions().minThreads));
 static cl::opt<std::string>
     dumpAfter("dump-after",
               cl::desc("Print the IR after a stage (import, graph, lower, "
@@ -217,9 +233,12 @@ static LogicalResult readFlags(kiln::CompileOptions &options,
                                kiln::OnnxImportOptions &importOptions,
                                const char *argv0) {
   options.target = target;
-  options.gpuTiledContractions = gpuTiledContractions;
-  options.gpuWarpReductions = gpuWarpReductions;
-  options.gpuTensorCores = gpuTensorCores;
+  options.gpu.tiledContractions = gpuTiledContractions;
+  options.gpu.warpReductions = gpuWarpReductions;
+  options.gpu.tensorCores = gpuTensorCores;
+  options.gpu.blockSize = gpuBlockSize;
+  options.gpu.fillBlocks = gpuFillBlocks;
+  options.gpu.minThreads = gpuMinThreads;
   options.optLevel = optLevel;
   options.dumpAfter = dumpAfter;
   options.printPipeline = printPipeline;

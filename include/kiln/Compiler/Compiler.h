@@ -8,6 +8,7 @@
 #ifndef KILN_COMPILER_COMPILER_H
 #define KILN_COMPILER_COMPILER_H
 
+#include "kiln/Target/Target.h"
 #include "mlir/IR/BuiltinOps.h"
 #include "mlir/IR/DialectRegistry.h"
 #include "mlir/Pass/PassManager.h"
@@ -19,7 +20,6 @@
 #include <vector>
 
 namespace mlir::kiln {
-class Target;
 
 /// Registers every dialect Kiln's pipelines use.
 void registerKilnDialects(DialectRegistry &registry);
@@ -41,11 +41,8 @@ llvm::ArrayRef<llvm::StringLiteral> getStageNames();
 struct CompileOptions {
   /// `--target=`: cpu, cuda, cuda:<chip> (see Target.h).
   std::string target = "cpu";
-  /// GPU codegen choices (kilnc --gpu-tiled-contractions,
-  /// --gpu-warp-reductions, --gpu-tensor-cores).
-  bool gpuTiledContractions = true;
-  bool gpuWarpReductions = true;
-  bool gpuTensorCores = true;
+  /// GPU codegen choices (kilnc's --gpu-* flags), handed to the target.
+  GPUCodegenOptions gpu;
   /// Stage after which to call `dump` with the module ("" for none).
   std::string dumpAfter;
   std::function<void(llvm::StringRef stage, ModuleOp module)> dump;

@@ -3,8 +3,11 @@
 // One interface per target (lib/Target/<T>): it adds the `codegen` stage
 // (kernels on memrefs → loops or device code), says whether kernels run on a
 // device, and names the runtime device kind written into the model's
-// signature. Generic code never includes a vendor dialect; a new chip is a
-// table entry (see NVPTXTarget.cpp).
+// signature. Every target is one row of one table (lib/Target/Registry.cpp:
+// kind, chips, factory, dialects, passes, GPU target-info); parseTarget, the
+// dialect registration, the `kiln-<kind>-codegen-pipeline`s and the
+// messages listing what is supported all come from it. Generic code never
+// includes a vendor dialect; a new chip is a row of its target's chip table.
 //
 //===----------------------------------------------------------------------===//
 #ifndef KILN_TARGET_TARGET_H
@@ -13,15 +16,18 @@
 #include "mlir/Pass/PassManager.h"
 #include "mlir/Support/LLVM.h"
 
+#include <cstdint>
 #include <memory>
 #include <string>
 
 namespace mlir::kiln {
 
+class GPUTargetInfo;
+
 class Target {
 public:
-  virtual ~Target();
-  /// The spelling `--target=` takes, canonicalized ("cpu", "cuda:sm_90").
+  virtual ~Target() = default;
+  /// The spelling `--target=` takes, canonicalized ("cpu", "<kind>:<chip>").
   virtual std::string getSpec() const = 0;
   /// True when kernels run on a device with its own memory (buffers the
   /// host program hands to kernels are device memory).
@@ -33,28 +39,64 @@ public:
   virtual bool checkToolchain(std::string &error) const { return true; }
 };
 
-/// Choices of the GPU codegen (kiln-map-kernels-to-gpu's options), for
-/// measuring one against the other (kilnc --gpu-...).
+/// The GPU codegen's choices: kiln-map-kernels-to-gpu's options, one field
+/// each. The only carrier from kilnc's --gpu-* flags (through
+/// CompileOptions::gpu and parseTarget) to the pass.
 struct GPUCodegenOptions {
+  /// Contractions as shared-memory tiled products (--gpu-tiled-contractions).
   bool tiledContractions = true;
+  /// Row reductions one warp per output (--gpu-warp-reductions).
   bool warpReductions = true;
+  /// Half contractions on the matrix instruction (--gpu-tensor-cores).
   bool tensorCores = true;
+  /// Threads per block of a parallel loop nest (--gpu-block-size).
+  int64_t blockSize = 256;
+  /// Blocks that fill the GPU; fewer tiles split K (--gpu-fill-blocks).
+  int64_t fillBlocks = 264;
+  /// Reduction outputs unrolled per thread only while this many threads
+  /// remain (--gpu-min-threads).
+  int64_t minThreads = 32768;
 };
 
-/// Parses `--target=` (`cpu`, `cuda`, `cuda:sm_90`, ...). On failure returns
-/// null and writes a message listing what is supported into `error`.
+/// One row of the target table.
+struct TargetEntry {
+  /// The `--target=` kind ("cpu").
+  StringRef kind;
+  /// How messages name its chips ("unknown <chipFamily> chip ...").
+  StringRef chipFamily;
+  /// Its chips (empty: the kind takes no chip) and the one `<kind>` alone
+  /// means.
+  ArrayRef<StringRef> (*chips)();
+  StringRef defaultChip;
+  /// The target for a chip of `chips()` (ignored when there are none).
+  std::unique_ptr<Target> (*create)(StringRef chip,
+                                    const GPUCodegenOptions &gpu);
+  /// Dialects, translations and attribute interfaces its codegen needs.
+  void (*registerDialects)(DialectRegistry &registry);
+  /// Its own passes (for kiln-opt); may be null.
+  void (*registerPasses)();
+  /// The target-info of a chip, for GPU kinds (null for others).
+  std::shared_ptr<const GPUTargetInfo> (*createGPUTargetInfo)(StringRef chip);
+};
+
+/// Every target, in the order messages list them.
+ArrayRef<TargetEntry> getTargetTable();
+
+/// Parses `--target=` (`cpu`, `<kind>`, `<kind>:<chip>`, ...). On failure
+/// returns null and writes a message listing what is supported into `error`.
 std::unique_ptr<Target> parseTarget(StringRef spec, std::string &error,
                                     const GPUCodegenOptions &gpu = {});
 
 std::unique_ptr<Target> createCPUTarget();
-/// `chip` must be one of getSupportedCudaChips().
-std::unique_ptr<Target> createNVPTXTarget(StringRef chip,
-                                          const GPUCodegenOptions &gpu = {});
-ArrayRef<StringRef> getSupportedCudaChips();
 
-/// Registers the GPU and NVVM dialects, translations and target attributes
-/// the device targets need.
+/// Registers the dialects, translations and target attributes every
+/// target's codegen needs.
 void registerTargetDialects(DialectRegistry &registry);
+
+/// Registers the targets' passes, the GPU target-infos (for
+/// kiln-map-kernels-to-gpu's `device` option) and one
+/// `kiln-<kind>-codegen-pipeline` per target (at its default chip).
+void registerKilnTargetPasses();
 
 } // namespace mlir::kiln
 

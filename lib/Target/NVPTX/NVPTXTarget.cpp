@@ -9,8 +9,9 @@
 //
 //===----------------------------------------------------------------------===//
 
-#include "kiln/Target/Passes.h"
-#include "kiln/Target/Target.h"
+#include "kiln/Target/NVPTX/NVPTXTarget.h"
+#include "kiln/Target/GPU/Passes.h"
+#include "kiln/Target/NVPTX/Passes.h"
 
 #include "mlir/Conversion/AffineToStandard/AffineToStandard.h"
 #include "mlir/Conversion/GPUToNVVM/GPUToNVVMPass.h"
@@ -76,17 +77,9 @@ public:
     return true;
   }
   void buildCodegenPipeline(OpPassManager &pm) const override {
-    KilnMapKernelsToGPUOptions mapOptions;
-    mapOptions.device = ("cuda " + chip.chip).str();
-    mapOptions.tiledContractions = gpu.tiledContractions;
-    mapOptions.warpReductions = gpu.warpReductions;
-    // mma.sync m16n8k16 on f16/bf16 needs sm_80.
-    unsigned sm = 0;
-    (void)chip.chip.drop_front(3)
-        .take_while(llvm::isDigit)
-        .getAsInteger(10, sm);
-    mapOptions.tensorCores = gpu.tensorCores && sm >= 80;
-    pm.addPass(createKilnMapKernelsToGPU(mapOptions));
+    // The tensor cores (mma.sync) come with the chip's target-info.
+    pm.addPass(createKilnMapKernelsToGPU(gpu, ("cuda " + chip.chip).str(),
+                                         createNVPTXTargetInfo(chip.chip)));
     pm.addPass(createCanonicalizerPass());
     // Constants move into the launches: a divisor passed as a kernel
     // argument costs a real (64-bit) division per use.
@@ -124,7 +117,7 @@ private:
 };
 } // namespace
 
-ArrayRef<StringRef> mlir::kiln::getSupportedCudaChips() {
+ArrayRef<StringRef> mlir::kiln::getCudaChips() {
   static SmallVector<StringRef> chips = [] {
     SmallVector<StringRef> v;
     for (const CudaChip &c : kCudaChips)
@@ -142,7 +135,9 @@ mlir::kiln::createNVPTXTarget(StringRef chip, const GPUCodegenOptions &gpu) {
   return nullptr;
 }
 
-void mlir::kiln::registerTargetDialects(DialectRegistry &registry) {
+void mlir::kiln::registerNVPTXPasses() { registerKilnTargetNVPTXPasses(); }
+
+void mlir::kiln::registerNVPTXDialects(DialectRegistry &registry) {
   registry.insert<gpu::GPUDialect, NVVM::NVVMDialect>();
   NVVM::registerNVVMTargetInterfaceExternalModels(registry);
   registerGPUDialectTranslation(registry);

@@ -1,6 +1,6 @@
-//===- Passes.td - Kiln's target codegen passes ------------*- tablegen -*-===//
-#ifndef KILN_TARGET_PASSES_TD
-#define KILN_TARGET_PASSES_TD
+//===- Passes.td - Vendor-neutral GPU mapping passes -------*- tablegen -*-===//
+#ifndef KILN_TARGET_GPU_PASSES_TD
+#define KILN_TARGET_GPU_PASSES_TD
 
 include "mlir/Pass/PassBase.td"
 
@@ -10,30 +10,42 @@ def KilnMapKernelsToGPU : Pass<"kiln-map-kernels-to-gpu", "ModuleOp"> {
     Runs after bufferization on a device target. Each kernel function becomes
     a host-side launcher that takes the runtime context first: contractions
     become shared-memory tiled launches (K split when the tiles are few; f16
-    and bf16 operands on tensor cores), row reductions one warp per output,
-    other reductions one thread per output tile, the remaining linalg ops
-    parallel loops whose top-level nests become one `gpu.launch` each (one
-    thread per iteration), and the remaining memory accesses run in
-    single-thread launches. Kernel-internal allocations become run-scoped `kiln.buffer`s
-    (device scratch). `kiln.launch` becomes a call of the launcher; in host
-    code `memref.get_global` becomes `kiln.weight` and `memref.load` becomes
-    `kiln.read` (a device-to-host copy). Sets `gpu.container_module` and the
-    module's `kiln.device`.
+    and bf16 operands on the target's matrix instruction), row reductions
+    one warp per output, other reductions one thread per output tile, the
+    remaining linalg ops parallel loops whose top-level nests become one
+    `gpu.launch` each (one thread per iteration), and the remaining memory
+    accesses run in single-thread launches. Kernel-internal allocations
+    become run-scoped `kiln.buffer`s (device scratch). `kiln.launch` becomes
+    a call of the launcher; in host code `memref.get_global` becomes
+    `kiln.weight` and `memref.load` becomes `kiln.read` (a device-to-host
+    copy). Sets `gpu.container_module` and the module's `kiln.device`.
+
+    The vendor (warp size, shuffles, barriers, shared memory, the matrix
+    instruction) comes from a GPUTargetInfo (include/kiln/Target/GPU/
+    TargetInfo.h): the one the target's pipeline passes in, else the one
+    registered for the `device` option's kind. One strategy per file in
+    lib/Target/GPU: MapKernelsToGPU.cpp (the pass, launch mapping, parallel
+    loops), Reductions.cpp (one thread per output tile, one warp per
+    output), TiledContraction.cpp (shared-memory tiles, the matrix
+    instruction, split K); MergeModules.cpp holds kiln-merge-gpu-modules.
   }];
   let options = [
-    Option<"device", "device", "std::string", /*default=*/"\"cuda sm_90\"",
-           "Device kind and chip written into the signature">,
+    Option<"device", "device", "std::string", /*default=*/"\"\"",
+           "Device kind and chip (\"<kind> <chip>\"): selects the "
+           "target-info (GPU/TargetInfo.h) and is written into the "
+           "signature; empty: the first GPU target at its default chip">,
     Option<"blockSize", "block-size", "int64_t", /*default=*/"256",
-           "Threads per block of a parallel loop nest">,
+           "Threads per block of a parallel loop nest (a multiple of the "
+           "warp size)">,
     Option<"tiledContractions", "tiled-contractions", "bool",
            /*default=*/"true",
            "Lower two-operand contractions as shared-memory tiled products">,
     Option<"warpReductions", "warp-reductions", "bool", /*default=*/"true",
-           "Reduce along a contiguous dim with one warp per output and "
-           "shuffles">,
+           "Reduce along a contiguous dim with one warp (wave) per output "
+           "and shuffles">,
     Option<"tensorCores", "tensor-cores", "bool", /*default=*/"true",
            "Contractions of f16 or bf16 operands accumulated in f32 on "
-           "tensor cores (mma.sync, sm_80 and newer)">,
+           "the target's matrix instruction, where it has one">,
     Option<"fillBlocks", "fill-blocks", "int64_t", /*default=*/"264",
            "Blocks that fill the GPU (two per multiprocessor; the H200 has "
            "132): tiled contractions with fewer split their K">,
@@ -48,7 +60,6 @@ def KilnMapKernelsToGPU : Pass<"kiln-map-kernels-to-gpu", "ModuleOp"> {
                            "::mlir::affine::AffineDialect",
                            "::mlir::arith::ArithDialect",
                            "::mlir::vector::VectorDialect",
-                           "::mlir::NVVM::NVVMDialect",
                            "::mlir::kiln::KilnDialect"];
 }
 
@@ -62,20 +73,4 @@ def KilnMergeGPUModules : Pass<"kiln-merge-gpu-modules", "ModuleOp"> {
   let dependentDialects = ["::mlir::gpu::GPUDialect"];
 }
 
-def KilnFinalizeDeviceMemRefs
-    : Pass<"kiln-finalize-device-memrefs", "gpu::GPUModuleOp"> {
-  let summary = "Lowers a gpu.module's cf/arith/index or memref ops to LLVM";
-  let description = [{
-    `convert-gpu-to-nvvm` expects branches and arithmetic already lowered
-    (`stage=before-nvvm`, `arith.remf` left for its libdevice lowering) and leaves memref loads, stores and views to
-    `finalize-memref-to-llvm` (`stage=after-nvvm`); the upstream passes run
-    on whole modules (host code too), this one on one device module.
-  }];
-  let options = [
-    Option<"stage", "stage", "std::string", /*default=*/"\"after-nvvm\"",
-           "before-nvvm (cf, arith, index) or after-nvvm (memref)">,
-  ];
-  let dependentDialects = ["::mlir::LLVM::LLVMDialect"];
-}
-
-#endif // KILN_TARGET_PASSES_TD
+#endif // KILN_TARGET_GPU_PASSES_TD

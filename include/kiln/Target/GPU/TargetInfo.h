@@ -1,0 +1,138 @@
+//===- TargetInfo.h - What GPU codegen asks the vendor ----------*- C++ -*-===//
+//
+// lib/Target/GPU maps kernels onto a GPU with the gpu dialect only; what
+// differs between vendors and chips it asks a GPUTargetInfo: the warp (or
+// wave) size, the cross-lane shuffle, the shared-memory address space, the
+// barrier, and the matrix-multiply-accumulate instruction with the layout of
+// its fragments. Each device target implements one (lib/Target/<T>).
+//
+// How a pass gets its target-info: kiln-map-kernels-to-gpu takes the object
+// when a target's codegen pipeline builds it (createKilnMapKernelsToGPU with
+// a GPUTargetInfo, see GPU/Passes.h); from a textual pipeline (kiln-opt, lit)
+// the pass looks its `device` option ("<kind> <chip>") up in the registry
+// below, which registerKilnTargetPasses() fills from the target table
+// (lib/Target/Registry.cpp) and which test code may extend. An empty
+// `device` means the first GPU kind registered, at its default chip.
+//
+//===----------------------------------------------------------------------===//
+#ifndef KILN_TARGET_GPU_TARGETINFO_H
+#define KILN_TARGET_GPU_TARGETINFO_H
+
+#include "mlir/IR/Builders.h"
+#include "mlir/IR/DialectRegistry.h"
+#include "mlir/Support/LLVM.h"
+
+#include <functional>
+#include <memory>
+#include <optional>
+#include <string>
+
+namespace mlir::kiln {
+
+/// A coordinate of a lane's fragment element, as a function of the lane:
+/// with lanes in groups of MMALayout::groupSize, coordinate =
+/// group * (lane / groupSize) + thread * (lane % groupSize) + offset, the
+/// offset coming from the register or element (see MMALayout).
+struct LaneCoord {
+  int64_t group = 0;
+  int64_t thread = 0;
+  bool operator==(const LaneCoord &o) const {
+    return group == o.group && thread == o.thread;
+  }
+};
+
+/// A register (of A or B) or an accumulator element (of C): the offsets
+/// added to the lane's coordinates.
+struct FragmentOffset {
+  int64_t outer; ///< row of A or C, column of B
+  int64_t inner; ///< K of A and B, column of C
+};
+
+/// The matrix-multiply-accumulate instruction of one warp: C (M x N) +=
+/// A (M x K) * B (K x N), A row-major and B column-major (both read along
+/// K). Each lane holds registers of A and B, each `kPack` consecutive K
+/// elements of one row (A) or column (B), and accumulators of C, one
+/// element each.
+struct MMALayout {
+  int64_t m = 0, n = 0, k = 0;
+  /// The element type of A and B, and of C.
+  Type operand, acc;
+  /// Lanes per group (the `lane % groupSize` of LaneCoord).
+  int64_t groupSize = 1;
+  /// K elements per A or B register (a vector<kPack x elem> load).
+  int64_t kPack = 1;
+  /// A register r of the lane: row aRow + aRegs[r].outer, K aK +
+  /// aRegs[r].inner (its first element).
+  LaneCoord aRow, aK;
+  SmallVector<FragmentOffset> aRegs;
+  /// B register r: column bCol + bRegs[r].outer, K bK + bRegs[r].inner.
+  LaneCoord bCol, bK;
+  SmallVector<FragmentOffset> bRegs;
+  /// Accumulator e: row cRow + cElems[e].outer, column cCol +
+  /// cElems[e].inner.
+  LaneCoord cRow, cCol;
+  SmallVector<FragmentOffset> cElems;
+};
+
+class GPUTargetInfo {
+public:
+  virtual ~GPUTargetInfo();
+
+  /// Lanes that run in lockstep and exchange values through shuffles.
+  virtual int64_t getWarpSize() const = 0;
+  /// Most threads in one block.
+  virtual int64_t getMaxBlockSize() const { return 1024; }
+
+  /// The value of `value` in lane (lane xor `offset`) of a group of `width`
+  /// lanes (one step of a butterfly). Default: gpu.shuffle xor.
+  virtual Value buildShuffleXor(OpBuilder &b, Location loc, Value value,
+                                int32_t offset, int32_t width) const;
+  /// The memory space of a block's shared buffers (a memref's memory-space
+  /// attribute). Default: #gpu.address_space<workgroup>.
+  virtual Attribute getSharedMemorySpace(MLIRContext *context) const;
+  /// Waits until every thread of the block arrived and sees the others'
+  /// shared-memory stores. Default: gpu.barrier.
+  virtual void buildBarrier(OpBuilder &b, Location loc) const;
+
+  /// The matrix instruction for A and B of `operand` type accumulated in
+  /// `acc`, if the chip has one.
+  virtual std::optional<MMALayout> getMMA(Type operand, Type acc) const {
+    return std::nullopt;
+  }
+  /// The A or B register from the vector<kPack x operand> loaded for it.
+  virtual Value buildMMAOperand(OpBuilder &b, Location loc,
+                                const MMALayout &layout, Value loaded) const {
+    return loaded;
+  }
+  /// Emits the instruction on the registers built by buildMMAOperand and
+  /// the accumulators (cElems.size() of them, in the layout's order);
+  /// returns the new accumulators.
+  virtual SmallVector<Value> buildMMA(OpBuilder &b, Location loc,
+                                      const MMALayout &layout, ValueRange a,
+                                      ValueRange bRegs, ValueRange c) const;
+
+  /// Dialects of the ops this target-info creates (loaded before the pass
+  /// runs).
+  virtual void getDependentDialects(DialectRegistry &registry) const {}
+};
+
+/// Creates the target-info of one chip of a GPU kind; null when the chip is
+/// not one of the kind's.
+using GPUTargetInfoFactory =
+    std::function<std::shared_ptr<const GPUTargetInfo>(StringRef chip)>;
+
+/// Registers the target-info of a device kind (the first word of the
+/// pass's `device` option); `defaultChip` serves an empty `device`.
+void registerGPUTargetInfo(StringRef kind, StringRef defaultChip,
+                           GPUTargetInfoFactory factory);
+
+/// The target-info for `device` ("<kind> <chip>", or empty: the first kind
+/// registered at its default chip), and in `resolved` the device spelled out.
+/// On failure null, with a message in `error`.
+std::shared_ptr<const GPUTargetInfo> lookupGPUTargetInfo(StringRef device,
+                                                         std::string &resolved,
+                                                         std::string &error);
+
+} // namespace mlir::kiln
+
+#endif // KILN_TARGET_GPU_TARGETINFO_H

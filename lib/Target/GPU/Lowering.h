@@ -1,0 +1,251 @@
+//===- Lowering.h - What the GPU strategies share ---------------*- C++ -*-===//
+//
+// Private to lib/Target/GPU: the fusion of a reduction with the fill before
+// and the elementwise op after it, the loads, stores and inlined bodies the
+// strategies build with, and the strategies' classes (Reductions.cpp,
+// TiledContraction.cpp), which kiln-map-kernels-to-gpu (MapKernelsToGPU.cpp)
+// applies. They reach the vendor only through a GPUTargetInfo.
+//
+//===----------------------------------------------------------------------===//
+#ifndef KILN_LIB_TARGET_GPU_LOWERING_H
+#define KILN_LIB_TARGET_GPU_LOWERING_H
+
+#include "kiln/Dialect/Kiln/IR/KilnDialect.h"
+#include "kiln/Target/GPU/TargetInfo.h"
+
+#include "mlir/Dialect/Affine/Utils.h"
+#include "mlir/Dialect/Arith/IR/Arith.h"
+#include "mlir/Dialect/Linalg/IR/Linalg.h"
+#include "mlir/Dialect/MemRef/IR/MemRef.h"
+#include "mlir/Dialect/UB/IR/UBOps.h"
+#include "mlir/IR/IRMapping.h"
+#include "mlir/IR/PatternMatch.h"
+
+namespace mlir::kiln::gpumap {
+
+/// What a reduction absorbs around it: a `linalg.fill` of its output just
+/// before (the accumulators' initial value) and an elementwise
+/// `linalg.generic` just after that only consumes the result (applied before
+/// the store; the intermediate buffer is never written).
+struct ReductionFusion {
+  linalg::FillOp fill;
+  Value fillValue;
+  linalg::GenericOp epi;
+  OpOperand *epiIn = nullptr;
+};
+
+ReductionFusion detectFusion(linalg::LinalgOp op, ArrayRef<unsigned> par);
+
+/// Shared by the reduction lowerings: loads, stores, inlined bodies.
+class LoweringBase {
+public:
+  explicit LoweringBase(RewriterBase &rewriter) : rewriter(rewriter) {}
+
+protected:
+  Value index(Location loc, int64_t v) {
+    return arith::ConstantIndexOp::create(rewriter, loc, v);
+  }
+  SmallVector<Value> apply(Location loc, AffineMap map, ArrayRef<Value> dims) {
+    std::optional<SmallVector<Value, 8>> idx =
+        affine::expandAffineMap(rewriter, loc, map, dims);
+    return SmallVector<Value>(idx->begin(), idx->end());
+  }
+  Value load(Location loc, Value buffer, AffineMap map, ArrayRef<Value> dims) {
+    return memref::LoadOp::create(rewriter, loc, buffer, apply(loc, map, dims));
+  }
+  void store(Location loc, Value v, Value buffer, AffineMap map,
+             ArrayRef<Value> dims) {
+    memref::StoreOp::create(rewriter, loc, v, buffer, apply(loc, map, dims));
+  }
+  /// Clones `body` (a linalg region) with its block arguments bound to
+  /// `args` and linalg.index d bound to dims[d]; returns the yielded value.
+  /// Floating-point ops may contract (a multiply and the accumulating add
+  /// become one fma, rounded once).
+  Value inlineBody(Block &body, ValueRange args, ArrayRef<Value> dims) {
+    IRMapping map;
+    map.map(body.getArguments(), args);
+    for (Operation &op : body.without_terminator()) {
+      if (auto idx = dyn_cast<linalg::IndexOp>(op)) {
+        map.map(idx.getResult(), dims[idx.getDim()]);
+        continue;
+      }
+      cloneContracting(op, map);
+    }
+    return map.lookupOrDefault(body.getTerminator()->getOperand(0));
+  }
+  /// Clones `op`; a floating-point multiply, add or subtract may contract.
+  Operation *cloneContracting(Operation &op, IRMapping &map) {
+    Operation *clone = rewriter.clone(op, map);
+    if (auto fm = dyn_cast<arith::ArithFastMathInterface>(clone))
+      if (isa<arith::MulFOp, arith::AddFOp, arith::SubFOp>(clone))
+        clone->setAttr(
+            fm.getFastMathAttrName(),
+            arith::FastMathFlagsAttr::get(clone->getContext(),
+                                          fm.getFastMathFlagsAttr().getValue() |
+                                              arith::FastMathFlags::contract));
+    return clone;
+  }
+  /// Stores the reduced value `v` of the output point `pt` (all loop dims,
+  /// the parallel ones set): through the epilogue when there is one.
+  void storeResult(Location loc, Value v, linalg::LinalgOp op,
+                   ArrayRef<unsigned> par, ArrayRef<Value> pt,
+                   ReductionFusion f) {
+    OpOperand *init = op.getDpsInitOperand(0);
+    if (!f.epi) {
+      store(loc, v, init->get(), op.getMatchingIndexingMap(init), pt);
+      return;
+    }
+    SmallVector<Value> edims; // the epilogue's dims: the parallel dims
+    for (unsigned d : par)
+      edims.push_back(pt[d]);
+    SmallVector<Value> args;
+    for (OpOperand *in : f.epi.getDpsInputOperands()) {
+      if (in == f.epiIn)
+        args.push_back(v);
+      else if (!isa<MemRefType>(in->get().getType()))
+        args.push_back(in->get());
+      else
+        args.push_back(
+            load(loc, in->get(), f.epi.getMatchingIndexingMap(in), edims));
+    }
+    OpOperand *eout = f.epi.getDpsInitOperand(0);
+    Block &ebody = *f.epi.getBlock();
+    BlockArgument outArg = ebody.getArgument(ebody.getNumArguments() - 1);
+    if (!outArg.use_empty())
+      args.push_back(
+          load(loc, eout->get(), f.epi.getMatchingIndexingMap(eout), edims));
+    else
+      args.push_back(ub::PoisonOp::create(rewriter, loc, outArg.getType()));
+    Value r = inlineBody(ebody, args, edims);
+    store(loc, r, eout->get(), f.epi.getMatchingIndexingMap(eout), edims);
+  }
+  void eraseFused(linalg::LinalgOp op, ReductionFusion f) {
+    if (f.epi)
+      rewriter.eraseOp(f.epi);
+    if (f.fill)
+      rewriter.eraseOp(f.fill);
+    rewriter.eraseOp(op);
+  }
+
+  RewriterBase &rewriter;
+};
+
+/// Checks shared by both lowerings: buffer semantics, one output indexed by
+/// exactly the parallel dims, one yielded value. Fills `par` and `red`.
+bool isLowerableReduction(linalg::LinalgOp op, SmallVectorImpl<unsigned> &par,
+                          SmallVectorImpl<unsigned> &red,
+                          bool allowZeroResults = false);
+
+/// Reductions and contractions (a linalg op with reduction dims whose one
+/// output is indexed by all its parallel dims): one thread per tile of
+/// output elements, the accumulators in registers across the reduction
+/// loops (one load and one store per output element, not per step). Up to
+/// two parallel dims are unrolled (U x V outputs per thread) so each loaded
+/// input element is reused from registers, as long as enough threads remain
+/// to fill the GPU.
+class ReductionLowering : public LoweringBase {
+public:
+  ReductionLowering(RewriterBase &rewriter, const GPUTargetInfo &info,
+                    int64_t minThreads)
+      : LoweringBase(rewriter), info(info), minThreads(minThreads) {}
+  LogicalResult lower(linalg::LinalgOp op);
+  /// One warp per output: the warp's lanes stride over the (one, contiguous)
+  /// reduction dim, then combine their partial results with a butterfly of
+  /// shuffles. Needs a fill whose value is the identity of the body's
+  /// combining op (add, max, min) and a 32-bit accumulator.
+  LogicalResult lowerWarp(linalg::LinalgOp op);
+
+private:
+  const GPUTargetInfo &info;
+  int64_t minThreads;
+};
+
+struct MulAccBody;
+
+/// Contractions (matmul, batched matmul, convolution: the output indexed by
+/// every parallel dim, the body acc + a * b with a computed from one set of
+/// inputs, X's, and b from another, W's; see MulAccBody) as a tiled matrix
+/// product through shared memory: the parallel dims only X's inputs read
+/// form the GEMM's M, those only W's read its N, those both read a batch
+/// (grid z), the reduction dims its K. What is staged is a and b themselves,
+/// computed from the loaded inputs (casts, a fused producer's bias and ReLU
+/// run once per staged element, not once per product).
+///
+/// A block of 16x16 threads computes a T x T tile of outputs (T = 128, each
+/// thread 8x8 in registers, when that still fills the GPU; else T = 64 and
+/// 4x4), a thread's outputs in runs of 4 that are 64 apart, so its operands
+/// come from shared memory as 4-wide vector loads without bank conflicts.
+/// K advances BK (1024 / T) at a time through two shared buffers: the
+/// threads load the next slab of X and W into registers (through their
+/// indexing maps, so a convolution's windows are gathered as an implicit
+/// im2col; consecutive threads along whichever of the slab's dims is
+/// contiguous in memory; the column coordinates computed once, outside the
+/// K loop) while they multiply the current one, one barrier per step. Rows
+/// of the shared buffers are padded by 4 so column- and K-major stores are
+/// both conflict-free. The thread layout follows the output's innermost dim
+/// so stores coalesce.
+///
+/// Half operands extended to an f32 accumulator go to the target's matrix
+/// instruction instead (GPUTargetInfo::getMMA and its fragment layout):
+/// the half values are staged in K-contiguous slabs (BK = 32, rows padded by
+/// 8 halves); the block's warps, as 2 x (warps / 2), each own T/2 x
+/// T/(warps / 2) outputs as M x N tiles of the instruction, their fragments
+/// read from the slabs as the layout's K runs.
+///
+/// When the tiles alone leave the GPU short of blocks (batch 1, few large
+/// outputs), K is split S ways: each block sums one part into a scratch
+/// buffer, and a second launch adds the parts, the fill value and the
+/// epilogue. Zero padding (K beyond the slab or the part, M and N beyond
+/// the tile) stages a = b = 0, which leaves acc + a * b exact.
+///
+/// Static shapes, a fill before (the initial value), M, N >= 16 and at
+/// least `minBlocks` blocks; anything else goes to ReductionLowering.
+class TiledContraction : public LoweringBase {
+public:
+  TiledContraction(RewriterBase &rewriter, const GPUTargetInfo &info, Value ctx,
+                   int64_t minBlocks, int64_t fillBlocks, bool tensorCores)
+      : LoweringBase(rewriter), info(info), ctx(ctx), minBlocks(minBlocks),
+        fillBlocks(fillBlocks), tensorCores(tensorCores) {}
+  LogicalResult lower(linalg::LinalgOp op);
+
+private:
+  const GPUTargetInfo &info;
+  Value ctx;
+  int64_t minBlocks, fillBlocks;
+  bool tensorCores;
+  static constexpr int64_t kThreads = 256, kSide = 16, kRun = 4, kChunk = 64;
+  /// K of a shared slab for the matrix instruction.
+  static constexpr int64_t kMMASlabK = 32;
+  /// `linear` delinearized over `dims` (outermost first) into `pt`.
+  void delinearize(Location loc, Value linear, ArrayRef<unsigned> dims,
+                   ArrayRef<int64_t> sizes, SmallVectorImpl<Value> &pt) {
+    for (int64_t i = dims.size() - 1; i >= 0; --i) {
+      Value sz = index(loc, sizes[dims[i]]);
+      pt[dims[i]] =
+          i == 0
+              ? linear
+              : arith::RemUIOp::create(rewriter, loc, linear, sz).getResult();
+      if (i > 0)
+        linear = arith::DivUIOp::create(rewriter, loc, linear, sz);
+    }
+  }
+  Value add(Location loc, Value a, Value b) {
+    return arith::AddIOp::create(rewriter, loc, a, b);
+  }
+  Value mul(Location loc, Value a, int64_t b) {
+    return arith::MulIOp::create(rewriter, loc, a, index(loc, b));
+  }
+  Value ult(Location loc, Value a, Value b) {
+    return arith::CmpIOp::create(rewriter, loc, arith::CmpIPredicate::ult, a,
+                                 b);
+  }
+  /// acc + a * b with the body's own ops, free to contract into an fma.
+  Value mulAdd(const MulAccBody &ma, Value a, Value b, Value acc);
+  /// coord.group * group + coord.thread * thread, without the terms whose
+  /// factor is 0 (and the product when it is 1).
+  Value laneCoord(Location loc, LaneCoord coord, Value group, Value thread);
+};
+
+} // namespace mlir::kiln::gpumap
+
+#endif // KILN_LIB_TARGET_GPU_LOWERING_H

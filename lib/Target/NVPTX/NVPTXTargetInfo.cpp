@@ -1,0 +1,95 @@
+//===- NVPTXTargetInfo.cpp - What GPU codegen asks of an NVIDIA chip ------===//
+//
+// A warp of 32 lanes, gpu.shuffle and gpu.barrier (shfl.sync.bfly and
+// bar.sync after convert-gpu-to-nvvm), shared memory as the gpu dialect's
+// workgroup space (NVVM's address space 3, kiln-finalize-device-memrefs),
+// and on sm_80 and newer mma.sync m16n8k16 (row x col) for f16 and bf16
+// operands accumulated in f32.
+//
+//===----------------------------------------------------------------------===//
+
+#include "kiln/Target/GPU/TargetInfo.h"
+#include "kiln/Target/NVPTX/NVPTXTarget.h"
+
+#include "mlir/Dialect/LLVMIR/LLVMDialect.h"
+#include "mlir/Dialect/LLVMIR/NVVMDialect.h"
+
+#include "llvm/ADT/StringExtras.h"
+
+using namespace mlir;
+using namespace mlir::kiln;
+
+namespace {
+class NVPTXTargetInfo : public GPUTargetInfo {
+public:
+  explicit NVPTXTargetInfo(bool hasMMA) : hasMMA(hasMMA) {}
+
+  int64_t getWarpSize() const override { return 32; }
+
+  /// mma.sync m16n8k16: lanes in 8 groups of 4, lane = (g, t). A (16 x 16,
+  /// row): 4 registers of a K pair each, rows g and g + 8, K 2t and
+  /// 2t + 8. B (16 x 8, col): 2 registers, column g, K 2t and 2t + 8.
+  /// C (16 x 8): 4 accumulators, rows g and g + 8, columns 2t and 2t + 1.
+  std::optional<MMALayout> getMMA(Type operand, Type acc) const override {
+    if (!hasMMA || !acc.isF32() || !(operand.isF16() || operand.isBF16()))
+      return std::nullopt;
+    MMALayout l;
+    l.m = 16, l.n = 8, l.k = 16;
+    l.operand = operand, l.acc = acc;
+    l.groupSize = 4;
+    l.kPack = 2;
+    l.aRow = {1, 0}, l.aK = {0, 2};
+    l.aRegs = {{0, 0}, {8, 0}, {0, 8}, {8, 8}};
+    l.bCol = {1, 0}, l.bK = {0, 2};
+    l.bRegs = {{0, 0}, {0, 8}};
+    l.cRow = {1, 0}, l.cCol = {0, 2};
+    l.cElems = {{0, 0}, {0, 1}, {8, 0}, {8, 1}};
+    return l;
+  }
+
+  /// f16 pairs as they are, bf16 ones as i32.
+  Value buildMMAOperand(OpBuilder &b, Location loc, const MMALayout &layout,
+                        Value loaded) const override {
+    if (!layout.operand.isBF16())
+      return loaded;
+    return LLVM::BitcastOp::create(b, loc, b.getI32Type(), loaded);
+  }
+
+  SmallVector<Value> buildMMA(OpBuilder &b, Location loc,
+                              const MMALayout &layout, ValueRange a,
+                              ValueRange bRegs, ValueRange c) const override {
+    Type f32 = b.getF32Type();
+    auto resType =
+        LLVM::LLVMStructType::getLiteral(b.getContext(), {f32, f32, f32, f32});
+    NVVM::MMATypes ptx =
+        layout.operand.isBF16() ? NVVM::MMATypes::bf16 : NVVM::MMATypes::f16;
+    auto mma = NVVM::MmaOp::create(
+        b, loc, resType, a, bRegs, c, {16, 8, 16}, std::nullopt, std::nullopt,
+        std::array<NVVM::MMATypes, 2>{ptx, ptx},
+        std::array<NVVM::MMALayout, 2>{NVVM::MMALayout::row,
+                                       NVVM::MMALayout::col});
+    SmallVector<Value> acc;
+    for (int64_t e = 0; e < 4; ++e)
+      acc.push_back(
+          LLVM::ExtractValueOp::create(b, loc, mma, ArrayRef<int64_t>{e}));
+    return acc;
+  }
+
+  void getDependentDialects(DialectRegistry &registry) const override {
+    registry.insert<NVVM::NVVMDialect, LLVM::LLVMDialect>();
+  }
+
+private:
+  bool hasMMA;
+};
+} // namespace
+
+std::shared_ptr<const GPUTargetInfo>
+mlir::kiln::createNVPTXTargetInfo(StringRef chip) {
+  if (!llvm::is_contained(getCudaChips(), chip))
+    return nullptr;
+  // mma.sync m16n8k16 on f16/bf16 needs sm_80.
+  unsigned sm = 0;
+  (void)chip.drop_front(3).take_while(llvm::isDigit).getAsInteger(10, sm);
+  return std::make_shared<NVPTXTargetInfo>(/*hasMMA=*/sm >= 80);
+}
