@@ -25,14 +25,14 @@ int main(int argc, char **argv) {
   mlir::registerLinalgPasses();
   mlir::bufferization::registerBufferizationPasses();
   mlir::memref::registerMemRefPasses();
-  // The device targets' codegen passes.
+  // The device targets' codegen passes (each target registers its own
+  // vendor passes from the target table).
   mlir::registerGPUPasses();
   mlir::arith::registerArithPasses();
   mlir::registerSCFToControlFlowPass();
   mlir::registerConvertMathToLibmPass();
   mlir::registerLowerAffinePass();
   mlir::registerReconcileUnrealizedCastsPass();
-  mlir::registerConvertGpuOpsToNVVMOpsPass();
   mlir::kiln::registerAllKilnPasses();
   // A made-up GPU (waves of 64, a 32x32x8 matrix instruction) for the
   // vendor-neutral strategies' tests.

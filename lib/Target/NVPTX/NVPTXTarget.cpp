@@ -15,6 +15,7 @@
 
 #include "mlir/Conversion/AffineToStandard/AffineToStandard.h"
 #include "mlir/Conversion/GPUToNVVM/GPUToNVVMPass.h"
+#include "mlir/Conversion/Passes.h"
 #include "mlir/Conversion/ReconcileUnrealizedCasts/ReconcileUnrealizedCasts.h"
 #include "mlir/Conversion/SCFToControlFlow/SCFToControlFlow.h"
 #include "mlir/Dialect/Arith/Transforms/Passes.h"
@@ -135,7 +136,11 @@ mlir::kiln::createNVPTXTarget(StringRef chip, const GPUCodegenOptions &gpu) {
   return nullptr;
 }
 
-void mlir::kiln::registerNVPTXPasses() { registerKilnTargetNVPTXPasses(); }
+void mlir::kiln::registerNVPTXPasses() {
+  registerKilnTargetNVPTXPasses();
+  // The upstream pass the codegen pipeline runs, for kiln-opt.
+  registerConvertGpuOpsToNVVMOpsPass();
+}
 
 void mlir::kiln::registerNVPTXDialects(DialectRegistry &registry) {
   registry.insert<gpu::GPUDialect, NVVM::NVVMDialect>();
