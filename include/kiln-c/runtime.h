@@ -16,7 +16,7 @@
  * holds the per-run state (arena, scratch cache) and runs one call at a time;
  * use one instance per thread to run concurrently.
  *
- * Devices: a model compiled for a device (kilnc --target=cuda:sm_90) opens
+ * Devices: a model compiled for a device (kilnc --target=<kind>:<chip>) opens
  * its device driver library (by dlopen) when it is loaded, and fails with
  * FAILED_PRECONDITION when there is no usable driver or device. Its
  * instances take host tensors (kiln_instance_run: the runtime copies inputs
@@ -194,8 +194,8 @@ typedef struct kiln_model_options {
    * in without recompiling. */
   const char *weights_path;
   /* Device models: the driver library to dlopen. NULL or "":
-   * KILN_<KIND>_DRIVER if set (KILN_CUDA_DRIVER for a cuda model), else the
-   * driver's default (libcuda.so.1). Ignored by cpu models. */
+   * KILN_<KIND>_DRIVER if set, else the driver's default library
+   * (docs/runtime.md lists them per device). Ignored by cpu models. */
   const char *driver_path;
   /* Device models: the device index. -1: KILN_<KIND>_DEVICE if set, else 0.
    * FAILED_PRECONDITION when there is no such device. */
@@ -249,8 +249,8 @@ KILN_API kiln_status_t *kiln_model_output_info(const kiln_model_t *model,
 /* Size in bytes of the static arena each instance allocates (in device
  * memory for a device model). */
 KILN_API uint64_t kiln_model_arena_size(const kiln_model_t *model);
-/* Where the model runs: "cpu", or "<kind>:<chip>" for a device model (e.g.
- * "cuda:sm_90"). Owned by the model; "" for NULL. */
+/* Where the model runs: "cpu", or "<kind>:<chip>" for a device model (the
+ * spelling of kilnc --target). Owned by the model; "" for NULL. */
 KILN_API const char *kiln_model_device(const kiln_model_t *model);
 /* The weights file the model mapped ("" without external weights). Owned by
  * the model. */
@@ -310,10 +310,9 @@ KILN_API kiln_status_t *kiln_instance_run(kiln_instance_t *instance,
  *===--------------------------------------------------------------------===*/
 
 /* Runs the model on device buffers: every input's `data` and every output's
- * `data` is a device pointer (for cuda: a CUdeviceptr cast to void *) of
- * the instance's device context (the primary context of its device). Inputs
- * are
- * validated as by kiln_instance_run; outputs must have the signature's
+ * `data` is a device pointer (the driver's device address cast to void *)
+ * of the instance's device context (the primary context of its device).
+ * Inputs are validated as by kiln_instance_run; outputs must have the signature's
  * dtype and rank, and dims that match the signature and the symbols the
  * inputs bind (checked before the run) and the dims the model computes
  * (checked when it allocates the output; INVALID_ARGUMENT on mismatch,
@@ -331,13 +330,14 @@ kiln_instance_run_device(kiln_instance_t *instance,
                          const kiln_output_view_t *outputs, size_t num_outputs);
 
 /* Runs the instance's work on `stream` (a stream of the instance's device
- * context cast to void *: a CUstream for cuda) instead of its own; NULL
+ * context, the driver's stream handle cast to void *) instead of its own; NULL
  * goes back to its own. Waits for the previous stream first. The caller
  * keeps the stream alive until it sets another or releases the instance. */
 KILN_API kiln_status_t *kiln_instance_set_stream(kiln_instance_t *instance,
                                                  void *stream);
 
-/* Turns device graphs (CUDA graphs for cuda) on or off for this instance;
+/* Turns device graphs (the driver's captured work graphs) on or off for this
+ * instance;
  * the initial setting is the instance option `graphs`. With graphs on, a
  * model whose signature says it is graph-capturable runs its second run
  * captured into a graph and replays the graph from then on; turning graphs

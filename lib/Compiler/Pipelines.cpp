@@ -116,9 +116,10 @@ struct DecomposeConcatPass
 /// The options of kiln-opt's `kiln-<stage>-pipeline`s: CompileOptions under
 /// kilnc's flag names (without the leading dashes; -O is `opt-level`).
 struct StagePipelineOptions : public PassPipelineOptions<StagePipelineOptions> {
-  Option<std::string> target{*this, "target",
-                             llvm::cl::desc("cpu, cuda or cuda:<chip>"),
-                             llvm::cl::init("cpu")};
+  Option<std::string> target{
+      *this, "target",
+      llvm::cl::desc("<kind>[:<chip>] as kilnc --target takes it"),
+      llvm::cl::init("cpu")};
   Option<int> optLevel{*this, "opt-level",
                        llvm::cl::desc("Optimization level (kilnc -O)"),
                        llvm::cl::init(2)};

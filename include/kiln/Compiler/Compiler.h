@@ -29,8 +29,8 @@ void registerAllKilnPasses();
 /// The stages of the flow, in order; `--dump-after` takes these names.
 /// import, graph (shape inference), lower (onnx → linalg), kernels (kernel
 /// formation), host (host program + memory plan), bufferize (kernels on
-/// memrefs), codegen (the target's: loops on the CPU; gpu.launch, NVVM and
-/// the device image for cuda), llvm (LLVM dialect).
+/// memrefs), codegen (the target's: loops on the CPU; gpu.launch, the
+/// vendor dialect and the device image for a GPU), llvm (LLVM dialect).
 llvm::ArrayRef<llvm::StringLiteral> getStageNames();
 
 /// Everything that decides what the compiler produces: kilnc's flags, the
@@ -39,7 +39,8 @@ llvm::ArrayRef<llvm::StringLiteral> getStageNames();
 /// and the embedding API all fill this one struct, and buildStagePipeline
 /// builds every stage from it.
 struct CompileOptions {
-  /// `--target=`: cpu, cuda, cuda:<chip> (see Target.h).
+  /// `--target=`: a kind of the target table, optionally `:<chip>` (see
+  /// Target.h).
   std::string target = "cpu";
   /// GPU codegen choices (kilnc's --gpu-* flags), handed to the target.
   GPUCodegenOptions gpu;

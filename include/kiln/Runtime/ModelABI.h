@@ -18,7 +18,8 @@
  *         input <name> <dtype> <rank> <dim>*  in signature order
  *         output <name> <dtype> <rank> <dim>*
  *         device <kind> [<chip>]              optional; "cpu" when absent,
- *                                             "cuda sm_90" for --target=cuda
+ *                                             "<kind> <chip>" for a device
+ *                                             target (kilnc --target)
  *                                             (the kind picks the runtime's
  *                                             device driver)
  *         kernels <count>                     device kernels (indices
@@ -29,7 +30,6 @@
  *                                             reads of device data and no
  *                                             symbolic dims: the runtime may
  *                                             capture it into a device graph
- *                                             (a CUDA graph for cuda)
  *         weights-file <file> <hash> <bytes>  kilnc --external-weights: the
  *                                             weights file's basename (found
  *                                             next to model.so by default),
@@ -90,7 +90,7 @@ void kiln_rt_launch_cpu(kiln_rt_ctx *ctx, void (*kernel)(void **args),
                         void **args);
 
 /*---------------------------------------------------------------------------
- * Device targets (e.g. cuda). On a device target kiln_rt_input, kiln_rt_output,
+ * Device targets. On a device target kiln_rt_input, kiln_rt_output,
  * kiln_rt_arena and kiln_rt_alloc return DEVICE pointers (the runtime stages
  * host inputs/outputs), and generated code additionally calls:
  *---------------------------------------------------------------------------*/
@@ -98,7 +98,7 @@ void kiln_rt_launch_cpu(kiln_rt_ctx *ctx, void (*kernel)(void **args),
 /* Launches device kernel `kernel` (0 <= kernel < the signature's "kernels"
  * count; `name` is its symbol in the device image) on the instance's stream,
  * through the model's device driver. `params` holds one pointer per kernel
- * parameter (cuLaunchKernel's kernelParams for cuda), each memref expanded
+ * parameter (the driver's kernel-parameter array), each memref expanded
  * to allocated, aligned, offset, sizes[rank], strides[rank]. On failure
  * records the reason in ctx; once ctx has failed, later launches do
  * nothing. */
@@ -131,9 +131,9 @@ int32_t kiln_model_main(kiln_rt_ctx *ctx);
 int32_t kiln_model_init(kiln_rt_ctx *ctx);
 extern const char kiln_model_signature[];
 /* Defined by generated code for a device target only (the runtime
- * references them weakly): the device image (for cuda a fatbin holding the
- * cubin for the chip and its PTX; 64-byte aligned), its size in bytes, and
- * its kind, the NUL-terminated device kind of the signature ("cuda"): the
+ * references them weakly): the device image (in the format of the target's
+ * driver, docs/runtime.md; 64-byte aligned), its size in bytes, and its
+ * kind, the NUL-terminated device kind of the signature: the
  * driver of that kind loads it, and the runtime refuses a model whose image
  * kind is not its driver's. */
 extern const unsigned char kiln_model_device_image[];

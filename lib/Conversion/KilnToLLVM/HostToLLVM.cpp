@@ -290,7 +290,8 @@ struct ExternalWeightOpLowering
 
 /// Appends the scalar leaves of `value` (structs and arrays flattened in
 /// order): a memref descriptor becomes allocated, aligned, offset, sizes,
-/// strides — the parameters `convert-gpu-to-nvvm` gives a kernel.
+/// strides — the parameters an outlined gpu.func gets when the target's
+/// codegen lowers it to LLVM.
 void flattenLeaves(OpBuilder &b, Location loc, Value value,
                    SmallVectorImpl<Value> &leaves) {
   Type type = value.getType();
