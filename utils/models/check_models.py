@@ -22,59 +22,17 @@ import sys
 import time
 
 import numpy as np
-import onnx
 import onnxruntime as ort
-from onnx import numpy_helper
 
 HERE = os.path.dirname(os.path.abspath(__file__))
 ROOT = os.path.dirname(os.path.dirname(HERE))
-sys.path.insert(0, HERE)
-import make_models  # noqa: E402
+sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "..", "python"))
+import kiln_tools  # noqa: E402
+
+make_models = kiln_tools.project_module("utils/models/make_models.py")
 
 # Per model: the sequence length / batch used for symbolic dims.
 SYMBOLIC = {"seq": 128}
-
-
-def feeds_for(model_path, rng, symbolic=None):
-    """Seeded inputs; symbolic dims from `symbolic` (default SYMBOLIC)."""
-    symbolic = SYMBOLIC if symbolic is None else symbolic
-    m = onnx.load(model_path, load_external_data=False)
-    inits = {i.name for i in m.graph.initializer}
-    feeds = {}
-    for inp in m.graph.input:
-        if inp.name in inits:
-            continue
-        tt = inp.type.tensor_type
-        shape = [d.dim_value if d.HasField("dim_value") else symbolic.get(d.dim_param, 1)
-                 for d in tt.shape.dim]
-        if tt.elem_type == onnx.TensorProto.INT64:
-            # Token ids: below the embedding's row count (the first Gather's data).
-            vocab = min(int(numpy_helper.to_array(i).shape[0]) for i in m.graph.initializer
-                        if len(i.dims) == 2) if m.graph.initializer else 100
-            feeds[inp.name] = rng.integers(0, vocab, shape).astype(np.int64)
-        else:
-            feeds[inp.name] = rng.standard_normal(shape).astype(np.float32)
-    return feeds
-
-
-def max_rel_error(refs, outdir):
-    """max |kiln - ref| / max |ref| over the outputs kiln-run wrote into
-    `outdir` (output_<i>.pb); inf for NaN/Inf the reference does not have.
-    Raises ValueError on a shape mismatch. (Also used by bench/gpu_check.py.)"""
-    worst = 0.0
-    for i, ref in enumerate(refs):
-        t = onnx.TensorProto()
-        with open(os.path.join(outdir, f"output_{i}.pb"), "rb") as fh:
-            t.ParseFromString(fh.read())
-        got = numpy_helper.to_array(t)
-        if got.shape != ref.shape:
-            raise ValueError(f"output {i}: shape {got.shape} != {ref.shape}")
-        if not np.isfinite(got).all() and np.isfinite(ref).all():
-            return float("inf")
-        denom = float(np.max(np.abs(ref))) if ref.size else 0.0
-        err = float(np.max(np.abs(got.astype(np.float64) - ref))) if ref.size else 0.0
-        worst = max(worst, err / denom if denom > 0 else err)
-    return worst
 
 
 def first_error(text):
@@ -92,7 +50,7 @@ def check(name, args, bindir):
     params = make_models.export(name, path, small=args.small)
     row = {"model": name, "params": params}
     rng = np.random.default_rng(0)
-    feeds = feeds_for(path, rng)
+    feeds = kiln_tools.seeded_inputs(path, rng, SYMBOLIC)
 
     # onnxruntime: reference outputs and time.
     sess = ort.InferenceSession(path, providers=["CPUExecutionProvider"])
@@ -118,10 +76,7 @@ def check(name, args, bindir):
         return row
 
     cmd = [os.path.join(bindir, "kiln-run"), so]
-    for i, (k, v) in enumerate(feeds.items()):
-        f = os.path.join(work, f"input_{i}.pb")
-        with open(f, "wb") as fh:
-            fh.write(numpy_helper.from_array(v, k).SerializeToString())
+    for _, f in kiln_tools.write_inputs(feeds, work):
         cmd += ["--input", f]
     outdir = os.path.join(work, "out")
     os.makedirs(outdir, exist_ok=True)
@@ -140,7 +95,7 @@ def check(name, args, bindir):
         row["error"] = "kiln-run: " + first_error(p.stderr + p.stdout)
         return row
     try:
-        worst = max_rel_error(refs, outdir)
+        worst = kiln_tools.max_rel_errors(kiln_tools.read_outputs(outdir), refs)
     except ValueError as e:
         row["error"] = str(e)
         return row
