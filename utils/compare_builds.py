@@ -113,7 +113,9 @@ def record_entries(corpus, work, problems):
     for folder in RECORDED[corpus]:
         for f in sorted(os.listdir(os.path.join(ROOT, folder))):
             path = os.path.join(ROOT, folder, f)
-            if f.endswith(".py") and USES_CHECK.search(open(path).read()):
+            text = open(path).read() if f.endswith(".py") else ""
+            # Lit tests, not helpers, and not the tests of recording itself.
+            if "# RUN:" in text and USES_CHECK.search(text) and "CORPUS_ENV" not in text:
                 scripts.append(path)
     entries = []
     env = {**os.environ,

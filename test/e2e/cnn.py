@@ -3,7 +3,6 @@
 dilations and groups, BatchNormalization with statistics taken from data,
 Relu, MaxPool, AveragePool, GlobalAveragePool, Flatten, Gemm, Softmax),
 compiled once and run at batch sizes 1 and 3, compared with onnxruntime."""
-import os
 import sys
 
 import numpy as np

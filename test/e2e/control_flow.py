@@ -2,7 +2,6 @@
 """Control flow (If with a run-time condition, Loop with a trip count and
 scan outputs, Scan) and Einsum compiled by kilnc and compared with
 onnxruntime (ir_version 8) on seeded random inputs."""
-import os
 import sys
 
 import numpy as np

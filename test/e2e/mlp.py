@@ -1,6 +1,5 @@
 # RUN: %python %s %t
 """MLP (MatMul, Gemm, Add, activations) compiled by kilnc vs onnxruntime."""
-import os
 import sys
 
 import numpy as np

@@ -4,11 +4,9 @@ onnxruntime on seeded random inputs (float32, max relative error <= 1e-4).
 
 Many small cases share one graph per family to keep the number of kilnc runs
 low; models with symbolic dims are run at two sizes."""
-import os
 import sys
 
 import numpy as np
-import onnx
 from onnx import TensorProto, helper, numpy_helper
 
 import kiln_tools

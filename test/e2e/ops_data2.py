@@ -5,7 +5,6 @@ segmentation-style block (Conv -> ConvTranspose -> Resize -> Concat).
 
 Intermediate types come from ONNX shape inference (these ops take Kiln's
 result types from the graph's value_info)."""
-import os
 import sys
 
 import numpy as np

@@ -2,7 +2,6 @@
 """Math, logic, comparison, cast and generator ops, compiled by kilnc and
 compared with onnxruntime on seeded random inputs, unsigned and narrow float
 types included; models with symbolic dims run at two sizes."""
-import os
 import sys
 
 import numpy as np

@@ -2,7 +2,6 @@
 """Reductions (constant and run-time axes), arg-reductions, softmax variants,
 cumulative sums, TopK, normalizations and losses, compiled by kilnc and
 compared with onnxruntime on seeded random inputs."""
-import os
 import sys
 
 import numpy as np

@@ -63,7 +63,7 @@ def build(args):
                f"--precision={args.precision}"]
         for k, v in dims.items():
             cmd += ["--dim", f"{k}={v}"]
-        sh(cmd)
+        kiln_tools.run_tool(cmd)
         manifest = os.path.join(args.out, name + ".weights.json")
         graph = os.path.join(args.out, name + ".graph.onnx")
         kiln_tools.run_tool([sys.executable, FILL, src, "--manifest", manifest, "--weightless", graph])

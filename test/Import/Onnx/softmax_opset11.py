@@ -1,7 +1,6 @@
 # RUN: %python %s %t
 """Softmax of opset 11 (flatten-to-2-D semantics)
 compiled by kilnc vs onnxruntime (LogSoftmax and Hardmax do not lower yet), at axes that are and are not the last."""
-import os
 import sys
 
 import numpy as np
