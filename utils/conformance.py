@@ -209,7 +209,7 @@ def parse_args(argv):
     p.add_argument("--kiln-run", dest="kiln_run", default=os.path.join(ROOT, "build", "bin", "kiln-run"))
     p.add_argument("--out", default=os.path.join(ROOT, "docs", "conformance.md"), help="Markdown report")
     p.add_argument("--json", help="write full per-case results here")
-    p.add_argument("--cache", default=os.path.join(ROOT, "build", "conformance"),
+    p.add_argument("--cache", default=nodetests.DEFAULT_CACHE,
                    help="work folder: compiled models, materialized tests (default build/conformance)")
     p.add_argument("--data-dir", help="a folder of node tests (<name>/model.onnx, test_data_set_N/) to use instead")
     p.add_argument("--materialize", action="store_true",
