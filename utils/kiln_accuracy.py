@@ -152,7 +152,7 @@ def main():
         res = evaluate(args.model, args.precision, workdir, bindir=args.bin,
                        dims=parse_dims(args.dim), seed=args.seed, inputs=args.inputs,
                        layers=args.layers, extra=extra)
-    except kiln_tools.Error as e:
+    except (kiln_tools.Error, OSError) as e:
         fail(str(e))
     src = f"inputs {args.inputs}" if args.inputs else f"random inputs, seed {args.seed}"
     print(f"kiln-accuracy: {res['model']}, {args.precision} vs fp32, {src}")
