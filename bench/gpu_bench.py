@@ -13,10 +13,11 @@ and torch.compile of the same architecture.
 """
 from __future__ import annotations
 
-import ctypes
 import os
-import subprocess
 import time
+
+import kiln_tools
+from kiln_tools.runtime import KilnModel
 
 BENCH = [  # (network, dims, label, kilnc --precision)
     ("resnet50", {"batch": 1}, "ResNet-50 b1", "fp32"),
@@ -46,7 +47,7 @@ def export_weightless(name, path):
     initializers of >= 1 KiB into graph inputs. Returns the weight names."""
     import onnx
     import torch
-    import make_models
+    make_models = kiln_tools.project_module("utils/models/make_models.py")
 
     torch.manual_seed(0)
     model, args, inputs, outputs, _ = make_models.MODELS[name](False)
@@ -106,113 +107,6 @@ def prepare(kilnc, payload, manifest, compile_one, log):
 # --------------------------------------------------------------------------
 
 
-def fill_weights(model, seed=0):
-    """Seeded weights for every graph input that is a weight, scaled like a
-    trained network's (He/Glorot by fan-in; small biases; LayerNorm and
-    BatchNorm scale near 1; embeddings N(0, 0.02))."""
-    import numpy as np
-
-    rng = np.random.default_rng(seed)
-    role = {}
-    for node in model.graph.node:
-        for i, name in enumerate(node.input):
-            role.setdefault(name, (node.op_type, i, node))
-    feeds = {}
-    for vi in model.graph.input:
-        dims = [d.dim_value for d in vi.type.tensor_type.shape.dim]
-        if any(d.dim_param for d in vi.type.tensor_type.shape.dim) or vi.name not in role:
-            continue
-        op, idx, node = role[vi.name]
-        shape = tuple(dims)
-        n = rng.standard_normal(shape)
-        if op == "Conv" and idx == 1:
-            w = n * np.sqrt(2.0 / max(1, int(np.prod(shape[1:]))))
-        elif op in ("MatMul", "Gemm") and len(shape) == 2 and idx == 1:
-            trans = op == "Gemm" and any(a.name == "transB" and a.i for a in node.attribute)
-            fan_in = shape[1] if trans else shape[0]
-            w = n * np.sqrt(1.0 / fan_in)
-        elif op == "Gather" and idx == 0:
-            w = n * 0.02
-        elif op in ("LayerNormalization", "BatchNormalization") and idx == 1:
-            w = 1.0 + 0.1 * n
-        elif op == "BatchNormalization" and idx == 4:
-            w = rng.uniform(0.5, 1.5, shape)
-        else:
-            w = 0.02 * n
-        feeds[vi.name] = w.astype(np.float32)
-    return feeds
-
-
-def data_inputs(model, dims, seed=1):
-    import numpy as np
-
-    rng = np.random.default_rng(seed)
-    feeds = {}
-    for vi in model.graph.input:
-        shape = [d.dim_value if not d.dim_param else dims[d.dim_param]
-                 for d in vi.type.tensor_type.shape.dim]
-        if not any(d.dim_param for d in vi.type.tensor_type.shape.dim):
-            continue
-        if vi.type.tensor_type.elem_type == 7:  # int64 token ids
-            feeds[vi.name] = rng.integers(0, 30522, shape).astype(np.int64)
-        else:
-            feeds[vi.name] = rng.standard_normal(shape).astype(np.float32)
-    return feeds
-
-
-class KilnModel:
-    """model.so through libkiln_runtime.so's C API, on torch tensors."""
-
-    class View(ctypes.Structure):
-        _fields_ = [("dtype", ctypes.c_int), ("rank", ctypes.c_size_t),
-                    ("dims", ctypes.POINTER(ctypes.c_int64)), ("data", ctypes.c_void_p)]
-
-    DTYPES = {"float32": 3, "int64": 8}
-
-    def __init__(self, lib_path, so_path):
-        lib = ctypes.CDLL(lib_path)
-        for fn in ("kiln_model_load", "kiln_instance_create", "kiln_instance_run_device",
-                   "kiln_instance_set_cuda_stream", "kiln_status_message"):
-            getattr(lib, fn).restype = ctypes.c_void_p
-        lib.kiln_instance_release.argtypes = [ctypes.c_void_p]
-        lib.kiln_model_release.argtypes = [ctypes.c_void_p]
-        lib.kiln_status_message.restype = ctypes.c_char_p
-        lib.kiln_status_message.argtypes = [ctypes.c_void_p]
-        self.lib = lib
-        self.model = ctypes.c_void_p()
-        self.check(lib.kiln_model_load(so_path.encode(), ctypes.byref(self.model)))
-        self.inst = ctypes.c_void_p()
-        self.check(lib.kiln_instance_create(self.model, ctypes.byref(self.inst)))
-
-    def release(self):
-        self.lib.kiln_instance_release(self.inst)
-        self.lib.kiln_model_release(self.model)
-
-    def check(self, status):
-        if status:
-            raise RuntimeError(self.lib.kiln_status_message(ctypes.c_void_p(status)).decode())
-
-    def set_stream(self, stream_ptr):
-        self.check(self.lib.kiln_instance_set_cuda_stream(self.inst, ctypes.c_void_p(stream_ptr)))
-
-    def _views(self, tensors):
-        arr = (self.View * len(tensors))()
-        keep = []
-        for i, t in enumerate(tensors):
-            dims = (ctypes.c_int64 * max(1, t.dim()))(*t.shape)
-            keep.append(dims)
-            arr[i] = self.View(self.DTYPES[str(t.dtype).split(".")[1]], t.dim(), dims, t.data_ptr())
-        return arr, keep
-
-    def prepare(self, inputs, outputs):
-        self.ins, self.k1 = self._views(inputs)
-        self.outs, self.k2 = self._views(outputs)
-        self.n_in, self.n_out = len(inputs), len(outputs)
-
-    def run(self):
-        self.check(self.lib.kiln_instance_run_device(self.inst, self.ins, self.n_in, self.outs, self.n_out))
-
-
 def time_cuda(fn, warmup=5, iters=30):
     import torch
 
@@ -232,8 +126,8 @@ def time_cuda(fn, warmup=5, iters=30):
 
 
 def torch_model(net):
-    import make_models
     import torch
+    make_models = kiln_tools.project_module("utils/models/make_models.py")
 
     torch.manual_seed(0)
     model = make_models.MODELS[net](False)[0].eval().cuda()
@@ -259,8 +153,10 @@ def run(payload, manifest, log, out_dir):
             continue
         try:
             graph = onnx.load(os.path.join(payload, b["onnx"]))
-            weights = fill_weights(graph)
-            data = data_inputs(graph, b["dims"])
+            weights = kiln_tools.trained_weights(graph)
+            # Token ids below BERT's vocabulary, drawn from seed 1.
+            data = kiln_tools.seeded_inputs(graph, 1, b["dims"], int_high=30522,
+                                            skip=set(weights))
             names = [vi.name for vi in graph.graph.input]
             feeds = {**weights, **data}
             # Correctness first: onnxruntime (CPU) on the same weights.
@@ -285,20 +181,16 @@ def run(payload, manifest, log, out_dir):
             row["precision"] = b.get("precision", "fp32")
             row["kiln_ms"] = time_cuda(km.run)
             km.release()
-            # Where the time goes: the runtime's per-kernel times
-            # (KILN_CUDA_PROFILE, read at instance creation; no graphs).
+            # Where the time goes: the runtime's per-kernel times (the
+            # profile is set at instance creation; no graphs).
             prof = os.path.join(payload, "profile_" + b["label"].replace(" ", "_") + ".jsonl")
-            os.environ["KILN_CUDA_PROFILE"] = prof
-            try:
-                kp = KilnModel(lib, os.path.join(payload, b["so"]))
-                kp.set_stream(stream.cuda_stream)
-                kp.prepare(ins, [out])
-                for _ in range(6):
-                    kp.run()
-                torch.cuda.synchronize()
-                kp.release()
-            finally:
-                del os.environ["KILN_CUDA_PROFILE"]
+            kp = KilnModel(lib, os.path.join(payload, b["so"]), profile=prof)
+            kp.set_stream(stream.cuda_stream)
+            kp.prepare(ins, [out])
+            for _ in range(6):
+                kp.run()
+            torch.cuda.synchronize()
+            kp.release()
             import json
             with open(prof) as fh:
                 rep = json.loads(fh.readlines()[-1])

@@ -17,7 +17,9 @@
   bench/gpu_check.py run [--stage .gpu] [--out DIR]
 
 The archive is .gpu/stage.tar.xz (ignored by git); carry `.gpu` to the
-device tool and run `python3 bench/gpu_check.py run --out $OUT` there.
+device tool and run `python3 bench/gpu_check.py run --out $OUT` there. Both
+halves import python/kiln_tools; the archive holds a copy of it
+(payload/python) from prepare, next to the libraries it compiled.
 """
 from __future__ import annotations
 
@@ -32,11 +34,9 @@ import tarfile
 import time
 
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
-sys.path.insert(0, os.path.join(ROOT, "utils"))
-sys.path.insert(0, os.path.join(ROOT, "utils", "models"))
-sys.path.insert(0, os.path.join(ROOT, "bench"))
-
-import conformance  # noqa: E402  (utils/conformance.py)
+sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "python"))
+import kiln_tools  # noqa: E402
+from kiln_tools import nodetests  # noqa: E402
 
 
 def log(msg):
@@ -56,7 +56,7 @@ def cpu_passing_cases():
         sys.exit(f"gpu_check: {path} is missing: run "
                  f"`.venv/bin/python utils/conformance.py --json {path}` first")
     results = json.load(open(path))["results"]
-    return sorted(r["name"] for r in results if r["status"] == conformance.PASSED)
+    return sorted(r["name"] for r in results if r["status"] == nodetests.PASSED)
 
 
 def ci_cases():
@@ -81,7 +81,7 @@ def compile_one(kilnc, model, so, extra=()):
         return "crash", f"kilnc killed by signal {-p.returncode}", dt
     if p.returncode != 0:
         first = next((l for l in p.stderr.splitlines() if "error" in l), p.stderr.strip()[:300])
-        return conformance.COMPILE_ERROR, first.replace(model, "<model>")[:400], dt
+        return nodetests.COMPILE_ERROR, first.replace(model, "<model>")[:400], dt
     return "ok", "", dt
 
 
@@ -91,7 +91,8 @@ SMALL_MODELS = ["resnet50", "mobilenetv2", "bert", "gpt2", "lstm", "unet"]
 def prepare_models(args, kilnc, payload, manifest):
     """The small variants of the six networks (utils/models/make_models.py
     --small): ONNX (with weights, for onnxruntime there) and the cuda .so."""
-    import make_models  # utils/models (needs Debian's torch here)
+    # utils/models/make_models.py (needs Debian's torch here)
+    make_models = kiln_tools.project_module("utils/models/make_models.py")
 
     for name in SMALL_MODELS:
         d = os.path.join(payload, "models", name)
@@ -157,7 +158,7 @@ def prepare(args):
         if args.filter:
             import re
             names = [n for n in names if re.search(args.filter, n)]
-        node_dir = conformance.shipped_node_dir()
+        node_dir = nodetests.shipped_node_dir()
         log(f"compiling {len(names)} node tests for cuda ({args.jobs} jobs) ...")
         t0 = time.time()
 
@@ -171,7 +172,7 @@ def prepare(args):
                 for d in os.listdir(src):
                     if d.startswith("test_data_set_"):
                         shutil.copytree(os.path.join(src, d), os.path.join(dst, d))
-            rtol, atol = conformance.DEFAULT_RTOL, conformance.DEFAULT_ATOL
+            rtol, atol = nodetests.DEFAULT_RTOL, nodetests.DEFAULT_ATOL
             dj = os.path.join(src, "data.json")
             if os.path.exists(dj):
                 d = json.load(open(dj))
@@ -195,6 +196,11 @@ def prepare(args):
     # The loader library, for timing through the C API (ctypes) there.
     for lib in ("libkiln_runtime.so",):
         shutil.copy2(os.path.join(ROOT, "build", "lib", lib), os.path.join(payload, "bin", lib))
+    # The scripts' package (kiln_tools: node-test runner, seeded feeds, the
+    # ctypes binding), as of this prepare, next to what it wrote.
+    shutil.copytree(os.path.join(ROOT, "python", "kiln_tools"),
+                    os.path.join(payload, "python", "kiln_tools"),
+                    ignore=shutil.ignore_patterns("__pycache__", "*.pyc"))
 
     json.dump(manifest, open(os.path.join(payload, "manifest.json"), "w"), indent=1)
     archive = os.path.join(stage, "stage.tar.xz")
@@ -234,7 +240,7 @@ def run_conformance(payload, manifest, jobs):
         if c["compile"] != "ok":
             return {"name": c["name"], "status": c["compile"], "reason": "cuda compile: " + c["reason"]}
         d = os.path.join(payload, "conformance", c["name"])
-        r = conformance.run_case(c["name"], d, c["rtol"], c["atol"], None, kiln_run, work, True,
+        r = nodetests.run_case(c["name"], d, c["rtol"], c["atol"], None, kiln_run, work, True,
                                  prebuilt=os.path.join(d, "model.so"))
         return {k: r.get(k) for k in ("name", "status", "reason", "run_s")}
 
@@ -245,9 +251,6 @@ def run_conformance(payload, manifest, jobs):
 
 def run_models(payload, manifest):
     import numpy as np
-    import onnxruntime as ort
-    from onnx import numpy_helper
-    import check_models  # utils/models: seeded inputs
 
     kiln_run = os.path.join(payload, "bin", "kiln-run")
     rows = []
@@ -260,17 +263,14 @@ def run_models(payload, manifest):
         d = os.path.join(payload, "models", m["name"])
         onnx_path = os.path.join(d, "model.onnx")
         # The small transformers' max_len is 64.
-        feeds = check_models.feeds_for(onnx_path, np.random.default_rng(0), {"seq": 16})
+        feeds = kiln_tools.seeded_inputs(onnx_path, np.random.default_rng(0), {"seq": 16})
         try:
-            refs = ort.InferenceSession(onnx_path, providers=["CPUExecutionProvider"]).run(None, feeds)
+            refs = kiln_tools.ort_run(onnx_path, feeds)
         except Exception as e:
             row["error"] = f"onnxruntime: {e}"[:200]
             continue
         cmd = [kiln_run, os.path.join(d, m.get("so", "model.so"))]
-        for i, (k, v) in enumerate(feeds.items()):
-            f = os.path.join(d, f"input_{i}.pb")
-            with open(f, "wb") as fh:
-                fh.write(numpy_helper.from_array(v, k).SerializeToString())
+        for _, f in kiln_tools.write_inputs(feeds, d):
             cmd += ["--input", f]
         outdir = os.path.join(d, "out_" + row["precision"])
         os.makedirs(outdir, exist_ok=True)
@@ -280,7 +280,7 @@ def run_models(payload, manifest):
             row["error"] = "kiln-run: " + (p.stderr.strip().splitlines() or ["failed"])[-1][:200]
             continue
         try:
-            row["max_rel"] = check_models.max_rel_error(refs, outdir)
+            row["max_rel"] = kiln_tools.max_rel_errors(kiln_tools.read_outputs(outdir), refs)
         except ValueError as e:
             row["error"] = str(e)
     return rows
@@ -312,7 +312,7 @@ def run(args):
         log(f"conformance on cuda: {len(conf)} cases in {time.time() - t0:.0f} s: " +
             ", ".join(f"{k}: {v}" for k, v in sorted(counts.items())))
         for r in conf:
-            if r["status"] != conformance.PASSED:
+            if r["status"] != nodetests.PASSED:
                 log(f"  {r['status']}: {r['name']}: {(r.get('reason') or '')[:160]}")
     if manifest.get("models") and not args.skip_models:
         report["models"] = run_models(payload, manifest)

@@ -14,6 +14,9 @@ import json
 import math
 import os
 import re
+import sys
+
+sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "python"))
 
 
 def fmt_ms(v):
@@ -155,10 +158,8 @@ def make_reports(out):
     """The benchmarks' builds again with --report (same flags as
     gpu_bench.prepare), one <label>.json each."""
     import subprocess
-    import sys
     root = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
-    sys.path.insert(0, os.path.join(root, "bench"))
-    import gpu_bench
+    import gpu_bench  # bench/, this script's folder
     os.makedirs(out, exist_ok=True)
     kilnc = os.path.join(root, "build", "bin", "kilnc")
     for net, dims, label, precision in gpu_bench.BENCH:

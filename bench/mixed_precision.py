@@ -10,7 +10,7 @@ docs/mixed-precision.md.
 models: each network of utils/models/make_models.py (fixed seeds, batch-norm
 statistics from data) is compiled in fp32, fp16 and bf16 (kilnc -O2, batch 1,
 BERT at --dim seq=N) and run with kiln-run on one seeded random input; the
-reduced builds are compared with the fp32 build (utils/kiln_accuracy.py:
+reduced builds are compared with the fp32 build (kiln_tools.error_stats, as in kiln_accuracy.py:
 relative L2 error, max abs, max |diff| / max |fp32|, new NaN/Inf). Targets:
 rel L2 <= 5e-3 (fp16) and <= 2e-2 (bf16), no NaN/Inf. The compile report of
 each reduced build gives the nodes per precision and the casts.
@@ -32,15 +32,12 @@ import sys
 import time
 
 import numpy as np
-import onnx
-from onnx import numpy_helper
 
-HERE = os.path.dirname(os.path.abspath(__file__))
-ROOT = os.path.dirname(HERE)
-sys.path.insert(0, os.path.join(ROOT, "utils"))
-sys.path.insert(0, os.path.join(ROOT, "utils", "models"))
-import kiln_accuracy  # noqa: E402
+sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "python"))
+import kiln_tools  # noqa: E402
+from kiln_tools import nodetests  # noqa: E402
 
+ROOT = kiln_tools.ROOT
 BIN = os.path.join(ROOT, "build", "bin")
 TARGET = {"fp16": 5e-3, "bf16": 2e-2}
 
@@ -57,7 +54,7 @@ def kilnc(model, so, precision, dims=(), report=None, timeout=1800):
 
 def run_so(so, files, outdir, timeout=1800):
     t0 = time.perf_counter()
-    outs = kiln_accuracy.run_model(BIN, so, files, outdir)
+    outs = kiln_tools.run_model(so, files, outdir, bindir=BIN, timeout=timeout)
     return outs, time.perf_counter() - t0
 
 
@@ -67,7 +64,7 @@ def run_so(so, files, outdir, timeout=1800):
 
 
 def bench_models(args):
-    import make_models
+    make_models = kiln_tools.project_module("utils/models/make_models.py")
 
     rows = []
     for name in args.models.split(","):
@@ -77,8 +74,8 @@ def bench_models(args):
         if not os.path.exists(path):
             make_models.export(name, path, small=args.small)
         dims = [f"seq={args.seq}", "batch=1"] if name in ("bert", "gpt2") else []
-        files = kiln_accuracy.write_inputs(
-            kiln_accuracy.random_inputs(path, 0, {"seq": args.seq, "batch": 1}),
+        files = kiln_tools.write_inputs(
+            kiln_tools.seeded_inputs(path, 0, {"seq": args.seq, "batch": 1}),
             os.path.join(work, "inputs"))
         builds = {}
         for prec in ["fp32", "fp16", "bf16"]:
@@ -95,7 +92,7 @@ def bench_models(args):
                      "run_s": builds["fp32"][2]})
         for prec in ["fp16", "bf16"]:
             outs, secs, run_s, report = builds[prec]
-            errs = [kiln_accuracy.compare(ref[n], v) for n, v in outs if n in ref]
+            errs = [kiln_tools.error_stats(ref[n], v) for n, v in outs if n in ref]
             worst = max(errs, key=lambda e: e["rel_l2"])
             with open(report) as f:
                 rep = json.load(f).get("precision", {})
@@ -137,27 +134,6 @@ def print_models(rows, args):
 # --------------------------------------------------------------------------
 
 
-def data_sets(model_dir):
-    out = []
-    for d in sorted(os.listdir(model_dir)):
-        if not d.startswith("test_data_set_"):
-            continue
-        ds = os.path.join(model_dir, d)
-        ins = sorted((f for f in os.listdir(ds) if f.startswith("input_")),
-                     key=lambda f: int(f[6:-3]))
-        outs = sorted((f for f in os.listdir(ds) if f.startswith("output_")),
-                      key=lambda f: int(f[7:-3]))
-        out.append((ds, [os.path.join(ds, f) for f in ins], [os.path.join(ds, f) for f in outs]))
-    return out
-
-
-def read_pb(path):
-    t = onnx.TensorProto()
-    with open(path, "rb") as f:
-        t.ParseFromString(f.read())
-    return numpy_helper.to_array(t)
-
-
 def conformance_case(case, work, precision):
     """One node test: fp32 and reduced builds on every data set."""
     res = {"case": case.name}
@@ -183,18 +159,14 @@ def conformance_case(case, work, precision):
     res["changed"] = counts.get(precision, 0) > 0
     res["status"] = "ok"
     within = True
-    for ds, ins, outs in data_sets(case.model_dir):
-        files = []
-        for f in ins:
-            t = onnx.TensorProto()
-            with open(f, "rb") as fh:
-                t.ParseFromString(fh.read())
-            files.append((t.name, f))
+    for ds, ins, outs in nodetests.data_sets(case.model_dir):
+        files = [(kiln_tools.read_pb_named(f)[0], f) for f in ins]
         got = {}
         for prec, so in sos.items():
             try:
-                got[prec] = kiln_accuracy.run_model(BIN, so, files, os.path.join(work, "out_" + prec))
-            except SystemExit:
+                got[prec] = kiln_tools.run_model(so, files, os.path.join(work, "out_" + prec),
+                                                 bindir=BIN)
+            except kiln_tools.ToolError:
                 got[prec] = None
         if got["fp32"] is None:
             res["status"] = "fp32 build fails to run"
@@ -208,7 +180,7 @@ def conformance_case(case, work, precision):
                     res["status"] = "new NaN/Inf"
                     return res
         for (_, b), exp in zip(got[precision], outs):
-            e = read_pb(exp)
+            e = kiln_tools.read_pb(exp)
             if b.shape != e.shape or b.dtype.kind != "f":
                 continue
             if not np.allclose(b, e, rtol=case.rtol, atol=case.atol, equal_nan=True):
@@ -218,11 +190,7 @@ def conformance_case(case, work, precision):
 
 
 def bench_conformance(args):
-    import conformance
-
-    ns = argparse.Namespace(data_dir=None, materialize=False,
-                            cache=os.path.join(ROOT, "build", "conformance"))
-    cases, source = conformance.discover_cases(ns, print)
+    cases, source = nodetests.discover_cases(log=print)
     if not args.all:
         with open(args.subset) as f:
             wanted = [l.split("#", 1)[0].strip() for l in f]

@@ -16,52 +16,18 @@ timed; a model whose check fails is reported and not timed.
 import argparse
 import json
 import os
-import subprocess
 import sys
 import time
 
 import numpy as np
-import onnx
 import onnxruntime as ort
-from onnx import numpy_helper
 
-ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "python"))
+import kiln_tools  # noqa: E402
+
+ROOT = kiln_tools.ROOT
 BIN = os.path.join(ROOT, "build", "bin")
 DIMS = {"bert": ["--dim", "seq=128", "--dim", "batch=1"]}
-
-
-def run(cmd):
-    p = subprocess.run(cmd, capture_output=True, text=True)
-    if p.returncode != 0:
-        raise RuntimeError(f"{' '.join(cmd)} failed:\n{p.stdout}{p.stderr}")
-    return p.stdout
-
-
-def make_inputs(model_path, name, seed=0):
-    m = onnx.load(model_path, load_external_data=False)
-    rng = np.random.default_rng(seed)
-    inits = {i.name for i in m.graph.initializer}
-    feeds = {}
-    for inp in m.graph.input:
-        if inp.name in inits:
-            continue
-        tt = inp.type.tensor_type
-        shape = []
-        for d in tt.shape.dim:
-            shape.append(d.dim_value if d.HasField("dim_value") else
-                         (128 if d.dim_param == "seq" else 1))
-        if tt.elem_type == onnx.TensorProto.INT64:
-            feeds[inp.name] = rng.integers(0, 1000, size=shape).astype(np.int64)
-        else:
-            feeds[inp.name] = rng.standard_normal(shape).astype(np.float32)
-    return feeds
-
-
-def median_ms(out):
-    for line in out.splitlines():
-        if line.startswith("benchmark:"):
-            return float(line.split("median")[1].split("ms")[0])
-    raise RuntimeError("no benchmark line in:\n" + out)
 
 
 def main():
@@ -76,15 +42,13 @@ def main():
     for name in args.models.split(","):
         path = os.path.join(args.workdir, name + ".onnx")
         if not os.path.exists(path):
-            run([sys.executable, os.path.join(ROOT, "utils", "models", "make_models.py"),
-                 args.workdir, "--only", name])
-        feeds = make_inputs(path, name)
-        inputs = []
-        for i, (k, v) in enumerate(feeds.items()):
-            p = os.path.join(args.workdir, f"{name}_input_{i}.pb")
-            with open(p, "wb") as f:
-                f.write(numpy_helper.from_array(v, k).SerializeToString())
-            inputs += ["--input", p]
+            kiln_tools.run_tool([sys.executable, os.path.join(ROOT, "utils", "models",
+                                                              "make_models.py"),
+                                 args.workdir, "--only", name])
+        # Token ids below 1000, the sequence 128 (batch 1, as DIMS).
+        feeds = kiln_tools.seeded_inputs(path, 0, {"seq": 128}, int_high=1000)
+        inputs = [p for _, p in kiln_tools.write_inputs(
+            feeds, os.path.join(args.workdir, f"{name}_inputs"))]
         sess = ort.InferenceSession(path, providers=["CPUExecutionProvider"])
         ref = sess.run(None, feeds)
         row = {"model": name}
@@ -92,33 +56,25 @@ def main():
             so = os.path.join(args.workdir, f"{name}_{level}.so")
             rep = os.path.join(args.workdir, f"{name}_{level}.json")
             t0 = time.time()
-            run([os.path.join(BIN, "kilnc"), path, "-o", so, f"-{level}",
-                 f"--report={rep}", *DIMS.get(name, [])])
+            kiln_tools.compile_model(path, so, [f"-{level}", f"--report={rep}",
+                                                *DIMS.get(name, [])], bindir=BIN)
             row[f"compile_s_{level}"] = time.time() - t0
             report = json.load(open(rep))
             row[f"kernels_{level}"] = report["num_kernels"]
             row[f"arena_MiB_{level}"] = report["arena_bytes"] / 2**20
             row[f"peak_live_MiB_{level}"] = report["peak_live_bytes"] / 2**20
             row[f"intermediates_MiB_{level}"] = report["intermediate_bytes"] / 2**20
-            outdir = os.path.join(args.workdir, f"{name}_{level}_out")
-            os.makedirs(outdir, exist_ok=True)
-            run([os.path.join(BIN, "kiln-run"), so, *inputs, "--output-dir", outdir])
-            worst = 0.0
-            for i, r in enumerate(ref):
-                t = onnx.TensorProto()
-                t.ParseFromString(open(os.path.join(outdir, f"output_{i}.pb"), "rb").read())
-                got = numpy_helper.to_array(t)
-                worst = max(worst, float(np.max(np.abs(got - r)) / max(np.max(np.abs(r)), 1e-30)))
-            row[f"max_rel_err_{level}"] = worst
+            outs = kiln_tools.run_model(so, inputs, os.path.join(args.workdir, f"{name}_{level}_out"),
+                                        bindir=BIN)
+            row[f"max_rel_err_{level}"] = kiln_tools.max_rel_errors(outs, ref)
         if max(row["max_rel_err_O0"], row["max_rel_err_O2"]) > 1e-4:
             row["note"] = "accuracy check failed: not timed"
             rows.append(row)
             continue
         for level in ("O0", "O2"):
             so = os.path.join(args.workdir, f"{name}_{level}.so")
-            out = run([os.path.join(BIN, "kiln-run"), so, *inputs,
-                       "--benchmark", str(args.runs)])
-            row[f"median_ms_{level}"] = median_ms(out)
+            row[f"median_ms_{level}"] = kiln_tools.tools.benchmark_ms(so, inputs, args.runs,
+                                                                    bindir=BIN)
         times = []
         for _ in range(3):
             sess.run(None, feeds)

@@ -7,7 +7,7 @@ from lit.llvm import llvm_config
 config.name = "Kiln"
 config.test_format = lit.formats.ShTest(not llvm_config.use_lit_shell)
 config.suffixes = [".mlir", ".test", ".py"]
-config.excludes = ["lit.cfg.py", "lit.site.cfg.py", "Inputs", "Runtime", "CMakeLists.txt", "e2e_util.py", "model_util.py"]
+config.excludes = ["lit.cfg.py", "lit.site.cfg.py", "Inputs", "Runtime", "CMakeLists.txt", "model_util.py"]
 config.test_source_root = os.path.dirname(__file__)
 config.test_exec_root = os.path.join(config.kiln_obj_root, "test")
 
@@ -19,6 +19,9 @@ config.substitutions.append(("%kiln_bin", os.path.join(config.kiln_obj_root, "bi
 llvm_config.use_default_substitutions()
 llvm_config.with_environment("PATH", config.llvm_tools_dir, append_path=True)
 llvm_config.with_environment("PATH", os.path.join(config.kiln_obj_root, "bin"), append_path=True)
+# The Python tests import the project's script package (python/kiln_tools).
+llvm_config.with_environment("PYTHONPATH", os.path.join(config.kiln_src_root, "python"),
+                             append_path=True)
 
 # The model tests (test/models) export torchvision/torch.nn networks: they need
 # torch (Debian's python3-torch, installed by utils/setup.sh).

@@ -30,15 +30,16 @@ import argparse
 import json
 import os
 import shutil
-import subprocess
 import sys
 import tempfile
 
-import numpy as np
 import onnx
-from onnx import numpy_helper
 
-ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "python"))
+import kiln_tools  # noqa: E402
+from kiln_tools.tensors import numbered  # noqa: E402
+
+ROOT = kiln_tools.ROOT
 # Unit roundoff of each precision: the smallest error worth calling a jump.
 UNIT_ROUNDOFF = {"fp16": 2.0 ** -11, "bf16": 2.0 ** -8, "tf32": 2.0 ** -11, "fp32": 2.0 ** -24}
 
@@ -46,13 +47,6 @@ UNIT_ROUNDOFF = {"fp16": 2.0 ** -11, "bf16": 2.0 ** -8, "tf32": 2.0 ** -11, "fp3
 def fail(msg):
     sys.stderr.write(f"kiln-accuracy: {msg}\n")
     sys.exit(2)
-
-
-def run(cmd, what):
-    p = subprocess.run(cmd, capture_output=True, text=True)
-    if p.returncode != 0:
-        fail(f"{what} failed ({p.returncode}): {' '.join(cmd)}\n{p.stdout}{p.stderr}")
-    return p
 
 
 def parse_dims(dims):
@@ -65,118 +59,20 @@ def parse_dims(dims):
     return out
 
 
-def random_inputs(model_path, seed, dims):
-    """Seeded inputs for the model's graph inputs (initializers excluded)."""
-    m = onnx.load(model_path, load_external_data=False)
-    inits = {i.name for i in m.graph.initializer}
-    rng = np.random.default_rng(seed)
-    feeds = []
-    for inp in m.graph.input:
-        if inp.name in inits:
-            continue
-        tt = inp.type.tensor_type
-        shape = []
-        for d in tt.shape.dim:
-            if d.HasField("dim_value"):
-                shape.append(d.dim_value)
-            elif d.dim_param in dims:
-                shape.append(dims[d.dim_param])
-            else:
-                shape.append(1)
-        et = tt.elem_type
-        if et in (onnx.TensorProto.INT64, onnx.TensorProto.INT32):
-            # Token ids: below the smallest row count of a 2-D initializer
-            # (the embedding tables).
-            rows = [int(i.dims[0]) for i in m.graph.initializer if len(i.dims) == 2]
-            vocab = min(rows) if rows else 100
-            dtype = np.int64 if et == onnx.TensorProto.INT64 else np.int32
-            feeds.append((inp.name, rng.integers(0, vocab, shape).astype(dtype)))
-        elif et == onnx.TensorProto.BOOL:
-            feeds.append((inp.name, rng.integers(0, 2, shape).astype(bool)))
-        else:
-            dtype = onnx.helper.tensor_dtype_to_np_dtype(et)
-            feeds.append((inp.name, rng.standard_normal(shape).astype(dtype)))
-    return feeds
-
-
-def write_inputs(feeds, directory):
-    os.makedirs(directory, exist_ok=True)
-    files = []
-    for i, (name, value) in enumerate(feeds):
-        path = os.path.join(directory, f"input_{i}.pb")
-        with open(path, "wb") as f:
-            f.write(numpy_helper.from_array(value, name).SerializeToString())
-        files.append((name, path))
-    return files
-
-
 def input_files(directory):
     """(name, path) of DIR/input_N.pb, or of DIR/test_data_set_0/input_N.pb."""
     for d in (directory, os.path.join(directory, "test_data_set_0")):
-        names = sorted((f for f in os.listdir(d) if f.startswith("input_") and f.endswith(".pb")),
-                       key=lambda f: int(f[6:-3]))
-        if names:
-            out = []
-            for f in names:
-                t = onnx.TensorProto()
-                with open(os.path.join(d, f), "rb") as fh:
-                    t.ParseFromString(fh.read())
-                out.append((t.name, os.path.join(d, f)))
-            return out
+        paths = numbered(d, "input") if os.path.isdir(d) else []
+        if paths:
+            return [(kiln_tools.read_pb_named(p)[0], p) for p in paths]
     fail(f"'{directory}' holds no input_N.pb files")
 
 
 def compile_model(bindir, model, so, precision, dims, layers, extra=()):
-    cmd = [os.path.join(bindir, "kilnc"), model, "-o", so, f"--precision={precision}"]
-    cmd += [f"--dim={k}={v}" for k, v in dims.items()]
+    flags = [f"--precision={precision}"] + [f"--dim={k}={v}" for k, v in dims.items()]
     if layers:
-        cmd.append("--expose-intermediates=all")
-    cmd += list(extra)
-    run(cmd, "kilnc")
-
-
-def run_model(bindir, so, files, outdir):
-    """Runs `so`; returns [(output name, array)] in signature order."""
-    if os.path.isdir(outdir):
-        shutil.rmtree(outdir)
-    os.makedirs(outdir)
-    cmd = [os.path.join(bindir, "kiln-run"), so]
-    for name, path in files:
-        cmd += ["--input", f"{name}={path}" if name else path]
-    run(cmd + ["--output-dir", outdir], "kiln-run")
-    outs = []
-    i = 0
-    while os.path.exists(os.path.join(outdir, f"output_{i}.pb")):
-        t = onnx.TensorProto()
-        with open(os.path.join(outdir, f"output_{i}.pb"), "rb") as f:
-            t.ParseFromString(f.read())
-        outs.append((t.name, numpy_helper.to_array(t)))
-        i += 1
-    return outs
-
-
-def compare(ref, got):
-    """Errors of `got` against `ref` (fp32 build)."""
-    r = ref.astype(np.float64).ravel()
-    g = got.astype(np.float64).ravel()
-    new_nonfinite = int(np.sum(~np.isfinite(g) & np.isfinite(r)))
-    finite = np.isfinite(r) & np.isfinite(g)
-    d = g[finite] - r[finite]
-    norm = float(np.linalg.norm(r[finite])) if finite.any() else 0.0
-    diff = float(np.linalg.norm(d)) if finite.any() else 0.0
-    max_abs = float(np.max(np.abs(d))) if d.size else 0.0
-    max_ref = float(np.max(np.abs(r[finite]))) if finite.any() else 0.0
-    return {
-        "rel_l2": diff / norm if norm > 0 else diff,
-        "max_abs": max_abs,
-        "max_rel": max_abs / max_ref if max_ref > 0 else max_abs,
-        "nonfinite": new_nonfinite,
-    }
-
-
-def fmt_err(e):
-    s = f"rel L2 {e['rel_l2']:.2e}, max abs {e['max_abs']:.2e}, max rel {e['max_rel']:.2e}"
-    return s + (f", {e['nonfinite']} new NaN/Inf" if e["nonfinite"] else ", no new NaN/Inf")
+        flags.append("--expose-intermediates=all")
+    kiln_tools.compile_model(model, so, flags + list(extra), bindir=bindir)
 
 
 def evaluate(model, precision, workdir, bindir=None, dims=None, seed=0, inputs=None,
@@ -185,15 +81,16 @@ def evaluate(model, precision, workdir, bindir=None, dims=None, seed=0, inputs=N
     bindir = bindir or os.path.join(ROOT, "build", "bin")
     dims = dims or {}
     os.makedirs(workdir, exist_ok=True)
-    files = input_files(inputs) if inputs else write_inputs(
-        random_inputs(model, seed, dims), os.path.join(workdir, "inputs"))
+    files = input_files(inputs) if inputs else kiln_tools.write_inputs(
+        kiln_tools.seeded_inputs(model, seed, dims), os.path.join(workdir, "inputs"))
     if fp32_so is None:
         fp32_so = os.path.join(workdir, "fp32.so")
         compile_model(bindir, model, fp32_so, "fp32", dims, layers)
     red_so = os.path.join(workdir, f"{precision}.so")
     compile_model(bindir, model, red_so, precision, dims, layers, extra)
-    ref = run_model(bindir, fp32_so, files, os.path.join(workdir, "out_fp32"))
-    got = run_model(bindir, red_so, files, os.path.join(workdir, f"out_{precision}"))
+    ref = kiln_tools.run_model(fp32_so, files, os.path.join(workdir, "out_fp32"), bindir=bindir)
+    got = kiln_tools.run_model(red_so, files, os.path.join(workdir, f"out_{precision}"),
+                               bindir=bindir)
     got_by_name = dict(got)
     m = onnx.load(model, load_external_data=False)
     model_outputs = [o.name for o in m.graph.output]
@@ -201,7 +98,7 @@ def evaluate(model, precision, workdir, bindir=None, dims=None, seed=0, inputs=N
     for name, value in ref:
         if name not in got_by_name:
             continue
-        e = compare(value, got_by_name[name])
+        e = kiln_tools.error_stats(value, got_by_name[name])
         e.update(name=name, shape=list(value.shape))
         (result["outputs"] if name in model_outputs else result["layers"]).append(e)
     return result
@@ -251,14 +148,17 @@ def main():
     threshold = args.threshold if args.threshold is not None else (
         2e-2 if args.precision == "bf16" else 5e-3)
     workdir = args.workdir or tempfile.mkdtemp(prefix="kiln-accuracy-")
-    res = evaluate(args.model, args.precision, workdir, bindir=args.bin,
-                   dims=parse_dims(args.dim), seed=args.seed, inputs=args.inputs,
-                   layers=args.layers, extra=extra)
+    try:
+        res = evaluate(args.model, args.precision, workdir, bindir=args.bin,
+                       dims=parse_dims(args.dim), seed=args.seed, inputs=args.inputs,
+                       layers=args.layers, extra=extra)
+    except (kiln_tools.Error, OSError) as e:
+        fail(str(e))
     src = f"inputs {args.inputs}" if args.inputs else f"random inputs, seed {args.seed}"
     print(f"kiln-accuracy: {res['model']}, {args.precision} vs fp32, {src}")
     bad = False
     for e in res["outputs"]:
-        print(f"  output '{e['name']}' {e['shape']}: {fmt_err(e)}")
+        print(f"  output '{e['name']}' {e['shape']}: {kiln_tools.format_stats(e)}")
         bad |= e["nonfinite"] > 0
         if args.max_rel_l2 is not None and e["rel_l2"] > args.max_rel_l2:
             bad = True
@@ -267,19 +167,19 @@ def main():
         above, jumped = analyze_layers(layers, args.precision, threshold, args.jump)
         print(f"  {len(layers)} intermediate values compared (program order)")
         if above:
-            print(f"  first above {threshold:g}: '{above['name']}' {fmt_err(above)}")
+            print(f"  first above {threshold:g}: '{above['name']}' {kiln_tools.format_stats(above)}")
         else:
             print(f"  no intermediate value above {threshold:g}")
         if jumped:
             print(f"  first jump (> {args.jump:g}x the largest error before it, "
-                  f"{jumped['before']:.2e}): '{jumped['name']}' {fmt_err(jumped)}")
+                  f"{jumped['before']:.2e}): '{jumped['name']}' {kiln_tools.format_stats(jumped)}")
         res["first_above"] = above["name"] if above else None
         res["first_jump"] = jumped["name"] if jumped else None
         ranked = sorted(layers, key=lambda e: (-e["nonfinite"], -e["rel_l2"]))[: args.top]
         if ranked:
             print(f"  largest errors:")
             for e in ranked:
-                print(f"    {e['name']}: {fmt_err(e)}")
+                print(f"    {e['name']}: {kiln_tools.format_stats(e)}")
     if args.json:
         with open(args.json, "w") as f:
             json.dump(res, f, indent=1)

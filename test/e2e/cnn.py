@@ -3,15 +3,13 @@
 dilations and groups, BatchNormalization with statistics taken from data,
 Relu, MaxPool, AveragePool, GlobalAveragePool, Flatten, Gemm, Softmax),
 compiled once and run at batch sizes 1 and 3, compared with onnxruntime."""
-import os
 import sys
 
 import numpy as np
 import onnx
 from onnx import TensorProto, helper, numpy_helper
 
-sys.path.insert(0, os.path.dirname(__file__))
-import e2e_util
+import kiln_tools
 
 rng = np.random.default_rng(1)
 
@@ -73,7 +71,7 @@ def measure(model, tensor, x):
     m = onnx.ModelProto()
     m.CopyFrom(model)
     m.graph.output.append(helper.make_tensor_value_info(tensor, TensorProto.FLOAT, None))
-    out = e2e_util.ort_run_model(m, {"x": x})[-1]
+    out = kiln_tools.ort_run(m, {"x": x})[-1]
     return out.mean(axis=(0, 2, 3)), out.var(axis=(0, 2, 3))
 
 
@@ -93,4 +91,4 @@ rng.bit_generator.state = state
 model = build(stats)
 
 feeds = [{"x": rng.standard_normal((b, 3, 16, 16)).astype(np.float32)} for b in (1, 3)]
-e2e_util.check(model, sys.argv[1], feeds, "cnn")
+kiln_tools.check(model, sys.argv[1], feeds, "cnn")

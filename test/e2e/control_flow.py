@@ -2,15 +2,13 @@
 """Control flow (If with a run-time condition, Loop with a trip count and
 scan outputs, Scan) and Einsum compiled by kilnc and compared with
 onnxruntime (ir_version 8) on seeded random inputs."""
-import os
 import sys
 
 import numpy as np
 import onnx
 from onnx import TensorProto, helper
 
-sys.path.insert(0, os.path.dirname(__file__))
-import e2e_util
+import kiln_tools
 
 rng = np.random.default_rng(777)
 F32, I64, B = TensorProto.FLOAT, TensorProto.INT64, TensorProto.BOOL
@@ -28,14 +26,7 @@ def model(name, nodes, inputs, outputs, opset=17):
 
 
 failures = []
-
-
-def check(name, m, feeds_list):
-    try:
-        e2e_util.check(m, sys.argv[1], feeds_list, name, max_rel=1e-4)
-    except SystemExit as e:
-        if e.code:
-            failures.append(name)
+check = kiln_tools.collecting_check(sys.argv[1], failures)
 
 
 # If: then = relu(x) @ w, else = x * 2 - 1; the condition is an input.

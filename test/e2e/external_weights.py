@@ -10,7 +10,6 @@ manifest that does not match the model) as clear messages."""
 import json
 import os
 import shutil
-import subprocess
 import sys
 
 import numpy as np
@@ -18,9 +17,10 @@ import onnx
 from onnx import TensorProto, helper, numpy_helper
 import onnxruntime as ort
 
+import kiln_tools
+
 HERE = os.path.dirname(os.path.abspath(__file__))
-sys.path.insert(0, os.path.join(HERE, "..", "..", "utils", "models"))
-import fill_weights  # noqa: E402
+fill_weights = kiln_tools.project_module("utils/models/fill_weights.py")
 
 FILL = os.path.join(HERE, "..", "..", "utils", "models", "fill_weights.py")
 work = sys.argv[1]
@@ -31,9 +31,7 @@ rng = np.random.default_rng(3)
 
 
 def run(cmd, ok=True):
-    p = subprocess.run(cmd, capture_output=True, text=True)
-    if ok and p.returncode != 0:
-        sys.exit(f"FAIL: {' '.join(cmd)} exited {p.returncode}\n{p.stdout}\n{p.stderr}")
+    p = kiln_tools.run_tool(cmd, check=ok)
     if not ok and p.returncode == 0:
         sys.exit(f"FAIL: {' '.join(cmd)} succeeded, expected an error")
     return p

@@ -12,8 +12,7 @@ import numpy as np
 import onnx
 from onnx import TensorProto, helper
 
-sys.path.insert(0, os.path.dirname(__file__))
-import e2e_util
+import kiln_tools
 
 FORMATS = [  # ONNX type, ml_dtypes type, name
     (TensorProto.FLOAT8E4M3FN, ml_dtypes.float8_e4m3fn, "e4m3fn"),
@@ -56,7 +55,7 @@ def run_model(workdir, name, nodes, inputs, outputs, feeds):
     path = os.path.join(workdir, name + ".onnx")
     so = os.path.join(workdir, name + ".so")
     onnx.save(m, path)
-    e2e_util.compile_model(path, so)
+    kiln_tools.compile_model(path, so)
     args = ["kiln-run", so]
     for i, t in enumerate(feeds):
         p = os.path.join(workdir, f"{name}_in{i}.pb")
@@ -65,7 +64,7 @@ def run_model(workdir, name, nodes, inputs, outputs, feeds):
         args += ["--input", p]
     out = os.path.join(workdir, name + "_out")
     os.makedirs(out, exist_ok=True)
-    e2e_util.run(args + ["--output-dir", out])
+    kiln_tools.run_tool(args + ["--output-dir", out])
     results = []
     for i in range(len(outputs)):
         t = onnx.TensorProto()

@@ -9,13 +9,14 @@ recompiling (the load-time step reads the weights file, it is not folded
 into the .so). -O0 (no hoisting) gives the same result."""
 import os
 import shutil
-import subprocess
 import sys
 
 import numpy as np
 import onnx
 from onnx import TensorProto, helper, numpy_helper
 import onnxruntime as ort
+
+from kiln_tools import run_tool as run
 
 HERE = os.path.dirname(os.path.abspath(__file__))
 FILL = os.path.join(HERE, "..", "..", "utils", "models", "fill_weights.py")
@@ -24,13 +25,6 @@ shutil.rmtree(work, ignore_errors=True)
 os.makedirs(work)
 os.chdir(work)
 rng = np.random.default_rng(5)
-
-
-def run(cmd):
-    p = subprocess.run(cmd, capture_output=True, text=True)
-    if p.returncode != 0:
-        sys.exit(f"FAIL: {' '.join(cmd)} exited {p.returncode}\n{p.stdout}\n{p.stderr}")
-    return p
 
 
 f32 = lambda a: a.astype(np.float32)

@@ -16,10 +16,7 @@ import onnx
 from onnx import TensorProto, helper, numpy_helper
 
 HERE = os.path.dirname(os.path.abspath(__file__))
-sys.path.insert(0, HERE)
-sys.path.insert(0, os.path.join(HERE, "..", "..", "utils"))
-import e2e_util  # noqa: E402
-import kiln_accuracy  # noqa: E402
+import kiln_tools
 
 work = sys.argv[1]
 os.makedirs(work, exist_ok=True)
@@ -117,25 +114,25 @@ def attention_op():
 def check(name, model, with_ort=True):
     path = os.path.join(work, name + ".onnx")
     onnx.save(model, path)
-    feeds = kiln_accuracy.random_inputs(path, 1, {})
-    files = kiln_accuracy.write_inputs(feeds, os.path.join(work, name + "_in"))
+    feeds = list(kiln_tools.seeded_inputs(path, 1).items())
+    files = kiln_tools.write_inputs(feeds, os.path.join(work, name + "_in"))
     outs = {}
     for prec in ["fp32", "fp16", "bf16"]:
         so = os.path.join(work, f"{name}_{prec}.so")
         rep = os.path.join(work, f"{name}_{prec}.json")
-        e2e_util.run(["kilnc", path, "-o", so, f"--precision={prec}", f"--report={rep}"])
-        outs[prec] = kiln_accuracy.run_model(BIN, so, files, os.path.join(work, f"{name}_out_{prec}"))
+        kiln_tools.run_tool(["kilnc", path, "-o", so, f"--precision={prec}", f"--report={rep}"])
+        outs[prec] = kiln_tools.run_model(so, files, os.path.join(work, f"{name}_out_{prec}"))
     if with_ort:
-        ref = e2e_util.ort_run_model(model, dict(feeds))
+        ref = kiln_tools.ort_run(model, dict(feeds))
         for (n, got), r in zip(outs["fp32"], ref):
-            e = kiln_accuracy.compare(r, got)
-            print(f"{name} fp32 vs onnxruntime '{n}': {kiln_accuracy.fmt_err(e)}")
+            e = kiln_tools.error_stats(r, got)
+            print(f"{name} fp32 vs onnxruntime '{n}': {kiln_tools.format_stats(e)}")
             if e["max_rel"] > 1e-4:
                 sys.exit(f"FAIL {name}: fp32 build differs from onnxruntime")
     for prec, limit in [("fp16", 5e-3), ("bf16", 2e-2)]:
         for (n, a), (_, b) in zip(outs["fp32"], outs[prec]):
-            e = kiln_accuracy.compare(a, b)
-            print(f"{name} {prec} vs fp32 '{n}': {kiln_accuracy.fmt_err(e)}")
+            e = kiln_tools.error_stats(a, b)
+            print(f"{name} {prec} vs fp32 '{n}': {kiln_tools.format_stats(e)}")
             if e["nonfinite"] or e["rel_l2"] > limit:
                 sys.exit(f"FAIL {name} {prec}: rel L2 {e['rel_l2']:.2e} > {limit}")
             if e["rel_l2"] == 0:

@@ -13,10 +13,7 @@ import onnx
 from onnx import TensorProto, helper, numpy_helper
 
 HERE = os.path.dirname(os.path.abspath(__file__))
-sys.path.insert(0, HERE)
-sys.path.insert(0, os.path.join(HERE, "..", "..", "utils"))
-import e2e_util  # noqa: E402
-import kiln_accuracy  # noqa: E402
+import kiln_tools
 
 work = sys.argv[1]
 os.makedirs(work, exist_ok=True)
@@ -124,28 +121,28 @@ for name, nodes, inits, out_shape in CASES:
     x = rng.standard_normal((2, 4, 8, 8)) * 2
     if exact:
         x = np.round(x * 4) / 4 + 0.125  # quarter steps, never on a Round tie
-    files = kiln_accuracy.write_inputs([("x", x.astype(np.float32))], os.path.join(work, name + "_in"))
+    files = kiln_tools.write_inputs([("x", x.astype(np.float32))], os.path.join(work, name + "_in"))
     outs = {}
     for prec in ["fp32", "fp16", "bf16"]:
         so = os.path.join(work, f"{name}_{prec}.so")
         rep = os.path.join(work, f"{name}_{prec}.json")
-        e2e_util.run(["kilnc", path, "-o", so, f"--precision={prec}", f"--report={rep}"])
-        outs[prec] = kiln_accuracy.run_model(BIN, so, files, os.path.join(work, f"{name}_out_{prec}"))[0][1]
+        kiln_tools.run_tool(["kilnc", path, "-o", so, f"--precision={prec}", f"--report={rep}"])
+        outs[prec] = kiln_tools.run_model(so, files, os.path.join(work, f"{name}_out_{prec}"))[0][1]
         if prec != "fp32":
             with open(rep) as f:
                 plan = {p["node"]: p for p in json.load(f)["precision"]["nodes"]}
             for node in HALF[name]:
                 if plan.get(node, {}).get("precision") != prec:
                     failures.append(f"{name} {prec}: '{node}' not in {prec}: {plan.get(node)}")
-    ref = e2e_util.ort_run_model(model, {"x": numpy_helper.to_array(onnx.load_tensor(files[0][1]))})[0]
-    e = kiln_accuracy.compare(ref, outs["fp32"])
+    ref = kiln_tools.ort_run(model, {"x": numpy_helper.to_array(onnx.load_tensor(files[0][1]))})[0]
+    e = kiln_tools.error_stats(ref, outs["fp32"])
     if e["max_rel"] > 1e-4:
-        failures.append(f"{name} fp32 vs onnxruntime: {kiln_accuracy.fmt_err(e)}")
+        failures.append(f"{name} fp32 vs onnxruntime: {kiln_tools.format_stats(e)}")
     for prec, limit in [("fp16", 5e-3), ("bf16", 3e-2)]:
-        e = kiln_accuracy.compare(outs["fp32"], outs[prec])
-        print(f"{name} {prec}: {kiln_accuracy.fmt_err(e)}")
+        e = kiln_tools.error_stats(outs["fp32"], outs[prec])
+        print(f"{name} {prec}: {kiln_tools.format_stats(e)}")
         if e["nonfinite"] or e["rel_l2"] > limit:
-            failures.append(f"{name} {prec}: {kiln_accuracy.fmt_err(e)}")
+            failures.append(f"{name} {prec}: {kiln_tools.format_stats(e)}")
 if failures:
     print("FAIL:\n  " + "\n  ".join(failures))
     sys.exit(1)

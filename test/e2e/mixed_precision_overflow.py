@@ -16,10 +16,7 @@ import onnx
 from onnx import TensorProto, helper, numpy_helper
 
 HERE = os.path.dirname(os.path.abspath(__file__))
-sys.path.insert(0, HERE)
-sys.path.insert(0, os.path.join(HERE, "..", "..", "utils"))
-import e2e_util  # noqa: E402
-import kiln_accuracy  # noqa: E402
+import kiln_tools
 
 work = sys.argv[1]
 os.makedirs(work, exist_ok=True)
@@ -54,24 +51,24 @@ onnx.save(model, path)
 
 # Calibration samples (two data sets) and a different evaluation input.
 for i in range(2):
-    kiln_accuracy.write_inputs([("x", rng.standard_normal((4, K)).astype(np.float32))],
+    kiln_tools.write_inputs([("x", rng.standard_normal((4, K)).astype(np.float32))],
                                os.path.join(work, "calib", f"test_data_set_{i}"))
 x = rng.standard_normal((4, K)).astype(np.float32)
-files = kiln_accuracy.write_inputs([("x", x)], os.path.join(work, "eval"))
+files = kiln_tools.write_inputs([("x", x)], os.path.join(work, "eval"))
 
 
 def build(name, *flags):
     so = os.path.join(work, name + ".so")
     rep = os.path.join(work, name + ".json")
-    p = e2e_util.run(["kilnc", path, "-o", so, f"--report={rep}", *flags])
-    out = kiln_accuracy.run_model(BIN, so, files, os.path.join(work, "out_" + name))[0][1]
+    p = kiln_tools.run_tool(["kilnc", path, "-o", so, f"--report={rep}", *flags])
+    out = kiln_tools.run_model(so, files, os.path.join(work, "out_" + name))[0][1]
     with open(rep) as f:
         report = json.load(f)
     return out, report, p.stdout
 
 
 ref, _, _ = build("fp32")
-ort = e2e_util.ort_run_model(model, {"x": x})[0]
+ort = kiln_tools.ort_run(model, {"x": x})[0]
 if np.abs(ref - ort).max() > 1e-4 * np.abs(ort).max() or not np.isfinite(ref).all():
     sys.exit("FAIL: the fp32 build does not match onnxruntime")
 h = x.astype(np.float64) @ w1.astype(np.float64)
@@ -85,8 +82,8 @@ if np.isfinite(plain).all():
 
 cal, cal_rep, summary = build("fp16_cal", "--precision=fp16", f"--calibrate={os.path.join(work, 'calib')}",
                               f"--calibration-ranges={os.path.join(work, 'ranges.json')}")
-e = kiln_accuracy.compare(ref, cal)
-print(f"fp16 with calibration vs fp32: {kiln_accuracy.fmt_err(e)}")
+e = kiln_tools.error_stats(ref, cal)
+print(f"fp16 with calibration vs fp32: {kiln_tools.format_stats(e)}")
 if e["nonfinite"] or e["rel_l2"] > 5e-3:
     sys.exit("FAIL: the calibrated fp16 build is not accurate")
 print(summary)

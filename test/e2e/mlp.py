@@ -1,13 +1,11 @@
 # RUN: %python %s %t
 """MLP (MatMul, Gemm, Add, activations) compiled by kilnc vs onnxruntime."""
-import os
 import sys
 
 import numpy as np
 from onnx import TensorProto, helper, numpy_helper
 
-sys.path.insert(0, os.path.dirname(__file__))
-import e2e_util
+import kiln_tools
 
 rng = np.random.default_rng(0)
 
@@ -44,4 +42,4 @@ graph = helper.make_graph(
     inits)
 model = helper.make_model(graph, opset_imports=[helper.make_opsetid("", 17)], ir_version=8)
 feeds = [{"x": rng.standard_normal((4, 64)).astype(np.float32)} for _ in range(2)]
-e2e_util.check(model, sys.argv[1], feeds, "mlp")
+kiln_tools.check(model, sys.argv[1], feeds, "mlp")

@@ -4,15 +4,12 @@ onnxruntime on seeded random inputs (float32, max relative error <= 1e-4).
 
 Many small cases share one graph per family to keep the number of kilnc runs
 low; models with symbolic dims are run at two sizes."""
-import os
 import sys
 
 import numpy as np
-import onnx
 from onnx import TensorProto, helper, numpy_helper
 
-sys.path.insert(0, os.path.dirname(__file__))
-import e2e_util
+import kiln_tools
 
 rng = np.random.default_rng(1234)
 F32, I64, I32, BOOL = TensorProto.FLOAT, TensorProto.INT64, TensorProto.INT32, TensorProto.BOOL
@@ -50,26 +47,7 @@ def node(op, ins, outs, **attrs):
 
 
 failures = []
-
-
-def check(name, m, feeds_list):
-    try:
-        e2e_util.check(m, sys.argv[1], feeds_list, name, max_rel=1e-4)
-    except SystemExit as e:
-        if e.code:
-            failures.append(name)
-        return
-    # e2e_util.check compares values and shapes; also compare dtypes.
-    refs = e2e_util.ort_run_model(m, feeds_list[0])
-    for i, ref in enumerate(refs):
-        t = onnx.TensorProto()
-        with open(os.path.join(sys.argv[1], f"{name}_set0", "out", f"output_{i}.pb"), "rb") as f:
-            t.ParseFromString(f.read())
-        got = numpy_helper.to_array(t)
-        if got.dtype != ref.dtype:
-            print(f"FAIL {name} output {i}: dtype {got.dtype} != {ref.dtype}")
-            failures.append(name)
-            return
+check = kiln_tools.collecting_check(sys.argv[1], failures)
 
 
 # --------------------------------------------------------------------------

@@ -5,15 +5,13 @@ segmentation-style block (Conv -> ConvTranspose -> Resize -> Concat).
 
 Intermediate types come from ONNX shape inference (these ops take Kiln's
 result types from the graph's value_info)."""
-import os
 import sys
 
 import numpy as np
 import onnx
 from onnx import TensorProto, helper, numpy_helper
 
-sys.path.insert(0, os.path.dirname(__file__))
-import e2e_util
+import kiln_tools
 
 rng = np.random.default_rng(4321)
 F32, I64, U8 = TensorProto.FLOAT, TensorProto.INT64, TensorProto.UINT8
@@ -42,14 +40,7 @@ def node(op, ins, outs, **attrs):
 
 
 failures = []
-
-
-def check(name, m, feeds_list):
-    try:
-        e2e_util.check(m, sys.argv[1], feeds_list, name, max_rel=1e-4)
-    except SystemExit as e:
-        if e.code:
-            failures.append(name)
+check = kiln_tools.collecting_check(sys.argv[1], failures)
 
 
 # Split / Pad / Tile / DepthToSpace / SpaceToDepth / GatherElements /

@@ -2,14 +2,12 @@
 """Reductions (constant and run-time axes), arg-reductions, softmax variants,
 cumulative sums, TopK, normalizations and losses, compiled by kilnc and
 compared with onnxruntime on seeded random inputs."""
-import os
 import sys
 
 import numpy as np
 from onnx import TensorProto, helper, numpy_helper
 
-sys.path.insert(0, os.path.dirname(__file__))
-import e2e_util
+import kiln_tools
 
 rng = np.random.default_rng(4321)
 F32, I64 = TensorProto.FLOAT, TensorProto.INT64
@@ -32,14 +30,7 @@ def node(op, ins, outs, **attrs):
 
 
 failures = []
-
-
-def check(name, m, feeds_list, max_rel=1e-4):
-    try:
-        e2e_util.check(m, sys.argv[1], feeds_list, name, max_rel=max_rel)
-    except SystemExit as e:
-        if e.code:
-            failures.append(name)
+check = kiln_tools.collecting_check(sys.argv[1], failures)
 
 
 def reductions_runtime_axes():

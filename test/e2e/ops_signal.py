@@ -7,30 +7,18 @@ import sys
 import numpy as np
 from onnx import TensorProto, helper
 
-sys.path.insert(0, os.path.dirname(__file__))
-import e2e_util
+import kiln_tools
 
 rng = np.random.default_rng(97)
 F32, I64, I32, U8 = TensorProto.FLOAT, TensorProto.INT64, TensorProto.INT32, TensorProto.UINT8
 
 
 def model(name, nodes, inputs, outputs, opset=18):
-    vi_in = [helper.make_tensor_value_info(n, t, s) for n, t, s in inputs]
-    vi_out = [helper.make_tensor_value_info(n, t, s) for n, t, s in outputs]
-    g = helper.make_graph(nodes, name, vi_in, vi_out)
-    return helper.make_model(g, opset_imports=[helper.make_opsetid("", opset)],
-                             ir_version=8)
+    return kiln_tools.make_model(name, nodes, inputs, outputs, opset=opset)
 
 
 failures = []
-
-
-def check(name, m, feeds_list):
-    try:
-        e2e_util.check(m, sys.argv[1], feeds_list, name)
-    except SystemExit as e:
-        if e.code:
-            failures.append(name)
+check = kiln_tools.collecting_check(sys.argv[1], failures)
 
 
 os.makedirs(sys.argv[1], exist_ok=True)

@@ -23,21 +23,16 @@ import argparse
 import hashlib
 import json
 import os
-import subprocess
 import sys
 import time
 
 HERE = os.path.dirname(os.path.abspath(__file__))
+sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "..", "python"))
+import kiln_tools  # noqa: E402
+
 FILL = os.path.join(HERE, "fill_weights.py")
 DIMS = {"bert": {"seq": 128}, "gpt2": {"seq": 128}, "lstm": {"seq": 32}}
 SMALL_DIMS = {"bert": {"seq": 16}, "gpt2": {"seq": 16}, "lstm": {"seq": 12}}
-
-
-def sh(cmd):
-    p = subprocess.run(cmd, capture_output=True, text=True)
-    if p.returncode != 0:
-        sys.exit(f"failed ({p.returncode}): {' '.join(cmd)}\n{p.stdout}{p.stderr}")
-    return p
 
 
 def sha256(path):
@@ -50,10 +45,8 @@ def sha256(path):
 
 def build(args):
     import onnx
-    from onnx import numpy_helper
-    sys.path.insert(0, HERE)
-    import fill_weights
-    import make_models
+    fill_weights = kiln_tools.project_module("utils/models/fill_weights.py")
+    make_models = kiln_tools.project_module("utils/models/make_models.py")
 
     os.makedirs(args.out, exist_ok=True)
     kilnc = os.path.join(args.bin, "kilnc")
@@ -70,14 +63,14 @@ def build(args):
                f"--precision={args.precision}"]
         for k, v in dims.items():
             cmd += ["--dim", f"{k}={v}"]
-        sh(cmd)
+        kiln_tools.run_tool(cmd)
         manifest = os.path.join(args.out, name + ".weights.json")
         graph = os.path.join(args.out, name + ".graph.onnx")
-        sh([sys.executable, FILL, src, "--manifest", manifest, "--weightless", graph])
+        kiln_tools.run_tool([sys.executable, FILL, src, "--manifest", manifest, "--weightless", graph])
         stats = os.path.join(args.out, name + ".stats.json")
         weights = os.path.join(args.out, name + ".weights")
         dim_args = [a for k, v in dims.items() for a in ("--dim", f"{k}={v}")]
-        sh([sys.executable, FILL, graph, "--seed", str(args.seed), "--out-model",
+        kiln_tools.run_tool([sys.executable, FILL, graph, "--seed", str(args.seed), "--out-model",
             os.path.join(args.out, name + ".filled.onnx"), "--weights", weights, "--manifest",
             manifest, "--save-stats", stats, "--quiet", *dim_args])
         expected[name] = {"sha256": sha256(weights), "seed": args.seed, "dims": dims,
@@ -87,8 +80,7 @@ def build(args):
         inits = {t.name: t for t in model.graph.initializer}
         feeds = fill_weights.make_inputs(model, args.seed, 1, dims, inits, ":check")
         for i, (k, v) in enumerate(feeds.items()):
-            with open(os.path.join(args.out, f"{name}.input_{i}.pb"), "wb") as f:
-                f.write(numpy_helper.from_array(v, k).SerializeToString())
+            kiln_tools.write_pb(os.path.join(args.out, f"{name}.input_{i}.pb"), v, k)
         for path in (src, weights, os.path.join(args.out, name + ".filled.onnx")):
             os.remove(path)  # regenerated there
         print(f"{name}: {os.path.getsize(so) / 1e6:.1f} MB .so, weights sha256 "
@@ -106,7 +98,6 @@ def build(args):
 def run(args):
     import numpy as np
     import onnx
-    from onnx import numpy_helper
     import onnxruntime as ort
 
     print(f"numpy {np.__version__}, onnx {onnx.__version__}, onnxruntime {ort.__version__}")
@@ -117,7 +108,7 @@ def run(args):
         base = os.path.join(args.out, name)
         t = time.time()
         dim_args = [a for k, v in exp["dims"].items() for a in ("--dim", f"{k}={v}")]
-        sh([sys.executable, FILL, base + ".graph.onnx", "--seed", str(exp["seed"]),
+        kiln_tools.run_tool([sys.executable, FILL, base + ".graph.onnx", "--seed", str(exp["seed"]),
             "--out-model", base + ".filled.onnx", "--weights", base + ".weights", "--manifest",
             base + ".weights.json", "--load-stats", base + ".stats.json", "--quiet", *dim_args])
         fill_s = time.time() - t
@@ -127,17 +118,13 @@ def run(args):
         in_args, feeds = [], {}
         for p in inputs:
             in_args += ["--input", os.path.join(args.out, p)]
-            tp = onnx.load_tensor(os.path.join(args.out, p))
-            feeds[tp.name] = numpy_helper.to_array(tp)
-        sh([args.kiln_run, base + ".so", "--output-dir", args.out, *in_args])
-        ref = ort.InferenceSession(base + ".filled.onnx",
-                                   providers=["CPUExecutionProvider"]).run(None, feeds)
-        worst = 0.0
-        for i, b in enumerate(ref):
-            a = numpy_helper.to_array(onnx.load_tensor(os.path.join(args.out, f"output_{i}.pb")))
-            worst = max(worst, float(np.abs(a.astype(np.float64) - b).max() / np.abs(b).max()))
+            k, v = kiln_tools.read_pb_named(os.path.join(args.out, p))
+            feeds[k] = v
+        outs = kiln_tools.run_model(base + ".so", in_args[1::2], os.path.join(args.out, name + ".out"),
+                                    bindir=os.path.dirname(os.path.abspath(args.kiln_run)))
+        worst = kiln_tools.max_rel_errors(outs, kiln_tools.ort_run(base + ".filled.onnx", feeds))
         ok &= worst <= exp.get("max_rel", args.max_rel)
-        bench = sh([args.kiln_run, base + ".so", *in_args, "--benchmark",
+        bench = kiln_tools.run_tool([args.kiln_run, base + ".so", *in_args, "--benchmark",
                     "50"]).stdout.strip().splitlines()[0]
         print(f"{name}: weights regenerated in {fill_s:.1f} s, identical to the build "
               f"machine's: {same}; max_rel_err vs onnxruntime {worst:.2e}; {bench}")
@@ -166,10 +153,13 @@ def main():
     r.add_argument("--max-rel", type=float, default=1e-4,
                    help="tolerance where the build recorded none")
     args = ap.parse_args()
-    if args.cmd == "build":
-        build(args)
-        return 0
-    return run(args)
+    try:
+        if args.cmd == "build":
+            build(args)
+            return 0
+        return run(args)
+    except kiln_tools.Error as e:
+        sys.exit(f"check_external_weights: {e}")
 
 
 if __name__ == "__main__":

@@ -8,8 +8,9 @@ import random
 import subprocess
 import sys
 
-sys.path.insert(0, os.path.join(os.path.dirname(__file__), "Inputs"))
-import fuzz_models  # noqa: E402
+import kiln_tools
+
+fuzz_models = kiln_tools.project_module("test/Import/Onnx/Inputs/fuzz_models.py")
 
 workdir = sys.argv[1]
 count = int(sys.argv[2]) if len(sys.argv) > 2 and sys.argv[2].isdigit() else 100

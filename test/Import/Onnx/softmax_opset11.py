@@ -1,14 +1,12 @@
 # RUN: %python %s %t
 """Softmax of opset 11 (flatten-to-2-D semantics)
 compiled by kilnc vs onnxruntime (LogSoftmax and Hardmax do not lower yet), at axes that are and are not the last."""
-import os
 import sys
 
 import numpy as np
 from onnx import TensorProto, helper
 
-sys.path.insert(0, os.path.join(os.path.dirname(__file__), "..", "..", "e2e"))
-import e2e_util  # noqa: E402
+import kiln_tools
 
 rng = np.random.default_rng(11)
 nodes = [
@@ -25,4 +23,4 @@ graph = helper.make_graph(
     [helper.make_tensor_value_info(o, TensorProto.FLOAT, [2, 3, 4, 5]) for o in outs])
 model = helper.make_model(graph, opset_imports=[helper.make_opsetid("", 11)], ir_version=8)
 feeds = [{"x": (rng.standard_normal((2, 3, 4, 5)) * 3).astype(np.float32)} for _ in range(2)]
-e2e_util.check(model, sys.argv[1], feeds, "softmax11")
+kiln_tools.check(model, sys.argv[1], feeds, "softmax11")

@@ -1,0 +1,70 @@
+"""The runtime's public C API (include/kiln/Runtime/kiln_runtime.h) through
+ctypes, for timing a model.so on device tensors (bench/gpu_bench.py). Every
+C function name and environment variable of the runtime that Python uses is
+in this file."""
+import ctypes
+import os
+
+# Per-kernel profile of the CUDA driver (JSON lines), read at instance creation.
+PROFILE_ENV = "KILN_CUDA_PROFILE"
+
+
+class KilnModel:
+    """model.so through libkiln_runtime.so's C API, on torch tensors."""
+
+    class View(ctypes.Structure):
+        _fields_ = [("dtype", ctypes.c_int), ("rank", ctypes.c_size_t),
+                    ("dims", ctypes.POINTER(ctypes.c_int64)), ("data", ctypes.c_void_p)]
+
+    DTYPES = {"float32": 3, "int64": 8}
+
+    def __init__(self, lib_path, so_path, profile=None):
+        """Loads `so_path` and creates an instance; with `profile` (a file),
+        the instance writes its per-kernel times there (PROFILE_ENV)."""
+        lib = ctypes.CDLL(lib_path)
+        for fn in ("kiln_model_load", "kiln_instance_create", "kiln_instance_run_device",
+                   "kiln_instance_set_cuda_stream", "kiln_status_message"):
+            getattr(lib, fn).restype = ctypes.c_void_p
+        lib.kiln_instance_release.argtypes = [ctypes.c_void_p]
+        lib.kiln_model_release.argtypes = [ctypes.c_void_p]
+        lib.kiln_status_message.restype = ctypes.c_char_p
+        lib.kiln_status_message.argtypes = [ctypes.c_void_p]
+        self.lib = lib
+        self.model = ctypes.c_void_p()
+        self.check(lib.kiln_model_load(so_path.encode(), ctypes.byref(self.model)))
+        self.inst = ctypes.c_void_p()
+        if profile:
+            os.environ[PROFILE_ENV] = profile
+        try:
+            self.check(lib.kiln_instance_create(self.model, ctypes.byref(self.inst)))
+        finally:
+            if profile:
+                del os.environ[PROFILE_ENV]
+
+    def release(self):
+        self.lib.kiln_instance_release(self.inst)
+        self.lib.kiln_model_release(self.model)
+
+    def check(self, status):
+        if status:
+            raise RuntimeError(self.lib.kiln_status_message(ctypes.c_void_p(status)).decode())
+
+    def set_stream(self, stream_ptr):
+        self.check(self.lib.kiln_instance_set_cuda_stream(self.inst, ctypes.c_void_p(stream_ptr)))
+
+    def _views(self, tensors):
+        arr = (self.View * len(tensors))()
+        keep = []
+        for i, t in enumerate(tensors):
+            dims = (ctypes.c_int64 * max(1, t.dim()))(*t.shape)
+            keep.append(dims)
+            arr[i] = self.View(self.DTYPES[str(t.dtype).split(".")[1]], t.dim(), dims, t.data_ptr())
+        return arr, keep
+
+    def prepare(self, inputs, outputs):
+        self.ins, self.k1 = self._views(inputs)
+        self.outs, self.k2 = self._views(outputs)
+        self.n_in, self.n_out = len(inputs), len(outputs)
+
+    def run(self):
+        self.check(self.lib.kiln_instance_run_device(self.inst, self.ins, self.n_in, self.outs, self.n_out))
