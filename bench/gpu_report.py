@@ -80,7 +80,7 @@ def main():
                      f"{b.get('max_rel', float('nan')):.1e} |")
         L.append("")
     L.append("## Where the time goes\n")
-    L.append("Per-kernel times from the runtime's own CUDA events (`KILN_CUDA_PROFILE`, no graphs, "
+    L.append("Per-kernel times from the runtime's own CUDA events (instance option `profile_path`, no graphs, "
              "averaged over 6 runs). Kernel names are `<kernel function>_kernel[_N]`; "
              "`kilnc --report` maps kernel functions to ONNX nodes.\n")
     def ops_of(label):

@@ -1,12 +1,7 @@
-"""The runtime's public C API (include/kiln/Runtime/kiln_runtime.h) through
-ctypes, for timing a model.so on device tensors (bench/gpu_bench.py). Every
-C function name and environment variable of the runtime that Python uses is
-in this file."""
+"""The runtime's public C API (include/kiln-c/runtime.h) through ctypes, for
+timing a model.so on device tensors (bench/gpu_bench.py). Every C function
+and struct of the runtime that Python uses is in this file."""
 import ctypes
-import os
-
-# Per-kernel profile of the CUDA driver (JSON lines), read at instance creation.
-PROFILE_ENV = "KILN_CUDA_PROFILE"
 
 
 class KilnModel:
@@ -16,15 +11,24 @@ class KilnModel:
         _fields_ = [("dtype", ctypes.c_int), ("rank", ctypes.c_size_t),
                     ("dims", ctypes.POINTER(ctypes.c_int64)), ("data", ctypes.c_void_p)]
 
+    class InstanceOptions(ctypes.Structure):
+        """kiln_instance_options_t."""
+        _fields_ = [("struct_size", ctypes.c_size_t), ("graphs", ctypes.c_int32),
+                    ("profile_path", ctypes.c_char_p)]
+
     DTYPES = {"float32": 3, "int64": 8}
 
     def __init__(self, lib_path, so_path, profile=None):
         """Loads `so_path` and creates an instance; with `profile` (a file),
-        the instance writes its per-kernel times there (PROFILE_ENV)."""
+        the instance writes its per-kernel times there (instance option
+        profile_path)."""
         lib = ctypes.CDLL(lib_path)
-        for fn in ("kiln_model_load", "kiln_instance_create", "kiln_instance_run_device",
-                   "kiln_instance_set_cuda_stream", "kiln_status_message"):
+        for fn in ("kiln_model_load", "kiln_instance_create_with_options",
+                   "kiln_instance_run_device", "kiln_instance_set_stream",
+                   "kiln_status_message"):
             getattr(lib, fn).restype = ctypes.c_void_p
+        lib.kiln_instance_options_init.argtypes = [ctypes.c_void_p]
+        lib.kiln_instance_options_init.restype = None
         lib.kiln_instance_release.argtypes = [ctypes.c_void_p]
         lib.kiln_model_release.argtypes = [ctypes.c_void_p]
         lib.kiln_status_message.restype = ctypes.c_char_p
@@ -33,13 +37,12 @@ class KilnModel:
         self.model = ctypes.c_void_p()
         self.check(lib.kiln_model_load(so_path.encode(), ctypes.byref(self.model)))
         self.inst = ctypes.c_void_p()
+        opts = self.InstanceOptions()
+        lib.kiln_instance_options_init(ctypes.byref(opts))
         if profile:
-            os.environ[PROFILE_ENV] = profile
-        try:
-            self.check(lib.kiln_instance_create(self.model, ctypes.byref(self.inst)))
-        finally:
-            if profile:
-                del os.environ[PROFILE_ENV]
+            opts.profile_path = profile.encode()
+        self.check(lib.kiln_instance_create_with_options(
+            self.model, ctypes.byref(opts), ctypes.byref(self.inst)))
 
     def release(self):
         self.lib.kiln_instance_release(self.inst)
@@ -50,7 +53,7 @@ class KilnModel:
             raise RuntimeError(self.lib.kiln_status_message(ctypes.c_void_p(status)).decode())
 
     def set_stream(self, stream_ptr):
-        self.check(self.lib.kiln_instance_set_cuda_stream(self.inst, ctypes.c_void_p(stream_ptr)))
+        self.check(self.lib.kiln_instance_set_stream(self.inst, ctypes.c_void_p(stream_ptr)))
 
     def _views(self, tensors):
         arr = (self.View * len(tensors))()
