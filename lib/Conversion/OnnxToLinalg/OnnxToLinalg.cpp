@@ -303,8 +303,7 @@ const llvm::StringSet<> &loweredOpTypes() {
 class LoweringTable {
 public:
   explicit LoweringTable(MLIRContext *ctx) : patterns(ctx) {
-#define KILN_ONNX_FAMILY(FAMILY) populate##FAMILY##LoweringPatterns(patterns);
-#include "kiln/Dialect/Onnx/IR/OnnxFamilies.def"
+    populateOnnxToLinalgPatterns(patterns);
     for (const std::unique_ptr<RewritePattern> &p :
          patterns.getNativePatterns()) {
       std::optional<OperationName> root = p->getRootKind();
@@ -319,20 +318,18 @@ public:
   const RewritePattern *lookup(OperationName name) const {
     return byOp.lookup(name);
   }
-  size_t size() const { return byOp.size(); }
 
 private:
   RewritePatternSet patterns;
   DenseMap<OperationName, const RewritePattern *> byOp;
 };
 
-/// A PatternRewriter for applying one pattern outside a driver.
-class LoweringRewriter : public PatternRewriter {
-public:
-  using PatternRewriter::PatternRewriter;
-};
-
 } // namespace
+
+void mlir::kiln::populateOnnxToLinalgPatterns(RewritePatternSet &patterns) {
+#define KILN_ONNX_FAMILY(FAMILY) populate##FAMILY##LoweringPatterns(patterns);
+#include "kiln/Dialect/Onnx/IR/OnnxFamilies.def"
+}
 
 bool mlir::kiln::isOnnxOpLowered(StringRef opType) {
   return loweredOpTypes().contains(opType);
@@ -359,7 +356,7 @@ LogicalResult lowering::lowerOnnxOpsIn(Region &region) {
   });
   bool failed = false;
   SmallVector<Operation *> noValues;
-  LoweringRewriter rewriter(region.getContext());
+  PatternRewriter rewriter(region.getContext());
   for (Operation *op : ops) {
     if (isa<onnxops::NoValueOp>(op)) {
       noValues.push_back(op);
