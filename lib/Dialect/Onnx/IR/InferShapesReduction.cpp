@@ -1,7 +1,7 @@
 //===- InferShapesReduction.cpp - Reductions -------------------------------===//
 //
 // Shape inference of the Reduction family (OnnxFamilies.def): the Reduce*
-// ops (axes operand), ArgMax/ArgMin, CumSum and TopK.
+// ops (axes operand), ArgMax/ArgMin and CumSum.
 //
 //===----------------------------------------------------------------------===//
 
@@ -16,10 +16,6 @@ using namespace mlir::kiln::onnxops;
 using InferredTypes = FailureOr<SmallVector<Type>>;
 
 static constexpr int64_t kDynamic = ShapedType::kDynamic;
-
-static bool staticMismatch(int64_t a, int64_t b) {
-  return !ShapedType::isDynamic(a) && !ShapedType::isDynamic(b) && a != b;
-}
 
 //===----------------------------------------------------------------------===//
 // ReduceMean, ReduceSum
@@ -84,7 +80,7 @@ InferredTypes ReduceMeanOp::inferResultTypes() { return inferReduce(*this); }
 InferredTypes ReduceSumOp::inferResultTypes() { return inferReduce(*this); }
 
 //===----------------------------------------------------------------------===//
-// The other Reduce* ops, ArgMax/ArgMin, CumSum, TopK
+// The other Reduce* ops, ArgMax/ArgMin, CumSum
 //===----------------------------------------------------------------------===//
 
 InferredTypes ReduceMaxOp::inferResultTypes() { return inferReduce(*this); }
@@ -126,25 +122,4 @@ InferredTypes ArgMinOp::inferResultTypes() { return inferArgReduce(*this); }
 
 InferredTypes CumSumOp::inferResultTypes() {
   return SmallVector<Type>{getX().getType()};
-}
-
-InferredTypes TopKOp::inferResultTypes() {
-  Type elemTy = getElementTypeOrSelf(getX().getType());
-  Type i64 = IntegerType::get(getContext(), 64);
-  std::optional<ArrayRef<int64_t>> in = getShapeOf(getX());
-  if (!in)
-    return SmallVector<Type>{UnrankedTensorType::get(elemTy),
-                             UnrankedTensorType::get(i64)};
-  int64_t axis = getAxis();
-  FailureOr<int64_t> n = normalizeAxis(axis, in->size());
-  if (failed(n))
-    return emitOpError() << "axis " << axis << " is out of range for rank "
-                         << in->size();
-  SmallVector<int64_t> out(*in);
-  out[*n] = kDynamic;
-  if (std::optional<SmallVector<int64_t>> k = getConstantIntValues(getK()))
-    if (k->size() == 1 && (*k)[0] >= 0)
-      out[*n] = (*k)[0];
-  return SmallVector<Type>{RankedTensorType::get(out, elemTy),
-                           RankedTensorType::get(out, i64)};
 }
