@@ -57,7 +57,8 @@ INFER_SHAPES_OPS = [
     "NonMaxSuppression", "Unique",
     # Recurrent family (InferShapesRecurrent.cpp).
     "LSTM", "GRU", "RNN",
-    # Elementwise, logic and dtype family (InferShapesElementwise2.cpp).
+    # Elementwise, Logic, Cast, Generate, ... (InferShapes<Family>.cpp of the
+    # op's family in include/kiln/Dialect/Onnx/IR/OnnxFamilies.def).
     "Equal", "Less", "Greater", "LessOrEqual", "GreaterOrEqual", "And", "Or",
     "Xor", "Not", "Where", "Max", "Min", "Sum", "Mean", "Mod", "Round",
     "Floor", "Ceil", "Sign", "Reciprocal", "Sin", "Cos", "Tan", "Asin",

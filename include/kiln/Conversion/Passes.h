@@ -24,11 +24,15 @@ namespace kiln {
 #define GEN_PASS_REGISTRATION
 #include "kiln/Conversion/Passes.h.inc"
 
-/// Patterns lowering onnx ops to linalg/tensor/arith/math.
+/// Patterns lowering onnx ops to linalg/tensor/arith/math: one typed pattern
+/// per op of every family of kiln/Dialect/Onnx/IR/OnnxFamilies.def
+/// (populate<Family>LoweringPatterns). `kiln-convert-onnx-to-linalg` applies
+/// them in program order, one per op, and lowers the regions of If, Loop and
+/// Scan with the ops that own them.
 void populateOnnxToLinalgPatterns(RewritePatternSet &patterns);
 
 /// Whether the onnx → linalg lowering has a lowering for ONNX operator
-/// `opType` (e.g. "Conv"): the table `kiln-convert-onnx-to-linalg` uses.
+/// `opType` (e.g. "Conv"): whether OnnxFamilies.def lists it.
 bool isOnnxOpLowered(StringRef opType);
 
 } // namespace kiln

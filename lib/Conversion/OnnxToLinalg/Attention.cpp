@@ -130,7 +130,7 @@ Value concatPast(OpBuilder &b, Location loc, Value past, const HeadView &hv,
       .getResult(0);
 }
 
-LogicalResult lowerAttention(Operation *op, OpBuilder &b,
+LogicalResult lowerAttention(onnxops::AttentionOp op, OpBuilder &b,
                              SmallVectorImpl<Value> &results) {
   Location loc = op->getLoc();
   MLIRContext *ctx = b.getContext();
@@ -150,13 +150,8 @@ LogicalResult lowerAttention(Operation *op, OpBuilder &b,
     return halfInputs ? arith::ExtFOp::create(nb, l, accElem, v).getResult()
                       : v;
   };
-  auto optAttr = [&](StringRef n) -> std::optional<int64_t> {
-    if (auto a = op->getAttrOfType<IntegerAttr>(n))
-      return a.getInt();
-    return std::nullopt;
-  };
-  std::optional<int64_t> qHeadsAttr = optAttr("q_num_heads"),
-                         kvHeadsAttr = optAttr("kv_num_heads");
+  std::optional<int64_t> qHeadsAttr = asInt(op.getQNumHeads()),
+                         kvHeadsAttr = asInt(op.getKvNumHeads());
   FailureOr<HeadView> q =
       viewHeads(op, b, loc, op->getOperand(0), qHeadsAttr, "Q");
   if (failed(q))
@@ -254,8 +249,8 @@ LogicalResult lowerAttention(Operation *op, OpBuilder &b,
 
   // Scale, bias (mask, causal, padding) and softcap.
   double scale;
-  if (auto s = op->getAttrOfType<FloatAttr>("scale")) {
-    scale = s.getValueAsDouble();
+  if (std::optional<double> s = asDouble(op.getScale())) {
+    scale = *s;
   } else {
     auto qt = cast<RankedTensorType>(q->v.getType());
     if (qt.isDynamicDim(3))
@@ -263,9 +258,9 @@ LogicalResult lowerAttention(Operation *op, OpBuilder &b,
              failure();
     scale = 1.0 / std::sqrt(static_cast<double>(qt.getDimSize(3)));
   }
-  bool causal = getInt(op, "is_causal", 0);
-  double softcap = getFloat(op, "softcap", 0.0);
-  int64_t mode = getInt(op, "qk_matmul_output_mode", 0);
+  bool causal = asInt(op.getIsCausal());
+  double softcap = asDouble(op.getSoftcap());
+  int64_t mode = asInt(op.getQkMatmulOutputMode());
   RankedTensorType maskT;
   if (hasMask) {
     maskT = dyn_cast<RankedTensorType>(mask.getType());
@@ -434,7 +429,7 @@ LogicalResult lowerAttention(Operation *op, OpBuilder &b,
 // RotaryEmbedding
 //===----------------------------------------------------------------------===//
 
-LogicalResult lowerRotary(Operation *op, OpBuilder &b,
+LogicalResult lowerRotary(onnxops::RotaryEmbeddingOp op, OpBuilder &b,
                           SmallVectorImpl<Value> &results) {
   Location loc = op->getLoc();
   FailureOr<RankedTensorType> tx = rankedOperand(op, 0);
@@ -449,7 +444,7 @@ LogicalResult lowerRotary(Operation *op, OpBuilder &b,
   Value x = op->getOperand(0), cosC = op->getOperand(1),
         sinC = op->getOperand(2), pos = op->getOperand(3);
   bool hasPos = !onnxops::isNoValue(pos);
-  int64_t numHeads = getInt(op, "num_heads", 0);
+  int64_t numHeads = asInt(op.getNumHeads()).value_or(0);
   Value headSize;
   if (r == 4) {
     headSize = dimValue(b, loc, x, 3);
@@ -459,11 +454,11 @@ LogicalResult lowerRotary(Operation *op, OpBuilder &b,
     headSize = arith::DivUIOp::create(b, loc, dimValue(b, loc, x, 2),
                                       cidx(b, loc, numHeads));
   }
-  int64_t rdAttr = getInt(op, "rotary_embedding_dim", 0);
+  int64_t rdAttr = asInt(op.getRotaryEmbeddingDim());
   Value rd = rdAttr > 0 ? cidx(b, loc, rdAttr) : headSize;
   rd = arith::MinUIOp::create(b, loc, rd, headSize);
   Value half = arith::DivUIOp::create(b, loc, rd, cidx(b, loc, 2));
-  bool interleaved = getInt(op, "interleaved", 0);
+  bool interleaved = asInt(op.getInterleaved());
   auto ct = dyn_cast<RankedTensorType>(cosC.getType());
   if (!ct || ct.getRank() != (hasPos ? 2 : 3))
     return nodeError(op) << "cos_cache must be 2-D with position_ids, else 3-D",
@@ -560,7 +555,8 @@ LogicalResult lowerRotary(Operation *op, OpBuilder &b,
 
 } // namespace
 
-void lowering::registerAttentionLowerings(llvm::StringMap<LowerFn> &t) {
-  t["Attention"] = lowerAttention;
-  t["RotaryEmbedding"] = lowerRotary;
+void lowering::populateAttentionLoweringPatterns(RewritePatternSet &patterns) {
+  FamilyPatterns<OnnxFamily::Attention> t(patterns);
+  t.add<onnxops::AttentionOp>(lowerAttention);
+  t.add<onnxops::RotaryEmbeddingOp>(lowerRotary);
 }

@@ -71,7 +71,7 @@ SmallVector<Value> inlineBlock(Region &from, Operation *before,
 // If
 //===----------------------------------------------------------------------===//
 
-LogicalResult lowerIf(Operation *op, OpBuilder &b,
+LogicalResult lowerIf(onnxops::IfOp op, OpBuilder &b,
                       SmallVectorImpl<Value> &results) {
   Location loc = op->getLoc();
   Region &thenR = op->getRegion(0), &elseR = op->getRegion(1);
@@ -166,7 +166,7 @@ bool isPassThrough(Value v, Value arg) {
 /// cond and v, whose body runs only while cond holds. Scan outputs are
 /// sized by the number of iterations that run, which must be known before
 /// the loop: the body's condition must be its input condition.
-LogicalResult lowerLoop(Operation *op, OpBuilder &b,
+LogicalResult lowerLoop(onnxops::LoopOp op, OpBuilder &b,
                         SmallVectorImpl<Value> &results) {
   Location loc = op->getLoc();
   Region &body = op->getRegion(0);
@@ -353,28 +353,28 @@ LogicalResult lowerLoop(Operation *op, OpBuilder &b,
 // Scan (opset 9+)
 //===----------------------------------------------------------------------===//
 
-LogicalResult lowerScan(Operation *op, OpBuilder &b,
+LogicalResult lowerScan(onnxops::ScanOp op, OpBuilder &b,
                         SmallVectorImpl<Value> &results) {
   Location loc = op->getLoc();
   if (op->getNumOperands() && isa<NoneType>(op->getOperand(0).getType()))
     return nodeError(op) << "Scan-8 (with a batch axis) is not supported",
            failure();
-  int64_t nIn = getInt(op, "num_scan_inputs", 0);
+  int64_t nIn = asInt(op.getNumScanInputs());
   int64_t nOps = op->getNumOperands();
   int64_t nState = nOps - nIn;
   int64_t nOut = op->getNumResults() - nState;
   if (nIn <= 0 || nState < 0 || nOut < 0)
     return nodeError(op) << "bad num_scan_inputs", failure();
-  auto allZero = [&](StringRef name) {
-    auto v = getInts(op, name);
+  auto allZero = [&](std::optional<ArrayAttr> attr) {
+    std::optional<SmallVector<int64_t>> v = intsOf(attr);
     return !v || llvm::all_of(*v, [](int64_t a) { return a == 0; });
   };
-  if (!allZero("scan_input_axes") || !allZero("scan_output_axes"))
+  if (!allZero(op.getScanInputAxes()) || !allZero(op.getScanOutputAxes()))
     return nodeError(op) << "scan axes other than 0 are not supported",
            failure();
-  SmallVector<int64_t> inDir = getInts(op, "scan_input_directions")
+  SmallVector<int64_t> inDir = intsOf(op.getScanInputDirections())
                                    .value_or(SmallVector<int64_t>(nIn, 0));
-  SmallVector<int64_t> outDir = getInts(op, "scan_output_directions")
+  SmallVector<int64_t> outDir = intsOf(op.getScanOutputDirections())
                                     .value_or(SmallVector<int64_t>(nOut, 0));
   if (static_cast<int64_t>(inDir.size()) != nIn ||
       static_cast<int64_t>(outDir.size()) != nOut)
@@ -503,8 +503,10 @@ LogicalResult lowerScan(Operation *op, OpBuilder &b,
 
 } // namespace
 
-void lowering::registerControlFlowLowerings(llvm::StringMap<LowerFn> &t) {
-  t["If"] = lowerIf;
-  t["Loop"] = lowerLoop;
-  t["Scan"] = lowerScan;
+void lowering::populateControlFlowLoweringPatterns(
+    RewritePatternSet &patterns) {
+  FamilyPatterns<OnnxFamily::ControlFlow> t(patterns);
+  t.add<onnxops::IfOp>(lowerIf);
+  t.add<onnxops::LoopOp>(lowerLoop);
+  t.add<onnxops::ScanOp>(lowerScan);
 }

@@ -62,14 +62,14 @@ SmallVector<Value> resultSizes(OpBuilder &b, Location loc,
 // Split, Tile, Expand, Pad, CenterCropPad, DepthToSpace, SpaceToDepth
 //===----------------------------------------------------------------------===//
 
-LogicalResult lowerSplit(Operation *op, OpBuilder &b,
+LogicalResult lowerSplit(onnxops::SplitOp op, OpBuilder &b,
                          SmallVectorImpl<Value> &results) {
   FailureOr<RankedTensorType> tx = rankedOperand(op, 0);
   if (failed(tx))
     return failure();
   Location loc = op->getLoc();
   int64_t rank = tx->getRank();
-  FailureOr<int64_t> axis = onnxops::normalizeAxis(getInt(op, "axis", 0), rank);
+  FailureOr<int64_t> axis = onnxops::normalizeAxis(asInt(op.getAxis()), rank);
   if (failed(axis))
     return nodeError(op) << "axis out of range", failure();
   Value x = op->getOperand(0);
@@ -111,7 +111,7 @@ LogicalResult lowerSplit(Operation *op, OpBuilder &b,
   return success();
 }
 
-LogicalResult lowerTile(Operation *op, OpBuilder &b,
+LogicalResult lowerTile(onnxops::TileOp op, OpBuilder &b,
                         SmallVectorImpl<Value> &results) {
   FailureOr<RankedTensorType> tx = rankedOperand(op, 0);
   FailureOr<RankedTensorType> ty = rankedResult(op);
@@ -140,7 +140,7 @@ LogicalResult lowerTile(Operation *op, OpBuilder &b,
   return success();
 }
 
-LogicalResult lowerExpand(Operation *op, OpBuilder &b,
+LogicalResult lowerExpand(onnxops::ExpandOp op, OpBuilder &b,
                           SmallVectorImpl<Value> &results) {
   FailureOr<RankedTensorType> tx = rankedOperand(op, 0);
   FailureOr<RankedTensorType> ty = rankedResult(op);
@@ -183,7 +183,7 @@ LogicalResult lowerExpand(Operation *op, OpBuilder &b,
 }
 
 /// Pad (constant, reflect, edge, wrap), with optional axes.
-LogicalResult lowerPad(Operation *op, OpBuilder &b,
+LogicalResult lowerPad(onnxops::PadOp op, OpBuilder &b,
                        SmallVectorImpl<Value> &results) {
   FailureOr<RankedTensorType> tx = rankedOperand(op, 0);
   FailureOr<RankedTensorType> ty = rankedResult(op);
@@ -192,7 +192,7 @@ LogicalResult lowerPad(Operation *op, OpBuilder &b,
   Location loc = op->getLoc();
   int64_t rank = tx->getRank();
   Value x = op->getOperand(0);
-  std::string mode = getStr(op, "mode", "constant");
+  std::string mode = op.getMode().str();
   if (mode != "constant" && mode != "reflect" && mode != "edge" &&
       mode != "wrap")
     return nodeError(op) << "unknown mode '" << mode << "'", failure();
@@ -295,7 +295,7 @@ LogicalResult lowerPad(Operation *op, OpBuilder &b,
   return success();
 }
 
-LogicalResult lowerCenterCropPad(Operation *op, OpBuilder &b,
+LogicalResult lowerCenterCropPad(onnxops::CenterCropPadOp op, OpBuilder &b,
                                  SmallVectorImpl<Value> &results) {
   FailureOr<RankedTensorType> tx = rankedOperand(op, 0);
   FailureOr<RankedTensorType> ty = rankedResult(op);
@@ -305,7 +305,7 @@ LogicalResult lowerCenterCropPad(Operation *op, OpBuilder &b,
   int64_t rank = tx->getRank();
   Value x = op->getOperand(0);
   SmallVector<int64_t> axes;
-  if (auto a = getInts(op, "axes")) {
+  if (auto a = intsOf(op.getAxes())) {
     for (int64_t v : *a) {
       FailureOr<int64_t> n = onnxops::normalizeAxis(v, rank);
       if (failed(n))
@@ -357,7 +357,8 @@ LogicalResult lowerCenterCropPad(Operation *op, OpBuilder &b,
 }
 
 /// DepthToSpace (DCR/CRD) and SpaceToDepth on NCHW.
-LogicalResult lowerDepthSpace(Operation *op, OpBuilder &b,
+template <typename OpTy>
+LogicalResult lowerDepthSpace(OpTy op, OpBuilder &b,
                               SmallVectorImpl<Value> &results, bool toSpace) {
   FailureOr<RankedTensorType> tx = rankedOperand(op, 0);
   FailureOr<RankedTensorType> ty = rankedResult(op);
@@ -366,10 +367,12 @@ LogicalResult lowerDepthSpace(Operation *op, OpBuilder &b,
   if (tx->getRank() != 4)
     return nodeError(op) << "input must be 4-D", failure();
   Location loc = op->getLoc();
-  int64_t bs = getInt(op, "blocksize", 0);
+  int64_t bs = asInt(op.getBlocksize());
   if (bs <= 0)
     return nodeError(op) << "blocksize must be positive", failure();
-  bool crd = getStr(op, "mode", "DCR") == "CRD";
+  bool crd = false;
+  if constexpr (std::is_same_v<OpTy, onnxops::DepthToSpaceOp>)
+    crd = op.getMode() == "CRD";
   Value x = op->getOperand(0);
   SmallVector<Value> d;
   for (int64_t i = 0; i < 4; ++i)
@@ -424,7 +427,7 @@ LogicalResult lowerDepthSpace(Operation *op, OpBuilder &b,
   return success();
 }
 
-LogicalResult lowerReverseSequence(Operation *op, OpBuilder &b,
+LogicalResult lowerReverseSequence(onnxops::ReverseSequenceOp op, OpBuilder &b,
                                    SmallVectorImpl<Value> &results) {
   FailureOr<RankedTensorType> tx = rankedOperand(op, 0);
   FailureOr<RankedTensorType> ty = rankedResult(op);
@@ -432,7 +435,7 @@ LogicalResult lowerReverseSequence(Operation *op, OpBuilder &b,
     return failure();
   Location loc = op->getLoc();
   int64_t rank = tx->getRank();
-  int64_t ba = getInt(op, "batch_axis", 1), ta = getInt(op, "time_axis", 0);
+  int64_t ba = asInt(op.getBatchAxis()), ta = asInt(op.getTimeAxis());
   if (rank < 2 || ba < 0 || ba > 1 || ta < 0 || ta > 1 || ba == ta)
     return nodeError(op) << "batch_axis and time_axis must be 0 and 1",
            failure();
@@ -462,7 +465,7 @@ LogicalResult lowerReverseSequence(Operation *op, OpBuilder &b,
 // Gathers
 //===----------------------------------------------------------------------===//
 
-LogicalResult lowerGatherElements(Operation *op, OpBuilder &b,
+LogicalResult lowerGatherElements(onnxops::GatherElementsOp op, OpBuilder &b,
                                   SmallVectorImpl<Value> &results) {
   FailureOr<RankedTensorType> tx = rankedOperand(op, 0);
   FailureOr<RankedTensorType> ti = rankedOperand(op, 1);
@@ -473,7 +476,7 @@ LogicalResult lowerGatherElements(Operation *op, OpBuilder &b,
   int64_t rank = tx->getRank();
   if (ti->getRank() != rank)
     return nodeError(op) << "indices must have the rank of data", failure();
-  FailureOr<int64_t> axis = onnxops::normalizeAxis(getInt(op, "axis", 0), rank);
+  FailureOr<int64_t> axis = onnxops::normalizeAxis(asInt(op.getAxis()), rank);
   if (failed(axis))
     return nodeError(op) << "axis out of range", failure();
   Value x = op->getOperand(0), ind = op->getOperand(1);
@@ -494,7 +497,7 @@ LogicalResult lowerGatherElements(Operation *op, OpBuilder &b,
   return success();
 }
 
-LogicalResult lowerGatherND(Operation *op, OpBuilder &b,
+LogicalResult lowerGatherND(onnxops::GatherNDOp op, OpBuilder &b,
                             SmallVectorImpl<Value> &results) {
   FailureOr<RankedTensorType> tx = rankedOperand(op, 0);
   FailureOr<RankedTensorType> ti = rankedOperand(op, 1);
@@ -503,7 +506,7 @@ LogicalResult lowerGatherND(Operation *op, OpBuilder &b,
     return failure();
   Location loc = op->getLoc();
   int64_t r = tx->getRank(), q = ti->getRank();
-  int64_t bd = getInt(op, "batch_dims", 0);
+  int64_t bd = asInt(op.getBatchDims());
   if (q < 1 || ti->isDynamicDim(q - 1))
     return nodeError(op) << "the last dim of indices must be static", failure();
   int64_t k = ti->getDimSize(q - 1);
@@ -606,7 +609,7 @@ Value scatterGeneric(OpBuilder &b, Location loc, RankedTensorType type,
 
 /// ScatterElements: out[i] combines data[i] with every update whose target
 /// (its position with the axis coordinate replaced by its index) is i.
-LogicalResult lowerScatterElements(Operation *op, OpBuilder &b,
+LogicalResult lowerScatterElements(onnxops::ScatterElementsOp op, OpBuilder &b,
                                    SmallVectorImpl<Value> &results) {
   FailureOr<RankedTensorType> tx = rankedOperand(op, 0);
   FailureOr<RankedTensorType> ti = rankedOperand(op, 1);
@@ -617,10 +620,10 @@ LogicalResult lowerScatterElements(Operation *op, OpBuilder &b,
   int64_t rank = tx->getRank();
   if (ti->getRank() != rank)
     return nodeError(op) << "indices must have the rank of data", failure();
-  FailureOr<int64_t> axis = onnxops::normalizeAxis(getInt(op, "axis", 0), rank);
+  FailureOr<int64_t> axis = onnxops::normalizeAxis(asInt(op.getAxis()), rank);
   if (failed(axis))
     return nodeError(op) << "axis out of range", failure();
-  std::string red = getStr(op, "reduction", "none");
+  std::string red = op.getReduction().str();
   Value x = op->getOperand(0), ind = op->getOperand(1), upd = op->getOperand(2);
   SmallVector<Value> dims, udims;
   for (int64_t d = 0; d < rank; ++d) {
@@ -654,7 +657,7 @@ LogicalResult lowerScatterElements(Operation *op, OpBuilder &b,
 
 /// ScatterND: out[i] combines data[i] with updates[j, i[k:]] for every j
 /// whose index tuple indices[j] equals i[:k].
-LogicalResult lowerScatterND(Operation *op, OpBuilder &b,
+LogicalResult lowerScatterND(onnxops::ScatterNDOp op, OpBuilder &b,
                              SmallVectorImpl<Value> &results) {
   FailureOr<RankedTensorType> tx = rankedOperand(op, 0);
   FailureOr<RankedTensorType> ti = rankedOperand(op, 1);
@@ -668,7 +671,7 @@ LogicalResult lowerScatterND(Operation *op, OpBuilder &b,
                             "most the rank of data",
            failure();
   int64_t k = ti->getDimSize(q - 1);
-  std::string red = getStr(op, "reduction", "none");
+  std::string red = op.getReduction().str();
   Value x = op->getOperand(0), ind = op->getOperand(1), upd = op->getOperand(2);
   SmallVector<Value> dims, jdims, updDims;
   for (int64_t d = 0; d < r; ++d)
@@ -786,7 +789,7 @@ std::pair<Value, Value> truePositions(OpBuilder &b, Location loc, Value cond,
   return {pos, count};
 }
 
-LogicalResult lowerCompress(Operation *op, OpBuilder &b,
+LogicalResult lowerCompress(onnxops::CompressOp op, OpBuilder &b,
                             SmallVectorImpl<Value> &results) {
   FailureOr<RankedTensorType> tx = rankedOperand(op, 0);
   FailureOr<RankedTensorType> ty = rankedResult(op);
@@ -796,8 +799,8 @@ LogicalResult lowerCompress(Operation *op, OpBuilder &b,
   Value x = op->getOperand(0), cond = op->getOperand(1);
   int64_t rank = tx->getRank();
   std::optional<int64_t> axis;
-  if (auto a = op->getAttrOfType<IntegerAttr>("axis")) {
-    FailureOr<int64_t> n = onnxops::normalizeAxis(a.getInt(), rank);
+  if (std::optional<int64_t> a = asInt(op.getAxis())) {
+    FailureOr<int64_t> n = onnxops::normalizeAxis(*a, rank);
     if (failed(n))
       return nodeError(op) << "axis out of range", failure();
     axis = *n;
@@ -836,7 +839,7 @@ LogicalResult lowerCompress(Operation *op, OpBuilder &b,
   return success();
 }
 
-LogicalResult lowerNonZero(Operation *op, OpBuilder &b,
+LogicalResult lowerNonZero(onnxops::NonZeroOp op, OpBuilder &b,
                            SmallVectorImpl<Value> &results) {
   FailureOr<RankedTensorType> tx = rankedOperand(op, 0);
   FailureOr<RankedTensorType> ty = rankedResult(op);
@@ -886,25 +889,27 @@ LogicalResult lowerNonZero(Operation *op, OpBuilder &b,
 
 } // namespace
 
-void lowering::registerDataMovementLowerings(llvm::StringMap<LowerFn> &t) {
-  t["Split"] = lowerSplit;
-  t["Tile"] = lowerTile;
-  t["Expand"] = lowerExpand;
-  t["Pad"] = lowerPad;
-  t["CenterCropPad"] = lowerCenterCropPad;
-  t["DepthToSpace"] = [](Operation *op, OpBuilder &b,
-                         SmallVectorImpl<Value> &r) {
-    return lowerDepthSpace(op, b, r, /*toSpace=*/true);
-  };
-  t["SpaceToDepth"] = [](Operation *op, OpBuilder &b,
-                         SmallVectorImpl<Value> &r) {
-    return lowerDepthSpace(op, b, r, /*toSpace=*/false);
-  };
-  t["ReverseSequence"] = lowerReverseSequence;
-  t["GatherElements"] = lowerGatherElements;
-  t["GatherND"] = lowerGatherND;
-  t["ScatterElements"] = lowerScatterElements;
-  t["ScatterND"] = lowerScatterND;
-  t["Compress"] = lowerCompress;
-  t["NonZero"] = lowerNonZero;
+void lowering::populateDataMovementLoweringPatterns(
+    RewritePatternSet &patterns) {
+  FamilyPatterns<OnnxFamily::DataMovement> t(patterns);
+  t.add<onnxops::SplitOp>(lowerSplit);
+  t.add<onnxops::TileOp>(lowerTile);
+  t.add<onnxops::ExpandOp>(lowerExpand);
+  t.add<onnxops::PadOp>(lowerPad);
+  t.add<onnxops::CenterCropPadOp>(lowerCenterCropPad);
+  t.add<onnxops::DepthToSpaceOp>(
+      [](onnxops::DepthToSpaceOp op, OpBuilder &b, SmallVectorImpl<Value> &r) {
+        return lowerDepthSpace(op, b, r, /*toSpace=*/true);
+      });
+  t.add<onnxops::SpaceToDepthOp>(
+      [](onnxops::SpaceToDepthOp op, OpBuilder &b, SmallVectorImpl<Value> &r) {
+        return lowerDepthSpace(op, b, r, /*toSpace=*/false);
+      });
+  t.add<onnxops::ReverseSequenceOp>(lowerReverseSequence);
+  t.add<onnxops::GatherElementsOp>(lowerGatherElements);
+  t.add<onnxops::GatherNDOp>(lowerGatherND);
+  t.add<onnxops::ScatterElementsOp>(lowerScatterElements);
+  t.add<onnxops::ScatterNDOp>(lowerScatterND);
+  t.add<onnxops::CompressOp>(lowerCompress);
+  t.add<onnxops::NonZeroOp>(lowerNonZero);
 }

@@ -217,7 +217,8 @@ Value suppresses(OpBuilder &b, Location loc, Value boxes, Value bi, Value i,
   return andI(b, loc, r, cmpF(b, loc, arith::CmpFPredicate::OGT, iou, thr));
 }
 
-LogicalResult lowerNonMaxSuppression(Operation *op, OpBuilder &b,
+LogicalResult lowerNonMaxSuppression(onnxops::NonMaxSuppressionOp op,
+                                     OpBuilder &b,
                                      SmallVectorImpl<Value> &results) {
   FailureOr<RankedTensorType> tb = rankedOperand(op, 0);
   FailureOr<RankedTensorType> ts = rankedOperand(op, 1);
@@ -229,7 +230,7 @@ LogicalResult lowerNonMaxSuppression(Operation *op, OpBuilder &b,
     return nodeError(op) << "boxes and scores must be float tensors", failure();
   if (tb->getRank() != 3 || ts->getRank() != 3)
     return nodeError(op) << "boxes and scores must be of rank 3", failure();
-  int64_t centerPoint = getInt(op, "center_point_box", 0);
+  int64_t centerPoint = asInt(op.getCenterPointBox());
   if (centerPoint != 0 && centerPoint != 1)
     return nodeError(op) << "center_point_box must be 0 or 1", failure();
   Location loc = op->getLoc();
@@ -398,7 +399,7 @@ LogicalResult lowerNonMaxSuppression(Operation *op, OpBuilder &b,
 // Unique
 //===----------------------------------------------------------------------===//
 
-LogicalResult lowerUnique(Operation *op, OpBuilder &b,
+LogicalResult lowerUnique(onnxops::UniqueOp op, OpBuilder &b,
                           SmallVectorImpl<Value> &results) {
   FailureOr<RankedTensorType> tx = rankedOperand(op, 0);
   if (failed(tx))
@@ -414,13 +415,13 @@ LogicalResult lowerUnique(Operation *op, OpBuilder &b,
   Value x = toSignless(b, loc, op->getOperand(0));
   int64_t rank = tx->getRank();
   std::optional<int64_t> axis;
-  if (auto a = op->getAttrOfType<IntegerAttr>("axis")) {
-    FailureOr<int64_t> n = onnxops::normalizeAxis(a.getInt(), rank);
+  if (std::optional<int64_t> a = asInt(op.getAxis())) {
+    FailureOr<int64_t> n = onnxops::normalizeAxis(*a, rank);
     if (failed(n))
       return nodeError(op) << "axis out of range", failure();
     axis = *n;
   }
-  bool sorted = getInt(op, "sorted", 1) != 0;
+  bool sorted = asInt(op.getSorted()) != 0;
 
   // X as [outer, L, inner]: slice k is X3[:, k, :].
   Value outer = idx(b, loc, 1), len = idx(b, loc, 1), inner = idx(b, loc, 1);
@@ -651,7 +652,8 @@ LogicalResult lowerUnique(Operation *op, OpBuilder &b,
 
 } // namespace
 
-void lowering::registerDetectionLowerings(llvm::StringMap<LowerFn> &t) {
-  t["NonMaxSuppression"] = lowerNonMaxSuppression;
-  t["Unique"] = lowerUnique;
+void lowering::populateDetectionLoweringPatterns(RewritePatternSet &patterns) {
+  FamilyPatterns<OnnxFamily::Detection> t(patterns);
+  t.add<onnxops::NonMaxSuppressionOp>(lowerNonMaxSuppression);
+  t.add<onnxops::UniqueOp>(lowerUnique);
 }

@@ -68,7 +68,7 @@ SmallVector<Value> dynamicOf(RankedTensorType type, ArrayRef<Value> sizes) {
   return dyn;
 }
 
-LogicalResult lowerConstantOfShape(Operation *op, OpBuilder &b,
+LogicalResult lowerConstantOfShape(onnxops::ConstantOfShapeOp op, OpBuilder &b,
                                    SmallVectorImpl<Value> &results) {
   FailureOr<RankedTensorType> ty = rankedResult(op);
   if (failed(ty))
@@ -77,7 +77,7 @@ LogicalResult lowerConstantOfShape(Operation *op, OpBuilder &b,
   RankedTensorType st = signlessTensor(*ty);
   Type elem = st.getElementType();
   TypedAttr value = scalarAttr(elem, 0.0);
-  if (auto v = op->getAttrOfType<ElementsAttr>("value")) {
+  if (ElementsAttr v = op.getValueAttr()) {
     auto dense = dyn_cast<DenseElementsAttr>(v);
     if (!dense || dense.getNumElements() != 1)
       return nodeError(op) << "value must be a dense one-element tensor",
@@ -108,7 +108,7 @@ Value readScalar(OpBuilder &b, Location loc, Value t) {
   return tensor::ExtractOp::create(b, loc, t, ix);
 }
 
-LogicalResult lowerRange(Operation *op, OpBuilder &b,
+LogicalResult lowerRange(onnxops::RangeOp op, OpBuilder &b,
                          SmallVectorImpl<Value> &results) {
   FailureOr<RankedTensorType> ty = rankedResult(op);
   if (failed(ty))
@@ -183,7 +183,7 @@ Value oneOrZero(OpBuilder &b, Location loc, Value cond, Type elem) {
                                  scalarConstant(b, loc, elem, 0));
 }
 
-LogicalResult lowerEyeLike(Operation *op, OpBuilder &b,
+LogicalResult lowerEyeLike(onnxops::EyeLikeOp op, OpBuilder &b,
                            SmallVectorImpl<Value> &results) {
   FailureOr<RankedTensorType> ty = rankedResult(op);
   if (failed(ty))
@@ -194,7 +194,7 @@ LogicalResult lowerEyeLike(Operation *op, OpBuilder &b,
   RankedTensorType st = signlessTensor(*ty);
   Value x = op->getOperand(0);
   SmallVector<Value> sizes{dimValue(b, loc, x, 0), dimValue(b, loc, x, 1)};
-  int64_t k = getInt(op, "k", 0);
+  int64_t k = asInt(op.getK());
   Value r =
       generic(b, loc, st, dynamicOf(*ty, sizes), {}, {},
               [&](OpBuilder &nb, Location nloc, ValueRange) {
@@ -209,7 +209,7 @@ LogicalResult lowerEyeLike(Operation *op, OpBuilder &b,
   return success();
 }
 
-LogicalResult lowerTrilu(Operation *op, OpBuilder &b,
+LogicalResult lowerTrilu(onnxops::TriluOp op, OpBuilder &b,
                          SmallVectorImpl<Value> &results) {
   FailureOr<RankedTensorType> ty = rankedResult(op);
   if (failed(ty))
@@ -221,7 +221,7 @@ LogicalResult lowerTrilu(Operation *op, OpBuilder &b,
   RankedTensorType st = signlessTensor(*ty);
   Value x = toSignless(b, loc, op->getOperand(0));
   Value kIn = op->getOperand(1);
-  bool upper = getInt(op, "upper", 1);
+  bool upper = asInt(op.getUpper());
   Value r = buildElementwise(
       b, loc, st, x, [&](OpBuilder &nb, Location nloc, ValueRange a) -> Value {
         Value k = onnxops::isNoValue(kIn)
@@ -243,7 +243,7 @@ LogicalResult lowerTrilu(Operation *op, OpBuilder &b,
   return success();
 }
 
-LogicalResult lowerOneHot(Operation *op, OpBuilder &b,
+LogicalResult lowerOneHot(onnxops::OneHotOp op, OpBuilder &b,
                           SmallVectorImpl<Value> &results) {
   FailureOr<RankedTensorType> ty = rankedResult(op);
   FailureOr<RankedTensorType> ti = rankedOperand(op, 0);
@@ -252,8 +252,7 @@ LogicalResult lowerOneHot(Operation *op, OpBuilder &b,
     return failure();
   Location loc = op->getLoc();
   int64_t rank = ty->getRank();
-  FailureOr<int64_t> axis =
-      onnxops::normalizeAxis(getInt(op, "axis", -1), rank);
+  FailureOr<int64_t> axis = onnxops::normalizeAxis(asInt(op.getAxis()), rank);
   if (failed(axis))
     return nodeError(op) << "axis out of range", failure();
   if (!tv->hasStaticShape() || tv->getNumElements() != 2)
@@ -320,10 +319,11 @@ LogicalResult lowerOneHot(Operation *op, OpBuilder &b,
 
 } // namespace
 
-void lowering::registerGenerateLowerings(llvm::StringMap<LowerFn> &t) {
-  t["ConstantOfShape"] = lowerConstantOfShape;
-  t["Range"] = lowerRange;
-  t["EyeLike"] = lowerEyeLike;
-  t["Trilu"] = lowerTrilu;
-  t["OneHot"] = lowerOneHot;
+void lowering::populateGenerateLoweringPatterns(RewritePatternSet &patterns) {
+  FamilyPatterns<OnnxFamily::Generate> t(patterns);
+  t.add<onnxops::ConstantOfShapeOp>(lowerConstantOfShape);
+  t.add<onnxops::RangeOp>(lowerRange);
+  t.add<onnxops::EyeLikeOp>(lowerEyeLike);
+  t.add<onnxops::TriluOp>(lowerTrilu);
+  t.add<onnxops::OneHotOp>(lowerOneHot);
 }

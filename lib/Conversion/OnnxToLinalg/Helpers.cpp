@@ -85,3 +85,42 @@ Value lowering::generateSized(OpBuilder &b, Location loc, RankedTensorType type,
       dyn.push_back(sizes[i]);
   return generateTensor(b, loc, type, dyn, body);
 }
+
+Value lowering::addOrMul(OpBuilder &b, Location loc, Value x, Value y,
+                         bool add) {
+  if (isa<FloatType>(x.getType()))
+    return add ? arith::AddFOp::create(b, loc, x, y).getResult()
+               : arith::MulFOp::create(b, loc, x, y).getResult();
+  return add ? arith::AddIOp::create(b, loc, x, y).getResult()
+             : arith::MulIOp::create(b, loc, x, y).getResult();
+}
+
+static bool isUnsignedTensor(Type t) {
+  return getElementTypeOrSelf(t).isUnsignedInteger();
+}
+
+Type lowering::signlessType(Type t) {
+  if (auto it = dyn_cast<IntegerType>(t); it && !it.isSignless())
+    return IntegerType::get(t.getContext(), it.getWidth());
+  return t;
+}
+
+RankedTensorType lowering::signlessTensor(RankedTensorType t) {
+  return t.clone(signlessType(t.getElementType()));
+}
+
+/// `v` viewed with a signless element type (a no-op for other types).
+Value lowering::toSignless(OpBuilder &b, Location loc, Value v) {
+  auto t = cast<RankedTensorType>(v.getType());
+  if (!isUnsignedTensor(t))
+    return v;
+  return tensor::BitcastOp::create(b, loc, signlessTensor(t), v);
+}
+
+/// `v` (signless) viewed as `type` (which may be unsigned).
+Value lowering::fromSignless(OpBuilder &b, Location loc, Value v,
+                             RankedTensorType type) {
+  if (v.getType() == type)
+    return v;
+  return tensor::BitcastOp::create(b, loc, type, v);
+}

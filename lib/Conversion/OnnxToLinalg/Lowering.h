@@ -1,47 +1,102 @@
 //===- Lowering.h - Shared helpers of the onnx → linalg lowering -*- C++ -*-===//
 //
-// Each onnx op family has its own file with `lower<Op>` functions; the pass
-// in OnnxToLinalg.cpp walks the model in order and dispatches on the op
-// name. A lowering builds the replacement values at the op, or emits one
-// error at the op (naming the node, op type and opset) and fails.
+// The ops are lowered one family per file (the families of
+// kiln/Dialect/Onnx/IR/OnnxFamilies.def): <Family>.cpp defines
+// populate<Family>LoweringPatterns, which adds one typed pattern
+// (OnnxLowering<Op>) per op of the family. The pass in OnnxToLinalg.cpp walks
+// the model in program order and applies the one pattern registered for each
+// op. A lowering builds the replacement values at the op, or emits one error
+// at the op (naming the node, op type and opset) and fails. Attributes are
+// read through the generated accessors (`op.getAxis()`), which carry the
+// schema's defaults.
 //
 //===----------------------------------------------------------------------===//
 #ifndef KILN_LIB_CONVERSION_ONNXTOLINALG_LOWERING_H
 #define KILN_LIB_CONVERSION_ONNXTOLINALG_LOWERING_H
+
+#include "kiln/Dialect/Onnx/IR/OnnxOps.h"
 
 #include "mlir/Dialect/Arith/IR/Arith.h"
 #include "mlir/Dialect/Linalg/IR/Linalg.h"
 #include "mlir/Dialect/Math/IR/Math.h"
 #include "mlir/Dialect/Tensor/IR/Tensor.h"
 #include "mlir/IR/Builders.h"
-#include "llvm/ADT/StringMap.h"
+#include "mlir/IR/PatternMatch.h"
 
 #include <functional>
 
 namespace mlir::kiln::lowering {
 
-/// A lowering: builds the values replacing `op`'s results (in order) or
-/// emits an error and fails.
-using LowerFn = std::function<LogicalResult(Operation *op, OpBuilder &b,
-                                            SmallVectorImpl<Value> &results)>;
+/// The onnx op families (OnnxFamilies.def).
+enum class OnnxFamily {
+#define KILN_ONNX_FAMILY(FAMILY) FAMILY,
+#include "kiln/Dialect/Onnx/IR/OnnxFamilies.def"
+};
 
-void registerElementwiseLowerings(llvm::StringMap<LowerFn> &table);
-void registerElementwise2Lowerings(llvm::StringMap<LowerFn> &table);
-void registerGenerateLowerings(llvm::StringMap<LowerFn> &table);
-void registerNNLowerings(llvm::StringMap<LowerFn> &table);
-void registerRecurrentLowerings(llvm::StringMap<LowerFn> &table);
-void registerReductionLowerings(llvm::StringMap<LowerFn> &table);
-void registerNormalizationLowerings(llvm::StringMap<LowerFn> &table);
-void registerAttentionLowerings(llvm::StringMap<LowerFn> &table);
-void registerTensorLowerings(llvm::StringMap<LowerFn> &table);
-void registerDataMovementLowerings(llvm::StringMap<LowerFn> &table);
-void registerDetectionLowerings(llvm::StringMap<LowerFn> &table);
-void registerResampleLowerings(llvm::StringMap<LowerFn> &table);
-void registerQuantizeLowerings(llvm::StringMap<LowerFn> &table);
-void registerSpatialLowerings(llvm::StringMap<LowerFn> &table);
-void registerControlFlowLowerings(llvm::StringMap<LowerFn> &table);
-void registerEinsumLowerings(llvm::StringMap<LowerFn> &table);
-void registerSignalLowerings(llvm::StringMap<LowerFn> &table);
+/// The family of onnx op class `OpTy`; undefined (a compile error) for an op
+/// that OnnxFamilies.def does not list.
+template <typename OpTy> struct FamilyOf;
+#define KILN_ONNX_OP(FAMILY, OP, INFER)                                        \
+  template <> struct FamilyOf<onnxops::OP##Op> {                               \
+    static constexpr OnnxFamily value = OnnxFamily::FAMILY;                    \
+  };
+#include "kiln/Dialect/Onnx/IR/OnnxFamilies.def"
+
+/// A lowering of `OpTy`: builds the values replacing the op's results (in
+/// order) or emits an error and fails. A null value stands for an absent or
+/// unused optional output.
+template <typename OpTy>
+using LowerOpFn = std::function<LogicalResult(OpTy op, OpBuilder &b,
+                                              SmallVectorImpl<Value> &results)>;
+
+/// A lowering of any op (the shared bodies of several ops of a family).
+using LowerFn = LowerOpFn<Operation *>;
+
+/// Replaces the results of `op` by `results` (a tensor.cast where a type
+/// differs; results past the end must be unused, or it is an error). The op
+/// itself is left to the driver to erase.
+LogicalResult replaceLoweredResults(Operation *op, OpBuilder &b,
+                                    ArrayRef<Value> results);
+
+/// The pattern lowering one onnx op type.
+template <typename OpTy> class OnnxLowering : public OpRewritePattern<OpTy> {
+public:
+  OnnxLowering(MLIRContext *ctx, LowerOpFn<OpTy> fn)
+      : OpRewritePattern<OpTy>(ctx), fn(std::move(fn)) {}
+
+  LogicalResult matchAndRewrite(OpTy op,
+                                PatternRewriter &rewriter) const override {
+    rewriter.setInsertionPoint(op);
+    SmallVector<Value> results;
+    if (failed(fn(op, rewriter, results)))
+      return failure();
+    return replaceLoweredResults(op, rewriter, results);
+  }
+
+private:
+  LowerOpFn<OpTy> fn;
+};
+
+/// Adds the lowerings of family `F` to a pattern set; `add<Op>` does not
+/// compile for an op of another family.
+template <OnnxFamily F> class FamilyPatterns {
+public:
+  explicit FamilyPatterns(RewritePatternSet &patterns) : patterns(patterns) {}
+
+  template <typename OpTy> void add(LowerOpFn<OpTy> fn) {
+    static_assert(FamilyOf<OpTy>::value == F,
+                  "the op is lowered outside its family (OnnxFamilies.def)");
+    patterns.add(std::make_unique<OnnxLowering<OpTy>>(patterns.getContext(),
+                                                      std::move(fn)));
+  }
+
+private:
+  RewritePatternSet &patterns;
+};
+
+#define KILN_ONNX_FAMILY(FAMILY)                                               \
+  void populate##FAMILY##LoweringPatterns(RewritePatternSet &patterns);
+#include "kiln/Dialect/Onnx/IR/OnnxFamilies.def"
 
 /// Lowers the onnx ops of `region` (OnnxToLinalg.cpp): control-flow
 /// lowerings call it on the regions they move into scf ops.
@@ -50,11 +105,23 @@ LogicalResult lowerOnnxOpsIn(Region &region);
 /// An error at `op` that names its ONNX node, op type and opset.
 InFlightDiagnostic nodeError(Operation *op);
 
-// Attribute access by ONNX name, with the schema's defaults.
-int64_t getInt(Operation *op, StringRef name, int64_t dflt);
-double getFloat(Operation *op, StringRef name, double dflt);
-std::string getStr(Operation *op, StringRef name, StringRef dflt);
-std::optional<SmallVector<int64_t>> getInts(Operation *op, StringRef name);
+// Values of the generated attribute accessors: I64Attr reads as uint64_t
+// and F32Attr as APFloat; these give the signed and double values.
+inline int64_t asInt(uint64_t v) { return static_cast<int64_t>(v); }
+inline std::optional<int64_t> asInt(std::optional<uint64_t> v) {
+  if (!v)
+    return std::nullopt;
+  return static_cast<int64_t>(*v);
+}
+inline double asDouble(const APFloat &v) { return v.convertToDouble(); }
+inline std::optional<double> asDouble(const std::optional<APFloat> &v) {
+  if (!v)
+    return std::nullopt;
+  return v->convertToDouble();
+}
+
+/// The integers of an optional integer-array attribute (`op.getPerm()`).
+std::optional<SmallVector<int64_t>> intsOf(std::optional<ArrayAttr> attr);
 
 /// The ranked tensor type of result `i`, or an error when shape inference
 /// could not rank it.
@@ -129,6 +196,47 @@ Value reduceKept(OpBuilder &b, Location loc, Value x, ArrayRef<bool> reduced,
                  bool isMax = false);
 /// log(softmax(x)) along `axis` (float `x`; Reduction.cpp).
 Value logSoftmax(OpBuilder &b, Location loc, Value x, int64_t axis);
+/// Index (i64, keepdims shape) of the max (or min) along `axis`; ties go to
+/// the first index, or the last with `last`. Order-independent
+/// (Reduction.cpp).
+Value argReduce(OpBuilder &b, Location loc, Value x, int64_t axis, bool isMax,
+                bool last);
+/// `fn` over `x` and the keepdims tensors `kept` broadcast against it, with
+/// element type `elem` (Reduction.cpp).
+Value withKept(OpBuilder &b, Location loc, Value x, ValueRange kept, Type elem,
+               ScalarFn fn);
+
+/// How reduceKeepDims combines (NN.cpp).
+enum class ReduceKind { Sum, Mean, Max };
+/// Reduces `x` over `axes` (sorted, normalized) keeping them as size-1 dims;
+/// combines with `kind` (NN.cpp: pooling, Softmax).
+Value reduceKeepDims(OpBuilder &b, Location loc, Value x,
+                     ArrayRef<int64_t> axes, ReduceKind kind);
+/// x + y or x * y, float or integer (Helpers.cpp).
+Value addOrMul(OpBuilder &b, Location loc, Value x, Value y, bool add);
+
+// Elementwise lowering over all ONNX numeric types (Elementwise.cpp; the
+// Elementwise and Logic families).
+
+/// Element kinds a body accepts.
+enum ElementKind : unsigned { kFloat = 1, kInt = 2, kBool = 4, kAny = 7 };
+/// The kind of an element type, 0 if unsupported (strings never get here:
+/// the importer rejects them; int4, complex; f8 goes through Cast.cpp).
+unsigned kindOf(Type t);
+/// What a scalar body knows about the op: the signless element type of its
+/// data operand and whether that operand is unsigned.
+struct Scalars {
+  Operation *op;
+  Type elem;
+  bool isUnsigned;
+};
+using Body =
+    std::function<Value(OpBuilder &, Location, const Scalars &, ValueRange)>;
+/// An elementwise lowering with broadcasting over the present operands;
+/// `kinds` are the accepted element kinds of operand `data`.
+LowerFn ew(Body body, unsigned kinds, unsigned data = 0);
+/// -1 of a float or (signless) integer type: all ones for integers.
+Value minusOne(OpBuilder &b, Location loc, Type t);
 
 /// Unsigned integer types (`ui8`...) as the signless type of the same width
 /// (arith works on signless integers); other types unchanged.
@@ -139,7 +247,7 @@ RankedTensorType signlessTensor(RankedTensorType t);
 Value toSignless(OpBuilder &b, Location loc, Value v);
 Value fromSignless(OpBuilder &b, Location loc, Value v, RankedTensorType type);
 
-/// 8-bit floats (SmallFloat.cpp): computed on their i8 bits.
+/// 8-bit floats (Cast.cpp): computed on their i8 bits.
 bool isFloat8(Type t);
 /// Scalar i8 bits of an `f8` value to f32 (exact).
 Value float8ToF32(OpBuilder &b, Location loc, Value bits, Type f8);

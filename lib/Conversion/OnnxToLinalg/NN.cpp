@@ -1,4 +1,9 @@
-//===- NN.cpp - Lowering of contractions, convolutions, pooling, norms ----===//
+//===- NN.cpp - Convolution, pooling, BatchNormalization ------------------===//
+//
+// The NN family (OnnxFamilies.def): Conv, Max/Average/Lp/global pooling and
+// BatchNormalization in inference mode, over NC<spatial> tensors.
+//
+//===----------------------------------------------------------------------===//
 
 #include "Lowering.h"
 
@@ -12,291 +17,6 @@ namespace {
 
 using utils::IteratorType;
 
-Value addOrMul(OpBuilder &b, Location loc, Value x, Value y, bool add) {
-  if (isa<FloatType>(x.getType()))
-    return add ? arith::AddFOp::create(b, loc, x, y).getResult()
-               : arith::MulFOp::create(b, loc, x, y).getResult();
-  return add ? arith::AddIOp::create(b, loc, x, y).getResult()
-             : arith::MulIOp::create(b, loc, x, y).getResult();
-}
-
-/// Dynamic sizes of `type` taken from `src` dims given by `srcDim` (one per
-/// result dim; -1 for dims that must be static).
-SmallVector<Value> dynSizesFrom(OpBuilder &b, Location loc,
-                                RankedTensorType type,
-                                ArrayRef<std::pair<Value, int64_t>> srcDim) {
-  SmallVector<Value> sizes;
-  for (int64_t i = 0; i < type.getRank(); ++i)
-    if (type.isDynamicDim(i))
-      sizes.push_back(
-          tensor::DimOp::create(b, loc, srcDim[i].first, srcDim[i].second));
-  return sizes;
-}
-
-//===----------------------------------------------------------------------===//
-// MatMul and Gemm
-//===----------------------------------------------------------------------===//
-
-/// Y = A·B with numpy semantics (batch broadcasting, 1-D operands), as one
-/// contraction. 2-D × 2-D becomes linalg.matmul.
-LogicalResult lowerMatMul(Operation *op, OpBuilder &b,
-                          SmallVectorImpl<Value> &results) {
-  Location loc = op->getLoc();
-  FailureOr<RankedTensorType> ta = rankedOperand(op, 0);
-  FailureOr<RankedTensorType> tb = rankedOperand(op, 1);
-  FailureOr<RankedTensorType> ty = rankedResult(op);
-  if (failed(ta) || failed(tb) || failed(ty))
-    return failure();
-  Value A = op->getOperand(0), B = op->getOperand(1);
-  Type elem = ty->getElementType();
-  int64_t ra = ta->getRank(), rb = tb->getRank(), ry = ty->getRank();
-  if (ra == 0 || rb == 0)
-    return nodeError(op) << "MatMul operands must have rank >= 1", failure();
-  // Half-precision products accumulate in f32 and round once at the end
-  // ("f16 with f32 accumulation"), as numpy and the GPU tensor cores do.
-  bool halfInputs = elem.isF16() || elem.isBF16();
-  Type accElem = halfInputs ? Type(b.getF32Type()) : elem;
-  auto accType = RankedTensorType::get(ty->getShape(), accElem);
-  TypedAttr zero = scalarAttr(accElem, 0);
-  auto finish = [&](Value acc) {
-    if (!halfInputs)
-      return acc;
-    return buildElementwise(
-        b, loc, *ty, acc,
-        [&](OpBuilder &nb, Location l, ValueRange a) -> Value {
-          return arith::TruncFOp::create(nb, l, elem, a[0]);
-        });
-  };
-
-  if (ra == 2 && rb == 2) {
-    SmallVector<Value> dyn = dynSizesFrom(b, loc, *ty, {{A, 0}, {B, 1}});
-    Value init = filledTensor(b, loc, accType, dyn, zero);
-    results.push_back(
-        finish(linalg::MatmulOp::create(b, loc, TypeRange{accType},
-                                        ValueRange{A, B}, ValueRange{init})
-                   .getResult(0)));
-    return success();
-  }
-
-  // General contraction: loops = result dims + k.
-  MLIRContext *ctx = b.getContext();
-  int64_t nLoops = ry + 1;
-  AffineExpr k = getAffineDimExpr(ry, ctx);
-  // Result layout: batch..., [m if ra>1], [n if rb>1].
-  int64_t batchRank = ry - (ra > 1 ? 1 : 0) - (rb > 1 ? 1 : 0);
-
-  // Size of batch dim `i` of the result: the max of the operands' dynamic
-  // batch dims there.
-  auto batchSize = [&](int64_t i) -> Value {
-    Value size;
-    for (auto [v, t, nb] :
-         {std::tuple{A, *ta, ra - 2}, std::tuple{B, *tb, rb - 2}}) {
-      int64_t j = i - (batchRank - nb);
-      if (nb <= 0 || j < 0 || !t.isDynamicDim(j))
-        continue;
-      Value d = tensor::DimOp::create(b, loc, v, j);
-      size = size ? arith::MaxSIOp::create(b, loc, size, d).getResult() : d;
-    }
-    return size;
-  };
-  // Batch dims dynamic in both operands may broadcast at run time (one of
-  // them 1): expand both operands to the full batch shape first.
-  {
-    int64_t nbA = std::max<int64_t>(ra - 2, 0),
-            nbB = std::max<int64_t>(rb - 2, 0);
-    SmallVector<bool> maskA(ra, false), maskB(rb, false);
-    bool ambiguous = false;
-    for (int64_t i = 0; i < batchRank; ++i) {
-      int64_t ja = i - (batchRank - nbA), jb = i - (batchRank - nbB);
-      if (ja >= 0 && jb >= 0 && ta->isDynamicDim(ja) && tb->isDynamicDim(jb) &&
-          A != B) {
-        maskA[ja] = maskB[jb] = true;
-        ambiguous = true;
-      }
-    }
-    if (ambiguous) {
-      auto expand = [&](Value v, RankedTensorType t, int64_t nb,
-                        SmallVector<bool> mask) -> Value {
-        SmallVector<int64_t> shape(ty->getShape().take_front(batchRank));
-        llvm::append_range(shape, t.getShape().drop_front(nb));
-        auto et = RankedTensorType::get(shape, t.getElementType());
-        SmallVector<Value> dynS;
-        for (int64_t i = 0; i < et.getRank(); ++i)
-          if (et.isDynamicDim(i))
-            dynS.push_back(i < batchRank ? batchSize(i)
-                                         : tensor::DimOp::create(
-                                               b, loc, v, i - batchRank + nb)
-                                               .getResult());
-        return buildBroadcastGeneric(
-            b, loc, et, v, dynS, {mask},
-            [](OpBuilder &, Location, ValueRange a) { return a[0]; });
-      };
-      A = expand(A, *ta, nbA, maskA);
-      B = expand(B, *tb, nbB, maskB);
-      ta = cast<RankedTensorType>(A.getType());
-      tb = cast<RankedTensorType>(B.getType());
-      ra = ta->getRank();
-      rb = tb->getRank();
-    }
-  }
-  AffineExpr m = ra > 1 ? getAffineDimExpr(batchRank, ctx) : AffineExpr();
-  AffineExpr n = rb > 1 ? getAffineDimExpr(batchRank + (ra > 1 ? 1 : 0), ctx)
-                        : AffineExpr();
-  auto batchExprs = [&](RankedTensorType t, int64_t nb) {
-    SmallVector<AffineExpr> e;
-    for (int64_t j = 0; j < nb; ++j) {
-      int64_t i = j + (batchRank - nb);
-      if (t.getDimSize(j) == 1 && ty->getDimSize(i) != 1)
-        e.push_back(getAffineConstantExpr(0, ctx));
-      else
-        e.push_back(getAffineDimExpr(i, ctx));
-    }
-    return e;
-  };
-  SmallVector<AffineExpr> ea = batchExprs(*ta, std::max<int64_t>(ra - 2, 0));
-  if (ra > 1)
-    ea.push_back(m);
-  ea.push_back(k);
-  SmallVector<AffineExpr> eb = batchExprs(*tb, std::max<int64_t>(rb - 2, 0));
-  eb.push_back(k);
-  if (rb > 1)
-    eb.push_back(n);
-  SmallVector<AffineExpr> ey;
-  for (int64_t i = 0; i < ry; ++i)
-    ey.push_back(getAffineDimExpr(i, ctx));
-  SmallVector<AffineMap> maps = {AffineMap::get(nLoops, 0, ea, ctx),
-                                 AffineMap::get(nLoops, 0, eb, ctx),
-                                 AffineMap::get(nLoops, 0, ey, ctx)};
-  SmallVector<IteratorType> iters(ry, IteratorType::parallel);
-  iters.push_back(IteratorType::reduction);
-
-  // Dynamic result sizes: batch from the broadcast of batch dims, m from A,
-  // n from B.
-  SmallVector<Value> dyn;
-  for (int64_t i = 0; i < ry; ++i) {
-    if (!ty->isDynamicDim(i))
-      continue;
-    if (ra > 1 && i == batchRank) {
-      dyn.push_back(tensor::DimOp::create(b, loc, A, ra - 2));
-    } else if (rb > 1 && i == ry - 1) {
-      dyn.push_back(tensor::DimOp::create(b, loc, B, rb - 1));
-    } else {
-      Value size = batchSize(i);
-      if (!size)
-        return nodeError(op) << "cannot size dynamic output dim " << i,
-               failure();
-      dyn.push_back(size);
-    }
-  }
-  Value init = filledTensor(b, loc, accType, dyn, zero);
-  auto g = linalg::GenericOp::create(
-      b, loc, TypeRange{accType}, ValueRange{A, B}, ValueRange{init}, maps,
-      iters, [&](OpBuilder &nb, Location l, ValueRange a) {
-        Value x = a[0], y = a[1];
-        if (halfInputs) {
-          x = arith::ExtFOp::create(nb, l, accElem, x);
-          y = arith::ExtFOp::create(nb, l, accElem, y);
-        }
-        Value p = addOrMul(nb, l, x, y, /*add=*/false);
-        linalg::YieldOp::create(nb, l, addOrMul(nb, l, a[2], p, true));
-      });
-  results.push_back(finish(g.getResult(0)));
-  return success();
-}
-
-/// Y = alpha·op(A)·op(B) + beta·C. Half-precision operands accumulate in
-/// f32; alpha, beta and C are applied in f32 and the result rounds once.
-LogicalResult lowerGemm(Operation *op, OpBuilder &b,
-                        SmallVectorImpl<Value> &results) {
-  Location loc = op->getLoc();
-  FailureOr<RankedTensorType> ta = rankedOperand(op, 0);
-  FailureOr<RankedTensorType> tb = rankedOperand(op, 1);
-  FailureOr<RankedTensorType> ty = rankedResult(op);
-  if (failed(ta) || failed(tb) || failed(ty))
-    return failure();
-  if (ta->getRank() != 2 || tb->getRank() != 2)
-    return nodeError(op) << "Gemm operands must be 2-D", failure();
-  Value A = op->getOperand(0), B = op->getOperand(1), C = op->getOperand(2);
-  bool transA = getInt(op, "transA", 0), transB = getInt(op, "transB", 0);
-  double alpha = getFloat(op, "alpha", 1.0), beta = getFloat(op, "beta", 1.0);
-  Type elem = ty->getElementType();
-  if (!isa<FloatType>(elem))
-    return nodeError(op) << "Gemm supports float types only", failure();
-  bool halfInputs = elem.isF16() || elem.isBF16();
-  Type accElem = halfInputs ? Type(b.getF32Type()) : elem;
-  auto accType = RankedTensorType::get(ty->getShape(), accElem);
-  MLIRContext *ctx = b.getContext();
-  AffineExpr m = getAffineDimExpr(0, ctx), n = getAffineDimExpr(1, ctx),
-             k = getAffineDimExpr(2, ctx);
-  SmallVector<AffineMap> maps = {
-      AffineMap::get(3, 0,
-                     transA ? ArrayRef<AffineExpr>{k, m}
-                            : ArrayRef<AffineExpr>{m, k},
-                     ctx),
-      AffineMap::get(3, 0,
-                     transB ? ArrayRef<AffineExpr>{n, k}
-                            : ArrayRef<AffineExpr>{k, n},
-                     ctx),
-      AffineMap::get(3, 0, {m, n}, ctx)};
-  SmallVector<Value> dyn =
-      dynSizesFrom(b, loc, *ty, {{A, transA ? 1 : 0}, {B, transB ? 0 : 1}});
-  Value init = filledTensor(b, loc, accType, dyn, scalarAttr(accElem, 0));
-  Value acc;
-  if (!transA && !transB) {
-    acc = linalg::MatmulOp::create(b, loc, TypeRange{accType}, ValueRange{A, B},
-                                   ValueRange{init})
-              .getResult(0);
-  } else {
-    acc = linalg::GenericOp::create(
-              b, loc, TypeRange{accType}, ValueRange{A, B}, ValueRange{init},
-              maps,
-              {IteratorType::parallel, IteratorType::parallel,
-               IteratorType::reduction},
-              [&](OpBuilder &nb, Location l, ValueRange a) {
-                Value x = a[0], y = a[1];
-                if (halfInputs) {
-                  x = arith::ExtFOp::create(nb, l, accElem, x);
-                  y = arith::ExtFOp::create(nb, l, accElem, y);
-                }
-                Value p = arith::MulFOp::create(nb, l, x, y);
-                linalg::YieldOp::create(
-                    nb, l, arith::AddFOp::create(nb, l, a[2], p).getResult());
-              })
-              .getResult(0);
-  }
-  bool hasC = !onnxops::isNoValue(C) && beta != 0.0;
-  if (alpha == 1.0 && !hasC && !halfInputs) {
-    results.push_back(acc);
-    return success();
-  }
-  SmallVector<Value> ins = {acc};
-  if (hasC) {
-    if (!isa<RankedTensorType>(C.getType()))
-      return nodeError(op) << "the rank of C is unknown", failure();
-    ins.push_back(C);
-  }
-  results.push_back(buildElementwise(
-      b, loc, *ty, ins, [&](OpBuilder &nb, Location l, ValueRange a) -> Value {
-        Value v = a[0];
-        if (alpha != 1.0)
-          v = arith::MulFOp::create(nb, l, v,
-                                    scalarConstant(nb, l, accElem, alpha));
-        if (hasC) {
-          Value c = a[1];
-          if (halfInputs)
-            c = arith::ExtFOp::create(nb, l, accElem, c);
-          if (beta != 1.0)
-            c = arith::MulFOp::create(nb, l, c,
-                                      scalarConstant(nb, l, accElem, beta));
-          v = arith::AddFOp::create(nb, l, v, c);
-        }
-        if (halfInputs)
-          v = arith::TruncFOp::create(nb, l, elem, v);
-        return v;
-      }));
-  return success();
-}
-
 //===----------------------------------------------------------------------===//
 // Convolution and pooling
 //===----------------------------------------------------------------------===//
@@ -307,16 +27,17 @@ struct WindowParams {
 
 /// Reads kernel/strides/dilations/pads/auto_pad of a Conv or pool op with
 /// `nSpatial` spatial dims of input type `in`.
-FailureOr<WindowParams> getWindowParams(Operation *op, RankedTensorType in,
+template <typename OpTy>
+FailureOr<WindowParams> getWindowParams(OpTy op, RankedTensorType in,
                                         ArrayRef<int64_t> kernel,
                                         bool ceilMode) {
   int64_t ns = kernel.size();
   WindowParams p;
   p.kernel.assign(kernel.begin(), kernel.end());
-  p.strides = getInts(op, "strides").value_or(SmallVector<int64_t>(ns, 1));
-  p.dilations = getInts(op, "dilations").value_or(SmallVector<int64_t>(ns, 1));
+  p.strides = intsOf(op.getStrides()).value_or(SmallVector<int64_t>(ns, 1));
+  p.dilations = intsOf(op.getDilations()).value_or(SmallVector<int64_t>(ns, 1));
   SmallVector<int64_t> pads =
-      getInts(op, "pads").value_or(SmallVector<int64_t>(2 * ns, 0));
+      intsOf(op.getPads()).value_or(SmallVector<int64_t>(2 * ns, 0));
   if (static_cast<int64_t>(p.strides.size()) != ns ||
       static_cast<int64_t>(p.dilations.size()) != ns ||
       static_cast<int64_t>(pads.size()) != 2 * ns)
@@ -325,7 +46,7 @@ FailureOr<WindowParams> getWindowParams(Operation *op, RankedTensorType in,
            failure();
   p.padBegin.assign(pads.begin(), pads.begin() + ns);
   p.padEnd.assign(pads.begin() + ns, pads.end());
-  std::string autoPad = getStr(op, "auto_pad", "NOTSET");
+  std::string autoPad = op.getAutoPad().str();
   if (autoPad == "SAME_UPPER" || autoPad == "SAME_LOWER") {
     for (int64_t i = 0; i < ns; ++i) {
       int64_t size = in.getDimSize(2 + i);
@@ -394,7 +115,7 @@ int64_t windowOut(int64_t in, int64_t k, int64_t s, int64_t d, int64_t pb,
 
 /// Conv of any spatial rank with groups, as one linalg.generic over
 /// (n, g, f, o..., c, k...), plus a bias add.
-LogicalResult lowerConv(Operation *op, OpBuilder &b,
+LogicalResult lowerConv(onnxops::ConvOp op, OpBuilder &b,
                         SmallVectorImpl<Value> &results) {
   Location loc = op->getLoc();
   FailureOr<RankedTensorType> tx = rankedOperand(op, 0);
@@ -416,7 +137,7 @@ LogicalResult lowerConv(Operation *op, OpBuilder &b,
   // the result rounds once.
   bool halfInputs = elem.isF16() || elem.isBF16();
   Type accElem = halfInputs ? Type(b.getF32Type()) : elem;
-  int64_t G = getInt(op, "group", 1);
+  int64_t G = asInt(op.getGroup());
   int64_t C = tx->getDimSize(1), F = tw->getDimSize(0);
   if (G <= 0 || C % G || F % G || tw->getDimSize(1) != C / G)
     return nodeError(op) << "group " << G << " does not divide input channels "
@@ -544,9 +265,9 @@ LogicalResult lowerConv(Operation *op, OpBuilder &b,
 
 /// MaxPool and AveragePool of any spatial rank.
 /// MaxPool, AveragePool and (with `lpP` > 0) LpPool: (sum |x|^p)^(1/p).
-LogicalResult lowerPool(Operation *op, OpBuilder &b,
-                        SmallVectorImpl<Value> &results, bool isMax,
-                        int64_t lpP = 0) {
+template <typename OpTy>
+LogicalResult lowerPool(OpTy op, OpBuilder &b, SmallVectorImpl<Value> &results,
+                        bool isMax, int64_t lpP = 0) {
   Location loc = op->getLoc();
   FailureOr<RankedTensorType> tx = rankedOperand(op, 0);
   FailureOr<RankedTensorType> ty = rankedResult(op);
@@ -558,18 +279,21 @@ LogicalResult lowerPool(Operation *op, OpBuilder &b,
   if (isMax && op->getNumResults() > 1 && !op->getResult(1).use_empty())
     return nodeError(op) << "the Indices output of MaxPool is not supported",
            failure();
-  if (isMax && getInt(op, "storage_order", 0) != 0)
-    return nodeError(op) << "storage_order=1 is not supported", failure();
-  std::optional<SmallVector<int64_t>> kernel = getInts(op, "kernel_shape");
+  if constexpr (std::is_same_v<OpTy, onnxops::MaxPoolOp>)
+    if (asInt(op.getStorageOrder()) != 0)
+      return nodeError(op) << "storage_order=1 is not supported", failure();
+  std::optional<SmallVector<int64_t>> kernel = intsOf(op.getKernelShape());
   int64_t ns = tx->getRank() - 2;
   if (!kernel || static_cast<int64_t>(kernel->size()) != ns)
     return nodeError(op) << "kernel_shape must give " << ns << " sizes",
            failure();
-  bool ceil = getInt(op, "ceil_mode", 0);
+  bool ceil = asInt(op.getCeilMode());
   FailureOr<WindowParams> p = getWindowParams(op, *tx, *kernel, ceil);
   if (failed(p))
     return failure();
-  bool countPad = getInt(op, "count_include_pad", 0);
+  bool countPad = false;
+  if constexpr (std::is_same_v<OpTy, onnxops::AveragePoolOp>)
+    countPad = asInt(op.getCountIncludePad());
   if (lpP < 0)
     return nodeError(op) << "p must be positive", failure();
 
@@ -707,12 +431,12 @@ LogicalResult lowerPool(Operation *op, OpBuilder &b,
 // Reductions
 //===----------------------------------------------------------------------===//
 
-enum class ReduceKind { Sum, Mean, Max };
+} // namespace
 
 /// Reduces `x` over `axes` (sorted, normalized) keeping them as size-1 dims
 /// in `keptType`; combines with `kind`. Returns the keepdims result.
-Value reduceKeepDims(OpBuilder &b, Location loc, Value x,
-                     ArrayRef<int64_t> axes, ReduceKind kind) {
+Value lowering::reduceKeepDims(OpBuilder &b, Location loc, Value x,
+                               ArrayRef<int64_t> axes, ReduceKind kind) {
   auto tx = cast<RankedTensorType>(x.getType());
   int64_t rank = tx.getRank();
   Type elem = tx.getElementType();
@@ -758,6 +482,8 @@ Value reduceKeepDims(OpBuilder &b, Location loc, Value x,
       .getResult(0);
 }
 
+namespace {
+
 /// Number of elements reduced, as an index value.
 Value reducedCount(OpBuilder &b, Location loc, Value x,
                    ArrayRef<int64_t> axes) {
@@ -767,7 +493,8 @@ Value reducedCount(OpBuilder &b, Location loc, Value x,
   return n;
 }
 
-LogicalResult lowerGlobalAveragePool(Operation *op, OpBuilder &b,
+LogicalResult lowerGlobalAveragePool(onnxops::GlobalAveragePoolOp op,
+                                     OpBuilder &b,
                                      SmallVectorImpl<Value> &results) {
   FailureOr<RankedTensorType> tx = rankedOperand(op, 0);
   if (failed(tx) || failed(rankedResult(op)))
@@ -793,45 +520,14 @@ LogicalResult lowerGlobalAveragePool(Operation *op, OpBuilder &b,
   return success();
 }
 
-/// Softmax over one axis (opset 13 semantics; older opsets are normalized by
-/// the importer): max, exp(x - max), sum, divide.
-LogicalResult lowerSoftmax(Operation *op, OpBuilder &b,
-                           SmallVectorImpl<Value> &results) {
-  Location loc = op->getLoc();
-  FailureOr<RankedTensorType> tx = rankedOperand(op, 0);
-  if (failed(tx))
-    return failure();
-  if (!isa<FloatType>(tx->getElementType()))
-    return nodeError(op) << "float types only", failure();
-  FailureOr<int64_t> axis =
-      onnxops::normalizeAxis(getInt(op, "axis", -1), tx->getRank());
-  if (failed(axis))
-    return nodeError(op) << "axis out of range", failure();
-  Value x = op->getOperand(0);
-  Value mx = reduceKeepDims(b, loc, x, {*axis}, ReduceKind::Max);
-  Value e =
-      buildElementwise(b, loc, *tx, {x, mx},
-                       [](OpBuilder &nb, Location l, ValueRange a) -> Value {
-                         Value s = arith::SubFOp::create(nb, l, a[0], a[1]);
-                         return math::ExpOp::create(nb, l, s);
-                       });
-  Value sum = reduceKeepDims(b, loc, e, {*axis}, ReduceKind::Sum);
-  results.push_back(
-      buildElementwise(b, loc, *tx, {e, sum},
-                       [](OpBuilder &nb, Location l, ValueRange a) -> Value {
-                         return arith::DivFOp::create(nb, l, a[0], a[1]);
-                       }));
-  return success();
-}
-
 /// BatchNormalization in inference mode, per channel (dim 1).
-LogicalResult lowerBatchNorm(Operation *op, OpBuilder &b,
+LogicalResult lowerBatchNorm(onnxops::BatchNormalizationOp op, OpBuilder &b,
                              SmallVectorImpl<Value> &results) {
   Location loc = op->getLoc();
   FailureOr<RankedTensorType> tx = rankedOperand(op, 0);
   if (failed(tx))
     return failure();
-  if (getInt(op, "training_mode", 0))
+  if (asInt(op.getTrainingMode()))
     return nodeError(op) << "training_mode=1 is not supported", failure();
   for (unsigned i = 1; i < op->getNumResults(); ++i)
     if (!op->getResult(i).use_empty())
@@ -843,7 +539,7 @@ LogicalResult lowerBatchNorm(Operation *op, OpBuilder &b,
   Type elem = tx->getElementType();
   if (!isa<FloatType>(elem))
     return nodeError(op) << "float types only", failure();
-  double eps = getFloat(op, "epsilon", 1e-5);
+  double eps = asDouble(op.getEpsilon());
   // View each [C] parameter as [C, 1, ..., 1] to broadcast along dim 1.
   SmallVector<Value> params;
   for (unsigned i = 1; i <= 4; ++i) {
@@ -879,36 +575,37 @@ LogicalResult lowerBatchNorm(Operation *op, OpBuilder &b,
 
 } // namespace
 
-void lowering::registerNNLowerings(llvm::StringMap<LowerFn> &t) {
-  t["MatMul"] = lowerMatMul;
-  t["Gemm"] = lowerGemm;
-  t["Conv"] = lowerConv;
-  t["MaxPool"] = [](Operation *op, OpBuilder &b, SmallVectorImpl<Value> &r) {
-    return lowerPool(op, b, r, /*isMax=*/true);
-  };
-  t["AveragePool"] = [](Operation *op, OpBuilder &b,
-                        SmallVectorImpl<Value> &r) {
-    return lowerPool(op, b, r, /*isMax=*/false);
-  };
-  t["GlobalAveragePool"] = lowerGlobalAveragePool;
-  t["GlobalMaxPool"] = [](Operation *op, OpBuilder &b,
-                          SmallVectorImpl<Value> &r) -> LogicalResult {
-    FailureOr<RankedTensorType> tx = rankedOperand(op, 0);
-    if (failed(tx))
-      return failure();
-    if (!isa<FloatType>(tx->getElementType()))
-      return nodeError(op) << "float types only", failure();
-    SmallVector<int64_t> axes;
-    for (int64_t i = 2; i < tx->getRank(); ++i)
-      axes.push_back(i);
-    r.push_back(reduceKeepDims(b, op->getLoc(), op->getOperand(0), axes,
-                               ReduceKind::Max));
-    return success();
-  };
-  t["LpPool"] = [](Operation *op, OpBuilder &b, SmallVectorImpl<Value> &r) {
-    int64_t p = getInt(op, "p", 2);
-    return lowerPool(op, b, r, /*isMax=*/false, p > 0 ? p : -1);
-  };
-  t["Softmax"] = lowerSoftmax;
-  t["BatchNormalization"] = lowerBatchNorm;
+void lowering::populateNNLoweringPatterns(RewritePatternSet &patterns) {
+  FamilyPatterns<OnnxFamily::NN> t(patterns);
+  t.add<onnxops::ConvOp>(lowerConv);
+  t.add<onnxops::MaxPoolOp>(
+      [](onnxops::MaxPoolOp op, OpBuilder &b, SmallVectorImpl<Value> &r) {
+        return lowerPool(op, b, r, /*isMax=*/true);
+      });
+  t.add<onnxops::AveragePoolOp>(
+      [](onnxops::AveragePoolOp op, OpBuilder &b, SmallVectorImpl<Value> &r) {
+        return lowerPool(op, b, r, /*isMax=*/false);
+      });
+  t.add<onnxops::GlobalAveragePoolOp>(lowerGlobalAveragePool);
+  t.add<onnxops::GlobalMaxPoolOp>(
+      [](onnxops::GlobalMaxPoolOp op, OpBuilder &b,
+         SmallVectorImpl<Value> &r) -> LogicalResult {
+        FailureOr<RankedTensorType> tx = rankedOperand(op, 0);
+        if (failed(tx))
+          return failure();
+        if (!isa<FloatType>(tx->getElementType()))
+          return nodeError(op) << "float types only", failure();
+        SmallVector<int64_t> axes;
+        for (int64_t i = 2; i < tx->getRank(); ++i)
+          axes.push_back(i);
+        r.push_back(reduceKeepDims(b, op->getLoc(), op->getOperand(0), axes,
+                                   ReduceKind::Max));
+        return success();
+      });
+  t.add<onnxops::LpPoolOp>(
+      [](onnxops::LpPoolOp op, OpBuilder &b, SmallVectorImpl<Value> &r) {
+        int64_t p = asInt(op.getP());
+        return lowerPool(op, b, r, /*isMax=*/false, p > 0 ? p : -1);
+      });
+  t.add<onnxops::BatchNormalizationOp>(lowerBatchNorm);
 }

@@ -144,22 +144,23 @@ LogicalResult checkFloat(Operation *op, RankedTensorType t) {
 // LayerNormalization, RMSNormalization
 //===----------------------------------------------------------------------===//
 
-LogicalResult lowerLayerNorm(Operation *op, OpBuilder &b,
+template <typename OpTy>
+LogicalResult lowerLayerNorm(OpTy op, OpBuilder &b,
                              SmallVectorImpl<Value> &results, bool rms) {
   Location loc = op->getLoc();
   FailureOr<RankedTensorType> tx = rankedOperand(op, 0);
   if (failed(tx) || failed(checkFloat(op, *tx)))
     return failure();
   int64_t r = tx->getRank();
-  FailureOr<int64_t> axis = onnxops::normalizeAxis(getInt(op, "axis", -1), r);
+  FailureOr<int64_t> axis = onnxops::normalizeAxis(asInt(op.getAxis()), r);
   if (failed(axis))
     return nodeError(op) << "axis out of range", failure();
   Type elem = tx->getElementType();
-  double eps = getFloat(op, "epsilon", 1e-5);
+  double eps = asDouble(op.getEpsilon());
   // Statistics in float32 (stash_type 1) when the input is narrower.
   Value x = op->getOperand(0);
   Type stash = elem;
-  if (getInt(op, "stash_type", 1) == 1 && elem.getIntOrFloatBitWidth() < 32)
+  if (asInt(op.getStashType()) == 1 && elem.getIntOrFloatBitWidth() < 32)
     stash = b.getF32Type();
   if (stash != elem)
     x = ew(
@@ -218,8 +219,8 @@ LogicalResult lowerLayerNorm(Operation *op, OpBuilder &b,
 // InstanceNormalization, GroupNormalization, MeanVarianceNormalization
 //===----------------------------------------------------------------------===//
 
-LogicalResult lowerInstanceNorm(Operation *op, OpBuilder &b,
-                                SmallVectorImpl<Value> &results) {
+LogicalResult lowerInstanceNorm(onnxops::InstanceNormalizationOp op,
+                                OpBuilder &b, SmallVectorImpl<Value> &results) {
   Location loc = op->getLoc();
   FailureOr<RankedTensorType> tx = rankedOperand(op, 0);
   if (failed(tx) || failed(checkFloat(op, *tx)))
@@ -229,8 +230,8 @@ LogicalResult lowerInstanceNorm(Operation *op, OpBuilder &b,
     return nodeError(op) << "input must have rank >= 3", failure();
   SmallVector<bool> red(r, true);
   red[0] = red[1] = false;
-  Value y = standardize(b, loc, op->getOperand(0), red,
-                        getFloat(op, "epsilon", 1e-5));
+  Value y =
+      standardize(b, loc, op->getOperand(0), red, asDouble(op.getEpsilon()));
   results.push_back(
       scaleShiftChannels(b, loc, y, op->getOperand(1), op->getOperand(2), r));
   return success();
@@ -238,14 +239,14 @@ LogicalResult lowerInstanceNorm(Operation *op, OpBuilder &b,
 
 /// x [N, C, ...] viewed as [N, G, C/G * rest], normalized over the last
 /// dim, viewed back, then scaled per channel (opset 21: scale/bias [C]).
-LogicalResult lowerGroupNorm(Operation *op, OpBuilder &b,
+LogicalResult lowerGroupNorm(onnxops::GroupNormalizationOp op, OpBuilder &b,
                              SmallVectorImpl<Value> &results) {
   Location loc = op->getLoc();
   FailureOr<RankedTensorType> tx = rankedOperand(op, 0);
   if (failed(tx) || failed(checkFloat(op, *tx)))
     return failure();
   int64_t r = tx->getRank();
-  int64_t g = getInt(op, "num_groups", 0);
+  int64_t g = asInt(op.getNumGroups());
   if (r < 2 || g <= 0)
     return nodeError(op) << "needs rank >= 2 and num_groups > 0", failure();
   int64_t c = tx->getDimSize(1);
@@ -270,8 +271,8 @@ LogicalResult lowerGroupNorm(Operation *op, OpBuilder &b,
   Value xg = reshapeTo(b, loc, x, gType,
                        {dimValue(b, loc, x, 0),
                         arith::ConstantIndexOp::create(b, loc, g), restV});
-  Value yg = standardize(b, loc, xg, {false, false, true},
-                         getFloat(op, "epsilon", 1e-5));
+  Value yg =
+      standardize(b, loc, xg, {false, false, true}, asDouble(op.getEpsilon()));
   SmallVector<Value> sizes;
   for (int64_t i = 0; i < r; ++i)
     sizes.push_back(dimValue(b, loc, x, i));
@@ -285,7 +286,7 @@ LogicalResult lowerGroupNorm(Operation *op, OpBuilder &b,
   return success();
 }
 
-LogicalResult lowerMVN(Operation *op, OpBuilder &b,
+LogicalResult lowerMVN(onnxops::MeanVarianceNormalizationOp op, OpBuilder &b,
                        SmallVectorImpl<Value> &results) {
   Location loc = op->getLoc();
   FailureOr<RankedTensorType> tx = rankedOperand(op, 0);
@@ -293,7 +294,7 @@ LogicalResult lowerMVN(Operation *op, OpBuilder &b,
     return failure();
   int64_t r = tx->getRank();
   SmallVector<int64_t> axes =
-      getInts(op, "axes").value_or(SmallVector<int64_t>{0, 2, 3});
+      intsOf(op.getAxes()).value_or(SmallVector<int64_t>{0, 2, 3});
   SmallVector<bool> red(r, false);
   for (int64_t a : axes) {
     FailureOr<int64_t> n = onnxops::normalizeAxis(a, r);
@@ -327,15 +328,15 @@ LogicalResult lowerMVN(Operation *op, OpBuilder &b,
 // LpNormalization, LRN
 //===----------------------------------------------------------------------===//
 
-LogicalResult lowerLpNorm(Operation *op, OpBuilder &b,
+LogicalResult lowerLpNorm(onnxops::LpNormalizationOp op, OpBuilder &b,
                           SmallVectorImpl<Value> &results) {
   Location loc = op->getLoc();
   FailureOr<RankedTensorType> tx = rankedOperand(op, 0);
   if (failed(tx) || failed(checkFloat(op, *tx)))
     return failure();
   int64_t r = tx->getRank();
-  FailureOr<int64_t> axis = onnxops::normalizeAxis(getInt(op, "axis", -1), r);
-  int64_t p = getInt(op, "p", 2);
+  FailureOr<int64_t> axis = onnxops::normalizeAxis(asInt(op.getAxis()), r);
+  int64_t p = asInt(op.getP());
   if (failed(axis) || (p != 1 && p != 2))
     return nodeError(op) << "needs a valid axis and p = 1 or 2", failure();
   Value x = op->getOperand(0);
@@ -363,18 +364,18 @@ LogicalResult lowerLpNorm(Operation *op, OpBuilder &b,
 }
 
 /// y = x / (bias + alpha / size * Σ x²[c - (size-1)/2 .. c + ceil((size-1)/2)])^beta
-LogicalResult lowerLRN(Operation *op, OpBuilder &b,
+LogicalResult lowerLRN(onnxops::LRNOp op, OpBuilder &b,
                        SmallVectorImpl<Value> &results) {
   Location loc = op->getLoc();
   FailureOr<RankedTensorType> tx = rankedOperand(op, 0);
   if (failed(tx) || failed(checkFloat(op, *tx)))
     return failure();
   int64_t r = tx->getRank();
-  int64_t size = getInt(op, "size", 0);
+  int64_t size = asInt(op.getSize());
   if (r < 2 || size <= 0)
     return nodeError(op) << "needs rank >= 2 and size > 0", failure();
-  double alpha = getFloat(op, "alpha", 1e-4), beta = getFloat(op, "beta", 0.75),
-         bias = getFloat(op, "bias", 1.0);
+  double alpha = asDouble(op.getAlpha()), beta = asDouble(op.getBeta()),
+         bias = asDouble(op.getBias());
   int64_t lo = (size - 1) / 2;
   Value x = op->getOperand(0);
   Type elem = tx->getElementType();
@@ -438,7 +439,8 @@ LogicalResult lowerLRN(Operation *op, OpBuilder &b,
 //===----------------------------------------------------------------------===//
 
 /// loss over log-probabilities `x` [N, C, d...] and targets [N, d...].
-LogicalResult nllLoss(Operation *op, OpBuilder &b, Value x, Value target,
+template <typename OpTy>
+LogicalResult nllLoss(OpTy op, OpBuilder &b, Value x, Value target,
                       Value weight, SmallVectorImpl<Value> &results) {
   Location loc = op->getLoc();
   auto tx = cast<RankedTensorType>(x.getType());
@@ -451,8 +453,8 @@ LogicalResult nllLoss(Operation *op, OpBuilder &b, Value x, Value target,
     return nodeError(op) << "input must be [N, C, d...] and target [N, d...]",
            failure();
   Type elem = tx.getElementType();
-  std::string reduction = getStr(op, "reduction", "mean");
-  auto iiAttr = op->getAttrOfType<IntegerAttr>("ignore_index");
+  std::string reduction = op.getReduction().str();
+  std::optional<int64_t> ignoreIndex = asInt(op.getIgnoreIndex());
   bool hasWeight = weight && !onnxops::isNoValue(weight);
   SmallVector<Value> dyn;
   for (int64_t i = 0; i < tt.getRank(); ++i)
@@ -472,11 +474,10 @@ LogicalResult nllLoss(Operation *op, OpBuilder &b, Value x, Value target,
       [&](OpBuilder &nb, Location l, ValueRange a) {
         Value t = a[0];
         Value valid = arith::ConstantIntOp::create(nb, l, 1, 1);
-        if (iiAttr)
-          valid =
-              arith::CmpIOp::create(nb, l, arith::CmpIPredicate::ne, t,
-                                    arith::ConstantIntOp::create(
-                                        nb, l, t.getType(), iiAttr.getInt()));
+        if (ignoreIndex)
+          valid = arith::CmpIOp::create(
+              nb, l, arith::CmpIPredicate::ne, t,
+              arith::ConstantIntOp::create(nb, l, t.getType(), *ignoreIndex));
         Value ti = arith::IndexCastOp::create(nb, l, nb.getIndexType(), t);
         Value zero = arith::ConstantIndexOp::create(nb, l, 0);
         Value inRange = arith::AndIOp::create(
@@ -524,7 +525,7 @@ LogicalResult nllLoss(Operation *op, OpBuilder &b, Value x, Value target,
   return success();
 }
 
-LogicalResult lowerNLL(Operation *op, OpBuilder &b,
+LogicalResult lowerNLL(onnxops::NegativeLogLikelihoodLossOp op, OpBuilder &b,
                        SmallVectorImpl<Value> &results) {
   FailureOr<RankedTensorType> tx = rankedOperand(op, 0);
   if (failed(tx) || failed(checkFloat(op, *tx)))
@@ -533,7 +534,7 @@ LogicalResult lowerNLL(Operation *op, OpBuilder &b,
                  results);
 }
 
-LogicalResult lowerSCE(Operation *op, OpBuilder &b,
+LogicalResult lowerSCE(onnxops::SoftmaxCrossEntropyLossOp op, OpBuilder &b,
                        SmallVectorImpl<Value> &results) {
   FailureOr<RankedTensorType> tx = rankedOperand(op, 0);
   if (failed(tx) || failed(checkFloat(op, *tx)))
@@ -550,20 +551,24 @@ LogicalResult lowerSCE(Operation *op, OpBuilder &b,
 
 } // namespace
 
-void lowering::registerNormalizationLowerings(llvm::StringMap<LowerFn> &t) {
-  t["LayerNormalization"] = [](Operation *op, OpBuilder &b,
-                               SmallVectorImpl<Value> &r) {
+void lowering::populateNormalizationLoweringPatterns(
+    RewritePatternSet &patterns) {
+  FamilyPatterns<OnnxFamily::Normalization> t(patterns);
+  t.add<onnxops::LayerNormalizationOp>([](onnxops::LayerNormalizationOp op,
+                                          OpBuilder &b,
+                                          SmallVectorImpl<Value> &r) {
     return lowerLayerNorm(op, b, r, /*rms=*/false);
-  };
-  t["RMSNormalization"] = [](Operation *op, OpBuilder &b,
-                             SmallVectorImpl<Value> &r) {
+  });
+  t.add<onnxops::RMSNormalizationOp>([](onnxops::RMSNormalizationOp op,
+                                        OpBuilder &b,
+                                        SmallVectorImpl<Value> &r) {
     return lowerLayerNorm(op, b, r, /*rms=*/true);
-  };
-  t["InstanceNormalization"] = lowerInstanceNorm;
-  t["GroupNormalization"] = lowerGroupNorm;
-  t["MeanVarianceNormalization"] = lowerMVN;
-  t["LpNormalization"] = lowerLpNorm;
-  t["LRN"] = lowerLRN;
-  t["NegativeLogLikelihoodLoss"] = lowerNLL;
-  t["SoftmaxCrossEntropyLoss"] = lowerSCE;
+  });
+  t.add<onnxops::InstanceNormalizationOp>(lowerInstanceNorm);
+  t.add<onnxops::GroupNormalizationOp>(lowerGroupNorm);
+  t.add<onnxops::MeanVarianceNormalizationOp>(lowerMVN);
+  t.add<onnxops::LpNormalizationOp>(lowerLpNorm);
+  t.add<onnxops::LRNOp>(lowerLRN);
+  t.add<onnxops::NegativeLogLikelihoodLossOp>(lowerNLL);
+  t.add<onnxops::SoftmaxCrossEntropyLossOp>(lowerSCE);
 }

@@ -8,6 +8,7 @@
 
 #include "mlir/Dialect/Func/IR/FuncOps.h"
 #include "mlir/IR/BuiltinOps.h"
+#include "llvm/ADT/StringSet.h"
 
 namespace mlir::kiln {
 #define GEN_PASS_DEF_KILNCONVERTONNXTOLINALG
@@ -44,35 +45,6 @@ InFlightDiagnostic lowering::nodeError(Operation *op) {
   type.consume_front("onnx.");
   return op->emitError() << "node '" << nodeName(op) << "' (" << type
                          << ", opset " << opset << "): ";
-}
-
-int64_t lowering::getInt(Operation *op, StringRef name, int64_t dflt) {
-  if (auto a = op->getAttrOfType<IntegerAttr>(name))
-    return a.getInt();
-  return dflt;
-}
-
-double lowering::getFloat(Operation *op, StringRef name, double dflt) {
-  if (auto a = op->getAttrOfType<FloatAttr>(name))
-    return a.getValueAsDouble();
-  return dflt;
-}
-
-std::string lowering::getStr(Operation *op, StringRef name, StringRef dflt) {
-  if (auto a = op->getAttrOfType<StringAttr>(name))
-    return a.str();
-  return dflt.str();
-}
-
-std::optional<SmallVector<int64_t>> lowering::getInts(Operation *op,
-                                                      StringRef name) {
-  auto a = op->getAttrOfType<ArrayAttr>(name);
-  if (!a)
-    return std::nullopt;
-  SmallVector<int64_t> v;
-  for (Attribute e : a)
-    v.push_back(cast<IntegerAttr>(e).getInt());
-  return v;
 }
 
 FailureOr<RankedTensorType> lowering::rankedResult(Operation *op, unsigned i) {
@@ -281,47 +253,100 @@ Value lowering::reshapeTo(OpBuilder &b, Location loc, Value v,
 // Pass
 //===----------------------------------------------------------------------===//
 
-/// Every lowering, by ONNX op type: the table the pass dispatches on (also
-/// behind isOnnxOpLowered). Register a new family here.
-static void registerAllLowerings(llvm::StringMap<LowerFn> &table) {
-  registerElementwiseLowerings(table);
-  registerElementwise2Lowerings(table);
-  registerGenerateLowerings(table);
-  registerNNLowerings(table);
-  registerTensorLowerings(table);
-  registerDataMovementLowerings(table);
-  registerDetectionLowerings(table);
-  registerResampleLowerings(table);
-  registerQuantizeLowerings(table);
-  registerSpatialLowerings(table);
-  registerRecurrentLowerings(table);
-  registerReductionLowerings(table);
-  registerNormalizationLowerings(table);
-  registerAttentionLowerings(table);
-  registerControlFlowLowerings(table);
-  registerEinsumLowerings(table);
-  registerSignalLowerings(table);
+std::optional<SmallVector<int64_t>>
+lowering::intsOf(std::optional<ArrayAttr> attr) {
+  if (!attr)
+    return std::nullopt;
+  SmallVector<int64_t> v;
+  for (Attribute e : *attr)
+    v.push_back(cast<IntegerAttr>(e).getInt());
+  return v;
 }
 
-/// The lowering table, built once.
-static const llvm::StringMap<LowerFn> &loweringTable() {
-  static const llvm::StringMap<LowerFn> table = [] {
-    llvm::StringMap<LowerFn> t;
-    registerAllLowerings(t);
-    return t;
-  }();
-  return table;
+LogicalResult lowering::replaceLoweredResults(Operation *op, OpBuilder &b,
+                                              ArrayRef<Value> results) {
+  assert(results.size() <= op->getNumResults());
+  for (auto [i, lowered] : llvm::enumerate(results)) {
+    Value r = lowered;
+    if (!r) // an absent or unused optional output: nothing to replace
+      continue;
+    Value old = op->getResult(i);
+    if (r.getType() != old.getType())
+      r = tensor::CastOp::create(b, op->getLoc(), old.getType(), r);
+    if (r != old) // a lowering may hand back an omitted (none) output
+      old.replaceAllUsesWith(r);
+  }
+  bool unsupported = false;
+  for (unsigned i = results.size(); i < op->getNumResults(); ++i)
+    if (!op->getResult(i).use_empty()) {
+      nodeError(op) << "output " << i << " is not supported";
+      unsupported = true;
+    }
+  return failure(unsupported);
+}
+
+//===----------------------------------------------------------------------===//
+// Pass
+//===----------------------------------------------------------------------===//
+
+namespace {
+/// The ONNX op types that OnnxFamilies.def lists: those with a lowering.
+const llvm::StringSet<> &loweredOpTypes() {
+  static const llvm::StringSet<> types = {
+#define KILN_ONNX_OP(FAMILY, OP, INFER) #OP,
+#include "kiln/Dialect/Onnx/IR/OnnxFamilies.def"
+  };
+  return types;
+}
+
+/// The lowering patterns of every family, by the op type they lower.
+class LoweringTable {
+public:
+  explicit LoweringTable(MLIRContext *ctx) : patterns(ctx) {
+    populateOnnxToLinalgPatterns(patterns);
+    for (const std::unique_ptr<RewritePattern> &p :
+         patterns.getNativePatterns()) {
+      std::optional<OperationName> root = p->getRootKind();
+      assert(root && "an onnx lowering pattern without a root op");
+      [[maybe_unused]] bool inserted = byOp.try_emplace(*root, p.get()).second;
+      assert(inserted && "two lowering patterns for one op");
+    }
+    assert(byOp.size() == loweredOpTypes().size() &&
+           "an op of OnnxFamilies.def has no lowering pattern");
+  }
+
+  const RewritePattern *lookup(OperationName name) const {
+    return byOp.lookup(name);
+  }
+
+private:
+  RewritePatternSet patterns;
+  DenseMap<OperationName, const RewritePattern *> byOp;
+};
+
+} // namespace
+
+void mlir::kiln::populateOnnxToLinalgPatterns(RewritePatternSet &patterns) {
+#define KILN_ONNX_FAMILY(FAMILY) populate##FAMILY##LoweringPatterns(patterns);
+#include "kiln/Dialect/Onnx/IR/OnnxFamilies.def"
 }
 
 bool mlir::kiln::isOnnxOpLowered(StringRef opType) {
-  return loweringTable().contains(opType);
+  return loweredOpTypes().contains(opType);
 }
+
+/// The table of the pass run in progress on this thread (control-flow
+/// lowerings lower their regions with it).
+static thread_local const LoweringTable *currentTable = nullptr;
 
 /// Lowers the onnx ops of `region` in order. The regions of onnx ops that
 /// have some (If, Loop, Scan) are left to those ops' lowerings, which lower
 /// them with this function when they move them into their replacement.
 LogicalResult lowering::lowerOnnxOpsIn(Region &region) {
-  const llvm::StringMap<LowerFn> &table = loweringTable();
+  std::optional<LoweringTable> ownTable;
+  if (!currentTable)
+    ownTable.emplace(region.getContext());
+  const LoweringTable &table = currentTable ? *currentTable : *ownTable;
   SmallVector<Operation *> ops;
   region.walk<WalkOrder::PreOrder>([&](Operation *op) {
     if (!isa<onnxops::OnnxDialect>(op->getDialect()))
@@ -331,6 +356,7 @@ LogicalResult lowering::lowerOnnxOpsIn(Region &region) {
   });
   bool failed = false;
   SmallVector<Operation *> noValues;
+  PatternRewriter rewriter(region.getContext());
   for (Operation *op : ops) {
     if (isa<onnxops::NoValueOp>(op)) {
       noValues.push_back(op);
@@ -339,35 +365,18 @@ LogicalResult lowering::lowerOnnxOpsIn(Region &region) {
     // Terminators of nested regions are rewritten by their parent's lowering.
     if (isa<onnxops::YieldOp>(op))
       continue;
-    StringRef name = op->getName().getStringRef();
-    name.consume_front("onnx.");
-    auto it = table.find(name);
-    if (it == table.end()) {
+    const RewritePattern *pattern = table.lookup(op->getName());
+    if (!pattern) {
+      StringRef name = op->getName().getStringRef();
+      name.consume_front("onnx.");
       nodeError(op) << "operator '" << name << "' is not supported by Kiln yet";
       failed = true;
       continue;
     }
-    OpBuilder b(op);
-    SmallVector<Value> results;
-    if (mlir::failed(it->second(op, b, results))) {
+    if (mlir::failed(pattern->matchAndRewrite(op, rewriter))) {
       failed = true;
       continue;
     }
-    assert(results.size() <= op->getNumResults());
-    for (auto [i, r] : llvm::enumerate(results)) {
-      if (!r) // an absent or unused optional output: nothing to replace
-        continue;
-      Value old = op->getResult(i);
-      if (r.getType() != old.getType())
-        r = tensor::CastOp::create(b, op->getLoc(), old.getType(), r);
-      if (r != old) // a lowering may hand back an omitted (none) output
-        old.replaceAllUsesWith(r);
-    }
-    for (unsigned i = results.size(); i < op->getNumResults(); ++i)
-      if (!op->getResult(i).use_empty()) {
-        nodeError(op) << "output " << i << " is not supported";
-        failed = true;
-      }
     if (!failed)
       op->erase();
   }
@@ -383,7 +392,12 @@ namespace {
 struct ConvertOnnxToLinalgPass
     : public kiln::impl::KilnConvertOnnxToLinalgBase<ConvertOnnxToLinalgPass> {
   void runOnOperation() override {
-    if (failed(lowerOnnxOpsIn(getOperation().getBody())))
+    LoweringTable table(&getContext());
+    const LoweringTable *outer = currentTable;
+    currentTable = &table;
+    LogicalResult result = lowerOnnxOpsIn(getOperation().getBody());
+    currentTable = outer;
+    if (failed(result))
       return signalPassFailure();
   }
 };

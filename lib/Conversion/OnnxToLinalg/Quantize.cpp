@@ -129,8 +129,8 @@ bool supportedInt(Type t) {
 
 /// The axis of per-axis or blocked parameters (0 for per-tensor ones), or
 /// failure after reporting an axis out of range.
-FailureOr<int64_t> paramAxis(Operation *op, int64_t rank) {
-  int64_t axis = getInt(op, "axis", 1);
+template <typename OpTy> FailureOr<int64_t> paramAxis(OpTy op, int64_t rank) {
+  int64_t axis = asInt(op.getAxis());
   FailureOr<int64_t> a = onnxops::normalizeAxis(axis, rank);
   auto ps = dyn_cast<RankedTensorType>(op->getOperand(1).getType());
   bool perTensor = ps && (ps.getRank() == 0 || ps.getNumElements() == 1);
@@ -140,13 +140,14 @@ FailureOr<int64_t> paramAxis(Operation *op, int64_t rank) {
 }
 
 /// DequantizeLinear of 8-bit floats: y = (x - zp) * scale in f32.
-LogicalResult lowerDequantizeFloat8(Operation *op, OpBuilder &b,
-                                    RankedTensorType tx, RankedTensorType ty,
+LogicalResult lowerDequantizeFloat8(onnxops::DequantizeLinearOp op,
+                                    OpBuilder &b, RankedTensorType tx,
+                                    RankedTensorType ty,
                                     SmallVectorImpl<Value> &results) {
   FailureOr<int64_t> axis = paramAxis(op, tx.getRank());
   if (failed(axis))
     return failure();
-  int64_t block = getInt(op, "block_size", 0);
+  int64_t block = asInt(op.getBlockSize());
   Location loc = op->getLoc();
   Type xe = tx.getElementType();
   Value x = float8BitsView(b, loc, op->getOperand(0));
@@ -182,14 +183,14 @@ LogicalResult lowerDequantizeFloat8(Operation *op, OpBuilder &b,
 
 /// QuantizeLinear to 8-bit floats: y = cast(x / scale + zp) (round to
 /// nearest even; `saturate` as in Cast).
-LogicalResult lowerQuantizeFloat8(Operation *op, OpBuilder &b,
+LogicalResult lowerQuantizeFloat8(onnxops::QuantizeLinearOp op, OpBuilder &b,
                                   RankedTensorType tx, RankedTensorType ty,
                                   SmallVectorImpl<Value> &results) {
   FailureOr<int64_t> axis = paramAxis(op, tx.getRank());
   if (failed(axis))
     return failure();
-  int64_t block = getInt(op, "block_size", 0);
-  bool sat = getInt(op, "saturate", 1) != 0;
+  int64_t block = asInt(op.getBlockSize());
+  bool sat = asInt(op.getSaturate()) != 0;
   Location loc = op->getLoc();
   Type ye = ty.getElementType();
   Value x = op->getOperand(0), scale = op->getOperand(1);
@@ -218,7 +219,7 @@ LogicalResult lowerQuantizeFloat8(Operation *op, OpBuilder &b,
   return success();
 }
 
-LogicalResult lowerDequantize(Operation *op, OpBuilder &b,
+LogicalResult lowerDequantize(onnxops::DequantizeLinearOp op, OpBuilder &b,
                               SmallVectorImpl<Value> &results) {
   FailureOr<RankedTensorType> tx = rankedOperand(op, 0);
   FailureOr<RankedTensorType> ty = rankedResult(op);
@@ -238,7 +239,7 @@ LogicalResult lowerDequantize(Operation *op, OpBuilder &b,
   if (failed(axisOr))
     return failure();
   int64_t axis = *axisOr;
-  int64_t block = getInt(op, "block_size", 0);
+  int64_t block = asInt(op.getBlockSize());
   bool uns = isUnsigned(xe);
   Value x = signless(b, loc, op->getOperand(0));
   Value scale = op->getOperand(1);
@@ -262,7 +263,7 @@ LogicalResult lowerDequantize(Operation *op, OpBuilder &b,
   return success();
 }
 
-LogicalResult lowerQuantize(Operation *op, OpBuilder &b,
+LogicalResult lowerQuantize(onnxops::QuantizeLinearOp op, OpBuilder &b,
                             SmallVectorImpl<Value> &results) {
   FailureOr<RankedTensorType> tx = rankedOperand(op, 0);
   FailureOr<RankedTensorType> ty = rankedResult(op);
@@ -282,7 +283,7 @@ LogicalResult lowerQuantize(Operation *op, OpBuilder &b,
   if (failed(axisOr))
     return failure();
   int64_t axis = *axisOr;
-  int64_t block = getInt(op, "block_size", 0);
+  int64_t block = asInt(op.getBlockSize());
   bool uns = isUnsigned(ye);
   auto intTy = IntegerType::get(b.getContext(), ye.getIntOrFloatBitWidth());
   Value x = op->getOperand(0), scale = op->getOperand(1);
@@ -307,7 +308,8 @@ LogicalResult lowerQuantize(Operation *op, OpBuilder &b,
 
 /// y_scale = (max(0, max x) - min(0, min x)) / 255, y_zp = saturate(round(
 /// -min / scale)), y = saturate(round(x / scale) + zp), all uint8.
-LogicalResult lowerDynamicQuantize(Operation *op, OpBuilder &b,
+LogicalResult lowerDynamicQuantize(onnxops::DynamicQuantizeLinearOp op,
+                                   OpBuilder &b,
                                    SmallVectorImpl<Value> &results) {
   FailureOr<RankedTensorType> tx = rankedOperand(op, 0);
   FailureOr<RankedTensorType> ty = rankedResult(op, 0);
@@ -532,16 +534,17 @@ LogicalResult lowerIntMatMul(Operation *op, OpBuilder &b,
 
 } // namespace
 
-void lowering::registerQuantizeLowerings(llvm::StringMap<LowerFn> &t) {
-  t["DequantizeLinear"] = lowerDequantize;
-  t["QuantizeLinear"] = lowerQuantize;
-  t["DynamicQuantizeLinear"] = lowerDynamicQuantize;
-  t["MatMulInteger"] = [](Operation *op, OpBuilder &b,
-                          SmallVectorImpl<Value> &r) {
-    return lowerIntMatMul(op, b, r, /*qlinear=*/false);
-  };
-  t["QLinearMatMul"] = [](Operation *op, OpBuilder &b,
-                          SmallVectorImpl<Value> &r) {
-    return lowerIntMatMul(op, b, r, /*qlinear=*/true);
-  };
+void lowering::populateQuantizeLoweringPatterns(RewritePatternSet &patterns) {
+  FamilyPatterns<OnnxFamily::Quantize> t(patterns);
+  t.add<onnxops::DequantizeLinearOp>(lowerDequantize);
+  t.add<onnxops::QuantizeLinearOp>(lowerQuantize);
+  t.add<onnxops::DynamicQuantizeLinearOp>(lowerDynamicQuantize);
+  t.add<onnxops::MatMulIntegerOp>(
+      [](onnxops::MatMulIntegerOp op, OpBuilder &b, SmallVectorImpl<Value> &r) {
+        return lowerIntMatMul(op, b, r, /*qlinear=*/false);
+      });
+  t.add<onnxops::QLinearMatMulOp>(
+      [](onnxops::QLinearMatMulOp op, OpBuilder &b, SmallVectorImpl<Value> &r) {
+        return lowerIntMatMul(op, b, r, /*qlinear=*/true);
+      });
 }

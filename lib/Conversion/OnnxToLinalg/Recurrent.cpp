@@ -114,10 +114,11 @@ static Value applyActivation(OpBuilder &b, Location loc, const Activation &a,
 /// Reads `activations`, `activation_alpha` and `activation_beta` (alphas and
 /// betas are consumed in order by the functions that take them, as
 /// onnxruntime does), with the ONNX defaults.
-static LogicalResult parseActivations(Operation *op, Recurrence &rec) {
+template <typename OpTy>
+static LogicalResult parseActivations(OpTy op, Recurrence &rec) {
   int64_t per = rec.kind == Kind::LSTM ? 3 : rec.kind == Kind::GRU ? 2 : 1;
   SmallVector<std::string> names;
-  if (auto a = op->getAttrOfType<ArrayAttr>("activations"))
+  if (ArrayAttr a = op.getActivationsAttr())
     for (Attribute e : a)
       names.push_back(StringRef(cast<StringAttr>(e).getValue()).lower());
   if (names.empty()) {
@@ -139,10 +140,10 @@ static LogicalResult parseActivations(Operation *op, Recurrence &rec) {
                          << names.size(),
            failure();
   SmallVector<double> alphas, betas;
-  if (auto a = op->getAttrOfType<ArrayAttr>("activation_alpha"))
+  if (ArrayAttr a = op.getActivationAlphaAttr())
     for (Attribute e : a)
       alphas.push_back(cast<FloatAttr>(e).getValueAsDouble());
-  if (auto a = op->getAttrOfType<ArrayAttr>("activation_beta"))
+  if (ArrayAttr a = op.getActivationBetaAttr())
     for (Attribute e : a)
       betas.push_back(cast<FloatAttr>(e).getValueAsDouble());
   size_t nextAlpha = 0, nextBeta = 0;
@@ -277,7 +278,8 @@ static Value clipValue(OpBuilder &b, Location loc, const Recurrence &rec,
   return arith::MaximumFOp::create(b, loc, x, cst(b, loc, t, -*rec.clip));
 }
 
-static LogicalResult lowerRecurrent(Operation *op, OpBuilder &b,
+template <typename OpTy>
+static LogicalResult lowerRecurrent(OpTy op, OpBuilder &b,
                                     SmallVectorImpl<Value> &results,
                                     Kind kind) {
   Location loc = op->getLoc();
@@ -285,14 +287,16 @@ static LogicalResult lowerRecurrent(Operation *op, OpBuilder &b,
   Recurrence rec;
   rec.kind = kind;
   rec.numGates = kind == Kind::LSTM ? 4 : kind == Kind::GRU ? 3 : 1;
-  std::string dir = getStr(op, "direction", "forward");
+  std::string dir = op.getDirection().str();
   rec.dirs = dir == "bidirectional" ? 2 : 1;
   rec.reverseOnly = dir == "reverse";
-  rec.layout = getInt(op, "layout", 0);
-  if (auto a = op->getAttrOfType<FloatAttr>("clip"))
-    rec.clip = a.getValueAsDouble();
-  rec.inputForget = getInt(op, "input_forget", 0) != 0;
-  rec.linearBeforeReset = getInt(op, "linear_before_reset", 0) != 0;
+  rec.layout = asInt(op.getLayout());
+  if (std::optional<double> clip = asDouble(op.getClip()))
+    rec.clip = *clip;
+  if constexpr (std::is_same_v<OpTy, onnxops::LSTMOp>)
+    rec.inputForget = asInt(op.getInputForget()) != 0;
+  if constexpr (std::is_same_v<OpTy, onnxops::GRUOp>)
+    rec.linearBeforeReset = asInt(op.getLinearBeforeReset()) != 0;
 
   auto xType = rankedOperand(op, 0);
   auto wType = rankedOperand(op, 1);
@@ -305,7 +309,7 @@ static LogicalResult lowerRecurrent(Operation *op, OpBuilder &b,
            failure();
   rec.hidden = rType->getDimSize(2);
   if (ShapedType::isDynamic(rec.hidden))
-    rec.hidden = getInt(op, "hidden_size", ShapedType::kDynamic);
+    rec.hidden = asInt(op.getHiddenSize()).value_or(ShapedType::kDynamic);
   if (ShapedType::isDynamic(rec.hidden))
     return nodeError(op) << "the hidden size must be known at compile time",
            failure();
@@ -641,14 +645,18 @@ static LogicalResult lowerRecurrent(Operation *op, OpBuilder &b,
   return success();
 }
 
-void lowering::registerRecurrentLowerings(llvm::StringMap<LowerFn> &t) {
-  t["LSTM"] = [](Operation *op, OpBuilder &b, SmallVectorImpl<Value> &r) {
-    return lowerRecurrent(op, b, r, Kind::LSTM);
-  };
-  t["GRU"] = [](Operation *op, OpBuilder &b, SmallVectorImpl<Value> &r) {
-    return lowerRecurrent(op, b, r, Kind::GRU);
-  };
-  t["RNN"] = [](Operation *op, OpBuilder &b, SmallVectorImpl<Value> &r) {
-    return lowerRecurrent(op, b, r, Kind::RNN);
-  };
+void lowering::populateRecurrentLoweringPatterns(RewritePatternSet &patterns) {
+  FamilyPatterns<OnnxFamily::Recurrent> t(patterns);
+  t.add<onnxops::LSTMOp>(
+      [](onnxops::LSTMOp op, OpBuilder &b, SmallVectorImpl<Value> &r) {
+        return lowerRecurrent(op, b, r, Kind::LSTM);
+      });
+  t.add<onnxops::GRUOp>(
+      [](onnxops::GRUOp op, OpBuilder &b, SmallVectorImpl<Value> &r) {
+        return lowerRecurrent(op, b, r, Kind::GRU);
+      });
+  t.add<onnxops::RNNOp>(
+      [](onnxops::RNNOp op, OpBuilder &b, SmallVectorImpl<Value> &r) {
+        return lowerRecurrent(op, b, r, Kind::RNN);
+      });
 }

@@ -1,8 +1,9 @@
 //===- Reduction.cpp - Lowering of reductions and softmax variants --------===//
 //
 // Reduce{Sum,Mean,Max,Min,Prod,L1,L2,LogSum,LogSumExp,SumSquare} with
-// constant or run-time axes, ArgMax/ArgMin, LogSoftmax, Hardmax, CumSum and
-// TopK.
+// constant or run-time axes, ArgMax/ArgMin and CumSum: the Reduction family
+// (OnnxFamilies.def). logSoftmax, argReduce and withKept also serve
+// the Softmax family (Softmax.cpp).
 //
 // A reduction over run-time axes reads the axes on the host and computes
 // per-dim "reduced" flags f_i. The kernel is one linalg.generic over 2·r
@@ -280,7 +281,8 @@ Value dropReduced(OpBuilder &b, Location loc, Value x, Value kept,
 /// Reads the reduced dims of `op` (axes as operand 1 or attribute `axes`).
 /// Returns failure after an error; `noop` is set when the op is the
 /// identity (empty axes with noop_with_empty_axes).
-FailureOr<ReduceDims> reducedDims(Operation *op, OpBuilder &b, int64_t r,
+template <typename OpTy>
+FailureOr<ReduceDims> reducedDims(OpTy op, OpBuilder &b, int64_t r,
                                   bool &noop) {
   Location loc = op->getLoc();
   noop = false;
@@ -288,7 +290,7 @@ FailureOr<ReduceDims> reducedDims(Operation *op, OpBuilder &b, int64_t r,
   rd.staticRed.assign(r, false);
   std::optional<SmallVector<int64_t>> axes;
   Value axesIn = op->getNumOperands() > 1 ? op->getOperand(1) : Value();
-  bool noopEmpty = getInt(op, "noop_with_empty_axes", 0);
+  bool noopEmpty = asInt(op.getNoopWithEmptyAxes());
   if (axesIn && !onnxops::isNoValue(axesIn)) {
     axes = onnxops::getConstantIntValues(axesIn);
     if (!axes) {
@@ -296,7 +298,7 @@ FailureOr<ReduceDims> reducedDims(Operation *op, OpBuilder &b, int64_t r,
       if (!at || at.getRank() != 1)
         return nodeError(op) << "run-time axes must be 1-D", failure();
       if (at.isDynamicDim(0)) {
-        if (!getInt(op, "keepdims", 1))
+        if (!asInt(op.getKeepdims()))
           return nodeError(op) << "run-time axes of unknown length need "
                                   "keepdims=1",
                  failure();
@@ -373,8 +375,6 @@ FailureOr<ReduceDims> reducedDims(Operation *op, OpBuilder &b, int64_t r,
         return rd;
       }
     }
-  } else if (auto a = getInts(op, "axes")) {
-    axes = *a;
   } else {
     axes = SmallVector<int64_t>();
   }
@@ -396,7 +396,8 @@ FailureOr<ReduceDims> reducedDims(Operation *op, OpBuilder &b, int64_t r,
   return rd;
 }
 
-LogicalResult lowerReduceOp(Operation *op, OpBuilder &b,
+template <typename OpTy>
+LogicalResult lowerReduceOp(OpTy op, OpBuilder &b,
                             SmallVectorImpl<Value> &results, RK kind) {
   Location loc = op->getLoc();
   FailureOr<RankedTensorType> tx = rankedOperand(op, 0);
@@ -420,7 +421,7 @@ LogicalResult lowerReduceOp(Operation *op, OpBuilder &b,
     results.push_back(x);
     return success();
   }
-  bool keep = getInt(op, "keepdims", 1);
+  bool keep = asInt(op.getKeepdims());
   int64_t numRed = llvm::count(rd->staticRed, true);
   int64_t expectRank = !keep ? (rd->isStatic() ? r - numRed : -1) : r;
   if (!keep && !rd->isStatic()) {
@@ -486,10 +487,10 @@ LogicalResult lowerReduceOp(Operation *op, OpBuilder &b,
 // ArgMax, ArgMin
 //===----------------------------------------------------------------------===//
 
-/// Index (i64, keepdims shape) of the max (or min) along `axis`; ties go to
-/// the first index, or the last with `last`. Order-independent.
-Value argReduce(OpBuilder &b, Location loc, Value x, int64_t axis, bool isMax,
-                bool last) {
+} // namespace
+
+Value lowering::argReduce(OpBuilder &b, Location loc, Value x, int64_t axis,
+                          bool isMax, bool last) {
   auto tx = cast<RankedTensorType>(x.getType());
   int64_t r = tx.getRank();
   Type elem = tx.getElementType();
@@ -554,8 +555,11 @@ Value argReduce(OpBuilder &b, Location loc, Value x, int64_t axis, bool isMax,
   return g.getResult(1);
 }
 
-LogicalResult lowerArg(Operation *op, OpBuilder &b,
-                       SmallVectorImpl<Value> &results, bool isMax) {
+namespace {
+
+template <typename OpTy>
+LogicalResult lowerArg(OpTy op, OpBuilder &b, SmallVectorImpl<Value> &results,
+                       bool isMax) {
   Location loc = op->getLoc();
   FailureOr<RankedTensorType> tx = rankedOperand(op, 0);
   FailureOr<RankedTensorType> ty = rankedResult(op);
@@ -564,13 +568,13 @@ LogicalResult lowerArg(Operation *op, OpBuilder &b,
   if (!isa<FloatType, IntegerType>(tx->getElementType()))
     return nodeError(op) << "unsupported element type", failure();
   int64_t r = tx->getRank();
-  FailureOr<int64_t> axis = onnxops::normalizeAxis(getInt(op, "axis", 0), r);
+  FailureOr<int64_t> axis = onnxops::normalizeAxis(asInt(op.getAxis()), r);
   if (failed(axis) || r == 0)
     return nodeError(op) << "axis out of range", failure();
   Value x = op->getOperand(0);
   Value idx =
-      argReduce(b, loc, x, *axis, isMax, getInt(op, "select_last_index", 0));
-  if (!getInt(op, "keepdims", 1)) {
+      argReduce(b, loc, x, *axis, isMax, asInt(op.getSelectLastIndex()));
+  if (!asInt(op.getKeepdims())) {
     ReduceDims rd;
     rd.staticRed.assign(r, false);
     rd.staticRed[*axis] = true;
@@ -583,12 +587,13 @@ LogicalResult lowerArg(Operation *op, OpBuilder &b,
 }
 
 //===----------------------------------------------------------------------===//
-// LogSoftmax, Hardmax
+// Shared with the Softmax family
 //===----------------------------------------------------------------------===//
 
-/// Broadcasts keepdims `k` against `x` in an elementwise op.
-Value withKept(OpBuilder &b, Location loc, Value x, ValueRange kept, Type elem,
-               ScalarFn fn) {
+} // namespace
+
+Value lowering::withKept(OpBuilder &b, Location loc, Value x, ValueRange kept,
+                         Type elem, ScalarFn fn) {
   auto tx = cast<RankedTensorType>(x.getType());
   SmallVector<Value> ins = {x};
   ins.append(kept.begin(), kept.end());
@@ -599,8 +604,6 @@ Value withKept(OpBuilder &b, Location loc, Value x, ValueRange kept, Type elem,
   return buildBroadcastGeneric(
       b, loc, RankedTensorType::get(tx.getShape(), elem), ins, dyn, {}, fn);
 }
-
-} // namespace
 
 Value lowering::reduceKept(OpBuilder &b, Location loc, Value x,
                            ArrayRef<bool> reduced, bool isMax) {
@@ -633,51 +636,6 @@ Value lowering::logSoftmax(OpBuilder &b, Location loc, Value x, int64_t axis) {
 
 namespace {
 
-LogicalResult lowerLogSoftmax(Operation *op, OpBuilder &b,
-                              SmallVectorImpl<Value> &results) {
-  Location loc = op->getLoc();
-  FailureOr<RankedTensorType> tx = rankedOperand(op, 0);
-  if (failed(tx))
-    return failure();
-  Type elem = tx->getElementType();
-  if (!isa<FloatType>(elem))
-    return nodeError(op) << "float types only", failure();
-  FailureOr<int64_t> axis =
-      onnxops::normalizeAxis(getInt(op, "axis", -1), tx->getRank());
-  if (failed(axis))
-    return nodeError(op) << "axis out of range", failure();
-  results.push_back(logSoftmax(b, loc, op->getOperand(0), *axis));
-  return success();
-}
-
-LogicalResult lowerHardmax(Operation *op, OpBuilder &b,
-                           SmallVectorImpl<Value> &results) {
-  Location loc = op->getLoc();
-  FailureOr<RankedTensorType> tx = rankedOperand(op, 0);
-  if (failed(tx))
-    return failure();
-  Type elem = tx->getElementType();
-  FailureOr<int64_t> axis =
-      onnxops::normalizeAxis(getInt(op, "axis", -1), tx->getRank());
-  if (failed(axis))
-    return nodeError(op) << "axis out of range", failure();
-  Value x = op->getOperand(0);
-  Value idx = argReduce(b, loc, x, *axis, /*isMax=*/true, /*last=*/false);
-  int64_t ax = *axis;
-  results.push_back(withKept(
-      b, loc, x, {idx}, elem,
-      [&](OpBuilder &nb, Location l, ValueRange a) -> Value {
-        Value i = arith::IndexCastOp::create(
-            nb, l, nb.getI64Type(), linalg::IndexOp::create(nb, l, ax));
-        Value eq =
-            arith::CmpIOp::create(nb, l, arith::CmpIPredicate::eq, i, a[1]);
-        return arith::SelectOp::create(nb, l, eq,
-                                       scalarConstant(nb, l, elem, 1.0),
-                                       scalarConstant(nb, l, elem, 0.0));
-      }));
-  return success();
-}
-
 //===----------------------------------------------------------------------===//
 // CumSum
 //===----------------------------------------------------------------------===//
@@ -695,7 +653,7 @@ arith::CmpIPredicate cumSumPredicate(bool reverse, bool exclusive) {
 /// runs over (dims..., j) with j up to the largest dim; x is read at the
 /// output index with the axis coordinate replaced by j (clamped in bounds,
 /// masked when out of the summed range).
-LogicalResult lowerCumSumRuntimeAxis(Operation *op, OpBuilder &b,
+LogicalResult lowerCumSumRuntimeAxis(onnxops::CumSumOp op, OpBuilder &b,
                                      SmallVectorImpl<Value> &results,
                                      RankedTensorType tx) {
   Location loc = op->getLoc();
@@ -738,8 +696,7 @@ LogicalResult lowerCumSumRuntimeAxis(Operation *op, OpBuilder &b,
       AffineMap::getMultiDimIdentityMap(r + 1, ctx).getMajorSubMap(r)};
   SmallVector<IteratorType> iters(r, IteratorType::parallel);
   iters.push_back(IteratorType::reduction);
-  bool exclusive = getInt(op, "exclusive", 0),
-       reverse = getInt(op, "reverse", 0);
+  bool exclusive = asInt(op.getExclusive()), reverse = asInt(op.getReverse());
   results.push_back(
       linalg::GenericOp::create(
           b, loc, TypeRange{tx}, ValueRange{jRange}, ValueRange{init}, maps,
@@ -783,7 +740,7 @@ LogicalResult lowerCumSumRuntimeAxis(Operation *op, OpBuilder &b,
 
 /// y[.., i, ..] = sum of x[.., j, ..] over j <= i (j < i when exclusive;
 /// j >= i / j > i when reverse): a generic over (dims..., j).
-LogicalResult lowerCumSum(Operation *op, OpBuilder &b,
+LogicalResult lowerCumSum(onnxops::CumSumOp op, OpBuilder &b,
                           SmallVectorImpl<Value> &results) {
   Location loc = op->getLoc();
   FailureOr<RankedTensorType> tx = rankedOperand(op, 0);
@@ -802,8 +759,7 @@ LogicalResult lowerCumSum(Operation *op, OpBuilder &b,
   FailureOr<int64_t> axis = onnxops::normalizeAxis((*av)[0], r);
   if (failed(axis))
     return nodeError(op) << "axis out of range", failure();
-  bool exclusive = getInt(op, "exclusive", 0),
-       reverse = getInt(op, "reverse", 0);
+  bool exclusive = asInt(op.getExclusive()), reverse = asInt(op.getReverse());
   Value x = op->getOperand(0);
   MLIRContext *ctx = b.getContext();
   SmallVector<Value> dyn;
@@ -836,162 +792,36 @@ LogicalResult lowerCumSum(Operation *op, OpBuilder &b,
   return success();
 }
 
-//===----------------------------------------------------------------------===//
-// TopK
-//===----------------------------------------------------------------------===//
-
-/// Rank of each element along `axis` (how many elements precede it in the
-/// sorted order: larger/smaller, or equal with a smaller index), then output
-/// k takes the element of rank k. O(n²) along the axis, no sorting network.
-LogicalResult lowerTopK(Operation *op, OpBuilder &b,
-                        SmallVectorImpl<Value> &results) {
-  Location loc = op->getLoc();
-  FailureOr<RankedTensorType> tx = rankedOperand(op, 0);
-  FailureOr<RankedTensorType> tv = rankedResult(op, 0);
-  if (failed(tx) || failed(tv))
-    return failure();
-  int64_t r = tx->getRank();
-  Type elem = tx->getElementType();
-  if (!isa<FloatType, IntegerType>(elem))
-    return nodeError(op) << "unsupported element type", failure();
-  FailureOr<int64_t> axisOr = onnxops::normalizeAxis(getInt(op, "axis", -1), r);
-  if (failed(axisOr) || tv->getRank() != r)
-    return nodeError(op) << "axis out of range or output rank mismatch",
-           failure();
-  int64_t axis = *axisOr;
-  bool largest = getInt(op, "largest", 1);
-  Value x = op->getOperand(0);
-  MLIRContext *ctx = b.getContext();
-  // K: static from the output type, else read on the host, clamped to
-  // [0, n].
-  Value n = dimValue(b, loc, x, axis);
-  Value k;
-  Value kIn = op->getOperand(1);
-  auto kt = dyn_cast<RankedTensorType>(kIn.getType());
-  if (!kt || kt.getNumElements() != 1)
-    return nodeError(op) << "K must be a 1-element tensor", failure();
-  {
-    SmallVector<Value> zeros(kt.getRank(),
-                             arith::ConstantIndexOp::create(b, loc, 0));
-    Value kv = tensor::ExtractOp::create(b, loc, kIn, zeros);
-    k = arith::IndexCastOp::create(b, loc, b.getIndexType(), kv);
-    k = arith::MaxSIOp::create(b, loc, k,
-                               arith::ConstantIndexOp::create(b, loc, 0));
-    k = arith::MinSIOp::create(b, loc, k, n);
-  }
-  // Ranks: generic over (dims..., j), reduction over j.
-  auto rankType = RankedTensorType::get(tx->getShape(), b.getI64Type());
-  SmallVector<Value> dyn;
-  for (int64_t i = 0; i < r; ++i)
-    if (tx->isDynamicDim(i))
-      dyn.push_back(tensor::DimOp::create(b, loc, x, i));
-  Value rInit = filledTensor(b, loc, rankType, dyn, b.getI64IntegerAttr(0));
-  SmallVector<AffineExpr> jE;
-  for (int64_t i = 0; i < r; ++i)
-    jE.push_back(getAffineDimExpr(i == axis ? r : i, ctx));
-  AffineMap idMap =
-      AffineMap::getMultiDimIdentityMap(r + 1, ctx).getMajorSubMap(r);
-  AffineMap jMap = AffineMap::get(r + 1, 0, jE, ctx);
-  SmallVector<IteratorType> iters(r, IteratorType::parallel);
-  iters.push_back(IteratorType::reduction);
-  bool f = isa<FloatType>(elem);
-  Value ranks =
-      linalg::GenericOp::create(
-          b, loc, TypeRange{rankType}, ValueRange{x, x}, ValueRange{rInit},
-          {idMap, jMap, idMap}, iters,
-          [&](OpBuilder &nb, Location l, ValueRange a) {
-            Value me = a[0], other = a[1];
-            Value i = linalg::IndexOp::create(nb, l, axis);
-            Value j = linalg::IndexOp::create(nb, l, r);
-            Value before, equal;
-            if (f) {
-              before =
-                  arith::CmpFOp::create(nb, l,
-                                        largest ? arith::CmpFPredicate::OGT
-                                                : arith::CmpFPredicate::OLT,
-                                        other, me);
-              equal = arith::CmpFOp::create(nb, l, arith::CmpFPredicate::OEQ,
-                                            other, me);
-            } else {
-              before =
-                  arith::CmpIOp::create(nb, l,
-                                        largest ? arith::CmpIPredicate::sgt
-                                                : arith::CmpIPredicate::slt,
-                                        other, me);
-              equal = arith::CmpIOp::create(nb, l, arith::CmpIPredicate::eq,
-                                            other, me);
-            }
-            Value jLess =
-                arith::CmpIOp::create(nb, l, arith::CmpIPredicate::ult, j, i);
-            Value c = arith::OrIOp::create(
-                nb, l, before, arith::AndIOp::create(nb, l, equal, jLess));
-            Value inc = arith::ExtUIOp::create(nb, l, nb.getI64Type(), c);
-            linalg::YieldOp::create(
-                nb, l, arith::AddIOp::create(nb, l, a[2], inc).getResult());
-          })
-          .getResult(0);
-  // Outputs: generic over (out dims..., j) with out dim `axis` of size K.
-  SmallVector<int64_t> oshape(tx->getShape());
-  oshape[axis] = tv->getDimSize(axis);
-  SmallVector<Value> odyn;
-  for (int64_t i = 0; i < r; ++i)
-    if (ShapedType::isDynamic(oshape[i]))
-      odyn.push_back(
-          i == axis ? k : tensor::DimOp::create(b, loc, x, i).getResult());
-  auto vType = RankedTensorType::get(oshape, elem);
-  auto iType = RankedTensorType::get(oshape, b.getI64Type());
-  if (!ShapedType::isDynamic(oshape[axis])) {
-    // Static K from the declared output: it must match the K input.
-    // (Guarded: positions past the real K simply stay at the init values.)
-  }
-  Value vInit = filledTensor(b, loc, vType, odyn, scalarAttr(elem, 0.0));
-  Value iInit = filledTensor(b, loc, iType, odyn, b.getI64IntegerAttr(0));
-  auto g = linalg::GenericOp::create(
-      b, loc, TypeRange{vType, iType}, ValueRange{x, ranks},
-      ValueRange{vInit, iInit}, {jMap, jMap, idMap, idMap}, iters,
-      [&](OpBuilder &nb, Location l, ValueRange a) {
-        Value kk = arith::IndexCastOp::create(
-            nb, l, nb.getI64Type(), linalg::IndexOp::create(nb, l, axis));
-        Value j = arith::IndexCastOp::create(nb, l, nb.getI64Type(),
-                                             linalg::IndexOp::create(nb, l, r));
-        Value hit =
-            arith::CmpIOp::create(nb, l, arith::CmpIPredicate::eq, a[1], kk);
-        linalg::YieldOp::create(
-            nb, l,
-            ValueRange{arith::SelectOp::create(nb, l, hit, a[0], a[2]),
-                       arith::SelectOp::create(nb, l, hit, j, a[3])});
-      });
-  results.push_back(g.getResult(0));
-  results.push_back(g.getResult(1));
-  return success();
+/// The lowering of Reduce op `OpTy` combining with `kind`.
+template <typename OpTy> LowerOpFn<OpTy> reduce(RK kind) {
+  return [kind](OpTy op, OpBuilder &b, SmallVectorImpl<Value> &r) {
+    return lowerReduceOp(op, b, r, kind);
+  };
 }
 
 } // namespace
 
-void lowering::registerReductionLowerings(llvm::StringMap<LowerFn> &t) {
-  auto reduce = [&](StringRef name, RK kind) {
-    t[name] = [kind](Operation *op, OpBuilder &b, SmallVectorImpl<Value> &r) {
-      return lowerReduceOp(op, b, r, kind);
-    };
-  };
-  reduce("ReduceSum", RK::Sum);
-  reduce("ReduceMean", RK::Mean);
-  reduce("ReduceMax", RK::Max);
-  reduce("ReduceMin", RK::Min);
-  reduce("ReduceProd", RK::Prod);
-  reduce("ReduceL1", RK::L1);
-  reduce("ReduceL2", RK::L2);
-  reduce("ReduceLogSum", RK::LogSum);
-  reduce("ReduceLogSumExp", RK::LogSumExp);
-  reduce("ReduceSumSquare", RK::SumSquare);
-  t["ArgMax"] = [](Operation *op, OpBuilder &b, SmallVectorImpl<Value> &r) {
-    return lowerArg(op, b, r, /*isMax=*/true);
-  };
-  t["ArgMin"] = [](Operation *op, OpBuilder &b, SmallVectorImpl<Value> &r) {
-    return lowerArg(op, b, r, /*isMax=*/false);
-  };
-  t["LogSoftmax"] = lowerLogSoftmax;
-  t["Hardmax"] = lowerHardmax;
-  t["CumSum"] = lowerCumSum;
-  t["TopK"] = lowerTopK;
+void lowering::populateReductionLoweringPatterns(RewritePatternSet &patterns) {
+  FamilyPatterns<OnnxFamily::Reduction> t(patterns);
+  t.add<onnxops::ReduceSumOp>(reduce<onnxops::ReduceSumOp>(RK::Sum));
+  t.add<onnxops::ReduceMeanOp>(reduce<onnxops::ReduceMeanOp>(RK::Mean));
+  t.add<onnxops::ReduceMaxOp>(reduce<onnxops::ReduceMaxOp>(RK::Max));
+  t.add<onnxops::ReduceMinOp>(reduce<onnxops::ReduceMinOp>(RK::Min));
+  t.add<onnxops::ReduceProdOp>(reduce<onnxops::ReduceProdOp>(RK::Prod));
+  t.add<onnxops::ReduceL1Op>(reduce<onnxops::ReduceL1Op>(RK::L1));
+  t.add<onnxops::ReduceL2Op>(reduce<onnxops::ReduceL2Op>(RK::L2));
+  t.add<onnxops::ReduceLogSumOp>(reduce<onnxops::ReduceLogSumOp>(RK::LogSum));
+  t.add<onnxops::ReduceLogSumExpOp>(
+      reduce<onnxops::ReduceLogSumExpOp>(RK::LogSumExp));
+  t.add<onnxops::ReduceSumSquareOp>(
+      reduce<onnxops::ReduceSumSquareOp>(RK::SumSquare));
+  t.add<onnxops::ArgMaxOp>(
+      [](onnxops::ArgMaxOp op, OpBuilder &b, SmallVectorImpl<Value> &r) {
+        return lowerArg(op, b, r, /*isMax=*/true);
+      });
+  t.add<onnxops::ArgMinOp>(
+      [](onnxops::ArgMinOp op, OpBuilder &b, SmallVectorImpl<Value> &r) {
+        return lowerArg(op, b, r, /*isMax=*/false);
+      });
+  t.add<onnxops::CumSumOp>(lowerCumSum);
 }

@@ -104,7 +104,7 @@ Value cubicWeight(FB &f, Value x, double A) {
 // Resize
 //===----------------------------------------------------------------------===//
 
-LogicalResult lowerResize(Operation *op, OpBuilder &b,
+LogicalResult lowerResize(onnxops::ResizeOp op, OpBuilder &b,
                           SmallVectorImpl<Value> &results) {
   FailureOr<RankedTensorType> tx = rankedOperand(op, 0);
   FailureOr<RankedTensorType> ty = rankedResult(op);
@@ -116,14 +116,14 @@ LogicalResult lowerResize(Operation *op, OpBuilder &b,
   Type elem = ty->getElementType();
   if (!isa<FloatType>(elem))
     return nodeError(op) << "Resize supports float types only", failure();
-  std::string mode = getStr(op, "mode", "nearest");
-  std::string ctm = getStr(op, "coordinate_transformation_mode", "half_pixel");
-  std::string nearestMode = getStr(op, "nearest_mode", "round_prefer_floor");
-  std::string policy = getStr(op, "keep_aspect_ratio_policy", "stretch");
-  double cubicA = getFloat(op, "cubic_coeff_a", -0.75);
-  bool exclude = getInt(op, "exclude_outside", 0);
-  bool antialias = getInt(op, "antialias", 0) && mode != "nearest";
-  double extrapolation = getFloat(op, "extrapolation_value", 0.0);
+  std::string mode = op.getMode().str();
+  std::string ctm = op.getCoordinateTransformationMode().str();
+  std::string nearestMode = op.getNearestMode().str();
+  std::string policy = op.getKeepAspectRatioPolicy().str();
+  double cubicA = asDouble(op.getCubicCoeffA());
+  bool exclude = asInt(op.getExcludeOutside());
+  bool antialias = asInt(op.getAntialias()) && mode != "nearest";
+  double extrapolation = asDouble(op.getExtrapolationValue());
   if (mode != "nearest" && mode != "linear" && mode != "cubic")
     return nodeError(op) << "unknown mode '" << mode << "'", failure();
   static const char *ctms[] = {"half_pixel",         "half_pixel_symmetric",
@@ -144,7 +144,7 @@ LogicalResult lowerResize(Operation *op, OpBuilder &b,
            failure();
 
   SmallVector<int64_t> axes;
-  if (auto a = getInts(op, "axes")) {
+  if (auto a = intsOf(op.getAxes())) {
     for (int64_t v : *a) {
       FailureOr<int64_t> n = onnxops::normalizeAxis(v, rank);
       if (failed(n) || llvm::is_contained(axes, *n))
@@ -426,7 +426,7 @@ Value reflect(FB &f, Value x, Value lo, Value hi) {
   return f.sel(f.cmp(arith::CmpFPredicate::OEQ, rng, f.c(0)), lo, r);
 }
 
-LogicalResult lowerGridSample(Operation *op, OpBuilder &b,
+LogicalResult lowerGridSample(onnxops::GridSampleOp op, OpBuilder &b,
                               SmallVectorImpl<Value> &results) {
   FailureOr<RankedTensorType> tx = rankedOperand(op, 0);
   FailureOr<RankedTensorType> tg = rankedOperand(op, 1);
@@ -442,13 +442,13 @@ LogicalResult lowerGridSample(Operation *op, OpBuilder &b,
            failure();
   if (!isa<FloatType>(ty->getElementType()))
     return nodeError(op) << "GridSample supports float types only", failure();
-  std::string mode = getStr(op, "mode", "linear");
+  std::string mode = op.getMode().str();
   if (mode == "bilinear")
     mode = "linear";
   if (mode == "bicubic")
     mode = "cubic";
-  std::string padding = getStr(op, "padding_mode", "zeros");
-  bool align = getInt(op, "align_corners", 0);
+  std::string padding = op.getPaddingMode().str();
+  bool align = asInt(op.getAlignCorners());
   if ((mode != "linear" && mode != "nearest" && mode != "cubic") ||
       (padding != "zeros" && padding != "border" && padding != "reflection"))
     return nodeError(op) << "unknown mode or padding_mode", failure();
@@ -571,7 +571,7 @@ LogicalResult lowerGridSample(Operation *op, OpBuilder &b,
 // AffineGrid
 //===----------------------------------------------------------------------===//
 
-LogicalResult lowerAffineGrid(Operation *op, OpBuilder &b,
+LogicalResult lowerAffineGrid(onnxops::AffineGridOp op, OpBuilder &b,
                               SmallVectorImpl<Value> &results) {
   FailureOr<RankedTensorType> tt = rankedOperand(op, 0);
   FailureOr<RankedTensorType> ty = rankedResult(op);
@@ -584,7 +584,7 @@ LogicalResult lowerAffineGrid(Operation *op, OpBuilder &b,
       tt->getDimSize(2) != ns + 1 || !isa<FloatType>(ty->getElementType()))
     return nodeError(op) << "AffineGrid supports 2-D and 3-D float grids",
            failure();
-  bool align = getInt(op, "align_corners", 0);
+  bool align = asInt(op.getAlignCorners());
   Value theta = op->getOperand(0), size = op->getOperand(1);
   SmallVector<Value> sz;
   auto cst = onnxops::getConstantIntValues(size);
@@ -638,8 +638,9 @@ LogicalResult lowerAffineGrid(Operation *op, OpBuilder &b,
 
 } // namespace
 
-void lowering::registerResampleLowerings(llvm::StringMap<LowerFn> &t) {
-  t["Resize"] = lowerResize;
-  t["GridSample"] = lowerGridSample;
-  t["AffineGrid"] = lowerAffineGrid;
+void lowering::populateResampleLoweringPatterns(RewritePatternSet &patterns) {
+  FamilyPatterns<OnnxFamily::Resample> t(patterns);
+  t.add<onnxops::ResizeOp>(lowerResize);
+  t.add<onnxops::GridSampleOp>(lowerGridSample);
+  t.add<onnxops::AffineGridOp>(lowerAffineGrid);
 }

@@ -35,7 +35,7 @@ Value dimProduct(OpBuilder &b, Location loc, Value v, int64_t from,
   return p;
 }
 
-LogicalResult lowerReshape(Operation *op, OpBuilder &b,
+LogicalResult lowerReshape(onnxops::ReshapeOp op, OpBuilder &b,
                            SmallVectorImpl<Value> &results) {
   Location loc = op->getLoc();
   FailureOr<RankedTensorType> tx = rankedOperand(op, 0);
@@ -43,7 +43,7 @@ LogicalResult lowerReshape(Operation *op, OpBuilder &b,
   if (failed(tx) || failed(ty))
     return failure();
   Value x = op->getOperand(0), shape = op->getOperand(1);
-  bool allowZero = getInt(op, "allowzero", 0);
+  bool allowZero = asInt(op.getAllowzero());
   int64_t rank = ty->getRank();
   // Requested dims as index values (read at run time when not constant).
   SmallVector<Value> req = readHostIndices(b, loc, shape, rank);
@@ -80,13 +80,13 @@ LogicalResult lowerReshape(Operation *op, OpBuilder &b,
   return finishReshape(op, b, sizes, results);
 }
 
-LogicalResult lowerFlatten(Operation *op, OpBuilder &b,
+LogicalResult lowerFlatten(onnxops::FlattenOp op, OpBuilder &b,
                            SmallVectorImpl<Value> &results) {
   FailureOr<RankedTensorType> tx = rankedOperand(op, 0);
   if (failed(tx))
     return failure();
   int64_t rank = tx->getRank();
-  int64_t axis = getInt(op, "axis", 1);
+  int64_t axis = asInt(op.getAxis());
   if (axis < 0)
     axis += rank;
   if (axis < 0 || axis > rank)
@@ -152,7 +152,7 @@ LogicalResult lowerSqueezeLike(Operation *op, OpBuilder &b,
   return finishReshape(op, b, sizes, results);
 }
 
-LogicalResult lowerTranspose(Operation *op, OpBuilder &b,
+LogicalResult lowerTranspose(onnxops::TransposeOp op, OpBuilder &b,
                              SmallVectorImpl<Value> &results) {
   FailureOr<RankedTensorType> tx = rankedOperand(op, 0);
   FailureOr<RankedTensorType> ty = rankedResult(op);
@@ -161,7 +161,7 @@ LogicalResult lowerTranspose(Operation *op, OpBuilder &b,
   Location loc = op->getLoc();
   int64_t rank = tx->getRank();
   SmallVector<int64_t> perm;
-  if (auto p = getInts(op, "perm"))
+  if (auto p = intsOf(op.getPerm()))
     perm = *p;
   else
     for (int64_t i = rank - 1; i >= 0; --i)
@@ -177,13 +177,13 @@ LogicalResult lowerTranspose(Operation *op, OpBuilder &b,
   return success();
 }
 
-LogicalResult lowerConcat(Operation *op, OpBuilder &b,
+LogicalResult lowerConcat(onnxops::ConcatOp op, OpBuilder &b,
                           SmallVectorImpl<Value> &results) {
   FailureOr<RankedTensorType> ty = rankedResult(op);
   if (failed(ty))
     return failure();
   FailureOr<int64_t> axis =
-      onnxops::normalizeAxis(getInt(op, "axis", 0), ty->getRank());
+      onnxops::normalizeAxis(asInt(op.getAxis()), ty->getRank());
   if (failed(axis))
     return nodeError(op) << "axis out of range", failure();
   SmallVector<Value> inputs;
@@ -209,7 +209,7 @@ LogicalResult lowerConcat(Operation *op, OpBuilder &b,
 
 /// Slice with constant starts/ends/axes/steps, as a linalg.generic that reads
 /// input[start + i*step] (any sign of step).
-LogicalResult lowerSlice(Operation *op, OpBuilder &b,
+LogicalResult lowerSlice(onnxops::SliceOp op, OpBuilder &b,
                          SmallVectorImpl<Value> &results) {
   FailureOr<RankedTensorType> tx = rankedOperand(op, 0);
   FailureOr<RankedTensorType> ty = rankedResult(op);
@@ -372,7 +372,7 @@ LogicalResult lowerSlice(Operation *op, OpBuilder &b,
 
 /// Gather along `axis`; negative indices count from the end, out-of-range
 /// indices are clamped (never a wild read).
-LogicalResult lowerGather(Operation *op, OpBuilder &b,
+LogicalResult lowerGather(onnxops::GatherOp op, OpBuilder &b,
                           SmallVectorImpl<Value> &results) {
   FailureOr<RankedTensorType> tx = rankedOperand(op, 0);
   FailureOr<RankedTensorType> ti = rankedOperand(op, 1);
@@ -381,7 +381,7 @@ LogicalResult lowerGather(Operation *op, OpBuilder &b,
     return failure();
   Location loc = op->getLoc();
   int64_t r = tx->getRank(), q = ti->getRank();
-  FailureOr<int64_t> axis = onnxops::normalizeAxis(getInt(op, "axis", 0), r);
+  FailureOr<int64_t> axis = onnxops::normalizeAxis(asInt(op.getAxis()), r);
   if (failed(axis))
     return nodeError(op) << "axis out of range", failure();
   Value x = op->getOperand(0), ind = op->getOperand(1);
@@ -433,7 +433,7 @@ LogicalResult lowerGather(Operation *op, OpBuilder &b,
   return success();
 }
 
-LogicalResult lowerShape(Operation *op, OpBuilder &b,
+LogicalResult lowerShape(onnxops::ShapeOp op, OpBuilder &b,
                          SmallVectorImpl<Value> &results) {
   FailureOr<RankedTensorType> tx = rankedOperand(op, 0);
   FailureOr<RankedTensorType> ty = rankedResult(op);
@@ -446,8 +446,8 @@ LogicalResult lowerShape(Operation *op, OpBuilder &b,
       a += rank;
     return std::clamp<int64_t>(a, 0, rank);
   };
-  int64_t start = clampAxis(getInt(op, "start", 0));
-  int64_t end = clampAxis(getInt(op, "end", rank));
+  int64_t start = clampAxis(asInt(op.getStart()));
+  int64_t end = clampAxis(asInt(op.getEnd()).value_or(rank));
   SmallVector<Value> dims;
   bool allStatic = true;
   SmallVector<int64_t> staticDims;
@@ -468,20 +468,40 @@ LogicalResult lowerShape(Operation *op, OpBuilder &b,
   return success();
 }
 
+LogicalResult lowerSize(onnxops::SizeOp op, OpBuilder &b,
+                        SmallVectorImpl<Value> &results) {
+  FailureOr<RankedTensorType> in = rankedOperand(op, 0);
+  if (failed(in))
+    return failure();
+  Location loc = op->getLoc();
+  Value n = arith::ConstantIndexOp::create(b, loc, 1);
+  for (int64_t i = 0; i < in->getRank(); ++i)
+    n = arith::MulIOp::create(b, loc, n,
+                              dimValue(b, loc, op->getOperand(0), i));
+  Value v = arith::IndexCastOp::create(b, loc, b.getI64Type(), n);
+  results.push_back(tensor::FromElementsOp::create(
+      b, loc, RankedTensorType::get({}, b.getI64Type()), v));
+  return success();
+}
+
 } // namespace
 
-void lowering::registerTensorLowerings(llvm::StringMap<LowerFn> &t) {
-  t["Reshape"] = lowerReshape;
-  t["Flatten"] = lowerFlatten;
-  t["Squeeze"] = [](Operation *op, OpBuilder &b, SmallVectorImpl<Value> &r) {
-    return lowerSqueezeLike(op, b, r, /*squeeze=*/true);
-  };
-  t["Unsqueeze"] = [](Operation *op, OpBuilder &b, SmallVectorImpl<Value> &r) {
-    return lowerSqueezeLike(op, b, r, /*squeeze=*/false);
-  };
-  t["Transpose"] = lowerTranspose;
-  t["Concat"] = lowerConcat;
-  t["Slice"] = lowerSlice;
-  t["Gather"] = lowerGather;
-  t["Shape"] = lowerShape;
+void lowering::populateTensorLoweringPatterns(RewritePatternSet &patterns) {
+  FamilyPatterns<OnnxFamily::Tensor> t(patterns);
+  t.add<onnxops::SizeOp>(lowerSize);
+  t.add<onnxops::ReshapeOp>(lowerReshape);
+  t.add<onnxops::FlattenOp>(lowerFlatten);
+  t.add<onnxops::SqueezeOp>(
+      [](onnxops::SqueezeOp op, OpBuilder &b, SmallVectorImpl<Value> &r) {
+        return lowerSqueezeLike(op, b, r, /*squeeze=*/true);
+      });
+  t.add<onnxops::UnsqueezeOp>(
+      [](onnxops::UnsqueezeOp op, OpBuilder &b, SmallVectorImpl<Value> &r) {
+        return lowerSqueezeLike(op, b, r, /*squeeze=*/false);
+      });
+  t.add<onnxops::TransposeOp>(lowerTranspose);
+  t.add<onnxops::ConcatOp>(lowerConcat);
+  t.add<onnxops::SliceOp>(lowerSlice);
+  t.add<onnxops::GatherOp>(lowerGather);
+  t.add<onnxops::ShapeOp>(lowerShape);
 }

@@ -54,29 +54,3 @@ func.func @scan(%s0: tensor<2xf32>, %x: tensor<3x2xf32>) -> (tensor<2xf32>, tens
   }) : (tensor<2xf32>, tensor<3x2xf32>) -> (tensor<2xf32>, tensor<3x2xf32>)
   return %0#0, %0#1 : tensor<2xf32>, tensor<3x2xf32>
 }
-
-// -----
-
-// Einsum: one generic, output labels first, summed labels last.
-// CHECK-DAG: #[[A:.*]] = affine_map<(d0, d1, d2, d3) -> (d0, d1, d3)>
-// CHECK-DAG: #[[B:.*]] = affine_map<(d0, d1, d2, d3) -> (d0, d3, d2)>
-// CHECK-DAG: #[[Y:.*]] = affine_map<(d0, d1, d2, d3) -> (d0, d1, d2)>
-// CHECK-LABEL: func @einsum_bmm
-// CHECK: linalg.generic {indexing_maps = [#[[A]], #[[B]], #[[Y]]], iterator_types = ["parallel", "parallel", "parallel", "reduction"]}
-// CHECK:   arith.mulf
-// CHECK:   arith.addf
-func.func @einsum_bmm(%a: tensor<2x3x4xf32>, %b: tensor<2x4x5xf32>) -> tensor<2x3x5xf32> {
-  %0 = "onnx.Einsum"(%a, %b) <{equation = "bij, bjk -> bik"}> : (tensor<2x3x4xf32>, tensor<2x4x5xf32>) -> tensor<2x3x5xf32>
-  return %0 : tensor<2x3x5xf32>
-}
-
-// -----
-
-// A repeated label reads a diagonal.
-// CHECK-DAG: #[[D:.*]] = affine_map<(d0) -> (d0, d0)>
-// CHECK-LABEL: func @einsum_trace
-// CHECK: linalg.generic {indexing_maps = [#[[D]], #{{.*}}], iterator_types = ["reduction"]}
-func.func @einsum_trace(%a: tensor<3x3xf32>) -> tensor<f32> {
-  %0 = "onnx.Einsum"(%a) <{equation = "ii"}> : (tensor<3x3xf32>) -> tensor<f32>
-  return %0 : tensor<f32>
-}

@@ -71,15 +71,6 @@ func.func @clip_max_only(%a: tensor<4xf32>, %hi: tensor<f32>) -> tensor<4xf32> {
 
 // -----
 
-// CHECK-LABEL: func @cast
-// CHECK: arith.fptosi %{{.*}} : f32 to i64
-func.func @cast(%a: tensor<4xf32>) -> tensor<4xi64> {
-  %0 = "onnx.Cast"(%a) {to = 7 : i64} : (tensor<4xf32>) -> tensor<4xi64>
-  return %0 : tensor<4xi64>
-}
-
-// -----
-
 // A dynamic dim against a static result dim other than 1 may be 1 at run
 // time: that operand is read at index 0 when its dim is 1 (the ReduceMean
 // over run-time axes feeding a Div in RMSNormalization's expansion).
@@ -99,4 +90,74 @@ func.func @cast(%a: tensor<4xf32>) -> tensor<4xi64> {
 func.func @div_runtime_broadcast(%a: tensor<2x3xf32>, %b: tensor<?x?xf32>) -> tensor<2x3xf32> {
   %0 = "onnx.Div"(%a, %b) : (tensor<2x3xf32>, tensor<?x?xf32>) -> tensor<2x3xf32>
   return %0 : tensor<2x3xf32>
+}
+
+// -----
+
+// CHECK-LABEL: func @shrink
+// CHECK: arith.cmpf olt
+// CHECK: arith.cmpf ogt
+// CHECK: arith.select
+func.func @shrink(%x: tensor<5xf32>) -> tensor<5xf32> {
+  %0 = "onnx.Shrink"(%x) {lambd = 1.5 : f32, bias = 0.0 : f32} : (tensor<5xf32>) -> tensor<5xf32>
+  return %0 : tensor<5xf32>
+}
+
+// -----
+
+// Unsigned Div computes on signless views with divui.
+// CHECK-LABEL: func @div_unsigned
+// CHECK: tensor.bitcast %{{.*}} : tensor<3xui8> to tensor<3xi8>
+// CHECK: arith.divui
+// CHECK: tensor.bitcast %{{.*}} : tensor<3xi8> to tensor<3xui8>
+func.func @div_unsigned(%a: tensor<3xui8>, %b: tensor<3xui8>) -> tensor<3xui8> {
+  %0 = "onnx.Div"(%a, %b) : (tensor<3xui8>, tensor<3xui8>) -> tensor<3xui8>
+  return %0 : tensor<3xui8>
+}
+
+// -----
+
+// Integer Pow goes through f64.
+// CHECK-LABEL: func @pow_int
+// CHECK: arith.sitofp %{{.*}} : i32 to f64
+// CHECK: math.powf
+// CHECK: arith.fptosi %{{.*}} : f64 to i32
+func.func @pow_int(%a: tensor<3xi32>, %b: tensor<3xi32>) -> tensor<3xi32> {
+  %0 = "onnx.Pow"(%a, %b) : (tensor<3xi32>, tensor<3xi32>) -> tensor<3xi32>
+  return %0 : tensor<3xi32>
+}
+
+// -----
+
+// An unsigned result is bitcast back to its declared type.
+// CHECK-LABEL: func @max_unsigned
+// CHECK: arith.maxui
+// CHECK: tensor.bitcast %{{.*}} : tensor<?xi16> to tensor<?xui16>
+func.func @max_unsigned(%a: tensor<?xui16>, %b: tensor<?xui16>) -> tensor<?xui16> {
+  %0 = "onnx.Max"(%a, %b) : (tensor<?xui16>, tensor<?xui16>) -> tensor<?xui16>
+  return %0 : tensor<?xui16>
+}
+
+// -----
+
+// Integer Mod guards division by zero and -1, then takes the divisor's sign.
+// CHECK-LABEL: func @mod_int
+// CHECK: arith.remsi
+// CHECK: arith.select
+// CHECK: arith.addi
+func.func @mod_int(%a: tensor<6xi32>, %b: tensor<6xi32>) -> tensor<6xi32> {
+  %0 = "onnx.Mod"(%a, %b) : (tensor<6xi32>, tensor<6xi32>) -> tensor<6xi32>
+  return %0 : tensor<6xi32>
+}
+
+// -----
+
+// Math on f16 is computed in f32.
+// CHECK-LABEL: func @sin_f16
+// CHECK: arith.extf %{{.*}} : f16 to f32
+// CHECK: math.sin %{{.*}} : f32
+// CHECK: arith.truncf %{{.*}} : f32 to f16
+func.func @sin_f16(%a: tensor<3xf16>) -> tensor<3xf16> {
+  %0 = "onnx.Sin"(%a) : (tensor<3xf16>) -> tensor<3xf16>
+  return %0 : tensor<3xf16>
 }

@@ -87,3 +87,15 @@ func.func @shape(%x: tensor<2x3xf32>, %y: tensor<?x3xf32>) -> (tensor<2xi64>, te
   %1 = "onnx.Shape"(%y) : (tensor<?x3xf32>) -> tensor<2xi64>
   return %0, %1 : tensor<2xi64>, tensor<2xi64>
 }
+
+// -----
+
+// Slice whose starts/ends come from graph inputs: read on the host.
+// CHECK-LABEL: func @slice_runtime
+// CHECK: tensor.extract %{{.*}}[%{{.*}}] : tensor<1xi64>
+// CHECK: linalg.generic
+func.func @slice_runtime(%x: tensor<10xf32>, %s: tensor<1xi64>, %e: tensor<1xi64>) -> tensor<?xf32> {
+  %n = "onnx.NoValue"() : () -> none
+  %0 = "onnx.Slice"(%x, %s, %e, %n, %n) : (tensor<10xf32>, tensor<1xi64>, tensor<1xi64>, none, none) -> tensor<?xf32>
+  return %0 : tensor<?xf32>
+}

@@ -23,4 +23,3 @@ func.func @unique(%x: tensor<2x3xf32>) {
   %2:4 = "onnx.Unique"(%x) {sorted = 0 : i64} : (tensor<2x3xf32>) -> (tensor<*xf32>, none, none, none)
   return
 }
-

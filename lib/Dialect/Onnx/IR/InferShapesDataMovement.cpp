@@ -1,16 +1,16 @@
-//===- InferShapesDataMovement.cpp - Split, Pad, Resize, quantize ... -----===//
+//===- InferShapesDataMovement.cpp - Split, Pad, gathers, scatters ---------===//
 //
-// Shape inference of the ops lowered in OnnxToLinalg's DataMovement.cpp,
-// Resample.cpp, Quantize.cpp and Spatial.cpp: Split, Pad, CenterCropPad,
-// DepthToSpace, SpaceToDepth, ReverseSequence, the gathers and scatters,
-// Compress, NonZero, Resize, GridSample, AffineGrid, ConvTranspose, the
-// (de)quantizations and the integer matmuls (ONNX spec, latest opset).
+// Shape inference of the DataMovement family (OnnxFamilies.def): Split, Tile,
+// Expand, Pad, CenterCropPad, DepthToSpace, SpaceToDepth, ReverseSequence,
+// the gathers and scatters, Compress and NonZero (ONNX spec, latest opset).
 //
 // A size that depends on run-time data is dynamic; a size computed from a
 // constant operand is static and matches what the lowering computes. Only
 // what the spec forbids is an error (the importer reports it naming the node).
 //
 //===----------------------------------------------------------------------===//
+
+#include "InferShapesUtils.h"
 
 #include "kiln/Dialect/Onnx/IR/OnnxOps.h"
 #include "kiln/Dialect/Onnx/IR/OnnxUtils.h"
@@ -21,113 +21,7 @@
 
 using namespace mlir;
 using namespace mlir::kiln::onnxops;
-
-using InferredTypes = FailureOr<SmallVector<Type>>;
-
-static constexpr int64_t kDynamic = ShapedType::kDynamic;
-
-namespace {
-
-Type elemOf(Value v) { return getElementTypeOrSelf(v.getType()); }
-
-/// Operand `i` of `op` exists and is not onnx.NoValue.
-bool present(Operation *op, unsigned i) {
-  return i < op->getNumOperands() && !isNoValue(op->getOperand(i));
-}
-
-/// The static length of a 1-D operand.
-std::optional<int64_t> staticLength(Value v) {
-  std::optional<ArrayRef<int64_t>> s = getShapeOf(v);
-  if (!s || s->size() != 1 || ShapedType::isDynamic((*s)[0]))
-    return std::nullopt;
-  return (*s)[0];
-}
-
-SmallVector<int64_t> intsAttr(Operation *op, StringRef name) {
-  SmallVector<int64_t> r;
-  if (auto a = op->getAttrOfType<ArrayAttr>(name))
-    for (Attribute e : a)
-      r.push_back(cast<IntegerAttr>(e).getInt());
-  return r;
-}
-
-int64_t intAttr(Operation *op, StringRef name, int64_t dflt) {
-  if (auto a = op->getAttrOfType<IntegerAttr>(name))
-    return a.getInt();
-  return dflt;
-}
-
-StringRef strAttr(Operation *op, StringRef name, StringRef dflt) {
-  if (auto a = op->getAttrOfType<StringAttr>(name))
-    return a.getValue();
-  return dflt;
-}
-
-InferredTypes one(Type t) { return SmallVector<Type>{t}; }
-
-InferredTypes unranked(Type elem) { return one(UnrankedTensorType::get(elem)); }
-
-InferredTypes ranked(ArrayRef<int64_t> shape, Type elem) {
-  return one(RankedTensorType::get(shape, elem));
-}
-
-/// The input's type with element type `elem`.
-InferredTypes sameShape(Value v, Type elem) {
-  return one(makeTensorType(getShapeOf(v), elem));
-}
-
-/// Normalized `axes` for `rank`, no repeats; failure (with an error) else.
-FailureOr<SmallVector<int64_t>>
-normalizeAxes(Operation *op, ArrayRef<int64_t> axes, int64_t rank) {
-  SmallVector<int64_t> r;
-  for (int64_t a : axes) {
-    FailureOr<int64_t> n = normalizeAxis(a, rank);
-    if (failed(n))
-      return op->emitOpError()
-             << "axis " << a << " is out of range for rank " << rank;
-    if (llvm::is_contained(r, *n))
-      return op->emitOpError() << "axis " << a << " is repeated";
-    r.push_back(*n);
-  }
-  return r;
-}
-
-SmallVector<int64_t> allAxes(int64_t rank) {
-  return llvm::to_vector(llvm::seq<int64_t>(0, rank));
-}
-
-int64_t mulDim(int64_t d, int64_t f) {
-  return ShapedType::isDynamic(d) ? kDynamic : d * f;
-}
-
-/// Numpy matmul of shapes (1-D operands promoted and the added dim dropped).
-FailureOr<SmallVector<int64_t>> matmulShape(Operation *op, ArrayRef<int64_t> a,
-                                            ArrayRef<int64_t> b) {
-  if (a.empty() || b.empty())
-    return op->emitOpError("matrix operands must have rank >= 1");
-  SmallVector<int64_t> aS(a), bS(b);
-  bool aVec = aS.size() == 1, bVec = bS.size() == 1;
-  if (aVec)
-    aS.insert(aS.begin(), 1);
-  if (bVec)
-    bS.push_back(1);
-  int64_t k1 = aS.back(), k2 = bS[bS.size() - 2];
-  if (!ShapedType::isDynamic(k1) && !ShapedType::isDynamic(k2) && k1 != k2)
-    return op->emitOpError()
-           << "inner dimensions mismatch: " << k1 << " and " << k2;
-  FailureOr<SmallVector<int64_t>> batch =
-      broadcastShapes(ArrayRef(aS).drop_back(2), ArrayRef(bS).drop_back(2));
-  if (failed(batch))
-    return op->emitOpError("batch dimensions are not broadcast-compatible");
-  SmallVector<int64_t> out(*batch);
-  if (!aVec)
-    out.push_back(aS[aS.size() - 2]);
-  if (!bVec)
-    out.push_back(bS.back());
-  return out;
-}
-
-} // namespace
+using namespace mlir::kiln::onnxops::infer;
 
 //===----------------------------------------------------------------------===//
 // Split, Pad, CenterCropPad, DepthToSpace, SpaceToDepth, ReverseSequence
@@ -396,286 +290,58 @@ InferredTypes NonZeroOp::inferResultTypes() {
 }
 
 //===----------------------------------------------------------------------===//
-// Resize, GridSample, AffineGrid
+// Expand, Tile
 //===----------------------------------------------------------------------===//
 
-InferredTypes ResizeOp::inferResultTypes() {
+InferredTypes ExpandOp::inferResultTypes() {
   Operation *op = getOperation();
-  Value x = op->getOperand(0);
-  Type elem = elemOf(x);
-  std::optional<ArrayRef<int64_t>> in = getShapeOf(x);
+  Value input = op->getOperand(0), shape = op->getOperand(1);
+  Type elem = getElementTypeOrSelf(input.getType());
+  std::optional<ArrayRef<int64_t>> in = getShapeOf(input);
+  std::optional<SmallVector<int64_t>> dims = getConstantIntValues(shape);
+  if (in && dims) {
+    SmallVector<int64_t> req;
+    for (int64_t d : *dims) {
+      if (d < 0)
+        return emitOpError() << "negative dimension " << d;
+      // A requested 1 keeps the input dim; that one may be dynamic.
+      req.push_back(d);
+    }
+    FailureOr<SmallVector<int64_t>> b = broadcastShapes(*in, req);
+    if (failed(b))
+      return emitOpError()
+             << "shape is not broadcast-compatible with the input";
+    return SmallVector<Type>{RankedTensorType::get(*b, elem)};
+  }
+  std::optional<int64_t> n = staticLength(shape);
+  if (in && n)
+    return SmallVector<Type>{RankedTensorType::get(
+        SmallVector<int64_t>(std::max<int64_t>(*n, in->size()),
+                             ShapedType::kDynamic),
+        elem)};
+  return SmallVector<Type>{UnrankedTensorType::get(elem)};
+}
+
+InferredTypes TileOp::inferResultTypes() {
+  Operation *op = getOperation();
+  Value input = op->getOperand(0);
+  Type elem = getElementTypeOrSelf(input.getType());
+  std::optional<ArrayRef<int64_t>> in = getShapeOf(input);
   if (!in)
-    return unranked(elem);
-  int64_t rank = in->size();
-  SmallVector<int64_t> axes = allAxes(rank);
-  if (op->hasAttr("axes")) {
-    FailureOr<SmallVector<int64_t>> n =
-        normalizeAxes(op, intsAttr(op, "axes"), rank);
-    if (failed(n))
-      return failure();
-    axes = *n;
-  }
-  int64_t na = axes.size();
-  SmallVector<int64_t> out(*in);
-  auto allDynamic = [&]() {
-    for (int64_t d : axes)
-      out[d] = kDynamic;
-    return ranked(out, elem);
-  };
-  // Scales, when given with a non-zero length, take precedence over sizes.
-  std::optional<int64_t> scalesLen =
-      present(op, 2) ? staticLength(op->getOperand(2)) : 0;
-  if (!scalesLen)
-    return allDynamic();
-  if (*scalesLen != 0) {
-    if (*scalesLen != na)
-      return emitOpError() << "scales has " << *scalesLen
-                           << " entries, expected " << na;
-    std::optional<SmallVector<double>> scales =
-        getConstantFloatValues(op->getOperand(2));
-    for (int64_t k = 0; k < na; ++k) {
-      int64_t d = axes[k];
-      if (!scales || ShapedType::isDynamic(out[d])) {
-        out[d] = kDynamic;
-        continue;
-      }
-      if ((*scales)[k] <= 0)
-        return emitOpError() << "scales must be positive";
-      out[d] = (int64_t)std::floor((double)out[d] * (*scales)[k]);
-    }
-    return ranked(out, elem);
-  }
-  if (!present(op, 3))
-    return emitOpError("one of scales and sizes must be given");
-  Value sizesV = op->getOperand(3);
-  if (std::optional<int64_t> len = staticLength(sizesV); len && *len != na)
-    return emitOpError() << "sizes has " << *len << " entries, expected " << na;
-  std::optional<SmallVector<int64_t>> sizes = getConstantIntValues(sizesV);
-  if (!sizes)
-    return allDynamic();
-  StringRef policy = strAttr(op, "keep_aspect_ratio_policy", "stretch");
-  if (policy == "stretch") {
-    for (int64_t k = 0; k < na; ++k)
-      out[axes[k]] = (*sizes)[k];
-    return ranked(out, elem);
-  }
-  // not_larger / not_smaller: one scale for all axes, the min/max of the
-  // per-axis ratios (computed in double precision like the lowering).
-  std::optional<double> m;
-  for (int64_t k = 0; k < na; ++k) {
-    int64_t d = (*in)[axes[k]];
-    if (ShapedType::isDynamic(d))
-      return allDynamic();
-    double s = (double)(*sizes)[k] / (double)d;
-    m = !m ? s : policy == "not_larger" ? std::min(*m, s) : std::max(*m, s);
-  }
-  for (int64_t k = 0; k < na; ++k)
-    out[axes[k]] = (int64_t)std::floor(*m * (double)(*in)[axes[k]] + 0.5);
-  return ranked(out, elem);
-}
-
-InferredTypes GridSampleOp::inferResultTypes() {
-  Operation *op = getOperation();
-  Value x = op->getOperand(0), grid = op->getOperand(1);
-  Type elem = elemOf(x);
-  std::optional<ArrayRef<int64_t>> in = getShapeOf(x), g = getShapeOf(grid);
-  if (!in && !g)
-    return unranked(elem);
-  int64_t rank = in ? in->size() : g->size();
-  if (rank < 3 || (g && (int64_t)g->size() != rank))
-    return emitOpError() << "expects X [N, C, D1..Dr] and grid [N, D1..Dr, r], "
-                            "got "
-                         << x.getType() << " and " << grid.getType();
-  if (g && !ShapedType::isDynamic(g->back()) && g->back() != rank - 2)
-    return emitOpError() << "the last dim of grid must be " << rank - 2;
-  SmallVector<int64_t> out(rank, kDynamic);
-  if (in) {
-    out[0] = (*in)[0];
-    out[1] = (*in)[1];
-  }
-  if (g) {
-    if (ShapedType::isDynamic(out[0]))
-      out[0] = (*g)[0];
-    for (int64_t d = 1; d < rank - 1; ++d)
-      out[d + 1] = (*g)[d];
-  }
-  return ranked(out, elem);
-}
-
-InferredTypes AffineGridOp::inferResultTypes() {
-  Operation *op = getOperation();
-  Value theta = op->getOperand(0), size = op->getOperand(1);
-  Type elem = elemOf(theta);
-  std::optional<ArrayRef<int64_t>> t = getShapeOf(theta);
-  if (t && t->size() != 3)
-    return emitOpError() << "theta must be 3-D, got " << theta.getType();
-  std::optional<int64_t> len = staticLength(size);
-  if (!len)
-    return unranked(elem);
-  int64_t ns = *len - 2;
-  if (ns != 2 && ns != 3)
-    return emitOpError() << "size must have 4 or 5 entries, got " << *len;
-  // [N, C, D1..Dn] -> [N, D1..Dn, n].
-  SmallVector<int64_t> out(ns + 2, kDynamic);
-  out.back() = ns;
-  if (t)
-    out[0] = (*t)[0];
-  if (auto s = getConstantIntValues(size)) {
-    out[0] = (*s)[0];
-    for (int64_t i = 0; i < ns; ++i)
-      out[1 + i] = (*s)[2 + i];
-  }
-  return ranked(out, elem);
-}
-
-//===----------------------------------------------------------------------===//
-// ConvTranspose
-//===----------------------------------------------------------------------===//
-
-InferredTypes ConvTransposeOp::inferResultTypes() {
-  Operation *op = getOperation();
-  Value x = op->getOperand(0), w = op->getOperand(1);
-  Type elem = elemOf(x);
-  std::optional<ArrayRef<int64_t>> in = getShapeOf(x), ws = getShapeOf(w);
-  int64_t group = intAttr(op, "group", 1);
-  if (group <= 0)
-    return emitOpError() << "group must be positive, got " << group;
-  SmallVector<int64_t> kernel = intsAttr(op, "kernel_shape");
-  int64_t rank = in               ? (int64_t)in->size()
-                 : ws             ? (int64_t)ws->size()
-                 : kernel.empty() ? -1
-                                  : (int64_t)kernel.size() + 2;
-  if (rank < 0)
-    return unranked(elem);
-  if (rank < 3 || (in && (int64_t)in->size() != rank) ||
-      (ws && (int64_t)ws->size() != rank))
-    return emitOpError() << "expects input and weights of one rank >= 3, got "
-                         << x.getType() << " and " << w.getType();
-  int64_t ns = rank - 2;
-  if (kernel.empty()) {
-    kernel.assign(ns, kDynamic);
-    if (ws)
-      kernel.assign(ws->begin() + 2, ws->end());
-  }
-  auto orDefault = [&](StringRef name, int64_t n, int64_t dflt) {
-    SmallVector<int64_t> v = intsAttr(op, name);
-    if (v.empty())
-      v.assign(n, dflt);
-    return v;
-  };
-  SmallVector<int64_t> strides = orDefault("strides", ns, 1);
-  SmallVector<int64_t> dil = orDefault("dilations", ns, 1);
-  SmallVector<int64_t> outPad = orDefault("output_padding", ns, 0);
-  SmallVector<int64_t> pads = orDefault("pads", 2 * ns, 0);
-  SmallVector<int64_t> outShape = intsAttr(op, "output_shape");
-  StringRef autoPad = strAttr(op, "auto_pad", "NOTSET");
-  if ((int64_t)kernel.size() != ns || (int64_t)strides.size() != ns ||
-      (int64_t)dil.size() != ns || (int64_t)outPad.size() != ns ||
-      (int64_t)pads.size() != 2 * ns ||
-      (!outShape.empty() && (int64_t)outShape.size() != ns))
-    return emitOpError() << "attributes do not match the " << ns
-                         << " spatial dims";
-  if (autoPad != "NOTSET" && autoPad != "SAME_UPPER" &&
-      autoPad != "SAME_LOWER" && autoPad != "VALID")
-    return emitOpError() << "unknown auto_pad '" << autoPad << "'";
-  for (int64_t i = 0; i < ns; ++i)
-    if (strides[i] <= 0 || dil[i] <= 0)
-      return emitOpError("strides and dilations must be positive");
-
-  SmallVector<int64_t> out(rank, kDynamic);
-  if (in)
-    out[0] = (*in)[0];
-  if (ws && !ShapedType::isDynamic((*ws)[1]))
-    out[1] = (*ws)[1] * group;
-  if (in && ws && !ShapedType::isDynamic((*in)[1]) &&
-      !ShapedType::isDynamic((*ws)[0]) && (*in)[1] != (*ws)[0])
-    return emitOpError() << "input channels " << (*in)[1]
-                         << " differ from weight dim 0 " << (*ws)[0];
-  for (int64_t i = 0; i < ns; ++i) {
-    if (!outShape.empty()) {
-      out[2 + i] = outShape[i];
+    return SmallVector<Type>{UnrankedTensorType::get(elem)};
+  std::optional<SmallVector<int64_t>> reps =
+      getConstantIntValues(op->getOperand(1));
+  if (reps && reps->size() != in->size())
+    return emitOpError() << "repeats must have one value per input dim";
+  SmallVector<int64_t> dims;
+  for (auto [i, d] : llvm::enumerate(*in)) {
+    if (!reps || ShapedType::isDynamic(d)) {
+      dims.push_back(reps && (*reps)[i] == 0 ? 0 : ShapedType::kDynamic);
       continue;
     }
-    int64_t d = in ? (*in)[2 + i] : kDynamic;
-    if (ShapedType::isDynamic(d))
-      continue;
-    if (autoPad == "SAME_UPPER" || autoPad == "SAME_LOWER") {
-      out[2 + i] = d * strides[i];
-      continue;
-    }
-    if (ShapedType::isDynamic(kernel[i]))
-      continue;
-    int64_t padSum = autoPad == "VALID" ? 0 : pads[i] + pads[ns + i];
-    int64_t o = strides[i] * (d - 1) + outPad[i] + (kernel[i] - 1) * dil[i] +
-                1 - padSum;
-    if (o < 0)
-      return emitOpError() << "spatial output dimension " << i
-                           << " would be negative (" << o << ")";
-    out[2 + i] = o;
+    if ((*reps)[i] < 0)
+      return emitOpError() << "negative repeat " << (*reps)[i];
+    dims.push_back(d * (*reps)[i]);
   }
-  return ranked(out, elem);
-}
-
-//===----------------------------------------------------------------------===//
-// Quantization
-//===----------------------------------------------------------------------===//
-
-InferredTypes QuantizeLinearOp::inferResultTypes() {
-  Operation *op = getOperation();
-  Type elem = IntegerType::get(getContext(), 8, IntegerType::Unsigned);
-  int64_t dt = intAttr(op, "output_dtype", 0);
-  if (present(op, 2)) {
-    elem = elemOf(op->getOperand(2));
-    if (dt != 0 && getElementTypeForOnnxDataType(getContext(), dt) != elem)
-      return emitOpError("output_dtype differs from the zero point's type");
-  } else if (dt != 0) {
-    elem = getElementTypeForOnnxDataType(getContext(), dt);
-    if (!elem)
-      return emitOpError() << "unsupported output_dtype " << dt;
-  }
-  return sameShape(op->getOperand(0), elem);
-}
-
-InferredTypes DequantizeLinearOp::inferResultTypes() {
-  Operation *op = getOperation();
-  Type elem = elemOf(op->getOperand(1));
-  if (int64_t dt = intAttr(op, "output_dtype", 0)) {
-    elem = getElementTypeForOnnxDataType(getContext(), dt);
-    if (!elem)
-      return emitOpError() << "unsupported output_dtype " << dt;
-  }
-  return sameShape(op->getOperand(0), elem);
-}
-
-InferredTypes DynamicQuantizeLinearOp::inferResultTypes() {
-  MLIRContext *ctx = getContext();
-  Type u8 = IntegerType::get(ctx, 8, IntegerType::Unsigned);
-  Value x = getOperation()->getOperand(0);
-  return SmallVector<Type>{makeTensorType(getShapeOf(x), u8),
-                           RankedTensorType::get({}, Float32Type::get(ctx)),
-                           RankedTensorType::get({}, u8)};
-}
-
-/// MatMulInteger (i32 result) and QLinearMatMul (the type of y_zero_point).
-static InferredTypes inferIntMatMul(Operation *op, Value a, Value b,
-                                    Type elem) {
-  std::optional<ArrayRef<int64_t>> sa = getShapeOf(a), sb = getShapeOf(b);
-  if (!sa || !sb)
-    return unranked(elem);
-  FailureOr<SmallVector<int64_t>> out = matmulShape(op, *sa, *sb);
-  if (failed(out))
-    return failure();
-  return ranked(*out, elem);
-}
-
-InferredTypes MatMulIntegerOp::inferResultTypes() {
-  Operation *op = getOperation();
-  return inferIntMatMul(op, op->getOperand(0), op->getOperand(1),
-                        IntegerType::get(getContext(), 32));
-}
-
-InferredTypes QLinearMatMulOp::inferResultTypes() {
-  Operation *op = getOperation();
-  return inferIntMatMul(op, op->getOperand(0), op->getOperand(3),
-                        elemOf(op->getOperand(7)));
+  return SmallVector<Type>{RankedTensorType::get(dims, elem)};
 }

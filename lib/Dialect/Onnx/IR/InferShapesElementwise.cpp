@@ -5,13 +5,14 @@
 //
 //===----------------------------------------------------------------------===//
 
+#include "InferShapesUtils.h"
+
 #include "kiln/Dialect/Onnx/IR/OnnxOps.h"
 #include "kiln/Dialect/Onnx/IR/OnnxUtils.h"
 
 using namespace mlir;
 using namespace mlir::kiln::onnxops;
-
-using InferredTypes = FailureOr<SmallVector<Type>>;
+using namespace mlir::kiln::onnxops::infer;
 
 /// Unary elementwise: the result has the operand's type.
 static InferredTypes inferSameAsOperand(Value operand) {
@@ -89,4 +90,81 @@ InferredTypes ClipOp::inferResultTypes() {
                            << bound.getType();
   }
   return inferSameAsOperand(getInput());
+}
+
+//===----------------------------------------------------------------------===//
+// Math, activations, variadic ops, Dropout
+//===----------------------------------------------------------------------===//
+
+#define KILN_UNARY_OPERAND0(OP)                                                \
+  InferredTypes OP::inferResultTypes() {                                       \
+    return SmallVector<Type>{getOperation()->getOperand(0).getType()};         \
+  }
+
+KILN_UNARY_OPERAND0(RoundOp)
+KILN_UNARY_OPERAND0(FloorOp)
+KILN_UNARY_OPERAND0(CeilOp)
+KILN_UNARY_OPERAND0(SignOp)
+KILN_UNARY_OPERAND0(ReciprocalOp)
+KILN_UNARY_OPERAND0(SinOp)
+KILN_UNARY_OPERAND0(CosOp)
+KILN_UNARY_OPERAND0(TanOp)
+KILN_UNARY_OPERAND0(AsinOp)
+KILN_UNARY_OPERAND0(AcosOp)
+KILN_UNARY_OPERAND0(AtanOp)
+KILN_UNARY_OPERAND0(SinhOp)
+KILN_UNARY_OPERAND0(CoshOp)
+KILN_UNARY_OPERAND0(AsinhOp)
+KILN_UNARY_OPERAND0(AcoshOp)
+KILN_UNARY_OPERAND0(AtanhOp)
+KILN_UNARY_OPERAND0(ErfOp)
+KILN_UNARY_OPERAND0(GeluOp)
+KILN_UNARY_OPERAND0(EluOp)
+KILN_UNARY_OPERAND0(SeluOp)
+KILN_UNARY_OPERAND0(CeluOp)
+KILN_UNARY_OPERAND0(SoftplusOp)
+KILN_UNARY_OPERAND0(SoftsignOp)
+KILN_UNARY_OPERAND0(ThresholdedReluOp)
+KILN_UNARY_OPERAND0(MishOp)
+KILN_UNARY_OPERAND0(HardSwishOp)
+KILN_UNARY_OPERAND0(SwishOp)
+
+#undef KILN_UNARY_OPERAND0
+
+#define KILN_TO_BOOL(OP)                                                       \
+  InferredTypes OP::inferResultTypes() {                                       \
+    Type t = getOperation()->getOperand(0).getType();                          \
+    return SmallVector<Type>{withElem(t, IntegerType::get(getContext(), 1))};  \
+  }
+
+KILN_TO_BOOL(IsNaNOp)
+KILN_TO_BOOL(IsInfOp)
+
+#undef KILN_TO_BOOL
+
+#define KILN_BROADCAST(OP)                                                     \
+  InferredTypes OP::inferResultTypes() { return inferSameElemBroadcast(*this); }
+
+KILN_BROADCAST(MaxOp)
+KILN_BROADCAST(MinOp)
+KILN_BROADCAST(SumOp)
+KILN_BROADCAST(MeanOp)
+KILN_BROADCAST(ModOp)
+
+#undef KILN_BROADCAST
+
+InferredTypes PReluOp::inferResultTypes() {
+  // The slope broadcasts to X (unidirectionally).
+  Operation *op = getOperation();
+  return inferNaryBroadcast(op, op->getOperands(),
+                            getElementTypeOrSelf(op->getOperand(0).getType()));
+}
+
+InferredTypes DropoutOp::inferResultTypes() {
+  Operation *op = getOperation();
+  Type data = op->getOperand(0).getType();
+  SmallVector<Type> types{data};
+  if (op->getNumResults() > 1 && !isa<NoneType>(op->getResult(1).getType()))
+    types.push_back(withElem(data, IntegerType::get(getContext(), 1)));
+  return types;
 }

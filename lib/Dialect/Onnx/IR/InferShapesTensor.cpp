@@ -1,8 +1,8 @@
-//===- InferShapesTensor.cpp - Data movement onnx ops ---------------------===//
+//===- InferShapesTensor.cpp - Shape and layout onnx ops -------------------===//
 //
-// Shape inference of Reshape, Flatten, Transpose, Concat, Squeeze, Unsqueeze,
-// Slice, Gather, Shape and Cast (ONNX spec, latest opset; the importer makes
-// axes/starts/ends/steps operands).
+// Shape inference of the Tensor family (OnnxFamilies.def): Reshape, Flatten,
+// Transpose, Concat, Squeeze, Unsqueeze, Slice, Gather, Shape and Size (ONNX
+// spec, latest opset; the importer makes axes/starts/ends/steps operands).
 //
 //===----------------------------------------------------------------------===//
 
@@ -438,14 +438,7 @@ InferredTypes ShapeOp::inferResultTypes() {
       RankedTensorType::get({std::max<int64_t>(end - start, 0)}, i64)};
 }
 
-InferredTypes CastOp::inferResultTypes() {
-  Type elemTy = getElementTypeForOnnxDataType(getContext(), (int64_t)getTo());
-  if (!elemTy)
-    return emitOpError() << "unsupported target data type 'to' = "
-                         << (int64_t)getTo();
-  std::optional<ArrayRef<int64_t>> in = getShapeOf(getInput());
-  if (!isa<TensorType>(getInput().getType()))
-    return emitOpError() << "expects a tensor input, got "
-                         << getInput().getType();
-  return SmallVector<Type>{makeTensorType(in, elemTy)};
+InferredTypes SizeOp::inferResultTypes() {
+  return SmallVector<Type>{
+      RankedTensorType::get({}, IntegerType::get(getContext(), 64))};
 }

@@ -1,11 +1,16 @@
-//===- SmallFloat.cpp - 8-bit float conversions as integer arithmetic -----===//
+//===- Cast.cpp - Cast, CastLike and 8-bit float conversions --------------===//
+//
+// The Cast family (OnnxFamilies.def). Cast and CastLike convert operand 0 to
+// the result's element type elementwise; unsigned tensors are computed on
+// signless views.
 //
 // LLVM cannot compute with f8E4M3FN, f8E4M3FNUZ, f8E5M2 and f8E5M2FNUZ, so
 // their tensors are bitcast to i8 (a host view) and converted to and from
 // f32 here with integer ops on the bit patterns. Conversions to f8 round to
 // nearest even; the results follow ONNX's reference (ml_dtypes): NaN stays
 // NaN, overflow gives +-max with `saturate` and otherwise infinity (E5M2) or
-// NaN (the formats without infinity); the FNUZ formats have no -0.
+// NaN (the formats without infinity); the FNUZ formats have no -0. The f8
+// codecs also serve QuantizeLinear and DequantizeLinear (Quantize.cpp).
 //
 //===----------------------------------------------------------------------===//
 
@@ -149,4 +154,96 @@ Value lowering::float8BitsView(OpBuilder &b, Location loc, Value v) {
   if (!isFloat8(t.getElementType()))
     return v;
   return tensor::BitcastOp::create(b, loc, t.clone(b.getI8Type()), v);
+}
+
+/// Converts scalar `v` (signless; `fromUnsigned` tells how to read integers)
+/// to `to` (signless; `toUnsigned` for integer results).
+static Value castScalar(OpBuilder &b, Location loc, Value v, bool fromUnsigned,
+                        Type to, bool toUnsigned) {
+  Type from = v.getType();
+  if (from == to)
+    return v;
+  auto fromF = dyn_cast<FloatType>(from);
+  auto toF = dyn_cast<FloatType>(to);
+  if (fromF && toF) {
+    if (fromF.getWidth() == toF.getWidth()) // f16 <-> bf16
+      return arith::TruncFOp::create(
+          b, loc, to, arith::ExtFOp::create(b, loc, b.getF32Type(), v));
+    return fromF.getWidth() < toF.getWidth()
+               ? arith::ExtFOp::create(b, loc, to, v).getResult()
+               : arith::TruncFOp::create(b, loc, to, v).getResult();
+  }
+  if (fromF) {
+    if (to.isInteger(1))
+      return arith::CmpFOp::create(b, loc, arith::CmpFPredicate::UNE, v,
+                                   cst(b, loc, from, 0.0));
+    return toUnsigned ? arith::FPToUIOp::create(b, loc, to, v).getResult()
+                      : arith::FPToSIOp::create(b, loc, to, v).getResult();
+  }
+  bool srcUnsigned = fromUnsigned || from.isInteger(1);
+  if (toF)
+    return srcUnsigned ? arith::UIToFPOp::create(b, loc, to, v).getResult()
+                       : arith::SIToFPOp::create(b, loc, to, v).getResult();
+  unsigned fw = from.getIntOrFloatBitWidth(), tw = to.getIntOrFloatBitWidth();
+  if (tw == 1)
+    return arith::CmpIOp::create(b, loc, arith::CmpIPredicate::ne, v,
+                                 cst(b, loc, from, 0));
+  if (fw < tw)
+    return srcUnsigned ? arith::ExtUIOp::create(b, loc, to, v).getResult()
+                       : arith::ExtSIOp::create(b, loc, to, v).getResult();
+  if (fw > tw)
+    return arith::TruncIOp::create(b, loc, to, v);
+  return v;
+}
+
+/// Cast and CastLike: converts operand 0 to the result's element type.
+template <typename OpTy>
+static LogicalResult lowerCast(OpTy op, OpBuilder &b,
+                               SmallVectorImpl<Value> &results) {
+  FailureOr<RankedTensorType> type = rankedResult(op);
+  FailureOr<RankedTensorType> in = rankedOperand(op, 0);
+  if (failed(type) || failed(in))
+    return failure();
+  Type fromT = in->getElementType(), toT = type->getElementType();
+  bool fromF8 = isFloat8(fromT), toF8 = isFloat8(toT);
+  if ((!kindOf(fromT) && !fromF8) || (!kindOf(toT) && !toF8))
+    return nodeError(op) << "cast from " << fromT << " to " << toT
+                         << " is not supported (strings, 4-bit and complex "
+                            "types are not)",
+           failure();
+  Location loc = op->getLoc();
+  if (fromF8 || toF8) {
+    // 8-bit floats go through f32, computed on their i8 bits.
+    bool saturate = asInt(op.getSaturate()) != 0;
+    bool fromU = fromT.isUnsignedInteger(), toU = toT.isUnsignedInteger();
+    Type f32 = b.getF32Type();
+    Type to = toF8 ? b.getI8Type() : signlessType(toT);
+    Value x = float8BitsView(b, loc, toSignless(b, loc, op->getOperand(0)));
+    Value r = buildElementwise(
+        b, loc, type->clone(to), x,
+        [&](OpBuilder &nb, Location nloc, ValueRange a) {
+          Value v = fromF8 ? float8ToF32(nb, nloc, a[0], fromT)
+                           : castScalar(nb, nloc, a[0], fromU, f32, false);
+          if (toF8)
+            return f32ToFloat8(nb, nloc, v, toT, saturate);
+          return castScalar(nb, nloc, v, false, to, toU);
+        });
+    results.push_back(fromSignless(b, loc, r, *type));
+    return success();
+  }
+  Type to = signlessType(toT);
+  bool fromU = fromT.isUnsignedInteger(), toU = toT.isUnsignedInteger();
+  Value r = buildElementwise(
+      b, loc, signlessTensor(*type), toSignless(b, loc, op->getOperand(0)),
+      [&](OpBuilder &nb, Location nloc, ValueRange a) {
+        return castScalar(nb, nloc, a[0], fromU, to, toU);
+      });
+  results.push_back(fromSignless(b, loc, r, *type));
+  return success();
+}
+
+void lowering::populateCastLoweringPatterns(RewritePatternSet &patterns) {
+  FamilyPatterns<OnnxFamily::Cast> t(patterns);
+  t.add<onnxops::CastOp>(lowerCast<onnxops::CastOp>);
+  t.add<onnxops::CastLikeOp>(lowerCast<onnxops::CastLikeOp>);
 }

@@ -1,0 +1,32 @@
+// RUN: kiln-opt %s -split-input-file --kiln-onnx-infer-shapes | FileCheck %s
+
+// Quantization: the zero point's type, output_dtype, uint8 by default.
+// CHECK-LABEL: func @quantize
+// CHECK: "onnx.QuantizeLinear"{{.*}} -> tensor<?x4xi8>
+// CHECK: "onnx.QuantizeLinear"{{.*}} -> tensor<?x4xui8>
+// CHECK: "onnx.QuantizeLinear"{{.*}} -> tensor<?x4xui16>
+// CHECK: "onnx.DequantizeLinear"{{.*}} -> tensor<?x4xf32>
+// CHECK: "onnx.DequantizeLinear"{{.*}} -> tensor<?x4xf16>
+// CHECK: "onnx.DynamicQuantizeLinear"{{.*}} -> (tensor<?x4xui8>, tensor<f32>, tensor<ui8>)
+func.func @quantize(%x: tensor<?x4xf32>, %s: tensor<f32>, %z: tensor<i8>) {
+  %none = onnx.NoValue
+  %0 = "onnx.QuantizeLinear"(%x, %s, %z) : (tensor<?x4xf32>, tensor<f32>, tensor<i8>) -> tensor<*xi8>
+  %1 = "onnx.QuantizeLinear"(%x, %s, %none) : (tensor<?x4xf32>, tensor<f32>, none) -> tensor<*xui8>
+  %2 = "onnx.QuantizeLinear"(%x, %s, %none) {output_dtype = 4 : i64} : (tensor<?x4xf32>, tensor<f32>, none) -> tensor<*xui16>
+  %3 = "onnx.DequantizeLinear"(%0, %s, %z) : (tensor<*xi8>, tensor<f32>, tensor<i8>) -> tensor<*xf32>
+  %4 = "onnx.DequantizeLinear"(%0, %s, %z) {output_dtype = 10 : i64} : (tensor<*xi8>, tensor<f32>, tensor<i8>) -> tensor<*xf16>
+  %5:3 = "onnx.DynamicQuantizeLinear"(%x) : (tensor<?x4xf32>) -> (tensor<*xui8>, tensor<*xf32>, tensor<*xui8>)
+  return
+}
+
+// -----
+
+// CHECK-LABEL: func @int_matmul
+// CHECK: "onnx.MatMulInteger"{{.*}} -> tensor<3x?x5xi32>
+// CHECK: "onnx.QLinearMatMul"{{.*}} -> tensor<?x5xui8>
+func.func @int_matmul(%a: tensor<3x?x4xui8>, %b: tensor<4x5xi8>, %a2: tensor<?x4xui8>, %s: tensor<f32>, %za: tensor<ui8>, %zb: tensor<i8>, %zy: tensor<ui8>) {
+  %none = onnx.NoValue
+  %0 = "onnx.MatMulInteger"(%a, %b, %none, %none) : (tensor<3x?x4xui8>, tensor<4x5xi8>, none, none) -> tensor<*xi32>
+  %1 = "onnx.QLinearMatMul"(%a2, %s, %za, %b, %s, %zb, %s, %zy) : (tensor<?x4xui8>, tensor<f32>, tensor<ui8>, tensor<4x5xi8>, tensor<f32>, tensor<i8>, tensor<f32>, tensor<ui8>) -> tensor<*xui8>
+  return
+}
