@@ -24,14 +24,10 @@ InferredTypes ResizeOp::inferResultTypes() {
   if (!in)
     return unranked(elem);
   int64_t rank = in->size();
-  SmallVector<int64_t> axes = allAxes(rank);
-  if (op->hasAttr("axes")) {
-    FailureOr<SmallVector<int64_t>> n =
-        normalizeAxes(op, intsAttr(op, "axes"), rank);
-    if (failed(n))
-      return failure();
-    axes = *n;
-  }
+  FailureOr<SmallVector<int64_t>> normalized = axesAttrOrAll(op, rank);
+  if (failed(normalized))
+    return failure();
+  SmallVector<int64_t> axes = *normalized;
   int64_t na = axes.size();
   SmallVector<int64_t> out(*in);
   auto allDynamic = [&]() {

@@ -91,6 +91,15 @@ inline SmallVector<int64_t> allAxes(int64_t rank) {
   return llvm::to_vector(llvm::seq<int64_t>(0, rank));
 }
 
+/// The op's optional `axes` attribute normalized for `rank` (all axes when
+/// absent); failure (with an error) for an out-of-range or repeated axis.
+inline FailureOr<SmallVector<int64_t>> axesAttrOrAll(Operation *op,
+                                                     int64_t rank) {
+  if (!op->hasAttr("axes"))
+    return allAxes(rank);
+  return normalizeAxes(op, intsAttr(op, "axes"), rank);
+}
+
 inline int64_t mulDim(int64_t d, int64_t f) {
   return ShapedType::isDynamic(d) ? kDynamic : d * f;
 }
