@@ -5,7 +5,11 @@ ROOT="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
 cd "$ROOT"
 LAUNCHER=()
 if command -v ccache >/dev/null; then  # optional: shares objects between checkouts
-  LAUNCHER=(-DCMAKE_C_COMPILER_LAUNCHER=ccache -DCMAKE_CXX_COMPILER_LAUNCHER=ccache)
+  # The precompiled headers (kiln_precompile_headers) are cached only with
+  # these sloppiness settings and without the PCH's timestamp.
+  CCACHE="env;CCACHE_SLOPPINESS=pch_defines,time_macros,include_file_mtime,include_file_ctime;ccache"
+  LAUNCHER=(-DCMAKE_C_COMPILER_LAUNCHER="$CCACHE" -DCMAKE_CXX_COMPILER_LAUNCHER="$CCACHE"
+            "-DCMAKE_CXX_FLAGS=-Xclang -fno-pch-timestamp")
 fi
 if [ ! -f build/build.ninja ]; then
   cmake "${LAUNCHER[@]}" -G Ninja -B build -DMLIR_DIR=/usr/lib/llvm-22/lib/cmake/mlir \

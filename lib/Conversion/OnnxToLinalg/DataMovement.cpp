@@ -13,6 +13,8 @@
 
 #include "kiln/Dialect/Onnx/IR/OnnxUtils.h"
 
+#include <tuple>
+
 using namespace mlir;
 using namespace mlir::kiln;
 using namespace mlir::kiln::lowering;
@@ -819,7 +821,8 @@ LogicalResult lowerCompress(onnxops::CompressOp op, OpBuilder &b,
   }
   Value dim = dimValue(b, loc, x, *axis);
   Value n = arith::MinSIOp::create(b, loc, dimValue(b, loc, cond, 0), dim);
-  auto [pos, count] = truePositions(b, loc, cond, n, Value());
+  Value pos, count;
+  std::tie(pos, count) = truePositions(b, loc, cond, n, Value());
   SmallVector<Value> out;
   for (int64_t d = 0; d < rank; ++d)
     out.push_back(d == *axis ? count : dimValue(b, loc, x, d));
@@ -858,7 +861,8 @@ LogicalResult lowerNonZero(onnxops::NonZeroOp op, OpBuilder &b,
       {tx->hasStaticShape() ? tx->getNumElements() : ShapedType::kDynamic},
       tx->getElementType());
   Value fx = reshapeTo(b, loc, x, flat, {total});
-  auto [pos, count] = truePositions(b, loc, fx, total, Value());
+  Value pos, count;
+  std::tie(pos, count) = truePositions(b, loc, fx, total, Value());
   if (ty->getRank() != 2)
     return nodeError(op) << "unexpected result rank", failure();
   results.push_back(generateSized(

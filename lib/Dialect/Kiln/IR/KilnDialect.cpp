@@ -125,7 +125,7 @@ ValueRange KernelOp::getResultDims(unsigned i) {
 
 static LogicalResult verifyDynamicSizes(Operation *op, MemRefType type,
                                         ValueRange sizes) {
-  if (type.getNumDynamicDims() != static_cast<int64_t>(sizes.size()))
+  if (type.getNumDynamicDims() != sizes.size())
     return op->emitOpError("expects ")
            << type.getNumDynamicDims() << " dynamic sizes for " << type
            << ", got " << sizes.size();
