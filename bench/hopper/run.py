@@ -1,0 +1,158 @@
+#!/usr/bin/env python3
+"""Runs the generated Hopper GEMM kernels on the GPU: checks each against
+torch.matmul (fp32 reference of the same fp16/bf16 inputs) and times it with
+CUDA events against torch.matmul on the same inputs, in one process.
+
+  python3 bench/hopper/run.py --dir <folder with manifest.json and cubins> [--shapes ...]
+
+Needs only torch and the CUDA driver (libcuda.so.1, through ctypes); the TMA
+descriptors are encoded here with cuTensorMapEncodeTiled, as Kiln's runtime
+will do through its CUDA driver.
+"""
+import argparse
+import ctypes
+import json
+import os
+import sys
+
+import torch
+
+cuda = ctypes.CDLL("libcuda.so.1")
+CUresult = ctypes.c_int
+
+
+def check(r, what):
+    if r != 0:
+        s = ctypes.c_char_p()
+        cuda.cuGetErrorString(r, ctypes.byref(s))
+        raise RuntimeError(f"{what}: CUDA error {r} ({s.value.decode() if s.value else '?'})")
+
+
+class Kernel:
+    def __init__(self, path, meta):
+        self.meta = meta
+        data = open(path, "rb").read()
+        self.mod = ctypes.c_void_p()
+        check(cuda.cuModuleLoadData(ctypes.byref(self.mod), ctypes.c_char_p(data)), f"load {path}")
+        self.fn = ctypes.c_void_p()
+        check(cuda.cuModuleGetFunction(ctypes.byref(self.fn), self.mod, meta["name"].encode()), "get function")
+        CU_FUNC_ATTRIBUTE_MAX_DYNAMIC_SHARED_SIZE_BYTES = 8
+        check(cuda.cuFuncSetAttribute(self.fn, CU_FUNC_ATTRIBUTE_MAX_DYNAMIC_SHARED_SIZE_BYTES,
+                                      ctypes.c_int(meta["smem"])), "set smem")
+
+
+DT = {torch.float16: 6, torch.bfloat16: 9}  # CU_TENSOR_MAP_DATA_TYPE_FLOAT16 / BFLOAT16
+
+
+def tensor_map(t, box_rows, box_k=64):
+    """A 2-D tiled map of a row-major (rows x K) tensor, 128-byte swizzle."""
+    rows, k = t.shape
+    tmap = (ctypes.c_uint64 * 16)()
+    dims = (ctypes.c_uint64 * 2)(k, rows)
+    strides = (ctypes.c_uint64 * 1)(k * t.element_size())
+    box = (ctypes.c_uint32 * 2)(box_k, box_rows)
+    estr = (ctypes.c_uint32 * 2)(1, 1)
+    # interleave NONE=0, swizzle 128B=3, L2 promotion 256B=3, OOB fill NONE=0 (zeros)
+    check(cuda.cuTensorMapEncodeTiled(tmap, DT[t.dtype], 2, ctypes.c_void_p(t.data_ptr()), dims, strides,
+                                      box, estr, 0, 3, 3, 0), "cuTensorMapEncodeTiled")
+    dev = torch.frombuffer(bytearray(bytes(tmap)), dtype=torch.uint8).cuda()
+    return dev
+
+
+def launch(k, dA, dB, C, M, N, K, stream):
+    m = k.meta
+    args = [ctypes.c_void_p(dA.data_ptr()), ctypes.c_void_p(dB.data_ptr()), ctypes.c_void_p(C.data_ptr()),
+            ctypes.c_int32(M), ctypes.c_int32(N), ctypes.c_int32(K)]
+    argv = (ctypes.c_void_p * len(args))(*[ctypes.cast(ctypes.pointer(a), ctypes.c_void_p) for a in args])
+    gx = (N + m["bn"] - 1) // m["bn"]
+    gy = (M + m["bm"] - 1) // m["bm"]
+    check(cuda.cuLaunchKernel(k.fn, gx, gy, 1, m["threads"], 1, 1, m["smem"], ctypes.c_void_p(stream),
+                              argv, None), "launch")
+
+
+def bench(fn, iters=50, warm=5):
+    for _ in range(warm):
+        fn()
+    torch.cuda.synchronize()
+    ts = []
+    for _ in range(iters):
+        s, e = torch.cuda.Event(enable_timing=True), torch.cuda.Event(enable_timing=True)
+        s.record()
+        fn()
+        e.record()
+        e.synchronize()
+        ts.append(s.elapsed_time(e))
+    ts.sort()
+    return ts[len(ts) // 2]
+
+
+SHAPES = {
+    "4096^3": (4096, 4096, 4096),
+    "8192^3": (8192, 8192, 8192),
+    "bert-qkv b32": (4096, 768, 768),
+    "bert-ffn1 b32": (4096, 3072, 768),
+    "bert-ffn2 b32": (4096, 768, 3072),
+    "bert-fused-qkv b32": (4096, 2304, 768),
+    "rn50 l1 b64": (200704, 64, 64),
+    "rn50 3x3 l2 b64": (50176, 128, 1152),
+    "rn50 l4 b64": (3136, 2048, 512),
+    "rn50 3x3 l4 b64": (3136, 512, 4608),
+    "odd 1000x1000x1000": (1000, 1000, 1000),
+    "odd 2000x3000x1000": (2000, 3000, 1000),
+    "odd 4000x1000x4000": (4000, 1000, 4000),
+    "2048^3": (2048, 2048, 2048),
+    "1024^3": (1024, 1024, 1024),
+    "512x4096x4096": (512, 4096, 4096),
+    "4096x4096x1024": (4096, 4096, 1024),
+    "6144^3": (6144, 6144, 6144),
+    "bert b1 ffn1": (128, 3072, 768),
+    "bert b1 qkv": (128, 768, 768),
+}
+
+
+def main():
+    ap = argparse.ArgumentParser()
+    ap.add_argument("--dir", required=True)
+    ap.add_argument("--shapes", nargs="*", default=list(SHAPES))
+    ap.add_argument("--kernels", nargs="*")
+    ap.add_argument("--json")
+    a = ap.parse_args()
+    torch.manual_seed(0)
+    torch.zeros(1, device="cuda")  # makes the primary context current
+    man = json.load(open(os.path.join(a.dir, "manifest.json")))
+    kernels = [Kernel(os.path.join(a.dir, m["name"] + ".cubin"), m) for m in man
+               if not a.kernels or m["name"] in a.kernels]
+    stream = torch.cuda.current_stream().cuda_stream
+    rows = []
+    for sname in a.shapes:
+        M, N, K = SHAPES[sname]
+        flops = 2.0 * M * N * K
+        for dt in (torch.float16, torch.bfloat16):
+            A = (torch.randn(M, K, device="cuda") * 0.5).to(dt)
+            Bt = (torch.randn(N, K, device="cuda") * (1.0 / K ** 0.5)).to(dt)
+            ref = (A.float() @ Bt.float().T)
+            t_torch = bench(lambda: torch.matmul(A, Bt.T))
+            for k in kernels:
+                if k.meta["dtype"] != {torch.float16: "f16", torch.bfloat16: "bf16"}[dt]:
+                    continue
+                C = torch.full((M, N), float("nan"), device="cuda", dtype=dt)
+                dA = tensor_map(A, k.meta["bm"])
+                dB = tensor_map(Bt, k.meta["bn"])
+                launch(k, dA, dB, C, M, N, K, stream)
+                torch.cuda.synchronize()
+                err = ((C.float() - ref).abs().max() / ref.abs().max()).item()
+                bad = not torch.isfinite(C.float()).all().item()
+                t = bench(lambda: launch(k, dA, dB, C, M, N, K, stream))
+                rows.append(dict(shape=sname, M=M, N=N, K=K, dtype=str(dt).split(".")[-1], kernel=k.meta["name"],
+                                 ms=t, tflops=flops / t / 1e9, torch_ms=t_torch, torch_tflops=flops / t_torch / 1e9,
+                                 ratio=t_torch / t, max_rel_err=err, nonfinite=bad))
+                r = rows[-1]
+                print(f"{sname:20s} {r['dtype']:9s} {k.meta['name']:34s} {t:8.3f} ms {r['tflops']:6.0f} TF/s "
+                      f"torch {t_torch:8.3f} ms {r['torch_tflops']:6.0f} TF/s  x{r['ratio']:.2f} "
+                      f"err {err:.1e}{' NONFINITE' if bad else ''}", flush=True)
+    if a.json:
+        json.dump(rows, open(a.json, "w"), indent=1)
+
+
+if __name__ == "__main__":
+    main()
