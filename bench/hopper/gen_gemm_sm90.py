@@ -20,7 +20,9 @@ import argparse
 
 
 def gen(bm=128, bn=128, bk=64, stages=4, dtype="f16", out="f16", name=None,
-        wait_depth=0, raster=0):
+        wait_depth=0, raster=0, b_major="k", swap_bo=False):
+    """b_major "k": B is N x K (K contiguous); "mn": B is K x N (N contiguous,
+    as ONNX MatMul's B), loaded as BN/64 boxes of 64 (N) x 64 (K)."""
     assert bm % 64 == 0 and bk == 64 and bn % 8 == 0 and bn <= 256
     consumers = bm // 64
     threads = 128 * (1 + consumers)
@@ -33,7 +35,8 @@ def gen(bm=128, bn=128, bk=64, stages=4, dtype="f16", out="f16", name=None,
     nacc = bn // 2  # f32 accumulators per thread for m64nBN
     acc_t = "!llvm.struct<(" + ", ".join(["f32"] * nacc) + ")>"
     wty = {"f16": "f16", "bf16": "bf16"}[dtype]
-    name = name or f"gemm_{bm}x{bn}x{bk}_s{stages}_w{wait_depth}_{dtype}_{out}"
+    name = name or (f"gemm_{bm}x{bn}x{bk}_s{stages}_w{wait_depth}_{dtype}_{out}"
+                    + ("" if b_major == "k" else "_bmn" + ("x" if swap_bo else "")))
     L = []
     e = L.append
     e("module attributes {gpu.container_module} {")
@@ -112,8 +115,15 @@ def gen(bm=128, bn=128, bk=64, stages=4, dtype="f16", out="f16", name=None,
     e(f"  %pk = llvm.mul %kt, {const(bk)} : i32")
     e("  %pAc = llvm.addrspacecast %pA : !llvm.ptr<3> to !llvm.ptr<7>")
     e("  nvvm.cp.async.bulk.tensor.shared.cluster.global %pAc, %descA, %pfull, box[%pk, %m0] : !llvm.ptr<7>, !llvm.ptr")
-    e("  %pBc = llvm.addrspacecast %pB : !llvm.ptr<3> to !llvm.ptr<7>")
-    e("  nvvm.cp.async.bulk.tensor.shared.cluster.global %pBc, %descB, %pfull, box[%pk, %n0] : !llvm.ptr<7>, !llvm.ptr")
+    if b_major == "k":
+        e("  %pBc = llvm.addrspacecast %pB : !llvm.ptr<3> to !llvm.ptr<7>")
+        e("  nvvm.cp.async.bulk.tensor.shared.cluster.global %pBc, %descB, %pfull, box[%pk, %n0] : !llvm.ptr<7>, !llvm.ptr")
+    else:  # BN/64 boxes of [64 n][64 k], one after the other
+        for j in range(bn // 64):
+            e(f"  %pB{j} = llvm.getelementptr %pB[{j * 64 * bk * esz}] : (!llvm.ptr<3>) -> !llvm.ptr<3>, i8")
+            e(f"  %pBc{j} = llvm.addrspacecast %pB{j} : !llvm.ptr<3> to !llvm.ptr<7>")
+            e(f"  %pn{j} = llvm.add %n0, {const(64 * j)} : i32")
+            e(f"  nvvm.cp.async.bulk.tensor.shared.cluster.global %pBc{j}, %descB, %pfull, box[%pn{j}, %pk] : !llvm.ptr<7>, !llvm.ptr")
     e(f"  %ktn = llvm.add %kt, {const(1)} : i32")
     e("  llvm.br ^ploop(%ktn : i32)")
 
@@ -130,6 +140,11 @@ def gen(bm=128, bn=128, bk=64, stages=4, dtype="f16", out="f16", name=None,
     # descriptor constant high bits: LBO=1 (16B), SBO=1024>>4=64, swizzle 128B (1<<62)
     hi = (1 << 16) | (64 << 32) | (1 << 62)
     e(f"  %dhi = llvm.mlir.constant({hi} : i64) : i64")
+    # MN-major B: atoms of 64 (N) x 8 (K) elements, 1024 bytes; along K
+    # 1024 apart, along N 64 * BK * 2 bytes apart (one box).
+    lbo, sbo = (64 * bk * esz, 1024) if not swap_bo else (1024, 64 * bk * esz)
+    hib = ((lbo >> 4) << 16) | ((sbo >> 4) << 32) | (1 << 62)
+    e(f"  %dhib = llvm.mlir.constant({hib if b_major == 'mn' else hi} : i64) : i64")
     e(f"  %cA_off = llvm.mul %cw, {const(64 * 128)} : i32")
     e(f"  llvm.br ^cloop(%c0_i32, {prev} : i32, {acc_t})")
     e(f"^cloop(%ck: i32, %acc: {acc_t}):")
@@ -153,13 +168,15 @@ def gen(bm=128, bn=128, bk=64, stages=4, dtype="f16", out="f16", name=None,
     cur = "%acc"
     for kk in range(bk // 16):
         for opnd, base in (("a", "%cAaddr"), ("b", "%cBaddr")):
-            e(f"  %{opnd}addr{kk} = llvm.add {base}, {const(32 * kk)} : i32")
+            step = 32 * kk if (opnd == "a" or b_major == "k") else 16 * 128 * kk
+            dh = "%dhi" if opnd == "a" else "%dhib"
+            e(f"  %{opnd}addr{kk} = llvm.add {base}, {const(step)} : i32")
             e(f"  %{opnd}sh{kk} = llvm.lshr %{opnd}addr{kk}, {const(4)} : i32")
             e(f"  %{opnd}m{kk} = llvm.and %{opnd}sh{kk}, {const(0x3FFF)} : i32")
             e(f"  %{opnd}z{kk} = llvm.zext %{opnd}m{kk} : i32 to i64")
-            e(f"  %{opnd}desc{kk} = llvm.or %{opnd}z{kk}, %dhi : i64")
+            e(f"  %{opnd}desc{kk} = llvm.or %{opnd}z{kk}, {dh} : i64")
         e(f"  %w{kk} = nvvm.wgmma.mma_async %adesc{kk}, %bdesc{kk}, {cur}, #nvvm.shape<m = 64, n = {bn}, k = 16>, "
-          f"D[<f32>, <one>, <wrapped>], A[<{wty}>, <one>, <row>], B[<{wty}>, <one>, <col>] : {acc_t} -> {acc_t}")
+          f"D[<f32>, <one>, <wrapped>], A[<{wty}>, <one>, <row>], B[<{wty}>, <one>, <{'col' if b_major == 'k' else 'row'}>] : {acc_t} -> {acc_t}")
         cur = f"%w{kk}"
     e("  nvvm.wgmma.commit.group.sync.aligned")
     e("  nvvm.wgmma.wait.group.sync.aligned 0")
@@ -223,7 +240,7 @@ def gen(bm=128, bn=128, bk=64, stages=4, dtype="f16", out="f16", name=None,
     e("}")
     L[entry_at:entry_at] = consts
     meta = dict(name=name, bm=bm, bn=bn, bk=bk, stages=stages, threads=threads, smem=smem,
-                dtype=dtype, out=out)
+                dtype=dtype, out=out, b_major=b_major)
     return "\n".join(L) + "\n", meta
 
 

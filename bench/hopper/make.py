@@ -10,6 +10,8 @@ sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 from gen_gemm_sm90 import gen  # noqa: E402
 
 VARIANTS = [
+    dict(bm=128, bn=128, stages=4, b_major="mn"),
+    dict(bm=128, bn=256, stages=4, b_major="mn"),
     dict(bm=128, bn=128, stages=4),
     dict(bm=128, bn=256, stages=3),
     dict(bm=128, bn=256, stages=4),
@@ -25,7 +27,8 @@ def main():
     man = []
     for v in VARIANTS:
         for dt in ("f16", "bf16"):
-            text, meta = gen(v["bm"], v["bn"], 64, v["stages"], dt, dt)
+            text, meta = gen(v["bm"], v["bn"], 64, v["stages"], dt, dt,
+                             b_major=v.get("b_major", "k"), swap_bo=v.get("swap_bo", False))
             if meta["smem"] > 227 * 1024:
                 continue
             p = os.path.join(out, meta["name"])

@@ -17,6 +17,9 @@ import sys
 
 import torch
 
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+from shapes import SHAPES  # noqa: E402
+
 cuda = ctypes.CDLL("libcuda.so.1")
 CUresult = ctypes.c_int
 
@@ -45,7 +48,8 @@ DT = {torch.float16: 6, torch.bfloat16: 9}  # CU_TENSOR_MAP_DATA_TYPE_FLOAT16 / 
 
 
 def tensor_map(t, box_rows, box_k=64):
-    """A 2-D tiled map of a row-major (rows x K) tensor, 128-byte swizzle."""
+    """A 2-D tiled map of a row-major (rows x K) tensor, 128-byte swizzle:
+    boxes of box_rows x box_k (K, the contiguous dim, innermost)."""
     rows, k = t.shape
     tmap = (ctypes.c_uint64 * 16)()
     dims = (ctypes.c_uint64 * 2)(k, rows)
@@ -86,28 +90,6 @@ def bench(fn, iters=50, warm=5):
     return ts[len(ts) // 2]
 
 
-SHAPES = {
-    "4096^3": (4096, 4096, 4096),
-    "8192^3": (8192, 8192, 8192),
-    "bert-qkv b32": (4096, 768, 768),
-    "bert-ffn1 b32": (4096, 3072, 768),
-    "bert-ffn2 b32": (4096, 768, 3072),
-    "bert-fused-qkv b32": (4096, 2304, 768),
-    "rn50 l1 b64": (200704, 64, 64),
-    "rn50 3x3 l2 b64": (50176, 128, 1152),
-    "rn50 l4 b64": (3136, 2048, 512),
-    "rn50 3x3 l4 b64": (3136, 512, 4608),
-    "odd 1000x1000x1000": (1000, 1000, 1000),
-    "odd 2000x3000x1000": (2000, 3000, 1000),
-    "odd 4000x1000x4000": (4000, 1000, 4000),
-    "2048^3": (2048, 2048, 2048),
-    "1024^3": (1024, 1024, 1024),
-    "512x4096x4096": (512, 4096, 4096),
-    "4096x4096x1024": (4096, 4096, 1024),
-    "6144^3": (6144, 6144, 6144),
-    "bert b1 ffn1": (128, 3072, 768),
-    "bert b1 qkv": (128, 768, 768),
-}
 
 
 def main():
@@ -137,7 +119,11 @@ def main():
                     continue
                 C = torch.full((M, N), float("nan"), device="cuda", dtype=dt)
                 dA = tensor_map(A, k.meta["bm"])
-                dB = tensor_map(Bt, k.meta["bn"])
+                if k.meta.get("b_major", "k") == "k":
+                    dB = tensor_map(Bt, k.meta["bn"])
+                else:  # B as K x N, boxes of 64 (K rows) x 64 (N)
+                    Bkn = Bt.T.contiguous()
+                    dB = tensor_map(Bkn, 64)
                 launch(k, dA, dB, C, M, N, K, stream)
                 torch.cuda.synchronize()
                 err = ((C.float() - ref).abs().max() / ref.abs().max()).item()

@@ -773,6 +773,74 @@ TEST_F(CudaProfileTest, NothingWithoutTheVariable) {
 }
 
 //===----------------------------------------------------------------------===//
+// Tile maps (kiln_rt_tile_map: sm_90a kernels' TMA descriptors)
+//===----------------------------------------------------------------------===//
+
+class CudaTileMapTest : public CudaRunTest {
+protected:
+  void SetUp() override {
+    CudaFakeDriverTest::SetUp();
+    if (HasFatalFailure())
+      return;
+    load(KILN_TEST_CUDA_TILE_MAP_MODEL);
+  }
+  std::string runOnce() {
+    Case c(3, 1.0f);
+    std::vector<kiln_tensor_view_t> in = c.views();
+    std::vector<kiln_tensor_t *> out(2, nullptr);
+    std::string status =
+        take(kiln_instance_run(instance, in.data(), in.size(), out.data(), 2));
+    for (kiln_tensor_t *t : out)
+      kiln_tensor_release(t);
+    return status;
+  }
+};
+
+TEST_F(CudaTileMapTest, EncodedThroughTheDriver) {
+  ASSERT_EQ(take(kiln_instance_set_graphs(instance, 0)), "");
+  runAndCheck(Case(3, 1.0f));
+  fake_cuda_stats s = driver->stats();
+  EXPECT_EQ(s.tile_maps - before.tile_maps, 1);
+  EXPECT_EQ(s.last_map_type, 7); // CU_TENSOR_MAP_DATA_TYPE_FLOAT32
+  EXPECT_EQ(s.last_map_rank, 2);
+  EXPECT_EQ(s.last_map_swizzle, 0);
+  EXPECT_EQ(s.last_map_dims[0], 4u);
+  EXPECT_EQ(s.last_map_dims[1], 3u);
+  EXPECT_EQ(s.last_map_strides[0], 16u); // of dim 1; dim 0's is implied
+  EXPECT_EQ(s.last_map_box[0], 4u);
+  EXPECT_EQ(s.last_map_box[1], 2u);
+}
+
+TEST_F(CudaTileMapTest, DriverFailureFailsTheRun) {
+  setenv("FAKE_CUDA_MODE", "tilemapfail", 1);
+  std::string status = runOnce();
+  unsetenv("FAKE_CUDA_MODE");
+  EXPECT_NE(status.find("cuTensorMapEncodeTiled(rank 2, dtype 3, 4x2 box)"),
+            std::string::npos)
+      << status;
+  EXPECT_NE(status.find("CUDA_ERROR_INVALID_VALUE"), std::string::npos)
+      << status;
+}
+
+class CudaBadTileMapTest : public CudaTileMapTest {
+protected:
+  void SetUp() override {
+    CudaFakeDriverTest::SetUp();
+    if (HasFatalFailure())
+      return;
+    load(KILN_TEST_CUDA_BAD_TILE_MAP_MODEL);
+  }
+};
+
+TEST_F(CudaBadTileMapTest, BadArgumentsFailTheRun) {
+  std::string status = runOnce();
+  EXPECT_NE(status.find("kiln_rt_tile_map: bad arguments (rank 6, swizzle 0)"),
+            std::string::npos)
+      << status;
+  EXPECT_EQ(driver->stats().tile_maps - before.tile_maps, 0);
+}
+
+//===----------------------------------------------------------------------===//
 // A model with symbolic dims and a device read (not graph-capturable)
 //===----------------------------------------------------------------------===//
 

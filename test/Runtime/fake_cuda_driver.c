@@ -23,6 +23,10 @@
  *   oom       cuMemAlloc fails with CUDA_ERROR_OUT_OF_MEMORY
  *   eventfail  cuEventCreate, cuEventRecord, cuEventSynchronize and
  *              cuEventElapsedTime fail with CUDA_ERROR_NOT_SUPPORTED
+ *   tilemapfail  cuTensorMapEncodeTiled fails with CUDA_ERROR_INVALID_VALUE
+ * cuTensorMapEncodeTiled checks its arguments as the real one does (rank,
+ * 16-byte strides, boxes of at most 256, a 64-byte-aligned output), records
+ * them in the stats and fills the 128 bytes with 0xA5.
  * Events read a fake clock that each kernel run advances by (index of the
  * kernel in kKernels + 1) ms: scale takes 1 ms, add_weight_sum 2 ms.
  * fake_cuda_* functions let the test read counters and make device buffers.
@@ -798,6 +802,40 @@ EXPORT CUresult cuEventDestroy_v2(event *e) {
   e->magic = 0;
   free(e);
   LOCKED((--gStats.live_events, OK));
+}
+
+EXPORT CUresult cuTensorMapEncodeTiled(
+    void *map, int type, unsigned rank, void *base,
+    const unsigned long long *dims, const unsigned long long *strides,
+    const unsigned *box, const unsigned *element_strides, int interleave,
+    int swizzle, int l2, int oob) {
+  if (need_context())
+    return INVALID_CONTEXT;
+  if (mode("tilemapfail"))
+    return INVALID_VALUE;
+  if (!map || ((uintptr_t)map % 64) != 0 || rank < 1 || rank > 5 || !base ||
+      type < 0 || type > 12 || swizzle < 0 || swizzle > 3 || interleave != 0)
+    return INVALID_VALUE;
+  for (unsigned d = 0; d < rank; ++d)
+    if (!dims[d] || !box[d] || box[d] > 256 || element_strides[d] != 1 ||
+        (d > 0 && strides[d - 1] % 16 != 0))
+      return INVALID_VALUE;
+  pthread_mutex_lock(&gLock);
+  ++gStats.tile_maps;
+  gStats.last_map_type = type;
+  gStats.last_map_rank = rank;
+  gStats.last_map_swizzle = swizzle;
+  for (unsigned d = 0; d < rank; ++d) {
+    gStats.last_map_dims[d] = dims[d];
+    gStats.last_map_box[d] = box[d];
+    if (d > 0)
+      gStats.last_map_strides[d - 1] = strides[d - 1];
+  }
+  pthread_mutex_unlock(&gLock);
+  (void)l2;
+  (void)oob;
+  memset(map, 0xA5, 128);
+  return OK;
 }
 
 /*===--------------------------------------------------------------------===*

@@ -27,6 +27,11 @@ typedef struct fake_cuda_stats {
   int64_t bad_pointers; /* device ranges outside every live allocation */
   void *last_launch_stream;
   int64_t event_creates, event_records, live_events;
+  /* cuTensorMapEncodeTiled: calls, and the last call's arguments. */
+  int64_t tile_maps;
+  int64_t last_map_type, last_map_rank, last_map_swizzle;
+  uint64_t last_map_dims[5], last_map_strides[4];
+  uint32_t last_map_box[5];
 } fake_cuda_stats;
 
 typedef fake_cuda_stats (*fake_cuda_get_stats_fn)(void);

@@ -9,6 +9,10 @@
  * kernels named here (scale, add_weight_sum, count_positive,
  * gather_positive) on the host.
  *
+ * -DKILN_FAKE_CUDA_TILE_MAP=<rank>: kiln_model_main first asks for the
+ *   tile map of x (f32 [3, 4] seen as `rank` dims: 2 is right, 0 and 6 are
+ *   bad arguments) and fails the run unless its 128 bytes are the fake
+ *   driver's 0xA5.
  * -DKILN_FAKE_CUDA_DYNAMIC: x is f32 [?N, 4], not graph-capturable, and a
  *   third output pos f32 [?K] holds the positive values of y, whose count K
  *   the host program reads back with kiln_rt_read_device (as NonZero does).
@@ -138,6 +142,18 @@ int32_t kiln_model_main(kiln_rt_ctx *ctx) {
   float *arena = (float *)kiln_rt_arena(ctx);
   if (!w || !tmp || !y || !total)
     return 1;
+#ifdef KILN_FAKE_CUDA_TILE_MAP
+  {
+    _Alignas(64) unsigned char map[128];
+    const int64_t dims[6] = {4, 3, 1, 1, 1, 1}, box[6] = {4, 2, 1, 1, 1, 1};
+    const int64_t strides[6] = {4, 16, 48, 48, 48, 48};
+    kiln_rt_tile_map(ctx, map, 3 /* KILN_DTYPE_F32 */, KILN_FAKE_CUDA_TILE_MAP,
+                     x, dims, strides, box, 0);
+    for (int i = 0; i < 128; ++i)
+      if (map[i] != 0xA5)
+        return 1;
+  }
+#endif
 
   memref_t xm = memref(x, 2, xdims), tm = memref(tmp, 2, xdims);
   memref_t wm = memref(w, 1, wdims), ym = memref(y, 2, xdims);

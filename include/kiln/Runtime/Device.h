@@ -56,6 +56,7 @@ typedef enum kiln_device_op {
   KILN_DEVICE_OP_SYNCHRONIZE,    /* synchronize */
   KILN_DEVICE_OP_ENTER,          /* enter */
   KILN_DEVICE_OP_GRAPH_LAUNCH,   /* graph_launch */
+  KILN_DEVICE_OP_TILE_MAP,       /* encode_tile_map */
   KILN_DEVICE_OP_COUNT
 } kiln_device_op;
 
@@ -78,6 +79,25 @@ typedef struct kiln_device_launch {
   uint32_t shared_bytes;
   void **params; /* one pointer per kernel parameter */
 } kiln_device_launch;
+
+/* The bytes (and alignment) of an encoded tile map. */
+#define KILN_DEVICE_TILE_MAP_BYTES 128
+
+/* A tiled view of device memory for the device's bulk tensor copies (on
+ * NVIDIA GPUs a tensor map, read by cp.async.bulk.tensor): kernels get the
+ * encoded map by value and copy boxes of `box` elements at coordinates they
+ * choose; elements outside `dims` read as zeros. Checked by
+ * kiln_rt_tile_map: 1 <= rank <= 5, dims and box >= 1, strides of the dims
+ * above the innermost (bytes, strides[0] unused) multiples of 16. */
+typedef struct kiln_device_tile_map {
+  int32_t dtype; /* kiln_dtype_t of the elements */
+  int32_t rank;
+  kiln_device_ptr base;
+  uint64_t dims[5];    /* elements, innermost first */
+  uint64_t strides[5]; /* bytes, innermost first */
+  uint32_t box[5];     /* elements, innermost first */
+  int32_t swizzle;     /* bytes: 0 (none), 32, 64 or 128 */
+} kiln_device_tile_map;
 
 typedef struct kiln_device_driver {
   /* The signature's device kind (its `device <kind> <chip>` record), also
@@ -143,6 +163,12 @@ typedef struct kiln_device_driver {
   kiln_device_result (*launch)(kiln_device_queue *queue,
                                const kiln_device_launch *launch, char *call,
                                size_t call_size);
+  /* Encodes `map` into `out` (KILN_DEVICE_TILE_MAP_BYTES, aligned to as
+   * many). NULL when the device has no bulk tensor copies (kernels built for
+   * it never ask for tile maps). */
+  kiln_device_result (*encode_tile_map)(kiln_device_queue *queue,
+                                        const kiln_device_tile_map *map,
+                                        void *out);
   /* Graphs: begin captures the stream's work; end stops the capture and
    * makes a replayable graph of it (*out_graph NULL when that failed). */
   kiln_device_result (*capture_begin)(kiln_device_queue *queue);

@@ -106,6 +106,16 @@ void kiln_rt_launch_device(kiln_rt_ctx *ctx, int64_t kernel, const char *name,
                            int64_t grid_x, int64_t grid_y, int64_t grid_z,
                            int64_t block_x, int64_t block_y, int64_t block_z,
                            int64_t shared_bytes, void **params);
+/* Encodes into `out` (128 bytes, 64-byte aligned: a kernel parameter
+ * passed by value) the tile map of a `rank`-dim view of device memory at
+ * `base` for the device's bulk tensor copies: elements of `dtype` (a
+ * kiln_dtype_t), dims[rank] elements and strides[rank] bytes innermost
+ * first (strides[0] ignored, the others multiples of 16), boxes of
+ * box[rank] elements, `swizzle` 0, 32, 64 or 128 bytes. On failure records
+ * the reason in ctx and zero-fills `out`. */
+void kiln_rt_tile_map(kiln_rt_ctx *ctx, void *out, int64_t dtype, int64_t rank,
+                      void *base, const int64_t *dims, const int64_t *strides,
+                      const int64_t *box, int64_t swizzle);
 /* Device copy of weight `index` (0 <= index < the signature's "weights"
  * count) whose host data is `host` (`bytes` bytes, in the .so): uploaded on
  * first use, then reused for the instance's lifetime. NULL on failure

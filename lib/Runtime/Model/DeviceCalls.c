@@ -314,6 +314,60 @@ void kiln_rt_launch_device(kiln_rt_ctx *ctx, int64_t kernel, const char *name,
     kiln_dev_fail(ctx, r, call);
 }
 
+void kiln_rt_tile_map(kiln_rt_ctx *ctx, void *out, int64_t dtype, int64_t rank,
+                      void *base, const int64_t *dims, const int64_t *strides,
+                      const int64_t *box, int64_t swizzle) {
+  if (out)
+    memset(out, 0, KILN_DEVICE_TILE_MAP_BYTES);
+  if (ctx->failed || !on_device(ctx, "kiln_rt_tile_map"))
+    return;
+  kiln_dev_instance *di = ctx->instance->dev;
+  if (!out || ((uintptr_t)out % 64) != 0 || rank < 1 || rank > 5 || !dims ||
+      !strides || !box ||
+      !(swizzle == 0 || swizzle == 32 || swizzle == 64 || swizzle == 128)) {
+    kiln_rt_fail(ctx, KILN_STATUS_INTERNAL,
+                 "kiln_rt_tile_map: bad arguments (rank %lld, swizzle %lld)",
+                 (long long)rank, (long long)swizzle);
+    return;
+  }
+  kiln_device_tile_map map;
+  memset(&map, 0, sizeof(map));
+  map.dtype = (int32_t)dtype;
+  map.rank = (int32_t)rank;
+  map.base = (kiln_device_ptr)(uintptr_t)base;
+  map.swizzle = (int32_t)swizzle;
+  for (int64_t d = 0; d < rank; ++d) {
+    if (dims[d] < 1 || box[d] < 1 || box[d] > 256 ||
+        (d > 0 && (strides[d] < 16 || strides[d] % 16 != 0))) {
+      kiln_rt_fail(ctx, KILN_STATUS_INTERNAL,
+                   "kiln_rt_tile_map: dim %lld has %lld elements, a box of "
+                   "%lld and a stride of %lld bytes",
+                   (long long)d, (long long)dims[d], (long long)box[d],
+                   (long long)strides[d]);
+      return;
+    }
+    map.dims[d] = (uint64_t)dims[d];
+    map.strides[d] = (uint64_t)strides[d];
+    map.box[d] = (uint32_t)box[d];
+  }
+  if (!di->drv->encode_tile_map) {
+    kiln_rt_fail(ctx, KILN_STATUS_INTERNAL,
+                 "kiln_rt_tile_map: the %s driver has no tile maps",
+                 di->drv->kind);
+    return;
+  }
+  kiln_device_result r = di->drv->encode_tile_map(di->queue, &map, out);
+  if (r != 0) {
+    memset(out, 0, KILN_DEVICE_TILE_MAP_BYTES);
+    char call[160];
+    snprintf(call, sizeof(call), "%s(rank %lld, dtype %lld, %lldx%lld box)",
+             di->drv->op_names[KILN_DEVICE_OP_TILE_MAP], (long long)rank,
+             (long long)dtype, (long long)box[0],
+             (long long)(rank > 1 ? box[1] : 1));
+    kiln_dev_fail(ctx, r, call);
+  }
+}
+
 /* The device copy in weight cache slot `slot` of `bytes` bytes from `host`:
  * uploaded on first use, then reused for the instance's lifetime. `what`
  * names the weight in failures. */

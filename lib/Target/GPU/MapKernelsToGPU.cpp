@@ -422,6 +422,9 @@ struct MapKernelsToGPUPass
       // warp per output for the other reductions along a contiguous dim,
       // else a thread per output tile.
       for (linalg::LinalgOp op : reductions) {
+        if (tensorCores &&
+            succeeded(target->lowerContraction(rewriter, op, ctx)))
+          continue;
         if (tiledContractions && succeeded(tiled.lower(op)))
           continue;
         if (warpReductions && succeeded(lowering.lowerWarp(op)))

@@ -15,6 +15,7 @@
 
 #include "mlir/Conversion/AffineToStandard/AffineToStandard.h"
 #include "mlir/Conversion/GPUToNVVM/GPUToNVVMPass.h"
+#include "mlir/Conversion/NVVMToLLVM/NVVMToLLVM.h"
 #include "mlir/Conversion/Passes.h"
 #include "mlir/Conversion/ReconcileUnrealizedCasts/ReconcileUnrealizedCasts.h"
 #include "mlir/Conversion/SCFToControlFlow/SCFToControlFlow.h"
@@ -103,6 +104,10 @@ public:
     dev.addPass(createConvertGpuOpsToNVVMOps());
     // convert-gpu-to-nvvm leaves memref accesses to this one.
     dev.addPass(createKilnFinalizeDeviceMemRefs());
+    // Tile maps by value (sm_90a kernels), then NVVM's inline-PTX ops
+    // (wgmma, mbarrier waits) as llvm.inline_asm.
+    dev.addPass(createKilnNVPTXGridConstants());
+    dev.addPass(createConvertNVVMToLLVMPass());
     dev.addPass(createCanonicalizerPass());
     dev.addPass(createCSEPass());
     dev.addPass(createReconcileUnrealizedCastsPass());
@@ -138,8 +143,9 @@ mlir::kiln::createNVPTXTarget(StringRef chip, const GPUCodegenOptions &gpu) {
 
 void mlir::kiln::registerNVPTXPasses() {
   registerKilnTargetNVPTXPasses();
-  // The upstream pass the codegen pipeline runs, for kiln-opt.
+  // The upstream passes the codegen pipeline runs, for kiln-opt.
   registerConvertGpuOpsToNVVMOpsPass();
+  registerConvertNVVMToLLVMPass();
 }
 
 void mlir::kiln::registerNVPTXDialects(DialectRegistry &registry) {

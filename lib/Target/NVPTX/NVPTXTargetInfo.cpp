@@ -4,9 +4,12 @@
 // bar.sync after convert-gpu-to-nvvm), shared memory as the gpu dialect's
 // workgroup space (NVVM's address space 3, kiln-finalize-device-memrefs),
 // and on sm_80 and newer mma.sync m16n8k16 (row x col) for f16 and bf16
-// operands accumulated in f32.
+// operands accumulated in f32; on sm_90a matmuls get a kernel of their own
+// (warpgroup MMA fed by TMA, WarpgroupContraction.cpp).
 //
 //===----------------------------------------------------------------------===//
+
+#include "WarpgroupContraction.h"
 
 #include "kiln/Target/GPU/TargetInfo.h"
 #include "kiln/Target/NVPTX/NVPTXTarget.h"
@@ -22,7 +25,8 @@ using namespace mlir::kiln;
 namespace {
 class NVPTXTargetInfo : public GPUTargetInfo {
 public:
-  explicit NVPTXTargetInfo(bool hasMMA) : hasMMA(hasMMA) {}
+  NVPTXTargetInfo(bool hasMMA, bool hasWarpgroupMMA)
+      : hasMMA(hasMMA), hasWarpgroupMMA(hasWarpgroupMMA) {}
 
   int64_t getWarpSize() const override { return 32; }
 
@@ -75,12 +79,19 @@ public:
     return acc;
   }
 
+  LogicalResult lowerContraction(RewriterBase &rewriter, Operation *op,
+                                 Value ctx) const override {
+    if (!hasWarpgroupMMA)
+      return failure();
+    return lowerWarpgroupContraction(rewriter, op, ctx);
+  }
+
   void getDependentDialects(DialectRegistry &registry) const override {
     registry.insert<NVVM::NVVMDialect, LLVM::LLVMDialect>();
   }
 
 private:
-  bool hasMMA;
+  bool hasMMA, hasWarpgroupMMA;
 };
 } // namespace
 
@@ -88,8 +99,11 @@ std::shared_ptr<const GPUTargetInfo>
 mlir::kiln::createNVPTXTargetInfo(StringRef chip) {
   if (!llvm::is_contained(getCudaChips(), chip))
     return nullptr;
-  // mma.sync m16n8k16 on f16/bf16 needs sm_80.
+  // mma.sync m16n8k16 on f16/bf16 needs sm_80; wgmma and its kernels the
+  // architecture-specific sm_90a (ptxas rejects them for sm_90).
   unsigned sm = 0;
   (void)chip.drop_front(3).take_while(llvm::isDigit).getAsInteger(10, sm);
-  return std::make_shared<NVPTXTargetInfo>(/*hasMMA=*/sm >= 80);
+  return std::make_shared<NVPTXTargetInfo>(/*hasMMA=*/sm >= 80,
+                                           /*hasWarpgroupMMA=*/chip ==
+                                               "sm_90a");
 }

@@ -20,6 +20,7 @@
 
 #include "mlir/IR/Builders.h"
 #include "mlir/IR/DialectRegistry.h"
+#include "mlir/IR/PatternMatch.h"
 #include "mlir/Support/LLVM.h"
 
 #include <functional>
@@ -110,6 +111,18 @@ public:
   virtual SmallVector<Value> buildMMA(OpBuilder &b, Location loc,
                                       const MMALayout &layout, ValueRange a,
                                       ValueRange bRegs, ValueRange c) const;
+
+  /// A kernel of the target's own for contraction `op` (a linalg op on
+  /// memrefs in a launcher whose runtime context is `ctx`): built in place
+  /// of the op and of the linalg.fill of its output just before, returning
+  /// success; failure leaves the IR unchanged and the vendor-neutral
+  /// strategies run. For instructions those do not model (NVPTX on sm_90a:
+  /// warpgroup MMA fed by bulk tensor copies). Called only with tensor cores
+  /// on (GPUCodegenOptions::tensorCores).
+  virtual LogicalResult lowerContraction(RewriterBase &rewriter, Operation *op,
+                                         Value ctx) const {
+    return failure();
+  }
 
   /// Dialects of the ops this target-info creates (loaded before the pass
   /// runs).

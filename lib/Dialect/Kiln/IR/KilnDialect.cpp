@@ -169,6 +169,29 @@ LogicalResult ReadOp::verify() {
   return success();
 }
 
+LogicalResult TileMapOp::verify() {
+  MemRefType type = getBuffer().getType();
+  ArrayRef<int64_t> box = getBox();
+  if (type.getRank() < 1 || type.getRank() > 5)
+    return emitOpError("expects a buffer of rank 1 to 5, got ") << type;
+  if (static_cast<int64_t>(box.size()) != type.getRank())
+    return emitOpError("expects ") << type.getRank() << " box sizes for "
+                                   << type << ", got " << box.size();
+  if (llvm::any_of(box, [](int64_t b) { return b < 1 || b > 256; }))
+    return emitOpError("box sizes must be in [1, 256]");
+  int64_t swizzle = getSwizzle();
+  if (swizzle != 0 && swizzle != 32 && swizzle != 64 && swizzle != 128)
+    return emitOpError("swizzle must be 0, 32, 64 or 128 bytes, got ")
+           << swizzle;
+  SmallVector<int64_t> strides;
+  int64_t offset;
+  if (failed(type.getStridesAndOffset(strides, offset)) || strides.back() != 1)
+    return emitOpError("expects a buffer whose innermost dim is contiguous, "
+                       "got ")
+           << type;
+  return success();
+}
+
 LogicalResult WeightOp::verifySymbolUses(SymbolTableCollection &symbolTable) {
   auto global = symbolTable.lookupNearestSymbolFrom<memref::GlobalOp>(
       *this, getGlobalAttr());

@@ -379,10 +379,17 @@ struct FuseKernelsPass
           (i1.kind == KernelKind::Contraction ||
            i1.kind == KernelKind::Elementwise)) {
         // k2 reads k1's results at their own shape (no broadcast to a
-        // larger space).
+        // larger space); its element type may differ (a cast to the
+        // model's half-precision output).
+        auto shapeOf = [](Type t) {
+          auto s = dyn_cast<ShapedType>(t);
+          return s && s.hasRank() ? s.getShape() : ArrayRef<int64_t>();
+        };
         epilogue = llvm::all_of(k2->getResultTypes(), [&](Type t) {
-          return llvm::any_of(k1->getResultTypes(),
-                              [&](Type r) { return r == t; });
+          return isa<ShapedType>(t) &&
+                 llvm::any_of(k1->getResultTypes(), [&](Type r) {
+                   return isa<ShapedType>(r) && shapeOf(r) == shapeOf(t);
+                 });
         });
       }
       bool rows = (i1.kind == KernelKind::Reduction ||

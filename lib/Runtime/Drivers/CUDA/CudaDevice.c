@@ -374,6 +374,68 @@ static kiln_device_result launch(kiln_device_queue *q,
   return r;
 }
 
+/* CU_TENSOR_MAP_DATA_TYPE_* of a kiln dtype; -1 for none. Integers of
+ * one byte and two bytes move as unsigned ones (a copy keeps the bits). */
+static int tensor_map_type(int32_t dtype) {
+  switch (dtype) {
+  case KILN_DTYPE_U8:
+  case KILN_DTYPE_I8:
+  case KILN_DTYPE_BOOL:
+    return 0; /* UINT8 */
+  case KILN_DTYPE_U16:
+  case KILN_DTYPE_I16:
+    return 1; /* UINT16 */
+  case KILN_DTYPE_U32:
+    return 2;
+  case KILN_DTYPE_I32:
+    return 3;
+  case KILN_DTYPE_U64:
+    return 4;
+  case KILN_DTYPE_I64:
+    return 5;
+  case KILN_DTYPE_F16:
+    return 6;
+  case KILN_DTYPE_F32:
+    return 7;
+  case KILN_DTYPE_F64:
+    return 8;
+  case KILN_DTYPE_BF16:
+    return 9;
+  default:
+    return -1;
+  }
+}
+
+static kiln_device_result encode_tile_map(kiln_device_queue *q,
+                                          const kiln_device_tile_map *map,
+                                          void *out) {
+  const kiln_cuda_driver *cu = q->cu;
+  if (!cu->cuTensorMapEncodeTiled)
+    return CUDA_ERROR_NOT_SUPPORTED;
+  int type = tensor_map_type(map->dtype);
+  int swizzle = map->swizzle == 0     ? 0
+                : map->swizzle == 32  ? 1
+                : map->swizzle == 64  ? 2
+                : map->swizzle == 128 ? 3
+                                      : -1;
+  if (type < 0 || swizzle < 0 || map->rank < 1 || map->rank > 5)
+    return CUDA_ERROR_INVALID_VALUE;
+  unsigned long long dims[5], strides[4];
+  unsigned box[5], element_strides[5];
+  for (int d = 0; d < map->rank; ++d) {
+    dims[d] = map->dims[d];
+    box[d] = map->box[d];
+    element_strides[d] = 1;
+    if (d > 0)
+      strides[d - 1] = map->strides[d];
+  }
+  /* Interleave none, L2 promotion of 256 bytes, out-of-bounds elements
+   * read as zeros. */
+  return cu->cuTensorMapEncodeTiled(out, type, (unsigned)map->rank,
+                                    (void *)(uintptr_t)map->base, dims, strides,
+                                    box, element_strides, 0, swizzle, 3, 0);
+}
+
 static kiln_device_result capture_begin(kiln_device_queue *q) {
   return q->cu->cuStreamBeginCapture(q->stream, CU_STREAM_CAPTURE_MODE_RELAXED);
 }
@@ -422,6 +484,7 @@ KILN_HIDDEN const kiln_device_driver kiln_device_driver_cuda = {
             [KILN_DEVICE_OP_SYNCHRONIZE] = "cuStreamSynchronize",
             [KILN_DEVICE_OP_ENTER] = "cuCtxPushCurrent",
             [KILN_DEVICE_OP_GRAPH_LAUNCH] = "cuGraphLaunch",
+            [KILN_DEVICE_OP_TILE_MAP] = "cuTensorMapEncodeTiled",
         },
     .open = device_open,
     .close = device_close,
@@ -441,6 +504,7 @@ KILN_HIDDEN const kiln_device_driver kiln_device_driver_cuda = {
     .set_stream = set_stream,
     .on_own_stream = on_own_stream,
     .launch = launch,
+    .encode_tile_map = encode_tile_map,
     .capture_begin = capture_begin,
     .capture_end = capture_end,
     .graph_launch = graph_launch,

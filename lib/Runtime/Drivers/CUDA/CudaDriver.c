@@ -56,6 +56,7 @@ static const struct {
     KILN_OPTIONAL(cuEventElapsedTime, "cuEventElapsedTime_v2",
                   "cuEventElapsedTime"),
     KILN_OPTIONAL(cuEventDestroy, "cuEventDestroy_v2", NULL),
+    KILN_OPTIONAL(cuTensorMapEncodeTiled, "cuTensorMapEncodeTiled", NULL),
 };
 
 int kiln_cuda_driver_open(kiln_cuda_driver *driver, const char *path,

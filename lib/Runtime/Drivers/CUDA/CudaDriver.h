@@ -106,6 +106,15 @@ typedef struct kiln_cuda_driver {
   CUresult (*cuEventSynchronize)(CUevent event);
   CUresult (*cuEventElapsedTime)(float *ms, CUevent start, CUevent end);
   CUresult (*cuEventDestroy)(CUevent event); /* _v2 */
+  /* Tensor maps (CUDA 12+; sm_90 kernels' TMA copies): optional. */
+  CUresult (*cuTensorMapEncodeTiled)(void *tensorMap, int dataType,
+                                     unsigned rank, void *globalAddress,
+                                     const unsigned long long *globalDim,
+                                     const unsigned long long *globalStrides,
+                                     const unsigned *boxDim,
+                                     const unsigned *elementStrides,
+                                     int interleave, int swizzle,
+                                     int l2Promotion, int oobFill);
 } kiln_cuda_driver;
 
 /* Opens the driver library (`path`, e.g. "libcuda.so.1") and resolves every

@@ -34,6 +34,14 @@ def Kiln_Context : Type<CPred<"::llvm::isa<::mlir::LLVM::LLVMPointerType>($_self
                         "runtime context pointer">,
     BuildableType<"::mlir::LLVM::LLVMPointerType::get($_builder.getContext())">;
 
+// A tile map: the 128 bytes the runtime encodes for bulk tensor copies.
+def Kiln_TileMap : Type<CPred<"::llvm::isa<::mlir::VectorType>($_self) && "
+    "::llvm::cast<::mlir::VectorType>($_self).getShape() == "
+    "::llvm::ArrayRef<int64_t>{16} && "
+    "::llvm::cast<::mlir::VectorType>($_self).getElementType().isInteger(64)">,
+    "tile map (vector<16xi64>)">,
+    BuildableType<"::mlir::VectorType::get({16}, $_builder.getI64Type())">;
+
 class Kiln_Op<string mnemonic, list<Trait> traits = []>
     : Op<Kiln_Dialect, mnemonic, traits>;
 
@@ -190,6 +198,30 @@ def Kiln_ReadOp : Kiln_Op<"read", [MemoryEffects<[MemRead]>,
   let results = (outs AnyType:$result);
   let assemblyFormat = [{
     $ctx `,` $buffer `[` $indices `]` attr-dict `:` type($buffer)
+  }];
+  let hasVerifier = 1;
+}
+
+def Kiln_TileMapOp : Kiln_Op<"tile_map", [Pure]> {
+  let summary = "The tile map of a device buffer, for bulk tensor copies";
+  let description = [{
+    On a device target with bulk tensor copies (NVIDIA's TMA, sm_90), the
+    descriptor of `buffer` that a kernel's copies read boxes of `box`
+    elements from (innermost dim last, as the memref's shape; elements past
+    the buffer's bounds read as zeros), with shared-memory rows swizzled by
+    `swizzle` bytes (0, 32, 64 or 128). The runtime encodes it through the
+    device driver (`kiln_rt_tile_map`); the result is 128 bytes that the
+    kernel takes by value (`kiln-nvptx-grid-constants`).
+
+    ```mlir
+    %m = kiln.tile_map %ctx, %a box [128, 64] swizzle 128 : memref<4096x4096xf16>
+    ```
+  }];
+  let arguments = (ins Kiln_Context:$ctx, AnyMemRef:$buffer,
+                       DenseI64ArrayAttr:$box, I64Attr:$swizzle);
+  let results = (outs Kiln_TileMap:$map);
+  let assemblyFormat = [{
+    $ctx `,` $buffer `box` $box `swizzle` $swizzle attr-dict `:` type($buffer)
   }];
   let hasVerifier = 1;
 }

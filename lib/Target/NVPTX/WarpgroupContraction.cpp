@@ -1,0 +1,521 @@
+//===- WarpgroupContraction.cpp - sm_90a matmuls on warpgroup MMA ---------===//
+//
+// NVPTXTargetInfo::lowerContraction on sm_90a: a matmul (or batched matmul)
+// of f16 or bf16 operands accumulated in f32 becomes one kernel that feeds
+// wgmma.mma_async from shared memory filled by the Tensor Memory
+// Accelerator. A block computes a BM x BN tile of C with 1 + BM/64
+// warpgroups:
+//   - warpgroup 0 is the producer: one thread issues, for each 64-wide K
+//     step, cp.async.bulk.tensor loads of A's BM x 64 box and B's boxes into
+//     one of `kStages` shared-memory stages (128-byte swizzle, as wgmma reads
+//     it), completing on that stage's `full` mbarrier; before reusing a
+//     stage it waits on its `empty` mbarrier;
+//   - warpgroup 1 + c computes rows 64c .. 64c + 63 of the tile: it waits on
+//     `full`, issues four m64nBNk16 wgmmas (K 16 each) from shared-memory
+//     descriptors, waits for them and arrives on `empty`; its accumulators
+//     (BN / 2 f32 per thread) stay in registers and are stored at the end,
+//     with bounds checks.
+// Out-of-bounds rows, columns and K read as zeros (the tile map's bounds).
+// The tile maps are encoded on the host (kiln.tile_map, kiln_rt_tile_map)
+// and passed by value; kiln-nvptx-grid-constants turns them into
+// grid-constant parameters. The design and its measurements:
+// bench/hopper (a generator of the same kernel) and docs/gpu.md.
+//
+//===----------------------------------------------------------------------===//
+
+#include "WarpgroupContraction.h"
+
+#include "kiln/Dialect/Kiln/IR/KilnDialect.h"
+
+#include "mlir/Dialect/Arith/IR/Arith.h"
+#include "mlir/Dialect/GPU/IR/GPUDialect.h"
+#include "mlir/Dialect/LLVMIR/LLVMDialect.h"
+#include "mlir/Dialect/LLVMIR/NVVMDialect.h"
+#include "mlir/Dialect/Linalg/IR/Linalg.h"
+#include "mlir/Dialect/MemRef/IR/MemRef.h"
+#include "mlir/Dialect/SCF/IR/SCF.h"
+#include "mlir/IR/IRMapping.h"
+#include "mlir/Interfaces/SideEffectInterfaces.h"
+
+using namespace mlir;
+using namespace mlir::kiln;
+
+namespace {
+
+constexpr int64_t kBM = 128, kBK = 64, kStages = 4;
+constexpr int64_t kElemBytes = 2;
+
+/// The problem a matmul-like op poses: C[b][m][n] = fill + sum_k
+/// A[b][m][k] * B[b][k][n] (batch optional), all memrefs of identity layout.
+struct Problem {
+  linalg::LinalgOp op;
+  linalg::FillOp fill;
+  Value a, b, c;
+  int64_t batch = 1, m = 0, n = 0, k = 0;
+  bool batched = false;
+  Type elem; // f16 or bf16
+  /// An elementwise op just after that only consumes C (a bias, an
+  /// activation, a residual add, a cast): applied to the accumulators
+  /// before the one store, C itself never written.
+  linalg::GenericOp epilogue;
+  OpOperand *epilogueIn = nullptr;
+};
+
+bool identityStatic(Value v) {
+  auto t = dyn_cast<MemRefType>(v.getType());
+  return t && t.hasStaticShape() && t.getLayout().isIdentity();
+}
+
+/// The fill of `c` just before `op` (nothing in between writes it).
+linalg::FillOp fillBefore(Operation *op, Value c) {
+  auto fill = dyn_cast_or_null<linalg::FillOp>(op->getPrevNode());
+  if (!fill || fill.getDpsInitOperand(0)->get() != c ||
+      !fill.getInputs()[0].getDefiningOp<arith::ConstantOp>())
+    return {};
+  return fill;
+}
+
+/// The elementwise linalg.generic right after `op` that reads its output `c`
+/// (identity map) where nothing else reads or writes `c`, with inputs and
+/// output indexed by projected permutations of the output's dims.
+std::pair<linalg::GenericOp, OpOperand *> epilogueAfter(Problem &p) {
+  auto g = dyn_cast_or_null<linalg::GenericOp>(p.op->getNextNode());
+  if (!g || !g.hasPureBufferSemantics() || g.getNumReductionLoops() ||
+      g.getNumDpsInits() != 1 ||
+      !g.getBody()->getOps<linalg::IndexOp>().empty())
+    return {};
+  OpOperand *in = nullptr;
+  for (OpOperand *o : g.getDpsInputOperands()) {
+    AffineMap map = g.getMatchingIndexingMap(o);
+    if (!map.isProjectedPermutation())
+      return {};
+    if (o->get() == p.c) {
+      if (in || !map.isIdentity())
+        return {};
+      in = o;
+    }
+  }
+  OpOperand *out = g.getDpsInitOperand(0);
+  if (!in || out->get() == p.c || !g.getMatchingIndexingMap(out).isIdentity() ||
+      !identityStatic(out->get()) ||
+      cast<MemRefType>(out->get().getType()).getShape() !=
+          cast<MemRefType>(p.c.getType()).getShape())
+    return {};
+  for (Operation *u : p.c.getUsers())
+    if (u != p.op && u != p.fill && u != g)
+      return {};
+  for (Operation &o : g.getBody()->without_terminator())
+    if (o.getNumRegions() || !isMemoryEffectFree(&o))
+      return {};
+  return {g, in};
+}
+
+std::optional<Problem> analyze(Operation *operation) {
+  Problem p;
+  if (auto mm = dyn_cast<linalg::MatmulOp>(operation)) {
+    if (!mm.hasPureBufferSemantics() ||
+        mm.getIndexingMapsArray() != mm.getDefaultIndexingMaps(mm.getContext()))
+      return std::nullopt;
+    p.op = mm;
+  } else if (auto bmm = dyn_cast<linalg::BatchMatmulOp>(operation)) {
+    if (!bmm.hasPureBufferSemantics() ||
+        bmm.getIndexingMapsArray() !=
+            bmm.getDefaultIndexingMaps(bmm.getContext()))
+      return std::nullopt;
+    p.op = bmm;
+    p.batched = true;
+  } else {
+    return std::nullopt;
+  }
+  p.a = p.op.getDpsInputOperand(0)->get();
+  p.b = p.op.getDpsInputOperand(1)->get();
+  p.c = p.op.getDpsInitOperand(0)->get();
+  if (!identityStatic(p.a) || !identityStatic(p.b) || !identityStatic(p.c))
+    return std::nullopt;
+  auto at = cast<MemRefType>(p.a.getType());
+  auto bt = cast<MemRefType>(p.b.getType());
+  auto ct = cast<MemRefType>(p.c.getType());
+  p.elem = at.getElementType();
+  if (!(p.elem.isF16() || p.elem.isBF16()) || bt.getElementType() != p.elem ||
+      !ct.getElementType().isF32())
+    return std::nullopt;
+  ArrayRef<int64_t> as = at.getShape(), bs = bt.getShape();
+  int64_t r = p.batched ? 1 : 0;
+  if (p.batched)
+    p.batch = as[0];
+  p.m = as[r];
+  p.k = as[r + 1];
+  p.n = bs[r + 1];
+  // The tile maps' strides are multiples of 16 bytes; the stores write
+  // pairs of columns.
+  if (p.k % 8 != 0 || p.n % 8 != 0 || p.m < 1 || p.batch > 65535 ||
+      (p.n + 127) / 128 > 65535 || (p.m + kBM - 1) / kBM > 65535)
+    return std::nullopt;
+  p.fill = fillBefore(p.op, p.c);
+  if (!p.fill ||
+      !isa<FloatAttr>(
+          p.fill.getInputs()[0].getDefiningOp<arith::ConstantOp>().getValue()))
+    return std::nullopt;
+  std::tie(p.epilogue, p.epilogueIn) = epilogueAfter(p);
+  return p;
+}
+
+/// Builds the kernel's body: i32 arithmetic on shared-memory addresses, the
+/// NVVM ops of mbarriers, bulk copies and wgmma.
+class Emitter {
+public:
+  Emitter(OpBuilder &b, Location loc) : b(b), loc(loc) {}
+
+  /// Builds `fn` inside a new scf.if on `cond` (no else).
+  void ifThen(Value cond, function_ref<void()> fn) {
+    auto op = scf::IfOp::create(b, loc, TypeRange{}, cond,
+                                /*withElseRegion=*/false);
+    OpBuilder::InsertionGuard g(b);
+    b.setInsertionPoint(op.thenBlock()->getTerminator());
+    fn();
+  }
+
+  Value i32(int64_t v) {
+    return arith::ConstantIntOp::create(b, loc, b.getI32Type(), v);
+  }
+  Value add(Value x, Value y) { return arith::AddIOp::create(b, loc, x, y); }
+  Value add(Value x, int64_t y) { return y ? add(x, i32(y)) : x; }
+  Value mul(Value x, int64_t y) {
+    return arith::MulIOp::create(b, loc, x, i32(y));
+  }
+  Value divu(Value x, int64_t y) {
+    return arith::DivUIOp::create(b, loc, x, i32(y));
+  }
+  Value remu(Value x, int64_t y) {
+    return arith::RemUIOp::create(b, loc, x, i32(y));
+  }
+  Value cmp(arith::CmpIPredicate p, Value x, Value y) {
+    return arith::CmpIOp::create(b, loc, p, x, y);
+  }
+  Value toI32(Value index) {
+    return arith::IndexCastUIOp::create(b, loc, b.getI32Type(), index);
+  }
+  /// A shared-memory pointer at 32-bit shared address `addr`.
+  Value shared(Value addr) {
+    auto ptr3 = LLVM::LLVMPointerType::get(b.getContext(), 3);
+    return LLVM::IntToPtrOp::create(b, loc, ptr3, addr);
+  }
+
+  OpBuilder &b;
+  Location loc;
+};
+
+} // namespace
+
+LogicalResult mlir::kiln::lowerWarpgroupContraction(RewriterBase &rewriter,
+                                                    Operation *operation,
+                                                    Value ctx) {
+  std::optional<Problem> prob = analyze(operation);
+  if (!prob)
+    return failure();
+  Problem &p = *prob;
+  MLIRContext *context = rewriter.getContext();
+  Location loc = p.op.getLoc();
+  // Tiles: 128 x 128 (bench/hopper measured 128 x 256 and 256 x 128 a few
+  // percent faster only on the largest problems).
+  const int64_t bn = p.n >= 128 ? 128 : 64;
+  const int64_t consumers = kBM / 64, threads = 128 * (1 + consumers);
+  const int64_t aBytes = kBM * kBK * kElemBytes, bBytes = bn * kBK * kElemBytes;
+  const int64_t stageBytes = aBytes + bBytes, barOff = kStages * stageBytes;
+  // + 1024: the base is aligned up to the swizzle atom in the kernel.
+  const int64_t smemBytes = barOff + 16 * kStages + 1024;
+  const int64_t nAcc = bn / 2;
+
+  rewriter.setInsertionPoint(p.op);
+  // Host: the tile maps. A's boxes are BM x 64 (K innermost); B is K x N
+  // (N innermost), read as bn / 64 boxes of 64 (K) x 64 (N).
+  SmallVector<int64_t> aBox = {kBM, kBK}, bBox = {kBK, 64};
+  if (p.batched) {
+    aBox.insert(aBox.begin(), 1);
+    bBox.insert(bBox.begin(), 1);
+  }
+  auto mapType = VectorType::get({16}, rewriter.getI64Type());
+  Value mapA = TileMapOp::create(rewriter, loc, mapType, ctx, p.a,
+                                 rewriter.getDenseI64ArrayAttr(aBox),
+                                 rewriter.getI64IntegerAttr(128));
+  Value mapB = TileMapOp::create(rewriter, loc, mapType, ctx, p.b,
+                                 rewriter.getDenseI64ArrayAttr(bBox),
+                                 rewriter.getI64IntegerAttr(128));
+  auto cIndex = [&](int64_t v) {
+    return arith::ConstantIndexOp::create(rewriter, loc, v);
+  };
+  Value smemSize = arith::ConstantIntOp::create(
+      rewriter, loc, rewriter.getI32Type(), smemBytes);
+  auto launch = gpu::LaunchOp::create(
+      rewriter, loc, cIndex((p.n + bn - 1) / bn), cIndex((p.m + kBM - 1) / kBM),
+      cIndex(p.batch), cIndex(threads), cIndex(1), cIndex(1), smemSize);
+  Block &body = launch.getBody().front();
+  rewriter.setInsertionPointToEnd(&body);
+  auto term = gpu::TerminatorOp::create(rewriter, loc);
+  rewriter.setInsertionPoint(term);
+  Emitter e(rewriter, loc);
+  OpBuilder &b = rewriter;
+  auto ptrType = LLVM::LLVMPointerType::get(context);
+  auto ptr7 = LLVM::LLVMPointerType::get(context, 7);
+  Type f32 = b.getF32Type();
+
+  Value tid = e.toI32(launch.getThreadIds().x);
+  Value n0 = e.mul(e.toI32(launch.getBlockIds().x), bn);
+  Value m0 = e.mul(e.toI32(launch.getBlockIds().y), kBM);
+  Value bz = e.toI32(launch.getBlockIds().z);
+  Value wg = e.divu(tid, 128);
+  Value kTiles = e.i32((p.k + kBK - 1) / kBK);
+  // The tile maps' addresses (grid-constant parameters).
+  Value descA =
+      UnrealizedConversionCastOp::create(b, loc, ptrType, mapA).getResult(0);
+  Value descB =
+      UnrealizedConversionCastOp::create(b, loc, ptrType, mapB).getResult(0);
+  // The dynamic shared memory, aligned up to 1024 bytes (128-byte swizzle
+  // atoms of 8 rows).
+  auto dynType = MemRefType::get(
+      {ShapedType::kDynamic}, b.getI8Type(), MemRefLayoutAttrInterface(),
+      gpu::AddressSpaceAttr::get(context, gpu::AddressSpace::Workgroup));
+  Value dyn = gpu::DynamicSharedMemoryOp::create(b, loc, dynType);
+  Value dynAddr = e.toI32(
+      memref::ExtractAlignedPointerAsIndexOp::create(b, loc, dyn).getResult());
+  Value base = arith::AndIOp::create(b, loc, e.add(dynAddr, 1023),
+                                     e.i32(~int64_t(1023)));
+  auto barrier = [&](Value stage, bool empty) {
+    return e.shared(e.add(e.add(base, e.mul(stage, 8)),
+                          barOff + (empty ? 8 * kStages : 0)));
+  };
+
+  // Thread 0 initializes the barriers: `full` expects the producer's one
+  // arrival (and the copies' bytes), `empty` every consumer thread's.
+  Value isT0 = e.cmp(arith::CmpIPredicate::eq, tid, e.i32(0));
+  e.ifThen(isT0, [&] {
+    for (int64_t s = 0; s < kStages; ++s) {
+      NVVM::MBarrierInitOp::create(b, loc, barrier(e.i32(s), false), e.i32(1),
+                                   Value());
+      NVVM::MBarrierInitOp::create(b, loc, barrier(e.i32(s), true),
+                                   e.i32(128 * consumers), Value());
+    }
+    NVVM::FenceMbarrierInitOp::create(b, loc);
+  });
+  NVVM::Barrier0Op::create(b, loc);
+
+  Value ticks = e.i32(10000000);
+  Value isProducer = e.cmp(arith::CmpIPredicate::eq, wg, e.i32(0));
+  auto branch = scf::IfOp::create(b, loc, TypeRange{}, isProducer,
+                                  /*withElseRegion=*/true);
+
+  // Producer.
+  {
+    OpBuilder::InsertionGuard g(b);
+    b.setInsertionPoint(branch.thenBlock()->getTerminator());
+    auto issuer = scf::IfOp::create(b, loc, TypeRange{}, isT0,
+                                    /*withElseRegion=*/false);
+    b.setInsertionPoint(issuer.thenBlock()->getTerminator());
+    auto loop = scf::ForOp::create(b, loc, e.i32(0), kTiles, e.i32(1));
+    b.setInsertionPoint(loop.getBody()->getTerminator());
+    Value kt = loop.getInductionVar();
+    Value s = e.remu(kt, kStages), round = e.divu(kt, kStages);
+    Value reuse = e.cmp(arith::CmpIPredicate::uge, kt, e.i32(kStages));
+    e.ifThen(reuse, [&] {
+      Value parity = arith::AndIOp::create(b, loc, e.add(round, 1), e.i32(1));
+      NVVM::MBarrierTryWaitParityOp::create(b, loc, barrier(s, true), parity,
+                                            ticks);
+    });
+    Value full = barrier(s, false);
+    NVVM::MBarrierArriveExpectTxOp::create(
+        b, loc, Type(), full, e.i32(stageBytes), NVVM::MemScopeKind::CTA, false,
+        Value());
+    Value stageAddr = e.add(base, e.mul(s, stageBytes));
+    Value kc = e.mul(kt, kBK);
+    auto copy = [&](Value dst, Value desc, SmallVector<Value> coords) {
+      if (p.batched)
+        coords.push_back(bz);
+      Value dst7 = LLVM::AddrSpaceCastOp::create(b, loc, ptr7, e.shared(dst));
+      NVVM::CpAsyncBulkTensorGlobalToSharedClusterOp::create(
+          b, loc, dst7, desc, coords, full, ValueRange{}, Value(), Value(),
+          NVVM::TMALoadMode::TILE, false, NVVM::CTAGroupKindAttr(), Value());
+    };
+    copy(stageAddr, descA, {kc, m0});
+    for (int64_t j = 0; j < bn / 64; ++j)
+      copy(e.add(stageAddr, aBytes + j * 64 * kBK * kElemBytes), descB,
+           {e.add(n0, 64 * j), kc});
+  }
+
+  // Consumers.
+  {
+    OpBuilder::InsertionGuard g(b);
+    b.setInsertionPoint(branch.elseBlock()->getTerminator());
+    Value cw = e.add(wg, -1);
+    Value ltid = e.remu(tid, 128);
+    auto accType =
+        LLVM::LLVMStructType::getLiteral(context, SmallVector<Type>(nAcc, f32));
+    Value init = LLVM::UndefOp::create(b, loc, accType);
+    auto fillConst = p.fill.getInputs()[0].getDefiningOp<arith::ConstantOp>();
+    Value fillValue = LLVM::ConstantOp::create(
+        b, loc, f32,
+        b.getF32FloatAttr(
+            cast<FloatAttr>(fillConst.getValue()).getValueAsDouble()));
+    for (int64_t i = 0; i < nAcc; ++i)
+      init = LLVM::InsertValueOp::create(b, loc, init, fillValue,
+                                         ArrayRef<int64_t>{i});
+    // Descriptor bits above the address: 128-byte swizzle (bit 62); A
+    // (K-major): leading offset 16 bytes (unused), stride 1024 bytes between
+    // 8-row groups; B (N-major): 64-element atoms 64 * BK * 2 bytes apart
+    // along N, 8-row groups 1024 bytes apart along K.
+    auto hiBits = [&](int64_t lbo, int64_t sbo) {
+      int64_t v = ((lbo >> 4) << 16) | ((sbo >> 4) << 32) | (int64_t(1) << 62);
+      return LLVM::ConstantOp::create(b, loc, b.getI64Type(),
+                                      b.getI64IntegerAttr(v));
+    };
+    Value hiA = hiBits(16, 1024), hiB = hiBits(64 * kBK * kElemBytes, 1024);
+    auto descriptor = [&](Value addr, Value hi) {
+      Value field = arith::AndIOp::create(
+          b, loc, arith::ShRUIOp::create(b, loc, addr, e.i32(4)),
+          e.i32(0x3FFF));
+      Value wide = arith::ExtUIOp::create(b, loc, b.getI64Type(), field);
+      return arith::OrIOp::create(b, loc, wide, hi).getResult();
+    };
+    Value aRowOff = e.mul(cw, 64 * kBK * kElemBytes);
+    NVVM::WGMMATypes wt =
+        p.elem.isBF16() ? NVVM::WGMMATypes::bf16 : NVVM::WGMMATypes::f16;
+    auto loop = scf::ForOp::create(b, loc, e.i32(0), kTiles, e.i32(1),
+                                   ValueRange{init});
+    {
+      OpBuilder::InsertionGuard lg(b);
+      b.setInsertionPointToStart(loop.getBody());
+      Value kt = loop.getInductionVar();
+      Value acc = loop.getRegionIterArgs()[0];
+      Value s = e.remu(kt, kStages);
+      Value parity =
+          arith::AndIOp::create(b, loc, e.divu(kt, kStages), e.i32(1));
+      NVVM::MBarrierTryWaitParityOp::create(b, loc, barrier(s, false), parity,
+                                            ticks);
+      Value stageAddr = e.add(base, e.mul(s, stageBytes));
+      Value aAddr = e.add(stageAddr, aRowOff);
+      Value bAddr = e.add(stageAddr, aBytes);
+      NVVM::WgmmaFenceAlignedOp::create(b, loc);
+      auto shape = NVVM::MMAShapeAttr::get(context, 64, bn, 16);
+      for (int64_t kk = 0; kk < kBK / 16; ++kk) {
+        Value da = descriptor(e.add(aAddr, 32 * kk), hiA);
+        Value db = descriptor(e.add(bAddr, 16 * 128 * kk), hiB);
+        acc = NVVM::WgmmaMmaAsyncOp::create(
+            b, loc, accType, acc, da, db, shape, wt, wt, NVVM::WGMMATypes::f32,
+            NVVM::WGMMAScaleOut::one, NVVM::WGMMAScaleIn::one,
+            NVVM::WGMMAScaleIn::one, NVVM::MMALayout::row, NVVM::MMALayout::row,
+            NVVM::MMAIntOverflowAttr());
+      }
+      NVVM::WgmmaGroupSyncAlignedOp::create(b, loc);
+      NVVM::WgmmaWaitGroupSyncOp::create(b, loc, 0);
+      NVVM::MBarrierArriveOp::create(b, loc, b.getI64Type(), barrier(s, true),
+                                     Value());
+      scf::YieldOp::create(b, loc, acc);
+    }
+    Value acc = loop.getResult(0);
+    // Accumulator 4j + 2h + e of a thread: row 16 warp + lane / 4 + 8h,
+    // column 8j + 2 (lane % 4) + e of its warpgroup's 64 x BN part.
+    Value warp = e.divu(ltid, 32), lane = e.remu(ltid, 32);
+    Value row0 = e.add(e.add(m0, e.mul(cw, 64)),
+                       e.add(e.mul(warp, 16), e.divu(lane, 4)));
+    Value col0 = e.add(n0, e.mul(e.remu(lane, 4), 2));
+    Value cPtr;
+    if (!p.epilogue) {
+      Value cPtrIndex =
+          memref::ExtractAlignedPointerAsIndexOp::create(b, loc, p.c);
+      cPtr = LLVM::IntToPtrOp::create(
+          b, loc, ptrType,
+          arith::IndexCastUIOp::create(b, loc, b.getI64Type(), cPtrIndex)
+              .getResult());
+    }
+    Value mBound = e.i32(p.m), nBound = e.i32(p.n);
+    Value batchOff = arith::MulIOp::create(
+        b, loc, arith::ExtUIOp::create(b, loc, b.getI64Type(), bz),
+        LLVM::ConstantOp::create(b, loc, b.getI64Type(),
+                                 b.getI64IntegerAttr(p.m * p.n)));
+    auto vec2 = VectorType::get({2}, f32);
+    // With an epilogue: each accumulator through its body (the other
+    // inputs loaded at the point), stored to its output.
+    auto storeEpilogue = [&](Value v, Value row, Value col) {
+      linalg::GenericOp g = p.epilogue;
+      SmallVector<Value> dims;
+      if (p.batched)
+        dims.push_back(
+            arith::IndexCastUIOp::create(b, loc, b.getIndexType(), bz));
+      dims.push_back(
+          arith::IndexCastUIOp::create(b, loc, b.getIndexType(), row));
+      dims.push_back(
+          arith::IndexCastUIOp::create(b, loc, b.getIndexType(), col));
+      auto at = [&](AffineMap map) {
+        SmallVector<Value> idx;
+        for (AffineExpr r : map.getResults())
+          idx.push_back(dims[cast<AffineDimExpr>(r).getPosition()]);
+        return idx;
+      };
+      Block &gb = *g.getBody();
+      IRMapping map;
+      for (OpOperand *in : g.getDpsInputOperands()) {
+        Value arg = gb.getArgument(in->getOperandNumber());
+        if (in == p.epilogueIn)
+          map.map(arg, v);
+        else if (!isa<MemRefType>(in->get().getType()))
+          map.map(arg, in->get());
+        else
+          map.map(arg,
+                  memref::LoadOp::create(b, loc, in->get(),
+                                         at(g.getMatchingIndexingMap(in))));
+      }
+      OpOperand *out = g.getDpsInitOperand(0);
+      BlockArgument outArg = gb.getArgument(gb.getNumArguments() - 1);
+      if (!outArg.use_empty())
+        map.map(outArg,
+                memref::LoadOp::create(b, loc, out->get(),
+                                       at(g.getMatchingIndexingMap(out))));
+      for (Operation &o : gb.without_terminator())
+        b.clone(o, map);
+      Value r = map.lookupOrDefault(gb.getTerminator()->getOperand(0));
+      memref::StoreOp::create(b, loc, r, out->get(),
+                              at(g.getMatchingIndexingMap(out)));
+    };
+    for (int64_t h = 0; h < 2; ++h) {
+      Value row = e.add(row0, 8 * h);
+      Value rowOk = e.cmp(arith::CmpIPredicate::ult, row, mBound);
+      Value rowOff = arith::AddIOp::create(
+          b, loc, batchOff,
+          arith::MulIOp::create(
+              b, loc, arith::ExtUIOp::create(b, loc, b.getI64Type(), row),
+              LLVM::ConstantOp::create(b, loc, b.getI64Type(),
+                                       b.getI64IntegerAttr(p.n))));
+      for (int64_t j = 0; j < bn / 8; ++j) {
+        Value col = e.add(col0, 8 * j);
+        Value ok = arith::AndIOp::create(
+            b, loc, rowOk, e.cmp(arith::CmpIPredicate::ult, col, nBound));
+        e.ifThen(ok, [&] {
+          if (p.epilogue) {
+            for (int64_t x = 0; x < 2; ++x)
+              storeEpilogue(
+                  LLVM::ExtractValueOp::create(
+                      b, loc, acc, ArrayRef<int64_t>{4 * j + 2 * h + x}),
+                  row, e.add(col, x));
+            return;
+          }
+          Value v = LLVM::UndefOp::create(b, loc, vec2);
+          for (int64_t x = 0; x < 2; ++x) {
+            Value a = LLVM::ExtractValueOp::create(
+                b, loc, acc, ArrayRef<int64_t>{4 * j + 2 * h + x});
+            v = LLVM::InsertElementOp::create(b, loc, v, a, e.i32(x));
+          }
+          Value idx = arith::AddIOp::create(
+              b, loc, rowOff,
+              arith::ExtUIOp::create(b, loc, b.getI64Type(), col));
+          Value ptr =
+              LLVM::GEPOp::create(b, loc, ptrType, f32, cPtr, ValueRange{idx});
+          LLVM::StoreOp::create(b, loc, v, ptr, /*alignment=*/8);
+        });
+      }
+    }
+  }
+  rewriter.eraseOp(p.op);
+  rewriter.eraseOp(p.fill);
+  if (p.epilogue)
+    rewriter.eraseOp(p.epilogue);
+  return success();
+}

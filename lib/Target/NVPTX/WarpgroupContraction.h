@@ -1,0 +1,25 @@
+//===- WarpgroupContraction.h - sm_90a matmuls on warpgroup MMA -*- C++ -*-===//
+//
+// Private to lib/Target/NVPTX: the Hopper contraction kernel that
+// NVPTXTargetInfo::lowerContraction builds on sm_90a
+// (WarpgroupContraction.cpp).
+//
+//===----------------------------------------------------------------------===//
+#ifndef KILN_LIB_TARGET_NVPTX_WARPGROUPCONTRACTION_H
+#define KILN_LIB_TARGET_NVPTX_WARPGROUPCONTRACTION_H
+
+#include "mlir/IR/PatternMatch.h"
+
+namespace mlir::kiln {
+
+/// Replaces `op` (a linalg.matmul or linalg.batch_matmul of f16 or bf16
+/// memrefs into an f32 one, after a linalg.fill of its output) and that
+/// fill with tile maps built on the host and one gpu.launch of the
+/// warpgroup-MMA kernel, inside a launcher whose runtime context is `ctx`.
+/// Failure (another op, layout or type) leaves the IR unchanged.
+LogicalResult lowerWarpgroupContraction(RewriterBase &rewriter, Operation *op,
+                                        Value ctx);
+
+} // namespace mlir::kiln
+
+#endif // KILN_LIB_TARGET_NVPTX_WARPGROUPCONTRACTION_H

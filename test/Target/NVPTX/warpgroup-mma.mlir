@@ -1,0 +1,113 @@
+// Hopper matmuls (sm_90a): a matmul or batched matmul of f16/bf16 memrefs
+// into f32 becomes host tile maps (kiln.tile_map) and one warp-specialized
+// kernel of TMA copies and wgmma.mma_async, its epilogue (bias, ReLU, the
+// cast to f16) applied to the accumulators; on sm_90 (no wgmma) and for a K
+// that is not a multiple of 8 the same ops take the mma.sync strategy.
+// RUN: kiln-opt %s --kiln-map-kernels-to-gpu="device='cuda sm_90a'" | FileCheck %s --check-prefix=IR
+// RUN: kiln-opt %s --kiln-map-kernels-to-gpu="device='cuda sm_90'" | FileCheck %s --check-prefix=SM90
+// RUN: kiln-opt %s --pass-pipeline="builtin.module(kiln-map-kernels-to-gpu{device='cuda sm_90a'}, canonicalize, gpu-launch-sink-index-computations, gpu-kernel-outlining, kiln-merge-gpu-modules, nvvm-attach-target{chip=sm_90a features=+ptx80 O=3}, gpu.module(lower-affine, arith-expand, expand-strided-metadata, convert-scf-to-cf, kiln-finalize-device-memrefs{stage=before-nvvm}, convert-gpu-to-nvvm, kiln-finalize-device-memrefs, kiln-nvptx-grid-constants, convert-nvvm-to-llvm, canonicalize, cse, reconcile-unrealized-casts), gpu-module-to-binary{format=isa})" | sed -e 's/\\0A/\n/g' -e 's/\\09/ /g' | FileCheck %s --check-prefix=PTX
+
+// IR-LABEL: func.func private @mm(
+// IR-DAG: %[[MA:.*]] = kiln.tile_map %{{.*}}, %{{.*}} box [128, 64] swizzle 128 : memref<512x256xf16>
+// IR-DAG: %[[MB:.*]] = kiln.tile_map %{{.*}}, %{{.*}} box [64, 64] swizzle 128 : memref<256x384xf16>
+// IR: gpu.launch {{.*}} in (%{{.*}} = %c3, %{{.*}} = %c4, %{{.*}} = %c1) threads({{.*}}) in (%{{.*}} = %c384, {{.*}}) dynamic_shared_memory_size
+// IR-DAG: builtin.unrealized_conversion_cast %[[MA]] : vector<16xi64> to !llvm.ptr
+// IR-DAG: builtin.unrealized_conversion_cast %[[MB]] : vector<16xi64> to !llvm.ptr
+// IR: nvvm.mbarrier.init
+// IR: nvvm.fence.mbarrier.init
+// IR: nvvm.mbarrier.arrive.expect_tx
+// IR: nvvm.cp.async.bulk.tensor.shared.cluster.global
+// IR: nvvm.mbarrier.try_wait.parity
+// IR: nvvm.wgmma.fence.aligned
+// IR-COUNT-4: nvvm.wgmma.mma_async {{.*}}, <m = 64, n = 128, k = 16>, D[<f32>, <one>], A[<f16>, <one>, <row>], B[<f16>, <one>, <row>]
+// IR: nvvm.wgmma.commit.group.sync.aligned
+// IR: nvvm.wgmma.wait.group.sync.aligned 0
+// IR: nvvm.mbarrier.arrive
+// IR: llvm.store {{.*}} {alignment = 8 : i64} : vector<2xf32>, !llvm.ptr
+// IR-NOT: linalg.matmul
+// IR-LABEL: func.func private @bmm(
+// IR: kiln.tile_map %{{.*}}, %{{.*}} box [1, 128, 64] swizzle 128 : memref<4x200x64xbf16>
+// IR: kiln.tile_map %{{.*}}, %{{.*}} box [1, 64, 64] swizzle 128 : memref<4x64x96xbf16>
+// IR: gpu.launch
+// IR-COUNT-4: nvvm.wgmma.mma_async {{.*}}, <m = 64, n = 64, k = 16>, D[<f32>, <one>], A[<bf16>, <one>, <row>], B[<bf16>, <one>, <row>]
+// IR-LABEL: func.func private @mm_bias_relu_f16(
+// IR: gpu.launch
+// IR: nvvm.wgmma.mma_async
+// IR: memref.load %{{.*}}[%{{.*}}] : memref<384xf16>
+// IR: arith.maximumf
+// IR: arith.truncf {{.*}} : f32 to f16
+// IR: memref.store %{{.*}} : memref<512x384xf16>
+// IR-NOT: gpu.launch
+// IR-LABEL: func.func private @mm_odd_k(
+// IR-NOT: kiln.tile_map
+// IR: nvvm.mma.sync
+// IR-LABEL: func.func private @mm_f32(
+// IR-NOT: kiln.tile_map
+// IR: gpu.launch
+
+// SM90-NOT: kiln.tile_map
+// SM90-NOT: nvvm.wgmma
+// SM90: nvvm.mma.sync
+
+// PTX: .target sm_90a
+// PTX-LABEL: .visible .entry mm_kernel(
+// PTX: .param .align 64 .b8 mm_kernel_param_0[128],
+// PTX: .param .align 64 .b8 mm_kernel_param_1[128],
+// PTX: cvta.param.u64
+// PTX-DAG: mbarrier.init.shared.b64
+// PTX-DAG: mbarrier.try_wait.parity.shared.b64
+// PTX-DAG: cp.async.bulk.tensor.2d.shared::cluster.global.tile.mbarrier::complete_tx::bytes
+// PTX-DAG: wgmma.fence.sync.aligned
+// PTX-DAG: wgmma.mma_async.sync.aligned.m64n128k16.f32.f16.f16
+// PTX-DAG: wgmma.commit_group.sync.aligned
+// PTX-DAG: wgmma.wait_group.sync.aligned 0
+// PTX-DAG: mbarrier.arrive.shared.b64
+// PTX-LABEL: .visible .entry bmm_kernel(
+// PTX-DAG: cp.async.bulk.tensor.3d.shared::cluster.global.tile.mbarrier::complete_tx::bytes
+// PTX-DAG: wgmma.mma_async.sync.aligned.m64n64k16.f32.bf16.bf16
+#bias = affine_map<(d0, d1) -> (d1)>
+#id = affine_map<(d0, d1) -> (d0, d1)>
+module {
+  func.func private @mm(%a: memref<512x256xf16>, %b: memref<256x384xf16>, %y: memref<512x384xf32>) attributes {kiln.kernel} {
+    %zero = arith.constant 0.0 : f32
+    linalg.fill ins(%zero : f32) outs(%y : memref<512x384xf32>)
+    linalg.matmul ins(%a, %b : memref<512x256xf16>, memref<256x384xf16>) outs(%y : memref<512x384xf32>)
+    return
+  }
+  func.func private @bmm(%a: memref<4x200x64xbf16>, %b: memref<4x64x96xbf16>, %y: memref<4x200x96xf32>) attributes {kiln.kernel} {
+    %zero = arith.constant 0.0 : f32
+    linalg.fill ins(%zero : f32) outs(%y : memref<4x200x96xf32>)
+    linalg.batch_matmul ins(%a, %b : memref<4x200x64xbf16>, memref<4x64x96xbf16>) outs(%y : memref<4x200x96xf32>)
+    return
+  }
+  func.func private @mm_bias_relu_f16(%a: memref<512x256xf16>, %b: memref<256x384xf16>, %bias: memref<384xf16>, %y: memref<512x384xf16>) attributes {kiln.kernel} {
+    %zero = arith.constant 0.0 : f32
+    %zh = arith.constant 0.0 : f16
+    %t = memref.alloc() : memref<512x384xf32>
+    linalg.fill ins(%zero : f32) outs(%t : memref<512x384xf32>)
+    linalg.matmul ins(%a, %b : memref<512x256xf16>, memref<256x384xf16>) outs(%t : memref<512x384xf32>)
+    linalg.generic {indexing_maps = [#id, #bias, #id], iterator_types = ["parallel", "parallel"]}
+        ins(%t, %bias : memref<512x384xf32>, memref<384xf16>) outs(%y : memref<512x384xf16>) {
+    ^bb0(%in: f32, %bi: f16, %out: f16):
+      %be = arith.extf %bi : f16 to f32
+      %s = arith.addf %in, %be : f32
+      %r = arith.maximumf %s, %zero : f32
+      %h = arith.truncf %r : f32 to f16
+      linalg.yield %h : f16
+    }
+    memref.dealloc %t : memref<512x384xf32>
+    return
+  }
+  func.func private @mm_odd_k(%a: memref<512x100xf16>, %b: memref<100x384xf16>, %y: memref<512x384xf32>) attributes {kiln.kernel} {
+    %zero = arith.constant 0.0 : f32
+    linalg.fill ins(%zero : f32) outs(%y : memref<512x384xf32>)
+    linalg.matmul ins(%a, %b : memref<512x100xf16>, memref<100x384xf16>) outs(%y : memref<512x384xf32>)
+    return
+  }
+  func.func private @mm_f32(%a: memref<512x256xf32>, %b: memref<256x384xf32>, %y: memref<512x384xf32>) attributes {kiln.kernel} {
+    %zero = arith.constant 0.0 : f32
+    linalg.fill ins(%zero : f32) outs(%y : memref<512x384xf32>)
+    linalg.matmul ins(%a, %b : memref<512x256xf32>, memref<256x384xf32>) outs(%y : memref<512x384xf32>)
+    return
+  }
+}
