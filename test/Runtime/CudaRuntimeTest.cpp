@@ -772,10 +772,7 @@ TEST_F(CudaProfileTest, NothingWithoutTheVariable) {
   EXPECT_NE(stat(profile.c_str(), &info), 0);
 }
 
-//===----------------------------------------------------------------------===//
-// Tile maps (kiln_rt_tile_map: sm_90a kernels' TMA descriptors)
-//===----------------------------------------------------------------------===//
-
+// Tile maps (kiln_rt_tile_map: sm_90a kernels' TMA descriptors).
 class CudaTileMapTest : public CudaRunTest {
 protected:
   void SetUp() override {
