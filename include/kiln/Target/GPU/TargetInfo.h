@@ -116,8 +116,9 @@ public:
   /// memrefs in a launcher whose runtime context is `ctx`): built in place
   /// of the op and of the linalg.fill of its output just before, returning
   /// success; failure leaves the IR unchanged and the vendor-neutral
-  /// strategies run. For instructions those do not model (NVPTX on sm_90a:
-  /// warpgroup MMA fed by bulk tensor copies). Called only with tensor cores
+  /// strategies run. For instructions those do not model (e.g. a matrix
+  /// instruction of a whole group of warps fed by bulk tensor copies).
+  /// Called only with tensor cores
   /// on (GPUCodegenOptions::tensorCores).
   virtual LogicalResult lowerContraction(RewriterBase &rewriter, Operation *op,
                                          Value ctx) const {

@@ -205,13 +205,13 @@ def Kiln_ReadOp : Kiln_Op<"read", [MemoryEffects<[MemRead]>,
 def Kiln_TileMapOp : Kiln_Op<"tile_map", [Pure]> {
   let summary = "The tile map of a device buffer, for bulk tensor copies";
   let description = [{
-    On a device target with bulk tensor copies (NVIDIA's TMA, sm_90), the
+    On a device target with a bulk tensor copy engine, the
     descriptor of `buffer` that a kernel's copies read boxes of `box`
     elements from (innermost dim last, as the memref's shape; elements past
     the buffer's bounds read as zeros), with shared-memory rows swizzled by
     `swizzle` bytes (0, 32, 64 or 128). The runtime encodes it through the
     device driver (`kiln_rt_tile_map`); the result is 128 bytes that the
-    kernel takes by value (`kiln-nvptx-grid-constants`).
+    kernel takes by value (the target makes it a constant kernel parameter).
 
     ```mlir
     %m = kiln.tile_map %ctx, %a box [128, 64] swizzle 128 : memref<4096x4096xf16>
