@@ -17,7 +17,7 @@ import os
 import time
 
 import kiln_tools
-from kiln_tools.runtime import KilnModel
+from kiln_tools.runtime import KilnModel, time_cuda
 
 BENCH = [  # (network, dims, label, kilnc --precision)
     ("resnet50", {"batch": 1}, "ResNet-50 b1", "fp32"),
@@ -105,24 +105,6 @@ def prepare(kilnc, payload, manifest, compile_one, log):
 # --------------------------------------------------------------------------
 # run (there)
 # --------------------------------------------------------------------------
-
-
-def time_cuda(fn, warmup=5, iters=30):
-    import torch
-
-    for _ in range(warmup):
-        fn()
-    torch.cuda.synchronize()
-    times = []
-    for _ in range(iters):
-        a, b = torch.cuda.Event(enable_timing=True), torch.cuda.Event(enable_timing=True)
-        a.record()
-        fn()
-        b.record()
-        b.synchronize()
-        times.append(a.elapsed_time(b))
-    times.sort()
-    return times[len(times) // 2]
 
 
 def torch_model(net):

@@ -62,28 +62,13 @@ def prepare(a):
 
 def run(a):
     import torch
-    from kiln_tools.runtime import KilnModel
+    from kiln_tools.runtime import KilnModel, time_cuda
 
     lib = os.path.join(a.dir, "libkiln_runtime.so")
     man = json.load(open(os.path.join(a.dir, "manifest.json")))
     torch.manual_seed(0)
     stream = torch.cuda.current_stream()
     rows = []
-
-    def bench(fn, iters=50, warm=5):
-        for _ in range(warm):
-            fn()
-        torch.cuda.synchronize()
-        ts = []
-        for _ in range(iters):
-            s, e = torch.cuda.Event(enable_timing=True), torch.cuda.Event(enable_timing=True)
-            s.record()
-            fn()
-            e.record()
-            e.synchronize()
-            ts.append(s.elapsed_time(e))
-        ts.sort()
-        return ts[len(ts) // 2]
 
     for m in man:
         if not m["ok"]:
@@ -103,7 +88,7 @@ def run(a):
             torch.cuda.synchronize()
             err = ((Y.float() - ref).abs().max() / ref.abs().max()).item()
             row["max_rel_err"] = err if torch.isfinite(Y.float()).all().item() else float("inf")
-            row["kiln_ms"] = bench(km.run)
+            row["kiln_ms"] = time_cuda(km.run, iters=50)
             km.release()
             prof = os.path.join(a.dir, m["so"] + ".profile.jsonl")
             kp = KilnModel(lib, os.path.join(a.dir, m["so"]), profile=prof)
@@ -117,7 +102,7 @@ def run(a):
             row["kernels"] = rep.get("kernels")
         except Exception as ex:  # noqa: BLE001 - recorded in the table
             row["error"] = str(ex)[:300]
-        row["torch_ms"] = bench(lambda: torch.matmul(A, B))
+        row["torch_ms"] = time_cuda(lambda: torch.matmul(A, B), iters=50)
         flops = 2.0 * M * N * K
         if "kiln_ms" in row:
             row["kiln_tflops"] = flops / row["kiln_ms"] / 1e9

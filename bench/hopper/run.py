@@ -20,6 +20,9 @@ import torch
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 from shapes import SHAPES  # noqa: E402
 
+sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "..", "python"))
+from kiln_tools.runtime import time_cuda  # noqa: E402
+
 cuda = ctypes.CDLL("libcuda.so.1")
 CUresult = ctypes.c_int
 
@@ -74,22 +77,6 @@ def launch(k, dA, dB, C, M, N, K, stream):
                               argv, None), "launch")
 
 
-def bench(fn, iters=50, warm=5):
-    for _ in range(warm):
-        fn()
-    torch.cuda.synchronize()
-    ts = []
-    for _ in range(iters):
-        s, e = torch.cuda.Event(enable_timing=True), torch.cuda.Event(enable_timing=True)
-        s.record()
-        fn()
-        e.record()
-        e.synchronize()
-        ts.append(s.elapsed_time(e))
-    ts.sort()
-    return ts[len(ts) // 2]
-
-
 
 
 def main():
@@ -113,7 +100,7 @@ def main():
             A = (torch.randn(M, K, device="cuda") * 0.5).to(dt)
             Bt = (torch.randn(N, K, device="cuda") * (1.0 / K ** 0.5)).to(dt)
             ref = (A.float() @ Bt.float().T)
-            t_torch = bench(lambda: torch.matmul(A, Bt.T))
+            t_torch = time_cuda(lambda: torch.matmul(A, Bt.T), iters=50)
             for k in kernels:
                 if k.meta["dtype"] != {torch.float16: "f16", torch.bfloat16: "bf16"}[dt]:
                     continue
@@ -128,7 +115,7 @@ def main():
                 torch.cuda.synchronize()
                 err = ((C.float() - ref).abs().max() / ref.abs().max()).item()
                 bad = not torch.isfinite(C.float()).all().item()
-                t = bench(lambda: launch(k, dA, dB, C, M, N, K, stream))
+                t = time_cuda(lambda: launch(k, dA, dB, C, M, N, K, stream), iters=50)
                 rows.append(dict(shape=sname, M=M, N=N, K=K, dtype=str(dt).split(".")[-1], kernel=k.meta["name"],
                                  ms=t, tflops=flops / t / 1e9, torch_ms=t_torch, torch_tflops=flops / t_torch / 1e9,
                                  ratio=t_torch / t, max_rel_err=err, nonfinite=bad))

@@ -71,3 +71,23 @@ class KilnModel:
 
     def run(self):
         self.check(self.lib.kiln_instance_run_device(self.inst, self.ins, self.n_in, self.outs, self.n_out))
+
+
+def time_cuda(fn, warmup=5, iters=30):
+    """Median milliseconds of `fn` on the current CUDA stream (torch events
+    around each call, after `warmup` calls)."""
+    import torch
+
+    for _ in range(warmup):
+        fn()
+    torch.cuda.synchronize()
+    times = []
+    for _ in range(iters):
+        a, b = torch.cuda.Event(enable_timing=True), torch.cuda.Event(enable_timing=True)
+        a.record()
+        fn()
+        b.record()
+        b.synchronize()
+        times.append(a.elapsed_time(b))
+    times.sort()
+    return times[len(times) // 2]
