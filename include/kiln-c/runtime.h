@@ -340,9 +340,10 @@ KILN_API kiln_status_t *kiln_instance_set_stream(kiln_instance_t *instance,
  * instance;
  * the initial setting is the instance option `graphs`. With graphs on, a
  * model whose signature says it is graph-capturable runs its second run
- * captured into a graph and replays the graph from then on; turning graphs
- * off drops the graph, and turning them on again retries a capture that
- * failed before. */
+ * captured into a graph and replays the graph from then on (on the caller's
+ * device buffers while they stay where they were: docs/runtime.md); turning
+ * graphs off drops the graph, and turning them on again retries a capture
+ * that failed before. */
 KILN_API kiln_status_t *kiln_instance_set_graphs(kiln_instance_t *instance,
                                                  int enable);
 

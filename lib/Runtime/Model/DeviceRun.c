@@ -2,7 +2,9 @@
  *
  * Stages the inputs, runs the host program (or replays the graph captured
  * on the second run of a graph-capturable model), copies the outputs out
- * and waits for the stream. See DeviceRuntime.h.
+ * and waits for the stream. Graphs of runs on the caller's device buffers
+ * are captured on those buffers (no staging copies) and replayed while the
+ * buffers stay where they were. See DeviceRuntime.h.
  *===----------------------------------------------------------------------===*/
 #include "DeviceRuntime.h"
 
@@ -60,15 +62,43 @@ static int capture_and_launch(kiln_rt_ctx *ctx) {
     return 0;
   }
   di->graph = graph;
+  size_t ins = ctx->instance->model->num_inputs;
+  size_t outs = ctx->instance->model->num_outputs;
+  memcpy(di->graph_input_ptr, di->input_ptr, ins * sizeof(kiln_device_ptr));
+  memcpy(di->graph_output_ptr, di->output_ptr, outs * sizeof(kiln_device_ptr));
+  memcpy(di->graph_output_direct, di->output_direct, outs);
   r = drv->graph_launch(di->queue, graph);
   if (r != 0)
     kiln_dev_fail(ctx, r, drv->op_names[KILN_DEVICE_OP_GRAPH_LAUNCH]);
   return 1;
 }
 
-/* A replay: the graph writes the staging buffers of the capture run; the
- * outputs have the dims recorded then (graph-capturable models have no
- * symbolic dims). */
+/* Whether this run's inputs (staged already) and outputs are where the
+ * graph's were: the caller's buffers when they are used in place, the
+ * instance's otherwise. */
+static int graph_fits(const kiln_rt_ctx *ctx) {
+  const kiln_instance_impl *inst = ctx->instance;
+  const kiln_dev_instance *di = inst->dev;
+  for (size_t i = 0; i < inst->model->num_inputs; ++i)
+    if (di->input_ptr[i] != di->graph_input_ptr[i])
+      return 0;
+  for (size_t i = 0; i < inst->model->num_outputs; ++i) {
+    kiln_device_ptr at = di->outputs[i].ptr;
+    if (ctx->output_views && !di->staged) {
+      kiln_device_ptr dst =
+          (kiln_device_ptr)(uintptr_t)ctx->output_views[i].data;
+      if (dst != 0 && dst % KILN_ALIGNMENT == 0)
+        at = dst;
+    }
+    if (at != di->graph_output_ptr[i])
+      return 0;
+  }
+  return 1;
+}
+
+/* A replay: the graph writes where the capture run wrote; the outputs have
+ * the dims recorded then (graph-capturable models have no symbolic
+ * dims). */
 static void replay(kiln_rt_ctx *ctx) {
   kiln_instance_impl *inst = ctx->instance;
   kiln_dev_instance *di = inst->dev;
@@ -88,8 +118,8 @@ static void replay(kiln_rt_ctx *ctx) {
       }
     }
     di->output_done[i] = 1;
-    di->output_direct[i] = 0;
-    di->output_ptr[i] = di->outputs[i].ptr;
+    di->output_direct[i] = di->graph_output_direct[i];
+    di->output_ptr[i] = di->graph_output_ptr[i];
   }
   kiln_device_result r = di->drv->graph_launch(di->queue, di->graph);
   if (r != 0)
@@ -151,14 +181,25 @@ kiln_status_t *kiln_dev_run(kiln_instance_impl *inst,
   reset_ctx(&ctx);
   reset_outputs(inst);
 
-  /* Graphs need every device pointer fixed across runs: inputs and outputs
-   * go through the instance's buffers, and no dim may vary. */
+  /* Graphs need every device pointer fixed across runs and no dim that
+   * varies: the caller's device buffers are used in place until they have
+   * moved too often, then they go through the instance's buffers. */
   int use_graph = di->graphs_enabled && !di->graph_failed &&
                   model->graph_capturable && model->num_symbols == 0 &&
                   !di->profiling;
   int replayed = 0;
-  di->staged = use_graph || !views;
+  di->staged = !views || (use_graph && di->graph_moves >= KILN_GRAPH_MOVES_MAX);
   kiln_dev_stage_inputs(&ctx, views != NULL);
+  if (!ctx.failed && use_graph && di->graph && !graph_fits(&ctx)) {
+    /* The graph holds other buffers: run plainly, capture again next time
+     * (this run allocates what the capture will use, so it is staged as
+     * the captured runs will be once the buffers have moved too often). */
+    kiln_dev_drop_graph(di);
+    if (++di->graph_moves == KILN_GRAPH_MOVES_MAX && !di->staged) {
+      di->staged = 1;
+      kiln_dev_stage_inputs(&ctx, 1);
+    }
+  }
   if (!ctx.failed) {
     if (use_graph && di->graph) {
       replay(&ctx);

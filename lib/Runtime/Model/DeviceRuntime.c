@@ -170,6 +170,9 @@ void kiln_dev_instance_destroy(kiln_instance_impl *inst) {
   free(di->output_direct);
   free(di->output_dims);
   free(di->output_dims_at);
+  free(di->graph_input_ptr);
+  free(di->graph_output_ptr);
+  free(di->graph_output_direct);
   free(di);
   inst->dev = NULL;
 }
@@ -200,9 +203,14 @@ kiln_status_t *kiln_dev_instance_create(kiln_instance_impl *inst,
   di->output_direct = (char *)calloc(outs, 1);
   di->output_dims = (int64_t *)calloc(total_rank, sizeof(int64_t));
   di->output_dims_at = (size_t *)calloc(outs, sizeof(size_t));
+  di->graph_input_ptr = (kiln_device_ptr *)calloc(ins, sizeof(kiln_device_ptr));
+  di->graph_output_ptr =
+      (kiln_device_ptr *)calloc(outs, sizeof(kiln_device_ptr));
+  di->graph_output_direct = (char *)calloc(outs, 1);
   if (!di->weights || !di->inputs || !di->outputs || !di->input_ptr ||
       !di->output_ptr || !di->output_done || !di->output_direct ||
-      !di->output_dims || !di->output_dims_at)
+      !di->output_dims || !di->output_dims_at || !di->graph_input_ptr ||
+      !di->graph_output_ptr || !di->graph_output_direct)
     return kiln_rtc_oom_status();
   for (size_t i = 0, at = 0; i < model->num_outputs; ++i) {
     di->output_dims_at[i] = at;
@@ -258,5 +266,6 @@ kiln_status_t *kiln_dev_set_graphs(kiln_instance_impl *inst, int enable) {
   di->graphs_enabled = enable != 0;
   di->graph_failed = 0;
   di->graph_warm = 0;
+  di->graph_moves = 0;
   return NULL;
 }

@@ -8,7 +8,8 @@
  * Each instance owns its device memory: the arena, weights (uploaded on
  * first use), input staging buffers, output buffers and a scratch cache.
  * Graph-capturable models are captured into a device graph on their second
- * run and replayed after that. Every device call made while generated code
+ * run and replayed after that; runs on device buffers are captured on the
+ * caller's buffers, and a new capture follows when those move. Every device call made while generated code
  * runs records its failure in the run context (the call, the driver's error
  * text); after the first failure the remaining launches and copies of the
  * run do nothing.
@@ -63,8 +64,20 @@ struct kiln_dev_instance {
   int capturing;      /* kiln_model_main runs under stream capture */
   int capture_aborted;
   kiln_device_graph *graph;
+  /* The device pointers the graph was captured with: a replay must see the
+   * same ones (its kernels and tile maps hold them). Runs on the caller's
+   * device buffers are captured in place; after KILN_GRAPH_MOVES_MAX
+   * changes of those buffers they go through the instance's buffers. */
+  kiln_device_ptr *graph_input_ptr;  /* per input */
+  kiln_device_ptr *graph_output_ptr; /* per output */
+  char *graph_output_direct;         /* per output */
+  int graph_moves;                   /* replays refused for moved buffers */
   int profiling; /* the instance option profile_path: no graphs then */
 };
+
+/* How often the caller's device buffers may move before graph runs stage
+ * them (each move costs a plain run and a new capture). */
+#define KILN_GRAPH_MOVES_MAX 2
 
 /* "<call> failed: <error text>" into ctx, with RESOURCE_EXHAUSTED for
  * out-of-memory and INTERNAL otherwise. */
