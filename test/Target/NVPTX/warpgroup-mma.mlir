@@ -10,7 +10,9 @@
 // IR-LABEL: func.func private @mm(
 // IR-DAG: %[[MA:.*]] = kiln.tile_map %{{.*}}, %{{.*}} box [128, 64] swizzle 128 : memref<512x256xf16>
 // IR-DAG: %[[MB:.*]] = kiln.tile_map %{{.*}}, %{{.*}} box [64, 64] swizzle 128 : memref<256x384xf16>
-// IR: gpu.launch {{.*}} in (%{{.*}} = %c3, %{{.*}} = %c4, %{{.*}} = %c1) threads({{.*}}) in (%{{.*}} = %c384, {{.*}}) dynamic_shared_memory_size
+// A small problem takes 128 x 64 tiles (6 stages of 24 KiB) to fill the SMs.
+// IR: %[[SMEM:.*]] = arith.constant 148576 : i32
+// IR: gpu.launch {{.*}} in (%{{.*}} = %c6, %{{.*}} = %c4, %{{.*}} = %c1) threads({{.*}}) in (%{{.*}} = %c384, {{.*}}) dynamic_shared_memory_size %[[SMEM]]
 // IR-DAG: builtin.unrealized_conversion_cast %[[MA]] : vector<16xi64> to !llvm.ptr
 // IR-DAG: builtin.unrealized_conversion_cast %[[MB]] : vector<16xi64> to !llvm.ptr
 // IR: nvvm.mbarrier.init
@@ -19,12 +21,23 @@
 // IR: nvvm.cp.async.bulk.tensor.shared.cluster.global
 // IR: nvvm.mbarrier.try_wait.parity
 // IR: nvvm.wgmma.fence.aligned
-// IR-COUNT-4: nvvm.wgmma.mma_async {{.*}}, <m = 64, n = 128, k = 16>, D[<f32>, <one>], A[<f16>, <one>, <row>], B[<f16>, <one>, <row>]
+// IR-COUNT-4: nvvm.wgmma.mma_async {{.*}}, <m = 64, n = 64, k = 16>, D[<f32>, <one>], A[<f16>, <one>, <row>], B[<f16>, <one>, <row>]
 // IR: nvvm.wgmma.commit.group.sync.aligned
 // IR: nvvm.wgmma.wait.group.sync.aligned 0
 // IR: nvvm.mbarrier.arrive
 // IR: llvm.store {{.*}} {alignment = 8 : i64} : vector<2xf32>, !llvm.ptr
 // IR-NOT: linalg.matmul
+// Many tiles: 256 x 128 (4 consumer warpgroups, 4 stages of 48 KiB).
+// IR-LABEL: func.func private @mm_large(
+// IR: kiln.tile_map %{{.*}}, %{{.*}} box [256, 64] swizzle 128 : memref<4096x64xf16>
+// IR: %[[SMEM:.*]] = arith.constant 197696 : i32
+// IR: gpu.launch {{.*}} in (%{{.*}} = %c32, %{{.*}} = %c16, %{{.*}} = %c1) threads({{.*}}) in (%{{.*}} = %c640, {{.*}}) dynamic_shared_memory_size %[[SMEM]]
+// IR-COUNT-4: nvvm.wgmma.mma_async {{.*}}, <m = 64, n = 128, k = 16>
+// Where 256 x 128 leaves the last wave half empty: 128 x 128.
+// IR-LABEL: func.func private @mm_mid(
+// IR: kiln.tile_map %{{.*}}, %{{.*}} box [128, 64] swizzle 128 : memref<4096x64xf16>
+// IR: gpu.launch {{.*}} in (%{{.*}} = %c18, %{{.*}} = %c32, %{{.*}} = %c1) threads({{.*}}) in (%{{.*}} = %c384, {{.*}})
+// IR-COUNT-4: nvvm.wgmma.mma_async {{.*}}, <m = 64, n = 128, k = 16>
 // IR-LABEL: func.func private @bmm(
 // IR: kiln.tile_map %{{.*}}, %{{.*}} box [1, 128, 64] swizzle 128 : memref<4x200x64xbf16>
 // IR: kiln.tile_map %{{.*}}, %{{.*}} box [1, 64, 64] swizzle 128 : memref<4x64x96xbf16>
@@ -72,6 +85,18 @@ module {
     %zero = arith.constant 0.0 : f32
     linalg.fill ins(%zero : f32) outs(%y : memref<512x384xf32>)
     linalg.matmul ins(%a, %b : memref<512x256xf16>, memref<256x384xf16>) outs(%y : memref<512x384xf32>)
+    return
+  }
+  func.func private @mm_large(%a: memref<4096x64xf16>, %b: memref<64x4096xf16>, %y: memref<4096x4096xf32>) attributes {kiln.kernel} {
+    %zero = arith.constant 0.0 : f32
+    linalg.fill ins(%zero : f32) outs(%y : memref<4096x4096xf32>)
+    linalg.matmul ins(%a, %b : memref<4096x64xf16>, memref<64x4096xf16>) outs(%y : memref<4096x4096xf32>)
+    return
+  }
+  func.func private @mm_mid(%a: memref<4096x64xf16>, %b: memref<64x2304xf16>, %y: memref<4096x2304xf32>) attributes {kiln.kernel} {
+    %zero = arith.constant 0.0 : f32
+    linalg.fill ins(%zero : f32) outs(%y : memref<4096x2304xf32>)
+    linalg.matmul ins(%a, %b : memref<4096x64xf16>, memref<64x2304xf16>) outs(%y : memref<4096x2304xf32>)
     return
   }
   func.func private @bmm(%a: memref<4x200x64xbf16>, %b: memref<4x64x96xbf16>, %y: memref<4x200x96xf32>) attributes {kiln.kernel} {
