@@ -56,6 +56,9 @@ struct Problem {
   Value a, b, c;
   int64_t batch = 1, m = 0, n = 0, k = 0;
   bool batched = false;
+  /// The sizes of C's dims that make up M (several for a linalg.generic
+  /// such as [batch, seq, K] x [K, N]: contiguous, read as one).
+  SmallVector<int64_t> mSizes;
   Type elem; // f16 or bf16
   /// An elementwise op just after that only consumes C (a bias, an
   /// activation, a residual add, a cast): applied to the accumulators
@@ -113,9 +116,80 @@ std::pair<linalg::GenericOp, OpOperand *> epilogueAfter(Problem &p) {
   return {g, in};
 }
 
+/// `v` without an arith.extf from f16/bf16 to f32 (or `v` itself).
+Value skipExt(Value v) {
+  if (auto ext = v.getDefiningOp<arith::ExtFOp>())
+    return ext.getIn();
+  return v;
+}
+
+/// Whether `g`'s body is out + ext(a) * ext(b) in f32.
+bool isMulAddBody(linalg::GenericOp g) {
+  Block &body = *g.getBody();
+  auto yield = cast<linalg::YieldOp>(body.getTerminator());
+  auto add = yield.getOperand(0).getDefiningOp<arith::AddFOp>();
+  if (!add || !add.getType().isF32() || body.getOperations().size() > 6)
+    return false;
+  Value out = body.getArgument(2);
+  Value prod = add.getLhs() == out ? add.getRhs() : add.getLhs();
+  if ((add.getLhs() != out && add.getRhs() != out) || prod == out)
+    return false;
+  auto mul = prod.getDefiningOp<arith::MulFOp>();
+  if (!mul)
+    return false;
+  Value x = skipExt(mul.getLhs()), y = skipExt(mul.getRhs());
+  return (x == body.getArgument(0) && y == body.getArgument(1)) ||
+         (x == body.getArgument(1) && y == body.getArgument(0));
+}
+
+/// A linalg.generic matmul: C[batch, m..., n] += A[batch, m..., k] *
+/// B[batch, k, n] (at most one batch dim; the m dims contiguous in A and C,
+/// read as one M).
+bool matchGeneric(linalg::GenericOp g, Problem &p) {
+  if (!g.hasPureBufferSemantics() || g.getNumDpsInputs() != 2 ||
+      g.getNumDpsInits() != 1 || !isMulAddBody(g))
+    return false;
+  FailureOr<linalg::ContractionDimensions> dims =
+      linalg::inferContractionDims(g);
+  if (failed(dims) || dims->k.size() != 1 || dims->n.size() != 1 ||
+      dims->m.empty() || dims->batch.size() > 1)
+    return false;
+  auto exprs = [&](ArrayRef<unsigned> d0, ArrayRef<unsigned> d1,
+                   ArrayRef<unsigned> d2) {
+    SmallVector<AffineExpr> e;
+    for (ArrayRef<unsigned> ds : {d0, d1, d2})
+      for (unsigned d : ds)
+        e.push_back(getAffineDimExpr(d, g.getContext()));
+    return e;
+  };
+  SmallVector<AffineExpr> aWant = exprs(dims->batch, dims->m, dims->k);
+  SmallVector<AffineExpr> bWant = exprs(dims->batch, dims->k, dims->n);
+  SmallVector<AffineExpr> cWant = exprs(dims->batch, dims->m, dims->n);
+  OpOperand *a = g.getDpsInputOperand(0), *b = g.getDpsInputOperand(1);
+  if (g.getMatchingIndexingMap(a).getResults() != ArrayRef(aWant))
+    std::swap(a, b);
+  if (g.getMatchingIndexingMap(a).getResults() != ArrayRef(aWant) ||
+      g.getMatchingIndexingMap(b).getResults() != ArrayRef(bWant) ||
+      g.getMatchingIndexingMap(g.getDpsInitOperand(0)).getResults() !=
+          ArrayRef(cWant))
+    return false;
+  p.op = g;
+  p.a = a->get();
+  p.b = b->get();
+  p.c = g.getDpsInitOperand(0)->get();
+  p.batched = !dims->batch.empty();
+  SmallVector<int64_t> loops = g.getStaticLoopRanges();
+  for (unsigned d : dims->m)
+    p.mSizes.push_back(loops[d]);
+  return true;
+}
+
 std::optional<Problem> analyze(Operation *operation) {
   Problem p;
-  if (auto mm = dyn_cast<linalg::MatmulOp>(operation)) {
+  if (auto g = dyn_cast<linalg::GenericOp>(operation)) {
+    if (!matchGeneric(g, p))
+      return std::nullopt;
+  } else if (auto mm = dyn_cast<linalg::MatmulOp>(operation)) {
     if (!mm.hasPureBufferSemantics() ||
         mm.getIndexingMapsArray() != mm.getDefaultIndexingMaps(mm.getContext()))
       return std::nullopt;
@@ -130,9 +204,11 @@ std::optional<Problem> analyze(Operation *operation) {
   } else {
     return std::nullopt;
   }
-  p.a = p.op.getDpsInputOperand(0)->get();
-  p.b = p.op.getDpsInputOperand(1)->get();
-  p.c = p.op.getDpsInitOperand(0)->get();
+  if (!p.a) {
+    p.a = p.op.getDpsInputOperand(0)->get();
+    p.b = p.op.getDpsInputOperand(1)->get();
+    p.c = p.op.getDpsInitOperand(0)->get();
+  }
   if (!identityStatic(p.a) || !identityStatic(p.b) || !identityStatic(p.c))
     return std::nullopt;
   auto at = cast<MemRefType>(p.a.getType());
@@ -146,9 +222,13 @@ std::optional<Problem> analyze(Operation *operation) {
   int64_t r = p.batched ? 1 : 0;
   if (p.batched)
     p.batch = as[0];
-  p.m = as[r];
-  p.k = as[r + 1];
-  p.n = bs[r + 1];
+  if (p.mSizes.empty())
+    p.mSizes.push_back(as[r]);
+  p.m = 1;
+  for (int64_t size : p.mSizes)
+    p.m *= size;
+  p.k = as.back();
+  p.n = bs.back();
   // The tile maps' strides are multiples of 16 bytes; the stores write
   // pairs of columns.
   if (p.k % 8 != 0 || p.n % 8 != 0 || p.m < 1 || p.batch > 65535 ||
@@ -265,8 +345,22 @@ LogicalResult mlir::kiln::lowerWarpgroupContraction(RewriterBase &rewriter,
     aBox.insert(aBox.begin(), 1);
     bBox.insert(bBox.begin(), 1);
   }
+  // Several m dims (contiguous in A): A read as [batch,] M x K.
+  Value aView = p.a;
+  if (p.mSizes.size() > 1) {
+    int64_t r = p.batched ? 1 : 0, rank = r + p.mSizes.size() + 1;
+    SmallVector<ReassociationIndices> groups;
+    if (p.batched)
+      groups.push_back({0});
+    ReassociationIndices mGroup;
+    for (int64_t d = r; d < rank - 1; ++d)
+      mGroup.push_back(d);
+    groups.push_back(mGroup);
+    groups.push_back({rank - 1});
+    aView = memref::CollapseShapeOp::create(rewriter, loc, p.a, groups);
+  }
   auto mapType = VectorType::get({16}, rewriter.getI64Type());
-  Value mapA = TileMapOp::create(rewriter, loc, mapType, ctx, p.a,
+  Value mapA = TileMapOp::create(rewriter, loc, mapType, ctx, aView,
                                  rewriter.getDenseI64ArrayAttr(aBox),
                                  rewriter.getI64IntegerAttr(128));
   Value mapB = TileMapOp::create(rewriter, loc, mapType, ctx, p.b,
@@ -312,8 +406,8 @@ LogicalResult mlir::kiln::lowerWarpgroupContraction(RewriterBase &rewriter,
   Value base = arith::AndIOp::create(b, loc, e.add(dynAddr, 1023),
                                      e.i32(~int64_t(1023)));
   auto barrier = [&](Value stage, bool empty) {
-    return e.shared(e.add(e.add(base, e.mul(stage, 8)),
-                          barOff + (empty ? 8 * stages : 0)));
+    return e.shared(
+        e.add(e.add(base, e.mul(stage, 8)), barOff + (empty ? 8 * stages : 0)));
   };
 
   // Thread 0 initializes the barriers: `full` expects the producer's one
@@ -471,8 +565,20 @@ LogicalResult mlir::kiln::lowerWarpgroupContraction(RewriterBase &rewriter,
       if (p.batched)
         dims.push_back(
             arith::IndexCastUIOp::create(b, loc, b.getIndexType(), bz));
-      dims.push_back(
-          arith::IndexCastUIOp::create(b, loc, b.getIndexType(), row));
+      // Row r of the M x N view is (r / (m1 m2 ..), .., r % m_last) in C.
+      Value rowIndex =
+          arith::IndexCastUIOp::create(b, loc, b.getIndexType(), row);
+      SmallVector<Value> mIndices(p.mSizes.size());
+      for (int64_t d = p.mSizes.size() - 1; d >= 0; --d) {
+        if (d == 0) {
+          mIndices[d] = rowIndex;
+          break;
+        }
+        Value size = arith::ConstantIndexOp::create(b, loc, p.mSizes[d]);
+        mIndices[d] = arith::RemUIOp::create(b, loc, rowIndex, size);
+        rowIndex = arith::DivUIOp::create(b, loc, rowIndex, size);
+      }
+      llvm::append_range(dims, mIndices);
       dims.push_back(
           arith::IndexCastUIOp::create(b, loc, b.getIndexType(), col));
       auto at = [&](AffineMap map) {

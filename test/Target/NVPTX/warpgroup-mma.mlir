@@ -38,6 +38,23 @@
 // IR: kiln.tile_map %{{.*}}, %{{.*}} box [128, 64] swizzle 128 : memref<4096x64xf16>
 // IR: gpu.launch {{.*}} in (%{{.*}} = %c18, %{{.*}} = %c32, %{{.*}} = %c1) threads({{.*}}) in (%{{.*}} = %c384, {{.*}})
 // IR-COUNT-4: nvvm.wgmma.mma_async {{.*}}, <m = 64, n = 128, k = 16>
+// A linalg.generic matmul as ONNX MatMul lowers ([batch, seq, K] x [K, N],
+// mixed precision's casts in the body): A read as 4096 x 768; the epilogue
+// indexes C's three dims from the row.
+// IR-LABEL: func.func private @dense_3d(
+// IR: %[[AV:.*]] = memref.collapse_shape %{{.*}} {{\[\[}}0, 1], [2]] : memref<32x128x768xf16> into memref<4096x768xf16>
+// IR: kiln.tile_map %{{.*}}, %[[AV]] box [128, 64] swizzle 128 : memref<4096x768xf16>
+// IR: kiln.tile_map %{{.*}}, %{{.*}} box [64, 64] swizzle 128 : memref<768x2304xf16>
+// IR: gpu.launch
+// IR-COUNT-4: nvvm.wgmma.mma_async {{.*}}, <m = 64, n = 128, k = 16>
+// IR: arith.remui %{{.*}}, %c128
+// IR: arith.divui %{{.*}}, %c128
+// IR: memref.load %{{.*}}[%{{.*}}] : memref<2304xf32>
+// IR: memref.store %{{.*}} : memref<32x128x2304xf16>
+// IR-NOT: linalg.generic
+// The same with f32 operands (no wgmma type): another strategy.
+// IR-LABEL: func.func private @dense_3d_f32(
+// IR-NOT: kiln.tile_map
 // IR-LABEL: func.func private @bmm(
 // IR: kiln.tile_map %{{.*}}, %{{.*}} box [1, 128, 64] swizzle 128 : memref<4x200x64xbf16>
 // IR: kiln.tile_map %{{.*}}, %{{.*}} box [1, 64, 64] swizzle 128 : memref<4x64x96xbf16>
@@ -97,6 +114,41 @@ module {
     %zero = arith.constant 0.0 : f32
     linalg.fill ins(%zero : f32) outs(%y : memref<4096x2304xf32>)
     linalg.matmul ins(%a, %b : memref<4096x64xf16>, memref<64x2304xf16>) outs(%y : memref<4096x2304xf32>)
+    return
+  }
+  func.func private @dense_3d(%a: memref<32x128x768xf16>, %w: memref<768x2304xf16>, %bias: memref<2304xf32>, %y: memref<32x128x2304xf16>) attributes {kiln.kernel} {
+    %zero = arith.constant 0.0 : f32
+    %t = memref.alloc() : memref<32x128x2304xf32>
+    linalg.fill ins(%zero : f32) outs(%t : memref<32x128x2304xf32>)
+    linalg.generic {indexing_maps = [affine_map<(d0, d1, d2, d3) -> (d0, d1, d3)>, affine_map<(d0, d1, d2, d3) -> (d3, d2)>, affine_map<(d0, d1, d2, d3) -> (d0, d1, d2)>], iterator_types = ["parallel", "parallel", "parallel", "reduction"]}
+        ins(%a, %w : memref<32x128x768xf16>, memref<768x2304xf16>) outs(%t : memref<32x128x2304xf32>) {
+    ^bb0(%in: f16, %in_0: f16, %out: f32):
+      %0 = arith.extf %in : f16 to f32
+      %1 = arith.extf %in_0 : f16 to f32
+      %2 = arith.mulf %0, %1 : f32
+      %3 = arith.addf %out, %2 : f32
+      linalg.yield %3 : f32
+    }
+    linalg.generic {indexing_maps = [affine_map<(d0, d1, d2) -> (d2)>, affine_map<(d0, d1, d2) -> (d0, d1, d2)>, affine_map<(d0, d1, d2) -> (d0, d1, d2)>], iterator_types = ["parallel", "parallel", "parallel"]}
+        ins(%bias, %t : memref<2304xf32>, memref<32x128x2304xf32>) outs(%y : memref<32x128x2304xf16>) {
+    ^bb0(%bi: f32, %in: f32, %out: f16):
+      %s = arith.addf %bi, %in : f32
+      %h = arith.truncf %s : f32 to f16
+      linalg.yield %h : f16
+    }
+    memref.dealloc %t : memref<32x128x2304xf32>
+    return
+  }
+  func.func private @dense_3d_f32(%a: memref<32x128x768xf32>, %w: memref<768x2304xf32>, %y: memref<32x128x2304xf32>) attributes {kiln.kernel} {
+    %zero = arith.constant 0.0 : f32
+    linalg.fill ins(%zero : f32) outs(%y : memref<32x128x2304xf32>)
+    linalg.generic {indexing_maps = [affine_map<(d0, d1, d2, d3) -> (d0, d1, d3)>, affine_map<(d0, d1, d2, d3) -> (d3, d2)>, affine_map<(d0, d1, d2, d3) -> (d0, d1, d2)>], iterator_types = ["parallel", "parallel", "parallel", "reduction"]}
+        ins(%a, %w : memref<32x128x768xf32>, memref<768x2304xf32>) outs(%y : memref<32x128x2304xf32>) {
+    ^bb0(%in: f32, %in_0: f32, %out: f32):
+      %2 = arith.mulf %in, %in_0 : f32
+      %3 = arith.addf %out, %2 : f32
+      linalg.yield %3 : f32
+    }
     return
   }
   func.func private @bmm(%a: memref<4x200x64xbf16>, %b: memref<4x64x96xbf16>, %y: memref<4x200x96xf32>) attributes {kiln.kernel} {
