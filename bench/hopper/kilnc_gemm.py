@@ -62,7 +62,7 @@ def prepare(a):
 
 def run(a):
     import torch
-    from kiln_tools.runtime import KilnModel, time_cuda
+    from kiln_tools.runtime import KilnModel, time_cuda, time_cuda_pipelined
 
     lib = os.path.join(a.dir, "libkiln_runtime.so")
     man = json.load(open(os.path.join(a.dir, "manifest.json")))
@@ -89,7 +89,14 @@ def run(a):
             err = ((Y.float() - ref).abs().max() / ref.abs().max()).item()
             row["max_rel_err"] = err if torch.isfinite(Y.float()).all().item() else float("inf")
             row["kiln_ms"] = time_cuda(km.run, iters=50)
+            row["kiln_pipelined_ms"] = time_cuda_pipelined(km.run, iters=50)
             km.release()
+            # Without graphs: one plain launch per run.
+            kn = KilnModel(lib, os.path.join(a.dir, m["so"]), graphs=0)
+            kn.set_stream(stream.cuda_stream)
+            kn.prepare([A, B], [Y])
+            row["kiln_nograph_ms"] = time_cuda(kn.run, iters=50)
+            kn.release()
             prof = os.path.join(a.dir, m["so"] + ".profile.jsonl")
             kp = KilnModel(lib, os.path.join(a.dir, m["so"]), profile=prof)
             kp.set_stream(stream.cuda_stream)
@@ -103,16 +110,25 @@ def run(a):
         except Exception as ex:  # noqa: BLE001 - recorded in the table
             row["error"] = str(ex)[:300]
         row["torch_ms"] = time_cuda(lambda: torch.matmul(A, B), iters=50)
+        row["torch_pipelined_ms"] = time_cuda_pipelined(lambda: torch.matmul(A, B), iters=50)
         flops = 2.0 * M * N * K
         if "kiln_ms" in row:
             row["kiln_tflops"] = flops / row["kiln_ms"] / 1e9
             row["ratio"] = row["torch_ms"] / row["kiln_ms"]
+            row["ratio_pipelined"] = row["torch_pipelined_ms"] / row["kiln_pipelined_ms"]
         row["torch_tflops"] = flops / row["torch_ms"] / 1e9
         rows.append(row)
         print(f"{m['shape']:20s} {m['dtype']:9s} kiln {row.get('kiln_ms', float('nan')):8.3f} ms "
               f"{row.get('kiln_tflops', 0):5.0f} TF/s  torch {row['torch_ms']:8.3f} ms "
-              f"{row['torch_tflops']:5.0f} TF/s  x{row.get('ratio', 0):.2f}  "
+              f"{row['torch_tflops']:5.0f} TF/s  x{row.get('ratio', 0):.2f}  pipelined "
+              f"x{row.get('ratio_pipelined', 0):.2f}  no graph {row.get('kiln_nograph_ms', 0):.3f} ms  "
               f"err {row.get('max_rel_err', float('nan')):.1e} {row.get('error', '')}", flush=True)
+    import statistics
+    for dt in ("float16", "bfloat16"):
+        for key in ("ratio", "ratio_pipelined"):
+            vals = [r[key] for r in rows if r["dtype"] == dt and key in r]
+            if vals:
+                print(f"{dt} {key}: median over {len(vals)} shapes x{statistics.median(vals):.2f}")
     if a.json:
         json.dump(rows, open(a.json, "w"), indent=1)
 

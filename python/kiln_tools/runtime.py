@@ -18,10 +18,11 @@ class KilnModel:
 
     DTYPES = {"float16": 1, "bfloat16": 2, "float32": 3, "int64": 8}
 
-    def __init__(self, lib_path, so_path, profile=None):
+    def __init__(self, lib_path, so_path, profile=None, graphs=None):
         """Loads `so_path` and creates an instance; with `profile` (a file),
         the instance writes its per-kernel times there (instance option
-        profile_path)."""
+        profile_path); `graphs` 0 or 1 sets the instance option graphs
+        (None: the default, on unless KILN_<KIND>_GRAPHS=0)."""
         lib = ctypes.CDLL(lib_path)
         for fn in ("kiln_model_load", "kiln_instance_create_with_options",
                    "kiln_instance_run_device", "kiln_instance_set_stream",
@@ -41,6 +42,8 @@ class KilnModel:
         lib.kiln_instance_options_init(ctypes.byref(opts))
         if profile:
             opts.profile_path = profile.encode()
+        if graphs is not None:
+            opts.graphs = int(graphs)
         self.check(lib.kiln_instance_create_with_options(
             self.model, ctypes.byref(opts), ctypes.byref(self.inst)))
 
@@ -91,3 +94,22 @@ def time_cuda(fn, warmup=5, iters=30):
         times.append(a.elapsed_time(b))
     times.sort()
     return times[len(times) // 2]
+
+
+def time_cuda_pipelined(fn, warmup=5, iters=50):
+    """Milliseconds per call of `fn` issued `iters` times back to back on
+    the current CUDA stream (one pair of torch events around them all): the
+    device time when the host issues faster than the device runs, where
+    time_cuda also counts each call's host-side launch latency."""
+    import torch
+
+    for _ in range(warmup):
+        fn()
+    torch.cuda.synchronize()
+    a, b = torch.cuda.Event(enable_timing=True), torch.cuda.Event(enable_timing=True)
+    a.record()
+    for _ in range(iters):
+        fn()
+    b.record()
+    b.synchronize()
+    return a.elapsed_time(b) / iters

@@ -556,10 +556,24 @@ LogicalResult mlir::kiln::lowerWarpgroupContraction(RewriterBase &rewriter,
         b, loc, arith::ExtUIOp::create(b, loc, b.getI64Type(), bz),
         LLVM::ConstantOp::create(b, loc, b.getI64Type(),
                                  b.getI64IntegerAttr(p.m * p.n)));
-    auto vec2 = VectorType::get({2}, f32);
     // With an epilogue: each accumulator through its body (the other
-    // inputs loaded at the point), stored to its output.
-    auto storeEpilogue = [&](Value v, Value row, Value col) {
+    // inputs loaded at the point); the two results of a column pair are
+    // stored together when the output holds 16- or 32-bit floats.
+    Type outElem;
+    Value outPtr;
+    if (p.epilogue) {
+      Value out = p.epilogue.getDpsInitOperand(0)->get();
+      outElem = cast<MemRefType>(out.getType()).getElementType();
+      if (outElem.isF16() || outElem.isBF16() || outElem.isF32()) {
+        Value index =
+            memref::ExtractAlignedPointerAsIndexOp::create(b, loc, out);
+        outPtr = LLVM::IntToPtrOp::create(
+            b, loc, ptrType,
+            arith::IndexCastUIOp::create(b, loc, b.getI64Type(), index)
+                .getResult());
+      }
+    }
+    auto storeEpilogue = [&](Value v, Value row, Value col, bool store) {
       linalg::GenericOp g = p.epilogue;
       SmallVector<Value> dims;
       if (p.batched)
@@ -609,8 +623,10 @@ LogicalResult mlir::kiln::lowerWarpgroupContraction(RewriterBase &rewriter,
       for (Operation &o : gb.without_terminator())
         b.clone(o, map);
       Value r = map.lookupOrDefault(gb.getTerminator()->getOperand(0));
-      memref::StoreOp::create(b, loc, r, out->get(),
-                              at(g.getMatchingIndexingMap(out)));
+      if (store)
+        memref::StoreOp::create(b, loc, r, out->get(),
+                                at(g.getMatchingIndexingMap(out)));
+      return r;
     };
     for (int64_t h = 0; h < 2; ++h) {
       Value row = e.add(row0, 8 * h);
@@ -626,26 +642,32 @@ LogicalResult mlir::kiln::lowerWarpgroupContraction(RewriterBase &rewriter,
         Value ok = arith::AndIOp::create(
             b, loc, rowOk, e.cmp(arith::CmpIPredicate::ult, col, nBound));
         e.ifThen(ok, [&] {
-          if (p.epilogue) {
+          auto accAt = [&](int64_t x) {
+            return LLVM::ExtractValueOp::create(
+                b, loc, acc, ArrayRef<int64_t>{4 * j + 2 * h + x});
+          };
+          if (p.epilogue && !outPtr) { // stored element by element
             for (int64_t x = 0; x < 2; ++x)
-              storeEpilogue(
-                  LLVM::ExtractValueOp::create(
-                      b, loc, acc, ArrayRef<int64_t>{4 * j + 2 * h + x}),
-                  row, e.add(col, x));
+              storeEpilogue(accAt(x), row, e.add(col, x), /*store=*/true);
             return;
           }
-          Value v = LLVM::UndefOp::create(b, loc, vec2);
+          Type elem = p.epilogue ? outElem : f32;
+          Value base = p.epilogue ? outPtr : cPtr;
+          Value v = LLVM::UndefOp::create(b, loc, VectorType::get({2}, elem));
           for (int64_t x = 0; x < 2; ++x) {
-            Value a = LLVM::ExtractValueOp::create(
-                b, loc, acc, ArrayRef<int64_t>{4 * j + 2 * h + x});
+            Value a = accAt(x);
+            if (p.epilogue)
+              a = storeEpilogue(a, row, e.add(col, x), /*store=*/false);
             v = LLVM::InsertElementOp::create(b, loc, v, a, e.i32(x));
           }
           Value idx = arith::AddIOp::create(
               b, loc, rowOff,
               arith::ExtUIOp::create(b, loc, b.getI64Type(), col));
           Value ptr =
-              LLVM::GEPOp::create(b, loc, ptrType, f32, cPtr, ValueRange{idx});
-          LLVM::StoreOp::create(b, loc, v, ptr, /*alignment=*/8);
+              LLVM::GEPOp::create(b, loc, ptrType, elem, base, ValueRange{idx});
+          LLVM::StoreOp::create(b, loc, v, ptr,
+                                /*alignment=*/2 * elem.getIntOrFloatBitWidth() /
+                                    8);
         });
       }
     }

@@ -1,7 +1,8 @@
 // Hopper matmuls (sm_90a): a matmul or batched matmul of f16/bf16 memrefs
 // into f32 becomes host tile maps (kiln.tile_map) and one warp-specialized
 // kernel of TMA copies and wgmma.mma_async, its epilogue (bias, ReLU, the
-// cast to f16) applied to the accumulators; on sm_90 (no wgmma) and for a K
+// cast to f16) applied to the accumulators and column pairs stored
+// together; on sm_90 (no wgmma) and for a K
 // that is not a multiple of 8 the same ops take the mma.sync strategy.
 // RUN: kiln-opt %s --kiln-map-kernels-to-gpu="device='cuda sm_90a'" | FileCheck %s --check-prefix=IR
 // RUN: kiln-opt %s --kiln-map-kernels-to-gpu="device='cuda sm_90'" | FileCheck %s --check-prefix=SM90
@@ -50,7 +51,7 @@
 // IR: arith.remui %{{.*}}, %c128
 // IR: arith.divui %{{.*}}, %c128
 // IR: memref.load %{{.*}}[%{{.*}}] : memref<2304xf32>
-// IR: memref.store %{{.*}} : memref<32x128x2304xf16>
+// IR: llvm.store {{.*}} {alignment = 4 : i64} : vector<2xf16>, !llvm.ptr
 // IR-NOT: linalg.generic
 // The same with f32 operands (no wgmma type): another strategy.
 // IR-LABEL: func.func private @dense_3d_f32(
@@ -66,7 +67,7 @@
 // IR: memref.load %{{.*}}[%{{.*}}] : memref<384xf16>
 // IR: arith.maximumf
 // IR: arith.truncf {{.*}} : f32 to f16
-// IR: memref.store %{{.*}} : memref<512x384xf16>
+// IR: llvm.store {{.*}} {alignment = 4 : i64} : vector<2xf16>, !llvm.ptr
 // IR-NOT: gpu.launch
 // IR-LABEL: func.func private @mm_odd_k(
 // IR-NOT: kiln.tile_map
