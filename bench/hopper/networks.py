@@ -150,7 +150,7 @@ def run(a):
         same = sha256(base + ".weights") == info["sha256"]
         print(f"{net}: weights regenerated, identical to the build machine's: {same}", flush=True)
         graph = onnx.load(base + ".graph.onnx", load_external_data=False)
-        inits = {t.name: t for t in graph.initializer}
+        inits = {t.name: t for t in graph.graph.initializer}
         sess = ort.InferenceSession(base + ".filled.onnx", providers=["CPUExecutionProvider"])
         tm = None
         for r in man["rows"]:

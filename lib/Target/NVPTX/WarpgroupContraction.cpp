@@ -12,7 +12,8 @@
 //     stage it waits on its `empty` mbarrier;
 //   - warpgroup 1 + c computes rows 64c .. 64c + 63 of the tile: it waits on
 //     `full`, issues four m64nBNk16 wgmmas (K 16 each) from shared-memory
-//     descriptors, waits for them and arrives on `empty`; its accumulators
+//     descriptors as one group, waits for the previous step's group and
+//     arrives on that step's `empty`; its accumulators
 //     (BN / 2 f32 per thread) stay in registers and are stored at the end,
 //     with bounds checks.
 // Out-of-bounds rows, columns and K read as zeros (the tile map's bounds).
@@ -529,12 +530,18 @@ LogicalResult mlir::kiln::lowerWarpgroupContraction(RewriterBase &rewriter,
             NVVM::WGMMAScaleIn::one, NVVM::MMALayout::row, NVVM::MMALayout::row,
             NVVM::MMAIntOverflowAttr());
       }
+      // One group stays in flight: once the previous step's group is
+      // done, its stage goes back to the producer.
       NVVM::WgmmaGroupSyncAlignedOp::create(b, loc);
-      NVVM::WgmmaWaitGroupSyncOp::create(b, loc, 0);
-      NVVM::MBarrierArriveOp::create(b, loc, b.getI64Type(), barrier(s, true),
-                                     Value());
+      NVVM::WgmmaWaitGroupSyncOp::create(b, loc, 1);
+      e.ifThen(e.cmp(arith::CmpIPredicate::ugt, kt, e.i32(0)), [&] {
+        Value prev = e.remu(e.add(kt, stages - 1), stages);
+        NVVM::MBarrierArriveOp::create(b, loc, b.getI64Type(),
+                                       barrier(prev, true), Value());
+      });
       scf::YieldOp::create(b, loc, acc);
     }
+    NVVM::WgmmaWaitGroupSyncOp::create(b, loc, 0);
     Value acc = loop.getResult(0);
     // Accumulator 4j + 2h + e of a thread: row 16 warp + lane / 4 + 8h,
     // column 8j + 2 (lane % 4) + e of its warpgroup's 64 x BN part.

@@ -24,8 +24,9 @@
 // IR: nvvm.wgmma.fence.aligned
 // IR-COUNT-4: nvvm.wgmma.mma_async {{.*}}, <m = 64, n = 64, k = 16>, D[<f32>, <one>], A[<f16>, <one>, <row>], B[<f16>, <one>, <row>]
 // IR: nvvm.wgmma.commit.group.sync.aligned
-// IR: nvvm.wgmma.wait.group.sync.aligned 0
+// IR: nvvm.wgmma.wait.group.sync.aligned 1
 // IR: nvvm.mbarrier.arrive
+// IR: nvvm.wgmma.wait.group.sync.aligned 0
 // IR: llvm.store {{.*}} {alignment = 8 : i64} : vector<2xf32>, !llvm.ptr
 // IR-NOT: linalg.matmul
 // Many tiles: 256 x 128 (4 consumer warpgroups, 4 stages of 48 KiB).
@@ -91,6 +92,7 @@
 // PTX-DAG: wgmma.fence.sync.aligned
 // PTX-DAG: wgmma.mma_async.sync.aligned.m64n128k16.f32.f16.f16
 // PTX-DAG: wgmma.commit_group.sync.aligned
+// PTX-DAG: wgmma.wait_group.sync.aligned 1
 // PTX-DAG: wgmma.wait_group.sync.aligned 0
 // PTX-DAG: mbarrier.arrive.shared.b64
 // PTX-LABEL: .visible .entry bmm_kernel(
