@@ -49,14 +49,26 @@ constexpr int64_t kElemBytes = 2;
 /// has 114; the choice only weighs how full the last wave is).
 constexpr int64_t kSMs = 132;
 
-/// The problem a matmul-like op poses: C[b][m][n] = fill + sum_k
-/// A[b][m][k] * B[b][k][n] (batch optional), all memrefs of identity layout.
+/// What a dim of an operand's memref indexes.
+enum class Role { M, N, K, Batch };
+struct DimRole {
+  Role role;
+  int64_t batch = 0; // which batch dim (loop order), for Role::Batch
+};
+
+/// The problem a matmul-like op poses: C[batch...][m][n] = fill + sum_k
+/// A * B, all memrefs of identity layout; A's and B's dims may come in any
+/// order (attention's Q [b, s, h, d] times K [b, s, h, d]) as long as A's
+/// innermost is K and B's is N or K (`bKMajor`).
 struct Problem {
   linalg::LinalgOp op;
   linalg::FillOp fill;
   Value a, b, c;
   int64_t batch = 1, m = 0, n = 0, k = 0;
   bool batched = false;
+  SmallVector<int64_t> batchSizes;   // C's outer dims, in loop order
+  SmallVector<DimRole> aDims, bDims; // per dim of A (as read) and B
+  bool bKMajor = false;
   /// The sizes of C's dims that make up M (several for a linalg.generic
   /// such as [batch, seq, K] x [K, N]: contiguous, read as one).
   SmallVector<int64_t> mSizes;
@@ -143,9 +155,11 @@ bool isMulAddBody(linalg::GenericOp g) {
          (x == body.getArgument(1) && y == body.getArgument(0));
 }
 
-/// A linalg.generic matmul: C[batch, m..., n] += A[batch, m..., k] *
-/// B[batch, k, n] (at most one batch dim; the m dims contiguous in A and C,
-/// read as one M).
+/// A linalg.generic matmul: C[batch..., m..., n] += A * B where C is
+/// indexed [batch..., m..., n]; A [batch..., m..., k] (several m dims,
+/// contiguous, read as one M) or, with one m dim, any order of the batch
+/// dims, m and k with k innermost; B any order of the batch dims, k and n
+/// with n or k innermost.
 bool matchGeneric(linalg::GenericOp g, Problem &p) {
   if (!g.hasPureBufferSemantics() || g.getNumDpsInputs() != 2 ||
       g.getNumDpsInits() != 1 || !isMulAddBody(g))
@@ -153,35 +167,87 @@ bool matchGeneric(linalg::GenericOp g, Problem &p) {
   FailureOr<linalg::ContractionDimensions> dims =
       linalg::inferContractionDims(g);
   if (failed(dims) || dims->k.size() != 1 || dims->n.size() != 1 ||
-      dims->m.empty() || dims->batch.size() > 1)
+      dims->m.empty() || dims->batch.size() > 3)
     return false;
-  auto exprs = [&](ArrayRef<unsigned> d0, ArrayRef<unsigned> d1,
-                   ArrayRef<unsigned> d2) {
+  MLIRContext *ctx = g.getContext();
+  auto exprs = [&](std::initializer_list<ArrayRef<unsigned>> groups) {
     SmallVector<AffineExpr> e;
-    for (ArrayRef<unsigned> ds : {d0, d1, d2})
+    for (ArrayRef<unsigned> ds : groups)
       for (unsigned d : ds)
-        e.push_back(getAffineDimExpr(d, g.getContext()));
+        e.push_back(getAffineDimExpr(d, ctx));
     return e;
   };
-  SmallVector<AffineExpr> aWant = exprs(dims->batch, dims->m, dims->k);
-  SmallVector<AffineExpr> bWant = exprs(dims->batch, dims->k, dims->n);
-  SmallVector<AffineExpr> cWant = exprs(dims->batch, dims->m, dims->n);
+  unsigned mDim = dims->m.front(), nDim = dims->n.front(),
+           kDim = dims->k.front();
+  /// The roles of an operand's dims, or nothing when it indexes a dim twice,
+  /// an expression, or the wrong set of dims.
+  auto roles = [&](AffineMap map, unsigned inner) {
+    SmallVector<DimRole> r;
+    std::optional<SmallVector<DimRole>> none;
+    for (AffineExpr e : map.getResults()) {
+      auto d = dyn_cast<AffineDimExpr>(e);
+      if (!d)
+        return none;
+      unsigned pos = d.getPosition();
+      auto it = llvm::find(dims->batch, pos);
+      if (it != dims->batch.end())
+        r.push_back({Role::Batch, it - dims->batch.begin()});
+      else if (pos == mDim)
+        r.push_back({Role::M});
+      else if (pos == nDim)
+        r.push_back({Role::N});
+      else if (pos == kDim)
+        r.push_back({Role::K});
+      else
+        return none;
+    }
+    if (map.getNumResults() != dims->batch.size() + 2 ||
+        cast<AffineDimExpr>(map.getResults().back()).getPosition() != inner)
+      return none;
+    return std::optional(r);
+  };
   OpOperand *a = g.getDpsInputOperand(0), *b = g.getDpsInputOperand(1);
-  if (g.getMatchingIndexingMap(a).getResults() != ArrayRef(aWant))
+  if (!llvm::is_contained(g.getMatchingIndexingMap(a).getResults(),
+                          getAffineDimExpr(mDim, ctx)))
     std::swap(a, b);
-  if (g.getMatchingIndexingMap(a).getResults() != ArrayRef(aWant) ||
-      g.getMatchingIndexingMap(b).getResults() != ArrayRef(bWant) ||
-      g.getMatchingIndexingMap(g.getDpsInitOperand(0)).getResults() !=
-          ArrayRef(cWant))
+  AffineMap aMap = g.getMatchingIndexingMap(a),
+            bMap = g.getMatchingIndexingMap(b);
+  if (g.getMatchingIndexingMap(g.getDpsInitOperand(0)).getResults() !=
+      ArrayRef(exprs({dims->batch, dims->m, dims->n})))
     return false;
+  SmallVector<int64_t> loops = g.getStaticLoopRanges();
+  if (dims->m.size() > 1) {
+    // Several m dims: A exactly [batch..., m..., k], collapsed on the host.
+    if (aMap.getResults() != ArrayRef(exprs({dims->batch, dims->m, dims->k})))
+      return false;
+    for (size_t i = 0; i < dims->batch.size(); ++i)
+      p.aDims.push_back({Role::Batch, int64_t(i)});
+    p.aDims.push_back({Role::M});
+    p.aDims.push_back({Role::K});
+  } else {
+    std::optional<SmallVector<DimRole>> r = roles(aMap, kDim);
+    if (!r)
+      return false;
+    p.aDims = *r;
+  }
+  std::optional<SmallVector<DimRole>> rb = roles(bMap, nDim);
+  if (!rb) {
+    rb = roles(bMap, kDim);
+    p.bKMajor = true;
+  }
+  if (!rb)
+    return false;
+  p.bDims = *rb;
   p.op = g;
   p.a = a->get();
   p.b = b->get();
   p.c = g.getDpsInitOperand(0)->get();
-  p.batched = !dims->batch.empty();
-  SmallVector<int64_t> loops = g.getStaticLoopRanges();
+  for (unsigned d : dims->batch)
+    p.batchSizes.push_back(loops[d]);
   for (unsigned d : dims->m)
     p.mSizes.push_back(loops[d]);
+  p.k = loops[kDim];
+  p.n = loops[nDim];
   return true;
 }
 
@@ -195,13 +261,16 @@ std::optional<Problem> analyze(Operation *operation) {
         mm.getIndexingMapsArray() != mm.getDefaultIndexingMaps(mm.getContext()))
       return std::nullopt;
     p.op = mm;
+    p.aDims = {{Role::M}, {Role::K}};
+    p.bDims = {{Role::K}, {Role::N}};
   } else if (auto bmm = dyn_cast<linalg::BatchMatmulOp>(operation)) {
     if (!bmm.hasPureBufferSemantics() ||
         bmm.getIndexingMapsArray() !=
             bmm.getDefaultIndexingMaps(bmm.getContext()))
       return std::nullopt;
     p.op = bmm;
-    p.batched = true;
+    p.aDims = {{Role::Batch, 0}, {Role::M}, {Role::K}};
+    p.bDims = {{Role::Batch, 0}, {Role::K}, {Role::N}};
   } else {
     return std::nullopt;
   }
@@ -220,16 +289,20 @@ std::optional<Problem> analyze(Operation *operation) {
       !ct.getElementType().isF32())
     return std::nullopt;
   ArrayRef<int64_t> as = at.getShape(), bs = bt.getShape();
-  int64_t r = p.batched ? 1 : 0;
-  if (p.batched)
-    p.batch = as[0];
-  if (p.mSizes.empty())
+  if (p.mSizes.empty()) { // a named op
+    int64_t r = as.size() - 2;
+    if (r)
+      p.batchSizes.push_back(as[0]);
     p.mSizes.push_back(as[r]);
+    p.k = as[r + 1];
+    p.n = bs[r + 1];
+  }
+  p.batched = !p.batchSizes.empty();
+  for (int64_t size : p.batchSizes)
+    p.batch *= size;
   p.m = 1;
   for (int64_t size : p.mSizes)
     p.m *= size;
-  p.k = as.back();
-  p.n = bs.back();
   // The tile maps' strides are multiples of 16 bytes; the stores write
   // pairs of columns.
   if (p.k % 8 != 0 || p.n % 8 != 0 || p.m < 1 || p.batch > 65535 ||
@@ -339,22 +412,29 @@ LogicalResult mlir::kiln::lowerWarpgroupContraction(RewriterBase &rewriter,
   const int64_t nAcc = bn / 2;
 
   rewriter.setInsertionPoint(p.op);
-  // Host: the tile maps. A's boxes are BM x 64 (K innermost); B is K x N
-  // (N innermost), read as bn / 64 boxes of 64 (K) x 64 (N).
-  SmallVector<int64_t> aBox = {bm, kBK}, bBox = {kBK, 64};
-  if (p.batched) {
-    aBox.insert(aBox.begin(), 1);
-    bBox.insert(bBox.begin(), 1);
-  }
-  // Several m dims (contiguous in A): A read as [batch,] M x K.
+  // Host: the tile maps. A's boxes are BM x 64 (K innermost); B's are
+  // 64 (K) x 64 (N), bn / 64 of them per stage (N innermost), or bn (N) x 64
+  // (K) when K is innermost; 1 along the batch dims.
+  auto boxOf = [&](ArrayRef<DimRole> dims) {
+    SmallVector<int64_t> box;
+    for (DimRole d : dims)
+      box.push_back(d.role == Role::Batch ? 1
+                    : d.role == Role::M   ? bm
+                    : d.role == Role::K   ? kBK
+                    : p.bKMajor           ? bn
+                                          : 64);
+    return box;
+  };
+  SmallVector<int64_t> aBox = boxOf(p.aDims), bBox = boxOf(p.bDims);
+  // Several m dims (contiguous in A): A read as [batch...,] M x K.
   Value aView = p.a;
   if (p.mSizes.size() > 1) {
-    int64_t r = p.batched ? 1 : 0, rank = r + p.mSizes.size() + 1;
+    int64_t nb = p.batchSizes.size(), rank = nb + p.mSizes.size() + 1;
     SmallVector<ReassociationIndices> groups;
-    if (p.batched)
-      groups.push_back({0});
+    for (int64_t d = 0; d < nb; ++d)
+      groups.push_back({d});
     ReassociationIndices mGroup;
-    for (int64_t d = r; d < rank - 1; ++d)
+    for (int64_t d = nb; d < rank - 1; ++d)
       mGroup.push_back(d);
     groups.push_back(mGroup);
     groups.push_back({rank - 1});
@@ -389,6 +469,16 @@ LogicalResult mlir::kiln::lowerWarpgroupContraction(RewriterBase &rewriter,
   Value n0 = e.mul(e.toI32(launch.getBlockIds().x), bn);
   Value m0 = e.mul(e.toI32(launch.getBlockIds().y), bm);
   Value bz = e.toI32(launch.getBlockIds().z);
+  // The batch indices of this block (the last batch dim fastest).
+  SmallVector<Value> bIdx(p.batchSizes.size());
+  {
+    Value rest = bz;
+    for (int64_t d = p.batchSizes.size() - 1; d >= 0; --d) {
+      bIdx[d] = d ? e.remu(rest, p.batchSizes[d]) : rest;
+      if (d)
+        rest = e.divu(rest, p.batchSizes[d]);
+    }
+  }
   Value wg = e.divu(tid, 128);
   Value kTiles = e.i32((p.k + kBK - 1) / kBK);
   // The tile maps' addresses (grid-constant parameters).
@@ -453,18 +543,25 @@ LogicalResult mlir::kiln::lowerWarpgroupContraction(RewriterBase &rewriter,
         Value());
     Value stageAddr = e.add(base, e.mul(s, stageBytes));
     Value kc = e.mul(kt, kBK);
-    auto copy = [&](Value dst, Value desc, SmallVector<Value> coords) {
-      if (p.batched)
-        coords.push_back(bz);
+    // Coordinates innermost first, as the tile map's dims.
+    auto copy = [&](Value dst, Value desc, ArrayRef<DimRole> dims, Value mn) {
+      SmallVector<Value> coords;
+      for (DimRole d : llvm::reverse(dims))
+        coords.push_back(d.role == Role::Batch ? bIdx[d.batch]
+                         : d.role == Role::K   ? kc
+                                               : mn);
       Value dst7 = LLVM::AddrSpaceCastOp::create(b, loc, ptr7, e.shared(dst));
       NVVM::CpAsyncBulkTensorGlobalToSharedClusterOp::create(
           b, loc, dst7, desc, coords, full, ValueRange{}, Value(), Value(),
           NVVM::TMALoadMode::TILE, false, NVVM::CTAGroupKindAttr(), Value());
     };
-    copy(stageAddr, descA, {kc, m0});
-    for (int64_t j = 0; j < bn / 64; ++j)
-      copy(e.add(stageAddr, aBytes + j * 64 * kBK * kElemBytes), descB,
-           {e.add(n0, 64 * j), kc});
+    copy(stageAddr, descA, p.aDims, m0);
+    if (p.bKMajor)
+      copy(e.add(stageAddr, aBytes), descB, p.bDims, n0);
+    else
+      for (int64_t j = 0; j < bn / 64; ++j)
+        copy(e.add(stageAddr, aBytes + j * 64 * kBK * kElemBytes), descB,
+             p.bDims, e.add(n0, 64 * j));
   }
 
   // Consumers.
@@ -493,7 +590,11 @@ LogicalResult mlir::kiln::lowerWarpgroupContraction(RewriterBase &rewriter,
       return LLVM::ConstantOp::create(b, loc, b.getI64Type(),
                                       b.getI64IntegerAttr(v));
     };
-    Value hiA = hiBits(16, 1024), hiB = hiBits(64 * kBK * kElemBytes, 1024);
+    // B K-major (rows of 64 K, as A): the same bits as A.
+    Value hiA = hiBits(16, 1024),
+          hiB = p.bKMajor ? hiBits(16, 1024)
+                          : hiBits(64 * kBK * kElemBytes, 1024);
+    const int64_t bStep = p.bKMajor ? 32 : 16 * 128;
     auto descriptor = [&](Value addr, Value hi) {
       Value field = arith::AndIOp::create(
           b, loc, arith::ShRUIOp::create(b, loc, addr, e.i32(4)),
@@ -523,11 +624,12 @@ LogicalResult mlir::kiln::lowerWarpgroupContraction(RewriterBase &rewriter,
       auto shape = NVVM::MMAShapeAttr::get(context, 64, bn, 16);
       for (int64_t kk = 0; kk < kBK / 16; ++kk) {
         Value da = descriptor(e.add(aAddr, 32 * kk), hiA);
-        Value db = descriptor(e.add(bAddr, 16 * 128 * kk), hiB);
+        Value db = descriptor(e.add(bAddr, bStep * kk), hiB);
         acc = NVVM::WgmmaMmaAsyncOp::create(
             b, loc, accType, acc, da, db, shape, wt, wt, NVVM::WGMMATypes::f32,
             NVVM::WGMMAScaleOut::one, NVVM::WGMMAScaleIn::one,
-            NVVM::WGMMAScaleIn::one, NVVM::MMALayout::row, NVVM::MMALayout::row,
+            NVVM::WGMMAScaleIn::one, NVVM::MMALayout::row,
+            p.bKMajor ? NVVM::MMALayout::col : NVVM::MMALayout::row,
             NVVM::MMAIntOverflowAttr());
       }
       // One group stays in flight: once the previous step's group is
@@ -583,9 +685,9 @@ LogicalResult mlir::kiln::lowerWarpgroupContraction(RewriterBase &rewriter,
     auto storeEpilogue = [&](Value v, Value row, Value col, bool store) {
       linalg::GenericOp g = p.epilogue;
       SmallVector<Value> dims;
-      if (p.batched)
+      for (Value i : bIdx)
         dims.push_back(
-            arith::IndexCastUIOp::create(b, loc, b.getIndexType(), bz));
+            arith::IndexCastUIOp::create(b, loc, b.getIndexType(), i));
       // Row r of the M x N view is (r / (m1 m2 ..), .., r % m_last) in C.
       Value rowIndex =
           arith::IndexCastUIOp::create(b, loc, b.getIndexType(), row);

@@ -57,6 +57,22 @@
 // The same with f32 operands (no wgmma type): another strategy.
 // IR-LABEL: func.func private @dense_3d_f32(
 // IR-NOT: kiln.tile_map
+// Attention's products as the ONNX exports lower them: Q [b, s, h, d] x
+// K [b, s, h, d] -> [b, h, s, s] (B K-major: boxes of 64 keys x 64, wgmma
+// B <col>) and P [b, h, s, s] x V [b, s, h, d] -> [b, h, s, d] (B N-major
+// with the heads between); 4-d tile maps, a box of 1 along each batch dim.
+// IR-LABEL: func.func private @attn_qk(
+// IR: kiln.tile_map %{{.*}}, %{{.*}} box [1, 128, 1, 64] swizzle 128 : memref<2x128x12x64xf16>
+// IR: kiln.tile_map %{{.*}}, %{{.*}} box [1, 64, 1, 64] swizzle 128 : memref<2x128x12x64xf16>
+// IR: gpu.launch {{.*}} in (%{{.*}} = %c2, %{{.*}} = %c1, %{{.*}} = %c24)
+// IR: arith.remui %{{.*}}, %c12
+// IR: arith.divui %{{.*}}, %c12
+// IR-COUNT-2: nvvm.cp.async.bulk.tensor.shared.cluster.global {{.*}} box[%{{.*}}, %{{.*}}, %{{.*}}, %{{.*}}]
+// IR-COUNT-4: nvvm.wgmma.mma_async {{.*}}, <m = 64, n = 64, k = 16>, D[<f32>, <one>], A[<f16>, <one>, <row>], B[<f16>, <one>, <col>]
+// IR-LABEL: func.func private @attn_pv(
+// IR: kiln.tile_map %{{.*}}, %{{.*}} box [1, 1, 128, 64] swizzle 128 : memref<2x12x128x128xf16>
+// IR: kiln.tile_map %{{.*}}, %{{.*}} box [1, 64, 1, 64] swizzle 128 : memref<2x128x12x64xf16>
+// IR-COUNT-4: nvvm.wgmma.mma_async {{.*}}, <m = 64, n = 64, k = 16>, D[<f32>, <one>], A[<f16>, <one>, <row>], B[<f16>, <one>, <row>]
 // IR-LABEL: func.func private @bmm(
 // IR: kiln.tile_map %{{.*}}, %{{.*}} box [1, 128, 64] swizzle 128 : memref<4x200x64xbf16>
 // IR: kiln.tile_map %{{.*}}, %{{.*}} box [1, 64, 64] swizzle 128 : memref<4x64x96xbf16>
@@ -95,6 +111,9 @@
 // PTX-DAG: wgmma.wait_group.sync.aligned 1
 // PTX-DAG: wgmma.wait_group.sync.aligned 0
 // PTX-DAG: mbarrier.arrive.shared.b64
+// PTX-LABEL: .visible .entry attn_qk_kernel(
+// PTX-DAG: cp.async.bulk.tensor.4d.shared::cluster.global.tile.mbarrier::complete_tx::bytes
+// PTX-DAG: wgmma.mma_async.sync.aligned.m64n64k16.f32.f16.f16
 // PTX-LABEL: .visible .entry bmm_kernel(
 // PTX-DAG: cp.async.bulk.tensor.3d.shared::cluster.global.tile.mbarrier::complete_tx::bytes
 // PTX-DAG: wgmma.mma_async.sync.aligned.m64n64k16.f32.bf16.bf16
@@ -149,6 +168,34 @@ module {
         ins(%a, %w : memref<32x128x768xf32>, memref<768x2304xf32>) outs(%y : memref<32x128x2304xf32>) {
     ^bb0(%in: f32, %in_0: f32, %out: f32):
       %2 = arith.mulf %in, %in_0 : f32
+      %3 = arith.addf %out, %2 : f32
+      linalg.yield %3 : f32
+    }
+    return
+  }
+  func.func private @attn_qk(%q: memref<2x128x12x64xf16>, %k: memref<2x128x12x64xf16>, %y: memref<2x12x128x128xf32>) attributes {kiln.kernel} {
+    %zero = arith.constant 0.0 : f32
+    linalg.fill ins(%zero : f32) outs(%y : memref<2x12x128x128xf32>)
+    linalg.generic {indexing_maps = [affine_map<(d0, d1, d2, d3, d4) -> (d0, d2, d1, d4)>, affine_map<(d0, d1, d2, d3, d4) -> (d0, d3, d1, d4)>, affine_map<(d0, d1, d2, d3, d4) -> (d0, d1, d2, d3)>], iterator_types = ["parallel", "parallel", "parallel", "parallel", "reduction"]}
+        ins(%q, %k : memref<2x128x12x64xf16>, memref<2x128x12x64xf16>) outs(%y : memref<2x12x128x128xf32>) {
+    ^bb0(%a: f16, %b: f16, %out: f32):
+      %0 = arith.extf %a : f16 to f32
+      %1 = arith.extf %b : f16 to f32
+      %2 = arith.mulf %0, %1 : f32
+      %3 = arith.addf %out, %2 : f32
+      linalg.yield %3 : f32
+    }
+    return
+  }
+  func.func private @attn_pv(%p: memref<2x12x128x128xf16>, %v: memref<2x128x12x64xf16>, %y: memref<2x12x128x64xf32>) attributes {kiln.kernel} {
+    %zero = arith.constant 0.0 : f32
+    linalg.fill ins(%zero : f32) outs(%y : memref<2x12x128x64xf32>)
+    linalg.generic {indexing_maps = [affine_map<(d0, d1, d2, d3, d4) -> (d0, d1, d2, d4)>, affine_map<(d0, d1, d2, d3, d4) -> (d0, d4, d1, d3)>, affine_map<(d0, d1, d2, d3, d4) -> (d0, d1, d2, d3)>], iterator_types = ["parallel", "parallel", "parallel", "parallel", "reduction"]}
+        ins(%p, %v : memref<2x12x128x128xf16>, memref<2x128x12x64xf16>) outs(%y : memref<2x12x128x64xf32>) {
+    ^bb0(%a: f16, %b: f16, %out: f32):
+      %0 = arith.extf %a : f16 to f32
+      %1 = arith.extf %b : f16 to f32
+      %2 = arith.mulf %0, %1 : f32
       %3 = arith.addf %out, %2 : f32
       linalg.yield %3 : f32
     }
