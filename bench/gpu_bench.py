@@ -13,11 +13,12 @@ and torch.compile of the same architecture.
 """
 from __future__ import annotations
 
+import json
 import os
 import time
 
 import kiln_tools
-from kiln_tools.runtime import KilnModel, time_cuda
+from kiln_tools.runtime import KilnModel, profile_runs, time_cuda
 
 BENCH = [  # (network, dims, label, kilnc --precision)
     ("resnet50", {"batch": 1}, "ResNet-50 b1", "fp32"),
@@ -166,16 +167,8 @@ def run(payload, manifest, log, out_dir):
             # Where the time goes: the runtime's per-kernel times (the
             # profile is set at instance creation; no graphs).
             prof = os.path.join(payload, "profile_" + b["label"].replace(" ", "_") + ".jsonl")
-            kp = KilnModel(lib, os.path.join(payload, b["so"]), profile=prof)
-            kp.set_stream(stream.cuda_stream)
-            kp.prepare(ins, [out])
-            for _ in range(6):
-                kp.run()
-            torch.cuda.synchronize()
-            kp.release()
-            import json
-            with open(prof) as fh:
-                rep = json.loads(fh.readlines()[-1])
+            rep, _ = profile_runs(lib, os.path.join(payload, b["so"]), ins, [out],
+                                  stream.cuda_stream, prof, runs=6)
             # All profiles in one file (out_dir: what comes back).
             with open(os.path.join(out_dir, "profiles.jsonl"), "a") as fh:
                 fh.write(json.dumps({"label": b["label"], **rep}) + "\n")
@@ -211,7 +204,6 @@ def run(payload, manifest, log, out_dir):
             row["error"] = f"{type(e).__name__}: {e}"[:300]
             row["traceback"] = traceback.format_exc()[-1500:]
             log(row["traceback"])
-        import json
         with open(os.path.join(out_dir, "bench_partial.json"), "w") as fh:
             json.dump(rows, fh, indent=1)
         log(f"bench {row['label']}: " + (row.get("error") or

@@ -62,7 +62,7 @@ def prepare(a):
 
 def run(a):
     import torch
-    from kiln_tools.runtime import KilnModel, time_cuda, time_cuda_pipelined
+    from kiln_tools.runtime import KilnModel, profile_runs, time_cuda, time_cuda_pipelined
 
     lib = os.path.join(a.dir, "libkiln_runtime.so")
     man = json.load(open(os.path.join(a.dir, "manifest.json")))
@@ -97,15 +97,9 @@ def run(a):
             kn.prepare([A, B], [Y])
             row["kiln_nograph_ms"] = time_cuda(kn.run, iters=50)
             kn.release()
-            prof = os.path.join(a.dir, m["so"] + ".profile.jsonl")
-            kp = KilnModel(lib, os.path.join(a.dir, m["so"]), profile=prof)
-            kp.set_stream(stream.cuda_stream)
-            kp.prepare([A, B], [Y])
-            for _ in range(6):
-                kp.run()
-            torch.cuda.synchronize()
-            kp.release()
-            rep = json.loads(open(prof).readlines()[-1])
+            rep, _ = profile_runs(lib, os.path.join(a.dir, m["so"]), [A, B], [Y],
+                                  stream.cuda_stream,
+                                  os.path.join(a.dir, m["so"] + ".profile.jsonl"), runs=6)
             row["kernels"] = rep.get("kernels")
         except Exception as ex:  # noqa: BLE001 - recorded in the table
             row["error"] = str(ex)[:300]

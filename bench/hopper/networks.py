@@ -20,7 +20,6 @@ weights: the time does not depend on their values), and the runtime's
 per-kernel times (top kernels, achieved TFLOP/s for the matmuls).
 """
 import argparse
-import hashlib
 import json
 import os
 import subprocess
@@ -48,13 +47,6 @@ DYNAMIC = {
     "bert": {"input_ids": {0: "batch", 1: "seq"}, "hidden": {0: "batch", 1: "seq"}},
 }
 
-
-def sha256(path):
-    h = hashlib.sha256()
-    with open(path, "rb") as f:
-        for block in iter(lambda: f.read(1 << 20), b""):
-            h.update(block)
-    return h.hexdigest()
 
 
 def tag(net, dims):
@@ -105,7 +97,7 @@ def prepare(a):
         kiln_tools.run_tool([sys.executable, FILL, graph, "--seed", str(SEED), "--out-model",
                              filled, "--weights", weights, "--manifest", manifest,
                              "--save-stats", stats, "--quiet", *dim_args])
-        man["nets"][net] = {"sha256": sha256(weights)}
+        man["nets"][net] = {"sha256": kiln_tools.file_sha256(weights)}
         for path in (src, weights, filled):
             os.remove(path)  # regenerated there
     with open(os.path.join(a.dir, "manifest.json"), "w") as f:
@@ -130,7 +122,7 @@ def run(a):
     import onnx
     import onnxruntime as ort
     import torch
-    from kiln_tools.runtime import KilnModel, time_cuda
+    from kiln_tools.runtime import KilnModel, profile_runs, time_cuda
 
     fill_weights = kiln_tools.project_module("utils/models/fill_weights.py")
     man = json.load(open(os.path.join(a.dir, "manifest.json")))
@@ -147,7 +139,7 @@ def run(a):
                              "--out-model", base + ".filled.onnx", "--weights",
                              base + ".weights", "--manifest", base + ".weights.json",
                              "--load-stats", base + ".stats.json", "--quiet", *dim_args])
-        same = sha256(base + ".weights") == info["sha256"]
+        same = kiln_tools.file_sha256(base + ".weights") == info["sha256"]
         print(f"{net}: weights regenerated, identical to the build machine's: {same}", flush=True)
         graph = onnx.load(base + ".graph.onnx", load_external_data=False)
         inits = {t.name: t for t in graph.graph.initializer}
@@ -182,26 +174,9 @@ def run(a):
                 row["max_rel"] = float(np.abs(diff).max() / np.abs(ref).max()) if finite else float("inf")
                 row["kiln_ms"] = time_cuda(km.run, warmup=10, iters=50)
                 km.release()
-                prof = os.path.join(a.dir, r["so"] + ".profile.jsonl")
-                kp = KilnModel(lib, os.path.join(a.dir, r["so"]), profile=prof)
-                kp.set_stream(stream.cuda_stream)
-                kp.prepare(ins, [out])
-                for _ in range(11):
-                    kp.run()
-                torch.cuda.synchronize()
-                kp.release()
-                rep = json.loads(open(prof).readlines()[-1])
-                # Kernels launched in every run (the first run also converts the
-                # weights: kernels launched once).
-                runs = max(1, rep["runs"])
-                steady = [k for k in rep["kernels"] if k["launches"] >= runs]
-                row["profile"] = {
-                    "runs": runs, "run_ms": rep["run_ms"] / runs,
-                    "kernel_ms_per_run": sum(k["total_ms"] for k in steady) / runs,
-                    "launches_per_run": sum(k["launches"] for k in steady) / runs,
-                    "init_kernels": len(rep["kernels"]) - len(steady),
-                    "top": [{"name": k["name"], "ms": k["total_ms"] / runs,
-                             "launches": k["launches"] / runs} for k in steady]}
+                _, row["profile"] = profile_runs(
+                    lib, os.path.join(a.dir, r["so"]), ins, [out], stream.cuda_stream,
+                    os.path.join(a.dir, r["so"] + ".profile.jsonl"))
             except Exception as ex:  # noqa: BLE001 - recorded in the table
                 row["error"] = str(ex)[:300]
             # PyTorch on the same architecture, fp16.

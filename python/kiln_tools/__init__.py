@@ -26,12 +26,12 @@ from kiln_tools.feeds import seeded_inputs, trained_weights
 from kiln_tools.graphs import make_model
 from kiln_tools.scripts import project_module
 from kiln_tools.tensors import read_outputs, read_pb, read_pb_named, write_inputs, write_pb
-from kiln_tools.tools import (ROOT, Error, ToolError, compile_model, find_tool, run_model,
-                              run_tool)
+from kiln_tools.tools import (ROOT, Error, ToolError, compile_model, file_sha256, find_tool,
+                              run_model, run_tool)
 
 __all__ = [
     "CheckFailure", "Error", "ROOT", "ToolError", "check", "collecting_check", "compile_model",
-    "error_stats", "find_tool", "format_stats", "make_model", "max_rel_error", "max_rel_errors",
+    "error_stats", "file_sha256", "find_tool", "format_stats", "make_model", "max_rel_error", "max_rel_errors",
     "ort_run", "project_module", "read_outputs", "read_pb", "read_pb_named", "run_model",
     "run_tool", "seeded_inputs", "trained_weights", "write_inputs", "write_pb",
 ]

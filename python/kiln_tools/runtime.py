@@ -113,3 +113,33 @@ def time_cuda_pipelined(fn, warmup=5, iters=50):
     b.record()
     b.synchronize()
     return a.elapsed_time(b) / iters
+
+
+def profile_runs(lib_path, so_path, inputs, outputs, stream_ptr, path, runs=11):
+    """Runs `so_path` `runs` times on an instance that writes its per-kernel
+    times to `path` (instance option profile_path: no graphs), on the given
+    CUDA stream; returns the report (the last line of `path`, parsed) and
+    a summary of the steady state: the kernels launched in every run (the
+    first run also converts weights once), per run."""
+    import json
+
+    import torch
+
+    kp = KilnModel(lib_path, so_path, profile=path)
+    kp.set_stream(stream_ptr)
+    kp.prepare(inputs, outputs)
+    for _ in range(runs):
+        kp.run()
+    torch.cuda.synchronize()
+    kp.release()
+    with open(path) as f:
+        rep = json.loads(f.readlines()[-1])
+    n = max(1, rep["runs"])
+    steady = [k for k in rep["kernels"] if k["launches"] >= n]
+    summary = {"runs": n, "run_ms": rep["run_ms"] / n,
+               "kernel_ms_per_run": sum(k["total_ms"] for k in steady) / n,
+               "launches_per_run": sum(k["launches"] for k in steady) / n,
+               "init_kernels": len(rep["kernels"]) - len(steady),
+               "top": [{"name": k["name"], "ms": k["total_ms"] / n, "launches": k["launches"] / n}
+                       for k in steady]}
+    return rep, summary

@@ -1,4 +1,5 @@
 """Locating and calling kilnc and kiln-run."""
+import hashlib
 import os
 import shutil
 import subprocess
@@ -93,3 +94,12 @@ def benchmark_ms(so, inputs, runs, bindir=None, timeout=None):
         if line.startswith("benchmark:") and "median" in line:
             return float(line.split("median")[1].split("ms")[0])
     raise Error("no 'benchmark: ... median N ms' line in kiln-run's output:\n" + out)
+
+
+def file_sha256(path):
+    """The SHA-256 of a file's bytes, as hex (read 1 MiB at a time)."""
+    h = hashlib.sha256()
+    with open(path, "rb") as f:
+        for block in iter(lambda: f.read(1 << 20), b""):
+            h.update(block)
+    return h.hexdigest()

@@ -7,6 +7,7 @@
 #ifndef KILN_TEST_RUNTIME_CUDATESTSUPPORT_H
 #define KILN_TEST_RUNTIME_CUDATESTSUPPORT_H
 
+#include "TestEnv.h"
 #include "fake_cuda_driver.h"
 #include "kiln-c/runtime.h"
 
@@ -98,36 +99,6 @@ inline void expectFloats(const void *data, const std::vector<float> &want,
   for (size_t i = 0; i < want.size(); ++i)
     ASSERT_EQ(got[i], want[i]) << what << "[" << i << "]";
 }
-
-/// Sets environment variables for one test and restores them after it.
-class Env {
-public:
-  void set(const char *name, const char *value) {
-    save(name);
-    if (value)
-      setenv(name, value, 1);
-    else
-      unsetenv(name);
-  }
-  ~Env() {
-    for (auto &[name, value] : saved_) {
-      if (value.first)
-        setenv(name.c_str(), value.second.c_str(), 1);
-      else
-        unsetenv(name.c_str());
-    }
-  }
-
-private:
-  void save(const char *name) {
-    for (auto &entry : saved_)
-      if (entry.first == name)
-        return;
-    const char *old = getenv(name);
-    saved_.push_back({name, {old != nullptr, old ? old : ""}});
-  }
-  std::vector<std::pair<std::string, std::pair<bool, std::string>>> saved_;
-};
 
 class CudaFakeDriverTest : public ::testing::Test {
 protected:

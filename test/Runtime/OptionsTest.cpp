@@ -7,6 +7,7 @@
 // run on test/Runtime/fake_cuda_driver.c.
 //
 //===----------------------------------------------------------------------===//
+#include "TestEnv.h"
 #include "fake_cuda_driver.h"
 #include "kiln-c/runtime.h"
 
@@ -37,33 +38,7 @@ std::string withCode(kiln_status_t *status) {
 }
 
 /// Environment variables set for one test, restored after it.
-class Env {
-public:
-  void set(const char *name, const char *value) {
-    bool known = false;
-    for (auto &entry : saved_)
-      known |= entry.first == name;
-    if (!known) {
-      const char *old = getenv(name);
-      saved_.push_back({name, {old != nullptr, old ? old : ""}});
-    }
-    if (value)
-      setenv(name, value, 1);
-    else
-      unsetenv(name);
-  }
-  ~Env() {
-    for (auto &[name, value] : saved_) {
-      if (value.first)
-        setenv(name.c_str(), value.second.c_str(), 1);
-      else
-        unsetenv(name.c_str());
-    }
-  }
-
-private:
-  std::vector<std::pair<std::string, std::pair<bool, std::string>>> saved_;
-};
+using kiln_test::Env;
 
 fake_cuda_stats fakeStats() {
   static fake_cuda_get_stats_fn stats = [] {

@@ -20,7 +20,6 @@ the largest error relative to the largest output value, and kiln-run's
 latency (--benchmark 50). Exit code 1 when a check fails.
 """
 import argparse
-import hashlib
 import json
 import os
 import sys
@@ -34,13 +33,6 @@ FILL = os.path.join(HERE, "fill_weights.py")
 DIMS = {"bert": {"seq": 128}, "gpt2": {"seq": 128}, "lstm": {"seq": 32}}
 SMALL_DIMS = {"bert": {"seq": 16}, "gpt2": {"seq": 16}, "lstm": {"seq": 12}}
 
-
-def sha256(path):
-    h = hashlib.sha256()
-    with open(path, "rb") as f:
-        for block in iter(lambda: f.read(1 << 20), b""):
-            h.update(block)
-    return h.hexdigest()
 
 
 def build(args):
@@ -73,7 +65,7 @@ def build(args):
         kiln_tools.run_tool([sys.executable, FILL, graph, "--seed", str(args.seed), "--out-model",
             os.path.join(args.out, name + ".filled.onnx"), "--weights", weights, "--manifest",
             manifest, "--save-stats", stats, "--quiet", *dim_args])
-        expected[name] = {"sha256": sha256(weights), "seed": args.seed, "dims": dims,
+        expected[name] = {"sha256": kiln_tools.file_sha256(weights), "seed": args.seed, "dims": dims,
                           "max_rel": 1e-4 if args.precision == "fp32" else 2e-2}
         # The input: fill_weights' seeded data (token ids in the vocabulary).
         model = onnx.load(graph, load_external_data=False)
@@ -112,7 +104,7 @@ def run(args):
             "--out-model", base + ".filled.onnx", "--weights", base + ".weights", "--manifest",
             base + ".weights.json", "--load-stats", base + ".stats.json", "--quiet", *dim_args])
         fill_s = time.time() - t
-        same = sha256(base + ".weights") == exp["sha256"]
+        same = kiln_tools.file_sha256(base + ".weights") == exp["sha256"]
         ok &= same
         inputs = sorted(p for p in os.listdir(args.out) if p.startswith(name + ".input_"))
         in_args, feeds = [], {}
