@@ -123,6 +123,14 @@ static void format_dims(char *out, size_t size, size_t rank,
     snprintf(out + n, size - n, "]");
 }
 
+kiln_device_ptr kiln_dev_output_in_place(const kiln_rt_ctx *ctx, size_t index) {
+  if (!ctx->output_views || ctx->instance->dev->staged)
+    return 0;
+  kiln_device_ptr dst =
+      (kiln_device_ptr)(uintptr_t)ctx->output_views[index].data;
+  return dst % KILN_ALIGNMENT == 0 ? dst : 0;
+}
+
 void *kiln_dev_output(kiln_rt_ctx *ctx, int64_t index, const int64_t *dims) {
   kiln_instance_impl *inst = ctx->instance;
   kiln_dev_instance *di = inst->dev;
@@ -156,8 +164,8 @@ void *kiln_dev_output(kiln_rt_ctx *ctx, int64_t index, const int64_t *dims) {
                    (long long)index, sig->name, got, want);
       return NULL;
     }
-    kiln_device_ptr dst = (kiln_device_ptr)(uintptr_t)view->data;
-    if (!di->staged && dst != 0 && dst % KILN_ALIGNMENT == 0) {
+    kiln_device_ptr dst = kiln_dev_output_in_place(ctx, (size_t)index);
+    if (dst) {
       di->output_done[index] = 1;
       di->output_direct[index] = 1;
       di->output_ptr[index] = dst;

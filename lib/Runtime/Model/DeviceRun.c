@@ -83,14 +83,8 @@ static int graph_fits(const kiln_rt_ctx *ctx) {
     if (di->input_ptr[i] != di->graph_input_ptr[i])
       return 0;
   for (size_t i = 0; i < inst->model->num_outputs; ++i) {
-    kiln_device_ptr at = di->outputs[i].ptr;
-    if (ctx->output_views && !di->staged) {
-      kiln_device_ptr dst =
-          (kiln_device_ptr)(uintptr_t)ctx->output_views[i].data;
-      if (dst != 0 && dst % KILN_ALIGNMENT == 0)
-        at = dst;
-    }
-    if (at != di->graph_output_ptr[i])
+    kiln_device_ptr at = kiln_dev_output_in_place(ctx, i);
+    if ((at ? at : di->outputs[i].ptr) != di->graph_output_ptr[i])
       return 0;
   }
   return 1;

@@ -9,10 +9,10 @@
  * first use), input staging buffers, output buffers and a scratch cache.
  * Graph-capturable models are captured into a device graph on their second
  * run and replayed after that; runs on device buffers are captured on the
- * caller's buffers, and a new capture follows when those move. Every device call made while generated code
- * runs records its failure in the run context (the call, the driver's error
- * text); after the first failure the remaining launches and copies of the
- * run do nothing.
+ * caller's buffers, and a new capture follows when those move. Every device
+ * call made while generated code runs records its failure in the run
+ * context (the call, the driver's error text); after the first failure the
+ * remaining launches and copies of the run do nothing.
  *===----------------------------------------------------------------------===*/
 #ifndef KILN_LIB_RUNTIME_MODEL_DEVICERUNTIME_H
 #define KILN_LIB_RUNTIME_MODEL_DEVICERUNTIME_H
@@ -99,6 +99,10 @@ KILN_HIDDEN int kiln_dev_abort_capture(kiln_rt_ctx *ctx, const char *what);
  * inputs are used in place unless the run is staged (graphs) or they are
  * not aligned to their element size. */
 KILN_HIDDEN void kiln_dev_stage_inputs(kiln_rt_ctx *ctx, int device_inputs);
+/* The caller's buffer that output `index` is written to in place this run
+ * (device views, not staged, 64-byte aligned), else 0. */
+KILN_HIDDEN kiln_device_ptr kiln_dev_output_in_place(const kiln_rt_ctx *ctx,
+                                                     size_t index);
 /* Ends a run: keeps the scratch buffers it used, frees the others (after
  * the stream is done with them). */
 KILN_HIDDEN void kiln_dev_scratch_end_run(kiln_dev_instance *di);

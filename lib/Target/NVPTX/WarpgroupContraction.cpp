@@ -65,7 +65,6 @@ struct Problem {
   linalg::FillOp fill;
   Value a, b, c;
   int64_t batch = 1, m = 0, n = 0, k = 0;
-  bool batched = false;
   SmallVector<int64_t> batchSizes;   // C's outer dims, in loop order
   SmallVector<DimRole> aDims, bDims; // per dim of A (as read) and B
   bool bKMajor = false;
@@ -136,9 +135,9 @@ Value skipExt(Value v) {
   return v;
 }
 
-/// Whether `g`'s body is out + ext(a) * ext(b) in f32.
-bool isMulAddBody(linalg::GenericOp g) {
-  Block &body = *g.getBody();
+/// Whether `op`'s body is out + ext(a) * ext(b) in f32.
+bool isMulAddBody(linalg::LinalgOp op) {
+  Block &body = *op.getBlock();
   auto yield = cast<linalg::YieldOp>(body.getTerminator());
   auto add = yield.getOperand(0).getDefiningOp<arith::AddFOp>();
   if (!add || !add.getType().isF32() || body.getOperations().size() > 6)
@@ -155,12 +154,13 @@ bool isMulAddBody(linalg::GenericOp g) {
          (x == body.getArgument(1) && y == body.getArgument(0));
 }
 
-/// A linalg.generic matmul: C[batch..., m..., n] += A * B where C is
+/// A matmul (linalg.matmul, batch_matmul, or a linalg.generic as ONNX's
+/// MatMul and attention lower to): C[batch..., m..., n] += A * B where C is
 /// indexed [batch..., m..., n]; A [batch..., m..., k] (several m dims,
 /// contiguous, read as one M) or, with one m dim, any order of the batch
 /// dims, m and k with k innermost; B any order of the batch dims, k and n
 /// with n or k innermost.
-bool matchGeneric(linalg::GenericOp g, Problem &p) {
+bool matchContraction(linalg::LinalgOp g, Problem &p) {
   if (!g.hasPureBufferSemantics() || g.getNumDpsInputs() != 2 ||
       g.getNumDpsInits() != 1 || !isMulAddBody(g))
     return false;
@@ -253,32 +253,9 @@ bool matchGeneric(linalg::GenericOp g, Problem &p) {
 
 std::optional<Problem> analyze(Operation *operation) {
   Problem p;
-  if (auto g = dyn_cast<linalg::GenericOp>(operation)) {
-    if (!matchGeneric(g, p))
-      return std::nullopt;
-  } else if (auto mm = dyn_cast<linalg::MatmulOp>(operation)) {
-    if (!mm.hasPureBufferSemantics() ||
-        mm.getIndexingMapsArray() != mm.getDefaultIndexingMaps(mm.getContext()))
-      return std::nullopt;
-    p.op = mm;
-    p.aDims = {{Role::M}, {Role::K}};
-    p.bDims = {{Role::K}, {Role::N}};
-  } else if (auto bmm = dyn_cast<linalg::BatchMatmulOp>(operation)) {
-    if (!bmm.hasPureBufferSemantics() ||
-        bmm.getIndexingMapsArray() !=
-            bmm.getDefaultIndexingMaps(bmm.getContext()))
-      return std::nullopt;
-    p.op = bmm;
-    p.aDims = {{Role::Batch, 0}, {Role::M}, {Role::K}};
-    p.bDims = {{Role::Batch, 0}, {Role::K}, {Role::N}};
-  } else {
+  auto op = dyn_cast<linalg::LinalgOp>(operation);
+  if (!op || !matchContraction(op, p))
     return std::nullopt;
-  }
-  if (!p.a) {
-    p.a = p.op.getDpsInputOperand(0)->get();
-    p.b = p.op.getDpsInputOperand(1)->get();
-    p.c = p.op.getDpsInitOperand(0)->get();
-  }
   if (!identityStatic(p.a) || !identityStatic(p.b) || !identityStatic(p.c))
     return std::nullopt;
   auto at = cast<MemRefType>(p.a.getType());
@@ -288,16 +265,6 @@ std::optional<Problem> analyze(Operation *operation) {
   if (!(p.elem.isF16() || p.elem.isBF16()) || bt.getElementType() != p.elem ||
       !ct.getElementType().isF32())
     return std::nullopt;
-  ArrayRef<int64_t> as = at.getShape(), bs = bt.getShape();
-  if (p.mSizes.empty()) { // a named op
-    int64_t r = as.size() - 2;
-    if (r)
-      p.batchSizes.push_back(as[0]);
-    p.mSizes.push_back(as[r]);
-    p.k = as[r + 1];
-    p.n = bs[r + 1];
-  }
-  p.batched = !p.batchSizes.empty();
   for (int64_t size : p.batchSizes)
     p.batch *= size;
   p.m = 1;
