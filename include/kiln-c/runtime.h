@@ -168,6 +168,21 @@ KILN_API kiln_status_t *kiln_tensor_write_file(const kiln_tensor_t *tensor,
                                                const char *path);
 
 /*===--------------------------------------------------------------------===*
+ * Threads
+ *===--------------------------------------------------------------------===*/
+
+/* CPU models run their kernels on one thread pool per process, shared by
+ * every model and instance: a run that finds the pool busy with another
+ * run (on another thread) runs on its caller's thread alone, so runs at
+ * once never oversubscribe the cores. Sets the pool's size (the calling
+ * thread included); num_threads < 1: the default, KILN_NUM_THREADS if set,
+ * else the cores this process may run on (sched_getaffinity). Takes effect
+ * from the next kernel. Returns the size set. */
+KILN_API int kiln_set_num_threads(int num_threads);
+/* The pool's size (the default until kiln_set_num_threads is called). */
+KILN_API int kiln_get_num_threads(void);
+
+/*===--------------------------------------------------------------------===*
  * Models
  *===--------------------------------------------------------------------===*/
 

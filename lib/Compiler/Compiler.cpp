@@ -85,15 +85,27 @@ LogicalResult mlir::kiln::emitObjectFile(ModuleOp module, StringRef objPath,
     return emitError(loc) << "no LLVM target for '" << tripleStr
                           << "': " << err;
   llvm::TargetOptions topts;
-  // A portable baseline: the .so must also run on other x86-64 hosts (the GPU
-  // machine).
+  // The CPU target records its machine (kiln-cpu-codegen); other targets'
+  // host code is a portable baseline: the .so must also load on other
+  // x86-64 hosts (the GPU machine).
   std::string cpu = triple.isX86() ? "x86-64-v2" : "generic";
+  std::string features;
+  if (auto c = module->getAttrOfType<StringAttr>("kiln.cpu"))
+    cpu = c.str();
+  if (auto f = module->getAttrOfType<StringAttr>("kiln.cpu_features"))
+    features = f.str();
   std::unique_ptr<llvm::TargetMachine> tm(target->createTargetMachine(
-      triple, cpu, "", topts, llvm::Reloc::PIC_, std::nullopt,
+      triple, cpu, features, topts, llvm::Reloc::PIC_, std::nullopt,
       optLevel >= 2 ? llvm::CodeGenOptLevel::Aggressive
                     : llvm::CodeGenOptLevel::Default));
   if (!tm)
     return emitError(loc) << "cannot create a target machine for " << tripleStr;
+  // Kernels' vectors are as wide as the CPU's registers: without this LLVM
+  // splits 512-bit vectors in two on CPUs it tunes for 256 bits.
+  if (auto bits = module->getAttrOfType<IntegerAttr>("kiln.cpu_vector_bits"))
+    for (llvm::Function &fn : *llvmModule)
+      if (!fn.isDeclaration())
+        fn.addFnAttr("prefer-vector-width", std::to_string(bits.getInt()));
   llvmModule->setDataLayout(tm->createDataLayout());
   llvmModule->setTargetTriple(triple);
   auto opt = makeOptimizingTransformer(optLevel, /*sizeLevel=*/0, tm.get());

@@ -363,6 +363,8 @@ LogicalResult mlir::kiln::lowerToLLVMDialect(ModuleOp module,
       options.dump(stage, module);
     if (stage == "host" && options.afterHost)
       options.afterHost(module);
+    if (stage == "codegen" && options.afterCodegen)
+      options.afterCodegen(module);
   }
   return success();
 }

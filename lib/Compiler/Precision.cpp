@@ -162,6 +162,7 @@ LogicalResult mlir::kiln::calibrateRanges(ModuleOp module, StringRef dir,
   o.dump = nullptr;
   o.printPipeline.clear();
   o.afterHost = nullptr;
+  o.afterCodegen = nullptr;
   SmallString<128> so;
   if (llvm::sys::fs::createTemporaryFile("kiln-calibrate", "so", so))
     return fail("cannot create a temporary file");

@@ -205,6 +205,26 @@ llvm::json::Value mlir::kiln::buildCompileReport(ModuleOp module) {
   return report;
 }
 
+void mlir::kiln::addCodegenToReport(llvm::json::Value &report,
+                                    ModuleOp module) {
+  llvm::json::Object *obj = report.getAsObject();
+  llvm::json::Array *kernels = obj ? obj->getArray("kernels") : nullptr;
+  if (!kernels)
+    return;
+  SymbolTable symbols(module);
+  for (llvm::json::Value &k : *kernels) {
+    llvm::json::Object *ko = k.getAsObject();
+    std::optional<StringRef> name = ko ? ko->getString("name") : std::nullopt;
+    auto fn = name ? symbols.lookup<func::FuncOp>(*name) : func::FuncOp();
+    if (!fn)
+      continue;
+    if (auto bits = fn->getAttrOfType<IntegerAttr>("kiln.cpu_vector_bits"))
+      (*ko)["vector_bits"] = bits.getInt();
+    if (auto par = fn->getAttrOfType<IntegerAttr>("kiln.cpu_parallel"))
+      (*ko)["parallel_ops"] = par.getInt();
+  }
+}
+
 /// The terminal lines of the precision section: counts, then the nodes kept
 /// fp32 with their reasons (at most `kMaxListed`).
 static void printPrecisionSummary(const llvm::json::Object &p,
@@ -300,9 +320,16 @@ void mlir::kiln::printReportSummary(const llvm::json::Value &report,
       else
         os << "? FLOP, ";
       if (bytes >= 0)
-        os << llvm::format("%.3f", bytes / 1e6) << " MB]\n";
+        os << llvm::format("%.3f", bytes / 1e6) << " MB";
       else
-        os << "? MB]\n";
+        os << "? MB";
+      if (std::optional<int64_t> bits = ko->getInteger("vector_bits"))
+        os << (*bits ? ", " + std::to_string(*bits) + "-bit vectors"
+                     : std::string(", scalar"));
+      if (std::optional<int64_t> par = ko->getInteger("parallel_ops"))
+        os << (*par ? ", " + std::to_string(*par) + " ops on threads"
+                    : std::string(", one thread"));
+      os << "]\n";
     }
   }
 }

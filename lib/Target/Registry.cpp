@@ -8,18 +8,16 @@
 //
 //===----------------------------------------------------------------------===//
 
+#include "kiln/Target/CPU/CPUTarget.h"
 #include "kiln/Target/NVPTX/NVPTXTarget.h"
 #include "kiln/Target/Target.h"
 
 using namespace mlir;
 using namespace mlir::kiln;
 
-static ArrayRef<StringRef> noChips() { return {}; }
-
 static const TargetEntry kTargets[] = {
-    {/*kind=*/"cpu", /*chipFamily=*/"", noChips, /*defaultChip=*/"",
-     [](StringRef, const GPUCodegenOptions &) { return createCPUTarget(); },
-     /*registerDialects=*/nullptr, /*registerPasses=*/nullptr,
+    {/*kind=*/"cpu", /*chipFamily=*/"CPU", getCPUChips, /*defaultChip=*/"host",
+     createCPUTarget, registerCPUDialects, registerCPUPasses,
      /*createGPUTargetInfo=*/nullptr},
     {"cuda", "CUDA", getCudaChips, "sm_90", createNVPTXTarget,
      registerNVPTXDialects, registerNVPTXPasses, createNVPTXTargetInfo},

@@ -275,7 +275,7 @@ TEST(AbiVersionTest, ModelFromBeforeVersion4) {
   EXPECT_EQ(withCode(kiln_model_load(KILN_TEST_BAD_ABI_MODEL, &model)),
             std::string("INCOMPATIBLE: model '") + KILN_TEST_BAD_ABI_MODEL +
                 "' was built for Kiln runtime ABI version 3 "
-                "(kiln_model_api_v1), this runtime supports version 4 "
+                "(kiln_model_api_v1), this runtime supports version 5 "
                 "(kiln_model_api_v2); recompile it with a matching kilnc");
   EXPECT_EQ(model, nullptr);
 }
@@ -285,14 +285,14 @@ TEST(AbiVersionTest, ModelFromALaterRuntime) {
   EXPECT_EQ(withCode(kiln_model_load(KILN_TEST_FUTURE_ABI_MODEL, &model)),
             std::string("INCOMPATIBLE: model '") + KILN_TEST_FUTURE_ABI_MODEL +
                 "' was built for Kiln runtime ABI version 999 "
-                "(kiln_model_api_v2), this runtime supports version 4 "
+                "(kiln_model_api_v2), this runtime supports version 5 "
                 "(kiln_model_api_v2); recompile it with a matching kilnc");
   EXPECT_EQ(model, nullptr);
 }
 
 // What a loader of ABI versions 1 to 3 sees in a model of today: its
-// kiln_model_api_v1 returns a table whose version (checked first) is 4.
-TEST(AbiVersionTest, OlderLoadersSeeVersion4) {
+// kiln_model_api_v1 returns a table whose version (checked first) is 5.
+TEST(AbiVersionTest, OlderLoadersSeeTodaysVersion) {
   struct Header {
     uint32_t abi_version, struct_size;
   };
@@ -301,12 +301,12 @@ TEST(AbiVersionTest, OlderLoadersSeeVersion4) {
   auto v1 = reinterpret_cast<const Header *(*)()>(
       dlsym(library, "kiln_model_api_v1"));
   ASSERT_NE(v1, nullptr);
-  EXPECT_EQ(v1()->abi_version, 4u);
+  EXPECT_EQ(v1()->abi_version, 5u);
   EXPECT_EQ(v1()->struct_size, sizeof(Header));
   auto v2 = reinterpret_cast<const Header *(*)()>(
       dlsym(library, "kiln_model_api_v2"));
   ASSERT_NE(v2, nullptr);
-  EXPECT_EQ(v2()->abi_version, 4u);
+  EXPECT_EQ(v2()->abi_version, 5u);
   EXPECT_GT(v2()->struct_size, sizeof(Header));
   dlclose(library);
 }

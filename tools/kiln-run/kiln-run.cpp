@@ -2,7 +2,7 @@
 //
 //   kiln-run model.so --input x.pb ... [--expect y.pb ...] [--rtol R]
 //            [--atol A] [--output-dir DIR] [--benchmark N] [--print]
-//            [--verbose] [--weights FILE] [--profile FILE]
+//            [--verbose] [--weights FILE] [--profile FILE] [--threads N]
 //
 // Every error is one line on stderr prefixed "kiln-run: " and exit code 1.
 //
@@ -55,6 +55,9 @@ const char kUsage[] =
     "                         device events (no graphs) and append a JSON\n"
     "                         line of per-kernel times to FILE (the instance\n"
     "                         option profile_path)\n"
+    "  --threads N            CPU models: run kernels on N threads (the\n"
+    "                         process's pool; default KILN_NUM_THREADS, else\n"
+    "                         the cores this process may use)\n"
     "  --help                 show this message\n";
 
 struct Options {
@@ -67,6 +70,7 @@ struct Options {
   std::string weights;
   std::string profile;
   long benchmark = 0;
+  long threads = 0;
   bool print = false;
   bool verbose = false;
 };
@@ -118,7 +122,7 @@ bool parseArgs(int argc, char **argv, Options &opts, bool &help,
     }
     if (arg == "--input" || arg == "--expect" || arg == "--output-dir" ||
         arg == "--rtol" || arg == "--atol" || arg == "--benchmark" ||
-        arg == "--weights" || arg == "--profile") {
+        arg == "--weights" || arg == "--profile" || arg == "--threads") {
       std::string v;
       if (!takeValue(v))
         return false;
@@ -151,11 +155,14 @@ bool parseArgs(int argc, char **argv, Options &opts, bool &help,
         char *end = nullptr;
         errno = 0;
         long n = std::strtol(v.c_str(), &end, 10);
-        if (v.empty() || *end || errno || n <= 0 || n > 100000000) {
-          error = "--benchmark expects a positive integer, got '" + v + "'";
+        long limit = arg == "--threads" ? 256 : 100000000;
+        if (v.empty() || *end || errno || n <= 0 || n > limit) {
+          error = arg + " expects a positive integer" +
+                  (arg == "--threads" ? " up to 256" : "") + ", got '" + v +
+                  "'";
           return false;
         }
-        opts.benchmark = n;
+        (arg == "--threads" ? opts.threads : opts.benchmark) = n;
       }
       continue;
     }
@@ -331,6 +338,8 @@ struct Outputs {
 };
 
 int runMain(const Options &opts) {
+  if (opts.threads > 0)
+    kiln_set_num_threads(static_cast<int>(opts.threads));
   kiln_model_t *rawModel = nullptr;
   // Options go through the API; the runtime fills what is left unset from
   // the environment (docs/runtime.md, "Options and environment").
@@ -346,6 +355,8 @@ int runMain(const Options &opts) {
     std::printf("device: %s\n", kiln_model_device(model.get()));
     if (*kiln_model_weights_path(model.get()))
       std::printf("weights: %s\n", kiln_model_weights_path(model.get()));
+    if (std::strcmp(kiln_model_device(model.get()), "cpu") == 0)
+      std::printf("threads: %d\n", kiln_get_num_threads());
   }
   kiln_instance_options_t instanceOptions;
   kiln_instance_options_init(&instanceOptions);

@@ -29,6 +29,7 @@
 #include <onnx/onnx_pb.h>
 
 #include <map>
+#include <memory>
 
 using namespace mlir;
 namespace cl = llvm::cl;
@@ -323,10 +324,15 @@ static void planExternalWeights(kiln::ExternalWeights &weights,
   importOptions.externalWeights = &weights;
 }
 
-/// `--report=FILE`: after the host stage, the report as JSON and a summary.
+/// `--report=FILE`: taken after the host stage, completed after codegen
+/// (vector widths, threads), then written as JSON with a summary.
 static void addReport(kiln::CompileOptions &options, bool &reportFailed) {
-  options.afterHost = [&reportFailed](ModuleOp m) {
-    llvm::json::Value report = kiln::buildCompileReport(m);
+  auto report = std::make_shared<llvm::json::Value>(nullptr);
+  options.afterHost = [report](ModuleOp m) {
+    *report = kiln::buildCompileReport(m);
+  };
+  options.afterCodegen = [report, &reportFailed](ModuleOp m) {
+    kiln::addCodegenToReport(*report, m);
     std::error_code ec;
     llvm::raw_fd_ostream os(reportFile, ec);
     if (ec) {
@@ -334,8 +340,8 @@ static void addReport(kiln::CompileOptions &options, bool &reportFailed) {
       reportFailed = true;
       return;
     }
-    os << llvm::formatv("{0:2}", report) << "\n";
-    kiln::printReportSummary(report, llvm::outs());
+    os << llvm::formatv("{0:2}", *report) << "\n";
+    kiln::printReportSummary(*report, llvm::outs());
   };
 }
 

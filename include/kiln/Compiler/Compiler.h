@@ -54,6 +54,9 @@ struct CompileOptions {
   /// Called with the module after the host stage (kernels formed, memory
   /// planned): where the compile report is taken.
   std::function<void(ModuleOp module)> afterHost;
+  /// Called with the module after the codegen stage (what each kernel's
+  /// code got: vector width, threads).
+  std::function<void(ModuleOp module)> afterCodegen;
   /// Linker for the final .so.
   std::string linker = "/usr/lib/llvm-22/bin/ld.lld";
   /// The runtime archive linked into every model (libKilnModelRuntime.a).
@@ -106,6 +109,10 @@ LogicalResult calibrateRanges(ModuleOp module, llvm::StringRef dir,
 /// ONNX nodes, estimated FLOPs and bytes moved; the arena against the sum of
 /// all intermediates and the largest set of buffers live at once.
 llvm::json::Value buildCompileReport(ModuleOp module);
+/// Adds to a report what codegen gave each kernel (CPU targets: the widest
+/// vector, `vector_bits`, 0 for scalar code; `parallel_ops`, the ops split
+/// across threads; from the kernels' kiln.cpu_* attributes).
+void addCodegenToReport(llvm::json::Value &report, ModuleOp module);
 /// A readable summary of a report.
 void printReportSummary(const llvm::json::Value &report, llvm::raw_ostream &os);
 

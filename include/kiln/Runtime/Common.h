@@ -56,6 +56,24 @@ kiln_rtc_tensor_create_named(kiln_dtype_t dtype, size_t rank,
                              kiln_status_t **out_status);
 KILN_HIDDEN void kiln_rtc_tensor_free(kiln_tensor_t *tensor);
 
+/* A pool of worker threads (Common/ThreadPool.c). kiln_rtc_pool_run calls
+ * fn(arg, part, num_parts) for part 0 .. num_parts - 1 (num_parts capped
+ * to the pool's size), part 0 on the calling thread, and returns when all
+ * have returned; when the pool is already running a loop (a call from
+ * another thread), it calls fn(arg, 0, 1) on the calling thread instead. */
+typedef struct kiln_rtc_pool kiln_rtc_pool;
+KILN_HIDDEN kiln_rtc_pool *kiln_rtc_pool_create(void);
+KILN_HIDDEN void kiln_rtc_pool_destroy(kiln_rtc_pool *pool);
+/* Threads the pool runs a loop on, the caller included; size < 1: the
+ * default (KILN_NUM_THREADS if set, else the cores this process may run
+ * on). Returns the size set. */
+KILN_HIDDEN int kiln_rtc_pool_set_size(kiln_rtc_pool *pool, int size);
+KILN_HIDDEN int kiln_rtc_pool_size(kiln_rtc_pool *pool);
+KILN_HIDDEN void kiln_rtc_pool_run(kiln_rtc_pool *pool,
+                                   void (*fn)(void *arg, int64_t part,
+                                              int64_t num_parts),
+                                   void *arg, int64_t num_parts);
+
 #ifdef __cplusplus
 }
 #endif

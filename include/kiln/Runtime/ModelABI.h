@@ -88,6 +88,13 @@ void *kiln_rt_external_weight(kiln_rt_ctx *ctx, int64_t index);
  * int64_t sizes[rank]; int64_t strides[rank]; } */
 void kiln_rt_launch_cpu(kiln_rt_ctx *ctx, void (*kernel)(void **args),
                         void **args);
+/* Runs a CPU kernel's parallel loop (kiln.parallel_for): splits the tasks
+ * [0, tasks) into one contiguous range per thread of the process's pool
+ * and calls body(argv) for each, argv a copy of `args` (`nargs` slots)
+ * whose slots 0 and 1 point to the range's first and end task (int64_t);
+ * returns when all have returned. */
+void kiln_rt_parallel_for(void (*body)(void **args), void **args, int64_t nargs,
+                          int64_t tasks);
 
 /*---------------------------------------------------------------------------
  * Device targets. On a device target kiln_rt_input, kiln_rt_output,

@@ -37,8 +37,10 @@ extern "C" {
  * 4: device-neutral names (kiln_rt_launch_device, kiln_model_device_image*,
  *    instance_set_stream/graphs), options through the API (model_create and
  *    instance_create take option structs), tensor names; the table is
- *    exported as kiln_model_api_v2. */
-#define KILN_MODEL_ABI_VERSION 4u
+ *    exported as kiln_model_api_v2.
+ * 5: CPU kernels on a thread pool the loader hands over (set_thread_pool),
+ *    the model's required CPU features checked in model_create. */
+#define KILN_MODEL_ABI_VERSION 5u
 #define KILN_MODEL_API_SYMBOL "kiln_model_api_v2"
 /* What models of ABI versions 1 to 3 export. */
 #define KILN_MODEL_API_V1_SYMBOL "kiln_model_api_v1"
@@ -66,6 +68,17 @@ struct kiln_tensor {
 
 typedef struct kiln_model_impl kiln_model_impl;
 typedef struct kiln_instance_impl kiln_instance_impl;
+
+/* The process's thread pool, owned by the loader (one per process, shared
+ * by every model and instance): run(pool, fn, arg, n) calls fn(arg, part,
+ * parts) for part 0 .. parts - 1 with parts <= n, part 0 on the calling
+ * thread, and returns when all have returned. */
+typedef struct kiln_thread_pool_api {
+  uint32_t struct_size; /* sizeof(kiln_thread_pool_api) */
+  void *pool;
+  void (*run)(void *pool, void (*fn)(void *arg, int64_t part, int64_t parts),
+              void *arg, int64_t num_parts);
+} kiln_thread_pool_api;
 
 typedef struct kiln_model_api_v2_table {
   uint32_t abi_version; /* KILN_MODEL_ABI_VERSION of the model's runtime */
@@ -108,6 +121,9 @@ typedef struct kiln_model_api_v2_table {
                                         size_t num_outputs);
   /* The memory-mapped weights file; "" without external weights. */
   const char *(*weights_path)(const kiln_model_impl *model);
+  /* Called by the loader once, after dlopen and before model_create: the
+   * pool CPU kernels run on (NULL or never called: the model's own). */
+  void (*set_thread_pool)(const kiln_thread_pool_api *pool);
 } kiln_model_api_v2_table;
 
 typedef const kiln_model_api_v2_table *(*kiln_model_api_v2_fn)(void);

@@ -87,8 +87,6 @@ ArrayRef<TargetEntry> getTargetTable();
 std::unique_ptr<Target> parseTarget(StringRef spec, std::string &error,
                                     const GPUCodegenOptions &gpu = {});
 
-std::unique_ptr<Target> createCPUTarget();
-
 /// Registers the dialects, translations and target attributes every
 /// target's codegen needs.
 void registerTargetDialects(DialectRegistry &registry);

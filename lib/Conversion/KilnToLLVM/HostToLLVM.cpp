@@ -22,6 +22,7 @@
 #include "mlir/Conversion/MathToLLVM/MathToLLVM.h"
 #include "mlir/Conversion/MemRefToLLVM/MemRefToLLVM.h"
 #include "mlir/Conversion/UBToLLVM/UBToLLVM.h"
+#include "mlir/Conversion/VectorToLLVM/ConvertVectorToLLVM.h"
 #include "mlir/Dialect/ControlFlow/IR/ControlFlowOps.h"
 #include "mlir/Dialect/GPU/IR/GPUDialect.h"
 #include "mlir/Dialect/LLVMIR/LLVMDialect.h"
@@ -208,6 +209,38 @@ struct LaunchOpLowering : public ConvertOpToLLVMPattern<LaunchOp> {
                                          (op.getKernel() + "_packed").str());
     LLVM::CallOp::create(rewriter, loc, TypeRange{}, "kiln_rt_launch_cpu",
                          ValueRange{adaptor.getCtx(), fn, argv});
+    rewriter.eraseOp(op);
+    return success();
+  }
+};
+
+/// `kiln.parallel_for`: an argv of one slot per body argument (slots 0 and
+/// 1, the task range, filled by the runtime) and kiln_rt_parallel_for.
+struct ParallelForOpLowering : public ConvertOpToLLVMPattern<ParallelForOp> {
+  using ConvertOpToLLVMPattern::ConvertOpToLLVMPattern;
+  LogicalResult
+  matchAndRewrite(ParallelForOp op, OpAdaptor adaptor,
+                  ConversionPatternRewriter &rewriter) const override {
+    Location loc = op.getLoc();
+    auto ptrType = LLVM::LLVMPointerType::get(getContext());
+    Value one = i64(rewriter, loc, 1);
+    int64_t n = adaptor.getArgs().size() + 2;
+    Value argv = LLVM::AllocaOp::create(
+        rewriter, loc, ptrType, LLVM::LLVMArrayType::get(ptrType, n), one);
+    for (auto [i, arg] : llvm::enumerate(adaptor.getArgs())) {
+      Value slot =
+          LLVM::AllocaOp::create(rewriter, loc, ptrType, arg.getType(), one);
+      LLVM::StoreOp::create(rewriter, loc, arg, slot);
+      Value entry =
+          LLVM::GEPOp::create(rewriter, loc, ptrType, ptrType, argv,
+                              ArrayRef<LLVM::GEPArg>{(int32_t)(i + 2)});
+      LLVM::StoreOp::create(rewriter, loc, slot, entry);
+    }
+    Value fn = LLVM::AddressOfOp::create(rewriter, loc, ptrType,
+                                         (op.getBody() + "_packed").str());
+    LLVM::CallOp::create(rewriter, loc, TypeRange{}, "kiln_rt_parallel_for",
+                         ValueRange{fn, argv, i64(rewriter, loc, n),
+                                    i64(rewriter, loc, op.getTasks())});
     rewriter.eraseOp(op);
     return success();
   }
@@ -559,6 +592,8 @@ struct ConvertHostToLLVMPass
                      {ptrType, ptrType, ptrType});
     declareRuntimeFn(module, "kiln_rt_external_weight", ptrType,
                      {ptrType, i64Type});
+    declareRuntimeFn(module, "kiln_rt_parallel_for", voidType,
+                     {ptrType, ptrType, i64Type, i64Type});
 
     // Device targets: the device image, kernel names and device entries.
     std::string device;
@@ -636,7 +671,8 @@ struct ConvertHostToLLVMPass
         io = sig.str();
         insertAllocationChecks(fn);
       }
-      if (!fn->hasAttr("kiln.kernel") || !device.empty())
+      if (!(fn->hasAttr("kiln.kernel") || fn->hasAttr("kiln.parallel_body")) ||
+          !device.empty())
         continue;
       KernelInfo info{fn.getName().str(), {}, {}};
       for (Type t : fn.getArgumentTypes()) {
@@ -657,8 +693,12 @@ struct ConvertHostToLLVMPass
     populateMathToLLVMConversionPatterns(converter, patterns);
     index::populateIndexToLLVMConversionPatterns(converter, patterns);
     ub::populateUBToLLVMConversionPatterns(converter, patterns);
+    // CPU kernels' vector code (kiln-cpu-codegen lowered it to 1-D ops).
+    populateVectorToLLVMConversionPatterns(converter, patterns,
+                                           /*reassociateFPReductions=*/true);
     patterns.add<InputOpLowering, OutputOpLowering, BufferOpLowering,
-                 LaunchOpLowering, ReadOpLowering, WeightOpLowering>(converter);
+                 LaunchOpLowering, ParallelForOpLowering, ReadOpLowering,
+                 WeightOpLowering>(converter);
     patterns.add<LaunchFuncOpLowering>(converter, kernelIndex);
     patterns.add<ExternalWeightOpLowering, TileMapOpLowering>(converter);
     if (failed(applyPartialConversion(module, target, std::move(patterns))))
@@ -672,6 +712,14 @@ struct ConvertHostToLLVMPass
       arena = a.getInt();
     std::string text =
         "kiln-signature 1\narena " + std::to_string(arena) + "\n" + io;
+    // The CPU the host code is built for and the features it needs.
+    if (auto cpu = module->getAttrOfType<StringAttr>("kiln.cpu")) {
+      text += "cpu " + cpu.str();
+      if (auto req = module->getAttrOfType<StringAttr>("kiln.cpu_requires"))
+        if (!req.getValue().empty())
+          text += " " + req.str();
+      text += "\n";
+    }
     if (!device.empty()) {
       int64_t weights = 0;
       if (auto w = module->getAttrOfType<IntegerAttr>("kiln.num_weights"))

@@ -15,6 +15,7 @@
 
 #include <dlfcn.h>
 #include <errno.h>
+#include <pthread.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
@@ -145,6 +146,36 @@ kiln_tensor_view_t kiln_tensor_as_view(const kiln_tensor_t *tensor) {
  * Models
  *===--------------------------------------------------------------------===*/
 
+/*===--------------------------------------------------------------------===*
+ * The process's thread pool
+ *===--------------------------------------------------------------------===*/
+
+static kiln_rtc_pool *g_pool;
+static pthread_once_t g_pool_once = PTHREAD_ONCE_INIT;
+
+static void create_pool(void) { g_pool = kiln_rtc_pool_create(); }
+
+static kiln_rtc_pool *process_pool(void) {
+  pthread_once(&g_pool_once, create_pool);
+  return g_pool;
+}
+
+static void pool_run(void *pool,
+                     void (*fn)(void *arg, int64_t part, int64_t parts),
+                     void *arg, int64_t num_parts) {
+  kiln_rtc_pool_run((kiln_rtc_pool *)pool, fn, arg, num_parts);
+}
+
+int kiln_set_num_threads(int num_threads) {
+  kiln_rtc_pool *pool = process_pool();
+  return pool ? kiln_rtc_pool_set_size(pool, num_threads) : 1;
+}
+
+int kiln_get_num_threads(void) {
+  kiln_rtc_pool *pool = process_pool();
+  return pool ? kiln_rtc_pool_size(pool) : 1;
+}
+
 void kiln_model_options_init(kiln_model_options_t *options) {
   if (!options)
     return;
@@ -272,6 +303,14 @@ kiln_status_t *kiln_model_load_with_options(const char *path,
         "runtime supports version %u (%s); recompile it with a matching "
         "kilnc",
         path, version, symbol, KILN_MODEL_ABI_VERSION, KILN_MODEL_API_SYMBOL);
+  }
+  kiln_rtc_pool *pool = process_pool();
+  if (pool) {
+    static kiln_thread_pool_api pool_api;
+    pool_api.struct_size = sizeof(pool_api);
+    pool_api.pool = pool;
+    pool_api.run = pool_run;
+    api->set_thread_pool(&pool_api);
   }
   kiln_model_t *model = (kiln_model_t *)calloc(1, sizeof(*model));
   if (!model) {

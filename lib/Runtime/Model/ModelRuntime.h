@@ -71,6 +71,11 @@ KILN_HIDDEN kiln_status_t *kiln_rt_check_options_size(const char *what,
                                                       size_t struct_size,
                                                       size_t full_size);
 
+/* INCOMPATIBLE when the CPU lacks a feature of the model's `cpu` record
+ * (CPUFeatures.c). */
+KILN_HIDDEN kiln_status_t *
+kiln_rt_check_cpu_features(const kiln_model_impl *model);
+
 typedef struct kiln_dev_model kiln_dev_model;       /* DeviceRuntime.c */
 typedef struct kiln_dev_instance kiln_dev_instance; /* DeviceRuntime.c */
 
@@ -88,6 +93,9 @@ struct kiln_model_impl {
   char chip[32];        /* the signature's chip; "" on the cpu */
   uint64_t num_kernels, num_weights;
   int graph_capturable;
+  /* The `cpu <name> <feature>...` record: the CPU the host code was built
+   * for and the features it needs (space-separated); NULL without one. */
+  const char *cpu_name, *cpu_features;
   /* Device models: the driver (NULL on the cpu) and the device. */
   const kiln_device_driver *driver;
   kiln_dev_model *dev;

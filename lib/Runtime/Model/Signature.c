@@ -368,6 +368,23 @@ kiln_status_t *kiln_rt_parse_signature(kiln_model_impl *model,
       if (status)
         return status;
       ++model->num_ext_weights;
+    } else if (token_is(tokens[0], "cpu")) {
+      if (count < 2)
+        return signature_error(line, "expected 'cpu <name> <feature>...'");
+      if (model->cpu_name)
+        return signature_error(line, "second 'cpu' record");
+      char *name = (char *)kiln_rt_meta_alloc(
+          model, (size_t)(tokens[1].end - tokens[1].begin) + 1);
+      const char *rest_begin = count > 2 ? tokens[2].begin : tokens[1].end;
+      const char *rest_end = tokens[count - 1].end;
+      char *features = (char *)kiln_rt_meta_alloc(
+          model, (size_t)(rest_end - rest_begin) + 1);
+      if (!name || !features)
+        return kiln_rtc_oom_status();
+      memcpy(name, tokens[1].begin, (size_t)(tokens[1].end - tokens[1].begin));
+      memcpy(features, rest_begin, (size_t)(rest_end - rest_begin));
+      model->cpu_name = name;
+      model->cpu_features = features;
     } else if (token_is(tokens[0], "graph-capturable")) {
       if (count != 1)
         return signature_error(line, "expected 'graph-capturable'");

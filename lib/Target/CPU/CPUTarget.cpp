@@ -1,27 +1,67 @@
-//===- CPUTarget.cpp - Kernels as loops in the host object ----------------===//
+//===- CPUTarget.cpp - Kernels vectorized and threaded on the host --------===//
+//
+// The `cpu` target: kernels stay in the host object. kiln-cpu-codegen
+// splits them across the runtime's thread pool and vectorizes them for the
+// chip's machine (CPUMachine.cpp); what it leaves as linalg becomes loops.
+//
+//===----------------------------------------------------------------------===//
 
-#include "kiln/Target/Target.h"
+#include "kiln/Target/CPU/CPUTarget.h"
+#include "kiln/Target/CPU/Passes.h"
 
+#include "mlir/Dialect/Arith/IR/ValueBoundsOpInterfaceImpl.h"
 #include "mlir/Dialect/Func/IR/FuncOps.h"
+#include "mlir/Dialect/Linalg/IR/ValueBoundsOpInterfaceImpl.h"
 #include "mlir/Dialect/Linalg/Passes.h"
+#include "mlir/Dialect/Linalg/Transforms/TilingInterfaceImpl.h"
+#include "mlir/Dialect/MemRef/IR/ValueBoundsOpInterfaceImpl.h"
+#include "mlir/Dialect/Vector/IR/VectorOps.h"
 #include "mlir/Transforms/Passes.h"
+
+#include "llvm/ADT/StringExtras.h"
 
 using namespace mlir;
 using namespace mlir::kiln;
 
 namespace {
-/// Kernels become plain loops in the host object (run by kiln_rt_launch_cpu).
 class CPUTarget : public Target {
 public:
-  std::string getSpec() const override { return "cpu"; }
+  explicit CPUTarget(StringRef chip) : chip(chip.str()) {}
+  std::string getSpec() const override {
+    return chip == "host" ? "cpu" : "cpu:" + chip;
+  }
   bool isDevice() const override { return false; }
   void buildCodegenPipeline(OpPassManager &pm) const override {
+    CPUMachine m = getCPUMachine(chip);
+    KilnCPUCodegenOptions o;
+    o.cpu = m.cpu;
+    o.features = m.features;
+    o.
+      requires
+    = llvm::join(m.requires_, " ");
+    o.vectorBits = m.vectorBits;
+    pm.addPass(createKilnCPUCodegen(o));
     pm.addNestedPass<func::FuncOp>(createConvertLinalgToLoopsPass());
     pm.addPass(createCanonicalizerPass());
+    pm.addPass(createCSEPass());
   }
+
+private:
+  std::string chip;
 };
 } // namespace
 
-std::unique_ptr<Target> mlir::kiln::createCPUTarget() {
-  return std::make_unique<CPUTarget>();
+std::unique_ptr<Target> mlir::kiln::createCPUTarget(StringRef chip,
+                                                    const GPUCodegenOptions &) {
+  return std::make_unique<CPUTarget>(chip);
 }
+
+void mlir::kiln::registerCPUDialects(DialectRegistry &registry) {
+  registry.insert<vector::VectorDialect>();
+  linalg::registerTilingInterfaceExternalModels(registry);
+  arith::registerValueBoundsOpInterfaceExternalModels(registry);
+  linalg::registerValueBoundsOpInterfaceExternalModels(registry);
+  memref::registerValueBoundsOpInterfaceExternalModels(registry);
+}
+
+void mlir::kiln::registerCPUPasses() { registerKilnTargetCPUPasses(); }

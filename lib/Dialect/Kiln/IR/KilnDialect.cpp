@@ -161,6 +161,22 @@ LogicalResult LaunchOp::verifySymbolUses(SymbolTableCollection &symbolTable) {
   return success();
 }
 
+LogicalResult
+ParallelForOp::verifySymbolUses(SymbolTableCollection &symbolTable) {
+  Operation *callee = symbolTable.lookupNearestSymbolFrom(*this, getBodyAttr());
+  auto fn = dyn_cast_or_null<FunctionOpInterface>(callee);
+  if (!fn)
+    return emitOpError("body '") << getBody() << "' is not a function";
+  ArrayRef<Type> types = fn.getArgumentTypes();
+  if (types.size() < 2 || !types[0].isIndex() || !types[1].isIndex() ||
+      TypeRange(types.drop_front(2)) != TypeRange(getArgs().getTypes()))
+    return emitOpError("body '")
+           << getBody() << "' must take (index, index) then the arguments";
+  if (getTasks() < 1)
+    return emitOpError("expects at least one task");
+  return success();
+}
+
 LogicalResult ReadOp::verify() {
   MemRefType type = getBuffer().getType();
   if (type.getRank() != static_cast<int64_t>(getIndices().size()))

@@ -178,6 +178,28 @@ def Kiln_LaunchOp : Kiln_Op<"launch", [
   }];
 }
 
+def Kiln_ParallelForOp : Kiln_Op<"parallel_for", [
+    DeclareOpInterfaceMethods<SymbolUserOpInterface>,
+    MemoryEffects<[MemRead, MemWrite]>]> {
+  let summary = "Runs a loop body over tasks on the runtime's thread pool";
+  let description = [{
+    In a CPU kernel: calls `body(%lo, %hi, args...)` for a static partition
+    of the tasks `[0, tasks)` into contiguous ranges, one per thread of the
+    process's thread pool (kiln_rt_parallel_for), and returns when all have
+    run. `body` is a function whose first two arguments are `index` (the
+    task range), then `args`. Tasks must be independent.
+
+    ```mlir
+    kiln.parallel_for @kernel_0_par0(%a, %b) tasks 64 : memref<128x64xf32>, memref<128x64xf32>
+    ```
+  }];
+  let arguments = (ins FlatSymbolRefAttr:$body, I64Attr:$tasks,
+                       Variadic<AnyType>:$args);
+  let assemblyFormat = [{
+    $body `(` $args `)` `tasks` $tasks attr-dict `:` type($args)
+  }];
+}
+
 def Kiln_ReadOp : Kiln_Op<"read", [MemoryEffects<[MemRead]>,
     TypesMatchWith<"result type matches element type of 'buffer'", "buffer",
                    "result",

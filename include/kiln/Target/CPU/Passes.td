@@ -1,0 +1,59 @@
+//===- Passes.td - CPU codegen passes ----------------------*- tablegen -*-===//
+#ifndef KILN_TARGET_CPU_PASSES_TD
+#define KILN_TARGET_CPU_PASSES_TD
+
+include "mlir/Pass/PassBase.td"
+
+def KilnCPUCodegen : Pass<"kiln-cpu-codegen", "ModuleOp"> {
+  let summary = "Splits CPU kernels across threads and vectorizes them";
+  let description = [{
+    For each linalg op of each kernel (`kiln.kernel`, on memrefs):
+
+    - stencils (convolutions, pooling: an input indexed `a * d_p + b * d_r`
+      with `d_r` a reduction) become a loop over their window whose body is
+      a contraction or elementwise op on shifted, strided views;
+    - an op with enough work and a static parallel dim of two or more
+      iterations is tiled along that dim into tasks; the loop over tasks is
+      outlined into a function (`kiln.parallel_body`) that
+      `kiln.parallel_for` runs on the runtime's thread pool (static
+      partitioning);
+    - contractions (`out + a * b`, inputs maybe extended) become register
+      tiles of FMAs on `vector-bits`-wide vectors (an accumulator tile of
+      rows × vectors kept in registers across the reduction), other ops are
+      tiled and vectorized along their innermost dim (rows of reductions
+      whole);
+    - what cannot be vectorized stays a linalg op (lowered to loops after).
+
+    Each kernel records what it got: `kiln.cpu_vector_bits` (the widest
+    vector of its ops, 0 when all are scalar) and `kiln.cpu_parallel` (how
+    many of its ops run on threads). The module records the machine:
+    `kiln.cpu` (LLVM's CPU name), `kiln.cpu_features` (LLVM's feature
+    string) and `kiln.cpu_requires` (the features the runtime checks).
+  }];
+  let options = [
+    Option<"cpu", "cpu", "std::string", /*default=*/"\"x86-64-v2\"",
+           "LLVM's CPU name">,
+    Option<"features", "features", "std::string", /*default=*/"\"\"",
+           "LLVM's feature string (+avx2,+fma,...)">,
+    Option<"requires", "requires", "std::string", /*default=*/"\"\"",
+           "Space-separated CPU features the runtime checks">,
+    Option<"vectorBits", "vector-bits", "int64_t", /*default=*/"128",
+           "Widest vector register in bits (128, 256, 512)">,
+    Option<"parallel", "parallel", "bool", /*default=*/"true",
+           "Split ops across the thread pool">,
+    Option<"vectorize", "vectorize", "bool", /*default=*/"true",
+           "Vectorize ops">,
+    Option<"minParallelWork", "min-parallel-work", "int64_t",
+           /*default=*/"32768",
+           "Iterations an op needs before it is split across threads">,
+    Option<"tasks", "tasks", "int64_t", /*default=*/"16",
+           "Tasks an op is split into (at most; a divisor of its dim)">,
+  ];
+  let dependentDialects = [
+    "::mlir::affine::AffineDialect", "::mlir::arith::ArithDialect",
+    "::mlir::func::FuncDialect", "::mlir::kiln::KilnDialect",
+    "::mlir::linalg::LinalgDialect", "::mlir::memref::MemRefDialect",
+    "::mlir::scf::SCFDialect", "::mlir::vector::VectorDialect"];
+}
+
+#endif // KILN_TARGET_CPU_PASSES_TD

@@ -1,0 +1,252 @@
+//===- CPUCodegen.cpp - Kernels split across threads and vectorized -------===//
+//
+// kiln-cpu-codegen (Passes.td): per kernel, stencils become loops around
+// contractions (Stencils.cpp), ops with enough work are split along one
+// parallel dim into tasks whose loop is outlined for kiln.parallel_for, and
+// every op is vectorized where it can be (Vectorize.cpp).
+//
+//===----------------------------------------------------------------------===//
+
+#include "CPUCodegen.h"
+
+#include "kiln/Dialect/Kiln/IR/KilnDialect.h"
+#include "kiln/Target/CPU/Passes.h"
+
+#include "mlir/Dialect/Affine/IR/AffineOps.h"
+#include "mlir/Dialect/Arith/IR/Arith.h"
+#include "mlir/Dialect/MemRef/IR/MemRef.h"
+#include "mlir/Dialect/SCF/IR/SCF.h"
+#include "mlir/Dialect/Vector/IR/VectorOps.h"
+#include "mlir/IR/IRMapping.h"
+#include "mlir/Interfaces/TilingInterface.h"
+#include "mlir/Transforms/RegionUtils.h"
+
+#include "llvm/ADT/SetVector.h"
+
+namespace mlir::kiln {
+#define GEN_PASS_DEF_KILNCPUCODEGEN
+#include "kiln/Target/CPU/Passes.h.inc"
+} // namespace mlir::kiln
+
+using namespace mlir;
+using namespace mlir::kiln;
+using namespace mlir::kiln::cpu;
+
+namespace {
+
+/// The loop dim an op is split along, the tile of it one task runs and the
+/// number of tasks.
+struct ParallelPlan {
+  unsigned dim = 0;
+  int64_t tile = 1, tasks = 1;
+};
+
+/// The smallest tile (a multiple of `granule` dividing `extent`) that makes
+/// at most `maxTasks` tasks; 0 when there is none.
+int64_t chooseTile(int64_t extent, int64_t granule, int64_t maxTasks) {
+  if (extent % granule != 0)
+    granule = 1;
+  int64_t units = extent / granule;
+  for (int64_t u = 1; u <= units; ++u)
+    if (units % u == 0 && units / u <= maxTasks)
+      return u * granule;
+  return 0;
+}
+
+std::optional<ParallelPlan> planParallel(linalg::LinalgOp op, int64_t minWork,
+                                         int64_t maxTasks, int64_t vectorBits) {
+  SmallVector<int64_t> ranges = op.getStaticLoopRanges();
+  if (ranges.empty() || llvm::any_of(ranges, ShapedType::isDynamic))
+    return std::nullopt;
+  int64_t work = 1;
+  for (int64_t r : ranges)
+    work = std::min<int64_t>(work * std::max<int64_t>(r, 1), int64_t(1) << 40);
+  if (work < minWork)
+    return std::nullopt;
+  // A task never splits a register tile.
+  SmallVector<int64_t> granule(ranges.size(), 1);
+  std::optional<ContractionRoles> roles = matchContraction(op);
+  if (roles) {
+    RegisterTile t = chooseRegisterTile(op, *roles, vectorBits);
+    granule[roles->m] = t.rows;
+    if (roles->kind == ContractionRoles::Broadcast)
+      granule[roles->n] = t.vectors * t.lanes;
+  }
+  SmallVector<utils::IteratorType> iters = op.getIteratorTypesArray();
+  std::optional<ParallelPlan> best;
+  for (unsigned d = 0; d < ranges.size(); ++d) {
+    if (iters[d] != utils::IteratorType::parallel || ranges[d] < 2)
+      continue;
+    // The vector dim of an op vectorized along its innermost dim is split
+    // only when nothing else is.
+    if (!roles && d + 1 == ranges.size() && best)
+      continue;
+    int64_t tile = chooseTile(ranges[d], granule[d], maxTasks);
+    if (!tile || ranges[d] / tile < 2)
+      continue;
+    ParallelPlan plan{d, tile, ranges[d] / tile};
+    if (!best || plan.tasks > best->tasks)
+      best = plan;
+    // The outermost dim with enough tasks wins.
+    if (best->tasks * 2 > maxTasks)
+      break;
+  }
+  return best;
+}
+
+/// Outlines `forOp` (a loop over tasks from 0) into `name`(lo, hi,
+/// captured...) and replaces it with a kiln.parallel_for of `tasks`.
+void outlineTaskLoop(RewriterBase &rewriter, scf::ForOp forOp,
+                     func::FuncOp kernel, StringRef name, int64_t tasks) {
+  Location loc = forOp.getLoc();
+  MLIRContext *ctx = rewriter.getContext();
+  llvm::SetVector<Value> captured;
+  getUsedValuesDefinedAbove(forOp.getRegion(), captured);
+  SmallVector<Value> args;
+  SmallVector<Operation *> constants;
+  for (Value v : captured) {
+    Operation *def = v.getDefiningOp();
+    if (def && def->hasTrait<OpTrait::ConstantLike>())
+      constants.push_back(def);
+    else
+      args.push_back(v);
+  }
+  SmallVector<Type> types = {rewriter.getIndexType(), rewriter.getIndexType()};
+  for (Value v : args)
+    types.push_back(v.getType());
+  OpBuilder::InsertionGuard guard(rewriter);
+  rewriter.setInsertionPoint(kernel);
+  auto fn = func::FuncOp::create(rewriter, loc, name,
+                                 FunctionType::get(ctx, types, {}));
+  fn.setPrivate();
+  fn->setAttr("kiln.parallel_body", UnitAttr::get(ctx));
+  fn->setAttr("llvm.emit_c_interface", UnitAttr::get(ctx));
+  Block *entry = fn.addEntryBlock();
+  IRMapping map;
+  for (auto [i, v] : llvm::enumerate(args))
+    map.map(v, entry->getArgument(i + 2));
+  rewriter.setInsertionPointToStart(entry);
+  for (Operation *c : constants)
+    map.map(c->getResult(0), rewriter.clone(*c)->getResult(0));
+  Value one = arith::ConstantIndexOp::create(rewriter, loc, 1);
+  auto loop = scf::ForOp::create(rewriter, loc, entry->getArgument(0),
+                                 entry->getArgument(1), one);
+  map.map(forOp.getInductionVar(), loop.getInductionVar());
+  rewriter.setInsertionPointToStart(loop.getBody());
+  for (Operation &o : forOp.getBody()->without_terminator())
+    rewriter.clone(o, map);
+  rewriter.setInsertionPointToEnd(entry);
+  func::ReturnOp::create(rewriter, loc);
+  rewriter.setInsertionPoint(forOp);
+  ParallelForOp::create(rewriter, loc, FlatSymbolRefAttr::get(fn),
+                        rewriter.getI64IntegerAttr(tasks), args);
+  rewriter.eraseOp(forOp);
+}
+
+/// Splits `op` into `plan.tasks` tiles run by a kiln.parallel_for.
+LogicalResult parallelize(RewriterBase &rewriter, linalg::LinalgOp op,
+                          const ParallelPlan &plan, func::FuncOp kernel,
+                          StringRef name) {
+  Location loc = op.getLoc();
+  rewriter.setInsertionPoint(op);
+  Value zero = arith::ConstantIndexOp::create(rewriter, loc, 0);
+  Value count = arith::ConstantIndexOp::create(rewriter, loc, plan.tasks);
+  Value one = arith::ConstantIndexOp::create(rewriter, loc, 1);
+  auto forOp = scf::ForOp::create(rewriter, loc, zero, count, one);
+  rewriter.setInsertionPointToStart(forOp.getBody());
+  Value offset = arith::MulIOp::create(
+      rewriter, loc, forOp.getInductionVar(),
+      arith::ConstantIndexOp::create(rewriter, loc, plan.tile));
+  SmallVector<int64_t> ranges = op.getStaticLoopRanges();
+  SmallVector<OpFoldResult> offsets(ranges.size(), rewriter.getIndexAttr(0));
+  SmallVector<OpFoldResult> sizes;
+  for (int64_t r : ranges)
+    sizes.push_back(rewriter.getIndexAttr(r));
+  offsets[plan.dim] = offset;
+  sizes[plan.dim] = rewriter.getIndexAttr(plan.tile);
+  auto tilable = cast<TilingInterface>(op.getOperation());
+  FailureOr<TilingResult> tiled =
+      tilable.getTiledImplementation(rewriter, offsets, sizes);
+  if (failed(tiled)) {
+    rewriter.eraseOp(forOp);
+    return failure();
+  }
+  rewriter.eraseOp(op);
+  outlineTaskLoop(rewriter, forOp, kernel, name, plan.tasks);
+  return success();
+}
+
+/// Linalg ops on memrefs directly in `fn` (not nested in another).
+SmallVector<linalg::LinalgOp> collectLinalgOps(func::FuncOp fn) {
+  SmallVector<linalg::LinalgOp> ops;
+  fn.walk([&](linalg::LinalgOp op) {
+    if (op.hasPureBufferSemantics() && !op->getParentOfType<linalg::LinalgOp>())
+      ops.push_back(op);
+  });
+  return ops;
+}
+
+struct CPUCodegenPass : public kiln::impl::KilnCPUCodegenBase<CPUCodegenPass> {
+  using KilnCPUCodegenBase::KilnCPUCodegenBase;
+
+  void runOnOperation() override {
+    ModuleOp module = getOperation();
+    MLIRContext *ctx = &getContext();
+    module->setAttr("kiln.cpu", StringAttr::get(ctx, cpu));
+    module->setAttr("kiln.cpu_features", StringAttr::get(ctx, features));
+    module->setAttr("kiln.cpu_requires", StringAttr::get(ctx, requires));
+    module->setAttr("kiln.cpu_vector_bits",
+                    IntegerAttr::get(IntegerType::get(ctx, 64), vectorBits));
+    IRRewriter rewriter(ctx);
+    SmallVector<func::FuncOp> kernels;
+    for (auto fn : module.getOps<func::FuncOp>())
+      if (fn->hasAttr("kiln.kernel") && !fn.isExternal())
+        kernels.push_back(fn);
+    for (func::FuncOp kernel : kernels) {
+      // Stencils first: their loops over the window come out of the op.
+      SmallVector<linalg::GenericOp> generics;
+      kernel.walk([&](linalg::GenericOp op) { generics.push_back(op); });
+      for (linalg::GenericOp op : generics)
+        if (op.hasPureBufferSemantics())
+          (void)decomposeStencil(rewriter, op);
+
+      // Tasks. Each split op's tile lands in its own outlined body.
+      SmallVector<func::FuncOp> bodies;
+      int64_t numParallel = 0;
+      if (parallel) {
+        for (linalg::LinalgOp op : collectLinalgOps(kernel)) {
+          std::optional<ParallelPlan> plan =
+              planParallel(op, minParallelWork, tasks, vectorBits);
+          if (!plan)
+            continue;
+          std::string name =
+              (kernel.getName() + "_p" + std::to_string(numParallel)).str();
+          if (succeeded(parallelize(rewriter, op, *plan, kernel, name)))
+            ++numParallel;
+        }
+        for (auto fn : module.getOps<func::FuncOp>())
+          if (fn->hasAttr("kiln.parallel_body") &&
+              fn.getName().starts_with((kernel.getName() + "_p").str()))
+            bodies.push_back(fn);
+      }
+
+      // Vectors.
+      int64_t bits = 0;
+      if (vectorize) {
+        SmallVector<func::FuncOp> fns = {kernel};
+        fns.append(bodies.begin(), bodies.end());
+        for (func::FuncOp fn : fns)
+          for (linalg::LinalgOp op : collectLinalgOps(fn))
+            bits = std::max(bits, vectorizeOp(rewriter, op, vectorBits));
+      }
+      kernel->setAttr("kiln.cpu_vector_bits",
+                      IntegerAttr::get(IntegerType::get(ctx, 64), bits));
+      kernel->setAttr("kiln.cpu_parallel",
+                      IntegerAttr::get(IntegerType::get(ctx, 64), numParallel));
+    }
+    if (vectorize && failed(lowerVectorOps(module)))
+      return signalPassFailure();
+  }
+};
+
+} // namespace

@@ -1,0 +1,55 @@
+//===- CPUCodegen.h - The pieces of kiln-cpu-codegen ------------*- C++ -*-===//
+#ifndef KILN_LIB_TARGET_CPU_CPUCODEGEN_H
+#define KILN_LIB_TARGET_CPU_CPUCODEGEN_H
+
+#include "mlir/Dialect/Func/IR/FuncOps.h"
+#include "mlir/Dialect/Linalg/IR/Linalg.h"
+#include "mlir/IR/PatternMatch.h"
+
+namespace mlir::kiln::cpu {
+
+/// The roles of a contraction's loops for the register tile: rows (`m`,
+/// indexing only the operand read a scalar at a time), the vector dim
+/// (`n`, innermost in the output and contiguous in the other operand, or
+/// for a dot product the reduction both read contiguously).
+struct ContractionRoles {
+  enum Kind { Broadcast, Dot } kind = Broadcast;
+  unsigned m = 0, n = 0;
+  /// Operand index (0 or 1) read as vectors along `n` (Broadcast) or
+  /// along the reduction (Dot).
+  unsigned vectorOperand = 1;
+  /// Dot: the reduction dim read contiguously.
+  unsigned k = 0;
+};
+
+/// The register tile of a contraction: rows × vectors of `lanes`.
+struct RegisterTile {
+  int64_t rows = 1, vectors = 1, lanes = 1;
+};
+
+/// Matches `out + a * b` (a, b maybe extended to the output type) with
+/// projected-permutation maps, static shapes, and operands whose dims the
+/// tile reads contiguously have unit stride.
+std::optional<ContractionRoles> matchContraction(linalg::LinalgOp op);
+RegisterTile chooseRegisterTile(linalg::LinalgOp op,
+                                const ContractionRoles &roles,
+                                int64_t vectorBits);
+
+/// Rewrites a stencil generic (an input indexed `a * d_p + b * d_r`, d_r a
+/// reduction) into loops over its d_r dims around a generic on shifted,
+/// strided views. Fails (leaving it) when it is not one.
+LogicalResult decomposeStencil(RewriterBase &rewriter, linalg::GenericOp op);
+
+/// Rewrites a static linalg op on memrefs into vector code of at most
+/// `vectorBits`-wide vectors. Returns the vector bits it used, 0 when it
+/// left the op for the loop lowering.
+int64_t vectorizeOp(RewriterBase &rewriter, linalg::LinalgOp op,
+                    int64_t vectorBits);
+
+/// Lowers the vector ops vectorizeOp leaves (transfers, masks,
+/// multi-reductions, contractions) to the forms the LLVM lowering takes.
+LogicalResult lowerVectorOps(Operation *root);
+
+} // namespace mlir::kiln::cpu
+
+#endif // KILN_LIB_TARGET_CPU_CPUCODEGEN_H

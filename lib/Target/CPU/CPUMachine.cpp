@@ -1,0 +1,71 @@
+//===- CPUMachine.cpp - The CPUs --target=cpu:<chip> names ----------------===//
+//
+// `host` asks LLVM for this machine's CPU and the features it reports (a
+// VM may hide some its CPU name implies); a named architecture takes LLVM's
+// feature set for that CPU. Either way the model records the features of
+// getCheckedCPUFeatures() its code may use, and the runtime refuses to run
+// it on a CPU without one of them (lib/Runtime/Model/CPUFeatures.c).
+//
+//===----------------------------------------------------------------------===//
+
+#include "kiln/Target/CPU/CPUTarget.h"
+
+#include "llvm/ADT/STLExtras.h"
+#include "llvm/ADT/StringMap.h"
+#include "llvm/TargetParser/Host.h"
+#include "llvm/TargetParser/Triple.h"
+#include "llvm/TargetParser/X86TargetParser.h"
+
+using namespace mlir;
+using namespace mlir::kiln;
+
+ArrayRef<StringRef> mlir::kiln::getCPUChips() {
+  static const StringRef kChips[] = {
+      "host",    "x86-64-v2",      "x86-64-v3",      "x86-64-v4",
+      "haswell", "skylake-avx512", "icelake-server", "sapphirerapids",
+      "znver3",  "znver4"};
+  return kChips;
+}
+
+ArrayRef<StringRef> mlir::kiln::getCheckedCPUFeatures() {
+  // Names shared by LLVM's x86 features and the runtime's cpuid check.
+  static const StringRef kFeatures[] = {
+      "sse4.2",     "popcnt",     "avx",        "avx2",     "fma",
+      "f16c",       "bmi",        "bmi2",       "lzcnt",    "movbe",
+      "avx512f",    "avx512bw",   "avx512dq",   "avx512vl", "avx512cd",
+      "avx512vnni", "avx512bf16", "avx512fp16", "avxvnni"};
+  return kFeatures;
+}
+
+CPUMachine mlir::kiln::getCPUMachine(StringRef chip) {
+  CPUMachine m;
+  llvm::Triple triple(llvm::sys::getDefaultTargetTriple());
+  llvm::StringMap<bool> enabled;
+  if (chip == "host" || chip.empty()) {
+    m.cpu = llvm::sys::getHostCPUName().str();
+    enabled = llvm::sys::getHostCPUFeatures();
+    std::string features;
+    for (const auto &f : enabled) {
+      if (!features.empty())
+        features += ",";
+      features += (f.second ? "+" : "-") + f.first().str();
+    }
+    m.features = features;
+  } else {
+    m.cpu = chip.str();
+    SmallVector<StringRef> names;
+    llvm::X86::getFeaturesForCPU(chip, names, /*NeedPlus=*/false);
+    for (StringRef n : names)
+      enabled[n] = true;
+  }
+  if (!triple.isX86())
+    return m;
+  auto has = [&](StringRef f) { return enabled.lookup(f); };
+  for (StringRef f : getCheckedCPUFeatures())
+    if (has(f))
+      m.requires_.push_back(f.str());
+  m.vectorBits = has("avx512f") ? 512 : has("avx") ? 256 : 128;
+  m.f16c = has("f16c");
+  m.bf16 = has("avx512bf16");
+  return m;
+}
