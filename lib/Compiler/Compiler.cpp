@@ -68,7 +68,7 @@ using namespace mlir;
 using namespace mlir::kiln;
 
 LogicalResult mlir::kiln::emitObjectFile(ModuleOp module, StringRef objPath,
-                                         int optLevel) {
+                                         int optLevel, bool assembly) {
   Location loc = module.getLoc();
   llvm::InitializeNativeTarget();
   llvm::InitializeNativeTargetAsmPrinter();
@@ -119,7 +119,8 @@ LogicalResult mlir::kiln::emitObjectFile(ModuleOp module, StringRef objPath,
                           << "': " << ec.message();
   llvm::legacy::PassManager codegen;
   if (tm->addPassesToEmitFile(codegen, os, nullptr,
-                              llvm::CodeGenFileType::ObjectFile))
+                              assembly ? llvm::CodeGenFileType::AssemblyFile
+                                       : llvm::CodeGenFileType::ObjectFile))
     return emitError(loc) << "the target cannot emit object files";
   codegen.run(*llvmModule);
   os.flush();

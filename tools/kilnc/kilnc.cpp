@@ -36,6 +36,11 @@ namespace cl = llvm::cl;
 
 static cl::opt<std::string> inputFile(cl::Positional, cl::desc("<model.onnx>"),
                                       cl::init(""));
+static cl::opt<bool> emitAssembly(
+    "S",
+    cl::desc("Write the host code's assembly to -o instead of linking "
+             "the shared library (CPU kernels' instructions)"),
+    cl::init(false));
 static cl::opt<std::string> outputFile("o", cl::desc("Output shared library"),
                                        cl::value_desc("model.so"));
 static cl::opt<std::string> target("target",
@@ -446,6 +451,14 @@ int main(int argc, char **argv) {
   // Without -o: run the stages (dumps, pipelines) without emitting code.
   if (outputFile.empty())
     return failed(kiln::lowerToLLVMDialect(*module, options)) || reportFailed;
+  if (emitAssembly) {
+    if (failed(kiln::lowerToLLVMDialect(*module, options)) ||
+        failed(kiln::emitObjectFile(*module, outputFile, /*optLevel=*/2,
+                                    /*assembly=*/true)))
+      return 1;
+    keepWeights = true;
+    return reportFailed ? 1 : 0;
+  }
   if (failed(kiln::compileToSharedLibrary(*module, outputFile, options)))
     return 1;
   keepWeights = true; // the model needs them

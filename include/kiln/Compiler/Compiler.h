@@ -130,9 +130,10 @@ LogicalResult buildStagePipeline(OpPassManager &pm, llvm::StringRef stage,
 LogicalResult lowerToLLVMDialect(ModuleOp module,
                                  const CompileOptions &options);
 
-/// Translates an LLVM-dialect module to a host object file at `objPath`.
+/// Translates an LLVM-dialect module to a host object file at `objPath`
+/// (its assembly with `assembly`).
 LogicalResult emitObjectFile(ModuleOp module, llvm::StringRef objPath,
-                             int optLevel);
+                             int optLevel, bool assembly = false);
 
 /// Links `objPath` with the runtime into the shared library `soPath`.
 LogicalResult linkSharedLibrary(MLIRContext *ctx, llvm::StringRef objPath,

@@ -5,11 +5,13 @@
  * the same names); model_create refuses, with an INCOMPATIBLE status naming
  * what is missing, to run it on a CPU (or an OS that does not save the
  * registers) without one of them. Read from cpuid and xgetbv here, not
- * from a compiler's builtins, whose tables differ between compilers.
+ * from a compiler's builtins, whose tables differ between compilers;
+ * KILN_CPU_DISABLE lists features to treat as absent.
  *===----------------------------------------------------------------------===*/
 #include "ModelRuntime.h"
 
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
 
 #if defined(__x86_64__) || defined(__i386__)
@@ -82,6 +84,25 @@ static int has_feature(const char *name, size_t len) {
 static int has_feature(const char *name, size_t len) { return -1; }
 #endif
 
+/* Whether `name` is listed in KILN_CPU_DISABLE (comma- or space-separated):
+ * features to treat as absent, to check a portable build on a machine that
+ * has more. */
+static int disabled(const char *name, size_t len) {
+  const char *list = getenv("KILN_CPU_DISABLE");
+  if (!list)
+    return 0;
+  for (const char *p = list; *p;) {
+    while (*p == ',' || *p == ' ')
+      ++p;
+    const char *begin = p;
+    while (*p && *p != ',' && *p != ' ')
+      ++p;
+    if ((size_t)(p - begin) == len && memcmp(begin, name, len) == 0)
+      return 1;
+  }
+  return 0;
+}
+
 kiln_status_t *kiln_rt_check_cpu_features(const kiln_model_impl *model) {
   const char *p = model->cpu_features;
   if (!p)
@@ -98,6 +119,8 @@ kiln_status_t *kiln_rt_check_cpu_features(const kiln_model_impl *model) {
     if (!len)
       continue;
     int has = has_feature(begin, len);
+    if (has > 0 && disabled(begin, len))
+      has = 0;
     if (has < 0)
       return kiln_rtc_make_status(
           KILN_STATUS_INCOMPATIBLE,

@@ -55,6 +55,9 @@ CPUMachine mlir::kiln::getCPUMachine(StringRef chip) {
     m.cpu = chip.str();
     SmallVector<StringRef> names;
     llvm::X86::getFeaturesForCPU(chip, names, /*NeedPlus=*/false);
+    // The list leaves out features its members imply (avx512bw: avx512f).
+    for (StringRef n : names)
+      llvm::X86::updateImpliedFeatures(n, /*Enabled=*/true, enabled);
     for (StringRef n : names)
       enabled[n] = true;
   }

@@ -137,6 +137,7 @@ public:
 
   void emit() {
     b.setInsertionPoint(op);
+    makeDenseView();
     // Loops over the parallel dims outside the tile.
     for (unsigned d = 0; d < ranges.size(); ++d) {
       if (iters[d] != utils::IteratorType::parallel || d == roles.m ||
@@ -189,11 +190,61 @@ private:
       body(indexConst(b, loc, full * block), extent % block);
   }
 
+  /// A vector operand read with a stride of 2 to 4 along `n` (a strided
+  /// convolution's input): the same memory as a view of unit stride, read
+  /// `stride` times as wide and deinterleaved (a shuffle) instead of one
+  /// scalar load per lane.
+  void makeDenseView() {
+    auto type = cast<MemRefType>(vecIn.getType());
+    int64_t stride = innermostStride(vecIn);
+    if (roles.kind != ContractionRoles::Broadcast || type.getRank() == 0 ||
+        ShapedType::isDynamic(stride) || stride < 2 || stride > 4 ||
+        !type.hasStaticShape())
+      return;
+    auto meta = memref::ExtractStridedMetadataOp::create(b, loc, vecIn);
+    SmallVector<int64_t> shape(type.getShape());
+    shape.back() = (shape.back() - 1) * stride + 1;
+    SmallVector<int64_t> strides(type.getRank(), ShapedType::kDynamic);
+    strides.back() = 1;
+    auto layout =
+        StridedLayoutAttr::get(b.getContext(), ShapedType::kDynamic, strides);
+    auto denseType = MemRefType::get(shape, type.getElementType(), layout);
+    SmallVector<OpFoldResult> sizes, strideValues;
+    for (int64_t d : shape)
+      sizes.push_back(b.getIndexAttr(d));
+    for (Value v : meta.getStrides().drop_back())
+      strideValues.push_back(v);
+    strideValues.push_back(b.getIndexAttr(1));
+    dense = memref::ReinterpretCastOp::create(
+        b, loc, denseType, meta.getBaseBuffer(), OpFoldResult(meta.getOffset()),
+        sizes, strideValues);
+    denseStride = stride;
+  }
+
   Value readVector(Value memref, AffineMap map, VectorType type,
                    bool inBounds) {
     Value pad = arith::ConstantOp::create(b, loc, type.getElementType(),
                                           b.getZeroAttr(type.getElementType()));
     SmallVector<Value> idx = indicesOf(map, dimValues);
+    if (memref == vecIn && dense) {
+      idx.back() = arith::MulIOp::create(b, loc, idx.back(),
+                                         indexConst(b, loc, denseStride));
+      auto wide =
+          VectorType::get({tile.lanes * denseStride}, type.getElementType());
+      AffineMap minor = AffineMap::get(
+          map.getNumResults(), 0,
+          {getAffineDimExpr(map.getNumResults() - 1, b.getContext())},
+          b.getContext());
+      Value w = vector::TransferReadOp::create(b, loc, wide, dense, idx, pad,
+                                               minor, ArrayRef<bool>{inBounds});
+      SmallVector<int64_t> lanes;
+      for (int64_t i = 0; i < tile.lanes; ++i)
+        lanes.push_back(i * denseStride);
+      Value v = vector::ShuffleOp::create(b, loc, w, w, lanes);
+      if (type.getElementType() != accType)
+        v = arith::ExtFOp::create(b, loc, accVector, v);
+      return v;
+    }
     AffineMap perm = AffineMap::get(
         map.getNumResults(), 0,
         {getAffineDimExpr(map.getNumResults() - 1, b.getContext())},
@@ -367,6 +418,9 @@ private:
   Type accType;
   VectorType accVector;
   SmallVector<Value> dimValues;
+  /// The unit-stride view of a strided vector operand (makeDenseView).
+  Value dense;
+  int64_t denseStride = 1;
 };
 
 int64_t elementBits(Type t) { return t.getIntOrFloatBitWidth(); }
@@ -437,6 +491,65 @@ int64_t vectorizeRows(RewriterBase &b, linalg::GenericOp op,
     return 0; // the tiled op stays, for the loop lowering
   b.eraseOp(tiledOp);
   return std::min(tileSize, lanes) * bits;
+}
+
+/// Folds runs of adjacent loop dims of one kind that every operand reads
+/// adjacently and contiguously (a 1x1 convolution's rows and columns, an
+/// elementwise op's trailing dims) into one, so vectors run along all of
+/// them. Returns the op to vectorize (`op` when nothing folds).
+linalg::GenericOp collapseContiguousDims(RewriterBase &b,
+                                         linalg::GenericOp op) {
+  if (!cast<linalg::LinalgOp>(op.getOperation())
+           .hasOnlyProjectedPermutations() ||
+      op.hasIndexSemantics())
+    return op;
+  SmallVector<int64_t> ranges = op.getStaticLoopRanges();
+  SmallVector<utils::IteratorType> iters = op.getIteratorTypesArray();
+  SmallVector<AffineMap> maps = op.getIndexingMapsArray();
+  auto canFold = [&](unsigned d) {
+    if (iters[d] != iters[d + 1])
+      return false;
+    for (OpOperand &operand : op->getOpOperands()) {
+      AffineMap map = maps[operand.getOperandNumber()];
+      std::optional<unsigned> p1 = map.getResultPosition(
+                                  getAffineDimExpr(d, op.getContext())),
+                              p2 = map.getResultPosition(
+                                  getAffineDimExpr(d + 1, op.getContext()));
+      if (!p1 && !p2)
+        continue;
+      if (!p1 || !p2 || *p2 != *p1 + 1)
+        return false;
+      auto type = dyn_cast<MemRefType>(operand.get().getType());
+      if (!type)
+        return false;
+      SmallVector<int64_t> strides;
+      int64_t offset;
+      if (failed(type.getStridesAndOffset(strides, offset)) ||
+          ShapedType::isDynamic(strides[*p1]) ||
+          ShapedType::isDynamic(strides[*p2]) || type.isDynamicDim(*p2) ||
+          strides[*p1] != type.getDimSize(*p2) * strides[*p2])
+        return false;
+    }
+    return true;
+  };
+  SmallVector<ReassociationIndices> groups;
+  for (unsigned d = 0; d + 1 < ranges.size(); ++d) {
+    if (!canFold(d))
+      continue;
+    if (!groups.empty() && groups.back().back() == (int64_t)d)
+      groups.back().push_back(d + 1);
+    else
+      groups.push_back({(int64_t)d, (int64_t)d + 1});
+  }
+  if (groups.empty() || !linalg::areDimSequencesPreserved(maps, groups))
+    return op;
+  b.setInsertionPoint(op);
+  FailureOr<linalg::CollapseResult> collapsed =
+      linalg::collapseOpIterationDims(op, groups, b);
+  if (failed(collapsed))
+    return op;
+  b.eraseOp(op);
+  return cast<linalg::GenericOp>(collapsed->collapsedOp.getOperation());
 }
 
 } // namespace
@@ -543,12 +656,20 @@ int64_t mlir::kiln::cpu::vectorizeOp(RewriterBase &rewriter,
     return tile.lanes * elementBits(acc);
   }
   auto generic = dyn_cast<linalg::GenericOp>(op.getOperation());
-  if (!generic) {
+  if (generic) {
+    generic = collapseContiguousDims(rewriter, generic);
+    if (std::optional<ContractionRoles> roles = matchContraction(generic)) {
+      RegisterTile tile = chooseRegisterTile(generic, *roles, vectorBits);
+      Type acc = getElementTypeOrSelf(generic.getDpsInits()[0].getType());
+      ContractionEmitter(rewriter, generic, *roles, tile).emit();
+      return tile.lanes * elementBits(acc);
+    }
+  } else {
     rewriter.setInsertionPoint(op);
     FailureOr<linalg::GenericOp> g = linalg::generalizeNamedOp(rewriter, op);
     if (failed(g))
       return 0;
-    generic = *g;
+    generic = collapseContiguousDims(rewriter, *g);
     // A generalized contraction may match now (named matmuls).
     if (std::optional<ContractionRoles> roles = matchContraction(generic)) {
       RegisterTile tile = chooseRegisterTile(generic, *roles, vectorBits);
