@@ -73,23 +73,51 @@ std::optional<ParallelPlan> planParallel(linalg::LinalgOp op, int64_t minWork,
       granule[roles->n] = t.vectors * t.lanes;
   }
   SmallVector<utils::IteratorType> iters = op.getIteratorTypesArray();
-  std::optional<ParallelPlan> best;
+  // Every task reads all of each operand that does not depend on the
+  // split dim (a matmul split along its rows reads all of B per task): the
+  // split re-reading the fewest bytes wins among those giving enough tasks.
+  SmallVector<AffineMap> maps = op.getIndexingMapsArray();
+  auto rereadBytes = [&](unsigned d) {
+    int64_t bytes = 0;
+    for (OpOperand &operand : op->getOpOperands()) {
+      auto type = dyn_cast<MemRefType>(operand.get().getType());
+      if (!type || !type.hasStaticShape() ||
+          maps[operand.getOperandNumber()].isFunctionOfDim(d))
+        continue;
+      bytes += type.getNumElements() *
+               std::max<int64_t>(type.getElementTypeBitWidth() / 8, 1);
+    }
+    return bytes;
+  };
+  SmallVector<ParallelPlan> plans;
   for (unsigned d = 0; d < ranges.size(); ++d) {
     if (iters[d] != utils::IteratorType::parallel || ranges[d] < 2)
-      continue;
-    // The vector dim of an op vectorized along its innermost dim is split
-    // only when nothing else is.
-    if (!roles && d + 1 == ranges.size() && best)
       continue;
     int64_t tile = chooseTile(ranges[d], granule[d], maxTasks);
     if (!tile || ranges[d] / tile < 2)
       continue;
-    ParallelPlan plan{d, tile, ranges[d] / tile};
-    if (!best || plan.tasks > best->tasks)
-      best = plan;
-    // The outermost dim with enough tasks wins.
-    if (best->tasks * 2 > maxTasks)
-      break;
+    plans.push_back(ParallelPlan{d, tile, ranges[d] / tile});
+  }
+  if (plans.empty())
+    return std::nullopt;
+  int64_t mostTasks = 0;
+  for (const ParallelPlan &p : plans)
+    mostTasks = std::max(mostTasks, p.tasks);
+  int64_t enough = std::min<int64_t>(mostTasks, std::min<int64_t>(maxTasks, 8));
+  std::optional<ParallelPlan> best;
+  int64_t bestCost = 0;
+  for (const ParallelPlan &p : plans) {
+    if (p.tasks < enough)
+      continue;
+    // An op vectorized along its innermost dim keeps that dim whole when
+    // it can.
+    int64_t cost = p.tasks * rereadBytes(p.dim) +
+                   (!roles && p.dim + 1 == ranges.size() ? 1 : 0);
+    if (!best || cost < bestCost ||
+        (cost == bestCost && p.tasks > best->tasks)) {
+      best = p;
+      bestCost = cost;
+    }
   }
   return best;
 }

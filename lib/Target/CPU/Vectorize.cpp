@@ -22,6 +22,8 @@
 #include "mlir/Conversion/VectorToSCF/VectorToSCF.h"
 #include "mlir/Dialect/Arith/IR/Arith.h"
 #include "mlir/Dialect/Linalg/Transforms/Transforms.h"
+#include "mlir/Dialect/Math/IR/Math.h"
+#include "mlir/Dialect/Math/Transforms/Passes.h"
 #include "mlir/Dialect/MemRef/IR/MemRef.h"
 #include "mlir/Dialect/SCF/IR/SCF.h"
 #include "mlir/Dialect/Vector/IR/VectorOps.h"
@@ -153,13 +155,40 @@ public:
       b.setInsertionPointToStart(loop.getBody());
       dimValues[d] = loop.getInductionVar();
     }
-    if (roles.kind == ContractionRoles::Broadcast)
-      forBlocks(roles.n, tile.vectors * tile.lanes, [&](Value n0, int64_t n) {
-        forBlocks(roles.m, tile.rows, [&](Value m0, int64_t rows) {
-          emitBroadcastTile(m0, rows, n0, n);
+    if (roles.kind == ContractionRoles::Broadcast) {
+      auto tiles = [&] {
+        forBlocks(roles.n, tile.vectors * tile.lanes, [&](Value n0, int64_t n) {
+          forBlocks(roles.m, tile.rows, [&](Value m0, int64_t rows) {
+            emitBroadcastTile(m0, rows, n0, n);
+          });
         });
-      });
-    else
+      };
+      // One long reduction in blocks of kBlock: the vector operand's panel
+      // of a block (kBlock x the tile's columns) stays in L1 across the
+      // row tiles, the accumulators are reloaded once per block.
+      SmallVector<unsigned> red = reductions();
+      if (red.size() == 1 && ranges[red[0]] > 2 * kBlock) {
+        unsigned k = red[0];
+        int64_t full = ranges[k] / kBlock * kBlock;
+        {
+          OpBuilder::InsertionGuard guard(b);
+          auto loop = scf::ForOp::create(b, loc, indexConst(b, loc, 0),
+                                         indexConst(b, loc, full),
+                                         indexConst(b, loc, kBlock));
+          b.setInsertionPointToStart(loop.getBody());
+          kBlockStart = loop.getInductionVar();
+          kBlockSize = kBlock;
+          tiles();
+        }
+        if (full < ranges[k]) {
+          kBlockStart = indexConst(b, loc, full);
+          kBlockSize = ranges[k] - full;
+          tiles();
+        }
+      } else {
+        tiles();
+      }
+    } else
       forBlocks(roles.m, tile.rows, [&](Value m0, int64_t rows) {
         forBlocks(roles.n, tile.vectors, [&](Value n0, int64_t cols) {
           emitDotTile(m0, rows, n0, cols);
@@ -298,9 +327,14 @@ private:
       dimValues[d] = indexConst(b, loc, 0);
       return reductionLoops(dims.drop_front(), acc, step);
     }
+    // The blocked reduction runs over its current block only.
+    bool blocked = kBlockStart && dims.size() == 1 &&
+                   roles.kind == ContractionRoles::Broadcast;
+    Value lb = blocked ? kBlockStart : indexConst(b, loc, 0);
+    Value ub = blocked ? addIndex(b, loc, kBlockStart, kBlockSize)
+                       : indexConst(b, loc, ranges[d]);
     auto loop = scf::ForOp::create(
-        b, loc, indexConst(b, loc, 0), indexConst(b, loc, ranges[d]),
-        indexConst(b, loc, 1), acc,
+        b, loc, lb, ub, indexConst(b, loc, 1), acc,
         [&](OpBuilder &, Location, Value iv, ValueRange args) {
           dimValues[d] = iv;
           SmallVector<Value> next =
@@ -418,6 +452,10 @@ private:
   Type accType;
   VectorType accVector;
   SmallVector<Value> dimValues;
+  /// The reduction block the tiles run over (Broadcast, one reduction).
+  static constexpr int64_t kBlock = 256;
+  Value kBlockStart;
+  int64_t kBlockSize = 0;
   /// The unit-stride view of a strided vector operand (makeDenseView).
   Value dense;
   int64_t denseStride = 1;
@@ -725,6 +763,41 @@ LogicalResult mlir::kiln::cpu::lowerVectorOps(Operation *root) {
         vector::populateVectorStepLoweringPatterns(p);
       },
   };
+  // Vector math as polynomials (libm would take it one lane at a time);
+  // scalar math stays with libm.
+  {
+    RewritePatternSet patterns(ctx);
+    populateMathPolynomialApproximationPatterns(patterns, [](StringRef name) {
+      name.consume_front("math.");
+      return llvm::is_contained(
+          {"erf", "exp", "expm1", "log", "log1p", "log2", "tanh"}, name);
+    });
+    SmallVector<Operation *> ops;
+    root->walk([&](Operation *op) {
+      if (op->getDialect() && op->getDialect()->getNamespace() == "math" &&
+          op->getNumResults() == 1 && isa<VectorType>(op->getResultTypes()[0]))
+        ops.push_back(op);
+    });
+    GreedyRewriteConfig config;
+    config.setStrictness(GreedyRewriteStrictness::ExistingAndNewOps);
+    if (failed(applyOpPatternsGreedily(ops, std::move(patterns), config)))
+      return root->emitError("kiln-cpu-codegen: vector math did not converge");
+  }
+  // The approximations' math.fma on vectors is vector.fma (math-to-libm
+  // would call fmaf per lane).
+  {
+    SmallVector<math::FmaOp> fmas;
+    root->walk([&](math::FmaOp op) {
+      if (isa<VectorType>(op.getType()))
+        fmas.push_back(op);
+    });
+    IRRewriter rewriter(ctx);
+    for (math::FmaOp op : fmas) {
+      rewriter.setInsertionPoint(op);
+      rewriter.replaceOpWithNewOp<vector::FMAOp>(op, op.getA(), op.getB(),
+                                                 op.getC());
+    }
+  }
   for (auto &stage : stages) {
     RewritePatternSet patterns(ctx);
     stage(patterns);
