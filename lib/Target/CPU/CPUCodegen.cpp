@@ -236,7 +236,9 @@ struct CPUCodegenPass : public kiln::impl::KilnCPUCodegenBase<CPUCodegenPass> {
       kernel.walk([&](linalg::GenericOp op) { generics.push_back(op); });
       for (linalg::GenericOp op : generics)
         if (op.hasPureBufferSemantics())
-          (void)decomposeStencil(rewriter, op);
+          (void)decomposeStencil(
+              rewriter, op,
+              /*onlyUnitWindows=*/matchContraction(op).has_value());
 
       // Tasks. Each split op's tile lands in its own outlined body.
       SmallVector<func::FuncOp> bodies;

@@ -20,6 +20,10 @@ struct ContractionRoles {
   unsigned vectorOperand = 1;
   /// Dot: the reduction dim read contiguously.
   unsigned k = 0;
+  /// Broadcast: the coefficient of `n` in the vector operand's innermost
+  /// index (a convolution's stride when it reads `a * n + b * kw`).
+  int64_t vectorStride = 1;
+  bool stencil = false;
 };
 
 /// The register tile of a contraction: rows × vectors of `lanes`.
@@ -35,10 +39,21 @@ RegisterTile chooseRegisterTile(linalg::LinalgOp op,
                                 const ContractionRoles &roles,
                                 int64_t vectorBits);
 
+/// `a * d_p + b * d_r` of a map result: d_p parallel, d_r a reduction.
+struct StencilTerm {
+  unsigned p, r;
+  int64_t a, b;
+};
+std::optional<StencilTerm>
+matchStencilTerm(AffineExpr e, ArrayRef<utils::IteratorType> iters);
+
 /// Rewrites a stencil generic (an input indexed `a * d_p + b * d_r`, d_r a
 /// reduction) into loops over its d_r dims around a generic on shifted,
-/// strided views. Fails (leaving it) when it is not one.
-LogicalResult decomposeStencil(RewriterBase &rewriter, linalg::GenericOp op);
+/// strided views. Fails (leaving it) when it is not one, or with
+/// `onlyUnitWindows` when a d_r has more than one value (a contraction's
+/// register tile then keeps the whole window in registers instead).
+LogicalResult decomposeStencil(RewriterBase &rewriter, linalg::GenericOp op,
+                               bool onlyUnitWindows = false);
 
 /// Rewrites a static linalg op on memrefs into vector code of at most
 /// `vectorBits`-wide vectors. Returns the vector bits it used, 0 when it

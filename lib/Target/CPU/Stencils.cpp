@@ -21,12 +21,6 @@ using namespace mlir;
 using namespace mlir::kiln;
 
 namespace {
-/// `a * d_p + b * d_r` of a map result.
-struct StencilTerm {
-  unsigned p, r;
-  int64_t a, b;
-};
-
 /// `coeff * dim` (a bare dim has coeff 1).
 std::optional<std::pair<unsigned, int64_t>> matchScaledDim(AffineExpr e) {
   if (auto d = dyn_cast<AffineDimExpr>(e))
@@ -41,8 +35,11 @@ std::optional<std::pair<unsigned, int64_t>> matchScaledDim(AffineExpr e) {
   return std::make_pair(d.getPosition(), c.getValue());
 }
 
-std::optional<StencilTerm>
-matchStencilTerm(AffineExpr e, ArrayRef<utils::IteratorType> iters) {
+} // namespace
+
+std::optional<cpu::StencilTerm>
+mlir::kiln::cpu::matchStencilTerm(AffineExpr e,
+                                  ArrayRef<utils::IteratorType> iters) {
   auto bin = dyn_cast<AffineBinaryOpExpr>(e);
   if (!bin || bin.getKind() != AffineExprKind::Add)
     return std::nullopt;
@@ -56,10 +53,10 @@ matchStencilTerm(AffineExpr e, ArrayRef<utils::IteratorType> iters) {
     return std::nullopt;
   return StencilTerm{l->first, r->first, l->second, r->second};
 }
-} // namespace
 
 LogicalResult mlir::kiln::cpu::decomposeStencil(RewriterBase &rewriter,
-                                                linalg::GenericOp op) {
+                                                linalg::GenericOp op,
+                                                bool onlyUnitWindows) {
   if (!op.hasPureBufferSemantics() || op.hasIndexSemantics() ||
       op.getNumDpsInits() != 1)
     return failure();
@@ -73,13 +70,15 @@ LogicalResult mlir::kiln::cpu::decomposeStencil(RewriterBase &rewriter,
     for (AffineExpr e : map.getResults()) {
       if (isa<AffineDimExpr>(e))
         continue;
-      std::optional<StencilTerm> t = matchStencilTerm(e, iters);
+      std::optional<cpu::StencilTerm> t = matchStencilTerm(e, iters);
       if (!t || op.isDpsInit(&operand))
         return failure();
       window.insert(t->r);
     }
   }
-  if (window.empty())
+  if (window.empty() ||
+      (onlyUnitWindows &&
+       llvm::any_of(window, [&](unsigned r) { return ranges[r] != 1; })))
     return failure();
 
   Location loc = op.getLoc();
@@ -131,7 +130,7 @@ LogicalResult mlir::kiln::cpu::decomposeStencil(RewriterBase &rewriter,
         results.push_back(newDim(pos));
         continue;
       }
-      StencilTerm t = *matchStencilTerm(e, iters);
+      cpu::StencilTerm t = *matchStencilTerm(e, iters);
       Value offset = ivs[t.r];
       if (t.b != 1)
         offset = arith::MulIOp::create(

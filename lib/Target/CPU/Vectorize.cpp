@@ -89,6 +89,15 @@ SmallVector<unsigned> mapDims(AffineMap map) {
   return dims;
 }
 
+/// Every dim a map's results use.
+SmallVector<unsigned> usedDims(AffineMap map) {
+  SmallVector<unsigned> dims;
+  for (unsigned d = 0; d < map.getNumDims(); ++d)
+    if (map.isFunctionOfDim(d))
+      dims.push_back(d);
+  return dims;
+}
+
 int64_t innermostStride(Value memref) {
   auto type = cast<MemRefType>(memref.getType());
   if (type.getRank() == 0)
@@ -110,11 +119,28 @@ Value addIndex(OpBuilder &b, Location loc, Value base, int64_t v) {
   return arith::AddIOp::create(b, loc, base, indexConst(b, loc, v));
 }
 
-/// The operand's indices for the current value of every loop dim.
-SmallVector<Value> indicesOf(AffineMap map, ArrayRef<Value> dimValues) {
+/// The operand's indices for the current value of every loop dim (results
+/// are dims or `a * d + b * e`).
+SmallVector<Value> indicesOf(OpBuilder &b, Location loc, AffineMap map,
+                             ArrayRef<Value> dimValues) {
   SmallVector<Value> idx;
-  for (unsigned d : mapDims(map))
-    idx.push_back(dimValues[d]);
+  auto scaled = [&](AffineExpr e) -> Value {
+    if (auto d = dyn_cast<AffineDimExpr>(e))
+      return dimValues[d.getPosition()];
+    auto mul = cast<AffineBinaryOpExpr>(e);
+    Value v = dimValues[cast<AffineDimExpr>(mul.getLHS()).getPosition()];
+    int64_t c = cast<AffineConstantExpr>(mul.getRHS()).getValue();
+    return arith::MulIOp::create(b, loc, v, indexConst(b, loc, c));
+  };
+  for (AffineExpr e : map.getResults()) {
+    if (isa<AffineDimExpr>(e)) {
+      idx.push_back(scaled(e));
+      continue;
+    }
+    auto add = cast<AffineBinaryOpExpr>(e);
+    idx.push_back(arith::AddIOp::create(b, loc, scaled(add.getLHS()),
+                                        scaled(add.getRHS())));
+  }
   return idx;
 }
 
@@ -254,7 +280,29 @@ private:
                    bool inBounds) {
     Value pad = arith::ConstantOp::create(b, loc, type.getElementType(),
                                           b.getZeroAttr(type.getElementType()));
-    SmallVector<Value> idx = indicesOf(map, dimValues);
+    SmallVector<Value> idx = indicesOf(b, loc, map, dimValues);
+    if (memref == vecIn && roles.stencil) {
+      // `a * n + b * r` along the row: lanes * a elements from the first
+      // lane's, every a-th kept; bounds checked (the window's last tile
+      // may reach past the row).
+      int64_t a = roles.vectorStride;
+      auto wide = VectorType::get({tile.lanes * a}, type.getElementType());
+      AffineMap minor = AffineMap::get(
+          map.getNumResults(), 0,
+          {getAffineDimExpr(map.getNumResults() - 1, b.getContext())},
+          b.getContext());
+      Value v = vector::TransferReadOp::create(b, loc, wide, memref, idx, pad,
+                                               minor, ArrayRef<bool>{false});
+      if (a > 1) {
+        SmallVector<int64_t> lanes;
+        for (int64_t i = 0; i < tile.lanes; ++i)
+          lanes.push_back(i * a);
+        v = vector::ShuffleOp::create(b, loc, v, v, lanes);
+      }
+      if (type.getElementType() != accType)
+        v = arith::ExtFOp::create(b, loc, accVector, v);
+      return v;
+    }
     if (memref == vecIn && dense) {
       idx.back() = arith::MulIOp::create(b, loc, idx.back(),
                                          indexConst(b, loc, denseStride));
@@ -286,7 +334,7 @@ private:
   }
 
   void writeVector(Value v, bool inBounds) {
-    SmallVector<Value> idx = indicesOf(outMap, dimValues);
+    SmallVector<Value> idx = indicesOf(b, loc, outMap, dimValues);
     AffineMap perm = AffineMap::get(
         outMap.getNumResults(), 0,
         {getAffineDimExpr(outMap.getNumResults() - 1, b.getContext())},
@@ -296,7 +344,8 @@ private:
   }
 
   Value readScalar(Value memref, AffineMap map) {
-    Value s = memref::LoadOp::create(b, loc, memref, indicesOf(map, dimValues));
+    Value s = memref::LoadOp::create(b, loc, memref,
+                                     indicesOf(b, loc, map, dimValues));
     if (s.getType() != accType)
       s = arith::ExtFOp::create(b, loc, accType, s);
     return s;
@@ -433,7 +482,7 @@ private:
         dimValues[roles.n] = addIndex(b, loc, n0, j);
         Value sum = vector::ReductionOp::create(
             b, loc, vector::CombiningKind::ADD, result[i * cols + j]);
-        SmallVector<Value> idx = indicesOf(outMap, dimValues);
+        SmallVector<Value> idx = indicesOf(b, loc, outMap, dimValues);
         Value old = memref::LoadOp::create(b, loc, out, idx);
         Value updated = arith::AddFOp::create(b, loc, old, sum);
         memref::StoreOp::create(b, loc, updated, out, idx);
@@ -590,13 +639,81 @@ linalg::GenericOp collapseContiguousDims(RewriterBase &b,
   return cast<linalg::GenericOp>(collapsed->collapsedOp.getOperation());
 }
 
+/// A 1-D read along a dim of stride 2 to 4 (a pool's or strided
+/// convolution's window): the same memory as a unit-stride view, read
+/// `stride` times as wide (bounds checked) and deinterleaved by a shuffle,
+/// instead of one scalar load per lane.
+struct StridedReadAsShuffle : public OpRewritePattern<vector::TransferReadOp> {
+  using OpRewritePattern::OpRewritePattern;
+  LogicalResult matchAndRewrite(vector::TransferReadOp op,
+                                PatternRewriter &rewriter) const override {
+    auto type = dyn_cast<MemRefType>(op.getBase().getType());
+    VectorType vt = op.getVectorType();
+    if (!type || type.getRank() == 0 || vt.getRank() != 1 || op.getMask() ||
+        !type.hasStaticShape() || !op.getPermutationMap().isMinorIdentity() ||
+        vt.isScalable())
+      return failure();
+    int64_t stride = innermostStride(op.getBase());
+    if (ShapedType::isDynamic(stride) || stride < 2 || stride > 4)
+      return failure();
+    Location loc = op.getLoc();
+    auto meta =
+        memref::ExtractStridedMetadataOp::create(rewriter, loc, op.getBase());
+    SmallVector<int64_t> shape(type.getShape());
+    shape.back() = (shape.back() - 1) * stride + 1;
+    SmallVector<int64_t> strides(type.getRank(), ShapedType::kDynamic);
+    strides.back() = 1;
+    auto denseType = MemRefType::get(
+        shape, type.getElementType(),
+        StridedLayoutAttr::get(getContext(), ShapedType::kDynamic, strides));
+    SmallVector<OpFoldResult> sizes, strideValues;
+    for (int64_t d : shape)
+      sizes.push_back(rewriter.getIndexAttr(d));
+    for (Value v : meta.getStrides().drop_back())
+      strideValues.push_back(v);
+    strideValues.push_back(rewriter.getIndexAttr(1));
+    Value dense = memref::ReinterpretCastOp::create(
+        rewriter, loc, denseType, meta.getBaseBuffer(),
+        OpFoldResult(meta.getOffset()), sizes, strideValues);
+    SmallVector<Value> idx(op.getIndices());
+    idx.back() = arith::MulIOp::create(rewriter, loc, idx.back(),
+                                       indexConst(rewriter, loc, stride));
+    auto wide =
+        VectorType::get({vt.getDimSize(0) * stride}, vt.getElementType());
+    AffineMap minor =
+        AffineMap::getMinorIdentityMap(type.getRank(), 1, getContext());
+    Value w = vector::TransferReadOp::create(rewriter, loc, wide, dense, idx,
+                                             op.getPadding(), minor,
+                                             ArrayRef<bool>{false});
+    SmallVector<int64_t> lanes;
+    for (int64_t i = 0; i < vt.getDimSize(0); ++i)
+      lanes.push_back(i * stride);
+    rewriter.replaceOpWithNewOp<vector::ShuffleOp>(op, w, w, lanes);
+    return success();
+  }
+};
+
 } // namespace
 
 std::optional<ContractionRoles>
 mlir::kiln::cpu::matchContraction(linalg::LinalgOp op) {
   if (!op.hasPureBufferSemantics() || op.getNumDpsInputs() != 2 ||
-      op.getNumDpsInits() != 1 || op.hasIndexSemantics() ||
-      !op.hasOnlyProjectedPermutations())
+      op.getNumDpsInits() != 1 || op.hasIndexSemantics())
+    return std::nullopt;
+  // Inputs read at dims or stencil terms (`a * d_p + b * d_r`), the output
+  // at dims.
+  SmallVector<utils::IteratorType> iters = op.getIteratorTypesArray();
+  bool stencil = false;
+  for (OpOperand *in : op.getDpsInputOperands())
+    for (AffineExpr e : op.getMatchingIndexingMap(in).getResults()) {
+      if (isa<AffineDimExpr>(e))
+        continue;
+      if (!matchStencilTerm(e, iters))
+        return std::nullopt;
+      stencil = true;
+    }
+  if (!op.getMatchingIndexingMap(op.getDpsInitOperand(0))
+           .isProjectedPermutation())
     return std::nullopt;
   SmallVector<int64_t> ranges = op.getStaticLoopRanges();
   if (llvm::any_of(ranges, ShapedType::isDynamic) ||
@@ -612,7 +729,7 @@ mlir::kiln::cpu::matchContraction(linalg::LinalgOp op) {
   SmallVector<unsigned> outDims = mapDims(maps[2]);
   if (outDims.empty() || innermostStride(op.getDpsInits()[0]) != 1)
     return std::nullopt;
-  SmallVector<unsigned> in[2] = {mapDims(maps[0]), mapDims(maps[1])};
+  SmallVector<unsigned> in[2] = {usedDims(maps[0]), usedDims(maps[1])};
   auto uses = [&](unsigned operand, unsigned d) {
     return llvm::is_contained(in[operand], d);
   };
@@ -627,22 +744,45 @@ mlir::kiln::cpu::matchContraction(linalg::LinalgOp op) {
   };
   unsigned n = outDims.back();
   for (unsigned v = 0; v < 2; ++v) {
-    if (in[v].empty() || in[v].back() != n || uses(1 - v, n))
+    AffineMap map = maps[v];
+    if (map.getNumResults() == 0 || uses(1 - v, n))
       continue;
+    // The vector operand's innermost index: n, or a stencil term along n
+    // (unit stride in memory, at most 4 apart).
+    AffineExpr last = map.getResults().back();
+    int64_t stride = 1;
+    if (auto d = dyn_cast<AffineDimExpr>(last)) {
+      if (d.getPosition() != n)
+        continue;
+    } else {
+      std::optional<StencilTerm> t = matchStencilTerm(last, iters);
+      if (!t || t->p != n || t->a > 4 ||
+          innermostStride(op.getDpsInputs()[v]) != 1)
+        continue;
+      stride = t->a;
+    }
     std::optional<unsigned> m = rowDim(1 - v);
     if (!m)
+      continue;
+    // The row operand is read at dims (a weight).
+    if (!maps[1 - v].isProjectedPermutation())
       continue;
     ContractionRoles roles;
     roles.kind = ContractionRoles::Broadcast;
     roles.m = *m;
     roles.n = n;
     roles.vectorOperand = v;
+    roles.vectorStride = stride;
+    roles.stencil = stencil;
     return roles;
   }
   // Dot: both innermost along one reduction, contiguous.
-  if (in[0].empty() || in[1].empty() || in[0].back() != in[1].back())
+  if (stencil)
     return std::nullopt;
-  unsigned k = in[0].back();
+  SmallVector<unsigned> dims[2] = {mapDims(maps[0]), mapDims(maps[1])};
+  if (dims[0].empty() || dims[1].empty() || dims[0].back() != dims[1].back())
+    return std::nullopt;
+  unsigned k = dims[0].back();
   if (op.getIteratorTypesArray()[k] != utils::IteratorType::reduction ||
       innermostStride(op.getDpsInputs()[0]) != 1 ||
       innermostStride(op.getDpsInputs()[1]) != 1)
@@ -741,6 +881,7 @@ LogicalResult mlir::kiln::cpu::lowerVectorOps(Operation *root) {
         vector::populateVectorTransferDropUnitDimsPatterns(p);
         vector::populateVectorShapeCastLoweringPatterns(p);
       },
+      [](RewritePatternSet &p) { p.add<StridedReadAsShuffle>(p.getContext()); },
       [](RewritePatternSet &p) {
         vector::populateVectorMaskMaterializationPatterns(
             p, /*force32BitVectorIndices=*/false);

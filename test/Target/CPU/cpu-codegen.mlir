@@ -34,11 +34,15 @@ func.func private @matmul(%a: memref<64x32xf32>, %b: memref<32x64xf32>,
   return
 }
 
-// A 3x3 convolution of stride 2: a loop over the window around a
-// contraction whose input is read 2 vectors wide and deinterleaved.
+// A 3x3 convolution of stride 2: one register tile over the whole window
+// (c, kh, kw carried in registers); each input row read 2 vectors wide,
+// bounds checked, and deinterleaved.
 // CHECK-LABEL: func.func private @conv_p0(
-// CHECK: memref.reinterpret_cast
-// CHECK: vector.shuffle %{{.*}}, %{{.*}} [0, 2, 4, 6, 8, 10, 12, 14, 16, 18, 20, 22, 24, 26, 28, 30] : vector<32xf32>, vector<32xf32>
+// CHECK: scf.for {{.*}} iter_args(
+// CHECK: scf.for {{.*}} iter_args(
+// CHECK: scf.for {{.*}} iter_args(
+// CHECK: vector.maskedload {{.*}} vector<32xi1>, vector<32xf32> into vector<32xf32>
+// CHECK-NEXT: vector.shuffle %{{.*}}, %{{.*}} [0, 2, 4, 6, 8, 10, 12, 14, 16, 18, 20, 22, 24, 26, 28, 30] : vector<32xf32>, vector<32xf32>
 // CHECK: vector.fma
 // CHECK-LABEL: func.func private @conv(
 // CHECK-SAME: kiln.cpu_parallel = 1 : i64, kiln.cpu_vector_bits = 512 : i64
@@ -56,6 +60,31 @@ func.func private @conv(%x: memref<1x8x33x33xf32>, %w: memref<32x8x3x3xf32>,
     %m = arith.mulf %a, %b : f32
     %s = arith.addf %acc, %m : f32
     linalg.yield %s : f32
+  }
+  return
+}
+
+// A 2x2 max pool of stride 2: a loop over the window around an
+// elementwise max whose strided reads become one wide read and a shuffle.
+// CHECK-LABEL: func.func private @maxpool(
+// CHECK: scf.for
+// CHECK: scf.for
+// CHECK: memref.reinterpret_cast
+// CHECK: vector.shuffle %{{.*}}, %{{.*}} [0, 2, 4, 6, 8, 10, 12, 14] : vector<16xf32>, vector<16xf32>
+// CHECK: arith.maximumf %{{.*}} : vector<8xf32>
+#pin = affine_map<(n, c, oh, ow, kh, kw) -> (n, c, oh * 2 + kh, ow * 2 + kw)>
+#pwin = affine_map<(n, c, oh, ow, kh, kw) -> (kh, kw)>
+#pout = affine_map<(n, c, oh, ow, kh, kw) -> (n, c, oh, ow)>
+func.func private @maxpool(%x: memref<1x4x16x16xf32>, %win: memref<2x2xf32>,
+                           %y: memref<1x4x8x8xf32>) attributes {kiln.kernel} {
+  linalg.generic {indexing_maps = [#pin, #pwin, #pout],
+                  iterator_types = ["parallel", "parallel", "parallel", "parallel",
+                                    "reduction", "reduction"]}
+      ins(%x, %win : memref<1x4x16x16xf32>, memref<2x2xf32>)
+      outs(%y : memref<1x4x8x8xf32>) {
+  ^bb0(%a: f32, %w: f32, %m: f32):
+    %r = arith.maximumf %a, %m : f32
+    linalg.yield %r : f32
   }
   return
 }
