@@ -9,8 +9,10 @@ sequence 128): compiled by `kilnc -O2 --target=cpu` (this machine's CPU),
 checked against onnxruntime (PyPI, CPUExecutionProvider,
 intra_op_num_threads=2) on the same seeded input (max relative error), then
 timed in the same run: Kiln through `kiln-run --benchmark N --threads 2` and
-`--threads 1`, onnxruntime's median of N runs after warm-up. A model whose
-check fails is reported and not timed.
+`--threads 1`, onnxruntime's median of N runs after warm-up, in 4 rounds that
+alternate the three (the machine is shared and its speed drifts; each figure
+is the median of its rounds' medians). A model whose check fails is reported
+and not timed.
 
 Single matmuls (fp32, n x n by n x n, both inputs fed at run time): Kiln with
 2 threads against numpy from PyPI with its bundled OpenBLAS on 2 threads
@@ -38,6 +40,7 @@ import kiln_tools  # noqa: E402
 ROOT = kiln_tools.ROOT
 BIN = os.path.join(ROOT, "build", "bin")
 DIMS = {"bert": ["--dim", "seq=128", "--dim", "batch=1"]}
+ROUNDS = 4
 
 NUMPY_TIMER = r"""
 import json, sys, time
@@ -133,9 +136,18 @@ def networks(args, rows):
             row["note"] = "accuracy check failed: not timed"
             rows.append(row)
             continue
-        row["ort_ms"] = ort_ms(sess, feeds, args.runs)
-        row["kiln2_ms"] = kiln_ms(so, inputs, args.runs, 2)
-        row["kiln1_ms"] = kiln_ms(so, inputs, args.runs, 1)
+        # Rounds that alternate the three, so each sees the same machine
+        # (this one is shared and its speed drifts): the median of the
+        # rounds' medians.
+        per = max(args.runs // ROUNDS, 5)
+        t = {"ort_ms": [], "kiln2_ms": [], "kiln1_ms": []}
+        for _ in range(ROUNDS):
+            t["ort_ms"].append(ort_ms(sess, feeds, per))
+            t["kiln2_ms"].append(kiln_ms(so, inputs, per, 2))
+            t["kiln1_ms"].append(kiln_ms(so, inputs, per, 1))
+        for k, v in t.items():
+            row[k] = float(np.median(v))
+            row[k + "_rounds"] = v
         rows.append(row)
         print(f"# {name}: {row}", file=sys.stderr)
 
@@ -176,9 +188,15 @@ def matmuls(args, rows):
             rows.append(row)
             continue
         flop = 2.0 * n ** 3
-        row["kiln_gflops"] = flop / (kiln_ms(so, inputs, args.runs, 2) * 1e6)
-        res = json.loads(subprocess.run([py, "-c", NUMPY_TIMER, str(n), str(args.runs)],
-                                        check=True, capture_output=True, text=True).stdout)
+        per = max(args.runs // ROUNDS, 5)
+        kiln, numpy_s = [], []
+        for _ in range(ROUNDS):
+            kiln.append(kiln_ms(so, inputs, per, 2))
+            res = json.loads(subprocess.run([py, "-c", NUMPY_TIMER, str(n), str(per)],
+                                            check=True, capture_output=True, text=True).stdout)
+            numpy_s.append(res["median_s"])
+        row["kiln_gflops"] = flop / (float(np.median(kiln)) * 1e6)
+        res["median_s"] = float(np.median(numpy_s))
         blas = res["blas"]
         row["blas"] = ", ".join(f"{b.get('internal_api')} {b.get('version')} "
                                 f"{b.get('num_threads')} threads" for b in blas)
