@@ -185,6 +185,30 @@ struct BufferOpLowering : public ConvertOpToLLVMPattern<BufferOp> {
   }
 };
 
+/// An argv for a packed entry: `slots` pointers (at least one), the last
+/// args.size() pointing to a stack slot holding each argument; the first
+/// `slots - args.size()` are left for the runtime to fill.
+Value packArguments(ConversionPatternRewriter &rewriter, Location loc,
+                    ValueRange args, int64_t slots) {
+  auto ptrType = LLVM::LLVMPointerType::get(rewriter.getContext());
+  Value one = i64(rewriter, loc, 1);
+  int64_t lead = slots - static_cast<int64_t>(args.size());
+  Value argv = LLVM::AllocaOp::create(
+      rewriter, loc, ptrType,
+      LLVM::LLVMArrayType::get(ptrType, std::max<int64_t>(slots, 1)), one);
+  for (auto [i, arg] : llvm::enumerate(args)) {
+    // Each argument lives in its own stack slot; argv[lead + i] points to it.
+    Value slot =
+        LLVM::AllocaOp::create(rewriter, loc, ptrType, arg.getType(), one);
+    LLVM::StoreOp::create(rewriter, loc, arg, slot);
+    Value entry =
+        LLVM::GEPOp::create(rewriter, loc, ptrType, ptrType, argv,
+                            ArrayRef<LLVM::GEPArg>{(int32_t)(lead + i)});
+    LLVM::StoreOp::create(rewriter, loc, slot, entry);
+  }
+  return argv;
+}
+
 struct LaunchOpLowering : public ConvertOpToLLVMPattern<LaunchOp> {
   using ConvertOpToLLVMPattern::ConvertOpToLLVMPattern;
   LogicalResult
@@ -192,19 +216,8 @@ struct LaunchOpLowering : public ConvertOpToLLVMPattern<LaunchOp> {
                   ConversionPatternRewriter &rewriter) const override {
     Location loc = op.getLoc();
     auto ptrType = LLVM::LLVMPointerType::get(getContext());
-    Value one = i64(rewriter, loc, 1);
-    int64_t n = std::max<size_t>(adaptor.getArgs().size(), 1);
-    Value argv = LLVM::AllocaOp::create(
-        rewriter, loc, ptrType, LLVM::LLVMArrayType::get(ptrType, n), one);
-    for (auto [i, arg] : llvm::enumerate(adaptor.getArgs())) {
-      // Each argument lives in its own stack slot; argv[i] points to it.
-      Value slot =
-          LLVM::AllocaOp::create(rewriter, loc, ptrType, arg.getType(), one);
-      LLVM::StoreOp::create(rewriter, loc, arg, slot);
-      Value entry = LLVM::GEPOp::create(rewriter, loc, ptrType, ptrType, argv,
-                                        ArrayRef<LLVM::GEPArg>{(int32_t)i});
-      LLVM::StoreOp::create(rewriter, loc, slot, entry);
-    }
+    Value argv = packArguments(rewriter, loc, adaptor.getArgs(),
+                               adaptor.getArgs().size());
     Value fn = LLVM::AddressOfOp::create(rewriter, loc, ptrType,
                                          (op.getKernel() + "_packed").str());
     LLVM::CallOp::create(rewriter, loc, TypeRange{}, "kiln_rt_launch_cpu",
@@ -223,19 +236,8 @@ struct ParallelForOpLowering : public ConvertOpToLLVMPattern<ParallelForOp> {
                   ConversionPatternRewriter &rewriter) const override {
     Location loc = op.getLoc();
     auto ptrType = LLVM::LLVMPointerType::get(getContext());
-    Value one = i64(rewriter, loc, 1);
     int64_t n = adaptor.getArgs().size() + 2;
-    Value argv = LLVM::AllocaOp::create(
-        rewriter, loc, ptrType, LLVM::LLVMArrayType::get(ptrType, n), one);
-    for (auto [i, arg] : llvm::enumerate(adaptor.getArgs())) {
-      Value slot =
-          LLVM::AllocaOp::create(rewriter, loc, ptrType, arg.getType(), one);
-      LLVM::StoreOp::create(rewriter, loc, arg, slot);
-      Value entry =
-          LLVM::GEPOp::create(rewriter, loc, ptrType, ptrType, argv,
-                              ArrayRef<LLVM::GEPArg>{(int32_t)(i + 2)});
-      LLVM::StoreOp::create(rewriter, loc, slot, entry);
-    }
+    Value argv = packArguments(rewriter, loc, adaptor.getArgs(), n);
     Value fn = LLVM::AddressOfOp::create(rewriter, loc, ptrType,
                                          (op.getBody() + "_packed").str());
     LLVM::CallOp::create(rewriter, loc, TypeRange{}, "kiln_rt_parallel_for",

@@ -119,6 +119,30 @@ Value addIndex(OpBuilder &b, Location loc, Value base, int64_t v) {
   return arith::AddIOp::create(b, loc, base, indexConst(b, loc, v));
 }
 
+/// The memory of `memref` (static shape, innermost stride `stride`) as a
+/// view of unit innermost stride covering the same elements: its last dim
+/// (size - 1) * stride + 1 long.
+Value unitStrideView(OpBuilder &b, Location loc, Value memref, int64_t stride) {
+  auto type = cast<MemRefType>(memref.getType());
+  auto meta = memref::ExtractStridedMetadataOp::create(b, loc, memref);
+  SmallVector<int64_t> shape(type.getShape());
+  shape.back() = (shape.back() - 1) * stride + 1;
+  SmallVector<int64_t> strides(type.getRank(), ShapedType::kDynamic);
+  strides.back() = 1;
+  auto denseType = MemRefType::get(
+      shape, type.getElementType(),
+      StridedLayoutAttr::get(b.getContext(), ShapedType::kDynamic, strides));
+  SmallVector<OpFoldResult> sizes, strideValues;
+  for (int64_t d : shape)
+    sizes.push_back(b.getIndexAttr(d));
+  for (Value v : meta.getStrides().drop_back())
+    strideValues.push_back(v);
+  strideValues.push_back(b.getIndexAttr(1));
+  return memref::ReinterpretCastOp::create(
+      b, loc, denseType, meta.getBaseBuffer(), OpFoldResult(meta.getOffset()),
+      sizes, strideValues);
+}
+
 /// The operand's indices for the current value of every loop dim (results
 /// are dims or `a * d + b * e`).
 SmallVector<Value> indicesOf(OpBuilder &b, Location loc, AffineMap map,
@@ -256,23 +280,7 @@ private:
         ShapedType::isDynamic(stride) || stride < 2 || stride > 4 ||
         !type.hasStaticShape())
       return;
-    auto meta = memref::ExtractStridedMetadataOp::create(b, loc, vecIn);
-    SmallVector<int64_t> shape(type.getShape());
-    shape.back() = (shape.back() - 1) * stride + 1;
-    SmallVector<int64_t> strides(type.getRank(), ShapedType::kDynamic);
-    strides.back() = 1;
-    auto layout =
-        StridedLayoutAttr::get(b.getContext(), ShapedType::kDynamic, strides);
-    auto denseType = MemRefType::get(shape, type.getElementType(), layout);
-    SmallVector<OpFoldResult> sizes, strideValues;
-    for (int64_t d : shape)
-      sizes.push_back(b.getIndexAttr(d));
-    for (Value v : meta.getStrides().drop_back())
-      strideValues.push_back(v);
-    strideValues.push_back(b.getIndexAttr(1));
-    dense = memref::ReinterpretCastOp::create(
-        b, loc, denseType, meta.getBaseBuffer(), OpFoldResult(meta.getOffset()),
-        sizes, strideValues);
+    dense = unitStrideView(b, loc, vecIn, stride);
     denseStride = stride;
   }
 
@@ -657,24 +665,7 @@ struct StridedReadAsShuffle : public OpRewritePattern<vector::TransferReadOp> {
     if (ShapedType::isDynamic(stride) || stride < 2 || stride > 4)
       return failure();
     Location loc = op.getLoc();
-    auto meta =
-        memref::ExtractStridedMetadataOp::create(rewriter, loc, op.getBase());
-    SmallVector<int64_t> shape(type.getShape());
-    shape.back() = (shape.back() - 1) * stride + 1;
-    SmallVector<int64_t> strides(type.getRank(), ShapedType::kDynamic);
-    strides.back() = 1;
-    auto denseType = MemRefType::get(
-        shape, type.getElementType(),
-        StridedLayoutAttr::get(getContext(), ShapedType::kDynamic, strides));
-    SmallVector<OpFoldResult> sizes, strideValues;
-    for (int64_t d : shape)
-      sizes.push_back(rewriter.getIndexAttr(d));
-    for (Value v : meta.getStrides().drop_back())
-      strideValues.push_back(v);
-    strideValues.push_back(rewriter.getIndexAttr(1));
-    Value dense = memref::ReinterpretCastOp::create(
-        rewriter, loc, denseType, meta.getBaseBuffer(),
-        OpFoldResult(meta.getOffset()), sizes, strideValues);
+    Value dense = unitStrideView(rewriter, loc, op.getBase(), stride);
     SmallVector<Value> idx(op.getIndices());
     idx.back() = arith::MulIOp::create(rewriter, loc, idx.back(),
                                        indexConst(rewriter, loc, stride));
