@@ -64,14 +64,8 @@ print(json.dumps({"median_s": float(np.median(t)), "blas": info}))
 
 
 def kiln_ms(so, inputs, runs, threads):
-    cmd = [os.path.join(BIN, "kiln-run"), so, "--threads", str(threads)]
-    for path in inputs:
-        cmd += ["--input", path]
-    out = kiln_tools.run_tool(cmd + ["--benchmark", str(runs)]).stdout
-    for line in out.splitlines():
-        if line.startswith("benchmark:") and "median" in line:
-            return float(line.split("median")[1].split("ms")[0])
-    raise RuntimeError("no benchmark line in:\n" + out)
+    return kiln_tools.tools.benchmark_ms(so, inputs, runs, bindir=BIN,
+                                         flags=["--threads", str(threads)])
 
 
 def ort_session(path):

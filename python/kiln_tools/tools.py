@@ -84,9 +84,10 @@ def run_model(so, inputs, outdir, flags=(), bindir=None, timeout=None):
     return read_outputs(outdir)
 
 
-def benchmark_ms(so, inputs, runs, bindir=None, timeout=None):
-    """Median latency in ms of `kiln-run SO --input ... --benchmark RUNS`."""
-    cmd = [find_tool("kiln-run", bindir), so]
+def benchmark_ms(so, inputs, runs, bindir=None, timeout=None, flags=()):
+    """Median latency in ms of `kiln-run SO --input ... --benchmark RUNS`
+    (plus `flags`, e.g. --threads 2)."""
+    cmd = [find_tool("kiln-run", bindir), so, *flags]
     for path in inputs:
         cmd += ["--input", path]
     out = run_tool(cmd + ["--benchmark", str(runs)], timeout=timeout).stdout

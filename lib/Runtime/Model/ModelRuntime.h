@@ -71,6 +71,10 @@ KILN_HIDDEN kiln_status_t *kiln_rt_check_options_size(const char *what,
                                                       size_t struct_size,
                                                       size_t full_size);
 
+/* The pool kiln_rt_parallel_for runs on (Parallel.c): the table's
+ * set_thread_pool. */
+KILN_HIDDEN void kiln_rt_set_thread_pool(const kiln_thread_pool_api *pool);
+
 /* INCOMPATIBLE when the CPU lacks a feature of the model's `cpu` record
  * (CPUFeatures.c). */
 KILN_HIDDEN kiln_status_t *

@@ -55,6 +55,23 @@ matchStencilTerm(AffineExpr e, ArrayRef<utils::IteratorType> iters);
 LogicalResult decomposeStencil(RewriterBase &rewriter, linalg::GenericOp op,
                                bool onlyUnitWindows = false);
 
+/// Rewrites a contraction (matchContraction) into its register tiles;
+/// returns the vector bits they use, nullopt (op left) when it is not one.
+std::optional<int64_t> emitContraction(RewriterBase &rewriter,
+                                       linalg::LinalgOp op, int64_t vectorBits);
+
+/// The static innermost stride of a memref (1 for rank 0; dynamic when
+/// its layout is not strided).
+int64_t innermostStride(Value memref);
+Value indexConst(OpBuilder &b, Location loc, int64_t v);
+/// `base + v` (`base` itself for 0).
+Value addIndex(OpBuilder &b, Location loc, Value base, int64_t v);
+/// The memory of `memref` (static shape, innermost stride `stride`) as a
+/// view of unit innermost stride covering the same elements: its last dim
+/// (size - 1) * stride + 1 long.
+Value unitStrideView(OpBuilder &b, Location loc, Value memref, int64_t stride);
+int64_t elementBits(Type t);
+
 /// Rewrites a static linalg op on memrefs into vector code of at most
 /// `vectorBits`-wide vectors. Returns the vector bits it used, 0 when it
 /// left the op for the loop lowering.

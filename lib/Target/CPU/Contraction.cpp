@@ -1,0 +1,603 @@
+//===- Contraction.cpp - Contractions as register tiles of FMAs ----------===//
+//
+// Contractions (`out + a * b`) become register tiles written here: a tile
+// of rows × vectors accumulators loaded from the output, kept in registers
+// (loop-carried values) across every reduction loop, and stored once.
+//   - Broadcast (the output's innermost dim `n` is the other operand's
+//     innermost too, e.g. matmul, convolutions after Stencils.cpp): per
+//     reduction step, `vectors` loads of the vector operand along n, one
+//     scalar of the row operand per row broadcast, rows × vectors FMAs.
+//   - Dot (both operands innermost along one reduction `k`, e.g. A·Bᵀ):
+//     per step of `lanes` along k, one vector of each operand per row and
+//     column and an FMA per pair, one horizontal sum per output at the end.
+// Partial tiles (the ends of m, n and k) get fewer rows or columns and
+// out-of-bounds transfers (masked).
+//
+//===----------------------------------------------------------------------===//
+
+#include "CPUCodegen.h"
+
+#include "mlir/Dialect/Arith/IR/Arith.h"
+#include "mlir/Dialect/MemRef/IR/MemRef.h"
+#include "mlir/Dialect/SCF/IR/SCF.h"
+#include "mlir/Dialect/Vector/IR/VectorOps.h"
+
+using namespace mlir;
+using namespace mlir::kiln;
+using namespace mlir::kiln::cpu;
+
+namespace {
+
+/// The block argument `v` is, looking through one extension.
+BlockArgument throughExtension(Value v, Type accType) {
+  if (auto ext = v.getDefiningOp<arith::ExtFOp>())
+    v = ext.getIn();
+  auto arg = dyn_cast<BlockArgument>(v);
+  return arg;
+}
+
+/// Whether the body is `yield(out + in0 * in1)` (either order), inputs
+/// maybe extended to the output's float type.
+bool isMulAddBody(linalg::LinalgOp op) {
+  Block *body = op.getBlock();
+  auto yield = cast<linalg::YieldOp>(body->getTerminator());
+  if (yield.getNumOperands() != 1)
+    return false;
+  auto add = yield.getOperand(0).getDefiningOp<arith::AddFOp>();
+  if (!add)
+    return false;
+  Value out = body->getArgument(2);
+  Value other;
+  if (add.getLhs() == out)
+    other = add.getRhs();
+  else if (add.getRhs() == out)
+    other = add.getLhs();
+  else
+    return false;
+  auto mul = other.getDefiningOp<arith::MulFOp>();
+  if (!mul)
+    return false;
+  Type acc = out.getType();
+  BlockArgument a = throughExtension(mul.getLhs(), acc);
+  BlockArgument b = throughExtension(mul.getRhs(), acc);
+  if (!a || !b || a.getOwner() != body || b.getOwner() != body)
+    return false;
+  unsigned ia = a.getArgNumber(), ib = b.getArgNumber();
+  // Only ops in the body: the extensions, the product and the sum.
+  size_t ops = body->getOperations().size();
+  size_t expected = 3 + (mul.getLhs() != a) + (mul.getRhs() != b);
+  return ((ia == 0 && ib == 1) || (ia == 1 && ib == 0)) && ops == expected;
+}
+
+/// Dims a map reads (projected permutation results).
+SmallVector<unsigned> mapDims(AffineMap map) {
+  SmallVector<unsigned> dims;
+  for (AffineExpr e : map.getResults())
+    dims.push_back(cast<AffineDimExpr>(e).getPosition());
+  return dims;
+}
+
+/// Every dim a map's results use.
+SmallVector<unsigned> usedDims(AffineMap map) {
+  SmallVector<unsigned> dims;
+  for (unsigned d = 0; d < map.getNumDims(); ++d)
+    if (map.isFunctionOfDim(d))
+      dims.push_back(d);
+  return dims;
+}
+
+/// The operand's indices for the current value of every loop dim (results
+/// are dims or `a * d + b * e`).
+SmallVector<Value> indicesOf(OpBuilder &b, Location loc, AffineMap map,
+                             ArrayRef<Value> dimValues) {
+  SmallVector<Value> idx;
+  auto scaled = [&](AffineExpr e) -> Value {
+    if (auto d = dyn_cast<AffineDimExpr>(e))
+      return dimValues[d.getPosition()];
+    auto mul = cast<AffineBinaryOpExpr>(e);
+    Value v = dimValues[cast<AffineDimExpr>(mul.getLHS()).getPosition()];
+    int64_t c = cast<AffineConstantExpr>(mul.getRHS()).getValue();
+    return arith::MulIOp::create(b, loc, v, indexConst(b, loc, c));
+  };
+  for (AffineExpr e : map.getResults()) {
+    if (isa<AffineDimExpr>(e)) {
+      idx.push_back(scaled(e));
+      continue;
+    }
+    auto add = cast<AffineBinaryOpExpr>(e);
+    idx.push_back(arith::AddIOp::create(b, loc, scaled(add.getLHS()),
+                                        scaled(add.getRHS())));
+  }
+  return idx;
+}
+
+/// Emits the register tiles of one contraction.
+class ContractionEmitter {
+public:
+  ContractionEmitter(RewriterBase &b, linalg::LinalgOp op,
+                     const ContractionRoles &roles, const RegisterTile &tile)
+      : b(b), op(op), roles(roles), tile(tile), loc(op.getLoc()) {
+    ranges = op.getStaticLoopRanges();
+    iters = op.getIteratorTypesArray();
+    vecIn = op.getDpsInputs()[roles.vectorOperand];
+    rowIn = op.getDpsInputs()[1 - roles.vectorOperand];
+    out = op.getDpsInits()[0];
+    vecMap = op.getIndexingMapsArray()[roles.vectorOperand];
+    rowMap = op.getIndexingMapsArray()[1 - roles.vectorOperand];
+    outMap = op.getIndexingMapsArray()[2];
+    accType = cast<MemRefType>(out.getType()).getElementType();
+    accVector = VectorType::get({tile.lanes}, accType);
+    dimValues.resize(ranges.size());
+  }
+
+  void emit() {
+    b.setInsertionPoint(op);
+    makeDenseView();
+    // Loops over the parallel dims outside the tile.
+    for (unsigned d = 0; d < ranges.size(); ++d) {
+      if (iters[d] != utils::IteratorType::parallel || d == roles.m ||
+          d == roles.n)
+        continue;
+      if (ranges[d] == 1) {
+        dimValues[d] = indexConst(b, loc, 0);
+        continue;
+      }
+      auto loop = scf::ForOp::create(b, loc, indexConst(b, loc, 0),
+                                     indexConst(b, loc, ranges[d]),
+                                     indexConst(b, loc, 1));
+      b.setInsertionPointToStart(loop.getBody());
+      dimValues[d] = loop.getInductionVar();
+    }
+    if (roles.kind == ContractionRoles::Broadcast) {
+      auto tiles = [&] {
+        forBlocks(roles.n, tile.vectors * tile.lanes, [&](Value n0, int64_t n) {
+          forBlocks(roles.m, tile.rows, [&](Value m0, int64_t rows) {
+            emitBroadcastTile(m0, rows, n0, n);
+          });
+        });
+      };
+      // One long reduction in blocks of kBlock: the vector operand's panel
+      // of a block (kBlock x the tile's columns) stays in L1 across the
+      // row tiles, the accumulators are reloaded once per block.
+      SmallVector<unsigned> red = reductions();
+      if (red.size() == 1 && ranges[red[0]] > 2 * kBlock) {
+        unsigned k = red[0];
+        int64_t full = ranges[k] / kBlock * kBlock;
+        {
+          OpBuilder::InsertionGuard guard(b);
+          auto loop = scf::ForOp::create(b, loc, indexConst(b, loc, 0),
+                                         indexConst(b, loc, full),
+                                         indexConst(b, loc, kBlock));
+          b.setInsertionPointToStart(loop.getBody());
+          kBlockStart = loop.getInductionVar();
+          kBlockSize = kBlock;
+          tiles();
+        }
+        if (full < ranges[k]) {
+          kBlockStart = indexConst(b, loc, full);
+          kBlockSize = ranges[k] - full;
+          tiles();
+        }
+      } else {
+        tiles();
+      }
+    } else
+      forBlocks(roles.m, tile.rows, [&](Value m0, int64_t rows) {
+        forBlocks(roles.n, tile.vectors, [&](Value n0, int64_t cols) {
+          emitDotTile(m0, rows, n0, cols);
+        });
+      });
+    b.eraseOp(op);
+  }
+
+private:
+  /// Calls `body(start, size)` for the full blocks of `block` along `dim`
+  /// (in a loop) and for the partial one at its end.
+  void forBlocks(unsigned dim, int64_t block,
+                 function_ref<void(Value, int64_t)> body) {
+    int64_t extent = ranges[dim];
+    int64_t full = extent / block;
+    OpBuilder::InsertionGuard guard(b);
+    if (full == 1) {
+      body(indexConst(b, loc, 0), block);
+    } else if (full > 1) {
+      auto loop = scf::ForOp::create(b, loc, indexConst(b, loc, 0),
+                                     indexConst(b, loc, full * block),
+                                     indexConst(b, loc, block));
+      OpBuilder::InsertionGuard inner(b);
+      b.setInsertionPointToStart(loop.getBody());
+      body(loop.getInductionVar(), block);
+    }
+    if (extent % block)
+      body(indexConst(b, loc, full * block), extent % block);
+  }
+
+  /// A vector operand read with a stride of 2 to 4 along `n` (a strided
+  /// convolution's input): the same memory as a view of unit stride, read
+  /// `stride` times as wide and deinterleaved (a shuffle) instead of one
+  /// scalar load per lane.
+  void makeDenseView() {
+    auto type = cast<MemRefType>(vecIn.getType());
+    int64_t stride = innermostStride(vecIn);
+    if (roles.kind != ContractionRoles::Broadcast || type.getRank() == 0 ||
+        ShapedType::isDynamic(stride) || stride < 2 || stride > 4 ||
+        !type.hasStaticShape())
+      return;
+    dense = unitStrideView(b, loc, vecIn, stride);
+    denseStride = stride;
+  }
+
+  Value readVector(Value memref, AffineMap map, VectorType type,
+                   bool inBounds) {
+    Value pad = arith::ConstantOp::create(b, loc, type.getElementType(),
+                                          b.getZeroAttr(type.getElementType()));
+    SmallVector<Value> idx = indicesOf(b, loc, map, dimValues);
+    if (memref == vecIn && roles.stencil) {
+      // `a * n + b * r` along the row: lanes * a elements from the first
+      // lane's, every a-th kept; bounds checked (the window's last tile
+      // may reach past the row).
+      int64_t a = roles.vectorStride;
+      auto wide = VectorType::get({tile.lanes * a}, type.getElementType());
+      AffineMap minor = AffineMap::get(
+          map.getNumResults(), 0,
+          {getAffineDimExpr(map.getNumResults() - 1, b.getContext())},
+          b.getContext());
+      Value v = vector::TransferReadOp::create(b, loc, wide, memref, idx, pad,
+                                               minor, ArrayRef<bool>{false});
+      if (a > 1) {
+        SmallVector<int64_t> lanes;
+        for (int64_t i = 0; i < tile.lanes; ++i)
+          lanes.push_back(i * a);
+        v = vector::ShuffleOp::create(b, loc, v, v, lanes);
+      }
+      if (type.getElementType() != accType)
+        v = arith::ExtFOp::create(b, loc, accVector, v);
+      return v;
+    }
+    if (memref == vecIn && dense) {
+      idx.back() = arith::MulIOp::create(b, loc, idx.back(),
+                                         indexConst(b, loc, denseStride));
+      auto wide =
+          VectorType::get({tile.lanes * denseStride}, type.getElementType());
+      AffineMap minor = AffineMap::get(
+          map.getNumResults(), 0,
+          {getAffineDimExpr(map.getNumResults() - 1, b.getContext())},
+          b.getContext());
+      Value w = vector::TransferReadOp::create(b, loc, wide, dense, idx, pad,
+                                               minor, ArrayRef<bool>{inBounds});
+      SmallVector<int64_t> lanes;
+      for (int64_t i = 0; i < tile.lanes; ++i)
+        lanes.push_back(i * denseStride);
+      Value v = vector::ShuffleOp::create(b, loc, w, w, lanes);
+      if (type.getElementType() != accType)
+        v = arith::ExtFOp::create(b, loc, accVector, v);
+      return v;
+    }
+    AffineMap perm = AffineMap::get(
+        map.getNumResults(), 0,
+        {getAffineDimExpr(map.getNumResults() - 1, b.getContext())},
+        b.getContext());
+    Value v = vector::TransferReadOp::create(b, loc, type, memref, idx, pad,
+                                             perm, ArrayRef<bool>{inBounds});
+    if (type.getElementType() != accType)
+      v = arith::ExtFOp::create(b, loc, accVector, v);
+    return v;
+  }
+
+  void writeVector(Value v, bool inBounds) {
+    SmallVector<Value> idx = indicesOf(b, loc, outMap, dimValues);
+    AffineMap perm = AffineMap::get(
+        outMap.getNumResults(), 0,
+        {getAffineDimExpr(outMap.getNumResults() - 1, b.getContext())},
+        b.getContext());
+    vector::TransferWriteOp::create(b, loc, v, out, idx, perm,
+                                    ArrayRef<bool>{inBounds});
+  }
+
+  Value readScalar(Value memref, AffineMap map) {
+    Value s = memref::LoadOp::create(b, loc, memref,
+                                     indicesOf(b, loc, map, dimValues));
+    if (s.getType() != accType)
+      s = arith::ExtFOp::create(b, loc, accType, s);
+    return s;
+  }
+
+  VectorType inputVector(Value memref) {
+    return VectorType::get({tile.lanes},
+                           cast<MemRefType>(memref.getType()).getElementType());
+  }
+
+  SmallVector<unsigned> reductions(std::optional<unsigned> skip = {}) {
+    SmallVector<unsigned> dims;
+    for (unsigned d = 0; d < ranges.size(); ++d)
+      if (iters[d] == utils::IteratorType::reduction && d != skip)
+        dims.push_back(d);
+    return dims;
+  }
+
+  /// Loops over `dims` carrying `acc`; `step` computes the new values at
+  /// the innermost point.
+  SmallVector<Value>
+  reductionLoops(ArrayRef<unsigned> dims, ValueRange acc,
+                 function_ref<SmallVector<Value>(ValueRange)> step) {
+    if (dims.empty())
+      return step(acc);
+    unsigned d = dims.front();
+    if (ranges[d] == 1) {
+      dimValues[d] = indexConst(b, loc, 0);
+      return reductionLoops(dims.drop_front(), acc, step);
+    }
+    // The blocked reduction runs over its current block only.
+    bool blocked = kBlockStart && dims.size() == 1 &&
+                   roles.kind == ContractionRoles::Broadcast;
+    Value lb = blocked ? kBlockStart : indexConst(b, loc, 0);
+    Value ub = blocked ? addIndex(b, loc, kBlockStart, kBlockSize)
+                       : indexConst(b, loc, ranges[d]);
+    auto loop = scf::ForOp::create(
+        b, loc, lb, ub, indexConst(b, loc, 1), acc,
+        [&](OpBuilder &, Location, Value iv, ValueRange args) {
+          dimValues[d] = iv;
+          SmallVector<Value> next =
+              reductionLoops(dims.drop_front(), args, step);
+          scf::YieldOp::create(b, loc, next);
+        });
+    return SmallVector<Value>(loop.getResults());
+  }
+
+  void emitBroadcastTile(Value m0, int64_t rows, Value n0, int64_t n) {
+    int64_t vectors = (n + tile.lanes - 1) / tile.lanes;
+    bool lastFull = n % tile.lanes == 0;
+    auto inBounds = [&](int64_t v) { return v + 1 < vectors || lastFull; };
+    SmallVector<Value> acc;
+    for (int64_t i = 0; i < rows; ++i)
+      for (int64_t v = 0; v < vectors; ++v) {
+        dimValues[roles.m] = addIndex(b, loc, m0, i);
+        dimValues[roles.n] = addIndex(b, loc, n0, v * tile.lanes);
+        acc.push_back(readVector(out, outMap, accVector, inBounds(v)));
+      }
+    SmallVector<Value> result =
+        reductionLoops(reductions(), acc, [&](ValueRange args) {
+          SmallVector<Value> bv;
+          dimValues[roles.m] = m0;
+          for (int64_t v = 0; v < vectors; ++v) {
+            dimValues[roles.n] = addIndex(b, loc, n0, v * tile.lanes);
+            bv.push_back(
+                readVector(vecIn, vecMap, inputVector(vecIn), inBounds(v)));
+          }
+          SmallVector<Value> next(args.begin(), args.end());
+          for (int64_t i = 0; i < rows; ++i) {
+            dimValues[roles.m] = addIndex(b, loc, m0, i);
+            Value a = vector::BroadcastOp::create(b, loc, accVector,
+                                                  readScalar(rowIn, rowMap));
+            for (int64_t v = 0; v < vectors; ++v)
+              next[i * vectors + v] = vector::FMAOp::create(
+                  b, loc, a, bv[v], next[i * vectors + v]);
+          }
+          return next;
+        });
+    for (int64_t i = 0; i < rows; ++i)
+      for (int64_t v = 0; v < vectors; ++v) {
+        dimValues[roles.m] = addIndex(b, loc, m0, i);
+        dimValues[roles.n] = addIndex(b, loc, n0, v * tile.lanes);
+        writeVector(result[i * vectors + v], inBounds(v));
+      }
+  }
+
+  void emitDotTile(Value m0, int64_t rows, Value n0, int64_t cols) {
+    Value zero =
+        arith::ConstantOp::create(b, loc, accVector, b.getZeroAttr(accVector));
+    SmallVector<Value> acc(rows * cols, zero);
+    unsigned k = roles.k;
+    int64_t extent = ranges[k];
+    int64_t full = extent / tile.lanes * tile.lanes;
+    // One step along k at `k0`: every row's and column's vector, an FMA
+    // per pair.
+    auto step = [&](Value k0, ValueRange args, bool inBounds) {
+      dimValues[k] = k0;
+      SmallVector<Value> av, bv;
+      for (int64_t i = 0; i < rows; ++i) {
+        dimValues[roles.m] = addIndex(b, loc, m0, i);
+        av.push_back(readVector(rowIn, rowMap, inputVector(rowIn), inBounds));
+      }
+      dimValues[roles.m] = m0;
+      for (int64_t j = 0; j < cols; ++j) {
+        dimValues[roles.n] = addIndex(b, loc, n0, j);
+        bv.push_back(readVector(vecIn, vecMap, inputVector(vecIn), inBounds));
+      }
+      SmallVector<Value> next(args.begin(), args.end());
+      for (int64_t i = 0; i < rows; ++i)
+        for (int64_t j = 0; j < cols; ++j)
+          next[i * cols + j] =
+              vector::FMAOp::create(b, loc, av[i], bv[j], next[i * cols + j]);
+      return next;
+    };
+    SmallVector<Value> result =
+        reductionLoops(reductions(k), acc, [&](ValueRange args) {
+          SmallVector<Value> cur(args.begin(), args.end());
+          if (full > 0) {
+            auto loop = scf::ForOp::create(
+                b, loc, indexConst(b, loc, 0), indexConst(b, loc, full),
+                indexConst(b, loc, tile.lanes), cur,
+                [&](OpBuilder &, Location, Value iv, ValueRange inner) {
+                  scf::YieldOp::create(b, loc, step(iv, inner, true));
+                });
+            cur.assign(loop.getResults().begin(), loop.getResults().end());
+          }
+          if (full < extent)
+            cur = step(indexConst(b, loc, full), cur, false);
+          return cur;
+        });
+    for (int64_t i = 0; i < rows; ++i)
+      for (int64_t j = 0; j < cols; ++j) {
+        dimValues[roles.m] = addIndex(b, loc, m0, i);
+        dimValues[roles.n] = addIndex(b, loc, n0, j);
+        Value sum = vector::ReductionOp::create(
+            b, loc, vector::CombiningKind::ADD, result[i * cols + j]);
+        SmallVector<Value> idx = indicesOf(b, loc, outMap, dimValues);
+        Value old = memref::LoadOp::create(b, loc, out, idx);
+        Value updated = arith::AddFOp::create(b, loc, old, sum);
+        memref::StoreOp::create(b, loc, updated, out, idx);
+      }
+  }
+
+  RewriterBase &b;
+  linalg::LinalgOp op;
+  ContractionRoles roles;
+  RegisterTile tile;
+  Location loc;
+  SmallVector<int64_t> ranges;
+  SmallVector<utils::IteratorType> iters;
+  Value vecIn, rowIn, out;
+  AffineMap vecMap, rowMap, outMap;
+  Type accType;
+  VectorType accVector;
+  SmallVector<Value> dimValues;
+  /// The reduction block the tiles run over (Broadcast, one reduction).
+  static constexpr int64_t kBlock = 256;
+  Value kBlockStart;
+  int64_t kBlockSize = 0;
+  /// The unit-stride view of a strided vector operand (makeDenseView).
+  Value dense;
+  int64_t denseStride = 1;
+};
+
+} // namespace
+
+std::optional<ContractionRoles>
+mlir::kiln::cpu::matchContraction(linalg::LinalgOp op) {
+  if (!op.hasPureBufferSemantics() || op.getNumDpsInputs() != 2 ||
+      op.getNumDpsInits() != 1 || op.hasIndexSemantics())
+    return std::nullopt;
+  // Inputs read at dims or stencil terms (`a * d_p + b * d_r`), the output
+  // at dims.
+  SmallVector<utils::IteratorType> iters = op.getIteratorTypesArray();
+  bool stencil = false;
+  for (OpOperand *in : op.getDpsInputOperands())
+    for (AffineExpr e : op.getMatchingIndexingMap(in).getResults()) {
+      if (isa<AffineDimExpr>(e))
+        continue;
+      if (!matchStencilTerm(e, iters))
+        return std::nullopt;
+      stencil = true;
+    }
+  if (!op.getMatchingIndexingMap(op.getDpsInitOperand(0))
+           .isProjectedPermutation())
+    return std::nullopt;
+  SmallVector<int64_t> ranges = op.getStaticLoopRanges();
+  if (llvm::any_of(ranges, ShapedType::isDynamic) ||
+      op.getNumReductionLoops() == 0)
+    return std::nullopt;
+  Type acc = getElementTypeOrSelf(op.getDpsInits()[0].getType());
+  if (!isa<FloatType>(acc) || !isMulAddBody(op))
+    return std::nullopt;
+  for (Value in : op.getDpsInputs())
+    if (!isa<FloatType>(getElementTypeOrSelf(in.getType())))
+      return std::nullopt;
+  SmallVector<AffineMap> maps = op.getIndexingMapsArray();
+  SmallVector<unsigned> outDims = mapDims(maps[2]);
+  if (outDims.empty() || innermostStride(op.getDpsInits()[0]) != 1)
+    return std::nullopt;
+  SmallVector<unsigned> in[2] = {usedDims(maps[0]), usedDims(maps[1])};
+  auto uses = [&](unsigned operand, unsigned d) {
+    return llvm::is_contained(in[operand], d);
+  };
+  // A row dim: in the output and the row operand, not the vector one.
+  auto rowDim = [&](unsigned rowOperand) -> std::optional<unsigned> {
+    std::optional<unsigned> best;
+    for (unsigned d : outDims)
+      if (uses(rowOperand, d) && !uses(1 - rowOperand, d) &&
+          (!best || ranges[d] > ranges[*best]))
+        best = d;
+    return best;
+  };
+  unsigned n = outDims.back();
+  for (unsigned v = 0; v < 2; ++v) {
+    AffineMap map = maps[v];
+    if (map.getNumResults() == 0 || uses(1 - v, n))
+      continue;
+    // The vector operand's innermost index: n, or a stencil term along n
+    // (unit stride in memory, at most 4 apart).
+    AffineExpr last = map.getResults().back();
+    int64_t stride = 1;
+    if (auto d = dyn_cast<AffineDimExpr>(last)) {
+      if (d.getPosition() != n)
+        continue;
+    } else {
+      std::optional<StencilTerm> t = matchStencilTerm(last, iters);
+      if (!t || t->p != n || t->a > 4 ||
+          innermostStride(op.getDpsInputs()[v]) != 1)
+        continue;
+      stride = t->a;
+    }
+    std::optional<unsigned> m = rowDim(1 - v);
+    if (!m)
+      continue;
+    // The row operand is read at dims (a weight).
+    if (!maps[1 - v].isProjectedPermutation())
+      continue;
+    ContractionRoles roles;
+    roles.kind = ContractionRoles::Broadcast;
+    roles.m = *m;
+    roles.n = n;
+    roles.vectorOperand = v;
+    roles.vectorStride = stride;
+    roles.stencil = stencil;
+    return roles;
+  }
+  // Dot: both innermost along one reduction, contiguous.
+  if (stencil)
+    return std::nullopt;
+  SmallVector<unsigned> dims[2] = {mapDims(maps[0]), mapDims(maps[1])};
+  if (dims[0].empty() || dims[1].empty() || dims[0].back() != dims[1].back())
+    return std::nullopt;
+  unsigned k = dims[0].back();
+  if (op.getIteratorTypesArray()[k] != utils::IteratorType::reduction ||
+      innermostStride(op.getDpsInputs()[0]) != 1 ||
+      innermostStride(op.getDpsInputs()[1]) != 1)
+    return std::nullopt;
+  std::optional<unsigned> m = rowDim(0), cols = rowDim(1);
+  if (!m || !cols)
+    return std::nullopt;
+  ContractionRoles roles;
+  roles.kind = ContractionRoles::Dot;
+  roles.m = *m;
+  roles.n = *cols;
+  roles.k = k;
+  roles.vectorOperand = 1;
+  return roles;
+}
+
+RegisterTile mlir::kiln::cpu::chooseRegisterTile(linalg::LinalgOp op,
+                                                 const ContractionRoles &roles,
+                                                 int64_t vectorBits) {
+  SmallVector<int64_t> ranges = op.getStaticLoopRanges();
+  Type acc = getElementTypeOrSelf(op.getDpsInits()[0].getType());
+  RegisterTile t;
+  t.lanes = std::max<int64_t>(vectorBits / elementBits(acc), 1);
+  // Accumulators the register file holds beside the operands: 24 of 32
+  // zmm, 12 of 16 ymm/xmm.
+  int64_t budget = vectorBits >= 512 ? 24 : 12;
+  if (roles.kind == ContractionRoles::Broadcast) {
+    int64_t n = ranges[roles.n];
+    t.vectors = std::clamp<int64_t>((n + t.lanes - 1) / t.lanes, 1, 2);
+    t.rows = std::min<int64_t>(ranges[roles.m],
+                               std::min<int64_t>(budget / t.vectors, 8));
+  } else {
+    t.rows = std::min<int64_t>(ranges[roles.m], 4);
+    t.vectors = std::min<int64_t>(ranges[roles.n], budget / 2 / t.rows * 2);
+    t.vectors = std::clamp<int64_t>(t.vectors, 1, 4);
+  }
+  return t;
+}
+
+std::optional<int64_t> mlir::kiln::cpu::emitContraction(RewriterBase &rewriter,
+                                                        linalg::LinalgOp op,
+                                                        int64_t vectorBits) {
+  std::optional<ContractionRoles> roles = matchContraction(op);
+  if (!roles)
+    return std::nullopt;
+  RegisterTile tile = chooseRegisterTile(op, *roles, vectorBits);
+  Type acc = getElementTypeOrSelf(op.getDpsInits()[0].getType());
+  ContractionEmitter(rewriter, op, *roles, tile).emit();
+  return tile.lanes * elementBits(acc);
+}
