@@ -68,10 +68,14 @@ using namespace mlir;
 using namespace mlir::kiln;
 
 LogicalResult mlir::kiln::emitObjectFile(ModuleOp module, StringRef objPath,
-                                         int optLevel, bool assembly) {
+                                         int optLevel, bool assembly,
+                                         TimingScope *timing) {
   Location loc = module.getLoc();
   llvm::InitializeNativeTarget();
   llvm::InitializeNativeTargetAsmPrinter();
+  TimingScope untimed;
+  TimingScope &parent = timing ? *timing : untimed;
+  TimingScope phase = parent.nest("llvm-translate");
   llvm::LLVMContext llvmContext;
   std::unique_ptr<llvm::Module> llvmModule =
       translateModuleToLLVMIR(module, llvmContext, "kiln_model");
@@ -108,6 +112,8 @@ LogicalResult mlir::kiln::emitObjectFile(ModuleOp module, StringRef objPath,
         fn.addFnAttr("prefer-vector-width", std::to_string(bits.getInt()));
   llvmModule->setDataLayout(tm->createDataLayout());
   llvmModule->setTargetTriple(triple);
+  phase.stop();
+  phase = parent.nest("llvm-optimize");
   auto opt = makeOptimizingTransformer(optLevel, /*sizeLevel=*/0, tm.get());
   if (llvm::Error e = opt(llvmModule.get()))
     return emitError(loc) << "LLVM optimization failed: "
@@ -117,6 +123,8 @@ LogicalResult mlir::kiln::emitObjectFile(ModuleOp module, StringRef objPath,
   if (ec)
     return emitError(loc) << "cannot write '" << objPath
                           << "': " << ec.message();
+  phase.stop();
+  phase = parent.nest("llvm-codegen");
   llvm::legacy::PassManager codegen;
   if (tm->addPassesToEmitFile(codegen, os, nullptr,
                               assembly ? llvm::CodeGenFileType::AssemblyFile
@@ -205,7 +213,10 @@ mlir::kiln::compileToSharedLibrary(ModuleOp module, StringRef soPath,
     return emitError(module.getLoc()) << "cannot create a temporary file";
   auto cleanup = llvm::scope_exit([&] { llvm::sys::fs::remove(obj); });
   // -O selects Kiln's graph optimizer; machine code is always optimized.
-  if (failed(emitObjectFile(module, obj, /*optLevel=*/2)))
+  if (failed(emitObjectFile(module, obj, /*optLevel=*/2, /*assembly=*/false,
+                            options.timing)))
     return failure();
+  TimingScope untimed;
+  TimingScope link = (options.timing ? *options.timing : untimed).nest("link");
   return linkSharedLibrary(module.getContext(), obj, soPath, options);
 }

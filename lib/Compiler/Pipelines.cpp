@@ -265,8 +265,11 @@ LogicalResult mlir::kiln::buildStagePipeline(OpPassManager &pm, StringRef stage,
     }
     pm.addPass(createCanonicalizerPass());
   } else if (stage == "codegen") {
+    if (options.optLevel >= 1)
+      pm.addPass(createKilnDedupKernels());
     target->buildCodegenPipeline(pm);
   } else if (stage == "llvm") {
+    pm.addPass(createKilnFlattenGlobals());
     pm.addPass(arith::createArithExpandOpsPass());
     pm.addPass(memref::createExpandStridedMetadataPass());
     pm.addPass(createLowerAffinePass());
@@ -353,6 +356,11 @@ LogicalResult mlir::kiln::lowerToLLVMDialect(ModuleOp module,
     PassManager pm(module.getContext(), ModuleOp::getOperationName());
     if (failed(buildStagePipeline(pm, stage, options, *target)))
       return failure();
+    TimingScope stageTiming;
+    if (options.timing) {
+      stageTiming = options.timing->nest(stage);
+      pm.enableTiming(stageTiming);
+    }
     if (options.printPipeline == stage && options.printPipelineTo) {
       pm.printAsTextualPipeline(*options.printPipelineTo, /*pretty=*/true);
       *options.printPipelineTo << "\n";

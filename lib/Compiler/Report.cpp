@@ -212,10 +212,20 @@ void mlir::kiln::addCodegenToReport(llvm::json::Value &report,
   if (!kernels)
     return;
   SymbolTable symbols(module);
+  // Kernels kiln-dedup-kernels folded into an identical one: its code.
+  llvm::StringMap<func::FuncOp> aliasOf;
+  for (auto fn : module.getOps<func::FuncOp>())
+    if (auto names = fn->getAttrOfType<ArrayAttr>("kiln.kernel_aliases"))
+      for (auto n : names.getAsRange<StringAttr>())
+        aliasOf[n.getValue()] = fn;
   for (llvm::json::Value &k : *kernels) {
     llvm::json::Object *ko = k.getAsObject();
     std::optional<StringRef> name = ko ? ko->getString("name") : std::nullopt;
     auto fn = name ? symbols.lookup<func::FuncOp>(*name) : func::FuncOp();
+    if (!fn && name && aliasOf.count(*name)) {
+      fn = aliasOf[*name];
+      (*ko)["code_of"] = fn.getSymName().str();
+    }
     if (!fn)
       continue;
     if (auto bits = fn->getAttrOfType<IntegerAttr>("kiln.cpu_vector_bits"))

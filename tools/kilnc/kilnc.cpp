@@ -140,6 +140,13 @@ static cl::list<std::string> exposeIntermediates(
              "(=all), or the values of these nodes"),
     cl::CommaSeparated, cl::value_desc("all|NODE,..."));
 
+static cl::opt<bool>
+    timing("timing",
+           cl::desc("Print to stderr where the compile's time went: import, "
+                    "each stage's passes, LLVM's translation, optimizer and "
+                    "code generator, the link"),
+           cl::init(false));
+
 static cl::opt<std::string> externalWeights(
     "external-weights",
     cl::desc("Keep the initializers of at least --external-weights-min-bytes "
@@ -401,6 +408,15 @@ int main(int argc, char **argv) {
   if (inputFile.empty())
     return printStagePipeline(context, options);
 
+  // --timing: printed (as a tree, wall and user time) when `timer` goes.
+  DefaultTimingManager timer;
+  timer.setEnabled(timing);
+  timer.setDisplayMode(DefaultTimingManager::DisplayMode::Tree);
+  TimingScope rootTiming = timer.getRootScope();
+  if (timing)
+    options.timing = &rootTiming;
+  TimingScope importTiming = rootTiming.nest("import");
+
   // --external-weights: the importer collects the large initializers; they
   // are written before compiling (--calibrate runs the model).
   kiln::ExternalWeights weights;
@@ -412,6 +428,7 @@ int main(int argc, char **argv) {
       kiln::importOnnxFile(&context, inputFile, importOptions);
   if (!module)
     return 1;
+  importTiming.stop();
   bool keepWeights = false;
   auto removeWeights = llvm::scope_exit([&] {
     if (useExternalWeights && !outputFile.empty() && !keepWeights) {
@@ -454,7 +471,7 @@ int main(int argc, char **argv) {
   if (emitAssembly) {
     if (failed(kiln::lowerToLLVMDialect(*module, options)) ||
         failed(kiln::emitObjectFile(*module, outputFile, /*optLevel=*/2,
-                                    /*assembly=*/true)))
+                                    /*assembly=*/true, options.timing)))
       return 1;
     keepWeights = true;
     return reportFailed ? 1 : 0;

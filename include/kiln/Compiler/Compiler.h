@@ -12,6 +12,7 @@
 #include "mlir/IR/BuiltinOps.h"
 #include "mlir/IR/DialectRegistry.h"
 #include "mlir/Pass/PassManager.h"
+#include "mlir/Support/Timing.h"
 #include "llvm/Support/JSON.h"
 
 #include <functional>
@@ -57,6 +58,9 @@ struct CompileOptions {
   /// Called with the module after the codegen stage (what each kernel's
   /// code got: vector width, threads).
   std::function<void(ModuleOp module)> afterCodegen;
+  /// kilnc --timing: each stage's passes, LLVM's phases and the link are
+  /// timed under this scope (null: untimed).
+  TimingScope *timing = nullptr;
   /// Linker for the final .so.
   std::string linker = "/usr/lib/llvm-22/bin/ld.lld";
   /// The runtime archive linked into every model (libKilnModelRuntime.a).
@@ -131,9 +135,11 @@ LogicalResult lowerToLLVMDialect(ModuleOp module,
                                  const CompileOptions &options);
 
 /// Translates an LLVM-dialect module to a host object file at `objPath`
-/// (its assembly with `assembly`).
+/// (its assembly with `assembly`); translation, LLVM's optimizer and its
+/// code generator are timed under `timing` when given.
 LogicalResult emitObjectFile(ModuleOp module, llvm::StringRef objPath,
-                             int optLevel, bool assembly = false);
+                             int optLevel, bool assembly = false,
+                             TimingScope *timing = nullptr);
 
 /// Links `objPath` with the runtime into the shared library `soPath`.
 LogicalResult linkSharedLibrary(MLIRContext *ctx, llvm::StringRef objPath,

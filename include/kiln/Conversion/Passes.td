@@ -31,4 +31,22 @@ def KilnConvertHostToLLVM : Pass<"kiln-convert-host-to-llvm", "ModuleOp"> {
                            "::mlir::arith::ArithDialect"];
 }
 
+def KilnFlattenGlobals : Pass<"kiln-flatten-globals", "ModuleOp"> {
+  let summary = "Makes constant memref globals arrays of bytes";
+  let description = [{
+    Rewrites each initialized `memref.global` of the module with a static
+    shape, an identity layout and elements of whole bytes (not i8 already,
+    not i1, not a splat of zeros) into a 1-D `i8` global of the same bytes, and each
+    `memref.get_global` (and `kiln.weight`) of it into one of the bytes
+    and a `memref.view` as the old type. LLVM IR holds an array of bytes as
+    one ConstantDataArray that the AsmPrinter emits as one blob; a nested
+    array of floats is a ConstantArray per row of the last dim and is
+    emitted one element at a time, which for a model's weights (ResNet-50:
+    millions of rows of 3 or 1 floats) is where the compile's time and
+    memory went.
+  }];
+  let dependentDialects = ["::mlir::memref::MemRefDialect",
+                           "::mlir::arith::ArithDialect"];
+}
+
 #endif // KILN_CONVERSION_PASSES_TD

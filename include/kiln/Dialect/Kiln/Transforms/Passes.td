@@ -103,4 +103,21 @@ def KilnPlanMemory : Pass<"kiln-plan-memory", "ModuleOp"> {
   ];
 }
 
+def KilnDedupKernels : Pass<"kiln-dedup-kernels", "ModuleOp"> {
+  let summary = "Keeps one kernel function of each set of identical ones";
+  let description = [{
+    Kernel functions (`kiln.kernel`) with the same type, the same attributes
+    (other than their name) and the same body, op for op (locations aside),
+    compute the same thing on their arguments: a network's repeated layers
+    (BERT-base: 12 identical encoder layers; ResNet-50: the blocks of a
+    stage) have one kernel per layer and layer, differing only in the
+    weights passed to them. The first of each set stays; every
+    `kiln.launch` of the others calls it instead, and they are erased. The
+    kept kernel lists the names it stands for in `kiln.kernel_aliases` (the
+    compile report maps them back). Target codegen and LLVM then see each
+    distinct kernel once.
+  }];
+  let dependentDialects = ["::mlir::kiln::KilnDialect"];
+}
+
 #endif // KILN_DIALECT_KILN_TRANSFORMS_PASSES_TD
