@@ -17,8 +17,10 @@
 #include "mlir/Dialect/MemRef/IR/MemRef.h"
 #include "mlir/Dialect/SCF/IR/SCF.h"
 #include "mlir/Dialect/Vector/IR/VectorOps.h"
+#include "mlir/IR/Dominance.h"
 #include "mlir/IR/IRMapping.h"
 #include "mlir/Interfaces/TilingInterface.h"
+#include "mlir/Transforms/CSE.h"
 #include "mlir/Transforms/RegionUtils.h"
 
 #include "llvm/ADT/SetVector.h"
@@ -171,10 +173,12 @@ void outlineTaskLoop(RewriterBase &rewriter, scf::ForOp forOp,
   rewriter.eraseOp(forOp);
 }
 
-/// Splits `op` into `plan.tasks` tiles run by a kiln.parallel_for.
+/// Splits `op` into `plan.tasks` tiles run by a kiln.parallel_for, with
+/// the ends its register tiles take (tiled alike: their loop dims are its
+/// output's).
 LogicalResult parallelize(RewriterBase &rewriter, linalg::LinalgOp op,
-                          const ParallelPlan &plan, func::FuncOp kernel,
-                          StringRef name) {
+                          const ParallelPlan &plan, const FusedEnds &ends,
+                          func::FuncOp kernel, StringRef name) {
   Location loc = op.getLoc();
   rewriter.setInsertionPoint(op);
   Value zero = arith::ConstantIndexOp::create(rewriter, loc, 0);
@@ -192,14 +196,38 @@ LogicalResult parallelize(RewriterBase &rewriter, linalg::LinalgOp op,
     sizes.push_back(rewriter.getIndexAttr(r));
   offsets[plan.dim] = offset;
   sizes[plan.dim] = rewriter.getIndexAttr(plan.tile);
+  // The same tile of an end over the output's dims.
+  std::optional<unsigned> outPos =
+      op.getIndexingMapsArray().back().getResultPosition(
+          getAffineDimExpr(plan.dim, rewriter.getContext()));
+  auto tileEnd = [&](Operation *end) -> LogicalResult {
+    if (!end)
+      return success();
+    if (!outPos)
+      return failure();
+    auto loopOp = cast<linalg::LinalgOp>(end);
+    SmallVector<OpFoldResult> endOffsets(loopOp.getNumLoops(),
+                                         rewriter.getIndexAttr(0));
+    SmallVector<OpFoldResult> endSizes;
+    for (int64_t r : loopOp.getStaticLoopRanges())
+      endSizes.push_back(rewriter.getIndexAttr(r));
+    endOffsets[*outPos] = offset;
+    endSizes[*outPos] = rewriter.getIndexAttr(plan.tile);
+    return cast<TilingInterface>(end).getTiledImplementation(
+        rewriter, endOffsets, endSizes);
+  };
   auto tilable = cast<TilingInterface>(op.getOperation());
-  FailureOr<TilingResult> tiled =
-      tilable.getTiledImplementation(rewriter, offsets, sizes);
-  if (failed(tiled)) {
+  if (failed(tileEnd(ends.fill)) ||
+      failed(tilable.getTiledImplementation(rewriter, offsets, sizes)) ||
+      failed(tileEnd(ends.epilogue))) {
     rewriter.eraseOp(forOp);
     return failure();
   }
+  if (ends.fill)
+    rewriter.eraseOp(ends.fill);
   rewriter.eraseOp(op);
+  if (ends.epilogue)
+    rewriter.eraseOp(ends.epilogue);
   outlineTaskLoop(rewriter, forOp, kernel, name, plan.tasks);
   return success();
 }
@@ -231,6 +259,19 @@ struct CPUCodegenPass : public kiln::impl::KilnCPUCodegenBase<CPUCodegenPass> {
       if (fn->hasAttr("kiln.kernel") && !fn.isExternal())
         kernels.push_back(fn);
     for (func::FuncOp kernel : kernels) {
+      // Copies (a padded input's interior) as linalg copies: split across
+      // tasks and vectorized like the rest, not the runtime's element-wise
+      // memrefCopy.
+      SmallVector<memref::CopyOp> copies;
+      kernel.walk([&](memref::CopyOp op) { copies.push_back(op); });
+      for (memref::CopyOp copy : copies) {
+        auto src = cast<MemRefType>(copy.getSource().getType());
+        if (!src.hasStaticShape() || src.getRank() == 0)
+          continue;
+        rewriter.setInsertionPoint(copy);
+        rewriter.replaceOpWithNewOp<linalg::CopyOp>(copy, copy.getSource(),
+                                                    copy.getTarget());
+      }
       // Stencils first: their loops over the window come out of the op.
       SmallVector<linalg::GenericOp> generics;
       kernel.walk([&](linalg::GenericOp op) { generics.push_back(op); });
@@ -240,18 +281,34 @@ struct CPUCodegenPass : public kiln::impl::KilnCPUCodegenBase<CPUCodegenPass> {
               rewriter, op,
               /*onlyUnitWindows=*/matchContraction(op).has_value());
 
-      // Tasks. Each split op's tile lands in its own outlined body.
+      // The fills and epilogues contractions' tiles take in.
+      llvm::DenseMap<Operation *, FusedEnds> fused;
+      if (vectorize)
+        for (linalg::LinalgOp op : collectLinalgOps(kernel)) {
+          FusedEnds ends = markFusedEnds(op);
+          if (ends.fill || ends.epilogue)
+            fused[op] = ends;
+        }
+
+      // Tasks. Each split op's tile lands in its own outlined body (with
+      // its fused ends).
       SmallVector<func::FuncOp> bodies;
       int64_t numParallel = 0;
       if (parallel) {
-        for (linalg::LinalgOp op : collectLinalgOps(kernel)) {
+        // Fused ends go with their contraction (and are erased with it).
+        SmallVector<linalg::LinalgOp> ops;
+        for (linalg::LinalgOp op : collectLinalgOps(kernel))
+          if (!isFusedEnd(op))
+            ops.push_back(op);
+        for (linalg::LinalgOp op : ops) {
           std::optional<ParallelPlan> plan =
               planParallel(op, minParallelWork, tasks, vectorBits);
           if (!plan)
             continue;
           std::string name =
               (kernel.getName() + "_p" + std::to_string(numParallel)).str();
-          if (succeeded(parallelize(rewriter, op, *plan, kernel, name)))
+          if (succeeded(parallelize(rewriter, op, *plan, fused.lookup(op),
+                                    kernel, name)))
             ++numParallel;
         }
         for (auto fn : module.getOps<func::FuncOp>())
@@ -265,9 +322,21 @@ struct CPUCodegenPass : public kiln::impl::KilnCPUCodegenBase<CPUCodegenPass> {
       if (vectorize) {
         SmallVector<func::FuncOp> fns = {kernel};
         fns.append(bodies.begin(), bodies.end());
-        for (func::FuncOp fn : fns)
+        for (func::FuncOp fn : fns) {
+          // One view per tile of the output, so that the fused ends are
+          // found on the same value as the contraction's.
+          DominanceInfo dom(fn);
+          eliminateCommonSubExpressions(rewriter, dom, fn);
+          // Contractions first: they take their ends in.
+          SmallVector<linalg::LinalgOp> first;
+          for (linalg::LinalgOp op : collectLinalgOps(fn))
+            if (!isFusedEnd(op))
+              first.push_back(op);
+          for (linalg::LinalgOp op : first)
+            bits = std::max(bits, vectorizeOp(rewriter, op, vectorBits));
           for (linalg::LinalgOp op : collectLinalgOps(fn))
             bits = std::max(bits, vectorizeOp(rewriter, op, vectorBits));
+        }
       }
       kernel->setAttr("kiln.cpu_vector_bits",
                       IntegerAttr::get(IntegerType::get(ctx, 64), bits));

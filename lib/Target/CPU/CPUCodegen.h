@@ -55,10 +55,59 @@ matchStencilTerm(AffineExpr e, ArrayRef<utils::IteratorType> iters);
 LogicalResult decomposeStencil(RewriterBase &rewriter, linalg::GenericOp op,
                                bool onlyUnitWindows = false);
 
+/// The ops a contraction's register tiles take in (Epilogue.cpp): the fill
+/// of its output before it (the accumulators start at its value) and the
+/// elementwise op reading the output after it (applied to the
+/// accumulators, which are stored to its output instead).
+struct FusedEnds {
+  linalg::FillOp fill;
+  linalg::GenericOp epilogue;
+};
+/// In a kernel, before the split into tasks: finds the ends the tiles of
+/// `op` can take (the epilogue only when nothing else reads the product)
+/// and marks them (isFusedEnd). The split tiles them with `op`.
+FusedEnds markFusedEnds(linalg::LinalgOp op);
+bool isFusedEnd(Operation *op);
+/// At the tiles: the marked ends around `op`, on the same memory as `out`
+/// (`op`'s output before its dims were collapsed).
+FusedEnds findFusedEnds(linalg::LinalgOp op, Value out);
+
+/// Applies an epilogue to accumulator vectors and writes its output.
+class EpilogueWriter {
+public:
+  /// Views of the epilogue's operands indexed like `out` with its dims
+  /// grouped by `groups` (the contraction's output as its tiles index it);
+  /// null when an operand cannot be read that way. Views are created at
+  /// `b`'s insertion point.
+  static std::unique_ptr<EpilogueWriter>
+  create(OpBuilder &b, linalg::GenericOp epilogue, Value out,
+         ArrayRef<ReassociationIndices> groups, int64_t lanes);
+  /// The epilogue of `acc` (the product at `idx`, `lanes` along the last
+  /// index), written to the epilogue's output.
+  void write(OpBuilder &b, Location loc, Value acc, ValueRange idx,
+             bool inBounds);
+
+private:
+  EpilogueWriter() = default;
+  struct Operand {
+    bool isAcc = false, isVector = false;
+    Value memref;
+    /// Per index of `memref`: (true, group of `out`) or (false, constant).
+    SmallVector<std::pair<bool, int64_t>> index;
+  };
+  linalg::GenericOp e;
+  int64_t lanes = 1;
+  SmallVector<Operand> operands;
+};
+
 /// Rewrites a contraction (matchContraction) into its register tiles;
 /// returns the vector bits they use, nullopt (op left) when it is not one.
-std::optional<int64_t> emitContraction(RewriterBase &rewriter,
-                                       linalg::LinalgOp op, int64_t vectorBits);
+/// `out` is the output before `op`'s dims were collapsed by `outGroups`
+/// (its dims grouped as `op` indexes its output; empty: not collapsed):
+/// the fused ends are found on it.
+std::optional<int64_t>
+emitContraction(RewriterBase &rewriter, linalg::LinalgOp op, int64_t vectorBits,
+                Value out = {}, ArrayRef<ReassociationIndices> outGroups = {});
 
 /// The static innermost stride of a memref (1 for rank 0; dynamic when
 /// its layout is not strided).

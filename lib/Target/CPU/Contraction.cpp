@@ -115,8 +115,10 @@ SmallVector<Value> indicesOf(OpBuilder &b, Location loc, AffineMap map,
 class ContractionEmitter {
 public:
   ContractionEmitter(RewriterBase &b, linalg::LinalgOp op,
-                     const ContractionRoles &roles, const RegisterTile &tile)
-      : b(b), op(op), roles(roles), tile(tile), loc(op.getLoc()) {
+                     const ContractionRoles &roles, const RegisterTile &tile,
+                     Value fillValue, EpilogueWriter *epilogue)
+      : b(b), op(op), roles(roles), tile(tile), loc(op.getLoc()),
+        fillValue(fillValue), epilogue(epilogue) {
     ranges = op.getStaticLoopRanges();
     iters = op.getIteratorTypesArray();
     vecIn = op.getDpsInputs()[roles.vectorOperand];
@@ -149,10 +151,12 @@ public:
       dimValues[d] = loop.getInductionVar();
     }
     if (roles.kind == ContractionRoles::Broadcast) {
-      auto tiles = [&] {
+      // `first`: the accumulators start at the fused fill's value; `last`:
+      // they go through the fused epilogue.
+      auto tiles = [&](bool first, bool last) {
         forBlocks(roles.n, tile.vectors * tile.lanes, [&](Value n0, int64_t n) {
           forBlocks(roles.m, tile.rows, [&](Value m0, int64_t rows) {
-            emitBroadcastTile(m0, rows, n0, n);
+            emitBroadcastTile(m0, rows, n0, n, first, last);
           });
         });
       };
@@ -162,24 +166,40 @@ public:
       SmallVector<unsigned> red = reductions();
       if (red.size() == 1 && ranges[red[0]] > 2 * kBlock) {
         unsigned k = red[0];
-        int64_t full = ranges[k] / kBlock * kBlock;
-        {
+        int64_t blocks = (ranges[k] + kBlock - 1) / kBlock;
+        // Blocks [from, to) in a loop (or one), the first and the last
+        // peeled when ends are fused.
+        auto run = [&](int64_t from, int64_t to, bool first, bool last) {
+          if (from >= to)
+            return;
           OpBuilder::InsertionGuard guard(b);
-          auto loop = scf::ForOp::create(b, loc, indexConst(b, loc, 0),
-                                         indexConst(b, loc, full),
-                                         indexConst(b, loc, kBlock));
+          int64_t end = std::min(to * kBlock, ranges[k]);
+          if (to - from == 1) {
+            kBlockStart = indexConst(b, loc, from * kBlock);
+            kBlockSize = end - from * kBlock;
+            tiles(first, last);
+            return;
+          }
+          // Full blocks only: a partial last one is peeled by the caller.
+          auto loop = scf::ForOp::create(
+              b, loc, indexConst(b, loc, from * kBlock),
+              indexConst(b, loc, to * kBlock), indexConst(b, loc, kBlock));
           b.setInsertionPointToStart(loop.getBody());
           kBlockStart = loop.getInductionVar();
           kBlockSize = kBlock;
-          tiles();
-        }
-        if (full < ranges[k]) {
-          kBlockStart = indexConst(b, loc, full);
-          kBlockSize = ranges[k] - full;
-          tiles();
+          tiles(first, last);
+        };
+        bool partial = ranges[k] % kBlock != 0;
+        if (!fillValue && !epilogue) {
+          run(0, blocks - partial, false, false);
+          run(blocks - partial, blocks, false, false);
+        } else {
+          run(0, 1, true, blocks == 1);
+          run(1, blocks - 1, false, false);
+          run(std::max<int64_t>(blocks - 1, 1), blocks, false, true);
         }
       } else {
-        tiles();
+        tiles(true, true);
       }
     } else
       forBlocks(roles.m, tile.rows, [&](Value m0, int64_t rows) {
@@ -344,16 +364,21 @@ private:
     return SmallVector<Value>(loop.getResults());
   }
 
-  void emitBroadcastTile(Value m0, int64_t rows, Value n0, int64_t n) {
+  void emitBroadcastTile(Value m0, int64_t rows, Value n0, int64_t n,
+                         bool first, bool last) {
     int64_t vectors = (n + tile.lanes - 1) / tile.lanes;
     bool lastFull = n % tile.lanes == 0;
     auto inBounds = [&](int64_t v) { return v + 1 < vectors || lastFull; };
     SmallVector<Value> acc;
+    Value init;
+    if (first && fillValue)
+      init = vector::BroadcastOp::create(b, loc, accVector, fillValue);
     for (int64_t i = 0; i < rows; ++i)
       for (int64_t v = 0; v < vectors; ++v) {
         dimValues[roles.m] = addIndex(b, loc, m0, i);
         dimValues[roles.n] = addIndex(b, loc, n0, v * tile.lanes);
-        acc.push_back(readVector(out, outMap, accVector, inBounds(v)));
+        acc.push_back(init ? init
+                           : readVector(out, outMap, accVector, inBounds(v)));
       }
     SmallVector<Value> result =
         reductionLoops(reductions(), acc, [&](ValueRange args) {
@@ -379,7 +404,11 @@ private:
       for (int64_t v = 0; v < vectors; ++v) {
         dimValues[roles.m] = addIndex(b, loc, m0, i);
         dimValues[roles.n] = addIndex(b, loc, n0, v * tile.lanes);
-        writeVector(result[i * vectors + v], inBounds(v));
+        if (last && epilogue)
+          epilogue->write(b, loc, result[i * vectors + v],
+                          indicesOf(b, loc, outMap, dimValues), inBounds(v));
+        else
+          writeVector(result[i * vectors + v], inBounds(v));
       }
   }
 
@@ -459,7 +488,22 @@ private:
   /// The unit-stride view of a strided vector operand (makeDenseView).
   Value dense;
   int64_t denseStride = 1;
+  /// Fused ends (Epilogue.cpp): the fill's value, the epilogue.
+  Value fillValue;
+  EpilogueWriter *epilogue = nullptr;
 };
+
+/// Moves the ops `v` needs that follow `before` in its block (views of an
+/// epilogue's operands) to just before it.
+void hoistBefore(Value v, Operation *before) {
+  Operation *def = v.getDefiningOp();
+  if (!def || def->getBlock() != before->getBlock() ||
+      def->isBeforeInBlock(before))
+    return;
+  for (Value operand : def->getOperands())
+    hoistBefore(operand, before);
+  def->moveBefore(before);
+}
 
 } // namespace
 
@@ -590,14 +634,38 @@ RegisterTile mlir::kiln::cpu::chooseRegisterTile(linalg::LinalgOp op,
   return t;
 }
 
-std::optional<int64_t> mlir::kiln::cpu::emitContraction(RewriterBase &rewriter,
-                                                        linalg::LinalgOp op,
-                                                        int64_t vectorBits) {
+std::optional<int64_t>
+mlir::kiln::cpu::emitContraction(RewriterBase &rewriter, linalg::LinalgOp op,
+                                 int64_t vectorBits, Value out,
+                                 ArrayRef<ReassociationIndices> outGroups) {
   std::optional<ContractionRoles> roles = matchContraction(op);
   if (!roles)
     return std::nullopt;
   RegisterTile tile = chooseRegisterTile(op, *roles, vectorBits);
   Type acc = getElementTypeOrSelf(op.getDpsInits()[0].getType());
-  ContractionEmitter(rewriter, op, *roles, tile).emit();
+  if (!out)
+    out = op.getDpsInits()[0];
+  FusedEnds ends;
+  if (roles->kind == ContractionRoles::Broadcast)
+    ends = findFusedEnds(op, out);
+  std::unique_ptr<EpilogueWriter> epilogue;
+  if (ends.epilogue) {
+    for (Value v : ends.epilogue->getOperands())
+      hoistBefore(v, op);
+    SmallVector<ReassociationIndices> groups(outGroups);
+    if (groups.empty())
+      for (int64_t d = 0; d < cast<MemRefType>(out.getType()).getRank(); ++d)
+        groups.push_back({d});
+    rewriter.setInsertionPoint(op);
+    epilogue = EpilogueWriter::create(rewriter, ends.epilogue, out, groups,
+                                      tile.lanes);
+  }
+  Value fillValue = ends.fill ? ends.fill.getInputs()[0] : Value();
+  ContractionEmitter(rewriter, op, *roles, tile, fillValue, epilogue.get())
+      .emit();
+  if (ends.fill)
+    rewriter.eraseOp(ends.fill);
+  if (epilogue)
+    rewriter.eraseOp(ends.epilogue);
   return tile.lanes * elementBits(acc);
 }

@@ -83,10 +83,14 @@ LogicalResult mlir::kiln::cpu::decomposeStencil(RewriterBase &rewriter,
 
   Location loc = op.getLoc();
   rewriter.setInsertionPoint(op);
-  // One loop per window dim.
+  // One loop per window dim of two or more (a dim of one is at 0).
   SmallVector<Value> ivs(ranges.size());
   for (unsigned r : window) {
     Value zero = arith::ConstantIndexOp::create(rewriter, loc, 0);
+    if (ranges[r] == 1) {
+      ivs[r] = zero;
+      continue;
+    }
     Value ub = arith::ConstantIndexOp::create(rewriter, loc, ranges[r]);
     Value one = arith::ConstantIndexOp::create(rewriter, loc, 1);
     auto loop = scf::ForOp::create(rewriter, loc, zero, ub, one);

@@ -152,8 +152,9 @@ int64_t vectorizeRows(RewriterBase &b, linalg::GenericOp op,
 /// adjacently and contiguously (a 1x1 convolution's rows and columns, an
 /// elementwise op's trailing dims) into one, so vectors run along all of
 /// them. Returns the op to vectorize (`op` when nothing folds).
-linalg::GenericOp collapseContiguousDims(RewriterBase &b,
-                                         linalg::GenericOp op) {
+linalg::GenericOp collapseContiguousDims(
+    RewriterBase &b, linalg::GenericOp op,
+    SmallVectorImpl<ReassociationIndices> *folded = nullptr) {
   if (!cast<linalg::LinalgOp>(op.getOperation())
            .hasOnlyProjectedPermutations() ||
       op.hasIndexSemantics())
@@ -204,6 +205,8 @@ linalg::GenericOp collapseContiguousDims(RewriterBase &b,
   if (failed(collapsed))
     return op;
   b.eraseOp(op);
+  if (folded)
+    folded->assign(groups.begin(), groups.end());
   return cast<linalg::GenericOp>(collapsed->collapsedOp.getOperation());
 }
 
@@ -262,9 +265,27 @@ int64_t mlir::kiln::cpu::vectorizeOp(RewriterBase &rewriter,
     generic = *g;
   }
   // Folded dims, or a generalized named op, may make a contraction match.
-  generic = collapseContiguousDims(rewriter, generic);
+  // Its fused ends are on the output as it was, whose dims fold like the
+  // loop dims the output map reads.
+  Value out = generic.getDpsInits()[0];
+  AffineMap outMap = generic.getIndexingMapsArray().back();
+  SmallVector<ReassociationIndices> folded;
+  generic = collapseContiguousDims(rewriter, generic, &folded);
+  SmallVector<ReassociationIndices> outGroups;
+  if (!folded.empty() && outMap.isProjectedPermutation()) {
+    for (unsigned p = 0; p < outMap.getNumResults(); ++p) {
+      unsigned d = cast<AffineDimExpr>(outMap.getResult(p)).getPosition();
+      auto in = llvm::find_if(folded, [&](const ReassociationIndices &g) {
+        return llvm::is_contained(g, (int64_t)d) && g.front() != (int64_t)d;
+      });
+      if (in != folded.end())
+        outGroups.back().push_back(p);
+      else
+        outGroups.push_back({(int64_t)p});
+    }
+  }
   if (std::optional<int64_t> bits =
-          emitContraction(rewriter, generic, vectorBits))
+          emitContraction(rewriter, generic, vectorBits, out, outGroups))
     return *bits;
   return vectorizeRows(rewriter, generic, vectorBits);
 }
