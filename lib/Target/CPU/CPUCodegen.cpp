@@ -95,6 +95,10 @@ std::optional<ParallelPlan> planParallel(linalg::LinalgOp op, int64_t minWork,
   for (unsigned d = 0; d < ranges.size(); ++d) {
     if (iters[d] != utils::IteratorType::parallel || ranges[d] < 2)
       continue;
+    // A packed operand's panels are not split (its map reads `n mod NR`
+    // from a tile's own n).
+    if (roles && roles->panel && d == roles->n && ranges[d] % roles->panel != 0)
+      continue;
     int64_t tile = chooseTile(ranges[d], granule[d], maxTasks);
     if (!tile || ranges[d] / tile < 2)
       continue;
@@ -217,11 +221,39 @@ LogicalResult parallelize(RewriterBase &rewriter, linalg::LinalgOp op,
         rewriter, endOffsets, endSizes);
   };
   auto tilable = cast<TilingInterface>(op.getOperation());
+  FailureOr<TilingResult> tiled = failure();
   if (failed(tileEnd(ends.fill)) ||
-      failed(tilable.getTiledImplementation(rewriter, offsets, sizes)) ||
+      failed(tiled =
+                 tilable.getTiledImplementation(rewriter, offsets, sizes)) ||
       failed(tileEnd(ends.epilogue))) {
     rewriter.eraseOp(forOp);
     return failure();
+  }
+  // A packed operand (`n floordiv NR, ..., n mod NR`): linalg's slice of
+  // it is wrong (mod is not monotone); the tile's panels are.
+  std::optional<ContractionRoles> roles = matchContraction(op);
+  if (roles && roles->panel) {
+    auto tiledOp = cast<linalg::LinalgOp>(tiled->tiledOps.front());
+    Value packed = op.getDpsInputs()[roles->vectorOperand];
+    OpBuilder::InsertionGuard guard(rewriter);
+    rewriter.setInsertionPoint(tiledOp);
+    if (plan.dim == roles->n) {
+      auto type = cast<MemRefType>(packed.getType());
+      SmallVector<OpFoldResult> pOffsets(type.getRank(),
+                                         rewriter.getIndexAttr(0));
+      SmallVector<OpFoldResult> pSizes,
+          pStrides(type.getRank(), rewriter.getIndexAttr(1));
+      for (int64_t d : type.getShape())
+        pSizes.push_back(rewriter.getIndexAttr(d));
+      pOffsets[0] = arith::DivUIOp::create(rewriter, loc, offset,
+                                           arith::ConstantIndexOp::create(
+                                               rewriter, loc, roles->panel))
+                        .getResult();
+      pSizes[0] = rewriter.getIndexAttr(plan.tile / roles->panel);
+      packed = memref::SubViewOp::create(rewriter, loc, packed, pOffsets,
+                                         pSizes, pStrides);
+    }
+    tiledOp->setOperand(roles->vectorOperand, packed);
   }
   if (ends.fill)
     rewriter.eraseOp(ends.fill);
@@ -254,6 +286,9 @@ struct CPUCodegenPass : public kiln::impl::KilnCPUCodegenBase<CPUCodegenPass> {
     module->setAttr("kiln.cpu_vector_bits",
                     IntegerAttr::get(IntegerType::get(ctx, 64), vectorBits));
     IRRewriter rewriter(ctx);
+    // Constant weights read as a contraction's vectors, packed once.
+    if (vectorize && pack)
+      packWeights(module, vectorBits);
     SmallVector<func::FuncOp> kernels;
     for (auto fn : module.getOps<func::FuncOp>())
       if (fn->hasAttr("kiln.kernel") && !fn.isExternal())

@@ -24,7 +24,28 @@ struct ContractionRoles {
   /// index (a convolution's stride when it reads `a * n + b * kw`).
   int64_t vectorStride = 1;
   bool stencil = false;
+  /// Broadcast: the vector operand is packed in panels of this many
+  /// columns (Packing.cpp; 0: not packed).
+  int64_t panel = 0;
 };
+
+/// A packed operand's index of loop dim `dim`: its panel (`dim floordiv
+/// panel`) or its column in the panel (`dim mod panel`).
+struct PackedTerm {
+  unsigned dim;
+  int64_t panel;
+  bool isPanel;
+};
+std::optional<PackedTerm> matchPackedTerm(AffineExpr e);
+
+/// Packs the constant weights that contractions read as vectors (a
+/// matmul's B, `k x n`) into panels of the register tile's columns,
+/// contiguous along everything else (`n/NR x k x NR`, zero-padded), once,
+/// at compile time: the globals' bytes are rewritten, kernels take the
+/// packed type and read it through `n floordiv NR`, `n mod NR`. A kernel
+/// is packed only when every launch passes a constant global there.
+/// Returns the number of kernel operands packed.
+int64_t packWeights(ModuleOp module, int64_t vectorBits);
 
 /// The register tile of a contraction: rows × vectors of `lanes`.
 struct RegisterTile {

@@ -87,7 +87,7 @@ SmallVector<unsigned> usedDims(AffineMap map) {
 }
 
 /// The operand's indices for the current value of every loop dim (results
-/// are dims or `a * d + b * e`).
+/// are dims, `a * d + b * e`, or a packed panel's `d floordiv c`, `d mod c`).
 SmallVector<Value> indicesOf(OpBuilder &b, Location loc, AffineMap map,
                              ArrayRef<Value> dimValues) {
   SmallVector<Value> idx;
@@ -102,6 +102,15 @@ SmallVector<Value> indicesOf(OpBuilder &b, Location loc, AffineMap map,
   for (AffineExpr e : map.getResults()) {
     if (isa<AffineDimExpr>(e)) {
       idx.push_back(scaled(e));
+      continue;
+    }
+    // A packed panel's `d floordiv c` and `d mod c` (Packing.cpp).
+    if (std::optional<PackedTerm> t = matchPackedTerm(e)) {
+      Value d = dimValues[t->dim];
+      Value c = indexConst(b, loc, t->panel);
+      idx.push_back(t->isPanel
+                        ? arith::DivUIOp::create(b, loc, d, c).getResult()
+                        : arith::RemUIOp::create(b, loc, d, c).getResult());
       continue;
     }
     auto add = cast<AffineBinaryOpExpr>(e);
@@ -507,6 +516,19 @@ void hoistBefore(Value v, Operation *before) {
 
 } // namespace
 
+std::optional<PackedTerm> mlir::kiln::cpu::matchPackedTerm(AffineExpr e) {
+  auto bin = dyn_cast<AffineBinaryOpExpr>(e);
+  if (!bin || (bin.getKind() != AffineExprKind::FloorDiv &&
+               bin.getKind() != AffineExprKind::Mod))
+    return std::nullopt;
+  auto d = dyn_cast<AffineDimExpr>(bin.getLHS());
+  auto c = dyn_cast<AffineConstantExpr>(bin.getRHS());
+  if (!d || !c || c.getValue() < 2)
+    return std::nullopt;
+  return PackedTerm{d.getPosition(), c.getValue(),
+                    bin.getKind() == AffineExprKind::FloorDiv};
+}
+
 std::optional<ContractionRoles>
 mlir::kiln::cpu::matchContraction(linalg::LinalgOp op) {
   if (!op.hasPureBufferSemantics() || op.getNumDpsInputs() != 2 ||
@@ -516,10 +538,15 @@ mlir::kiln::cpu::matchContraction(linalg::LinalgOp op) {
   // at dims.
   SmallVector<utils::IteratorType> iters = op.getIteratorTypesArray();
   bool stencil = false;
+  int64_t panel = 0;
   for (OpOperand *in : op.getDpsInputOperands())
     for (AffineExpr e : op.getMatchingIndexingMap(in).getResults()) {
       if (isa<AffineDimExpr>(e))
         continue;
+      if (std::optional<PackedTerm> t = matchPackedTerm(e)) {
+        panel = t->panel;
+        continue;
+      }
       if (!matchStencilTerm(e, iters))
         return std::nullopt;
       stencil = true;
@@ -563,8 +590,17 @@ mlir::kiln::cpu::matchContraction(linalg::LinalgOp op) {
     // (unit stride in memory, at most 4 apart).
     AffineExpr last = map.getResults().back();
     int64_t stride = 1;
+    std::optional<PackedTerm> packed = matchPackedTerm(last);
     if (auto d = dyn_cast<AffineDimExpr>(last)) {
       if (d.getPosition() != n)
+        continue;
+    } else if (packed) {
+      // A packed panel: `n floordiv c` first, `n mod c` last, dims
+      // between; the panels' columns contiguous.
+      auto first = matchPackedTerm(map.getResult(0));
+      if (packed->isPanel || packed->dim != n || !first || !first->isPanel ||
+          first->dim != n || first->panel != packed->panel ||
+          innermostStride(op.getDpsInputs()[v]) != 1)
         continue;
     } else {
       std::optional<StencilTerm> t = matchStencilTerm(last, iters);
@@ -576,8 +612,9 @@ mlir::kiln::cpu::matchContraction(linalg::LinalgOp op) {
     std::optional<unsigned> m = rowDim(1 - v);
     if (!m)
       continue;
-    // The row operand is read at dims (a weight).
-    if (!maps[1 - v].isProjectedPermutation())
+    // The row operand is read at dims (a weight); only the vector
+    // operand is packed.
+    if (!maps[1 - v].isProjectedPermutation() || (panel && !packed))
       continue;
     ContractionRoles roles;
     roles.kind = ContractionRoles::Broadcast;
@@ -586,10 +623,11 @@ mlir::kiln::cpu::matchContraction(linalg::LinalgOp op) {
     roles.vectorOperand = v;
     roles.vectorStride = stride;
     roles.stencil = stencil;
+    roles.panel = packed ? packed->panel : 0;
     return roles;
   }
   // Dot: both innermost along one reduction, contiguous.
-  if (stencil)
+  if (stencil || panel)
     return std::nullopt;
   SmallVector<unsigned> dims[2] = {mapDims(maps[0]), mapDims(maps[1])};
   if (dims[0].empty() || dims[1].empty() || dims[0].back() != dims[1].back())

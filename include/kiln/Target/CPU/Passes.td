@@ -7,7 +7,13 @@ include "mlir/Pass/PassBase.td"
 def KilnCPUCodegen : Pass<"kiln-cpu-codegen", "ModuleOp"> {
   let summary = "Splits CPU kernels across threads and vectorizes them";
   let description = [{
-    For each linalg op of each kernel (`kiln.kernel`, on memrefs):
+    First, constant weights that a contraction reads as its vector operand
+    (a matmul's `B`, `k x n`, every launch passing a constant global) are
+    packed at compile time into panels of the register tile's columns
+    (`n/NR x k x NR`, zero-padded): the global's bytes are rewritten and the
+    kernel reads them at `(n floordiv NR, k, n mod NR)`.
+
+    Then, for each linalg op of each kernel (`kiln.kernel`, on memrefs):
 
     - stencils (convolutions, pooling: an input indexed `a * d_p + b * d_r`
       with `d_r` a reduction) become a loop over their window whose body is
@@ -21,7 +27,10 @@ def KilnCPUCodegen : Pass<"kiln-cpu-codegen", "ModuleOp"> {
       tiles of FMAs on `vector-bits`-wide vectors (an accumulator tile of
       rows × vectors kept in registers across the reduction), other ops are
       tiled and vectorized along their innermost dim (rows of reductions
-      whole);
+      whole); a contraction's fill and its elementwise consumer (bias,
+      activation, residual) are taken into its tiles: the accumulators
+      start at the fill's value and go through the consumer before they
+      are stored;
     - what cannot be vectorized stays a linalg op (lowered to loops after).
 
     Each kernel records what it got: `kiln.cpu_vector_bits` (the widest
@@ -48,6 +57,8 @@ def KilnCPUCodegen : Pass<"kiln-cpu-codegen", "ModuleOp"> {
            "Iterations an op needs before it is split across threads">,
     Option<"tasks", "tasks", "int64_t", /*default=*/"16",
            "Tasks an op is split into (at most; a divisor of its dim)">,
+    Option<"pack", "pack", "bool", /*default=*/"true",
+           "Pack constant weights read as vectors into panels">,
   ];
   let dependentDialects = [
     "::mlir::affine::AffineDialect", "::mlir::arith::ArithDialect",
