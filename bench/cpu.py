@@ -98,6 +98,19 @@ def fma_peak_gflops():
     return cores * 2 * lanes * 2 * mhz / 1e3, cores, lanes, mhz
 
 
+def timed_compile(cmd):
+    """Runs kilnc: (wall seconds, its peak resident memory in MB)."""
+    t0 = time.time()
+    proc = subprocess.Popen(cmd, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE)
+    _, status, usage = os.wait4(proc.pid, 0)
+    seconds = time.time() - t0
+    err = proc.stderr.read().decode()
+    proc.stderr.close()
+    if status != 0:
+        raise kiln_tools.Error(f"{' '.join(cmd)} failed:\n{err}")
+    return seconds, usage.ru_maxrss / 1024
+
+
 def networks(args, rows):
     for name in args.models.split(","):
         if not name:
@@ -114,10 +127,10 @@ def networks(args, rows):
         ref = sess.run(None, feeds)
         so = os.path.join(args.workdir, f"{name}_cpu.so")
         rep = os.path.join(args.workdir, f"{name}_cpu.json")
-        t0 = time.time()
-        kiln_tools.compile_model(path, so, ["-O2", f"--report={rep}", *DIMS.get(name, [])],
-                                 bindir=BIN)
-        row = {"model": name, "compile_s": time.time() - t0}
+        seconds, peak_mb = timed_compile(
+            [kiln_tools.find_tool("kilnc", BIN), path, "-o", so, "-O2", f"--report={rep}",
+             *DIMS.get(name, [])])
+        row = {"model": name, "compile_s": seconds, "compile_peak_mb": peak_mb}
         report = json.load(open(rep))
         kernels = report["kernels"]
         row["kernels"] = len(kernels)
@@ -215,12 +228,13 @@ def main():
 
     print(f"CPU: {cores} cores, f32 x{lanes} FMA, {mhz:.0f} MHz nominal: "
           f"FMA peak {peak:.0f} GFLOP/s; median of {args.runs} runs after warm-up\n")
-    print("| model | kernels (vectorized / on threads) | compile -O2 | max rel err | "
+    print("| model | kernels (vectorized / on threads) | compile -O2 (peak memory) | max rel err | "
           "onnxruntime 2T | Kiln 2T | Kiln 1T | Kiln 2T / ORT | 1T / 2T |")
     print("|" + "---|" * 9)
     for r in nets:
         head = (f"| {r['model']} | {r['kernels']} ({r['vectorized']} / {r['parallel']}) | "
-                f"{r['compile_s']:.1f} s | {r['max_rel_err']:.1e} |")
+                f"{r['compile_s']:.1f} s ({r['compile_peak_mb']:.0f} MB) | "
+                f"{r['max_rel_err']:.1e} |")
         if "note" in r:
             print(head + f" {r['note']} | | | | |")
             continue
