@@ -310,11 +310,17 @@ struct CPUCodegenPass : public kiln::impl::KilnCPUCodegenBase<CPUCodegenPass> {
       // Stencils first: their loops over the window come out of the op.
       SmallVector<linalg::GenericOp> generics;
       kernel.walk([&](linalg::GenericOp op) { generics.push_back(op); });
-      for (linalg::GenericOp op : generics)
-        if (op.hasPureBufferSemantics())
-          (void)decomposeStencil(
-              rewriter, op,
-              /*onlyUnitWindows=*/matchContraction(op).has_value());
+      // A stencil that is split into tasks (a depthwise convolution, a
+      // pool) is taken apart inside each task instead, plane by plane.
+      for (linalg::GenericOp op : generics) {
+        if (!op.hasPureBufferSemantics())
+          continue;
+        bool contraction = matchContraction(op).has_value();
+        if (!contraction && parallel && hasStencilWindow(op) &&
+            planParallel(op, minParallelWork, tasks, vectorBits))
+          continue;
+        (void)decomposeStencil(rewriter, op, /*onlyUnitWindows=*/contraction);
+      }
 
       // The fills and epilogues contractions' tiles take in.
       llvm::DenseMap<Operation *, FusedEnds> fused;
@@ -350,6 +356,27 @@ struct CPUCodegenPass : public kiln::impl::KilnCPUCodegenBase<CPUCodegenPass> {
           if (fn->hasAttr("kiln.parallel_body") &&
               fn.getName().starts_with((kernel.getName() + "_p").str()))
             bodies.push_back(fn);
+      }
+
+      // The stencils left whole for their tasks, plane by plane (and
+      // any whose split failed, as they are).
+      {
+        SmallVector<linalg::GenericOp> left;
+        kernel.walk([&](linalg::GenericOp op) {
+          if (hasStencilWindow(op) && !matchContraction(op))
+            left.push_back(op);
+        });
+        for (linalg::GenericOp op : left)
+          (void)decomposeStencil(rewriter, op);
+      }
+      for (func::FuncOp fn : bodies) {
+        SmallVector<linalg::GenericOp> stencils;
+        fn.walk([&](linalg::GenericOp op) {
+          if (hasStencilWindow(op) && !matchContraction(op))
+            stencils.push_back(op);
+        });
+        for (linalg::GenericOp op : stencils)
+          (void)decomposeInPlanes(rewriter, op);
       }
 
       // Vectors.

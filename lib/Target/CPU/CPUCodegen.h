@@ -75,6 +75,14 @@ matchStencilTerm(AffineExpr e, ArrayRef<utils::IteratorType> iters);
 /// register tile then keeps the whole window in registers instead).
 LogicalResult decomposeStencil(RewriterBase &rewriter, linalg::GenericOp op,
                                bool onlyUnitWindows = false);
+/// Whether `op` is a stencil with a window of two or more (what
+/// decomposeStencil takes apart).
+bool hasStencilWindow(linalg::GenericOp op);
+/// A stencil as loops over its planes (every parallel dim its window does
+/// not slide along, one at a time: a depthwise convolution's or a pool's
+/// channels), each plane decomposed: the window's passes over one plane
+/// stay in cache.
+LogicalResult decomposeInPlanes(RewriterBase &rewriter, linalg::GenericOp op);
 
 /// The ops a contraction's register tiles take in (Epilogue.cpp): the fill
 /// of its output before it (the accumulators start at its value) and the

@@ -11,6 +11,8 @@
 
 #include "CPUCodegen.h"
 
+#include "mlir/Interfaces/TilingInterface.h"
+
 #include "mlir/Dialect/Arith/IR/Arith.h"
 #include "mlir/Dialect/MemRef/IR/MemRef.h"
 #include "mlir/Dialect/SCF/IR/SCF.h"
@@ -52,6 +54,72 @@ mlir::kiln::cpu::matchStencilTerm(AffineExpr e,
       iters[r->first] != utils::IteratorType::reduction)
     return std::nullopt;
   return StencilTerm{l->first, r->first, l->second, r->second};
+}
+
+bool mlir::kiln::cpu::hasStencilWindow(linalg::GenericOp op) {
+  if (!op.hasPureBufferSemantics() || op.hasIndexSemantics() ||
+      op.getNumDpsInits() != 1)
+    return false;
+  SmallVector<int64_t> ranges = op.getStaticLoopRanges();
+  if (llvm::any_of(ranges, ShapedType::isDynamic))
+    return false;
+  SmallVector<utils::IteratorType> iters = op.getIteratorTypesArray();
+  bool window = false;
+  for (OpOperand &operand : op->getOpOperands())
+    for (AffineExpr e : op.getMatchingIndexingMap(&operand).getResults()) {
+      if (isa<AffineDimExpr>(e))
+        continue;
+      std::optional<cpu::StencilTerm> t = matchStencilTerm(e, iters);
+      if (!t || op.isDpsInit(&operand))
+        return false;
+      window |= ranges[t->r] > 1;
+    }
+  return window;
+}
+
+LogicalResult mlir::kiln::cpu::decomposeInPlanes(RewriterBase &rewriter,
+                                                 linalg::GenericOp op) {
+  if (!hasStencilWindow(op))
+    return failure();
+  SmallVector<int64_t> ranges = op.getStaticLoopRanges();
+  SmallVector<utils::IteratorType> iters = op.getIteratorTypesArray();
+  // The dims the window slides along stay whole.
+  llvm::SmallDenseSet<unsigned> spatial;
+  for (OpOperand &operand : op->getOpOperands())
+    for (AffineExpr e : op.getMatchingIndexingMap(&operand).getResults())
+      if (std::optional<cpu::StencilTerm> t = matchStencilTerm(e, iters))
+        spatial.insert(t->p);
+  Location loc = op.getLoc();
+  OpBuilder::InsertionGuard guard(rewriter);
+  rewriter.setInsertionPoint(op);
+  SmallVector<OpFoldResult> offsets, sizes;
+  bool tiled = false;
+  for (unsigned d = 0; d < ranges.size(); ++d) {
+    if (iters[d] != utils::IteratorType::parallel || spatial.contains(d) ||
+        ranges[d] == 1) {
+      offsets.push_back(rewriter.getIndexAttr(0));
+      sizes.push_back(rewriter.getIndexAttr(ranges[d]));
+      continue;
+    }
+    auto loop = scf::ForOp::create(
+        rewriter, loc, arith::ConstantIndexOp::create(rewriter, loc, 0),
+        arith::ConstantIndexOp::create(rewriter, loc, ranges[d]),
+        arith::ConstantIndexOp::create(rewriter, loc, 1));
+    rewriter.setInsertionPointToStart(loop.getBody());
+    offsets.push_back(loop.getInductionVar());
+    sizes.push_back(rewriter.getIndexAttr(1));
+    tiled = true;
+  }
+  if (!tiled)
+    return decomposeStencil(rewriter, op);
+  FailureOr<TilingResult> plane =
+      cast<TilingInterface>(op.getOperation())
+          .getTiledImplementation(rewriter, offsets, sizes);
+  if (failed(plane))
+    return failure();
+  rewriter.eraseOp(op);
+  auto generic = dyn_cast<linalg::GenericOp>(plane->tiledOps.front());
+  return generic ? decomposeStencil(rewriter, generic) : success();
 }
 
 LogicalResult mlir::kiln::cpu::decomposeStencil(RewriterBase &rewriter,
