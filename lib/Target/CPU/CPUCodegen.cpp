@@ -264,6 +264,59 @@ LogicalResult parallelize(RewriterBase &rewriter, linalg::LinalgOp op,
   return success();
 }
 
+/// A fill of a buffer followed by a copy into a static part of it (a
+/// padded input: zeros, then the interior) becomes fills of the parts the
+/// copy leaves: the border, one slab per side of each dim.
+LogicalResult fillOnlyBorder(RewriterBase &rewriter, linalg::FillOp fill) {
+  if (!fill.hasPureBufferSemantics())
+    return failure();
+  Value buffer = fill.getOutputs()[0];
+  auto type = dyn_cast<MemRefType>(buffer.getType());
+  Operation *next = fill->getNextNode();
+  while (next && next->getNumRegions() == 0 && isMemoryEffectFree(next))
+    next = next->getNextNode();
+  auto copy = dyn_cast_or_null<linalg::CopyOp>(next);
+  if (!type || !type.hasStaticShape() || !copy ||
+      !copy.hasPureBufferSemantics())
+    return failure();
+  auto view = copy.getOutputs()[0].getDefiningOp<memref::SubViewOp>();
+  if (!view || view.getSource() != buffer ||
+      view.getSourceType().getRank() != view.getType().getRank() ||
+      !view.hasUnitStride() ||
+      ShapedType::isDynamicShape(view.getStaticOffsets()) ||
+      ShapedType::isDynamicShape(view.getStaticSizes()))
+    return failure();
+  ArrayRef<int64_t> offsets = view.getStaticOffsets();
+  ArrayRef<int64_t> sizes = view.getStaticSizes();
+  ArrayRef<int64_t> full = type.getShape();
+  Location loc = fill.getLoc();
+  rewriter.setInsertionPoint(fill);
+  int64_t rank = type.getRank();
+  auto fillPart = [&](ArrayRef<int64_t> lo, ArrayRef<int64_t> len) {
+    if (llvm::any_of(len, [](int64_t l) { return l == 0; }))
+      return;
+    SmallVector<int64_t> strides(rank, 1);
+    Value part =
+        memref::SubViewOp::create(rewriter, loc, buffer, lo, len, strides);
+    linalg::FillOp::create(rewriter, loc, fill.getInputs()[0], part);
+  };
+  // Dims before d: the interior; dim d: before and after it; after d: all.
+  for (int64_t d = 0; d < rank; ++d) {
+    SmallVector<int64_t> lo(rank, 0), len(full.begin(), full.end());
+    for (int64_t e = 0; e < d; ++e) {
+      lo[e] = offsets[e];
+      len[e] = sizes[e];
+    }
+    len[d] = offsets[d];
+    fillPart(lo, len);
+    lo[d] = offsets[d] + sizes[d];
+    len[d] = full[d] - lo[d];
+    fillPart(lo, len);
+  }
+  rewriter.eraseOp(fill);
+  return success();
+}
+
 /// Linalg ops on memrefs directly in `fn` (not nested in another).
 SmallVector<linalg::LinalgOp> collectLinalgOps(func::FuncOp fn) {
   SmallVector<linalg::LinalgOp> ops;
@@ -307,6 +360,11 @@ struct CPUCodegenPass : public kiln::impl::KilnCPUCodegenBase<CPUCodegenPass> {
         rewriter.replaceOpWithNewOp<linalg::CopyOp>(copy, copy.getSource(),
                                                     copy.getTarget());
       }
+      // A padded copy's fill only where the copy does not write.
+      SmallVector<linalg::FillOp> fills;
+      kernel.walk([&](linalg::FillOp op) { fills.push_back(op); });
+      for (linalg::FillOp fill : fills)
+        (void)fillOnlyBorder(rewriter, fill);
       // Stencils first: their loops over the window come out of the op.
       SmallVector<linalg::GenericOp> generics;
       kernel.walk([&](linalg::GenericOp op) { generics.push_back(op); });

@@ -27,6 +27,9 @@ struct ContractionRoles {
   /// Broadcast: the vector operand is packed in panels of this many
   /// columns (Packing.cpp; 0: not packed).
   int64_t panel = 0;
+  /// Broadcast: `m` is read by the vector operand, not the row operand
+  /// (a depthwise convolution's output rows): vectors per row, one scalar.
+  bool rowsInVector = false;
 };
 
 /// A packed operand's index of loop dim `dim`: its panel (`dim floordiv

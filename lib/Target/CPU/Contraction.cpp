@@ -391,18 +391,34 @@ private:
       }
     SmallVector<Value> result =
         reductionLoops(reductions(), acc, [&](ValueRange args) {
+          // The vector operand's vectors: one set for all rows, or (rows
+          // along the vector operand: a depthwise convolution's output
+          // rows) one per row.
           SmallVector<Value> bv;
+          auto readRow = [&] {
+            bv.clear();
+            for (int64_t v = 0; v < vectors; ++v) {
+              dimValues[roles.n] = addIndex(b, loc, n0, v * tile.lanes);
+              bv.push_back(
+                  readVector(vecIn, vecMap, inputVector(vecIn), inBounds(v)));
+            }
+          };
           dimValues[roles.m] = m0;
-          for (int64_t v = 0; v < vectors; ++v) {
-            dimValues[roles.n] = addIndex(b, loc, n0, v * tile.lanes);
-            bv.push_back(
-                readVector(vecIn, vecMap, inputVector(vecIn), inBounds(v)));
-          }
+          if (!roles.rowsInVector)
+            readRow();
           SmallVector<Value> next(args.begin(), args.end());
+          Value shared;
           for (int64_t i = 0; i < rows; ++i) {
             dimValues[roles.m] = addIndex(b, loc, m0, i);
-            Value a = vector::BroadcastOp::create(b, loc, accVector,
-                                                  readScalar(rowIn, rowMap));
+            if (roles.rowsInVector)
+              readRow();
+            // A row operand without the row dim: one scalar for all rows.
+            Value a = shared;
+            if (!a)
+              a = vector::BroadcastOp::create(b, loc, accVector,
+                                              readScalar(rowIn, rowMap));
+            if (roles.rowsInVector)
+              shared = a;
             for (int64_t v = 0; v < vectors; ++v)
               next[i * vectors + v] = vector::FMAOp::create(
                   b, loc, a, bv[v], next[i * vectors + v]);
@@ -610,6 +626,18 @@ mlir::kiln::cpu::matchContraction(linalg::LinalgOp op) {
       stride = t->a;
     }
     std::optional<unsigned> m = rowDim(1 - v);
+    // No dim of the row operand alone (a depthwise convolution: weights
+    // per channel, which the input has too): rows along an output dim
+    // only the vector operand reads (the output's rows), each row with its
+    // own vectors and one scalar for all.
+    bool rowsInVector = false;
+    if (!m) {
+      for (unsigned d : outDims)
+        if (d != n && !uses(1 - v, d) && uses(v, d) &&
+            (!m || ranges[d] > ranges[*m]))
+          m = d;
+      rowsInVector = m.has_value();
+    }
     if (!m)
       continue;
     // The row operand is read at dims (a weight); only the vector
@@ -624,6 +652,7 @@ mlir::kiln::cpu::matchContraction(linalg::LinalgOp op) {
     roles.vectorStride = stride;
     roles.stencil = stencil;
     roles.panel = packed ? packed->panel : 0;
+    roles.rowsInVector = rowsInVector;
     return roles;
   }
   // Dot: both innermost along one reduction, contiguous.
