@@ -317,6 +317,16 @@ LogicalResult fillOnlyBorder(RewriterBase &rewriter, linalg::FillOp fill) {
   return success();
 }
 
+/// The stencils in `fn` that are not contractions (pools).
+SmallVector<linalg::GenericOp> collectStencils(func::FuncOp fn) {
+  SmallVector<linalg::GenericOp> stencils;
+  fn.walk([&](linalg::GenericOp op) {
+    if (hasStencilWindow(op) && !matchContraction(op))
+      stencils.push_back(op);
+  });
+  return stencils;
+}
+
 /// Linalg ops on memrefs directly in `fn` (not nested in another).
 SmallVector<linalg::LinalgOp> collectLinalgOps(func::FuncOp fn) {
   SmallVector<linalg::LinalgOp> ops;
@@ -359,6 +369,21 @@ struct CPUCodegenPass : public kiln::impl::KilnCPUCodegenBase<CPUCodegenPass> {
         rewriter.setInsertionPoint(copy);
         rewriter.replaceOpWithNewOp<linalg::CopyOp>(copy, copy.getSource(),
                                                     copy.getTarget());
+      }
+      // A map of no inputs yielding a value from outside (how a padded
+      // tensor's constant bufferizes) is a fill.
+      SmallVector<linalg::MapOp> maps;
+      kernel.walk([&](linalg::MapOp op) { maps.push_back(op); });
+      for (linalg::MapOp map : maps) {
+        auto yield =
+            cast<linalg::YieldOp>(map.getMapper().front().getTerminator());
+        if (!map.hasPureBufferSemantics() || !map.getInputs().empty() ||
+            yield.getNumOperands() != 1 ||
+            map.getMapper().isAncestor(yield.getOperand(0).getParentRegion()))
+          continue;
+        rewriter.setInsertionPoint(map);
+        rewriter.replaceOpWithNewOp<linalg::FillOp>(
+            map, ValueRange{yield.getOperand(0)}, ValueRange{map.getInit()});
       }
       // A padded copy's fill only where the copy does not write.
       SmallVector<linalg::FillOp> fills;
@@ -418,24 +443,11 @@ struct CPUCodegenPass : public kiln::impl::KilnCPUCodegenBase<CPUCodegenPass> {
 
       // The stencils left whole for their tasks, plane by plane (and
       // any whose split failed, as they are).
-      {
-        SmallVector<linalg::GenericOp> left;
-        kernel.walk([&](linalg::GenericOp op) {
-          if (hasStencilWindow(op) && !matchContraction(op))
-            left.push_back(op);
-        });
-        for (linalg::GenericOp op : left)
-          (void)decomposeStencil(rewriter, op);
-      }
-      for (func::FuncOp fn : bodies) {
-        SmallVector<linalg::GenericOp> stencils;
-        fn.walk([&](linalg::GenericOp op) {
-          if (hasStencilWindow(op) && !matchContraction(op))
-            stencils.push_back(op);
-        });
-        for (linalg::GenericOp op : stencils)
+      for (linalg::GenericOp op : collectStencils(kernel))
+        (void)decomposeStencil(rewriter, op);
+      for (func::FuncOp fn : bodies)
+        for (linalg::GenericOp op : collectStencils(fn))
           (void)decomposeInPlanes(rewriter, op);
-      }
 
       // Vectors.
       int64_t bits = 0;

@@ -1,7 +1,8 @@
 // RUN: kiln-opt %s --kiln-cpu-codegen="vector-bits=512 parallel=false" | FileCheck %s
 
 // A depthwise 3x3 convolution over a zero-padded copy of its input, as
-// the ONNX lowering bufferizes it.
+// the ONNX lowering bufferizes it (the pad's zeros a linalg.map of no
+// inputs, which becomes a fill).
 // - The padded buffer's fill covers only the border the copy leaves (four
 //   slabs of the 18x18 planes: rows 0 and 17, then columns 0 and 17 of the
 //   rows between), not the whole buffer.
@@ -31,7 +32,10 @@ module {
   func.func private @dw(%x: memref<1x4x16x16xf32>, %w: memref<4x3x3xf32>, %y: memref<1x4x16x16xf32>) attributes {kiln.kernel} {
     %zero = arith.constant 0.0 : f32
     %pad = memref.alloc() {alignment = 64 : i64} : memref<1x4x18x18xf32>
-    linalg.fill ins(%zero : f32) outs(%pad : memref<1x4x18x18xf32>)
+    linalg.map outs(%pad : memref<1x4x18x18xf32>)
+      (%init: f32) {
+        linalg.yield %zero : f32
+      }
     %inner = memref.subview %pad[0, 0, 1, 1] [1, 4, 16, 16] [1, 1, 1, 1] : memref<1x4x18x18xf32> to memref<1x4x16x16xf32, strided<[1296, 324, 18, 1], offset: 19>>
     memref.copy %x, %inner : memref<1x4x16x16xf32> to memref<1x4x16x16xf32, strided<[1296, 324, 18, 1], offset: 19>>
     linalg.fill ins(%zero : f32) outs(%y : memref<1x4x16x16xf32>)
