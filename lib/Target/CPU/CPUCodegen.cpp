@@ -193,38 +193,32 @@ LogicalResult parallelize(RewriterBase &rewriter, linalg::LinalgOp op,
   Value offset = arith::MulIOp::create(
       rewriter, loc, forOp.getInductionVar(),
       arith::ConstantIndexOp::create(rewriter, loc, plan.tile));
-  SmallVector<int64_t> ranges = op.getStaticLoopRanges();
-  SmallVector<OpFoldResult> offsets(ranges.size(), rewriter.getIndexAttr(0));
-  SmallVector<OpFoldResult> sizes;
-  for (int64_t r : ranges)
-    sizes.push_back(rewriter.getIndexAttr(r));
-  offsets[plan.dim] = offset;
-  sizes[plan.dim] = rewriter.getIndexAttr(plan.tile);
-  // The same tile of an end over the output's dims.
+  // The tile `[offset, offset + tile)` of loop dim `dim` of `tiled`, the
+  // rest whole.
+  auto tileAlong = [&](Operation *tiled,
+                       unsigned dim) -> FailureOr<TilingResult> {
+    auto loopOp = cast<linalg::LinalgOp>(tiled);
+    SmallVector<OpFoldResult> offsets(loopOp.getNumLoops(),
+                                      rewriter.getIndexAttr(0));
+    SmallVector<OpFoldResult> sizes;
+    for (int64_t r : loopOp.getStaticLoopRanges())
+      sizes.push_back(rewriter.getIndexAttr(r));
+    offsets[dim] = offset;
+    sizes[dim] = rewriter.getIndexAttr(plan.tile);
+    return cast<TilingInterface>(tiled).getTiledImplementation(rewriter,
+                                                               offsets, sizes);
+  };
+  // An end's loop dims are the output's: the split dim's position there.
   std::optional<unsigned> outPos =
       op.getIndexingMapsArray().back().getResultPosition(
           getAffineDimExpr(plan.dim, rewriter.getContext()));
   auto tileEnd = [&](Operation *end) -> LogicalResult {
     if (!end)
       return success();
-    if (!outPos)
-      return failure();
-    auto loopOp = cast<linalg::LinalgOp>(end);
-    SmallVector<OpFoldResult> endOffsets(loopOp.getNumLoops(),
-                                         rewriter.getIndexAttr(0));
-    SmallVector<OpFoldResult> endSizes;
-    for (int64_t r : loopOp.getStaticLoopRanges())
-      endSizes.push_back(rewriter.getIndexAttr(r));
-    endOffsets[*outPos] = offset;
-    endSizes[*outPos] = rewriter.getIndexAttr(plan.tile);
-    return cast<TilingInterface>(end).getTiledImplementation(
-        rewriter, endOffsets, endSizes);
+    return outPos ? LogicalResult(tileAlong(end, *outPos)) : failure();
   };
-  auto tilable = cast<TilingInterface>(op.getOperation());
   FailureOr<TilingResult> tiled = failure();
-  if (failed(tileEnd(ends.fill)) ||
-      failed(tiled =
-                 tilable.getTiledImplementation(rewriter, offsets, sizes)) ||
+  if (failed(tileEnd(ends.fill)) || failed(tiled = tileAlong(op, plan.dim)) ||
       failed(tileEnd(ends.epilogue))) {
     rewriter.eraseOp(forOp);
     return failure();

@@ -404,21 +404,22 @@ private:
             }
           };
           dimValues[roles.m] = m0;
+          auto scalar = [&] {
+            return vector::BroadcastOp::create(b, loc, accVector,
+                                               readScalar(rowIn, rowMap))
+                .getResult();
+          };
+          // Rows along the vector operand: the row operand has no row dim,
+          // one scalar serves all rows.
+          Value shared = roles.rowsInVector ? scalar() : Value();
           if (!roles.rowsInVector)
             readRow();
           SmallVector<Value> next(args.begin(), args.end());
-          Value shared;
           for (int64_t i = 0; i < rows; ++i) {
             dimValues[roles.m] = addIndex(b, loc, m0, i);
             if (roles.rowsInVector)
               readRow();
-            // A row operand without the row dim: one scalar for all rows.
-            Value a = shared;
-            if (!a)
-              a = vector::BroadcastOp::create(b, loc, accVector,
-                                              readScalar(rowIn, rowMap));
-            if (roles.rowsInVector)
-              shared = a;
+            Value a = shared ? shared : scalar();
             for (int64_t v = 0; v < vectors; ++v)
               next[i * vectors + v] = vector::FMAOp::create(
                   b, loc, a, bv[v], next[i * vectors + v]);

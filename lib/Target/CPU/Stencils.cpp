@@ -56,25 +56,35 @@ mlir::kiln::cpu::matchStencilTerm(AffineExpr e,
   return StencilTerm{l->first, r->first, l->second, r->second};
 }
 
-bool mlir::kiln::cpu::hasStencilWindow(linalg::GenericOp op) {
+/// The reduction dims a stencil's window slides over (`d_r` of its
+/// inputs' `a * d_p + b * d_r`), or nullopt when `op` is not a stencil
+/// decomposeStencil takes (an output or a term it cannot read).
+static std::optional<llvm::SetVector<unsigned>>
+stencilWindow(linalg::GenericOp op) {
   if (!op.hasPureBufferSemantics() || op.hasIndexSemantics() ||
-      op.getNumDpsInits() != 1)
-    return false;
-  SmallVector<int64_t> ranges = op.getStaticLoopRanges();
-  if (llvm::any_of(ranges, ShapedType::isDynamic))
-    return false;
+      op.getNumDpsInits() != 1 ||
+      llvm::any_of(op.getStaticLoopRanges(), ShapedType::isDynamic))
+    return std::nullopt;
   SmallVector<utils::IteratorType> iters = op.getIteratorTypesArray();
-  bool window = false;
+  llvm::SetVector<unsigned> window;
   for (OpOperand &operand : op->getOpOperands())
     for (AffineExpr e : op.getMatchingIndexingMap(&operand).getResults()) {
       if (isa<AffineDimExpr>(e))
         continue;
-      std::optional<cpu::StencilTerm> t = matchStencilTerm(e, iters);
+      std::optional<cpu::StencilTerm> t = cpu::matchStencilTerm(e, iters);
       if (!t || op.isDpsInit(&operand))
-        return false;
-      window |= ranges[t->r] > 1;
+        return std::nullopt;
+      window.insert(t->r);
     }
   return window;
+}
+
+bool mlir::kiln::cpu::hasStencilWindow(linalg::GenericOp op) {
+  std::optional<llvm::SetVector<unsigned>> window = stencilWindow(op);
+  if (!window)
+    return false;
+  SmallVector<int64_t> ranges = op.getStaticLoopRanges();
+  return llvm::any_of(*window, [&](unsigned r) { return ranges[r] > 1; });
 }
 
 LogicalResult mlir::kiln::cpu::decomposeInPlanes(RewriterBase &rewriter,
@@ -125,25 +135,12 @@ LogicalResult mlir::kiln::cpu::decomposeInPlanes(RewriterBase &rewriter,
 LogicalResult mlir::kiln::cpu::decomposeStencil(RewriterBase &rewriter,
                                                 linalg::GenericOp op,
                                                 bool onlyUnitWindows) {
-  if (!op.hasPureBufferSemantics() || op.hasIndexSemantics() ||
-      op.getNumDpsInits() != 1)
+  std::optional<llvm::SetVector<unsigned>> found = stencilWindow(op);
+  if (!found)
     return failure();
+  llvm::SetVector<unsigned> &window = *found;
   SmallVector<int64_t> ranges = op.getStaticLoopRanges();
-  if (llvm::any_of(ranges, ShapedType::isDynamic))
-    return failure();
   SmallVector<utils::IteratorType> iters = op.getIteratorTypesArray();
-  llvm::SetVector<unsigned> window;
-  for (OpOperand &operand : op->getOpOperands()) {
-    AffineMap map = op.getMatchingIndexingMap(&operand);
-    for (AffineExpr e : map.getResults()) {
-      if (isa<AffineDimExpr>(e))
-        continue;
-      std::optional<cpu::StencilTerm> t = matchStencilTerm(e, iters);
-      if (!t || op.isDpsInit(&operand))
-        return failure();
-      window.insert(t->r);
-    }
-  }
   if (window.empty() ||
       (onlyUnitWindows &&
        llvm::any_of(window, [&](unsigned r) { return ranges[r] != 1; })))

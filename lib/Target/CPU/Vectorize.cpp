@@ -257,10 +257,9 @@ int64_t mlir::kiln::cpu::vectorizeOp(RewriterBase &rewriter,
   auto generic = dyn_cast<linalg::GenericOp>(op.getOperation());
   // A named contraction as it is; a generic one after folding its dims
   // (a 1x1 convolution's 7x7 outputs are 49 lanes, not 7 of a row).
-  if (!generic)
+  if (!generic) {
     if (std::optional<int64_t> bits = emitContraction(rewriter, op, vectorBits))
       return *bits;
-  if (!generic) {
     rewriter.setInsertionPoint(op);
     FailureOr<linalg::GenericOp> g = linalg::generalizeNamedOp(rewriter, op);
     if (failed(g))

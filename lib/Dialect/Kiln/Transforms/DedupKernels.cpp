@@ -50,15 +50,13 @@ struct DedupKernelsPass
   void runOnOperation() override {
     ModuleOp module = getOperation();
     // Kept kernels by key, in module order.
-    std::map<std::pair<const void *, int64_t>, SmallVector<func::FuncOp>> kept;
+    llvm::DenseMap<std::pair<Type, int64_t>, SmallVector<func::FuncOp>> kept;
     llvm::StringMap<func::FuncOp> replacement;
     SmallVector<func::FuncOp> erased;
     for (auto fn : module.getOps<func::FuncOp>()) {
       if (!fn->hasAttr("kiln.kernel") || fn.isExternal())
         continue;
-      auto [type, ops] = bucketKey(fn);
-      SmallVector<func::FuncOp> &bucket =
-          kept[{type.getAsOpaquePointer(), ops}];
+      SmallVector<func::FuncOp> &bucket = kept[bucketKey(fn)];
       auto same = llvm::find_if(
           bucket, [&](func::FuncOp k) { return isSameKernel(k, fn); });
       if (same == bucket.end()) {
