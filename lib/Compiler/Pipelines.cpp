@@ -123,6 +123,10 @@ struct StagePipelineOptions : public PassPipelineOptions<StagePipelineOptions> {
   Option<int> optLevel{*this, "opt-level",
                        llvm::cl::desc("Optimization level (kilnc -O)"),
                        llvm::cl::init(2)};
+  Option<std::string> layout{
+      *this, "layout",
+      llvm::cl::desc("Convolution layout: target, nchw or nhwc"),
+      llvm::cl::init("target")};
   Option<std::string> precision{*this, "precision",
                                 llvm::cl::desc("fp32, tf32, fp16 or bf16"),
                                 llvm::cl::init("fp32")};
@@ -168,6 +172,7 @@ struct StagePipelineOptions : public PassPipelineOptions<StagePipelineOptions> {
     o.target = target;
     o.optLevel = optLevel;
     o.precision = precision;
+    o.layout = layout;
     o.keepFp32.assign(keepFp32.begin(), keepFp32.end());
     o.calibrationRanges = calibrationRanges;
     setExposeIntermediates(o, exposeIntermediates);
@@ -230,6 +235,16 @@ LogicalResult mlir::kiln::buildStagePipeline(OpPassManager &pm, StringRef stage,
       }
     }
     buildPrecisionPasses(pm, options);
+    std::string layout = options.layout;
+    if (layout == "target")
+      layout = target->getConvLayout() == ConvLayout::NHWC ? "nhwc" : "nchw";
+    if (optLevel >= 1 && layout == "nhwc") {
+      KilnOnnxConvertLayoutOptions o;
+      o.layout = layout;
+      pm.addNestedPass<func::FuncOp>(createKilnOnnxConvertLayout(o));
+      pm.addPass(createCanonicalizerPass());
+      pm.addPass(createCSEPass());
+    }
   } else if (stage == "lower") {
     pm.addNestedPass<func::FuncOp>(createKilnConvertOnnxToLinalg());
     pm.addPass(createCanonicalizerPass());
@@ -326,6 +341,10 @@ LogicalResult CompileOptions::verify(std::string &error) const {
   if (!llvm::is_contained({"fp32", "tf32", "fp16", "bf16"}, precision)) {
     error = "unknown precision '" + precision +
             "' (expected fp32, tf32, fp16 or bf16)";
+    return failure();
+  }
+  if (!llvm::is_contained({"target", "nchw", "nhwc"}, layout)) {
+    error = "unknown layout '" + layout + "' (expected target, nchw or nhwc)";
     return failure();
   }
   if (precision == "fp32" &&

@@ -117,6 +117,13 @@ static cl::opt<std::string>
                        "(mixed: half with fp32 accumulation and fp32 islands; "
                        "docs/mixed-precision.md)"),
               cl::init("fp32"));
+static cl::opt<std::string>
+    layout("layout",
+           cl::desc("Layout of convolutions and pools: target (default: the "
+                    "target's choice), nchw or nhwc (channels-last; the "
+                    "model's inputs and outputs keep ONNX's layout; "
+                    "docs/layout.md)"),
+           cl::init("target"));
 static cl::list<std::string>
     keepFp32("keep-fp32",
              cl::desc("Keep these ONNX node names or op types in fp32 "
@@ -257,6 +264,7 @@ static LogicalResult readFlags(kiln::CompileOptions &options,
   options.printPipeline = printPipeline;
   options.printPipelineTo = &llvm::outs();
   options.precision = precision;
+  options.layout = layout;
   options.keepFp32.assign(keepFp32.begin(), keepFp32.end());
   kiln::setExposeIntermediates(
       options, SmallVector<std::string>(exposeIntermediates.begin(),

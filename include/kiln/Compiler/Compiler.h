@@ -70,6 +70,9 @@ struct CompileOptions {
   /// tf32, fp16 or bf16; node names or op types kept fp32; calibration
   /// ranges (JSON from calibrateRanges) or "".
   std::string precision = "fp32";
+  /// Layout of convolutions and pools (kiln-onnx-convert-layout): "target"
+  /// (the target's choice, Target::getConvLayout), "nchw" or "nhwc".
+  std::string layout = "target";
   std::vector<std::string> keepFp32;
   std::string calibrationRanges;
   /// Return intermediate float values as extra outputs

@@ -24,6 +24,11 @@ namespace mlir::kiln {
 
 class GPUTargetInfo;
 
+/// Where convolutions and pools keep the channels of their activations
+/// (kiln-onnx-convert-layout, docs/layout.md): ONNX's NC<spatial>, or
+/// N<spatial>C with <kernel>CF weights.
+enum class ConvLayout { NCHW, NHWC };
+
 class Target {
 public:
   virtual ~Target() = default;
@@ -37,6 +42,10 @@ public:
   /// Checks what codegen needs outside the compiler (a device toolkit);
   /// on failure says what is missing in `error`.
   virtual bool checkToolchain(std::string &error) const { return true; }
+  /// The layout its kernels want convolutions and pools in (kilnc
+  /// --layout=target, the default); the model's inputs and outputs keep
+  /// ONNX's either way.
+  virtual ConvLayout getConvLayout() const { return ConvLayout::NCHW; }
 };
 
 /// The GPU codegen's choices: kiln-map-kernels-to-gpu's options, one field

@@ -25,12 +25,21 @@ struct WindowParams {
   SmallVector<int64_t> kernel, strides, dilations, padBegin, padEnd;
 };
 
+/// Where an op's dims sit: NC<spatial> or, for the channels-last form
+/// (onnxops::isChannelsLast), N<spatial>C.
+struct DimLayout {
+  int64_t rank;
+  bool last;
+  int64_t channel() const { return last ? rank - 1 : 1; }
+  int64_t spatial(int64_t i) const { return (last ? 1 : 2) + i; }
+};
+
 /// Reads kernel/strides/dilations/pads/auto_pad of a Conv or pool op with
-/// `nSpatial` spatial dims of input type `in`.
+/// `nSpatial` spatial dims of input type `in` (dims as `dl` places them).
 template <typename OpTy>
 FailureOr<WindowParams> getWindowParams(OpTy op, RankedTensorType in,
-                                        ArrayRef<int64_t> kernel,
-                                        bool ceilMode) {
+                                        ArrayRef<int64_t> kernel, bool ceilMode,
+                                        DimLayout dl) {
   int64_t ns = kernel.size();
   WindowParams p;
   p.kernel.assign(kernel.begin(), kernel.end());
@@ -49,7 +58,7 @@ FailureOr<WindowParams> getWindowParams(OpTy op, RankedTensorType in,
   std::string autoPad = op.getAutoPad().str();
   if (autoPad == "SAME_UPPER" || autoPad == "SAME_LOWER") {
     for (int64_t i = 0; i < ns; ++i) {
-      int64_t size = in.getDimSize(2 + i);
+      int64_t size = in.getDimSize(dl.spatial(i));
       if (ShapedType::isDynamic(size))
         return nodeError(op)
                    << "auto_pad " << autoPad << " needs static spatial dims",
@@ -78,22 +87,24 @@ FailureOr<WindowParams> getWindowParams(OpTy op, RankedTensorType in,
   return p;
 }
 
-/// Pads the spatial dims of NC... tensor `x` by (begin, end + extra) with
-/// `value`.
+/// Pads the spatial dims of tensor `x` (placed as `dl` says) by
+/// (begin, end + extra) with `value`.
 Value padSpatial(OpBuilder &b, Location loc, Value x, const WindowParams &p,
-                 ArrayRef<int64_t> extraEnd, TypedAttr value) {
+                 ArrayRef<int64_t> extraEnd, TypedAttr value, DimLayout dl) {
   bool any = false;
   for (size_t i = 0; i < p.padBegin.size(); ++i)
     any |= p.padBegin[i] || p.padEnd[i] || extraEnd[i];
   if (!any)
     return x;
   auto t = cast<RankedTensorType>(x.getType());
-  SmallVector<int64_t> lo(2, 0), hi(2, 0), shape(t.getShape());
+  SmallVector<int64_t> lo(t.getRank(), 0), hi(t.getRank(), 0),
+      shape(t.getShape());
   for (size_t i = 0; i < p.padBegin.size(); ++i) {
-    lo.push_back(p.padBegin[i]);
-    hi.push_back(p.padEnd[i] + extraEnd[i]);
-    if (!ShapedType::isDynamic(shape[2 + i]))
-      shape[2 + i] += p.padBegin[i] + p.padEnd[i] + extraEnd[i];
+    int64_t d = dl.spatial(i);
+    lo[d] = p.padBegin[i];
+    hi[d] = p.padEnd[i] + extraEnd[i];
+    if (!ShapedType::isDynamic(shape[d]))
+      shape[d] += p.padBegin[i] + p.padEnd[i] + extraEnd[i];
   }
   auto type = RankedTensorType::get(shape, t.getElementType());
   Value pad = arith::ConstantOp::create(b, loc, value);
@@ -114,7 +125,8 @@ int64_t windowOut(int64_t in, int64_t k, int64_t s, int64_t d, int64_t pb,
 }
 
 /// Conv of any spatial rank with groups, as one linalg.generic over
-/// (n, g, f, o..., c, k...), plus a bias add.
+/// (n, f, o..., c, k...) (channels-last: (n, o..., f, k..., c) on N<o>F
+/// outputs and <k>CF weights), plus a bias add.
 LogicalResult lowerConv(onnxops::ConvOp op, OpBuilder &b,
                         SmallVectorImpl<Value> &results) {
   Location loc = op->getLoc();
@@ -127,7 +139,8 @@ LogicalResult lowerConv(onnxops::ConvOp op, OpBuilder &b,
   if (ns < 1 || tw->getRank() != rank)
     return nodeError(op) << "input and weight must have the same rank >= 3",
            failure();
-  if (!tw->hasStaticShape() || tx->isDynamicDim(1))
+  DimLayout dl{rank, onnxops::isChannelsLast(op)};
+  if (!tw->hasStaticShape() || tx->isDynamicDim(dl.channel()))
     return nodeError(op) << "weights and input channels must be static",
            failure();
   Type elem = ty->getElementType();
@@ -138,37 +151,45 @@ LogicalResult lowerConv(onnxops::ConvOp op, OpBuilder &b,
   bool halfInputs = elem.isF16() || elem.isBF16();
   Type accElem = halfInputs ? Type(b.getF32Type()) : elem;
   int64_t G = asInt(op.getGroup());
-  int64_t C = tx->getDimSize(1), F = tw->getDimSize(0);
-  if (G <= 0 || C % G || F % G || tw->getDimSize(1) != C / G)
+  int64_t C = tx->getDimSize(dl.channel());
+  int64_t F = tw->getDimSize(dl.last ? rank - 1 : 0);
+  int64_t wC = tw->getDimSize(dl.last ? rank - 2 : 1);
+  ArrayRef<int64_t> kernelShape =
+      dl.last ? tw->getShape().take_front(ns) : tw->getShape().drop_front(2);
+  if (G <= 0 || C % G || F % G || wC != C / G)
     return nodeError(op) << "group " << G << " does not divide input channels "
                          << C << " and filters " << F << " (weight " << *tw
                          << ")",
            failure();
-  FailureOr<WindowParams> p =
-      getWindowParams(op, *tx, tw->getShape().drop_front(2), false);
+  FailureOr<WindowParams> p = getWindowParams(op, *tx, kernelShape, false, dl);
   if (failed(p))
     return failure();
   Value x = padSpatial(b, loc, op->getOperand(0), *p,
-                       SmallVector<int64_t>(ns, 0), scalarAttr(elem, 0));
+                       SmallVector<int64_t>(ns, 0), scalarAttr(elem, 0), dl);
 
   // Output type from the window arithmetic (matches shape inference).
-  SmallVector<int64_t> outShape = {ty->getDimSize(0), F};
+  SmallVector<int64_t> outShape = {ty->getDimSize(0)};
+  if (!dl.last)
+    outShape.push_back(F);
   for (int64_t i = 0; i < ns; ++i) {
-    int64_t o = windowOut(tx->getDimSize(2 + i), p->kernel[i], p->strides[i],
-                          p->dilations[i], p->padBegin[i], p->padEnd[i], false);
+    int64_t o =
+        windowOut(tx->getDimSize(dl.spatial(i)), p->kernel[i], p->strides[i],
+                  p->dilations[i], p->padBegin[i], p->padEnd[i], false);
     if (o == -1)
       return nodeError(op) << "the kernel is larger than the padded input",
              failure();
     outShape.push_back(o);
   }
+  if (dl.last)
+    outShape.push_back(F);
   auto outType = RankedTensorType::get(outShape, elem);
   SmallVector<Value> dyn;
   if (outType.isDynamicDim(0))
     dyn.push_back(tensor::DimOp::create(b, loc, x, 0));
   for (int64_t i = 0; i < ns; ++i)
-    if (outType.isDynamicDim(2 + i)) {
+    if (outType.isDynamicDim(dl.spatial(i))) {
       // (in + pads - (k-1)*d - 1) / s + 1
-      Value in = tensor::DimOp::create(b, loc, x, 2 + i);
+      Value in = tensor::DimOp::create(b, loc, x, dl.spatial(i));
       Value span = arith::SubIOp::create(
           b, loc, in,
           arith::ConstantIndexOp::create(
@@ -181,32 +202,73 @@ LogicalResult lowerConv(onnxops::ConvOp op, OpBuilder &b,
   auto accType = RankedTensorType::get(outShape, accElem);
   Value init = filledTensor(b, loc, accType, dyn, scalarAttr(accElem, 0));
 
-  // Loops: n, f, o_0..o_{ns-1}, c, k_0..k_{ns-1}; f = g*Fg + fo is folded
-  // into one loop over F with c ranging over C/G: the input channel is
-  // (f floordiv Fg)*Cg + c.
+  // Loops: n, f, o_0..o_{ns-1}, c, k_0..k_{ns-1} (channels-last: n,
+  // o..., f, k..., c); f = g*Fg + fo is folded into one loop over F with c
+  // ranging over C/G: the input channel is (f floordiv Fg)*Cg + c.
   MLIRContext *ctx = b.getContext();
   int64_t Fg = F / G, Cg = C / G;
-  int64_t nLoops = 2 + ns + 1 + ns;
+  // Channels-last with one input channel per group (a depthwise
+  // convolution): no loop over it, every operand innermost along f.
+  bool oneChannel = dl.last && Cg == 1;
+  int64_t nLoops = 2 + ns + (oneChannel ? 0 : 1) + ns;
   auto d = [&](int64_t i) { return getAffineDimExpr(i, ctx); };
-  AffineExpr nE = d(0), fE = d(1), cE = d(2 + ns);
-  SmallVector<AffineExpr> xe = {nE, G == 1 ? cE : (fE.floorDiv(Fg)) * Cg + cE};
-  SmallVector<AffineExpr> we = {fE, cE};
-  SmallVector<AffineExpr> ye = {nE, fE};
+  AffineExpr zero = getAffineConstantExpr(0, ctx);
+  AffineExpr nE = d(0), fE = d(dl.last ? 1 + ns : 1),
+             cE = oneChannel ? zero : d(dl.last ? nLoops - 1 : 2 + ns);
+  auto oE = [&](int64_t i) { return d(dl.last ? 1 + i : 2 + i); };
+  auto kE = [&](int64_t i) { return d(dl.last ? 2 + ns + i : 3 + ns + i); };
+  AffineExpr xc = G == 1    ? cE
+                  : Fg == 1 ? (fE * Cg + cE)
+                            : (fE.floorDiv(Fg)) * Cg + cE;
+  SmallVector<AffineExpr> xe = {nE}, we, ye = {nE};
+  if (!dl.last) {
+    xe.push_back(xc);
+    we = {fE, cE};
+    ye.push_back(fE);
+  }
   for (int64_t i = 0; i < ns; ++i) {
-    AffineExpr o = d(2 + i), k = d(3 + ns + i);
-    xe.push_back(o * p->strides[i] + k * p->dilations[i]);
-    we.push_back(k);
-    ye.push_back(o);
+    xe.push_back(oE(i) * p->strides[i] + kE(i) * p->dilations[i]);
+    we.push_back(kE(i));
+    ye.push_back(oE(i));
+  }
+  // One input channel per group: the weights as <k>F (their size-1
+  // channel dim folded away).
+  Value w = op->getOperand(1);
+  if (dl.last) {
+    xe.push_back(xc);
+    if (!oneChannel)
+      we.push_back(cE);
+    we.push_back(fE);
+    ye.push_back(fE);
+  }
+  if (oneChannel) {
+    SmallVector<ReassociationIndices> groups;
+    for (int64_t i = 0; i < ns; ++i)
+      groups.push_back({i});
+    groups.push_back({ns, ns + 1});
+    w = tensor::CollapseShapeOp::create(b, loc, w, groups);
   }
   SmallVector<AffineMap> maps = {AffineMap::get(nLoops, 0, xe, ctx),
                                  AffineMap::get(nLoops, 0, we, ctx),
                                  AffineMap::get(nLoops, 0, ye, ctx)};
   SmallVector<IteratorType> iters(2 + ns, IteratorType::parallel);
-  iters.append(1 + ns, IteratorType::reduction);
+  iters.append(nLoops - 2 - ns, IteratorType::reduction);
+  // The bias [F] broadcasts against NC<o> as [F, 1, ..., 1]; against N<o>F
+  // as it is.
+  auto biasView = [&](Value bias) -> Value {
+    if (dl.last)
+      return bias;
+    SmallVector<int64_t> bshape(ns + 1, 1);
+    bshape[0] = F;
+    SmallVector<Value> sizes;
+    for (int64_t s : bshape)
+      sizes.push_back(arith::ConstantIndexOp::create(b, loc, s));
+    return reshapeTo(b, loc, bias, RankedTensorType::get(bshape, elem), sizes);
+  };
   Value conv =
       linalg::GenericOp::create(
-          b, loc, TypeRange{accType}, ValueRange{x, op->getOperand(1)},
-          ValueRange{init}, maps, iters,
+          b, loc, TypeRange{accType}, ValueRange{x, w}, ValueRange{init}, maps,
+          iters,
           [&](OpBuilder &nb, Location l, ValueRange a) {
             Value xv = a[0], wv = a[1];
             if (halfInputs) {
@@ -224,15 +286,8 @@ LogicalResult lowerConv(onnxops::ConvOp op, OpBuilder &b,
   if (halfInputs) {
     // Bias in f32, then one rounding to the half type.
     SmallVector<Value> ins = {conv};
-    if (hasBias) {
-      SmallVector<int64_t> bshape(ns + 1, 1);
-      bshape[0] = F;
-      SmallVector<Value> sizes;
-      for (int64_t s : bshape)
-        sizes.push_back(arith::ConstantIndexOp::create(b, loc, s));
-      ins.push_back(
-          reshapeTo(b, loc, bias, RankedTensorType::get(bshape, elem), sizes));
-    }
+    if (hasBias)
+      ins.push_back(biasView(bias));
     results.push_back(buildElementwise(
         b, loc, outType, ins,
         [&](OpBuilder &nb, Location l, ValueRange a) -> Value {
@@ -245,16 +300,8 @@ LogicalResult lowerConv(onnxops::ConvOp op, OpBuilder &b,
     return success();
   }
   if (hasBias) {
-    // Bias [F] broadcast along dim 1: view it as [F, 1, ..., 1].
-    SmallVector<int64_t> bshape(ns + 1, 1);
-    bshape[0] = F;
-    auto btype = RankedTensorType::get(bshape, elem);
-    SmallVector<Value> sizes;
-    for (int64_t s : bshape)
-      sizes.push_back(arith::ConstantIndexOp::create(b, loc, s));
-    Value b2 = reshapeTo(b, loc, bias, btype, sizes);
     conv =
-        buildElementwise(b, loc, outType, {conv, b2},
+        buildElementwise(b, loc, outType, {conv, biasView(bias)},
                          [](OpBuilder &nb, Location l, ValueRange a) -> Value {
                            return arith::AddFOp::create(nb, l, a[0], a[1]);
                          });
@@ -284,11 +331,12 @@ LogicalResult lowerPool(OpTy op, OpBuilder &b, SmallVectorImpl<Value> &results,
       return nodeError(op) << "storage_order=1 is not supported", failure();
   std::optional<SmallVector<int64_t>> kernel = intsOf(op.getKernelShape());
   int64_t ns = tx->getRank() - 2;
+  DimLayout dl{tx->getRank(), onnxops::isChannelsLast(op)};
   if (!kernel || static_cast<int64_t>(kernel->size()) != ns)
     return nodeError(op) << "kernel_shape must give " << ns << " sizes",
            failure();
   bool ceil = asInt(op.getCeilMode());
-  FailureOr<WindowParams> p = getWindowParams(op, *tx, *kernel, ceil);
+  FailureOr<WindowParams> p = getWindowParams(op, *tx, *kernel, ceil, dl);
   if (failed(p))
     return failure();
   bool countPad = false;
@@ -297,10 +345,10 @@ LogicalResult lowerPool(OpTy op, OpBuilder &b, SmallVectorImpl<Value> &results,
   if (lpP < 0)
     return nodeError(op) << "p must be positive", failure();
 
-  SmallVector<int64_t> outShape(tx->getShape().take_front(2));
+  SmallVector<int64_t> outShape(tx->getShape());
   SmallVector<int64_t> extra(ns, 0);
   for (int64_t i = 0; i < ns; ++i) {
-    int64_t in = tx->getDimSize(2 + i);
+    int64_t in = tx->getDimSize(dl.spatial(i));
     int64_t o = windowOut(in, p->kernel[i], p->strides[i], p->dilations[i],
                           p->padBegin[i], p->padEnd[i], ceil);
     if (o == -1)
@@ -316,14 +364,14 @@ LogicalResult lowerPool(OpTy op, OpBuilder &b, SmallVectorImpl<Value> &results,
         (o - 1) * p->strides[i] + (p->kernel[i] - 1) * p->dilations[i] + 1;
     extra[i] =
         std::max<int64_t>(0, need - (in + p->padBegin[i] + p->padEnd[i]));
-    outShape.push_back(o);
+    outShape[dl.spatial(i)] = o;
   }
   auto outType = RankedTensorType::get(outShape, elem);
   double padValue = isMax ? -std::numeric_limits<double>::infinity() : 0.0;
   Value x = padSpatial(b, loc, op->getOperand(0), *p, extra,
-                       scalarAttr(elem, padValue));
+                       scalarAttr(elem, padValue), dl);
   SmallVector<Value> dyn;
-  for (int64_t i = 0; i < 2; ++i)
+  for (int64_t i : {int64_t(0), dl.channel()})
     if (outType.isDynamicDim(i))
       dyn.push_back(tensor::DimOp::create(b, loc, x, i));
   Value init = filledTensor(b, loc, outType, dyn, scalarAttr(elem, padValue));
@@ -332,11 +380,16 @@ LogicalResult lowerPool(OpTy op, OpBuilder &b, SmallVectorImpl<Value> &results,
   MLIRContext *ctx = b.getContext();
   int64_t nLoops = 2 + 2 * ns;
   auto d = [&](int64_t i) { return getAffineDimExpr(i, ctx); };
-  SmallVector<AffineExpr> xe = {d(0), d(1)}, we, ye = {d(0), d(1)};
+  // Loops: the output's dims in order, then the window's.
+  SmallVector<AffineExpr> xe, we, ye;
+  for (int64_t i = 0; i < 2 + ns; ++i) {
+    xe.push_back(d(i));
+    ye.push_back(d(i));
+  }
   for (int64_t i = 0; i < ns; ++i) {
-    xe.push_back(d(2 + i) * p->strides[i] + d(2 + ns + i) * p->dilations[i]);
+    int64_t o = dl.spatial(i);
+    xe[o] = d(o) * p->strides[i] + d(2 + ns + i) * p->dilations[i];
     we.push_back(d(2 + ns + i));
-    ye.push_back(d(2 + i));
   }
   SmallVector<AffineMap> maps = {AffineMap::get(nLoops, 0, xe, ctx),
                                  AffineMap::get(nLoops, 0, we, ctx),
@@ -382,14 +435,14 @@ LogicalResult lowerPool(OpTy op, OpBuilder &b, SmallVectorImpl<Value> &results,
   // input (or in the input and its explicit pads with count_include_pad).
   SmallVector<int64_t> inSize;
   for (int64_t i = 0; i < ns; ++i)
-    inSize.push_back(tx->getDimSize(2 + i));
+    inSize.push_back(tx->getDimSize(dl.spatial(i)));
   WindowParams params = *p;
   results.push_back(buildElementwise(
       b, loc, outType, pooled,
       [&](OpBuilder &nb, Location l, ValueRange a) -> Value {
         Value count = arith::ConstantIndexOp::create(nb, l, 1);
         for (int64_t i = 0; i < ns; ++i) {
-          Value o = linalg::IndexOp::create(nb, l, 2 + i);
+          Value o = linalg::IndexOp::create(nb, l, dl.spatial(i));
           int64_t lo = countPad ? 0 : params.padBegin[i];
           int64_t hiLimit =
               countPad ? inSize[i] + params.padBegin[i] + params.padEnd[i]
@@ -484,6 +537,15 @@ Value lowering::reduceKeepDims(OpBuilder &b, Location loc, Value x,
 
 namespace {
 
+/// The spatial dims of a global pool's input.
+SmallVector<int64_t> spatialAxes(Operation *op, int64_t rank) {
+  DimLayout dl{rank, onnxops::isChannelsLast(op)};
+  SmallVector<int64_t> axes;
+  for (int64_t i = 0; i + 2 < rank; ++i)
+    axes.push_back(dl.spatial(i));
+  return axes;
+}
+
 /// Number of elements reduced, as an index value.
 Value reducedCount(OpBuilder &b, Location loc, Value x,
                    ArrayRef<int64_t> axes) {
@@ -502,9 +564,7 @@ LogicalResult lowerGlobalAveragePool(onnxops::GlobalAveragePoolOp op,
   if (!isa<FloatType>(tx->getElementType()))
     return nodeError(op) << "float types only", failure();
   Location loc = op->getLoc();
-  SmallVector<int64_t> axes;
-  for (int64_t i = 2; i < tx->getRank(); ++i)
-    axes.push_back(i);
+  SmallVector<int64_t> axes = spatialAxes(op, tx->getRank());
   Value x = op->getOperand(0);
   Value r = reduceKeepDims(b, loc, x, axes, ReduceKind::Sum);
   Value count = reducedCount(b, loc, x, axes);
@@ -595,9 +655,7 @@ void lowering::populateNNLoweringPatterns(RewritePatternSet &patterns) {
           return failure();
         if (!isa<FloatType>(tx->getElementType()))
           return nodeError(op) << "float types only", failure();
-        SmallVector<int64_t> axes;
-        for (int64_t i = 2; i < tx->getRank(); ++i)
-          axes.push_back(i);
+        SmallVector<int64_t> axes = spatialAxes(op, tx->getRank());
         r.push_back(reduceKeepDims(b, op->getLoc(), op->getOperand(0), axes,
                                    ReduceKind::Max));
         return success();

@@ -91,6 +91,12 @@ std::optional<ParallelPlan> planParallel(linalg::LinalgOp op, int64_t minWork,
     }
     return bytes;
   };
+  int64_t allBytes = 0;
+  for (Value v : op->getOperands())
+    if (auto type = dyn_cast<MemRefType>(v.getType());
+        type && type.hasStaticShape())
+      allBytes += type.getNumElements() *
+                  std::max<int64_t>(type.getElementTypeBitWidth() / 8, 1);
   SmallVector<ParallelPlan> plans;
   for (unsigned d = 0; d < ranges.size(); ++d) {
     if (iters[d] != utils::IteratorType::parallel || ranges[d] < 2)
@@ -116,9 +122,9 @@ std::optional<ParallelPlan> planParallel(linalg::LinalgOp op, int64_t minWork,
     if (p.tasks < enough)
       continue;
     // An op vectorized along its innermost dim keeps that dim whole when
-    // it can.
+    // it can (re-reading a bias per task is cheaper than short vectors).
     int64_t cost = p.tasks * rereadBytes(p.dim) +
-                   (!roles && p.dim + 1 == ranges.size() ? 1 : 0);
+                   (!roles && p.dim + 1 == ranges.size() ? allBytes + 1 : 0);
     if (!best || cost < bestCost ||
         (cost == bestCost && p.tasks > best->tasks)) {
       best = p;

@@ -23,6 +23,7 @@ struct ContractionRoles {
   /// Broadcast: the coefficient of `n` in the vector operand's innermost
   /// index (a convolution's stride when it reads `a * n + b * kw`).
   int64_t vectorStride = 1;
+  /// Broadcast: that innermost index is such a stencil term.
   bool stencil = false;
   /// Broadcast: the vector operand is packed in panels of this many
   /// columns (Packing.cpp; 0: not packed).
@@ -30,6 +31,10 @@ struct ContractionRoles {
   /// Broadcast: `m` is read by the vector operand, not the row operand
   /// (a depthwise convolution's output rows): vectors per row, one scalar.
   bool rowsInVector = false;
+  /// With rowsInVector: the row operand is read as vectors along `n` too
+  /// (one per column, shared by the rows: a channels-last depthwise
+  /// convolution's weights), not as one scalar.
+  bool sharedVectors = false;
 };
 
 /// A packed operand's index of loop dim `dim`: its panel (`dim floordiv

@@ -31,6 +31,11 @@ public:
     return chip == "host" ? "cpu" : "cpu:" + chip;
   }
   bool isDevice() const override { return false; }
+  // Channels-last: a convolution is a matmul over (window, channels) with
+  // the filters along the vectors and the input broadcast, its weights
+  // packed like a matmul's; a depthwise one reads input and weights as
+  // vectors along the channels (docs/layout.md has the measurements).
+  ConvLayout getConvLayout() const override { return ConvLayout::NHWC; }
   void buildCodegenPipeline(OpPassManager &pm) const override {
     CPUMachine m = getCPUMachine(chip);
     KilnCPUCodegenOptions o;

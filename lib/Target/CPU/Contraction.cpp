@@ -410,8 +410,17 @@ private:
                 .getResult();
           };
           // Rows along the vector operand: the row operand has no row dim,
-          // one scalar serves all rows.
-          Value shared = roles.rowsInVector ? scalar() : Value();
+          // one scalar (or with sharedVectors, one vector per column)
+          // serves all rows.
+          Value shared =
+              roles.rowsInVector && !roles.sharedVectors ? scalar() : Value();
+          SmallVector<Value> sharedVectors;
+          if (roles.sharedVectors)
+            for (int64_t v = 0; v < vectors; ++v) {
+              dimValues[roles.n] = addIndex(b, loc, n0, v * tile.lanes);
+              sharedVectors.push_back(
+                  readVector(rowIn, rowMap, inputVector(rowIn), inBounds(v)));
+            }
           if (!roles.rowsInVector)
             readRow();
           SmallVector<Value> next(args.begin(), args.end());
@@ -419,10 +428,11 @@ private:
             dimValues[roles.m] = addIndex(b, loc, m0, i);
             if (roles.rowsInVector)
               readRow();
-            Value a = shared ? shared : scalar();
+            Value a = shared || roles.sharedVectors ? shared : scalar();
             for (int64_t v = 0; v < vectors; ++v)
               next[i * vectors + v] = vector::FMAOp::create(
-                  b, loc, a, bv[v], next[i * vectors + v]);
+                  b, loc, roles.sharedVectors ? sharedVectors[v] : a, bv[v],
+                  next[i * vectors + v]);
           }
           return next;
         });
@@ -589,12 +599,13 @@ mlir::kiln::cpu::matchContraction(linalg::LinalgOp op) {
   auto uses = [&](unsigned operand, unsigned d) {
     return llvm::is_contained(in[operand], d);
   };
-  // A row dim: in the output and the row operand, not the vector one.
+  // A row dim: in the output and the row operand, not the vector one (the
+  // longest; of equals the innermost, whose rows are nearest in memory).
   auto rowDim = [&](unsigned rowOperand) -> std::optional<unsigned> {
     std::optional<unsigned> best;
     for (unsigned d : outDims)
       if (uses(rowOperand, d) && !uses(1 - rowOperand, d) &&
-          (!best || ranges[d] > ranges[*best]))
+          (!best || ranges[d] >= ranges[*best]))
         best = d;
     return best;
   };
@@ -641,9 +652,12 @@ mlir::kiln::cpu::matchContraction(linalg::LinalgOp op) {
     }
     if (!m)
       continue;
-    // The row operand is read at dims (a weight); only the vector
-    // operand is packed.
-    if (!maps[1 - v].isProjectedPermutation() || (panel && !packed))
+    // The row operand is read at dims or stencil terms (a weight, or a
+    // channels-last convolution's input); only the vector operand is
+    // packed.
+    if (llvm::any_of(maps[1 - v].getResults(),
+                     [](AffineExpr e) { return matchPackedTerm(e); }) ||
+        (panel && !packed))
       continue;
     ContractionRoles roles;
     roles.kind = ContractionRoles::Broadcast;
@@ -651,11 +665,44 @@ mlir::kiln::cpu::matchContraction(linalg::LinalgOp op) {
     roles.n = n;
     roles.vectorOperand = v;
     roles.vectorStride = stride;
-    roles.stencil = stencil;
+    roles.stencil = !isa<AffineDimExpr>(last) && !packed;
     roles.panel = packed ? packed->panel : 0;
     roles.rowsInVector = rowsInVector;
     return roles;
   }
+  // Both operands along n, contiguous (a channels-last depthwise
+  // convolution: input and weights per channel): rows along an output dim
+  // only one of them reads (the input's columns), whose vectors are read
+  // per row; the other's vectors serve all rows.
+  if (!panel)
+    for (unsigned v = 0; v < 2; ++v) {
+      auto innermostIsN = [&](unsigned operand) {
+        AffineMap map = maps[operand];
+        if (map.getNumResults() == 0)
+          return false;
+        auto d = dyn_cast<AffineDimExpr>(map.getResults().back());
+        return d && d.getPosition() == n &&
+               innermostStride(op.getDpsInputs()[operand]) == 1;
+      };
+      if (!innermostIsN(0) || !innermostIsN(1) ||
+          !maps[1 - v].isProjectedPermutation())
+        continue;
+      std::optional<unsigned> m;
+      for (unsigned d : outDims)
+        if (d != n && uses(v, d) && !uses(1 - v, d) &&
+            (!m || ranges[d] > ranges[*m]))
+          m = d;
+      if (!m)
+        continue;
+      ContractionRoles roles;
+      roles.kind = ContractionRoles::Broadcast;
+      roles.m = *m;
+      roles.n = n;
+      roles.vectorOperand = v;
+      roles.rowsInVector = true;
+      roles.sharedVectors = true;
+      return roles;
+    }
   // Dot: both innermost along one reduction, contiguous.
   if (stencil || panel)
     return std::nullopt;

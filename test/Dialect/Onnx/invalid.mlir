@@ -258,3 +258,14 @@ func.func @wrong_operand_type(%x: tensor<2x3xi32>) {
   %0 = "onnx.Sqrt"(%x) : (tensor<2x3xi32>) -> tensor<2x3xi32>
   return
 }
+
+// -----
+
+// A channels-last Conv's weights are <kernel>CF ([3, 3, 3, 8] here): the
+// ONNX layout [8, 3, 3, 3] reads as an 8x3 kernel of 3 filters.
+func.func @conv_channels_last_weights(%x: tensor<1x8x8x3xf32>, %w: tensor<8x3x3x3xf32>) -> tensor<1x6x6x8xf32> {
+  %none = onnx.NoValue
+  // expected-error @+1 {{result #0 of type 'tensor<1x6x6x8xf32>' is incompatible with the inferred type 'tensor<1x1x6x3xf32>'}}
+  %0 = "onnx.Conv"(%x, %w, %none) {kiln.channels_last} : (tensor<1x8x8x3xf32>, tensor<8x3x3x3xf32>, none) -> tensor<1x6x6x8xf32>
+  return %0 : tensor<1x6x6x8xf32>
+}

@@ -121,36 +121,77 @@ static bool staticMismatch(int64_t a, int64_t b) {
   return !ShapedType::isDynamic(a) && !ShapedType::isDynamic(b) && a != b;
 }
 
+/// A channels-last op's (isChannelsLast) operand shape `s` viewed in ONNX's
+/// layout through `perm` (kept in `buf`).
+static std::optional<ArrayRef<int64_t>>
+channelsFirstView(std::optional<ArrayRef<int64_t>> s, bool last,
+                  function_ref<SmallVector<int64_t>(int64_t)> perm,
+                  SmallVectorImpl<int64_t> &buf) {
+  if (!last || !s)
+    return s;
+  buf = permuteShape(*s, perm(s->size()));
+  return ArrayRef<int64_t>(buf);
+}
+
+/// The result types inferred in ONNX's layout, back in channels-last form.
+static InferredTypes channelsLastResults(InferredTypes types, bool last) {
+  if (!last || failed(types))
+    return types;
+  for (Type &t : *types)
+    if (auto r = dyn_cast<RankedTensorType>(t))
+      t = r.clone(
+          permuteShape(r.getShape(), channelsLastPermutation(r.getRank())));
+  return types;
+}
+
+static InferredTypes inferConv(ConvOp op, std::optional<ArrayRef<int64_t>> x,
+                               std::optional<ArrayRef<int64_t>> wShape);
+
 InferredTypes ConvOp::inferResultTypes() {
-  Type elemTy = getElementTypeOrSelf(getX().getType());
-  std::optional<ArrayRef<int64_t>> x = getShapeOf(getX());
-  std::optional<ArrayRef<int64_t>> wShape = getShapeOf(getW());
-  int64_t group = (int64_t)getGroup();
+  bool last = isChannelsLast(*this);
+  SmallVector<int64_t> xBuf, wBuf;
+  std::optional<ArrayRef<int64_t>> x = channelsFirstView(
+      getShapeOf(getX()), last, channelsFirstPermutation, xBuf);
+  std::optional<ArrayRef<int64_t>> wShape = channelsFirstView(
+      getShapeOf(getW()), last,
+      [](int64_t r) {
+        return invertPermutation(kernelLastWeightPermutation(r));
+      },
+      wBuf);
+  return channelsLastResults(inferConv(*this, x, wShape), last);
+}
+
+/// Conv in ONNX's layout, from the input and weight shapes.
+static InferredTypes inferConv(ConvOp op, std::optional<ArrayRef<int64_t>> x,
+                               std::optional<ArrayRef<int64_t>> wShape) {
+  Type elemTy = getElementTypeOrSelf(op.getX().getType());
+  int64_t group = (int64_t)op.getGroup();
   if (group <= 0)
-    return emitOpError() << "group must be positive, got " << group;
+    return op.emitOpError() << "group must be positive, got " << group;
 
   int64_t rank = x ? (int64_t)x->size() : wShape ? (int64_t)wShape->size() : -1;
   if (rank < 0) {
-    std::optional<ArrayAttr> ks = getKernelShape();
+    std::optional<ArrayAttr> ks = op.getKernelShape();
     if (!ks)
       return SmallVector<Type>{UnrankedTensorType::get(elemTy)};
     rank = ks->size() + 2;
   }
   if (rank < 3)
-    return emitOpError() << "expects input and weights of rank >= 3, got rank "
-                         << rank;
+    return op.emitOpError()
+           << "expects input and weights of rank >= 3, got rank " << rank;
   if (x && wShape && x->size() != wShape->size())
-    return emitOpError() << "input " << getX().getType() << " and weights "
-                         << getW().getType() << " have different ranks";
+    return op.emitOpError()
+           << "input " << op.getX().getType() << " and weights "
+           << op.getW().getType() << " have different ranks";
   int64_t n = rank - 2;
 
   Window w;
-  w.kernel = toInts(getKernelShape());
-  w.pads = toInts(getPads());
-  w.strides = toInts(getStrides());
-  w.dilations = toInts(getDilations());
-  w.autoPad = getAutoPad();
-  if (failed(completeWindow(*this, w, n)))
+  w.kernel = toInts(op.getKernelShape());
+  w.pads = toInts(op.getPads());
+  w.strides = toInts(op.getStrides());
+  w.dilations = toInts(op.getDilations());
+  w.autoPad = op.getAutoPad();
+  if (failed(completeWindow(op, w, n)))
     return failure();
 
   int64_t m = kDynamic;
@@ -159,29 +200,30 @@ InferredTypes ConvOp::inferResultTypes() {
     for (int64_t i = 0; i < n; ++i) {
       int64_t k = (*wShape)[i + 2];
       if (staticMismatch(w.kernel[i], k))
-        return emitOpError() << "kernel_shape does not match the weights "
-                             << getW().getType();
+        return op.emitOpError() << "kernel_shape does not match the weights "
+                                << op.getW().getType();
       if (ShapedType::isDynamic(w.kernel[i]))
         w.kernel[i] = k;
     }
     if (!ShapedType::isDynamic(m) && m % group != 0)
-      return emitOpError() << "number of output channels (" << m
-                           << ") is not divisible by group (" << group << ")";
+      return op.emitOpError()
+             << "number of output channels (" << m
+             << ") is not divisible by group (" << group << ")";
     if (x) {
       int64_t c = (*x)[1], wc = (*wShape)[1];
       if (!ShapedType::isDynamic(c) && !ShapedType::isDynamic(wc) &&
           c != wc * group)
-        return emitOpError()
+        return op.emitOpError()
                << "input channels (" << c << ") must equal weight channels ("
                << wc << ") times group (" << group << ")";
     }
   }
-  if (!isNoValue(getB())) {
-    if (std::optional<ArrayRef<int64_t>> b = getShapeOf(getB())) {
+  if (!isNoValue(op.getB())) {
+    if (std::optional<ArrayRef<int64_t>> b = getShapeOf(op.getB())) {
       if (b->size() != 1 || staticMismatch((*b)[0], m))
-        return emitOpError() << "bias " << getB().getType()
-                             << " must be 1-D with one value per output "
-                                "channel";
+        return op.emitOpError() << "bias " << op.getB().getType()
+                                << " must be 1-D with one value per output "
+                                   "channel";
       if (ShapedType::isDynamic(m))
         m = (*b)[0];
     }
@@ -189,7 +231,7 @@ InferredTypes ConvOp::inferResultTypes() {
 
   SmallVector<int64_t> inShape =
       x ? SmallVector<int64_t>(*x) : SmallVector<int64_t>(rank, kDynamic);
-  FailureOr<SmallVector<int64_t>> spatial = spatialOutput(*this, w, inShape);
+  FailureOr<SmallVector<int64_t>> spatial = spatialOutput(op, w, inShape);
   if (failed(spatial))
     return failure();
   SmallVector<int64_t> out{inShape[0], m};
@@ -197,11 +239,22 @@ InferredTypes ConvOp::inferResultTypes() {
   return SmallVector<Type>{RankedTensorType::get(out, elemTy)};
 }
 
+template <typename PoolOp>
+static InferredTypes inferPoolIn(PoolOp op, Window w, bool last);
+
 /// MaxPool and AveragePool.
 template <typename PoolOp> static InferredTypes inferPool(PoolOp op, Window w) {
+  bool last = isChannelsLast(op);
+  return channelsLastResults(inferPoolIn(op, w, last), last);
+}
+
+template <typename PoolOp>
+static InferredTypes inferPoolIn(PoolOp op, Window w, bool last) {
   Type elemTy = getElementTypeOrSelf(op.getX().getType());
   int64_t n = w.kernel.size();
-  std::optional<ArrayRef<int64_t>> x = getShapeOf(op.getX());
+  SmallVector<int64_t> xBuf;
+  std::optional<ArrayRef<int64_t>> x = channelsFirstView(
+      getShapeOf(op.getX()), last, channelsFirstPermutation, xBuf);
   if (x && (int64_t)x->size() != n + 2)
     return op.emitOpError()
            << "input " << op.getX().getType() << " must have rank " << n + 2
@@ -258,8 +311,9 @@ InferredTypes GlobalAveragePoolOp::inferResultTypes() {
     return emitOpError() << "expects an input of rank >= 2, got "
                          << getX().getType();
   SmallVector<int64_t> out(x->size(), 1);
+  int64_t channel = isChannelsLast(*this) ? x->size() - 1 : 1;
   out[0] = (*x)[0];
-  out[1] = (*x)[1];
+  out[channel] = (*x)[channel];
   return SmallVector<Type>{RankedTensorType::get(out, elemTy)};
 }
 

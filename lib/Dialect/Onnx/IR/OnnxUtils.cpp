@@ -302,3 +302,47 @@ std::optional<ArrayRef<int64_t>> mlir::kiln::onnxops::getShapeOf(Value v) {
     return std::nullopt;
   return shaped.getShape();
 }
+
+bool mlir::kiln::onnxops::isChannelsLast(Operation *op) {
+  return op->hasAttr(kChannelsLastAttr);
+}
+
+SmallVector<int64_t> mlir::kiln::onnxops::permuteShape(ArrayRef<int64_t> shape,
+                                                       ArrayRef<int64_t> perm) {
+  SmallVector<int64_t> r;
+  for (int64_t p : perm)
+    r.push_back(shape[p]);
+  return r;
+}
+
+SmallVector<int64_t>
+mlir::kiln::onnxops::invertPermutation(ArrayRef<int64_t> perm) {
+  SmallVector<int64_t> r(perm.size());
+  for (auto [i, p] : llvm::enumerate(perm))
+    r[p] = i;
+  return r;
+}
+
+SmallVector<int64_t>
+mlir::kiln::onnxops::channelsLastPermutation(int64_t rank) {
+  SmallVector<int64_t> r = {0};
+  for (int64_t i = 2; i < rank; ++i)
+    r.push_back(i);
+  r.push_back(1);
+  return r;
+}
+
+SmallVector<int64_t>
+mlir::kiln::onnxops::channelsFirstPermutation(int64_t rank) {
+  return invertPermutation(channelsLastPermutation(rank));
+}
+
+SmallVector<int64_t>
+mlir::kiln::onnxops::kernelLastWeightPermutation(int64_t rank) {
+  SmallVector<int64_t> r;
+  for (int64_t i = 2; i < rank; ++i)
+    r.push_back(i);
+  r.push_back(1);
+  r.push_back(0);
+  return r;
+}

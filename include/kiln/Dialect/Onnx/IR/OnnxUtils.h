@@ -69,6 +69,28 @@ std::optional<ArrayRef<int64_t>> getShapeOf(Value v);
 /// UnrankedTensorType when `shape` is std::nullopt.
 Type makeTensorType(std::optional<ArrayRef<int64_t>> shape, Type elementType);
 
+/// The channels-last form of Conv, MaxPool, AveragePool, GlobalAveragePool
+/// and GlobalMaxPool (kiln-onnx-convert-layout, docs/layout.md): with this
+/// unit attribute the activations are N<spatial>C instead of NC<spatial>,
+/// and a Conv's weights are <kernel>CF (kernel dims, input channels per
+/// group, filters) instead of FC<kernel>. Shape inference, the verifiers
+/// and the lowering read it; ONNX has no such op, so it never leaves Kiln.
+constexpr llvm::StringLiteral kChannelsLastAttr = "kiln.channels_last";
+bool isChannelsLast(Operation *op);
+
+/// `shape` permuted as onnx.Transpose with `perm` permutes it:
+/// result[i] = shape[perm[i]].
+SmallVector<int64_t> permuteShape(ArrayRef<int64_t> shape,
+                                  ArrayRef<int64_t> perm);
+/// The permutation that undoes `perm`.
+SmallVector<int64_t> invertPermutation(ArrayRef<int64_t> perm);
+/// NC<spatial> → N<spatial>C ([0, 2, ..., rank-1, 1]) and its inverse
+/// N<spatial>C → NC<spatial> ([0, rank-1, 1, ..., rank-2]).
+SmallVector<int64_t> channelsLastPermutation(int64_t rank);
+SmallVector<int64_t> channelsFirstPermutation(int64_t rank);
+/// FC<kernel> → <kernel>CF ([2, ..., rank-1, 1, 0]).
+SmallVector<int64_t> kernelLastWeightPermutation(int64_t rank);
+
 } // namespace mlir::kiln::onnxops
 
 #endif // KILN_DIALECT_ONNX_IR_ONNXUTILS_H

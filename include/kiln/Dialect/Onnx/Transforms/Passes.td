@@ -31,6 +31,30 @@ def KilnOnnxSimplify : Pass<"kiln-onnx-simplify", "func::FuncOp"> {
                            "::mlir::tensor::TensorDialect"];
 }
 
+def KilnOnnxConvertLayout
+    : Pass<"kiln-onnx-convert-layout", "func::FuncOp"> {
+  let summary = "Convolutions and pools in the target's activation layout";
+  let description = [{
+    With `layout=nhwc`, every Conv (1 to 3 spatial dims, static weights)
+    becomes its channels-last form (attribute `kiln.channels_last`:
+    N<spatial>C activations, <kernel>CF weights) between a transpose to
+    channels-last and one back. Constant weights are permuted in place;
+    others get a Transpose (hoisted to load time for external weights).
+    The transposes back then sink through elementwise ops (broadcast
+    operands reshaped or permuted), Concat (axis permuted) and pools (made
+    channels-last), and cancel against the next convolution's; what is left
+    sits at the model's inputs and outputs, or before an op that needs
+    NC<spatial>. A transpose that moves only size-1 dims becomes a Reshape.
+    The model's own transposes never move. `layout=nchw` changes nothing.
+    docs/layout.md has the rules and what they leave.
+  }];
+  let options = [
+    Option<"layout", "layout", "std::string", "\"nhwc\"",
+           "nhwc or nchw (nothing to do)">,
+  ];
+  let dependentDialects = ["::mlir::arith::ArithDialect"];
+}
+
 def KilnExposeIntermediates
     : Pass<"kiln-expose-intermediates", "::mlir::ModuleOp"> {
   let summary = "Returns intermediate values as extra model outputs";

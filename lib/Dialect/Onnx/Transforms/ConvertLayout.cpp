@@ -1,0 +1,400 @@
+//===- ConvertLayout.cpp - Channels-last convolutions and pools -----------===//
+//
+// The target's layout choice (Target::getPreferredLayout, docs/layout.md)
+// applied to the graph. Every Conv becomes its channels-last form
+// (onnxops::kChannelsLastAttr: N<spatial>C activations, <kernel>CF weights)
+// between two transposes; the weights are permuted here when they are
+// constants (raw bytes, any element type) and by a Transpose the host stage
+// hoists into the load-time step when they are external. Then the
+// transposes back to NC<spatial> sink through what does not care about the
+// layout (elementwise ops, with their broadcast operands permuted or
+// reshaped; Concat along the permuted axis), pools and global pools fed by
+// one become channels-last too, and a transpose meeting the next
+// convolution's transpose cancels. What is left are the transposes at the
+// model's inputs and outputs (its interface keeps ONNX's layout) and where
+// a value reaches an op that needs NC<spatial>.
+//
+//===----------------------------------------------------------------------===//
+
+#include "kiln/Dialect/Onnx/Transforms/Passes.h"
+
+#include "kiln/Dialect/Onnx/IR/OnnxOps.h"
+#include "kiln/Dialect/Onnx/IR/OnnxUtils.h"
+
+#include "mlir/Dialect/Arith/IR/Arith.h"
+#include "mlir/IR/Builders.h"
+#include "mlir/IR/DialectResourceBlobManager.h"
+
+#include "llvm/ADT/SetVector.h"
+#include "llvm/ADT/StringSet.h"
+
+namespace mlir::kiln {
+#define GEN_PASS_DEF_KILNONNXCONVERTLAYOUT
+#include "kiln/Dialect/Onnx/Transforms/Passes.h.inc"
+} // namespace mlir::kiln
+
+using namespace mlir;
+using namespace mlir::kiln;
+using namespace mlir::kiln::onnxops;
+
+namespace {
+
+/// Ops that compute each element from the elements at the same (numpy
+/// broadcast) position: the Elementwise and Logic families and Cast.
+const llvm::StringSet<> &layoutFreeOps() {
+  static const llvm::StringSet<> kOps = [] {
+    llvm::StringSet<> s;
+#define KILN_ONNX_OP(FAMILY, OP, INFER)                                        \
+  if (StringRef(#FAMILY) == "Elementwise" || StringRef(#FAMILY) == "Logic")    \
+    s.insert("onnx." #OP);
+#include "kiln/Dialect/Onnx/IR/OnnxFamilies.def"
+#undef KILN_ONNX_OP
+    // Dropout's mask and Shrink (no inference) stay out; Cast goes in.
+    s.erase("onnx.Dropout");
+    s.erase("onnx.Shrink");
+    s.insert("onnx.Cast");
+    return s;
+  }();
+  return kOps;
+}
+
+bool isPool(Operation *op) {
+  return isa<MaxPoolOp, AveragePoolOp, GlobalAveragePoolOp, GlobalMaxPoolOp>(
+      op);
+}
+
+SmallVector<int64_t> permOf(TransposeOp t) {
+  SmallVector<int64_t> perm;
+  if (std::optional<ArrayAttr> p = t.getPerm())
+    for (Attribute a : *p)
+      perm.push_back(cast<IntegerAttr>(a).getInt());
+  return perm;
+}
+
+bool isIdentity(ArrayRef<int64_t> perm) {
+  for (auto [i, p] : llvm::enumerate(perm))
+    if (p != static_cast<int64_t>(i))
+      return false;
+  return true;
+}
+
+/// True when `perm` moves only size-1 dims of `shape` (static): the
+/// transpose is a reshape.
+bool movesOnlyUnitDims(ArrayRef<int64_t> shape, ArrayRef<int64_t> perm) {
+  if (llvm::any_of(shape, ShapedType::isDynamic))
+    return false;
+  int64_t last = -1;
+  for (int64_t p : perm) {
+    if (shape[p] == 1)
+      continue;
+    if (p < last)
+      return false;
+    last = p;
+  }
+  return true;
+}
+
+Type permuteType(Type t, ArrayRef<int64_t> perm) {
+  auto r = dyn_cast<RankedTensorType>(t);
+  if (!r || r.getRank() != static_cast<int64_t>(perm.size()))
+    return t;
+  return r.clone(permuteShape(r.getShape(), perm));
+}
+
+/// The constant attribute behind `v` (arith.constant or onnx.Constant).
+ElementsAttr constantOf(Value v) {
+  if (auto c = v.getDefiningOp<arith::ConstantOp>())
+    return dyn_cast<ElementsAttr>(c.getValue());
+  if (auto c = v.getDefiningOp<onnxops::ConstantOp>())
+    return dyn_cast_or_null<ElementsAttr>(c.getValueAttr());
+  return {};
+}
+
+/// `attr` (static shape `from`, byte-sized elements) as a constant of
+/// `shape` holding the elements permuted by `perm`; `from` may have fewer
+/// dims than `perm` (size-1 dims are prepended). Null when the bytes are
+/// not at hand.
+Value permuteConstant(OpBuilder &b, Location loc, ElementsAttr attr,
+                      ArrayRef<int64_t> perm, StringRef hint) {
+  auto type = cast<ShapedType>(attr.getType());
+  Type elem = type.getElementType();
+  if (!type.hasStaticShape() || !elem.isIntOrFloat() ||
+      elem.getIntOrFloatBitWidth() % 8 != 0)
+    return {};
+  int64_t rank = perm.size();
+  SmallVector<int64_t> from(rank - type.getRank(), 1);
+  llvm::append_range(from, type.getShape());
+  SmallVector<int64_t> to = permuteShape(from, perm);
+  auto newType = RankedTensorType::get(to, elem);
+  if (auto dense = dyn_cast<DenseElementsAttr>(attr); dense && dense.isSplat())
+    return arith::ConstantOp::create(b, loc, dense.resizeSplat(newType));
+  ArrayRef<char> data;
+  if (auto dense = dyn_cast<DenseElementsAttr>(attr)) {
+    data = dense.getRawData();
+  } else if (auto res = dyn_cast<DenseResourceElementsAttr>(attr)) {
+    AsmResourceBlob *blob = res.getRawHandle().getBlob();
+    if (!blob)
+      return {};
+    data = blob->getData();
+  } else {
+    return {};
+  }
+  int64_t bytes = elem.getIntOrFloatBitWidth() / 8;
+  int64_t n = type.getNumElements();
+  if (static_cast<int64_t>(data.size()) < n * bytes)
+    return {};
+  // Strides of the source dims, read in the order of the result's.
+  SmallVector<int64_t> stride(rank, 1);
+  for (int64_t i = rank - 2; i >= 0; --i)
+    stride[i] = stride[i + 1] * from[i + 1];
+  std::vector<char> out(n * bytes);
+  SmallVector<int64_t> idx(rank, 0);
+  for (int64_t o = 0; o < n; ++o) {
+    int64_t src = 0;
+    for (int64_t i = 0; i < rank; ++i)
+      src += idx[i] * stride[perm[i]];
+    std::memcpy(out.data() + o * bytes, data.data() + src * bytes, bytes);
+    for (int64_t i = rank - 1; i >= 0; --i) {
+      if (++idx[i] < to[i])
+        break;
+      idx[i] = 0;
+    }
+  }
+  if (n <= 16)
+    return arith::ConstantOp::create(
+        b, loc, DenseElementsAttr::getFromRawBuffer(newType, out));
+  AsmResourceBlob blob = HeapAsmResourceBlob::allocateAndCopyWithAlign(
+      out, std::max<int64_t>(bytes, alignof(float)));
+  return arith::ConstantOp::create(
+      b, loc, DenseResourceElementsAttr::get(newType, hint, std::move(blob)));
+}
+
+struct ConvertLayoutPass
+    : public kiln::impl::KilnOnnxConvertLayoutBase<ConvertLayoutPass> {
+  using Base::Base;
+
+  /// The transposes this pass made (only these move; the model's own stay
+  /// where the exporter put them).
+  llvm::SetVector<Operation *> made;
+
+  Value transpose(OpBuilder &b, Location loc, Value x, ArrayRef<int64_t> perm) {
+    auto t = TransposeOp::create(b, loc, permuteType(x.getType(), perm), x,
+                                 b.getI64ArrayAttr(perm));
+    made.insert(t);
+    return t;
+  }
+
+  /// `x` permuted by `perm`: the constant permuted when it is one, else a
+  /// Transpose.
+  Value permuteValue(OpBuilder &b, Location loc, Value x,
+                     ArrayRef<int64_t> perm, StringRef hint) {
+    if (ElementsAttr c = constantOf(x))
+      if (Value v = permuteConstant(b, loc, c, perm, hint))
+        return v;
+    auto t = TransposeOp::create(b, loc, permuteType(x.getType(), perm), x,
+                                 b.getI64ArrayAttr(perm));
+    return t;
+  }
+
+  static std::string hintOf(Operation *op, StringRef suffix) {
+    if (auto nl = dyn_cast<NameLoc>(op->getLoc()))
+      return (nl.getName().strref() + suffix).str();
+    return ("layout" + suffix).str();
+  }
+
+  /// Conv → Transpose(channels-first, Conv'(Transpose(channels-last, x),
+  /// W permuted)).
+  void convertConv(ConvOp op) {
+    auto xt = dyn_cast<RankedTensorType>(op.getX().getType());
+    auto wt = dyn_cast<RankedTensorType>(op.getW().getType());
+    auto yt = dyn_cast<RankedTensorType>(op.getResult().getType());
+    if (!xt || !wt || !yt || !wt.hasStaticShape() || isChannelsLast(op) ||
+        xt.getRank() < 3 || xt.getRank() > 5 || wt.getRank() != xt.getRank() ||
+        yt.getRank() != xt.getRank() || !isa<FloatType>(yt.getElementType()))
+      return;
+    int64_t rank = xt.getRank();
+    OpBuilder b(op);
+    Location loc = op.getLoc();
+    Value x = transpose(b, loc, op.getX(), channelsLastPermutation(rank));
+    Value w = permuteValue(b, loc, op.getW(), kernelLastWeightPermutation(rank),
+                           hintOf(op, "_w_hwcf"));
+    Operation *conv = b.clone(*op);
+    conv->setOperand(0, x);
+    conv->setOperand(1, w);
+    conv->setAttr(kChannelsLastAttr, b.getUnitAttr());
+    conv->getResult(0).setType(permuteType(yt, channelsLastPermutation(rank)));
+    Value y =
+        transpose(b, loc, conv->getResult(0), channelsFirstPermutation(rank));
+    op.getResult().replaceAllUsesWith(y);
+    op.erase();
+  }
+
+  /// An operand of a layout-free op whose result `t` (perm `perm`, rank
+  /// `rank`) sinks below it: its value in the pre-transpose layout, or null.
+  Value operandBefore(OpBuilder &b, Location loc, Value v,
+                      ArrayRef<int64_t> perm, int64_t rank) {
+    if (isNoValue(v))
+      return v;
+    if (auto t = v.getDefiningOp<TransposeOp>())
+      if (made.contains(t) && permOf(t) == perm)
+        return t.getData();
+    auto type = dyn_cast<RankedTensorType>(v.getType());
+    if (!type || type.getRank() > rank)
+      return {};
+    if (type.getRank() == 0)
+      return v;
+    SmallVector<int64_t> inv = invertPermutation(perm);
+    if (ElementsAttr c = constantOf(v))
+      if (Value p = permuteConstant(b, loc, c, inv, "layout_operand"))
+        return p;
+    if (type.hasStaticShape()) {
+      SmallVector<int64_t> full(rank - type.getRank(), 1);
+      llvm::append_range(full, type.getShape());
+      SmallVector<int64_t> target = permuteShape(full, inv);
+      // Numpy broadcasting still lines it up without a change.
+      if (ArrayRef<int64_t>(target).take_back(type.getRank()) ==
+              type.getShape() &&
+          llvm::all_of(ArrayRef<int64_t>(target).drop_back(type.getRank()),
+                       [](int64_t d) { return d == 1; }))
+        return v;
+      if (movesOnlyUnitDims(full, inv)) {
+        auto shapeType = RankedTensorType::get(
+            {static_cast<int64_t>(target.size())}, b.getI64Type());
+        Value shape = arith::ConstantOp::create(
+            b, loc, DenseElementsAttr::get(shapeType, ArrayRef(target)));
+        return ReshapeOp::create(b, loc, type.clone(target), v, shape,
+                                 /*allowzero=*/uint64_t(0));
+      }
+    }
+    return {};
+  }
+
+  /// Moves the transpose `t` (made here) below its users where they allow;
+  /// returns the transposes made below.
+  SmallVector<Operation *> sink(TransposeOp t) {
+    SmallVector<Operation *> below;
+    SmallVector<int64_t> perm = permOf(t);
+    int64_t rank = perm.size();
+    Value x = t.getData();
+    llvm::SetVector<Operation *> users(t->getUsers().begin(),
+                                       t->getUsers().end());
+    for (Operation *user : users) {
+      OpBuilder b(user);
+      Location loc = user->getLoc();
+      if (auto u = dyn_cast<TransposeOp>(user)) {
+        // Transpose(q, Transpose(p, x)) = Transpose(p∘q, x).
+        SmallVector<int64_t> q = permOf(u);
+        if (q.size() != perm.size())
+          continue;
+        SmallVector<int64_t> composed = permuteShape(perm, q);
+        Value r = isIdentity(composed) ? x : transpose(b, loc, x, composed);
+        u.getResult().replaceAllUsesWith(r);
+        made.remove(u);
+        u.erase();
+        if (Operation *d = r.getDefiningOp(); d && r != x)
+          below.push_back(d);
+        continue;
+      }
+      bool layoutFree =
+          layoutFreeOps().contains(user->getName().getStringRef());
+      bool concat = isa<ConcatOp>(user);
+      bool pool = isPool(user) && !isChannelsLast(user) &&
+                  perm == channelsFirstPermutation(rank);
+      if (!layoutFree && !concat && !pool)
+        continue;
+      if (llvm::any_of(user->getResultTypes(), [&](Type r) {
+            auto rt = dyn_cast<RankedTensorType>(r);
+            return !isa<NoneType>(r) && (!rt || rt.getRank() != rank);
+          }))
+        continue;
+      if (isa<MaxPoolOp>(user) && user->getNumResults() > 1 &&
+          !user->getResult(1).use_empty())
+        continue;
+      SmallVector<Value> operands;
+      if (pool) {
+        operands.push_back(x);
+      } else {
+        for (Value v : user->getOperands()) {
+          Value before = operandBefore(b, loc, v, perm, rank);
+          if (!before)
+            break;
+          operands.push_back(before);
+        }
+        if (operands.size() != user->getNumOperands())
+          continue;
+      }
+      SmallVector<int64_t> inv = invertPermutation(perm);
+      Operation *moved = b.clone(*user);
+      moved->setOperands(operands);
+      for (OpResult r : moved->getResults())
+        r.setType(permuteType(r.getType(), inv));
+      if (pool)
+        moved->setAttr(kChannelsLastAttr, b.getUnitAttr());
+      if (concat) {
+        FailureOr<int64_t> axis = normalizeAxis(
+            static_cast<int64_t>(cast<ConcatOp>(user).getAxis()), rank);
+        if (failed(axis)) {
+          moved->erase();
+          continue;
+        }
+        moved->setAttr("axis", b.getI64IntegerAttr(perm[*axis]));
+      }
+      for (auto [r, m] : llvm::zip(user->getResults(), moved->getResults())) {
+        if (isa<NoneType>(r.getType()) || r.use_empty())
+          continue;
+        Value back = transpose(b, loc, m, perm);
+        r.replaceAllUsesWith(back);
+        below.push_back(back.getDefiningOp());
+      }
+      user->erase();
+    }
+    if (t->use_empty()) {
+      made.remove(t);
+      t.erase();
+    }
+    return below;
+  }
+
+  void runOnOperation() override {
+    if (layout == "nchw")
+      return;
+    if (layout != "nhwc") {
+      getOperation().emitError() << "kiln-onnx-convert-layout: unknown layout '"
+                                 << layout << "' (expected nchw or nhwc)";
+      return signalPassFailure();
+    }
+    SmallVector<ConvOp> convs;
+    getOperation().walk([&](ConvOp op) { convs.push_back(op); });
+    for (ConvOp op : convs)
+      convertConv(op);
+    // Sink until nothing moves; each step removes a transpose or moves one
+    // below an op, so this ends.
+    SmallVector<Operation *> work(made.begin(), made.end());
+    while (!work.empty()) {
+      Operation *op = work.pop_back_val();
+      if (!made.contains(op))
+        continue;
+      SmallVector<Operation *> below = sink(cast<TransposeOp>(op));
+      work.append(below.begin(), below.end());
+    }
+    // What stays and moves only size-1 dims is a reshape.
+    for (Operation *op : SmallVector<Operation *>(made.begin(), made.end())) {
+      auto t = cast<TransposeOp>(op);
+      auto in = dyn_cast<RankedTensorType>(t.getData().getType());
+      if (!in || !movesOnlyUnitDims(in.getShape(), permOf(t)))
+        continue;
+      OpBuilder b(t);
+      auto outType = cast<RankedTensorType>(t.getResult().getType());
+      auto shapeType =
+          RankedTensorType::get({outType.getRank()}, b.getI64Type());
+      Value shape = arith::ConstantOp::create(
+          b, t.getLoc(), DenseElementsAttr::get(shapeType, outType.getShape()));
+      Value r = ReshapeOp::create(b, t.getLoc(), outType, t.getData(), shape,
+                                  /*allowzero=*/uint64_t(0));
+      t.getResult().replaceAllUsesWith(r);
+      made.remove(t);
+      t.erase();
+    }
+  }
+};
+} // namespace
