@@ -56,7 +56,8 @@ int64_t chooseTile(int64_t extent, int64_t granule, int64_t maxTasks) {
 }
 
 std::optional<ParallelPlan> planParallel(linalg::LinalgOp op, int64_t minWork,
-                                         int64_t maxTasks, int64_t vectorBits) {
+                                         int64_t maxTasks, int64_t vectorBits,
+                                         int64_t l2Bytes) {
   SmallVector<int64_t> ranges = op.getStaticLoopRanges();
   if (ranges.empty() || llvm::any_of(ranges, ShapedType::isDynamic))
     return std::nullopt;
@@ -65,14 +66,19 @@ std::optional<ParallelPlan> planParallel(linalg::LinalgOp op, int64_t minWork,
     work = std::min<int64_t>(work * std::max<int64_t>(r, 1), int64_t(1) << 40);
   if (work < minWork)
     return std::nullopt;
-  // A task never splits a register tile.
-  SmallVector<int64_t> granule(ranges.size(), 1);
+  // A task never splits a register tile's rows; along its vectors it may
+  // take fewer of them (whole vectors, whole packed panels) when that
+  // shares the tasks more evenly.
+  SmallVector<int64_t> granule(ranges.size(), 1), fineGranule(ranges.size(), 1);
   std::optional<ContractionRoles> roles = matchContraction(op);
   if (roles) {
     RegisterTile t = chooseRegisterTile(op, *roles, vectorBits);
-    granule[roles->m] = t.rows;
-    if (roles->kind == ContractionRoles::Broadcast)
+    granule[roles->m] = fineGranule[roles->m] = t.rows;
+    if (roles->kind == ContractionRoles::Broadcast) {
       granule[roles->n] = t.vectors * t.lanes;
+      fineGranule[roles->n] =
+          roles->panel ? std::max(roles->panel, t.lanes) : t.lanes;
+    }
   }
   SmallVector<utils::IteratorType> iters = op.getIteratorTypesArray();
   // Every task reads all of each operand that does not depend on the
@@ -105,10 +111,13 @@ std::optional<ParallelPlan> planParallel(linalg::LinalgOp op, int64_t minWork,
     // from a tile's own n).
     if (roles && roles->panel && d == roles->n && ranges[d] % roles->panel != 0)
       continue;
-    int64_t tile = chooseTile(ranges[d], granule[d], maxTasks);
-    if (!tile || ranges[d] / tile < 2)
-      continue;
-    plans.push_back(ParallelPlan{d, tile, ranges[d] / tile});
+    for (int64_t g : {granule[d], fineGranule[d]}) {
+      int64_t tile = chooseTile(ranges[d], g, maxTasks);
+      if (!tile || ranges[d] / tile < 2 ||
+          (g != granule[d] && tile % granule[d] == 0))
+        continue;
+      plans.push_back(ParallelPlan{d, tile, ranges[d] / tile});
+    }
   }
   if (plans.empty())
     return std::nullopt;
@@ -116,20 +125,40 @@ std::optional<ParallelPlan> planParallel(linalg::LinalgOp op, int64_t minWork,
   for (const ParallelPlan &p : plans)
     mostTasks = std::max(mostTasks, p.tasks);
   int64_t enough = std::min<int64_t>(mostTasks, std::min<int64_t>(maxTasks, 8));
+  // What a split costs: the bytes its tasks re-read (an operand that fits
+  // in half of L2 is read once per thread, say two, and then hits; a larger
+  // one once per task). An op vectorized along its innermost dim keeps that
+  // dim whole when it can (re-reading a bias per task is cheaper than short
+  // vectors).
+  auto costOf = [&](const ParallelPlan &p) {
+    int64_t bytes = rereadBytes(p.dim);
+    return bytes * (bytes <= l2Bytes / 2 ? std::min<int64_t>(p.tasks, 2)
+                                         : p.tasks) +
+           (!roles && p.dim + 1 == ranges.size() ? allBytes + 1 : 0);
+  };
+  // Tasks the pool's parts share unevenly: 7 tasks on 2 threads run as 4
+  // and 3 (the pool's size is known only at run time; 2 and 4 threads are
+  // what counts here).
+  auto odd = [](const ParallelPlan &p) { return p.tasks % 2; };
+  std::optional<int64_t> minCost;
+  for (const ParallelPlan &p : plans)
+    if (p.tasks >= enough)
+      minCost = std::min(minCost.value_or(costOf(p)), costOf(p));
+  // Among the plans whose re-reads are near the fewest (twice them, or a
+  // sixteenth of the op's own traffic): an even number of tasks, then the
+  // outermost dim (consecutive ops split alike, so a task reads what the
+  // same thread wrote), then a multiple of 4, then the fewest bytes, then
+  // the most tasks.
   std::optional<ParallelPlan> best;
-  int64_t bestCost = 0;
   for (const ParallelPlan &p : plans) {
-    if (p.tasks < enough)
+    if (p.tasks < enough || costOf(p) > 2 * *minCost + allBytes / 16)
       continue;
-    // An op vectorized along its innermost dim keeps that dim whole when
-    // it can (re-reading a bias per task is cheaper than short vectors).
-    int64_t cost = p.tasks * rereadBytes(p.dim) +
-                   (!roles && p.dim + 1 == ranges.size() ? allBytes + 1 : 0);
-    if (!best || cost < bestCost ||
-        (cost == bestCost && p.tasks > best->tasks)) {
+    auto key = [&](const ParallelPlan &q) {
+      return std::make_tuple(odd(q), q.dim, q.tasks % 4 != 0, costOf(q),
+                             -q.tasks);
+    };
+    if (!best || key(p) < key(*best))
       best = p;
-      bestCost = cost;
-    }
   }
   return best;
 }
@@ -400,7 +429,7 @@ struct CPUCodegenPass : public kiln::impl::KilnCPUCodegenBase<CPUCodegenPass> {
           continue;
         bool contraction = matchContraction(op).has_value();
         if (!contraction && parallel && hasStencilWindow(op) &&
-            planParallel(op, minParallelWork, tasks, vectorBits))
+            planParallel(op, minParallelWork, tasks, vectorBits, l2Bytes))
           continue;
         (void)decomposeStencil(rewriter, op, /*onlyUnitWindows=*/contraction);
       }
@@ -426,7 +455,7 @@ struct CPUCodegenPass : public kiln::impl::KilnCPUCodegenBase<CPUCodegenPass> {
             ops.push_back(op);
         for (linalg::LinalgOp op : ops) {
           std::optional<ParallelPlan> plan =
-              planParallel(op, minParallelWork, tasks, vectorBits);
+              planParallel(op, minParallelWork, tasks, vectorBits, l2Bytes);
           if (!plan)
             continue;
           std::string name =
@@ -465,9 +494,9 @@ struct CPUCodegenPass : public kiln::impl::KilnCPUCodegenBase<CPUCodegenPass> {
             if (!isFusedEnd(op))
               first.push_back(op);
           for (linalg::LinalgOp op : first)
-            bits = std::max(bits, vectorizeOp(rewriter, op, vectorBits));
+            bits = std::max(bits, vectorizeOp(rewriter, op, vectorBits, l1Bytes));
           for (linalg::LinalgOp op : collectLinalgOps(fn))
-            bits = std::max(bits, vectorizeOp(rewriter, op, vectorBits));
+            bits = std::max(bits, vectorizeOp(rewriter, op, vectorBits, l1Bytes));
         }
       }
       kernel->setAttr("kiln.cpu_vector_bits",

@@ -142,9 +142,12 @@ private:
 /// `out` is the output before `op`'s dims were collapsed by `outGroups`
 /// (its dims grouped as `op` indexes its output; empty: not collapsed):
 /// the fused ends are found on it.
+/// `l1Bytes` (the L1 data cache) sizes the reduction blocks: one block of
+/// the vector operand's panel fills two thirds of it.
 std::optional<int64_t>
 emitContraction(RewriterBase &rewriter, linalg::LinalgOp op, int64_t vectorBits,
-                Value out = {}, ArrayRef<ReassociationIndices> outGroups = {});
+                int64_t l1Bytes, Value out = {},
+                ArrayRef<ReassociationIndices> outGroups = {});
 
 /// The static innermost stride of a memref (1 for rank 0; dynamic when
 /// its layout is not strided).
@@ -162,7 +165,7 @@ int64_t elementBits(Type t);
 /// `vectorBits`-wide vectors. Returns the vector bits it used, 0 when it
 /// left the op for the loop lowering.
 int64_t vectorizeOp(RewriterBase &rewriter, linalg::LinalgOp op,
-                    int64_t vectorBits);
+                    int64_t vectorBits, int64_t l1Bytes);
 
 /// Lowers the vector ops vectorizeOp leaves (transfers, masks,
 /// multi-reductions, contractions) to the forms the LLVM lowering takes.

@@ -12,6 +12,7 @@
 
 #include "llvm/ADT/STLExtras.h"
 #include "llvm/ADT/StringMap.h"
+#include "llvm/Support/MemoryBuffer.h"
 #include "llvm/TargetParser/Host.h"
 #include "llvm/TargetParser/Triple.h"
 #include "llvm/TargetParser/X86TargetParser.h"
@@ -37,8 +38,67 @@ ArrayRef<StringRef> mlir::kiln::getCheckedCPUFeatures() {
   return kFeatures;
 }
 
+namespace {
+/// L1 data and L2 per core of the named chips.
+struct ChipCaches {
+  StringRef chip;
+  int64_t l1, l2;
+};
+constexpr int64_t KiB = 1024;
+const ChipCaches kChipCaches[] = {{"x86-64-v2", 32 * KiB, 256 * KiB},
+                                  {"x86-64-v3", 32 * KiB, 256 * KiB},
+                                  {"x86-64-v4", 32 * KiB, 1024 * KiB},
+                                  {"haswell", 32 * KiB, 256 * KiB},
+                                  {"skylake-avx512", 32 * KiB, 1024 * KiB},
+                                  {"icelake-server", 48 * KiB, 1280 * KiB},
+                                  {"sapphirerapids", 48 * KiB, 2048 * KiB},
+                                  {"znver3", 32 * KiB, 512 * KiB},
+                                  {"znver4", 32 * KiB, 1024 * KiB}};
+
+/// A cache size of this machine (level 1 data or level 2) from sysfs, or 0.
+int64_t hostCacheBytes(int level) {
+  for (int index = 0; index < 8; ++index) {
+    std::string dir =
+        "/sys/devices/system/cpu/cpu0/cache/index" + std::to_string(index);
+    auto read = [&](StringRef file) -> std::string {
+      // sysfs files say 4096 bytes and hold a line: read to the end.
+      auto buffer = llvm::MemoryBuffer::getFileAsStream(dir + "/" + file.str());
+      return buffer ? (*buffer)->getBuffer().trim().str() : std::string();
+    };
+    std::string lvl = read("level"), type = read("type");
+    if (lvl.empty())
+      break;
+    if (lvl != std::to_string(level) || type == "Instruction")
+      continue;
+    std::string text = read("size");
+    StringRef size = text;
+    int64_t scale = 1;
+    if (size.consume_back("K"))
+      scale = KiB;
+    else if (size.consume_back("M"))
+      scale = KiB * KiB;
+    int64_t v = 0;
+    if (!size.getAsInteger(10, v) && v > 0)
+      return v * scale;
+  }
+  return 0;
+}
+} // namespace
+
 CPUMachine mlir::kiln::getCPUMachine(StringRef chip) {
   CPUMachine m;
+  if (chip == "host" || chip.empty()) {
+    if (int64_t l1 = hostCacheBytes(1))
+      m.l1Bytes = l1;
+    if (int64_t l2 = hostCacheBytes(2))
+      m.l2Bytes = l2;
+  } else {
+    for (const ChipCaches &c : kChipCaches)
+      if (c.chip == chip) {
+        m.l1Bytes = c.l1;
+        m.l2Bytes = c.l2;
+      }
+  }
   llvm::Triple triple(llvm::sys::getDefaultTargetTriple());
   llvm::StringMap<bool> enabled;
   if (chip == "host" || chip.empty()) {

@@ -45,6 +45,8 @@ public:
       requires
     = llvm::join(m.requires_, " ");
     o.vectorBits = m.vectorBits;
+    o.l1Bytes = m.l1Bytes;
+    o.l2Bytes = m.l2Bytes;
     pm.addPass(createKilnCPUCodegen(o));
     pm.addNestedPass<func::FuncOp>(createConvertLinalgToLoopsPass());
     pm.addPass(createCanonicalizerPass());

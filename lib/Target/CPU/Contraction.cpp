@@ -125,9 +125,9 @@ class ContractionEmitter {
 public:
   ContractionEmitter(RewriterBase &b, linalg::LinalgOp op,
                      const ContractionRoles &roles, const RegisterTile &tile,
-                     Value fillValue, EpilogueWriter *epilogue)
+                     int64_t kBlock, Value fillValue, EpilogueWriter *epilogue)
       : b(b), op(op), roles(roles), tile(tile), loc(op.getLoc()),
-        fillValue(fillValue), epilogue(epilogue) {
+        kBlock(kBlock), fillValue(fillValue), epilogue(epilogue) {
     ranges = op.getStaticLoopRanges();
     iters = op.getIteratorTypesArray();
     vecIn = op.getDpsInputs()[roles.vectorOperand];
@@ -518,7 +518,7 @@ private:
   VectorType accVector;
   SmallVector<Value> dimValues;
   /// The reduction block the tiles run over (Broadcast, one reduction).
-  static constexpr int64_t kBlock = 256;
+  int64_t kBlock;
   Value kBlockStart;
   int64_t kBlockSize = 0;
   /// The unit-stride view of a strided vector operand (makeDenseView).
@@ -751,7 +751,8 @@ RegisterTile mlir::kiln::cpu::chooseRegisterTile(linalg::LinalgOp op,
 
 std::optional<int64_t>
 mlir::kiln::cpu::emitContraction(RewriterBase &rewriter, linalg::LinalgOp op,
-                                 int64_t vectorBits, Value out,
+                                 int64_t vectorBits, int64_t l1Bytes,
+                                 Value out,
                                  ArrayRef<ReassociationIndices> outGroups) {
   std::optional<ContractionRoles> roles = matchContraction(op);
   if (!roles)
@@ -776,7 +777,16 @@ mlir::kiln::cpu::emitContraction(RewriterBase &rewriter, linalg::LinalgOp op,
                                       tile.lanes);
   }
   Value fillValue = ends.fill ? ends.fill.getInputs()[0] : Value();
-  ContractionEmitter(rewriter, op, *roles, tile, fillValue, epilogue.get())
+  // The reduction block: the largest power of two whose panel (the block
+  // x the tile's columns of the vector operand) fills at most two thirds of
+  // L1, at least 64 steps.
+  int64_t columnBytes = tile.vectors * tile.lanes *
+                        std::max<int64_t>(elementBits(acc) / 8, 1);
+  int64_t kBlock = 64;
+  while (kBlock * 2 * columnBytes <= l1Bytes * 2 / 3)
+    kBlock *= 2;
+  ContractionEmitter(rewriter, op, *roles, tile, kBlock, fillValue,
+                     epilogue.get())
       .emit();
   if (ends.fill)
     rewriter.eraseOp(ends.fill);

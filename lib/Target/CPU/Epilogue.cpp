@@ -277,7 +277,7 @@ void EpilogueWriter::write(OpBuilder &b, Location loc, Value acc,
   };
   Block *body = e.getBody();
   for (auto [i, r] : llvm::enumerate(operands)) {
-    if (i >= e.getNumDpsInputs())
+    if (static_cast<int64_t>(i) >= e.getNumDpsInputs())
       break;
     Value arg = body->getArgument(i);
     if (r.isAcc) {

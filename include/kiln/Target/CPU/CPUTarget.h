@@ -31,6 +31,11 @@ struct CPUMachine {
   unsigned vectorBits = 128;
   /// Half conversions in hardware (F16C), bf16 dot products (AVX512-BF16).
   bool f16c = false, bf16 = false;
+  /// Data caches per core, in bytes: this machine's (Linux's
+  /// /sys/devices/system/cpu/cpu0/cache) for `host`, the chip's for a
+  /// named one (a table in CPUMachine.cpp; the x86-64 levels take sizes
+  /// most CPUs of the level have at least).
+  int64_t l1Bytes = 32 * 1024, l2Bytes = 1024 * 1024;
 };
 
 /// The chips of --target=cpu:<chip>: `host` (this machine's CPU) first.

@@ -59,6 +59,10 @@ def KilnCPUCodegen : Pass<"kiln-cpu-codegen", "ModuleOp"> {
            "Tasks an op is split into (at most; a divisor of its dim)">,
     Option<"pack", "pack", "bool", /*default=*/"true",
            "Pack constant weights read as vectors into panels">,
+    Option<"l1Bytes", "l1-bytes", "int64_t", /*default=*/"32768",
+           "L1 data cache per core (sizes contraction reduction blocks)">,
+    Option<"l2Bytes", "l2-bytes", "int64_t", /*default=*/"1048576",
+           "L2 cache per core (what a task may re-read from cache)">,
   ];
   let dependentDialects = [
     "::mlir::affine::AffineDialect", "::mlir::arith::ArithDialect",
