@@ -57,3 +57,17 @@ assert "memref.global \"private\" constant @" in ir
 assert "memref<7x256x32xf32>" in ir, "the weights are not packed in 7 panels of 32"
 assert "memref<256x200xf32>" not in ir, "the unpacked weights are still there"
 print("PASS packed layout")
+
+# --external-weights: the weights come from the file at load, so they are
+# packed there (a pack kernel at the end of kiln_model_init into a persistent
+# buffer of its own): the same results, and the kernels read the panels.
+kiln_tools.check(model(256, 2), work, feeds, "packed_at_load", flags=["--external-weights"])
+path = os.path.join(work, "packed_at_load.onnx")
+ir = subprocess.run([kiln_tools.find_tool("kilnc"), path, "--target=cpu:x86-64-v4",
+                     "--external-weights", "-o", os.path.join(work, "dump.so"),
+                     "--dump-after=codegen"],
+                    check=True, capture_output=True, text=True).stdout
+assert "@kiln_pack_panels_0" in ir and "@kiln_pack_panels_1" in ir, \
+    "no pack kernels for the two external weights"
+assert "memref<8x256x32xf32>" in ir, "the external weights are not read as 8 panels of 32"
+print("PASS packed at load")

@@ -67,8 +67,8 @@ std::optional<ParallelPlan> planParallel(linalg::LinalgOp op, int64_t minWork,
   if (work < minWork)
     return std::nullopt;
   // A task never splits a register tile's rows; along its vectors it may
-  // take fewer of them (whole vectors, whole packed panels) when that
-  // shares the tasks more evenly.
+  // take fewer of them (two or more, whole packed panels) when that shares
+  // the tasks more evenly.
   SmallVector<int64_t> granule(ranges.size(), 1), fineGranule(ranges.size(), 1);
   std::optional<ContractionRoles> roles = matchContraction(op);
   if (roles) {
@@ -76,8 +76,9 @@ std::optional<ParallelPlan> planParallel(linalg::LinalgOp op, int64_t minWork,
     granule[roles->m] = fineGranule[roles->m] = t.rows;
     if (roles->kind == ContractionRoles::Broadcast) {
       granule[roles->n] = t.vectors * t.lanes;
+      // At least two vectors: one vector per row starves the FMA units.
       fineGranule[roles->n] =
-          roles->panel ? std::max(roles->panel, t.lanes) : t.lanes;
+          std::min(granule[roles->n], std::max(roles->panel, 2 * t.lanes));
     }
   }
   SmallVector<utils::IteratorType> iters = op.getIteratorTypesArray();
@@ -494,9 +495,11 @@ struct CPUCodegenPass : public kiln::impl::KilnCPUCodegenBase<CPUCodegenPass> {
             if (!isFusedEnd(op))
               first.push_back(op);
           for (linalg::LinalgOp op : first)
-            bits = std::max(bits, vectorizeOp(rewriter, op, vectorBits, l1Bytes));
+            bits =
+                std::max(bits, vectorizeOp(rewriter, op, vectorBits, l1Bytes));
           for (linalg::LinalgOp op : collectLinalgOps(fn))
-            bits = std::max(bits, vectorizeOp(rewriter, op, vectorBits, l1Bytes));
+            bits =
+                std::max(bits, vectorizeOp(rewriter, op, vectorBits, l1Bytes));
         }
       }
       kernel->setAttr("kiln.cpu_vector_bits",

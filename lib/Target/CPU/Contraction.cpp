@@ -751,8 +751,7 @@ RegisterTile mlir::kiln::cpu::chooseRegisterTile(linalg::LinalgOp op,
 
 std::optional<int64_t>
 mlir::kiln::cpu::emitContraction(RewriterBase &rewriter, linalg::LinalgOp op,
-                                 int64_t vectorBits, int64_t l1Bytes,
-                                 Value out,
+                                 int64_t vectorBits, int64_t l1Bytes, Value out,
                                  ArrayRef<ReassociationIndices> outGroups) {
   std::optional<ContractionRoles> roles = matchContraction(op);
   if (!roles)
@@ -780,8 +779,8 @@ mlir::kiln::cpu::emitContraction(RewriterBase &rewriter, linalg::LinalgOp op,
   // The reduction block: the largest power of two whose panel (the block
   // x the tile's columns of the vector operand) fills at most two thirds of
   // L1, at least 64 steps.
-  int64_t columnBytes = tile.vectors * tile.lanes *
-                        std::max<int64_t>(elementBits(acc) / 8, 1);
+  int64_t columnBytes =
+      tile.vectors * tile.lanes * std::max<int64_t>(elementBits(acc) / 8, 1);
   int64_t kBlock = 64;
   while (kBlock * 2 * columnBytes <= l1Bytes * 2 / 3)
     kBlock *= 2;

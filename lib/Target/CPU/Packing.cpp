@@ -9,12 +9,19 @@
 // rewritten, and the kernel reads the packed operand through
 // `(n floordiv NR, ..., n mod NR)`.
 //
+// Weights the model reads at load (--external-weights), and what the
+// load-time step computes from them (a convolution's weights permuted to
+// the target's layout), are packed at load instead: a pack kernel launched
+// at the end of `kiln_model_init` writes the panels into a persistent
+// buffer of their own (appended to the arena), which the kernels read.
+//
 //===----------------------------------------------------------------------===//
 
 #include "CPUCodegen.h"
 
 #include "kiln/Dialect/Kiln/IR/KilnDialect.h"
 
+#include "mlir/Dialect/Arith/IR/Arith.h"
 #include "mlir/Dialect/Linalg/Transforms/Transforms.h"
 #include "mlir/Dialect/MemRef/IR/MemRef.h"
 #include "mlir/IR/BuiltinAttributes.h"
@@ -85,6 +92,164 @@ memref::GlobalOp constantOperand(LaunchOp launch, unsigned i,
   return global;
 }
 
+/// A value the host program gets the same on every run from the weights
+/// file: an external weight or a persistent buffer (an output of
+/// kiln_model_init). Its key names it across functions.
+std::optional<std::pair<int, int64_t>> loadTimeSource(Value v) {
+  if (auto w = v.getDefiningOp<ExternalWeightOp>())
+    return std::make_pair(0, static_cast<int64_t>(w.getIndex()));
+  if (auto b = v.getDefiningOp<BufferOp>())
+    if (b->hasAttr("kiln.persistent") && b.getOffset() &&
+        b.getDynamicSizes().empty())
+      return std::make_pair(1, static_cast<int64_t>(*b.getOffset()));
+  return std::nullopt;
+}
+
+/// Packs at load: the kernels, launches and persistent buffers of one
+/// module's load-time panels.
+class LoadTimePacker {
+public:
+  LoadTimePacker(ModuleOp module, IRRewriter &rewriter)
+      : module(module), rewriter(rewriter) {
+    // Where the persistent part of the arena starts (kiln-plan-memory puts
+    // it after the planned part).
+    persistentBase = attr("kiln.arena_size") - attr("kiln.persistent_size");
+  }
+
+  /// The packed buffer (`packedType`, panels of `panel`) of source `v` as
+  /// `launch` (in the host program) reads it.
+  Value packedFor(LaunchOp launch, Value v, MemRefType packedType,
+                  int64_t panel) {
+    auto key = std::make_tuple(*loadTimeSource(v), panel);
+    int64_t &offset = offsets[key];
+    if (!offset)
+      offset = emitPack(v, packedType, panel) + 1;
+    rewriter.setInsertionPoint(launch);
+    return bufferAt(launch.getLoc(), launch.getCtx(), packedType, offset - 1);
+  }
+
+private:
+  /// A persistent buffer at `offset` in the arena.
+  Value bufferAt(Location loc, Value ctx, MemRefType type, int64_t offset) {
+    auto i64 = rewriter.getI64Type();
+    auto b = BufferOp::create(rewriter, loc, type, ctx, ValueRange{},
+                              IntegerAttr::get(i64, offset));
+    b->setAttr("kiln.persistent",
+               IntegerAttr::get(i64, offset - persistentBase));
+    return b;
+  }
+
+  func::FuncOp init(Location loc) {
+    if (auto fn = module.lookupSymbol<func::FuncOp>("kiln_model_init"))
+      return fn;
+    func::FuncOp host;
+    for (auto fn : module.getOps<func::FuncOp>())
+      if (fn->hasAttr("kiln.signature_io"))
+        host = fn;
+    OpBuilder::InsertionGuard guard(rewriter);
+    rewriter.setInsertionPoint(host);
+    Type ctxType = host.getArgument(0).getType();
+    auto fn = func::FuncOp::create(
+        rewriter, loc, "kiln_model_init",
+        rewriter.getFunctionType({ctxType}, {rewriter.getI32Type()}));
+    rewriter.setInsertionPointToStart(fn.addEntryBlock());
+    func::ReturnOp::create(
+        rewriter, loc,
+        ValueRange{arith::ConstantIntOp::create(rewriter, loc, 0, 32)});
+    return fn;
+  }
+
+  /// Adds the pack kernel of `v` and its launch at the end of
+  /// kiln_model_init; returns the packed buffer's offset in the arena.
+  int64_t emitPack(Value v, MemRefType packedType, int64_t panel) {
+    OpBuilder::InsertionGuard guard(rewriter);
+    Location loc = v.getLoc();
+    auto srcType = cast<MemRefType>(v.getType());
+    MLIRContext *ctx = module.getContext();
+    // The kernel: out[p, d..., j] = in[d..., p * panel + j], read through
+    // a view of the input's last dim as (p, j): a copy whose innermost dim
+    // is contiguous on both sides (vectorized, split into tasks).
+    func::FuncOp initFn = init(loc);
+    rewriter.setInsertionPoint(initFn);
+    std::string name = "kiln_pack_panels_" + std::to_string(count++);
+    auto kernel = func::FuncOp::create(
+        rewriter, loc, name,
+        rewriter.getFunctionType({srcType, packedType}, {}));
+    kernel.setPrivate();
+    kernel->setAttr("kiln.kernel", rewriter.getUnitAttr());
+    kernel->setAttr("kiln.num_outputs", rewriter.getI64IntegerAttr(1));
+    kernel->setAttr("llvm.emit_c_interface", rewriter.getUnitAttr());
+    Block *entry = kernel.addEntryBlock();
+    rewriter.setInsertionPointToStart(entry);
+    int64_t rank = packedType.getRank();
+    SmallVector<ReassociationIndices> groups;
+    for (int64_t d = 0; d + 1 < srcType.getRank(); ++d)
+      groups.push_back({d});
+    groups.push_back({srcType.getRank() - 1, srcType.getRank()});
+    SmallVector<int64_t> split(srcType.getShape().drop_back());
+    split.append({packedType.getShape().front(), panel});
+    Value view = memref::ExpandShapeOp::create(
+        rewriter, loc, MemRefType::get(split, srcType.getElementType()),
+        entry->getArgument(0), groups);
+    SmallVector<AffineExpr> in;
+    for (int64_t d = 1; d + 1 < rank; ++d)
+      in.push_back(getAffineDimExpr(d, ctx));
+    in.push_back(getAffineDimExpr(0, ctx));
+    in.push_back(getAffineDimExpr(rank - 1, ctx));
+    SmallVector<AffineMap> maps = {
+        AffineMap::get(rank, 0, in, ctx),
+        AffineMap::getMultiDimIdentityMap(rank, ctx)};
+    linalg::GenericOp::create(
+        rewriter, loc, ValueRange{view}, ValueRange{entry->getArgument(1)},
+        maps,
+        SmallVector<utils::IteratorType>(rank, utils::IteratorType::parallel),
+        [](OpBuilder &b, Location l, ValueRange args) {
+          linalg::YieldOp::create(b, l, args[0]);
+        });
+    func::ReturnOp::create(rewriter, loc);
+    // Its launch, after everything kiln_model_init computes.
+    int64_t offset = appendToArena(packedType);
+    Operation *ret = initFn.getBody().front().getTerminator();
+    rewriter.setInsertionPoint(ret);
+    Value initCtx = initFn.getArgument(0);
+    Value src;
+    if (auto w = v.getDefiningOp<ExternalWeightOp>()) {
+      src = ExternalWeightOp::create(rewriter, loc, srcType, initCtx,
+                                     w.getIndexAttr());
+    } else {
+      auto b = v.getDefiningOp<BufferOp>();
+      src = bufferAt(loc, initCtx, srcType, *b.getOffset());
+    }
+    Value dst = bufferAt(loc, initCtx, packedType, offset);
+    LaunchOp::create(rewriter, loc, initCtx, name, ValueRange{src, dst});
+    return offset;
+  }
+
+  int64_t attr(StringRef n) {
+    auto a = module->getAttrOfType<IntegerAttr>(n);
+    return a ? a.getInt() : 0;
+  }
+
+  /// A persistent region of `type` after the arena (which grows by it, as
+  /// the persistent part does).
+  int64_t appendToArena(MemRefType type) {
+    constexpr int64_t kAlign = 64;
+    auto i64 = rewriter.getI64Type();
+    int64_t offset = (attr("kiln.arena_size") + kAlign - 1) / kAlign * kAlign;
+    int64_t bytes = type.getNumElements() * type.getElementTypeBitWidth() / 8;
+    module->setAttr("kiln.arena_size", IntegerAttr::get(i64, offset + bytes));
+    module->setAttr("kiln.persistent_size",
+                    IntegerAttr::get(i64, offset + bytes - persistentBase));
+    return offset;
+  }
+
+  ModuleOp module;
+  IRRewriter &rewriter;
+  std::map<std::tuple<std::pair<int, int64_t>, int64_t>, int64_t> offsets;
+  int64_t count = 0;
+  int64_t persistentBase = 0;
+};
+
 } // namespace
 
 int64_t mlir::kiln::cpu::packWeights(ModuleOp module, int64_t vectorBits) {
@@ -95,6 +260,7 @@ int64_t mlir::kiln::cpu::packWeights(ModuleOp module, int64_t vectorBits) {
   // (global, panel) -> its packed copy.
   std::map<std::pair<Operation *, int64_t>, memref::GlobalOp> packed;
   IRRewriter rewriter(ctx);
+  LoadTimePacker loadTime(module, rewriter);
   int64_t count = 0;
   SmallVector<memref::GlobalOp> replaced;
   for (auto kernel :
@@ -131,13 +297,24 @@ int64_t mlir::kiln::cpu::packWeights(ModuleOp module, int64_t vectorBits) {
       int64_t panel = tile.vectors * tile.lanes;
       if (type.getShape().back() < 2 * panel)
         continue;
-      // Every launch passes a constant of stored bytes.
+      // Every launch passes a constant of stored bytes, or every launch
+      // one the host program reads from the weights file (packed at load,
+      // where the panels must fill exactly: nothing pads them there).
       unsigned index = arg.getArgNumber();
-      SmallVector<LaunchOp> &uses = launches[kernel.getName()];
+      SmallVector<LaunchOp> uses = launches[kernel.getName()];
+      bool atLoad = false;
       if (!llvm::all_of(uses, [&](LaunchOp l) {
             return constantOperand(l, index, symbols);
-          }))
-        continue;
+          })) {
+        atLoad = type.getShape().back() % panel == 0 &&
+                 llvm::all_of(uses, [&](LaunchOp l) {
+                   return l->getParentOfType<func::FuncOp>()->hasAttr(
+                              "kiln.signature_io") &&
+                          loadTimeSource(l.getArgs()[index]);
+                 });
+        if (!atLoad)
+          continue;
+      }
 
       // A named op (linalg.matmul) as the generic it is, for its map.
       auto generic = dyn_cast<linalg::GenericOp>(op.getOperation());
@@ -157,6 +334,12 @@ int64_t mlir::kiln::cpu::packWeights(ModuleOp module, int64_t vectorBits) {
       shape.push_back(panel);
       auto packedType = MemRefType::get(shape, type.getElementType());
       for (LaunchOp l : uses) {
+        if (atLoad) {
+          Value v =
+              loadTime.packedFor(l, l.getArgs()[index], packedType, panel);
+          l->setOperand(l.getArgs().getBeginOperandIndex() + index, v);
+          continue;
+        }
         memref::GlobalOp global = constantOperand(l, index, symbols);
         memref::GlobalOp &p = packed[{global.getOperation(), panel}];
         if (!p) {

@@ -259,7 +259,8 @@ int64_t mlir::kiln::cpu::vectorizeOp(RewriterBase &rewriter,
   // A named contraction as it is; a generic one after folding its dims
   // (a 1x1 convolution's 7x7 outputs are 49 lanes, not 7 of a row).
   if (!generic) {
-    if (std::optional<int64_t> bits = emitContraction(rewriter, op, vectorBits, l1Bytes))
+    if (std::optional<int64_t> bits =
+            emitContraction(rewriter, op, vectorBits, l1Bytes))
       return *bits;
     rewriter.setInsertionPoint(op);
     FailureOr<linalg::GenericOp> g = linalg::generalizeNamedOp(rewriter, op);
@@ -287,9 +288,8 @@ int64_t mlir::kiln::cpu::vectorizeOp(RewriterBase &rewriter,
         outGroups.push_back({(int64_t)p});
     }
   }
-  if (std::optional<int64_t> bits =
-          emitContraction(rewriter, generic, vectorBits, l1Bytes, out,
-                          outGroups))
+  if (std::optional<int64_t> bits = emitContraction(
+          rewriter, generic, vectorBits, l1Bytes, out, outGroups))
     return *bits;
   return vectorizeRows(rewriter, generic, vectorBits);
 }
