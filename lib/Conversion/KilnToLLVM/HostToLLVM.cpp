@@ -27,6 +27,7 @@
 #include "mlir/Dialect/GPU/IR/GPUDialect.h"
 #include "mlir/Dialect/LLVMIR/LLVMDialect.h"
 #include "mlir/Dialect/MemRef/IR/MemRef.h"
+#include "mlir/Dialect/X86Vector/Transforms.h"
 #include "mlir/Transforms/DialectConversion.h"
 
 namespace mlir::kiln {
@@ -698,6 +699,10 @@ struct ConvertHostToLLVMPass
     // CPU kernels' vector code (kiln-cpu-codegen lowered it to 1-D ops).
     populateVectorToLLVMConversionPatterns(converter, patterns,
                                            /*reassociateFPReductions=*/true);
+    // The x86 ops the CPU codegen uses where the chip has them (AVX512-BF16
+    // dot products) as LLVM's intrinsics.
+    populateX86VectorLegalizeForLLVMExportPatterns(converter, patterns);
+    configureX86VectorLegalizeForExportTarget(target);
     patterns.add<InputOpLowering, OutputOpLowering, BufferOpLowering,
                  LaunchOpLowering, ParallelForOpLowering, ReadOpLowering,
                  WeightOpLowering>(converter);

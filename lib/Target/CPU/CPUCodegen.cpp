@@ -17,6 +17,7 @@
 #include "mlir/Dialect/MemRef/IR/MemRef.h"
 #include "mlir/Dialect/SCF/IR/SCF.h"
 #include "mlir/Dialect/Vector/IR/VectorOps.h"
+#include "mlir/Dialect/X86Vector/X86VectorDialect.h"
 #include "mlir/IR/Dominance.h"
 #include "mlir/IR/IRMapping.h"
 #include "mlir/Interfaces/TilingInterface.h"
@@ -381,7 +382,7 @@ struct CPUCodegenPass : public kiln::impl::KilnCPUCodegenBase<CPUCodegenPass> {
     IRRewriter rewriter(ctx);
     // Constant weights read as a contraction's vectors, packed once.
     if (vectorize && pack)
-      packWeights(module, vectorBits);
+      packWeights(module, vectorBits, bf16Dot);
     SmallVector<func::FuncOp> kernels;
     for (auto fn : module.getOps<func::FuncOp>())
       if (fn->hasAttr("kiln.kernel") && !fn.isExternal())

@@ -35,6 +35,9 @@ struct ContractionRoles {
   /// (one per column, shared by the rows: a channels-last depthwise
   /// convolution's weights), not as one scalar.
   bool sharedVectors = false;
+  /// Broadcast: bf16 operands with the vector operand packed in pairs
+  /// along k (`k` is its reduction): AVX512-BF16 dot products of pairs.
+  bool pairs = false;
 };
 
 /// A packed operand's index of loop dim `dim`: its panel (`dim floordiv
@@ -46,6 +49,15 @@ struct PackedTerm {
 };
 std::optional<PackedTerm> matchPackedTerm(AffineExpr e);
 
+/// A B packed in pairs for bf16 dot products: read at (n floordiv NR,
+/// k floordiv 2, (n mod NR) * 2 + k mod 2), each panel row the NR columns'
+/// values at k and k + 1 side by side.
+struct PairsLayout {
+  unsigned n, k;
+  int64_t panel;
+};
+std::optional<PairsLayout> matchPairsLayout(AffineMap map);
+
 /// Packs the constant weights that contractions read as vectors (a
 /// matmul's B, `k x n`) into panels of the register tile's columns,
 /// contiguous along everything else (`n/NR x k x NR`, zero-padded), once,
@@ -53,7 +65,9 @@ std::optional<PackedTerm> matchPackedTerm(AffineExpr e);
 /// packed type and read it through `n floordiv NR`, `n mod NR`. A kernel
 /// is packed only when every launch passes a constant global there.
 /// Returns the number of kernel operands packed.
-int64_t packWeights(ModuleOp module, int64_t vectorBits);
+/// With `bf16Pairs` (the chip has AVX512-BF16), a bf16 matmul's B is
+/// packed in pairs (PairsLayout) instead.
+int64_t packWeights(ModuleOp module, int64_t vectorBits, bool bf16Pairs);
 
 /// The register tile of a contraction: rows × vectors of `lanes`.
 struct RegisterTile {

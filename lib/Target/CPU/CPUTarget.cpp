@@ -16,6 +16,7 @@
 #include "mlir/Dialect/Linalg/Transforms/TilingInterfaceImpl.h"
 #include "mlir/Dialect/MemRef/IR/ValueBoundsOpInterfaceImpl.h"
 #include "mlir/Dialect/Vector/IR/VectorOps.h"
+#include "mlir/Dialect/X86Vector/X86VectorDialect.h"
 #include "mlir/Transforms/Passes.h"
 
 #include "llvm/ADT/StringExtras.h"
@@ -45,6 +46,7 @@ public:
       requires
     = llvm::join(m.requires_, " ");
     o.vectorBits = m.vectorBits;
+    o.bf16Dot = m.bf16;
     o.l1Bytes = m.l1Bytes;
     o.l2Bytes = m.l2Bytes;
     pm.addPass(createKilnCPUCodegen(o));
@@ -64,7 +66,7 @@ std::unique_ptr<Target> mlir::kiln::createCPUTarget(StringRef chip,
 }
 
 void mlir::kiln::registerCPUDialects(DialectRegistry &registry) {
-  registry.insert<vector::VectorDialect>();
+  registry.insert<vector::VectorDialect, x86vector::X86VectorDialect>();
   linalg::registerTilingInterfaceExternalModels(registry);
   arith::registerValueBoundsOpInterfaceExternalModels(registry);
   linalg::registerValueBoundsOpInterfaceExternalModels(registry);

@@ -17,10 +17,12 @@
 
 #include "CPUCodegen.h"
 
+#include "mlir/Dialect/Affine/IR/AffineOps.h"
 #include "mlir/Dialect/Arith/IR/Arith.h"
 #include "mlir/Dialect/MemRef/IR/MemRef.h"
 #include "mlir/Dialect/SCF/IR/SCF.h"
 #include "mlir/Dialect/Vector/IR/VectorOps.h"
+#include "mlir/Dialect/X86Vector/X86VectorDialect.h"
 
 using namespace mlir;
 using namespace mlir::kiln;
@@ -113,9 +115,24 @@ SmallVector<Value> indicesOf(OpBuilder &b, Location loc, AffineMap map,
                         : arith::RemUIOp::create(b, loc, d, c).getResult());
       continue;
     }
-    auto add = cast<AffineBinaryOpExpr>(e);
-    idx.push_back(arith::AddIOp::create(b, loc, scaled(add.getLHS()),
-                                        scaled(add.getRHS())));
+    auto add = dyn_cast<AffineBinaryOpExpr>(e);
+    auto simple = [](AffineExpr t) {
+      if (isa<AffineDimExpr>(t))
+        return true;
+      auto mul = dyn_cast<AffineBinaryOpExpr>(t);
+      return mul && mul.getKind() == AffineExprKind::Mul &&
+             isa<AffineDimExpr>(mul.getLHS()) &&
+             isa<AffineConstantExpr>(mul.getRHS());
+    };
+    if (add && add.getKind() == AffineExprKind::Add && simple(add.getLHS()) &&
+        simple(add.getRHS())) {
+      idx.push_back(arith::AddIOp::create(b, loc, scaled(add.getLHS()),
+                                          scaled(add.getRHS())));
+      continue;
+    }
+    // Anything else (a bf16 pair's `(n mod NR) * 2 + k mod 2`).
+    idx.push_back(affine::AffineApplyOp::create(
+        b, loc, AffineMap::get(map.getNumDims(), 0, e), dimValues));
   }
   return idx;
 }
@@ -356,14 +373,16 @@ private:
       dimValues[d] = indexConst(b, loc, 0);
       return reductionLoops(dims.drop_front(), acc, step);
     }
-    // The blocked reduction runs over its current block only.
+    // The blocked reduction runs over its current block only; bf16 pairs
+    // take two steps at a time.
     bool blocked = kBlockStart && dims.size() == 1 &&
                    roles.kind == ContractionRoles::Broadcast;
     Value lb = blocked ? kBlockStart : indexConst(b, loc, 0);
     Value ub = blocked ? addIndex(b, loc, kBlockStart, kBlockSize)
                        : indexConst(b, loc, ranges[d]);
+    int64_t stride = roles.pairs && d == roles.k ? 2 : 1;
     auto loop = scf::ForOp::create(
-        b, loc, lb, ub, indexConst(b, loc, 1), acc,
+        b, loc, lb, ub, indexConst(b, loc, stride), acc,
         [&](OpBuilder &, Location, Value iv, ValueRange args) {
           dimValues[d] = iv;
           SmallVector<Value> next =
@@ -391,6 +410,8 @@ private:
       }
     SmallVector<Value> result =
         reductionLoops(reductions(), acc, [&](ValueRange args) {
+          if (roles.pairs)
+            return pairsStep(m0, rows, n0, vectors, args);
           // The vector operand's vectors: one set for all rows, or (rows
           // along the vector operand: a depthwise convolution's output
           // rows) one per row.
@@ -446,6 +467,38 @@ private:
         else
           writeVector(result[i * vectors + v], inBounds(v));
       }
+  }
+
+  /// One step of two along k with bf16 dot products (roles.pairs): per
+  /// vector of 16 columns one load of 32 bf16 (each column's k, k + 1 side
+  /// by side in the packed B), per row A's pair (k, k + 1) broadcast as
+  /// one 32-bit word, and a dot product of pairs per accumulator.
+  SmallVector<Value> pairsStep(Value m0, int64_t rows, Value n0,
+                               int64_t vectors, ValueRange args) {
+    Type bf16 = b.getBF16Type();
+    auto pairs = VectorType::get({2 * tile.lanes}, bf16);
+    auto words = VectorType::get({tile.lanes}, b.getI32Type());
+    SmallVector<Value> bv;
+    for (int64_t v = 0; v < vectors; ++v) {
+      dimValues[roles.n] = addIndex(b, loc, n0, v * tile.lanes);
+      bv.push_back(vector::LoadOp::create(
+          b, loc, pairs, vecIn, indicesOf(b, loc, vecMap, dimValues)));
+    }
+    SmallVector<Value> next(args.begin(), args.end());
+    for (int64_t i = 0; i < rows; ++i) {
+      dimValues[roles.m] = addIndex(b, loc, m0, i);
+      Value two =
+          vector::LoadOp::create(b, loc, VectorType::get({2}, bf16), rowIn,
+                                 indicesOf(b, loc, rowMap, dimValues));
+      Value word = vector::BitCastOp::create(
+          b, loc, VectorType::get({1}, b.getI32Type()), two);
+      Value a = vector::BitCastOp::create(
+          b, loc, pairs, vector::BroadcastOp::create(b, loc, words, word));
+      for (int64_t v = 0; v < vectors; ++v)
+        next[i * vectors + v] = x86vector::DotBF16Op::create(
+            b, loc, next[i * vectors + v], a, bv[v]);
+    }
+    return next;
   }
 
   void emitDotTile(Value m0, int64_t rows, Value n0, int64_t cols) {
@@ -556,14 +609,66 @@ std::optional<PackedTerm> mlir::kiln::cpu::matchPackedTerm(AffineExpr e) {
                     bin.getKind() == AffineExprKind::FloorDiv};
 }
 
+std::optional<PairsLayout> mlir::kiln::cpu::matchPairsLayout(AffineMap map) {
+  // (n floordiv NR, k floordiv 2, (n mod NR) * 2 + k mod 2)
+  if (map.getNumResults() != 3)
+    return std::nullopt;
+  std::optional<PackedTerm> panel = matchPackedTerm(map.getResult(0));
+  std::optional<PackedTerm> pair = matchPackedTerm(map.getResult(1));
+  if (!panel || !pair || !panel->isPanel || !pair->isPanel || pair->panel != 2)
+    return std::nullopt;
+  MLIRContext *ctx = map.getContext();
+  AffineExpr n = getAffineDimExpr(panel->dim, ctx),
+             k = getAffineDimExpr(pair->dim, ctx);
+  if (map.getResult(2) != (n % panel->panel) * 2 + k % 2)
+    return std::nullopt;
+  return PairsLayout{panel->dim, pair->dim, panel->panel};
+}
+
 std::optional<ContractionRoles>
 mlir::kiln::cpu::matchContraction(linalg::LinalgOp op) {
   if (!op.hasPureBufferSemantics() || op.getNumDpsInputs() != 2 ||
       op.getNumDpsInits() != 1 || op.hasIndexSemantics())
     return std::nullopt;
+  // B packed in pairs for bf16 dot products (Packing.cpp): a matmul whose
+  // A is read along k.
+  SmallVector<utils::IteratorType> iters = op.getIteratorTypesArray();
+  for (unsigned v = 0; v < 2; ++v) {
+    std::optional<PairsLayout> pairs =
+        matchPairsLayout(op.getIndexingMapsArray()[v]);
+    AffineMap rowMap = op.getIndexingMapsArray()[1 - v];
+    AffineMap outMap = op.getIndexingMapsArray()[2];
+    if (!pairs || !rowMap.isProjectedPermutation() ||
+        !outMap.isProjectedPermutation() || rowMap.getNumResults() == 0 ||
+        rowMap.getResults().back() !=
+            getAffineDimExpr(pairs->k, op.getContext()) ||
+        outMap.getResults().back() !=
+            getAffineDimExpr(pairs->n, op.getContext()) ||
+        iters[pairs->k] != utils::IteratorType::reduction ||
+        op.getNumReductionLoops() != 1 || !isMulAddBody(op) ||
+        innermostStride(op.getDpsInputs()[1 - v]) != 1 ||
+        innermostStride(op.getDpsInits()[0]) != 1)
+      continue;
+    std::optional<unsigned> m;
+    for (AffineExpr e : outMap.getResults()) {
+      unsigned d = cast<AffineDimExpr>(e).getPosition();
+      if (rowMap.isFunctionOfDim(d) && d != pairs->n)
+        m = d;
+    }
+    if (!m)
+      continue;
+    ContractionRoles roles;
+    roles.kind = ContractionRoles::Broadcast;
+    roles.m = *m;
+    roles.n = pairs->n;
+    roles.k = pairs->k;
+    roles.vectorOperand = v;
+    roles.panel = pairs->panel;
+    roles.pairs = true;
+    return roles;
+  }
   // Inputs read at dims or stencil terms (`a * d_p + b * d_r`), the output
   // at dims.
-  SmallVector<utils::IteratorType> iters = op.getIteratorTypesArray();
   bool stencil = false;
   int64_t panel = 0;
   for (OpOperand *in : op.getDpsInputOperands())

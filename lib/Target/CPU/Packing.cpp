@@ -78,6 +78,22 @@ std::vector<char> packPanels(ArrayRef<char> bytes, ArrayRef<int64_t> shape,
   return out;
 }
 
+/// A bf16 `k x n` B (row-major, 2-byte elements, k even) in pairs:
+/// `ceil(n/panel) x k/2 x 2*panel`, element (p, kk, 2c + t) = B[2kk + t]
+/// [p * panel + c], the columns past n zero.
+std::vector<char> packPairs(ArrayRef<char> bytes, int64_t k, int64_t n,
+                            int64_t panel) {
+  int64_t panels = (n + panel - 1) / panel;
+  std::vector<char> out(panels * k * panel * 2, 0);
+  for (int64_t p = 0; p < panels; ++p)
+    for (int64_t kk = 0; kk < k / 2; ++kk)
+      for (int64_t c = 0; c < panel && p * panel + c < n; ++c)
+        for (int64_t t = 0; t < 2; ++t)
+          std::memcpy(&out[((p * (k / 2) + kk) * 2 * panel + 2 * c + t) * 2],
+                      &bytes[((2 * kk + t) * n + p * panel + c) * 2], 2);
+  return out;
+}
+
 /// The operand of `launch` for kernel argument `i` as a constant global
 /// with stored bytes, or null.
 memref::GlobalOp constantOperand(LaunchOp launch, unsigned i,
@@ -252,7 +268,8 @@ private:
 
 } // namespace
 
-int64_t mlir::kiln::cpu::packWeights(ModuleOp module, int64_t vectorBits) {
+int64_t mlir::kiln::cpu::packWeights(ModuleOp module, int64_t vectorBits,
+                                     bool bf16Pairs) {
   MLIRContext *ctx = module.getContext();
   SymbolTable symbols(module);
   llvm::StringMap<SmallVector<LaunchOp>> launches;
@@ -327,11 +344,35 @@ int64_t mlir::kiln::cpu::packWeights(ModuleOp module, int64_t vectorBits) {
         generic = *g;
       }
 
+      // bf16 x bf16 into f32 along one reduction k that both read, the row
+      // operand's innermost (its pair of k, k + 1 one 32-bit word): packed
+      // in pairs for AVX512-BF16's dot products.
+      unsigned rowOperand = 1 - roles->vectorOperand;
+      AffineMap rowMap = op.getIndexingMapsArray()[rowOperand];
+      int64_t kDim = map.getNumResults() == 2
+                         ? cast<AffineDimExpr>(map.getResult(0)).getPosition()
+                         : -1;
+      bool pairs =
+          bf16Pairs && !atLoad && type.getRank() == 2 &&
+          type.getElementType().isBF16() &&
+          getElementTypeOrSelf(op.getDpsInputs()[rowOperand].getType())
+              .isBF16() &&
+          getElementTypeOrSelf(op.getDpsInits()[0].getType()).isF32() &&
+          op.getNumReductionLoops() == 1 && kDim >= 0 &&
+          op.getIteratorTypesArray()[kDim] == utils::IteratorType::reduction &&
+          type.getShape()[0] % 2 == 0 && rowMap.getNumResults() > 0 &&
+          rowMap.getResults().back() == getAffineDimExpr(kDim, ctx) &&
+          innermostStride(op.getDpsInputs()[rowOperand]) == 1;
+
       // The packed type, globals and launch operands.
       SmallVector<int64_t> shape = {(type.getShape().back() + panel - 1) /
                                     panel};
-      llvm::append_range(shape, type.getShape().drop_back());
-      shape.push_back(panel);
+      if (pairs) {
+        shape.append({type.getShape()[0] / 2, 2 * panel});
+      } else {
+        llvm::append_range(shape, type.getShape().drop_back());
+        shape.push_back(panel);
+      }
       auto packedType = MemRefType::get(shape, type.getElementType());
       for (LaunchOp l : uses) {
         if (atLoad) {
@@ -341,13 +382,19 @@ int64_t mlir::kiln::cpu::packWeights(ModuleOp module, int64_t vectorBits) {
           continue;
         }
         memref::GlobalOp global = constantOperand(l, index, symbols);
-        memref::GlobalOp &p = packed[{global.getOperation(), panel}];
+        memref::GlobalOp &p =
+            packed[{global.getOperation(), pairs ? -panel : panel}];
         if (!p) {
           std::vector<char> bytes =
-              packPanels(*globalBytes(global), type.getShape(), elt, panel);
+              pairs ? packPairs(*globalBytes(global), type.getShape()[0],
+                                type.getShape()[1], panel)
+                    : packPanels(*globalBytes(global), type.getShape(), elt,
+                                 panel);
           auto tensorType = RankedTensorType::get(shape, type.getElementType());
           std::string name =
-              (global.getSymName() + "_panels" + std::to_string(panel)).str();
+              (global.getSymName() + (pairs ? "_pairs" : "_panels") +
+               std::to_string(panel))
+                  .str();
           auto blob = HeapAsmResourceBlob::allocateAndCopyWithAlign(
               ArrayRef<char>(bytes), alignof(std::max_align_t));
           auto value =
@@ -372,8 +419,13 @@ int64_t mlir::kiln::cpu::packWeights(ModuleOp module, int64_t vectorBits) {
       kernel.setType(FunctionType::get(ctx, inputs, kernel.getResultTypes()));
       AffineExpr n = getAffineDimExpr(roles->n, ctx);
       SmallVector<AffineExpr> results = {n.floorDiv(panel)};
-      llvm::append_range(results, map.getResults().drop_back());
-      results.push_back(n % panel);
+      if (pairs) {
+        AffineExpr k = getAffineDimExpr(kDim, ctx);
+        results.append({k.floorDiv(2), (n % panel) * 2 + k % 2});
+      } else {
+        llvm::append_range(results, map.getResults().drop_back());
+        results.push_back(n % panel);
+      }
       SmallVector<AffineMap> maps = generic.getIndexingMapsArray();
       maps[roles->vectorOperand] =
           AffineMap::get(map.getNumDims(), 0, results, ctx);

@@ -2,6 +2,7 @@
 #ifndef KILN_TARGET_CPU_PASSES_H
 #define KILN_TARGET_CPU_PASSES_H
 
+#include "mlir/Dialect/X86Vector/X86VectorDialect.h"
 #include "mlir/Pass/Pass.h"
 
 namespace mlir::kiln {

@@ -59,6 +59,8 @@ def KilnCPUCodegen : Pass<"kiln-cpu-codegen", "ModuleOp"> {
            "Tasks an op is split into (at most; a divisor of its dim)">,
     Option<"pack", "pack", "bool", /*default=*/"true",
            "Pack constant weights read as vectors into panels">,
+    Option<"bf16Dot", "bf16-dot", "bool", /*default=*/"false",
+           "bf16 matmuls as AVX512-BF16 dot products of pairs">,
     Option<"l1Bytes", "l1-bytes", "int64_t", /*default=*/"32768",
            "L1 data cache per core (sizes contraction reduction blocks)">,
     Option<"l2Bytes", "l2-bytes", "int64_t", /*default=*/"1048576",
@@ -68,7 +70,8 @@ def KilnCPUCodegen : Pass<"kiln-cpu-codegen", "ModuleOp"> {
     "::mlir::affine::AffineDialect", "::mlir::arith::ArithDialect",
     "::mlir::func::FuncDialect", "::mlir::kiln::KilnDialect",
     "::mlir::linalg::LinalgDialect", "::mlir::memref::MemRefDialect",
-    "::mlir::scf::SCFDialect", "::mlir::vector::VectorDialect"];
+    "::mlir::scf::SCFDialect", "::mlir::vector::VectorDialect",
+    "::mlir::x86vector::X86VectorDialect"];
 }
 
 #endif // KILN_TARGET_CPU_PASSES_TD
