@@ -609,6 +609,16 @@ std::optional<PackedTerm> mlir::kiln::cpu::matchPackedTerm(AffineExpr e) {
                     bin.getKind() == AffineExprKind::FloorDiv};
 }
 
+/// Broadcast roles: rows along `m`, vectors along `n` of operand `v`.
+static ContractionRoles broadcastRoles(unsigned m, unsigned n, unsigned v) {
+  ContractionRoles roles;
+  roles.kind = ContractionRoles::Broadcast;
+  roles.m = m;
+  roles.n = n;
+  roles.vectorOperand = v;
+  return roles;
+}
+
 std::optional<PairsLayout> mlir::kiln::cpu::matchPairsLayout(AffineMap map) {
   // (n floordiv NR, k floordiv 2, (n mod NR) * 2 + k mod 2)
   if (map.getNumResults() != 3)
@@ -657,12 +667,8 @@ mlir::kiln::cpu::matchContraction(linalg::LinalgOp op) {
     }
     if (!m)
       continue;
-    ContractionRoles roles;
-    roles.kind = ContractionRoles::Broadcast;
-    roles.m = *m;
-    roles.n = pairs->n;
+    ContractionRoles roles = broadcastRoles(*m, pairs->n, v);
     roles.k = pairs->k;
-    roles.vectorOperand = v;
     roles.panel = pairs->panel;
     roles.pairs = true;
     return roles;
@@ -764,11 +770,7 @@ mlir::kiln::cpu::matchContraction(linalg::LinalgOp op) {
                      [](AffineExpr e) { return matchPackedTerm(e); }) ||
         (panel && !packed))
       continue;
-    ContractionRoles roles;
-    roles.kind = ContractionRoles::Broadcast;
-    roles.m = *m;
-    roles.n = n;
-    roles.vectorOperand = v;
+    ContractionRoles roles = broadcastRoles(*m, n, v);
     roles.vectorStride = stride;
     roles.stencil = !isa<AffineDimExpr>(last) && !packed;
     roles.panel = packed ? packed->panel : 0;
@@ -799,11 +801,7 @@ mlir::kiln::cpu::matchContraction(linalg::LinalgOp op) {
           m = d;
       if (!m)
         continue;
-      ContractionRoles roles;
-      roles.kind = ContractionRoles::Broadcast;
-      roles.m = *m;
-      roles.n = n;
-      roles.vectorOperand = v;
+      ContractionRoles roles = broadcastRoles(*m, n, v);
       roles.rowsInVector = true;
       roles.sharedVectors = true;
       return roles;
