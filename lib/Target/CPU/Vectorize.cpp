@@ -116,11 +116,31 @@ int64_t vectorizeRows(RewriterBase &b, linalg::GenericOp op,
   int64_t tileSize = chooseRowTile(ranges.back(), reduces, lanes);
   if (!tileSize)
     return 0;
+  // A transpose (an input contiguous along another loop dim `a`, the
+  // output along the last): tiles of lanes x lanes, read as rows along `a`
+  // and transposed in registers, instead of one scalar load per lane.
+  std::optional<unsigned> across;
+  if (!reduces && n >= 2)
+    for (OpOperand *in : op.getDpsInputOperands()) {
+      AffineMap map = op.getMatchingIndexingMap(in);
+      auto type = dyn_cast<MemRefType>(in->get().getType());
+      if (!type || !map.isProjectedPermutation() || map.getNumResults() == 0 ||
+          innermostStride(in->get()) != 1)
+        continue;
+      auto d = dyn_cast<AffineDimExpr>(map.getResults().back());
+      if (d && d.getPosition() + 1 != n && ranges[d.getPosition()] >= lanes &&
+          ranges[d.getPosition()] % lanes == 0 && ranges.back() >= lanes &&
+          ranges.back() % lanes == 0 &&
+          iters[d.getPosition()] == utils::IteratorType::parallel)
+        across = d.getPosition();
+    }
+  if (across)
+    tileSize = lanes;
   Location loc = op.getLoc();
   b.setInsertionPoint(op);
   SmallVector<OpFoldResult> offsets, sizes;
   for (unsigned d = 0; d < n; ++d) {
-    int64_t size = d + 1 == n ? tileSize : 1;
+    int64_t size = d + 1 == n ? tileSize : (across && d == *across) ? lanes : 1;
     if (ranges[d] == size) {
       offsets.push_back(b.getIndexAttr(0));
     } else {
@@ -305,7 +325,7 @@ LogicalResult mlir::kiln::cpu::lowerVectorOps(Operation *root) {
             p, vector::VectorMultiReductionLowering::InnerReduction);
         vector::populateVectorBroadcastLoweringPatterns(p);
         vector::populateVectorTransposeLoweringPatterns(
-            p, vector::VectorTransposeLowering::EltWise);
+            p, vector::VectorTransposeLowering::Shuffle16x16);
         vector::populateVectorStepLoweringPatterns(p);
         vector::populateVectorGatherLoweringPatterns(p);
       },
