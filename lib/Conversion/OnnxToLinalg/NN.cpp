@@ -217,9 +217,7 @@ LogicalResult lowerConv(onnxops::ConvOp op, OpBuilder &b,
              cE = oneChannel ? zero : d(dl.last ? nLoops - 1 : 2 + ns);
   auto oE = [&](int64_t i) { return d(dl.last ? 1 + i : 2 + i); };
   auto kE = [&](int64_t i) { return d(dl.last ? 2 + ns + i : 3 + ns + i); };
-  AffineExpr xc = G == 1    ? cE
-                  : Fg == 1 ? (fE * Cg + cE)
-                            : (fE.floorDiv(Fg)) * Cg + cE;
+  AffineExpr xc = G == 1 ? cE : (fE.floorDiv(Fg)) * Cg + cE;
   SmallVector<AffineExpr> xe = {nE}, we, ye = {nE};
   if (!dl.last) {
     xe.push_back(xc);

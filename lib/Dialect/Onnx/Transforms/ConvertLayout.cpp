@@ -169,6 +169,22 @@ Value permuteConstant(OpBuilder &b, Location loc, ElementsAttr attr,
       b, loc, DenseResourceElementsAttr::get(newType, hint, std::move(blob)));
 }
 
+TransposeOp createTranspose(OpBuilder &b, Location loc, Value x,
+                            ArrayRef<int64_t> perm) {
+  return TransposeOp::create(b, loc, permuteType(x.getType(), perm), x,
+                             b.getI64ArrayAttr(perm));
+}
+
+/// `v` (static shape) reshaped to `shape`.
+Value reshape(OpBuilder &b, Location loc, Value v, ArrayRef<int64_t> shape) {
+  auto shapeType = RankedTensorType::get({static_cast<int64_t>(shape.size())},
+                                         b.getI64Type());
+  Value s = arith::ConstantOp::create(b, loc,
+                                      DenseElementsAttr::get(shapeType, shape));
+  auto type = cast<RankedTensorType>(v.getType()).clone(shape);
+  return ReshapeOp::create(b, loc, type, v, s, /*allowzero=*/uint64_t(0));
+}
+
 struct ConvertLayoutPass
     : public kiln::impl::KilnOnnxConvertLayoutBase<ConvertLayoutPass> {
   using Base::Base;
@@ -178,8 +194,7 @@ struct ConvertLayoutPass
   llvm::SetVector<Operation *> made;
 
   Value transpose(OpBuilder &b, Location loc, Value x, ArrayRef<int64_t> perm) {
-    auto t = TransposeOp::create(b, loc, permuteType(x.getType(), perm), x,
-                                 b.getI64ArrayAttr(perm));
+    TransposeOp t = createTranspose(b, loc, x, perm);
     made.insert(t);
     return t;
   }
@@ -191,9 +206,7 @@ struct ConvertLayoutPass
     if (ElementsAttr c = constantOf(x))
       if (Value v = permuteConstant(b, loc, c, perm, hint))
         return v;
-    auto t = TransposeOp::create(b, loc, permuteType(x.getType(), perm), x,
-                                 b.getI64ArrayAttr(perm));
-    return t;
+    return createTranspose(b, loc, x, perm);
   }
 
   static std::string hintOf(Operation *op, StringRef suffix) {
@@ -257,14 +270,8 @@ struct ConvertLayoutPass
           llvm::all_of(ArrayRef<int64_t>(target).drop_back(type.getRank()),
                        [](int64_t d) { return d == 1; }))
         return v;
-      if (movesOnlyUnitDims(full, inv)) {
-        auto shapeType = RankedTensorType::get(
-            {static_cast<int64_t>(target.size())}, b.getI64Type());
-        Value shape = arith::ConstantOp::create(
-            b, loc, DenseElementsAttr::get(shapeType, ArrayRef(target)));
-        return ReshapeOp::create(b, loc, type.clone(target), v, shape,
-                                 /*allowzero=*/uint64_t(0));
-      }
+      if (movesOnlyUnitDims(full, inv))
+        return reshape(b, loc, v, target);
     }
     return {};
   }
@@ -384,13 +391,9 @@ struct ConvertLayoutPass
       if (!in || !movesOnlyUnitDims(in.getShape(), permOf(t)))
         continue;
       OpBuilder b(t);
-      auto outType = cast<RankedTensorType>(t.getResult().getType());
-      auto shapeType =
-          RankedTensorType::get({outType.getRank()}, b.getI64Type());
-      Value shape = arith::ConstantOp::create(
-          b, t.getLoc(), DenseElementsAttr::get(shapeType, outType.getShape()));
-      Value r = ReshapeOp::create(b, t.getLoc(), outType, t.getData(), shape,
-                                  /*allowzero=*/uint64_t(0));
+      Value r =
+          reshape(b, t.getLoc(), t.getData(),
+                  cast<RankedTensorType>(t.getResult().getType()).getShape());
       t.getResult().replaceAllUsesWith(r);
       made.remove(t);
       t.erase();
