@@ -38,10 +38,16 @@ using namespace mlir::kiln::cpu;
 namespace {
 
 /// The loop dim an op is split along, the tile of it one task runs and the
-/// number of tasks.
+/// number of tasks; `inner` (when `innerTasks` > 1) a second dim split
+/// inside each of those, task i running tile i / innerTasks of `dim` and
+/// i mod innerTasks of `inner`.
 struct ParallelPlan {
   unsigned dim = 0;
   int64_t tile = 1, tasks = 1;
+  unsigned inner = 0;
+  int64_t innerTile = 1, innerTasks = 1;
+
+  int64_t allTasks() const { return tasks * innerTasks; }
 };
 
 /// The smallest tile (a multiple of `granule` dividing `extent`) that makes
@@ -162,6 +168,59 @@ std::optional<ParallelPlan> planParallel(linalg::LinalgOp op, int64_t minWork,
     if (!best || key(p) < key(*best))
       best = p;
   }
+  // An odd number of tasks (7 rows: 4 and 3 on two threads, a seventh of
+  // the time lost) is split again along a second dim when that is cheap:
+  // an even product shares evenly, an odd one of at least 4x the tasks
+  // within a few percent. The second split re-reads what does not depend
+  // on its dim once per task of it; that stays under a quarter of the op's
+  // own traffic.
+  if (best && odd(*best)) {
+    // What the tasks of one outer tile re-read: the part of each operand
+    // not depending on the inner dim that the outer tile reads.
+    auto innerReread = [&](const ParallelPlan &q) {
+      int64_t bytes = 0;
+      for (OpOperand &operand : op->getOpOperands()) {
+        auto type = dyn_cast<MemRefType>(operand.get().getType());
+        AffineMap map = maps[operand.getOperandNumber()];
+        if (!type || !type.hasStaticShape() || map.isFunctionOfDim(q.dim))
+          continue;
+        int64_t size = type.getNumElements() *
+                       std::max<int64_t>(type.getElementTypeBitWidth() / 8, 1);
+        bytes += map.isFunctionOfDim(best->dim) ? size / best->tasks : size;
+      }
+      return bytes * q.tasks;
+    };
+    // Inner splits into 2, 4, ... tasks (as few as share evenly).
+    SmallVector<ParallelPlan> inner;
+    for (const ParallelPlan &p : plans)
+      for (int64_t most = 2; most <= maxTasks; most *= 2) {
+        int64_t g =
+            p.tile % granule[p.dim] == 0 ? granule[p.dim] : fineGranule[p.dim];
+        int64_t tile = chooseTile(ranges[p.dim], g, most);
+        if (tile && ranges[p.dim] / tile >= 2)
+          inner.push_back(ParallelPlan{p.dim, tile, ranges[p.dim] / tile});
+      }
+    std::optional<ParallelPlan> twice;
+    for (const ParallelPlan &q : inner) {
+      if (q.dim == best->dim || (!roles && q.dim + 1 == ranges.size()))
+        continue;
+      int64_t product = best->tasks * q.tasks;
+      if (product > 8 * maxTasks || (product % 2 && q.tasks < 4) ||
+          innerReread(q) > allBytes / 4)
+        continue;
+      auto key = [&](const ParallelPlan &r) {
+        return std::make_tuple(best->tasks * r.tasks % 2, innerReread(r),
+                               r.tasks);
+      };
+      if (!twice || key(q) < key(*twice))
+        twice = q;
+    }
+    if (twice) {
+      best->inner = twice->dim;
+      best->innerTile = twice->tile;
+      best->innerTasks = twice->tasks;
+    }
+  }
   return best;
 }
 
@@ -223,39 +282,69 @@ LogicalResult parallelize(RewriterBase &rewriter, linalg::LinalgOp op,
   Location loc = op.getLoc();
   rewriter.setInsertionPoint(op);
   Value zero = arith::ConstantIndexOp::create(rewriter, loc, 0);
-  Value count = arith::ConstantIndexOp::create(rewriter, loc, plan.tasks);
+  Value count = arith::ConstantIndexOp::create(rewriter, loc, plan.allTasks());
   Value one = arith::ConstantIndexOp::create(rewriter, loc, 1);
   auto forOp = scf::ForOp::create(rewriter, loc, zero, count, one);
   rewriter.setInsertionPointToStart(forOp.getBody());
-  Value offset = arith::MulIOp::create(
-      rewriter, loc, forOp.getInductionVar(),
-      arith::ConstantIndexOp::create(rewriter, loc, plan.tile));
-  // The tile `[offset, offset + tile)` of loop dim `dim` of `tiled`, the
-  // rest whole.
+  // Each split dim's tile: (dim, offset, size).
+  SmallVector<std::tuple<unsigned, Value, int64_t>, 2> splits;
+  Value task = forOp.getInductionVar();
+  if (plan.innerTasks > 1) {
+    Value inner =
+        arith::ConstantIndexOp::create(rewriter, loc, plan.innerTasks);
+    Value innerTile =
+        arith::ConstantIndexOp::create(rewriter, loc, plan.innerTile);
+    splits.emplace_back(plan.inner,
+                        arith::MulIOp::create(
+                            rewriter, loc,
+                            arith::RemUIOp::create(rewriter, loc, task, inner),
+                            innerTile),
+                        plan.innerTile);
+    task = arith::DivUIOp::create(rewriter, loc, task, inner);
+  }
+  splits.insert(splits.begin(),
+                {plan.dim,
+                 arith::MulIOp::create(
+                     rewriter, loc, task,
+                     arith::ConstantIndexOp::create(rewriter, loc, plan.tile))
+                     .getResult(),
+                 plan.tile});
+  // `tiled`'s tile along the split dims (at `dims`, its loop dims for
+  // them), the rest whole.
   auto tileAlong = [&](Operation *tiled,
-                       unsigned dim) -> FailureOr<TilingResult> {
+                       ArrayRef<unsigned> dims) -> FailureOr<TilingResult> {
     auto loopOp = cast<linalg::LinalgOp>(tiled);
     SmallVector<OpFoldResult> offsets(loopOp.getNumLoops(),
                                       rewriter.getIndexAttr(0));
     SmallVector<OpFoldResult> sizes;
     for (int64_t r : loopOp.getStaticLoopRanges())
       sizes.push_back(rewriter.getIndexAttr(r));
-    offsets[dim] = offset;
-    sizes[dim] = rewriter.getIndexAttr(plan.tile);
+    for (auto [dim, split] : llvm::zip_equal(dims, splits)) {
+      offsets[dim] = std::get<1>(split);
+      sizes[dim] = rewriter.getIndexAttr(std::get<2>(split));
+    }
     return cast<TilingInterface>(tiled).getTiledImplementation(rewriter,
                                                                offsets, sizes);
   };
-  // An end's loop dims are the output's: the split dim's position there.
-  std::optional<unsigned> outPos =
-      op.getIndexingMapsArray().back().getResultPosition(
-          getAffineDimExpr(plan.dim, rewriter.getContext()));
+  // An end's loop dims are the output's: the split dims' positions there.
+  SmallVector<unsigned, 2> opDims, endDims;
+  bool endsTile = true;
+  for (auto &split : splits) {
+    unsigned dim = std::get<0>(split);
+    opDims.push_back(dim);
+    std::optional<unsigned> pos =
+        op.getIndexingMapsArray().back().getResultPosition(
+            getAffineDimExpr(dim, rewriter.getContext()));
+    endsTile &= pos.has_value();
+    endDims.push_back(pos.value_or(0));
+  }
   auto tileEnd = [&](Operation *end) -> LogicalResult {
     if (!end)
       return success();
-    return outPos ? LogicalResult(tileAlong(end, *outPos)) : failure();
+    return endsTile ? LogicalResult(tileAlong(end, endDims)) : failure();
   };
   FailureOr<TilingResult> tiled = failure();
-  if (failed(tileEnd(ends.fill)) || failed(tiled = tileAlong(op, plan.dim)) ||
+  if (failed(tileEnd(ends.fill)) || failed(tiled = tileAlong(op, opDims)) ||
       failed(tileEnd(ends.epilogue))) {
     rewriter.eraseOp(forOp);
     return failure();
@@ -268,7 +357,9 @@ LogicalResult parallelize(RewriterBase &rewriter, linalg::LinalgOp op,
     Value packed = op.getDpsInputs()[roles->vectorOperand];
     OpBuilder::InsertionGuard guard(rewriter);
     rewriter.setInsertionPoint(tiledOp);
-    if (plan.dim == roles->n) {
+    for (auto [dim, offset, size] : splits) {
+      if (dim != roles->n)
+        continue;
       auto type = cast<MemRefType>(packed.getType());
       SmallVector<OpFoldResult> pOffsets(type.getRank(),
                                          rewriter.getIndexAttr(0));
@@ -280,7 +371,7 @@ LogicalResult parallelize(RewriterBase &rewriter, linalg::LinalgOp op,
                                            arith::ConstantIndexOp::create(
                                                rewriter, loc, roles->panel))
                         .getResult();
-      pSizes[0] = rewriter.getIndexAttr(plan.tile / roles->panel);
+      pSizes[0] = rewriter.getIndexAttr(size / roles->panel);
       packed = memref::SubViewOp::create(rewriter, loc, packed, pOffsets,
                                          pSizes, pStrides);
     }
@@ -291,7 +382,7 @@ LogicalResult parallelize(RewriterBase &rewriter, linalg::LinalgOp op,
   rewriter.eraseOp(op);
   if (ends.epilogue)
     rewriter.eraseOp(ends.epilogue);
-  outlineTaskLoop(rewriter, forOp, kernel, name, plan.tasks);
+  outlineTaskLoop(rewriter, forOp, kernel, name, plan.allTasks());
   return success();
 }
 

@@ -39,3 +39,33 @@ module {
     return
   }
 }
+
+// -----
+
+// An odd number of tasks is split again: 15 tasks of 64 channels would run
+// as 8 and 7 on two threads, so each is split into the 7 output columns
+// (105 tasks, 53 and 52), task i taking channels (i / 7) * 64 and column
+// i mod 7. The columns re-read the tile's 3x3x64 weights, a few KiB.
+// TASKS-LABEL: func.func private @dw_odd_p0(
+// TASKS: scf.for %[[T:.*]] = %arg0 to %arg1
+// TASKS: %[[COL:.*]] = arith.remui %[[T]], %c7
+// TASKS: %[[TILE:.*]] = arith.divui %[[T]], %c7
+// TASKS: %[[CH:.*]] = arith.muli %[[TILE]], %c64
+// TASKS: memref.subview %arg2[0, 0, %[[COL]], %[[CH]]] [1, 9, 3, 64]
+// TASKS: memref.subview %arg4[0, 0, %[[COL]], %[[CH]]] [1, 7, 1, 64]
+// TASKS-LABEL: func.func @dw_odd(
+// TASKS: kiln.parallel_for @dw_odd_p0({{.*}}) tasks 105 :
+#in = affine_map<(n, h, w, c, kh, kw) -> (n, h + kh, w + kw, c)>
+#wt = affine_map<(n, h, w, c, kh, kw) -> (kh, kw, c)>
+#out = affine_map<(n, h, w, c, kh, kw) -> (n, h, w, c)>
+module {
+  func.func @dw_odd(%x: memref<1x9x9x960xf32>, %w: memref<3x3x960xf32>, %y: memref<1x7x7x960xf32>) attributes {kiln.kernel} {
+    linalg.generic {indexing_maps = [#in, #wt, #out], iterator_types = ["parallel", "parallel", "parallel", "parallel", "reduction", "reduction"]} ins(%x, %w : memref<1x9x9x960xf32>, memref<3x3x960xf32>) outs(%y : memref<1x7x7x960xf32>) {
+    ^bb0(%a: f32, %b: f32, %acc: f32):
+      %m = arith.mulf %a, %b : f32
+      %s = arith.addf %acc, %m : f32
+      linalg.yield %s : f32
+    }
+    return
+  }
+}
