@@ -271,6 +271,16 @@ KILN_API const char *kiln_model_device(const kiln_model_t *model);
  * the model. */
 KILN_API const char *kiln_model_weights_path(const kiln_model_t *model);
 
+/* Verifies a weights file (kilnc --external-weights, or written by
+ * utils/models/fill_weights.py) against the checksum in its header: reads
+ * the whole file. NULL when the header agrees with the file and the data's
+ * CRC-32 matches; INVALID_ARGUMENT when it is not a weights file, is
+ * damaged (the header's size differs from the file's) or corrupt (the CRC
+ * differs); FAILED_PRECONDITION for a file written without a checksum;
+ * NOT_FOUND when it does not exist. Loading a model checks the header, not
+ * the data (kiln-run --verify-weights calls this first). */
+KILN_API kiln_status_t *kiln_weights_verify(const char *path);
+
 /*===--------------------------------------------------------------------===*
  * Instances
  *===--------------------------------------------------------------------===*/

@@ -11,6 +11,7 @@ import json
 import os
 import shutil
 import sys
+import zlib
 
 import numpy as np
 import onnx
@@ -114,6 +115,9 @@ assert names == ["conv.w", "conv.b", "bn.scale", "bn.bias", "bn.mean", "bn.var",
 assert all(w["offset"] % 64 == 0 for w in man["weights"])
 data = read("net.weights")
 assert len(data) == man["file_bytes"] and data[:8] == b"KILNWTS1"
+# The header's CRC-32 of everything after it (flag bit 0 at [36, 40)), as in the manifest.
+assert int.from_bytes(data[32:36], "little") == zlib.crc32(data[64:]) == int(
+    man["checksum_crc32"], 16) and data[36] & 1
 init = {t.name: t for t in onnx.load("net.onnx").graph.initializer}
 for w in man["weights"]:  # ONNX raw_data bytes at the recorded offsets
     assert data[w["offset"]:w["offset"] + w["bytes"]] == numpy_helper.to_array(
@@ -125,7 +129,7 @@ compare(y0, reference("net.onnx"), "original weights")
 for seed in (11, 12):
     run([sys.executable, FILL, "net.onnx", "--seed", str(seed), "--out-model",
          f"filled{seed}.onnx", "--weights", f"w{seed}.weights", "--manifest", "net.weights.json"])
-    y = kiln("net.so", "--weights", f"w{seed}.weights")
+    y = kiln("net.so", "--weights", f"w{seed}.weights", "--verify-weights")
     compare(y, reference(f"filled{seed}.onnx"), f"seed {seed} weights")
     assert np.max(np.abs(y - y0)) > 0.1, "the new weights changed nothing"
 # Batch-norm statistics come from data: y = relu(bn(conv)) has per-channel

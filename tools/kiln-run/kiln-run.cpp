@@ -2,7 +2,8 @@
 //
 //   kiln-run model.so --input x.pb ... [--expect y.pb ...] [--rtol R]
 //            [--atol A] [--output-dir DIR] [--benchmark N] [--print]
-//            [--verbose] [--weights FILE] [--profile FILE] [--threads N]
+//            [--verbose] [--weights FILE] [--verify-weights] [--profile FILE]
+//            [--threads N]
 //
 // Every error is one line on stderr prefixed "kiln-run: " and exit code 1.
 //
@@ -51,6 +52,9 @@ const char kUsage[] =
     "                         kilnc --external-weights (default: "
     "KILN_WEIGHTS,\n"
     "                         else the one kilnc wrote next to the model)\n"
+    "  --verify-weights       check the weights file's data against the\n"
+    "                         CRC-32 in its header before running (reads\n"
+    "                         the whole file; loading checks the header)\n"
     "  --profile FILE         device models: time every kernel launch with\n"
     "                         device events (no graphs) and append a JSON\n"
     "                         line of per-kernel times to FILE (the instance\n"
@@ -73,6 +77,7 @@ struct Options {
   long threads = 0;
   bool print = false;
   bool verbose = false;
+  bool verifyWeights = false;
 };
 
 int fail(const std::string &message) {
@@ -172,6 +177,10 @@ bool parseArgs(int argc, char **argv, Options &opts, bool &help,
     }
     if (arg == "--verbose" && !hasInlineValue) {
       opts.verbose = true;
+      continue;
+    }
+    if (arg == "--verify-weights" && !hasInlineValue) {
+      opts.verifyWeights = true;
       continue;
     }
     if (arg.size() > 1 && arg[0] == '-') {
@@ -351,6 +360,15 @@ int runMain(const Options &opts) {
           opts.model.c_str(), &modelOptions, &rawModel))
     return fail(statusText(status));
   std::unique_ptr<kiln_model_t, ModelDeleter> model(rawModel);
+  if (opts.verifyWeights) {
+    const char *weights = kiln_model_weights_path(model.get());
+    if (!*weights)
+      return fail("--verify-weights: model '" + opts.model +
+                  "' has no external weights (compiled without "
+                  "--external-weights)");
+    if (kiln_status_t *status = kiln_weights_verify(weights))
+      return fail(statusText(status));
+  }
   if (opts.verbose) {
     std::printf("device: %s\n", kiln_model_device(model.get()));
     if (*kiln_model_weights_path(model.get()))

@@ -21,7 +21,6 @@
 #include "llvm/Support/Format.h"
 #include "llvm/Support/FormatVariadic.h"
 #include "llvm/Support/InitLLVM.h"
-#include "llvm/Support/MemoryBuffer.h"
 #include "llvm/Support/Path.h"
 #include "llvm/Support/SourceMgr.h"
 #include "llvm/Support/raw_ostream.h"
@@ -172,16 +171,13 @@ static cl::opt<long> externalWeightsMinBytes(
 /// row per operator. Supported means the onnx → linalg lowering has the op
 /// (Constant nodes are imported as constants).
 static int checkModel(llvm::StringRef path) {
-  auto buffer = llvm::MemoryBuffer::getFile(path);
-  if (!buffer) {
-    llvm::errs() << "kilnc: cannot read '" << path
-                 << "': " << buffer.getError().message() << "\n";
+  std::string bytes, error;
+  if (!mlir::kiln::readModelFile(path, bytes, error)) {
+    llvm::errs() << "kilnc: " << error << "\n";
     return 1;
   }
   ::onnx::ModelProto model;
-  llvm::StringRef bytes = (*buffer)->getBuffer();
-  if (bytes.size() > static_cast<size_t>(INT32_MAX) ||
-      !model.ParseFromArray(bytes.data(), static_cast<int>(bytes.size()))) {
+  if (!model.ParseFromArray(bytes.data(), static_cast<int>(bytes.size()))) {
     llvm::errs() << "kilnc: '" << path << "' is not an ONNX model\n";
     return 1;
   }

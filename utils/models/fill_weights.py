@@ -10,7 +10,7 @@ the layout `kilnc --external-weights` compiled a model.so for.
 The first form fills the model's weights and writes FILLED.onnx (every
 initializer embedded, for onnxruntime) and, with --weights, the Kiln weights
 file: a 64-byte header (magic KILNWTS1, the layout hash, the file size, the
-number of weights) and each weight's bytes exactly as ONNX stores raw_data, at
+number of weights, the CRC-32 of the rest) and each weight's bytes exactly as ONNX stores raw_data, at
 the offsets of the manifest kilnc wrote next to its own weights file
 (FILE.json: name, dtype, dims, offset, bytes of every weight; the manifest is
 the contract). A model.so compiled with --external-weights then runs on the
@@ -615,6 +615,7 @@ def write_weights(path, man, data_of):
     header[16:24] = size.to_bytes(8, "little")
     header[24:32] = len(man["weights"]).to_bytes(8, "little")
     tmp = path + ".tmp"
+    crc = 0
     with open(tmp, "wb") as f:
         f.write(header)
         at = HEADER_BYTES
@@ -625,11 +626,16 @@ def write_weights(path, man, data_of):
                                 f"{w['bytes']}")
             if w["offset"] < at:
                 raise FillError(f"manifest: '{w['name']}' overlaps the previous weight")
-            f.write(b"\0" * (w["offset"] - at))
+            pad = b"\0" * (w["offset"] - at)
+            f.write(pad)
             f.write(data)
+            crc = zlib.crc32(data, zlib.crc32(pad, crc))
             at = w["offset"] + w["bytes"]
         if at != size:
             raise FillError(f"manifest: the weights end at {at}, file_bytes is {size}")
+        # The CRC-32 of everything after the header, and the flag saying it is there.
+        f.seek(32)
+        f.write(crc.to_bytes(4, "little") + (1).to_bytes(4, "little"))
     os.replace(tmp, path)
 
 

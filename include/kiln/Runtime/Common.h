@@ -43,6 +43,15 @@ KILN_HIDDEN size_t kiln_rtc_num_elements(size_t rank, const int64_t *dims,
  * failure or when `bytes` is absurd. */
 KILN_HIDDEN void *kiln_rtc_aligned_alloc(size_t bytes);
 
+/* CRC-32 (the IEEE polynomial of zlib's crc32 and llvm::crc32) of `bytes`,
+ * continuing from `crc` (0 to start). */
+KILN_HIDDEN uint32_t kiln_rtc_crc32(uint32_t crc, const void *bytes,
+                                    size_t size);
+
+/* kiln_weights_verify (kiln-c/runtime.h): a weights file's header against
+ * the file, and its data against the header's CRC-32. */
+KILN_HIDDEN kiln_status_t *kiln_rtc_verify_weights_file(const char *path);
+
 /* Allocates a tensor (see ModelAPI.h for the layout). Dims must be >= 0.
  * Returns NULL and writes a status on failure. */
 KILN_HIDDEN kiln_tensor_t *kiln_rtc_tensor_create(kiln_dtype_t dtype,

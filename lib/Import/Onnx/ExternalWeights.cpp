@@ -8,7 +8,10 @@
 //                runtime refuses a file written for another layout
 //       [16, 24) file size in bytes
 //       [24, 32) number of weights
-//       [32, 64) zero
+//       [32, 36) CRC-32 (zlib's) of bytes [64, file size): kiln-run
+//                --verify-weights / kiln_weights_verify check it
+//       [36, 40) flags: bit 0, the CRC is present
+//       [40, 64) zero
 //   then each weight's bytes exactly as ONNX stores raw_data, at a 64-byte
 //   aligned offset (zero padding between them). The file is valid ONNX
 //   external data: a TensorProto may point at (location, offset, length).
@@ -19,6 +22,8 @@
 
 #include "kiln/Import/Onnx/Importer.h"
 
+#include "llvm/ADT/StringExtras.h"
+#include "llvm/Support/CRC.h"
 #include "llvm/Support/FileSystem.h"
 #include "llvm/Support/Format.h"
 #include "llvm/Support/FormatVariadic.h"
@@ -69,6 +74,18 @@ std::string ExternalWeights::layoutHashHex() const {
   return s;
 }
 
+uint32_t ExternalWeights::checksum() const {
+  static const uint8_t zeros[kAlignment] = {};
+  uint32_t crc = 0;
+  int64_t at = kHeaderBytes;
+  for (const ExternalWeight &w : weights) {
+    crc = llvm::crc32(crc, llvm::ArrayRef<uint8_t>(zeros, w.offset - at));
+    crc = llvm::crc32(crc, llvm::arrayRefFromStringRef(w.data));
+    at = w.offset + w.bytes;
+  }
+  return crc;
+}
+
 static void putU64(char *out, uint64_t v) {
   for (int i = 0; i < 8; ++i)
     out[i] = static_cast<char>((v >> (8 * i)) & 0xff);
@@ -91,6 +108,7 @@ bool mlir::kiln::writeExternalWeights(const ExternalWeights &weights,
     putU64(header + 8, weights.layoutHash);
     putU64(header + 16, static_cast<uint64_t>(weights.fileBytes));
     putU64(header + 24, weights.weights.size());
+    putU64(header + 32, uint64_t(1) << 32 | weights.checksum());
     os.write(header, sizeof(header));
     int64_t at = ExternalWeights::kHeaderBytes;
     for (const ExternalWeight &w : weights.weights) {
@@ -124,6 +142,7 @@ bool mlir::kiln::writeExternalWeights(const ExternalWeights &weights,
       {"file", weights.fileName},
       {"file_bytes", weights.fileBytes},
       {"layout_hash", weights.layoutHashHex()},
+      {"checksum_crc32", llvm::formatv("{0:x-8}", weights.checksum()).str()},
       {"header_bytes", ExternalWeights::kHeaderBytes},
       {"alignment", ExternalWeights::kAlignment},
       {"min_bytes", weights.minBytes},

@@ -7,6 +7,10 @@
 
 #include "ImporterImpl.h"
 
+#include "kiln/Runtime/RegularFile.h"
+
+#include "llvm/ADT/ScopeExit.h"
+
 #include <exception>
 
 using namespace mlir;
@@ -725,18 +729,41 @@ mlir::kiln::importOnnxBuffer(MLIRContext *context, StringRef bytes,
   }
 }
 
+bool mlir::kiln::readModelFile(StringRef path, std::string &bytes,
+                               std::string &error) {
+  uint64_t size = 0;
+  const char *why = nullptr;
+  std::string name = path.str();
+  int fd = kiln_open_regular_file(name.c_str(), &size, &why);
+  if (fd < 0) {
+    error = "cannot read '" + name + "': " + why;
+    return false;
+  }
+  llvm::scope_exit closeFd([&] { close(fd); });
+  // protobuf parses at most 2 GiB; larger models keep weights outside.
+  if (size > static_cast<uint64_t>(INT_MAX)) {
+    error = "'" + name +
+            "' is larger than 2 GiB; store its weights as external data";
+    return false;
+  }
+  bytes.resize(size);
+  if (kiln_read_file_range(fd, 0, size, bytes.data(), &why)) {
+    error = "cannot read '" + name + "': " + why;
+    return false;
+  }
+  return true;
+}
+
 OwningOpRef<ModuleOp>
 mlir::kiln::importOnnxFile(MLIRContext *context, StringRef path,
                            const OnnxImportOptions &options) {
-  auto buf = llvm::MemoryBuffer::getFile(path, /*IsText=*/false,
-                                         /*RequiresNullTerminator=*/false);
-  if (!buf)
-    return emitError(UnknownLoc::get(context))
-               << "cannot read '" << path << "': " << buf.getError().message(),
+  std::string bytes, error;
+  if (!readModelFile(path, bytes, error))
+    return emitError(FileLineColLoc::get(context, path, 0, 0)) << error,
            nullptr;
   StringRef dir = llvm::sys::path::parent_path(path);
-  return importOnnxBuffer(context, (*buf)->getBuffer(), dir.empty() ? "." : dir,
-                          path, options);
+  return importOnnxBuffer(context, bytes, dir.empty() ? "." : dir, path,
+                          options);
 }
 
 void mlir::kiln::registerOnnxImportTranslation() {

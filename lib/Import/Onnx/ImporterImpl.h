@@ -102,8 +102,11 @@ private:
                                    SmallVectorImpl<Type> &argTypes,
                                    SmallVectorImpl<DictionaryAttr> &argAttrs,
                                    SmallVectorImpl<std::string> &argNames);
+  /// The `expectedBytes` of `tensor`'s external data: its file must resolve
+  /// (symlinks included) to a regular file inside the model's folder.
   LogicalResult readExternalData(const onnx::TensorProto &tensor,
-                                 std::string &out, Location loc);
+                                 int64_t expectedBytes, std::string &out,
+                                 Location loc);
 
   // Graphs and nodes.
   LogicalResult importGraphBody(const onnx::GraphProto &graph);

@@ -8,6 +8,10 @@
 
 #include "ImporterImpl.h"
 
+#include "kiln/Runtime/RegularFile.h"
+
+#include "llvm/ADT/ScopeExit.h"
+
 using namespace mlir;
 using namespace mlir::kiln;
 using namespace mlir::kiln::onnx_import;
@@ -98,6 +102,7 @@ Importer::convertValueType(const onnx::TypeProto &type, Location loc,
 }
 
 LogicalResult Importer::readExternalData(const onnx::TensorProto &tensor,
+                                         int64_t expectedBytes,
                                          std::string &out, Location loc) {
   std::string location;
   int64_t offset = 0, length = -1;
@@ -128,21 +133,50 @@ LogicalResult Importer::readExternalData(const onnx::TensorProto &tensor,
                              "folder";
   SmallString<256> path(baseDir);
   llvm::sys::path::append(path, location);
-  auto buf = llvm::MemoryBuffer::getFile(path, /*IsText=*/false,
-                                         /*RequiresNullTerminator=*/false);
-  if (!buf)
+  // Inside it after symlinks too: a link to /etc or /dev/zero is refused.
+  SmallString<256> realBase, realPath;
+  if (std::error_code ec = llvm::sys::fs::real_path(baseDir, realBase))
+    return emitError(loc) << "tensor '" << tensor.name()
+                          << "': cannot resolve the model's folder '" << baseDir
+                          << "': " << ec.message();
+  if (std::error_code ec = llvm::sys::fs::real_path(path, realPath))
     return emitError(loc) << "tensor '" << tensor.name()
                           << "': cannot read external data file '" << path
-                          << "': " << buf.getError().message();
-  int64_t size = (*buf)->getBufferSize();
+                          << "': " << ec.message();
+  if (!StringRef(realPath).starts_with((realBase + "/").str()))
+    return emitError(loc) << "tensor '" << tensor.name()
+                          << "': external data location '" << location
+                          << "' resolves to '" << realPath
+                          << "', outside the model's folder '" << realBase
+                          << "'";
+  // A regular file, read only in [offset, offset + length) of the size it
+  // had when opened.
+  uint64_t size = 0;
+  const char *why = nullptr;
+  int fd = kiln_open_regular_file(realPath.c_str(), &size, &why);
+  if (fd < 0)
+    return emitError(loc) << "tensor '" << tensor.name()
+                          << "': cannot read external data file '" << path
+                          << "': " << why;
+  llvm::scope_exit closeFd([&] { close(fd); });
   if (length < 0)
-    length = size - offset;
-  if (offset > size || length > size - offset)
+    length = offset <= static_cast<int64_t>(size) ? size - offset : 0;
+  if (offset > static_cast<int64_t>(size) ||
+      length > static_cast<int64_t>(size) - offset)
     return emitError(loc) << "tensor '" << tensor.name() << "': external data ["
                           << offset << ", " << offset + length
                           << ") is outside '" << path << "' (" << size
                           << " bytes)";
-  out.assign((*buf)->getBufferStart() + offset, length);
+  if (length != expectedBytes)
+    return emitError(loc) << "tensor '" << tensor.name() << "' needs "
+                          << expectedBytes << " bytes of data, its external "
+                          << "data [" << offset << ", " << offset + length
+                          << ") in '" << path << "' has " << length;
+  out.resize(length);
+  if (kiln_read_file_range(fd, offset, length, out.data(), &why))
+    return emitError(loc) << "tensor '" << tensor.name()
+                          << "': cannot read external data file '" << path
+                          << "': " << why;
   return success();
 }
 
@@ -187,7 +221,7 @@ LogicalResult Importer::readTensor(const onnx::TensorProto &tensor,
 
   bytes.clear();
   if (tensor.data_location() == onnx::TensorProto::EXTERNAL) {
-    if (failed(readExternalData(tensor, bytes, loc)))
+    if (failed(readExternalData(tensor, numElements * width, bytes, loc)))
       return failure();
   } else if (tensor.has_raw_data()) {
     bytes = tensor.raw_data();

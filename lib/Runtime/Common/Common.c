@@ -1,5 +1,6 @@
 /*===- Common.c - Helpers shared by the loader and model runtime ----------===*/
 #include "kiln/Runtime/Common.h"
+#include "kiln/Runtime/RegularFile.h"
 
 #include <stdio.h>
 #include <stdlib.h>
@@ -171,4 +172,100 @@ void kiln_rtc_tensor_free(kiln_tensor_t *tensor) {
     return;
   free(tensor->data);
   free(tensor);
+}
+
+uint32_t kiln_rtc_crc32(uint32_t crc, const void *bytes, size_t size) {
+  static uint32_t table[256];
+  static int ready;
+  if (!__atomic_load_n(&ready, __ATOMIC_ACQUIRE)) {
+    /* Idempotent: racing threads write the same values. */
+    for (uint32_t i = 0; i < 256; ++i) {
+      uint32_t c = i;
+      for (int k = 0; k < 8; ++k)
+        c = c & 1 ? 0xedb88320u ^ (c >> 1) : c >> 1;
+      __atomic_store_n(&table[i], c, __ATOMIC_RELAXED);
+    }
+    __atomic_store_n(&ready, 1, __ATOMIC_RELEASE);
+  }
+  const unsigned char *p = (const unsigned char *)bytes;
+  crc = ~crc;
+  for (size_t i = 0; i < size; ++i)
+    crc = table[(crc ^ p[i]) & 0xff] ^ (crc >> 8);
+  return ~crc;
+}
+
+static uint64_t load_u64le(const unsigned char *p) {
+  uint64_t v = 0;
+  for (int i = 7; i >= 0; --i)
+    v = (v << 8) | p[i];
+  return v;
+}
+
+/* The header (docs/runtime.md, "External weights"): magic, layout hash,
+ * file size, weight count, CRC-32 of bytes [64, size), flags (bit 0: the
+ * CRC is present). */
+kiln_status_t *kiln_rtc_verify_weights_file(const char *path) {
+  enum { kHeader = 64 };
+  uint64_t size = 0;
+  const char *why = NULL;
+  int fd = kiln_open_regular_file(path, &size, &why);
+  if (fd < 0)
+    return kiln_rtc_make_status(
+        fd == -1 && errno == ENOENT ? KILN_STATUS_NOT_FOUND
+                                    : KILN_STATUS_INVALID_ARGUMENT,
+        "cannot verify weights file '%s': %s", path, why);
+  unsigned char header[kHeader];
+  kiln_status_t *status = NULL;
+  if (size < kHeader || kiln_read_file_range(fd, 0, kHeader, header, &why)) {
+    status = kiln_rtc_make_status(
+        KILN_STATUS_INVALID_ARGUMENT,
+        "weights file '%s' is truncated: %llu bytes, less than its header",
+        path, (unsigned long long)size);
+  } else if (memcmp(header, "KILNWTS1", 8) != 0) {
+    status = kiln_rtc_make_status(KILN_STATUS_INVALID_ARGUMENT,
+                                  "'%s' is not a Kiln weights file (no "
+                                  "magic 'KILNWTS1')",
+                                  path);
+  } else if (load_u64le(header + 16) != size) {
+    status = kiln_rtc_make_status(
+        KILN_STATUS_INVALID_ARGUMENT,
+        "weights file '%s' is damaged: its header gives a size of %llu "
+        "bytes, the file has %llu",
+        path, (unsigned long long)load_u64le(header + 16),
+        (unsigned long long)size);
+  } else if (!(header[36] & 1)) {
+    status = kiln_rtc_make_status(
+        KILN_STATUS_FAILED_PRECONDITION,
+        "weights file '%s' has no checksum (written before checksums; "
+        "rewrite it with kilnc --external-weights or "
+        "utils/models/fill_weights.py)",
+        path);
+  } else {
+    uint32_t want = (uint32_t)header[32] | (uint32_t)header[33] << 8 |
+                    (uint32_t)header[34] << 16 | (uint32_t)header[35] << 24;
+    uint32_t crc = 0;
+    enum { kChunk = 1 << 20 };
+    unsigned char *chunk = (unsigned char *)malloc(kChunk);
+    if (!chunk)
+      status = kiln_rtc_oom_status();
+    for (uint64_t at = kHeader; at < size && !status;) {
+      uint64_t n = size - at < kChunk ? size - at : kChunk;
+      if (kiln_read_file_range(fd, at, n, chunk, &why))
+        status = kiln_rtc_make_status(KILN_STATUS_INVALID_ARGUMENT,
+                                      "cannot read weights file '%s': %s", path,
+                                      why);
+      else
+        crc = kiln_rtc_crc32(crc, chunk, (size_t)n);
+      at += n;
+    }
+    free(chunk);
+    if (!status && crc != want)
+      status = kiln_rtc_make_status(
+          KILN_STATUS_INVALID_ARGUMENT,
+          "weights file '%s' is corrupt: the CRC-32 of its data is %08x, its "
+          "header records %08x",
+          path, crc, want);
+  }
+  close(fd);
+  return status;
 }

@@ -12,6 +12,7 @@
 #define _GNU_SOURCE
 #endif
 #include "kiln/Runtime/Common.h"
+#include "kiln/Runtime/RegularFile.h"
 
 #include <dlfcn.h>
 #include <errno.h>
@@ -210,6 +211,13 @@ static kiln_status_t *copy_options(const char *what, const void *given,
   return NULL;
 }
 
+kiln_status_t *kiln_weights_verify(const char *path) {
+  if (!path || !*path)
+    return kiln_rtc_make_status(KILN_STATUS_INVALID_ARGUMENT,
+                                "weights path is empty");
+  return kiln_rtc_verify_weights_file(path);
+}
+
 kiln_status_t *kiln_model_load(const char *path, kiln_model_t **out_model) {
   return kiln_model_load_with_options(path, NULL, out_model);
 }
@@ -257,9 +265,10 @@ kiln_status_t *kiln_model_load_with_options(const char *path,
     return kiln_rtc_make_status(
         errno == ENOENT ? KILN_STATUS_NOT_FOUND : KILN_STATUS_INVALID_ARGUMENT,
         "cannot open model '%s': %s", path, strerror(errno));
-  if (S_ISDIR(st.st_mode))
+  if (!S_ISREG(st.st_mode))
     return kiln_rtc_make_status(KILN_STATUS_INVALID_ARGUMENT,
-                                "cannot open model '%s': is a directory", path);
+                                "cannot open model '%s': %s", path,
+                                kiln_regular_file_error(0, st.st_mode));
 
   /* dlopen searches the library path for names without '/'. */
   char *local = NULL;

@@ -272,18 +272,19 @@ static kiln_status_t *parse_weight(kiln_model_impl *model, token_t *tokens,
 
 kiln_status_t *kiln_rt_parse_signature(kiln_model_impl *model,
                                        const char *text) {
-  /* First pass: count records and an upper bound of symbols. */
+  /* First pass: count records and an upper bound of symbols, with the
+   * tokenizer of the second, so both passes see the same records. */
   size_t inputs = 0, outputs = 0, weights = 0, max_symbols = 0;
   for (const char *p = text; *p;) {
     const char *eol = strchr(p, '\n');
     if (!eol)
       eol = p + strlen(p);
-    if (strncmp(p, "input ", 6) == 0)
-      ++inputs;
-    else if (strncmp(p, "output ", 7) == 0)
-      ++outputs;
-    else if (strncmp(p, "weight ", 7) == 0)
-      ++weights;
+    token_t first;
+    if (tokenize(p, eol, &first, 1) > 0) {
+      inputs += token_is(first, "input");
+      outputs += token_is(first, "output");
+      weights += token_is(first, "weight");
+    }
     for (const char *q = p; q < eol; ++q)
       max_symbols += *q == '?';
     p = *eol ? eol + 1 : eol;
@@ -329,12 +330,16 @@ kiln_status_t *kiln_rt_parse_signature(kiln_model_impl *model,
         return signature_error(line, "expected 'arena <bytes>'");
       have_arena = 1;
     } else if (token_is(tokens[0], "input")) {
+      if (model->num_inputs == inputs)
+        return signature_error(line, "more 'input' records than counted");
       kiln_status_t *status = parse_value(model, tokens, count, line,
                                           &model->inputs[model->num_inputs]);
       if (status)
         return status;
       ++model->num_inputs;
     } else if (token_is(tokens[0], "output")) {
+      if (model->num_outputs == outputs)
+        return signature_error(line, "more 'output' records than counted");
       kiln_status_t *status = parse_value(model, tokens, count, line,
                                           &model->outputs[model->num_outputs]);
       if (status)
@@ -362,6 +367,8 @@ kiln_status_t *kiln_rt_parse_signature(kiln_model_impl *model,
       if (status)
         return status;
     } else if (token_is(tokens[0], "weight")) {
+      if (model->num_ext_weights == weights)
+        return signature_error(line, "more 'weight' records than counted");
       kiln_status_t *status =
           parse_weight(model, tokens, count, line,
                        &model->ext_weights[model->num_ext_weights]);

@@ -5,6 +5,8 @@
  *===----------------------------------------------------------------------===*/
 #include "ModelRuntime.h"
 
+#include "kiln/Runtime/RegularFile.h"
+
 #include <errno.h>
 #include <fcntl.h>
 #include <stdint.h>
@@ -75,7 +77,12 @@ kiln_status_t *kiln_rt_map_weights(kiln_model_impl *model,
   if (!path)
     return kiln_rtc_oom_status();
   model->weights_path = path;
-  int fd = open(path, O_RDONLY | O_CLOEXEC);
+  uint64_t size = 0;
+  const char *why = NULL;
+  int fd = kiln_open_regular_file(path, &size, &why);
+  if (fd == -2)
+    return kiln_rtc_make_status(KILN_STATUS_INVALID_ARGUMENT,
+                                "weights file '%s' is %s", path, why);
   if (fd < 0) {
     int err = errno;
     return kiln_rtc_make_status(
@@ -83,16 +90,8 @@ kiln_status_t *kiln_rt_map_weights(kiln_model_impl *model,
         "cannot open the weights file '%s' of model '%s': %s (the model was "
         "compiled with --external-weights; give its weights file as the "
         "weights_path option or in KILN_WEIGHTS)",
-        path, model_name, strerror(err));
+        path, model_name, why);
   }
-  struct stat st;
-  if (fstat(fd, &st) != 0 || !S_ISREG(st.st_mode)) {
-    close(fd);
-    return kiln_rtc_make_status(KILN_STATUS_INVALID_ARGUMENT,
-                                "weights file '%s' is not a regular file",
-                                path);
-  }
-  uint64_t size = (uint64_t)st.st_size;
   unsigned char header[KILN_WEIGHTS_HEADER_BYTES];
   memset(header, 0, sizeof(header));
   ssize_t got = size > 0 ? pread(fd, header, sizeof(header), 0) : 0;
@@ -131,6 +130,29 @@ kiln_status_t *kiln_rt_map_weights(kiln_model_impl *model,
         "differ); write it from this model's manifest (%s.json)",
         path, (unsigned long long)hash, model_name,
         (unsigned long long)model->weights_hash, model->weights_file);
+  }
+  /* The header's own fields: a file cut short, grown or edited says so
+   * here even when its layout hash is intact. */
+  uint64_t header_size = read_u64le(header + 16);
+  uint64_t header_count = read_u64le(header + 24);
+  if (size >= model->weights_file_bytes &&
+      (header_size != size || size != model->weights_file_bytes)) {
+    close(fd);
+    return kiln_rtc_make_status(
+        KILN_STATUS_INVALID_ARGUMENT,
+        "weights file '%s' is damaged: its header gives a size of %llu "
+        "bytes, the file has %llu and model '%s' needs %llu",
+        path, (unsigned long long)header_size, (unsigned long long)size,
+        model_name, (unsigned long long)model->weights_file_bytes);
+  }
+  if (header_count != model->num_ext_weights) {
+    close(fd);
+    return kiln_rtc_make_status(
+        KILN_STATUS_INVALID_ARGUMENT,
+        "weights file '%s' is damaged: its header counts %llu weights, model "
+        "'%s' has %zu",
+        path, (unsigned long long)header_count, model_name,
+        model->num_ext_weights);
   }
   if (size < model->weights_file_bytes) {
     close(fd);

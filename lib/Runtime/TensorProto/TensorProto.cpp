@@ -1,6 +1,8 @@
 //===- TensorProto.cpp - onnx.TensorProto without protobuf ----------------===//
 #include "TensorProto.h"
 
+#include "kiln/Runtime/RegularFile.h"
+
 #include <cerrno>
 #include <cmath>
 #include <cstdio>
@@ -493,26 +495,31 @@ bool decodeTensorProto(const uint8_t *bytes, size_t size, HostTensor &out,
 
 bool readTensorProtoFile(const std::string &path, HostTensor &out,
                          std::string &error) {
-  FILE *file = std::fopen(path.c_str(), "rb");
-  if (!file) {
-    error = "cannot open '" + path + "': " + std::strerror(errno);
+  // A regular file only (a FIFO would block, /dev/zero never end), read
+  // up to the size it had when opened.
+  uint64_t size = 0;
+  const char *why = nullptr;
+  int fd = kiln_open_regular_file(path.c_str(), &size, &why);
+  if (fd < 0) {
+    error = "cannot open '" + path + "': " + why;
     return false;
   }
   std::vector<uint8_t> bytes;
-  uint8_t buffer[1 << 16];
-  size_t n;
-  while ((n = std::fread(buffer, 1, sizeof(buffer), file)) > 0)
-    bytes.insert(bytes.end(), buffer, buffer + n);
-  bool failed = std::ferror(file);
-  int err = errno;
-  std::fclose(file);
-  if (failed) {
-    error = "cannot read '" + path + "': " + std::strerror(err);
+  if (size > (uint64_t(1) << 40)) {
+    close(fd);
+    error = "'" + path + "' is too large for a TensorProto";
     return false;
   }
-  std::string why;
-  if (!decodeTensorProto(bytes.data(), bytes.size(), out, why)) {
-    error = "'" + path + "' is not a valid TensorProto: " + why;
+  bytes.resize(static_cast<size_t>(size));
+  int failed = kiln_read_file_range(fd, 0, size, bytes.data(), &why);
+  close(fd);
+  if (failed) {
+    error = "cannot read '" + path + "': " + why;
+    return false;
+  }
+  std::string invalid;
+  if (!decodeTensorProto(bytes.data(), bytes.size(), out, invalid)) {
+    error = "'" + path + "' is not a valid TensorProto: " + invalid;
     return false;
   }
   return true;

@@ -66,6 +66,8 @@ struct ExternalWeights {
   void finalize();
   /// layoutHash as 16 lower-case hex digits.
   std::string layoutHashHex() const;
+  /// CRC-32 of the file's bytes after its header (padding and data).
+  uint32_t checksum() const;
 };
 
 /// Writes the weights file `path` and its manifest `manifestPath` (JSON:
@@ -87,6 +89,11 @@ struct OnnxImportOptions {
   /// (see above) instead of constants.
   ExternalWeights *externalWeights = nullptr;
 };
+
+/// Reads the model file `path` into `bytes`: a regular file only (a FIFO or
+/// a device is refused before it is read); false with the reason in `error`.
+bool readModelFile(llvm::StringRef path, std::string &bytes,
+                   std::string &error);
 
 /// Imports the ONNX model in file `path`. External-data tensors are read
 /// relative to the file's folder.
