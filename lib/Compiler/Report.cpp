@@ -232,6 +232,20 @@ void mlir::kiln::addCodegenToReport(llvm::json::Value &report,
       (*ko)["vector_bits"] = bits.getInt();
     if (auto par = fn->getAttrOfType<IntegerAttr>("kiln.cpu_parallel"))
       (*ko)["parallel_ops"] = par.getInt();
+    // A kernel whose outputs are all 0-d (a full reduction: a run-time
+    // check's min and max of some indices) has no output dim to split.
+    if (auto outs = fn->getAttrOfType<IntegerAttr>("kiln.num_outputs")) {
+      ArrayRef<Type> args = fn.getArgumentTypes();
+      int64_t n = outs.getInt();
+      bool scalars = n > 0 && n <= static_cast<int64_t>(args.size());
+      for (int64_t i = args.size() - n; scalars && i < (int64_t)args.size();
+           ++i) {
+        auto t = dyn_cast<MemRefType>(args[i]);
+        scalars = t && t.getRank() == 0;
+      }
+      if (scalars)
+        (*ko)["scalar_outputs"] = true;
+    }
   }
 }
 
@@ -339,6 +353,8 @@ void mlir::kiln::printReportSummary(const llvm::json::Value &report,
       if (std::optional<int64_t> par = ko->getInteger("parallel_ops"))
         os << (*par ? ", " + std::to_string(*par) + " ops on threads"
                     : std::string(", one thread"));
+      if (ko->getBoolean("scalar_outputs").value_or(false))
+        os << ", 0-d outputs";
       os << "]\n";
     }
   }

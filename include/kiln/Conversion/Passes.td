@@ -14,7 +14,7 @@ def KilnConvertOnnxToLinalg : Pass<"kiln-convert-onnx-to-linalg", "func::FuncOp"
   let dependentDialects = [
     "::mlir::linalg::LinalgDialect", "::mlir::tensor::TensorDialect",
     "::mlir::arith::ArithDialect", "::mlir::math::MathDialect",
-    "::mlir::scf::SCFDialect"];
+    "::mlir::scf::SCFDialect", "::mlir::kiln::KilnDialect"];
 }
 
 def KilnConvertHostToLLVM : Pass<"kiln-convert-host-to-llvm", "ModuleOp"> {

@@ -95,6 +95,11 @@ void kiln_rt_launch_cpu(kiln_rt_ctx *ctx, void (*kernel)(void **args),
  * returns when all have returned. */
 void kiln_rt_parallel_for(void (*body)(void **args), void **args, int64_t nargs,
                           int64_t tasks);
+/* A run-time check of the generated code failed (kiln.check): records
+ * INVALID_ARGUMENT with `message`, its `{i}` replaced by values[i] (at most
+ * 8), and the host program returns non-zero right after. */
+void kiln_rt_check_failed(kiln_rt_ctx *ctx, const char *message,
+                          int64_t num_values, const int64_t *values);
 
 /*---------------------------------------------------------------------------
  * Device targets. On a device target kiln_rt_input, kiln_rt_output,

@@ -576,6 +576,56 @@ void insertAllocationChecks(func::FuncOp host) {
   }
 }
 
+/// Each kiln.check becomes a branch: when its condition is false the host
+/// program records the message (kiln_rt_check_failed) and returns 1, so
+/// nothing after the check runs.
+LogicalResult insertRunChecks(func::FuncOp host, int64_t &numMessages) {
+  SmallVector<CheckOp> checks;
+  host.walk([&](CheckOp op) { checks.push_back(op); });
+  auto module = host->getParentOfType<ModuleOp>();
+  OpBuilder gb = OpBuilder::atBlockEnd(module.getBody());
+  for (CheckOp check : checks) {
+    if (!check.getCtx())
+      return check.emitOpError("has no runtime context (it is not in the "
+                               "host program)");
+    Location loc = check.getLoc();
+    std::string global = "__kiln_check_" + std::to_string(numMessages++);
+    createByteGlobal(gb, loc, global, check.getMessage(), /*external=*/false,
+                     /*cString=*/true);
+    OpBuilder b(check);
+    Block *cur = check->getBlock();
+    Block *cont = cur->splitBlock(check->getIterator());
+    Block *fail = b.createBlock(cont);
+    auto ptrType = LLVM::LLVMPointerType::get(b.getContext());
+    Value message = LLVM::AddressOfOp::create(b, loc, ptrType, global);
+    int64_t n = check.getValues().size();
+    auto arrayType =
+        LLVM::LLVMArrayType::get(b.getI64Type(), std::max<int64_t>(n, 1));
+    Value values = LLVM::AllocaOp::create(b, loc, ptrType, arrayType,
+                                          i64(b, loc, 1));
+    for (auto [i, v] : llvm::enumerate(check.getValues())) {
+      Value wide =
+          v.getType().isIndex()
+              ? arith::IndexCastOp::create(b, loc, b.getI64Type(), v)
+              : v.getType().getIntOrFloatBitWidth() < 64
+                    ? Value(arith::ExtSIOp::create(b, loc, b.getI64Type(), v))
+                    : v;
+      Value slot = LLVM::GEPOp::create(b, loc, ptrType, b.getI64Type(), values,
+                                       ArrayRef<LLVM::GEPArg>{(int32_t)i});
+      LLVM::StoreOp::create(b, loc, wide, slot);
+    }
+    LLVM::CallOp::create(b, loc, TypeRange{}, "kiln_rt_check_failed",
+                         ValueRange{check.getCtx(), message, i64(b, loc, n),
+                                    values});
+    func::ReturnOp::create(
+        b, loc, arith::ConstantIntOp::create(b, loc, 1, 32).getResult());
+    b.setInsertionPointToEnd(cur);
+    cf::CondBranchOp::create(b, loc, check.getCondition(), cont, fail);
+    check.erase();
+  }
+  return success();
+}
+
 struct ConvertHostToLLVMPass
     : public kiln::impl::KilnConvertHostToLLVMBase<ConvertHostToLLVMPass> {
   void runOnOperation() override {
@@ -597,6 +647,8 @@ struct ConvertHostToLLVMPass
                      {ptrType, i64Type});
     declareRuntimeFn(module, "kiln_rt_parallel_for", voidType,
                      {ptrType, ptrType, i64Type, i64Type});
+    declareRuntimeFn(module, "kiln_rt_check_failed", voidType,
+                     {ptrType, ptrType, i64Type, ptrType});
 
     // Device targets: the device image, kernel names and device entries.
     std::string device;
@@ -669,11 +721,14 @@ struct ConvertHostToLLVMPass
     };
     SmallVector<KernelInfo> kernels;
     std::string io;
+    int64_t numMessages = 0;
     for (auto fn : module.getOps<func::FuncOp>()) {
       if (auto sig = fn->getAttrOfType<StringAttr>("kiln.signature_io")) {
         io = sig.str();
         insertAllocationChecks(fn);
       }
+      if (failed(insertRunChecks(fn, numMessages)))
+        return signalPassFailure();
       if (!(fn->hasAttr("kiln.kernel") || fn->hasAttr("kiln.parallel_body")) ||
           !device.empty())
         continue;

@@ -487,6 +487,7 @@ LogicalResult lowerGatherElements(onnxops::GatherElementsOp op, OpBuilder &b,
     dims.push_back(dimValue(b, loc, x, d));
     out.push_back(dimValue(b, loc, ind, d));
   }
+  checkIndicesInRange(b, op, ind, {dims[*axis]});
   results.push_back(generateSized(
       b, loc, *ty, out, [&](OpBuilder &nb, Location l, ArrayRef<Value> iv) {
         Value i = tensor::ExtractOp::create(nb, l, ind, iv);
@@ -525,6 +526,8 @@ LogicalResult lowerGatherND(onnxops::GatherNDOp op, OpBuilder &b,
     out.push_back(dims[d]);
   if ((int64_t)out.size() != ty->getRank())
     return nodeError(op) << "unexpected result rank", failure();
+  if (k > 0)
+    checkIndicesInRange(b, op, ind, ArrayRef<Value>(dims).slice(bd, k));
   results.push_back(generateSized(
       b, loc, *ty, out, [&](OpBuilder &nb, Location l, ArrayRef<Value> iv) {
         SmallVector<Value> ix;
@@ -636,6 +639,7 @@ LogicalResult lowerScatterElements(onnxops::ScatterElementsOp op, OpBuilder &b,
     results.push_back(x);
     return success();
   }
+  checkIndicesInRange(b, op, ind, {dims[*axis]});
   results.push_back(scatterGeneric(
       b, loc, *ty, x, dims, {udims[*axis]},
       [&](OpBuilder &nb, Location l, Value acc, ArrayRef<Value> iv,
@@ -685,6 +689,8 @@ LogicalResult lowerScatterND(onnxops::ScatterNDOp op, OpBuilder &b,
     updDims.push_back(dimValue(b, loc, upd, d));
   if (tu.getRank() != q - 1 + r - k)
     return nodeError(op) << "updates have the wrong rank", failure();
+  if (k > 0)
+    checkIndicesInRange(b, op, ind, ArrayRef<Value>(dims).take_front(k));
   auto step = [&](OpBuilder &nb, Location l, Value acc, ArrayRef<Value> iv,
                   ArrayRef<Value> j) {
     SmallVector<Value> ok, ii(j);

@@ -317,6 +317,97 @@ Value mod(OpBuilder &b, Location loc, const Scalars &s, ValueRange a) {
 
 } // namespace
 
+/// Integer Div and Mod: the kernel never traps (a zero divisor reads as 1,
+/// INT_MIN / -1 wraps), and before it the run fails when a divisor is zero
+/// or, for Div, INT_MIN is divided by -1: one pass over the operands
+/// (broadcast like the op) counts both.
+static LowerFn checkedDivision(LowerFn lower, bool isDiv) {
+  return [lower, isDiv](Operation *op, OpBuilder &b,
+                        SmallVectorImpl<Value> &results) -> LogicalResult {
+    FailureOr<RankedTensorType> type = rankedResult(op);
+    Type elem = getElementTypeOrSelf(op->getOperand(0).getType());
+    if (failed(type) || !isa<IntegerType>(elem) ||
+        !isa<RankedTensorType>(op->getOperand(0).getType()) ||
+        !isa<RankedTensorType>(op->getOperand(1).getType()))
+      return lower(op, b, results);
+    Location loc = op->getLoc();
+    Type i64 = b.getI64Type();
+    bool isSigned = !elem.isUnsignedInteger();
+    unsigned width = elem.getIntOrFloatBitWidth();
+    auto flagsType = RankedTensorType::get(type->getShape(), i64);
+    // 1: a zero divisor; 2: INT_MIN / -1.
+    Value flags = buildElementwise(
+        b, loc, flagsType,
+        {toSignless(b, loc, op->getOperand(0)),
+         toSignless(b, loc, op->getOperand(1))},
+        [&](OpBuilder &nb, Location l, ValueRange a) -> Value {
+          Type t = a[1].getType();
+          Value zero = arith::CmpIOp::create(nb, l, arith::CmpIPredicate::eq,
+                                             a[1], cst(nb, l, t, 0));
+          Value flag = arith::ExtUIOp::create(nb, l, i64, zero);
+          if (!isDiv || !isSigned)
+            return flag;
+          Value minusOneY = arith::CmpIOp::create(
+              nb, l, arith::CmpIPredicate::eq, a[1], minusOne(nb, l, t));
+          Value minX = arith::CmpIOp::create(
+              nb, l, arith::CmpIPredicate::eq, a[0],
+              arith::ConstantOp::create(
+                  nb, l,
+                  nb.getIntegerAttr(t, APInt::getSignedMinValue(width))));
+          Value overflow = arith::AndIOp::create(nb, l, minusOneY, minX);
+          return arith::OrIOp::create(
+              nb, l, flag,
+              arith::ShLIOp::create(
+                  nb, l, arith::ExtUIOp::create(nb, l, i64, overflow),
+                  arith::ConstantIntOp::create(nb, l, 1, 64)));
+        });
+    int64_t rank = type->getRank();
+    MLIRContext *ctx = b.getContext();
+    auto scalar = RankedTensorType::get({}, i64);
+    auto zeroInit = [&] {
+      Value empty = tensor::EmptyOp::create(b, loc, ArrayRef<int64_t>{}, i64);
+      return linalg::FillOp::create(
+                 b, loc,
+                 ValueRange{arith::ConstantIntOp::create(b, loc, 0, 64)},
+                 ValueRange{empty})
+          .getResult(0);
+    };
+    SmallVector<AffineMap> maps = {AffineMap::getMultiDimIdentityMap(rank, ctx),
+                                   AffineMap::get(rank, 0, {}, ctx),
+                                   AffineMap::get(rank, 0, {}, ctx)};
+    auto count = linalg::GenericOp::create(
+        b, loc, TypeRange{scalar, scalar}, ValueRange{flags},
+        ValueRange{zeroInit(), zeroInit()}, maps,
+        SmallVector<utils::IteratorType>(rank, utils::IteratorType::reduction),
+        [&](OpBuilder &nb, Location l, ValueRange a) {
+          Value one = arith::ConstantIntOp::create(nb, l, 1, 64);
+          Value zeros = arith::AndIOp::create(nb, l, a[0], one);
+          Value overflows = arith::ShRUIOp::create(nb, l, a[0], one);
+          linalg::YieldOp::create(
+              nb, l,
+              ValueRange{arith::AddIOp::create(nb, l, a[1], zeros),
+                         arith::AddIOp::create(nb, l, a[2], overflows)});
+        });
+    Value zeros =
+        tensor::ExtractOp::create(b, loc, count.getResult(0), ValueRange{});
+    Value overflows =
+        tensor::ExtractOp::create(b, loc, count.getResult(1), ValueRange{});
+    Value none = arith::ConstantIntOp::create(b, loc, 0, 64);
+    checkAtRunTime(
+        b, op,
+        arith::CmpIOp::create(b, loc, arith::CmpIPredicate::eq, zeros, none),
+        "{0} integer divisors are zero", {zeros});
+    if (isDiv && isSigned)
+      checkAtRunTime(b, op,
+                     arith::CmpIOp::create(b, loc, arith::CmpIPredicate::eq,
+                                           overflows, none),
+                     "{0} integer divisions overflow (the minimum value "
+                     "divided by -1)",
+                     {overflows});
+    return lower(op, b, results);
+  };
+}
+
 /// Inference-mode Dropout: the identity, and a mask of all true.
 static LogicalResult lowerDropout(onnxops::DropoutOp op, OpBuilder &b,
                                   SmallVectorImpl<Value> &results) {
@@ -459,22 +550,41 @@ void lowering::populateElementwiseLoweringPatterns(
              [](OpBuilder &b, Location l, Value x, Value y, bool) -> Value {
                return arith::MulIOp::create(b, l, x, y);
              }));
-  t.add<onnxops::DivOp>(binary(
-      [](OpBuilder &b, Location l, Value x, Value y) -> Value {
-        return arith::DivFOp::create(b, l, x, y);
-      },
-      [](OpBuilder &b, Location l, Value x, Value y, bool isUnsigned) -> Value {
-        // Division by zero must not trap the host process.
-        Value zero = cst(b, l, y.getType(), 0);
-        Value isZero =
-            arith::CmpIOp::create(b, l, arith::CmpIPredicate::eq, y, zero);
-        Value safe =
-            arith::SelectOp::create(b, l, isZero, cst(b, l, y.getType(), 1), y);
-        Value q = isUnsigned
-                      ? arith::DivUIOp::create(b, l, x, safe).getResult()
-                      : arith::DivSIOp::create(b, l, x, safe).getResult();
-        return arith::SelectOp::create(b, l, isZero, zero, q);
-      }));
+  t.add<onnxops::DivOp>(checkedDivision(
+      binary([](OpBuilder &b, Location l, Value x,
+                Value y) -> Value { return arith::DivFOp::create(b, l, x, y); },
+             [](OpBuilder &b, Location l, Value x, Value y,
+                bool isUnsigned) -> Value {
+               // Division by zero, or INT_MIN / -1, must not trap the host
+               // process (checkedDivision fails the run first): the divisor 1.
+               Type t = y.getType();
+               Value zero = cst(b, l, t, 0);
+               Value isZero = arith::CmpIOp::create(
+                   b, l, arith::CmpIPredicate::eq, y, zero);
+               Value bad = isZero;
+               if (!isUnsigned)
+                 bad = arith::OrIOp::create(
+                     b, l, isZero,
+                     arith::AndIOp::create(
+                         b, l,
+                         arith::CmpIOp::create(b, l, arith::CmpIPredicate::eq,
+                                               y, minusOne(b, l, t)),
+                         arith::CmpIOp::create(
+                             b, l, arith::CmpIPredicate::eq, x,
+                             arith::ConstantOp::create(
+                                 b, l,
+                                 b.getIntegerAttr(
+                                     t, APInt::getSignedMinValue(
+                                            t.getIntOrFloatBitWidth()))))));
+               Value safe =
+                   arith::SelectOp::create(b, l, bad, cst(b, l, t, 1), y);
+               Value q =
+                   isUnsigned
+                       ? arith::DivUIOp::create(b, l, x, safe).getResult()
+                       : arith::DivSIOp::create(b, l, x, safe).getResult();
+               return arith::SelectOp::create(b, l, isZero, zero, q);
+             }),
+      /*isDiv=*/true));
   t.add<onnxops::PowOp>([](onnxops::PowOp op, OpBuilder &b,
                            SmallVectorImpl<Value> &results) -> LogicalResult {
     FailureOr<RankedTensorType> type = rankedResult(op);
@@ -584,7 +694,8 @@ void lowering::populateElementwiseLoweringPatterns(
   };
   t.add<onnxops::SumOp>(fold(add, kFloat | kInt));
   t.add<onnxops::MeanOp>(fold(add, kFloat, /*mean=*/true));
-  t.add<onnxops::ModOp>(ew(mod, kFloat | kInt));
+  t.add<onnxops::ModOp>(
+      checkedDivision(ew(mod, kFloat | kInt), /*isDiv=*/false));
 
   // Rounding and sign.
   t.add<onnxops::RoundOp>(mathOp<math::RoundEvenOp>());

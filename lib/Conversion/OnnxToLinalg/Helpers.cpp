@@ -9,6 +9,10 @@
 
 #include "kiln/Dialect/Onnx/IR/OnnxUtils.h"
 
+#include "mlir/IR/Matchers.h"
+
+#include <limits>
+
 using namespace mlir;
 using namespace mlir::kiln;
 using namespace mlir::kiln::lowering;
@@ -21,6 +25,168 @@ Value lowering::clampIntoRange(OpBuilder &b, Location loc, Value i, Value n) {
   Value hi = arith::SubIOp::create(b, loc, n, indexConst(b, loc, 1));
   Value v = arith::MinSIOp::create(b, loc, i, hi);
   return arith::MaxSIOp::create(b, loc, v, indexConst(b, loc, 0));
+}
+
+void lowering::checkIndicesInRange(OpBuilder &b, Operation *node, Value indices,
+                                   ArrayRef<Value> sizes) {
+  Location loc = node->getLoc();
+  auto type = cast<RankedTensorType>(indices.getType());
+  int64_t rank = type.getRank();
+  MLIRContext *ctx = b.getContext();
+  Type i64 = b.getI64Type();
+  auto wideHost = [&](Value v) {
+    return v.getType().isIndex()
+               ? b.createOrFold<arith::IndexCastOp>(loc, i64, v)
+               : v;
+  };
+  // Constant indices (shape arithmetic): their range is known now, so only
+  // the sizes are compared at run time, on the host, without a kernel.
+  DenseIntElementsAttr constant;
+  if (matchPattern(indices, m_Constant(&constant))) {
+    size_t columns = sizes.size();
+    SmallVector<int64_t> lo(columns, std::numeric_limits<int64_t>::max()),
+        hi(columns, std::numeric_limits<int64_t>::min());
+    int64_t last = rank ? type.getDimSize(rank - 1) : 1;
+    for (auto [i, v] : llvm::enumerate(constant.getValues<APInt>())) {
+      size_t c = columns > 1 ? i % std::max<int64_t>(last, 1) : 0;
+      lo[c] = std::min(lo[c], v.getSExtValue());
+      hi[c] = std::max(hi[c], v.getSExtValue());
+    }
+    for (size_t c = 0; c < columns; ++c) {
+      if (lo[c] > hi[c])
+        continue; // no indices
+      Value n = wideHost(sizes[c]);
+      Value zero = arith::ConstantIntOp::create(b, loc, 0, 64);
+      Value ok = b.createOrFold<arith::AndIOp>(
+          loc,
+          b.createOrFold<arith::CmpIOp>(
+              loc, arith::CmpIPredicate::sge,
+              arith::ConstantIntOp::create(b, loc, lo[c], 64),
+              b.createOrFold<arith::SubIOp>(loc, zero, n)),
+          b.createOrFold<arith::CmpIOp>(
+              loc, arith::CmpIPredicate::slt,
+              arith::ConstantIntOp::create(b, loc, hi[c], 64), n));
+      checkAtRunTime(b, node, ok,
+                     "constant indices from {0} to {1} are out of range for "
+                     "a dim of size {2}",
+                     {arith::ConstantIntOp::create(b, loc, lo[c], 64),
+                      arith::ConstantIntOp::create(b, loc, hi[c], 64), n});
+    }
+    return;
+  }
+  auto wide = [&](OpBuilder &nb, Location l, Value v) {
+    if (v.getType().isIndex())
+      return Value(arith::IndexCastOp::create(nb, l, i64, v));
+    if (v.getType().getIntOrFloatBitWidth() < 64)
+      return Value(arith::ExtSIOp::create(nb, l, i64, v));
+    return v;
+  };
+  auto fullReduction =
+      [&](int64_t init, Value src,
+          function_ref<Value(OpBuilder &, Location, Value, Value)> combine) {
+        auto scalar = RankedTensorType::get({}, i64);
+        Value empty = tensor::EmptyOp::create(b, loc, ArrayRef<int64_t>{}, i64);
+        Value acc =
+            linalg::FillOp::create(
+                b, loc,
+                ValueRange{arith::ConstantIntOp::create(b, loc, init, 64)},
+                ValueRange{empty})
+                .getResult(0);
+        SmallVector<AffineMap> maps = {
+            AffineMap::getMultiDimIdentityMap(rank, ctx),
+            AffineMap::get(rank, 0, {}, ctx)};
+        auto op = linalg::GenericOp::create(
+            b, loc, TypeRange{scalar}, ValueRange{src}, ValueRange{acc}, maps,
+            SmallVector<utils::IteratorType>(rank,
+                                             utils::IteratorType::reduction),
+            [&](OpBuilder &nb, Location l, ValueRange a) {
+              linalg::YieldOp::create(nb, l,
+                                      combine(nb, l, wide(nb, l, a[0]), a[1]));
+            });
+        return tensor::ExtractOp::create(b, loc, op.getResult(0), ValueRange{})
+            .getResult();
+      };
+  // One size: the indices' least and largest (two vectorizable
+  // reductions), compared on the host.
+  if (sizes.size() == 1) {
+    Value lo = fullReduction(std::numeric_limits<int64_t>::max(), indices,
+                             [](OpBuilder &nb, Location l, Value v, Value acc) {
+                               return arith::MinSIOp::create(nb, l, v, acc);
+                             });
+    Value hi = fullReduction(std::numeric_limits<int64_t>::min(), indices,
+                             [](OpBuilder &nb, Location l, Value v, Value acc) {
+                               return arith::MaxSIOp::create(nb, l, v, acc);
+                             });
+    Value n = wideHost(sizes[0]);
+    Value zero = arith::ConstantIntOp::create(b, loc, 0, 64);
+    Value empty = arith::CmpIOp::create(b, loc, arith::CmpIPredicate::sgt, lo,
+                                        hi); // no indices at all
+    Value ok = arith::AndIOp::create(
+        b, loc,
+        arith::CmpIOp::create(b, loc, arith::CmpIPredicate::sge, lo,
+                              arith::SubIOp::create(b, loc, zero, n)),
+        arith::CmpIOp::create(b, loc, arith::CmpIPredicate::slt, hi, n));
+    checkAtRunTime(b, node, arith::OrIOp::create(b, loc, empty, ok),
+                   "indices from {0} to {1} are out of range for a dim of "
+                   "size {2} (valid indices lie in [-{2}, {2}))",
+                   {lo, hi, n});
+    return;
+  }
+  // Index tuples (a size per column): one pass counting the indices out of
+  // range, the last of them and its size, into three 0-d tensors.
+  auto scalar = RankedTensorType::get({}, i64);
+  auto init = [&](int64_t v) {
+    Value empty = tensor::EmptyOp::create(b, loc, ArrayRef<int64_t>{}, i64);
+    return linalg::FillOp::create(
+               b, loc, ValueRange{arith::ConstantIntOp::create(b, loc, v, 64)},
+               ValueRange{empty})
+        .getResult(0);
+  };
+  SmallVector<AffineMap> maps = {AffineMap::getMultiDimIdentityMap(rank, ctx)};
+  maps.append(3, AffineMap::get(rank, 0, {}, ctx));
+  auto scan = linalg::GenericOp::create(
+      b, loc, TypeRange{scalar, scalar, scalar}, ValueRange{indices},
+      ValueRange{init(0), init(0), init(0)}, maps,
+      SmallVector<utils::IteratorType>(rank, utils::IteratorType::reduction),
+      [&](OpBuilder &nb, Location l, ValueRange a) {
+        Value v = wide(nb, l, a[0]);
+        Value n = wide(nb, l, sizes[0]);
+        if (sizes.size() > 1) {
+          Value t = linalg::IndexOp::create(nb, l, rank - 1);
+          for (auto [k, size] : llvm::enumerate(sizes))
+            if (k > 0)
+              n = arith::SelectOp::create(
+                  nb, l,
+                  arith::CmpIOp::create(nb, l, arith::CmpIPredicate::eq, t,
+                                        indexConst(nb, l, k)),
+                  wide(nb, l, size), n);
+        }
+        Value low = arith::CmpIOp::create(
+            nb, l, arith::CmpIPredicate::slt, v,
+            arith::SubIOp::create(
+                nb, l, arith::ConstantIntOp::create(nb, l, 0, 64), n));
+        Value high =
+            arith::CmpIOp::create(nb, l, arith::CmpIPredicate::sge, v, n);
+        Value bad = arith::OrIOp::create(nb, l, low, high);
+        Value count = arith::AddIOp::create(
+            nb, l, a[1], arith::ExtUIOp::create(nb, l, i64, bad));
+        linalg::YieldOp::create(
+            nb, l,
+            ValueRange{count, arith::SelectOp::create(nb, l, bad, v, a[2]),
+                       arith::SelectOp::create(nb, l, bad, n, a[3])});
+      });
+  auto read = [&](unsigned i) {
+    return tensor::ExtractOp::create(b, loc, scan.getResult(i), ValueRange{})
+        .getResult();
+  };
+  Value count = read(0);
+  checkAtRunTime(
+      b, node,
+      arith::CmpIOp::create(b, loc, arith::CmpIPredicate::eq, count,
+                            arith::ConstantIntOp::create(b, loc, 0, 64)),
+      "{0} indices are out of range, e.g. {1} for a dim of size "
+      "{2} (valid indices lie in [-{2}, {2}))",
+      {count, read(1), read(2)});
 }
 
 Value lowering::indexInRange(OpBuilder &b, Location loc, Value i, Value n) {

@@ -105,6 +105,12 @@ LogicalResult lowerOnnxOpsIn(Region &region);
 /// An error at `op` that names its ONNX node, op type and opset.
 InFlightDiagnostic nodeError(Operation *op);
 
+/// A run-time precondition of `node`: the run fails with INVALID_ARGUMENT
+/// and "node 'NAME' (Type, opset N): `what`" (its `{i}` replaced by
+/// `values[i]`) when `ok` is false (a kiln.check in the host program).
+void checkAtRunTime(OpBuilder &b, Operation *node, Value ok, const Twine &what,
+                    ValueRange values = {});
+
 // Values of the generated attribute accessors: I64Attr reads as uint64_t
 // and F32Attr as APFloat; these give the signed and double values.
 inline int64_t asInt(uint64_t v) { return static_cast<int64_t>(v); }
@@ -262,6 +268,15 @@ Value float8BitsView(OpBuilder &b, Location loc, Value v);
 /// min(max(i, 0), n - 1) on index values (0 when n is 0: callers never read
 /// then).
 Value clampIntoRange(OpBuilder &b, Location loc, Value i, Value n);
+
+/// Checks at run time that every element of the integer tensor `indices`
+/// lies in [-n, n) for its size n: `sizes[0]` for all of them, or with
+/// several sizes `sizes[t]` for the elements at t of the last dim (GatherND
+/// index tuples). The run fails naming `node`, how many are out of range,
+/// one of them and its size (checkAtRunTime). The kernels clamp as well, so
+/// no read is ever out of bounds.
+void checkIndicesInRange(OpBuilder &b, Operation *node, Value indices,
+                         ArrayRef<Value> sizes);
 /// 0 <= i < n on index values.
 Value indexInRange(OpBuilder &b, Location loc, Value i, Value n);
 /// Whether optional operand `i` is given (exists and is not a NoValue).

@@ -3,6 +3,7 @@
 #include "Lowering.h"
 
 #include "kiln/Conversion/Passes.h"
+#include "kiln/Dialect/Kiln/IR/KilnDialect.h"
 #include "kiln/Dialect/Onnx/IR/OnnxDialect.h"
 #include "kiln/Dialect/Onnx/IR/OnnxOps.h"
 
@@ -45,6 +46,25 @@ InFlightDiagnostic lowering::nodeError(Operation *op) {
   type.consume_front("onnx.");
   return op->emitError() << "node '" << nodeName(op) << "' (" << type
                          << ", opset " << opset << "): ";
+}
+
+void lowering::checkAtRunTime(OpBuilder &b, Operation *node, Value ok,
+                              const Twine &what, ValueRange values) {
+  int64_t opset = 0;
+  if (auto module = node->getParentOfType<ModuleOp>())
+    if (auto a = module->getAttrOfType<IntegerAttr>("onnx.opset"))
+      opset = a.getInt();
+  StringRef type = node->getName().getStringRef();
+  type.consume_front("onnx.");
+  std::string message = ("node '" + nodeName(node) + "' (" + type + ", opset " +
+                         Twine(opset) + "): " + what)
+                            .str();
+  // A condition folded to true needs no check.
+  if (auto c = ok.getDefiningOp<arith::ConstantOp>())
+    if (auto v = dyn_cast<IntegerAttr>(c.getValue()); v && v.getInt())
+      return;
+  CheckOp::create(b, node->getLoc(), /*ctx=*/Value(), ok,
+                  b.getStringAttr(message), values);
 }
 
 FailureOr<RankedTensorType> lowering::rankedResult(Operation *op, unsigned i) {

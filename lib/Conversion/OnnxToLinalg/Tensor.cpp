@@ -66,6 +66,39 @@ LogicalResult lowerReshape(onnxops::ReshapeOp op, OpBuilder &b,
         arith::SelectOp::create(b, loc, isNeg, idx(b, loc, 1), r));
   }
   Value total = dimProduct(b, loc, x, 0, tx->getRank());
+  // What the spec requires of the shape, checked before anything reads
+  // the input through it: dims of at least -1, at most one -1 (not beside
+  // a 0 with allowzero), and as many elements as the input.
+  Value negs = idx(b, loc, 0), zeros = idx(b, loc, 0);
+  for (auto [i, r] : llvm::enumerate(sizes)) {
+    Value ok =
+        arith::CmpIOp::create(b, loc, arith::CmpIPredicate::sge, r, minusOne);
+    checkAtRunTime(b, op, ok,
+                   "shape element {0} is {1}; expected -1, 0 or more",
+                   {idx(b, loc, i), r});
+    auto countIf = [&](Value acc, Value v) {
+      Value is = arith::CmpIOp::create(b, loc, arith::CmpIPredicate::eq, r, v);
+      return arith::AddIOp::create(
+          b, loc, acc,
+          arith::SelectOp::create(b, loc, is, idx(b, loc, 1), zero));
+    };
+    negs = countIf(negs, minusOne);
+    zeros = countIf(zeros, zero);
+  }
+  checkAtRunTime(b, op,
+                 arith::CmpIOp::create(b, loc, arith::CmpIPredicate::sle, negs,
+                                       idx(b, loc, 1)),
+                 "shape has {0} dims of -1; at most one may be inferred",
+                 {negs});
+  if (allowZero)
+    checkAtRunTime(
+        b, op,
+        arith::OrIOp::create(
+            b, loc,
+            arith::CmpIOp::create(b, loc, arith::CmpIPredicate::eq, negs, zero),
+            arith::CmpIOp::create(b, loc, arith::CmpIPredicate::eq, zeros,
+                                  zero)),
+        "shape has both -1 and 0 dims with allowzero=1");
   // Guard the division: a zero-sized known part leaves -1 dims at 0.
   Value knownIsZero =
       arith::CmpIOp::create(b, loc, arith::CmpIPredicate::eq, known, zero);
@@ -77,6 +110,37 @@ LogicalResult lowerReshape(onnxops::ReshapeOp op, OpBuilder &b,
         arith::CmpIOp::create(b, loc, arith::CmpIPredicate::eq, s, minusOne);
     s = arith::SelectOp::create(b, loc, isNeg, inferred, s);
   }
+  // The element count, with a multiplication that would overflow counted
+  // as a mismatch (dims are non-negative here).
+  Value count = idx(b, loc, 1),
+        fits = arith::ConstantIntOp::create(b, loc, 1, 1);
+  Value maxCount = idx(b, loc, std::numeric_limits<int64_t>::max());
+  for (Value s : sizes) {
+    Value isZero =
+        arith::CmpIOp::create(b, loc, arith::CmpIPredicate::eq, s, zero);
+    Value divisor = arith::SelectOp::create(b, loc, isZero, idx(b, loc, 1), s);
+    Value room = arith::DivSIOp::create(b, loc, maxCount, divisor);
+    fits = arith::AndIOp::create(
+        b, loc, fits,
+        arith::CmpIOp::create(b, loc, arith::CmpIPredicate::sle, count, room));
+    count = arith::MulIOp::create(b, loc, count, s);
+  }
+  Value same = arith::AndIOp::create(
+      b, loc, fits,
+      arith::CmpIOp::create(b, loc, arith::CmpIPredicate::eq, count, total));
+  std::string dims;
+  SmallVector<Value> values = {count, total};
+  for (int64_t i = 0; i < rank && i < 6; ++i) {
+    dims += (i ? ", {" : "{") + std::to_string(i + 2) + "}";
+    values.push_back(sizes[i]);
+  }
+  if (rank > 6)
+    dims += ", ...";
+  checkAtRunTime(b, op, same,
+                 "the shape [" + dims +
+                     "] has {0} elements, the input has {1} (the counts "
+                     "must match)",
+                 values);
   return finishReshape(op, b, sizes, results);
 }
 
@@ -370,8 +434,9 @@ LogicalResult lowerSlice(onnxops::SliceOp op, OpBuilder &b,
   return success();
 }
 
-/// Gather along `axis`; negative indices count from the end, out-of-range
-/// indices are clamped (never a wild read).
+/// Gather along `axis`; negative indices count from the end; an index out
+/// of range fails the run (checked first; the kernel clamps as well, so
+/// it never reads out of bounds).
 LogicalResult lowerGather(onnxops::GatherOp op, OpBuilder &b,
                           SmallVectorImpl<Value> &results) {
   FailureOr<RankedTensorType> tx = rankedOperand(op, 0);
@@ -405,6 +470,7 @@ LogicalResult lowerGather(onnxops::GatherOp op, OpBuilder &b,
   SmallVector<AffineMap> maps = {AffineMap::get(ry, 0, ie, ctx),
                                  AffineMap::getMultiDimIdentityMap(ry, ctx)};
   Value axisDim = dimValue(b, loc, x, *axis);
+  checkIndicesInRange(b, op, ind, {axisDim});
   auto g = linalg::GenericOp::create(
       b, loc, TypeRange{*ty}, ValueRange{ind}, ValueRange{init}, maps,
       SmallVector<IteratorType>(ry, IteratorType::parallel),
@@ -414,9 +480,7 @@ LogicalResult lowerGather(onnxops::GatherOp op, OpBuilder &b,
                                           idx(nb, l, 0));
         i = arith::SelectOp::create(
             nb, l, neg, arith::AddIOp::create(nb, l, i, axisDim), i);
-        i = arith::MaxSIOp::create(nb, l, i, idx(nb, l, 0));
-        i = arith::MinSIOp::create(
-            nb, l, i, arith::SubIOp::create(nb, l, axisDim, idx(nb, l, 1)));
+        i = clampIntoRange(nb, l, i, axisDim);
         SmallVector<Value> ix;
         for (int64_t d = 0; d < r; ++d) {
           if (d < *axis)

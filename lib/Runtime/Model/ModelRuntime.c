@@ -198,6 +198,28 @@ void kiln_rt_fail(kiln_rt_ctx *ctx, kiln_status_code_t code, const char *format,
   va_end(args);
 }
 
+void kiln_rt_check_failed(kiln_rt_ctx *ctx, const char *message,
+                          int64_t num_values, const int64_t *values) {
+  char text[sizeof(ctx->reason)];
+  size_t n = 0;
+  for (const char *p = message; *p && n + 1 < sizeof(text); ++p) {
+    /* {i}: value i, when there is one. */
+    if (p[0] == '{' && p[1] >= '0' && p[1] <= '9' && p[2] == '}' &&
+        p[1] - '0' < num_values) {
+      int len = snprintf(text + n, sizeof(text) - n, "%lld",
+                         (long long)values[p[1] - '0']);
+      if (len < 0 || (size_t)len >= sizeof(text) - n)
+        break;
+      n += (size_t)len;
+      p += 2;
+      continue;
+    }
+    text[n++] = *p;
+  }
+  text[n] = '\0';
+  kiln_rt_fail(ctx, KILN_STATUS_INVALID_ARGUMENT, "%s", text);
+}
+
 kiln_scratch *kiln_rt_scratch_find(kiln_scratch *entries, size_t count,
                                    size_t bytes) {
   kiln_scratch *best = NULL;

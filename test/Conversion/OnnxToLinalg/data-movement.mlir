@@ -27,8 +27,10 @@ func.func @pad_reflect(%x: tensor<3x4xf32>) -> tensor<5x6xf32> {
 
 // -----
 
-// ScatterElements is a gather over the updates: a reduction loop per output.
+// ScatterElements is a gather over the updates: a reduction loop per output
+// (after the run-time check of its indices' range).
 // CHECK-LABEL: func @scatter_elements
+// CHECK: kiln.check
 // CHECK: linalg.generic
 // CHECK-SAME: iterator_types = ["parallel", "parallel", "reduction"]
 // CHECK: arith.addf

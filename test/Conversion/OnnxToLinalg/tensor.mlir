@@ -61,13 +61,20 @@ func.func @slice_reverse(%x: tensor<6xf32>) -> tensor<3xf32> {
 
 // -----
 
-// Gather clamps indices into range (no wild reads) after adding the dim to
-// negative ones.
+// Gather checks its indices at run time first (their least and largest,
+// two full reductions, against [-5, 5): a kiln.check that fails the run),
+// then clamps them into range (no wild read even so) after adding the dim
+// to negative ones.
 // CHECK-LABEL: func @gather
+// CHECK: linalg.generic {{.*}}iterator_types = ["reduction"]
+// CHECK: arith.minsi
+// CHECK: linalg.generic {{.*}}iterator_types = ["reduction"]
+// CHECK: arith.maxsi
+// CHECK: kiln.check %{{.*}}, "node '{{.*}}' (Gather, opset {{[0-9]+}}): indices from {0} to {1} are out of range for a dim of size {2} (valid indices lie in [-{2}, {2}))"
 // CHECK: linalg.generic
 // CHECK: arith.cmpi slt
-// CHECK: arith.maxsi
 // CHECK: arith.minsi
+// CHECK: arith.maxsi
 // CHECK: tensor.extract
 func.func @gather(%x: tensor<5x3xf32>, %i: tensor<2xi64>) -> tensor<2x3xf32> {
   %0 = "onnx.Gather"(%x, %i) {axis = 0 : i64} : (tensor<5x3xf32>, tensor<2xi64>) -> tensor<2x3xf32>

@@ -2,6 +2,9 @@
 
 #include "kiln/Dialect/Kiln/IR/KilnDialect.h"
 
+#include "mlir/IR/Matchers.h"
+#include "mlir/IR/PatternMatch.h"
+
 #include "mlir/Dialect/LLVMIR/LLVMDialect.h"
 #include "mlir/Dialect/MemRef/IR/MemRef.h"
 #include "mlir/Dialect/Tensor/IR/Tensor.h"
@@ -174,6 +177,34 @@ ParallelForOp::verifySymbolUses(SymbolTableCollection &symbolTable) {
            << getBody() << "' must take (index, index) then the arguments";
   if (getTasks() < 1)
     return emitOpError("expects at least one task");
+  return success();
+}
+
+LogicalResult CheckOp::verify() {
+  // Every {i} must name a value: the runtime substitutes only those.
+  StringRef message = getMessage();
+  for (size_t at = message.find('{'); at != StringRef::npos;
+       at = message.find('{', at + 1)) {
+    size_t end = message.find('}', at);
+    unsigned index = 0;
+    if (end == StringRef::npos ||
+        message.slice(at + 1, end).getAsInteger(10, index))
+      continue;
+    if (index >= getValues().size())
+      return emitOpError("message refers to {")
+             << index << "}, but the check has " << getValues().size()
+             << " values";
+  }
+  if (getValues().size() > 8)
+    return emitOpError("expects at most 8 values, got ") << getValues().size();
+  return success();
+}
+
+LogicalResult CheckOp::canonicalize(CheckOp op, PatternRewriter &rewriter) {
+  // A condition known to hold: nothing to check.
+  if (!matchPattern(op.getCondition(), m_One()))
+    return failure();
+  rewriter.eraseOp(op);
   return success();
 }
 

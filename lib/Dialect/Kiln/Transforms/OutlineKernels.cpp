@@ -409,6 +409,11 @@ struct OutlineKernelsPass
         return op->emitError("host program: uninitialized tensor is used");
       return success();
     }
+    if (auto check = dyn_cast<CheckOp>(op)) {
+      auto clone = cast<CheckOp>(b.clone(*op, map));
+      clone.getCtxMutable().assign(ctx);
+      return success();
+    }
     if (llvm::none_of(op->getResultTypes(),
                       [](Type t) { return isa<ShapedType>(t); }) &&
         op->getNumRegions() == 0) {

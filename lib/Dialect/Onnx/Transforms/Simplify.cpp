@@ -251,6 +251,29 @@ std::optional<SmallVector<Folded>> tryFold(Operation *op) {
       return std::nullopt;
     return SmallVector<Folded>{*r};
   }
+  // Position ids and the like: a small Range of constants is a constant
+  // (its consumers' index checks then need no kernel).
+  if (name == "Range") {
+    if (in.size() != 3 || !in[1] || !in[2] || x.size() != 1 ||
+        in[1]->size() != 1 || in[2]->size() != 1 || !x.isInt())
+      return std::nullopt;
+    int64_t start = x.i[0], delta = in[2]->i[0];
+    int64_t count = resultType.getNumElements();
+    if (delta == 0)
+      return std::nullopt;
+    Folded r;
+    r.elementType = resultType.getElementType();
+    r.shape = {count};
+    for (int64_t k = 0; k < count; ++k)
+      r.i.push_back(start + k * delta);
+    // The static length must be the one the operands give.
+    int64_t limit = in[1]->i[0];
+    int64_t expect = std::max<int64_t>(
+        0, (limit - start + delta + (delta > 0 ? -1 : 1)) / delta);
+    if (expect != count)
+      return std::nullopt;
+    return SmallVector<Folded>{r};
+  }
   if (name == "Max" || name == "Min") {
     std::optional<Folded> acc = x;
     for (size_t k = 1; k < in.size() && acc; ++k)

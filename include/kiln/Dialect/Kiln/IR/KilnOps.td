@@ -27,6 +27,9 @@ def Kiln_Dialect : Dialect {
     inputs and outputs, intermediate buffers carved from the per-instance
     arena, and kernel launches.
   }];
+  // The host program's context is an !llvm.ptr (kiln.check may name one
+  // from the lowering on).
+  let dependentDialects = ["::mlir::LLVM::LLVMDialect"];
 }
 
 // The runtime context the host program receives (an opaque pointer).
@@ -198,6 +201,37 @@ def Kiln_ParallelForOp : Kiln_Op<"parallel_for", [
   let assemblyFormat = [{
     $body `(` $args `)` `tasks` $tasks attr-dict `:` type($args)
   }];
+}
+
+// A check fails the run: the write effect keeps it, and keeps it before the
+// launches and host reads it guards.
+def Kiln_CheckOp : Kiln_Op<"check", [MemoryEffects<[MemWrite]>,
+    AttrSizedOperandSegments]> {
+  let summary = "Fails the run with a message when a run-time condition is false";
+  let description = [{
+    A precondition of an ONNX node that only the run can decide (a Reshape's
+    element count, an index in range, a divisor that is not zero): when
+    `condition` is false the run stops here and fails with
+    INVALID_ARGUMENT and `message`, whose `{0}`, `{1}`, ... are replaced by
+    `values` (printed as signed integers). Nothing after it runs, so the
+    kernels it guards never see the bad value. The lowering to the onnx
+    dialect's consumers creates it without `ctx`; `kiln-outline-kernels`
+    gives it the host program's.
+
+    ```mlir
+    kiln.check %ok, "node 'r' (Reshape, opset 17): shape has {0} elements, the input {1}" (%n, %m : index, index)
+    kiln.check %ok, "..." ctx(%ctx)
+    ```
+  }];
+  let arguments = (ins Optional<Kiln_Context>:$ctx, I1:$condition,
+                       StrAttr:$message,
+                       Variadic<AnyTypeOf<[Index, AnySignlessInteger]>>:$values);
+  let assemblyFormat = [{
+    $condition `,` $message (`(` $values^ `:` type($values) `)`)?
+    (`ctx` `(` $ctx^ `)`)? attr-dict
+  }];
+  let hasVerifier = 1;
+  let hasCanonicalizeMethod = 1;
 }
 
 def Kiln_ReadOp : Kiln_Op<"read", [MemoryEffects<[MemRead]>,
