@@ -601,22 +601,22 @@ LogicalResult insertRunChecks(func::FuncOp host, int64_t &numMessages) {
     int64_t n = check.getValues().size();
     auto arrayType =
         LLVM::LLVMArrayType::get(b.getI64Type(), std::max<int64_t>(n, 1));
-    Value values = LLVM::AllocaOp::create(b, loc, ptrType, arrayType,
-                                          i64(b, loc, 1));
+    Value values =
+        LLVM::AllocaOp::create(b, loc, ptrType, arrayType, i64(b, loc, 1));
     for (auto [i, v] : llvm::enumerate(check.getValues())) {
       Value wide =
           v.getType().isIndex()
               ? arith::IndexCastOp::create(b, loc, b.getI64Type(), v)
-              : v.getType().getIntOrFloatBitWidth() < 64
-                    ? Value(arith::ExtSIOp::create(b, loc, b.getI64Type(), v))
-                    : v;
+          : v.getType().getIntOrFloatBitWidth() < 64
+              ? Value(arith::ExtSIOp::create(b, loc, b.getI64Type(), v))
+              : v;
       Value slot = LLVM::GEPOp::create(b, loc, ptrType, b.getI64Type(), values,
                                        ArrayRef<LLVM::GEPArg>{(int32_t)i});
       LLVM::StoreOp::create(b, loc, wide, slot);
     }
-    LLVM::CallOp::create(b, loc, TypeRange{}, "kiln_rt_check_failed",
-                         ValueRange{check.getCtx(), message, i64(b, loc, n),
-                                    values});
+    LLVM::CallOp::create(
+        b, loc, TypeRange{}, "kiln_rt_check_failed",
+        ValueRange{check.getCtx(), message, i64(b, loc, n), values});
     func::ReturnOp::create(
         b, loc, arith::ConstantIntOp::create(b, loc, 1, 32).getResult());
     b.setInsertionPointToEnd(cur);

@@ -61,6 +61,18 @@ LogicalResult lowerMatMul(onnxops::MatMulOp op, OpBuilder &b,
   int64_t ra = ta->getRank(), rb = tb->getRank(), ry = ty->getRank();
   if (ra == 0 || rb == 0)
     return nodeError(op) << "MatMul operands must have rank >= 1", failure();
+  // The contracted dims must agree (A's last, B's second to last).
+  {
+    int64_t ka = ra - 1, kb = rb >= 2 ? rb - 2 : 0;
+    if (ta->isDynamicDim(ka) || tb->isDynamicDim(kb)) {
+      Value da = tensor::DimOp::create(b, loc, A, ka);
+      Value db = tensor::DimOp::create(b, loc, B, kb);
+      checkAtRunTime(
+          b, op,
+          arith::CmpIOp::create(b, loc, arith::CmpIPredicate::eq, da, db),
+          "the inner dims differ: A has {0} columns, B {1} rows", {da, db});
+    }
+  }
   // Half-precision products accumulate in f32 and round once at the end
   // ("f16 with f32 accumulation"), as numpy and the GPU tensor cores do.
   bool halfInputs = elem.isF16() || elem.isBF16();

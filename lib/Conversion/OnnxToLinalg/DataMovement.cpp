@@ -82,6 +82,22 @@ LogicalResult lowerSplit(onnxops::SplitOp op, OpBuilder &b,
     if (staticLength1D(op->getOperand(1)) != n)
       return nodeError(op) << "split must have one entry per output", failure();
     sizes = readHostIndices(b, loc, op->getOperand(1), n);
+    // Non-negative sizes that add up to the dim.
+    Value total = idx(b, loc, 0),
+          nonNegative = arith::ConstantIntOp::create(b, loc, 1, 1);
+    for (Value s : sizes) {
+      total = arith::AddIOp::create(b, loc, total, s);
+      nonNegative = arith::AndIOp::create(
+          b, loc, nonNegative,
+          cmpI(b, loc, arith::CmpIPredicate::sge, s, idx(b, loc, 0)));
+    }
+    checkAtRunTime(b, op,
+                   arith::AndIOp::create(
+                       b, loc, nonNegative,
+                       cmpI(b, loc, arith::CmpIPredicate::eq, total, dim)),
+                   "the split sizes add up to {0} (or one is negative), the "
+                   "axis has {1}",
+                   {total, dim});
   } else {
     // ceil(dim / n) per output, the last ones smaller.
     Value chunk = arith::CeilDivSIOp::create(b, loc, dim, idx(b, loc, n));
@@ -126,6 +142,10 @@ LogicalResult lowerTile(onnxops::TileOp op, OpBuilder &b,
   SmallVector<Value> dims, out;
   for (int64_t d = 0; d < rank; ++d) {
     dims.push_back(dimValue(b, loc, x, d));
+    checkAtRunTime(
+        b, op, cmpI(b, loc, arith::CmpIPredicate::sge, reps[d], idx(b, loc, 0)),
+        "repeats[{0}] is {1}; repeats must not be negative",
+        {idx(b, loc, d), reps[d]});
     Value r = arith::MaxSIOp::create(b, loc, reps[d], idx(b, loc, 0));
     out.push_back(arith::MulIOp::create(b, loc, dims[d], r));
   }
@@ -160,8 +180,26 @@ LogicalResult lowerExpand(onnxops::ExpandOp op, OpBuilder &b,
   for (int64_t i = 0; i < ry; ++i) {
     int64_t j = i - (ry - rx), k = i - (ry - len);
     Value s = k >= 0 ? shape[k] : idx(b, loc, 1);
-    if (j >= 0)
-      s = arith::MaxSIOp::create(b, loc, s, dimValue(b, loc, x, j));
+    if (k >= 0)
+      checkAtRunTime(b, op,
+                     cmpI(b, loc, arith::CmpIPredicate::sge, s, idx(b, loc, 0)),
+                     "shape element {0} is {1}", {idx(b, loc, k), s});
+    if (j >= 0) {
+      // The input's dim and the shape's broadcast: equal, or one is 1.
+      Value d = dimValue(b, loc, x, j);
+      Value one = idx(b, loc, 1);
+      Value ok = arith::OrIOp::create(
+          b, loc, cmpI(b, loc, arith::CmpIPredicate::eq, s, d),
+          arith::OrIOp::create(b, loc,
+                               cmpI(b, loc, arith::CmpIPredicate::eq, s, one),
+                               cmpI(b, loc, arith::CmpIPredicate::eq, d, one)));
+      checkAtRunTime(b, op, ok,
+                     "the input's dim " + Twine(j) +
+                         " is {0}, the shape asks for {1}: they must match "
+                         "or one be 1",
+                     {d, s});
+      s = arith::MaxSIOp::create(b, loc, s, d);
+    }
     out.push_back(s);
   }
   SmallVector<Value> sizes = resultSizes(b, loc, *ty, out);

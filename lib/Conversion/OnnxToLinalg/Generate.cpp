@@ -91,11 +91,19 @@ LogicalResult lowerConstantOfShape(onnxops::ConstantOfShapeOp op, OpBuilder &b,
       return nodeError(op) << "unsupported value " << e, failure();
   }
   SmallVector<Value> sizes;
-  for (int64_t i = 0; i < ty->getRank(); ++i)
-    sizes.push_back(
-        ty->isDynamicDim(i)
-            ? nonNegative(b, loc, readIndex(b, loc, op->getOperand(0), i))
-            : Value());
+  for (int64_t i = 0; i < ty->getRank(); ++i) {
+    if (!ty->isDynamicDim(i)) {
+      sizes.push_back(Value());
+      continue;
+    }
+    Value dim = readIndex(b, loc, op->getOperand(0), i);
+    checkAtRunTime(b, op,
+                   arith::CmpIOp::create(b, loc, arith::CmpIPredicate::sge, dim,
+                                         idx(b, loc, 0)),
+                   "shape element {0} is {1}; dims must not be negative",
+                   {idx(b, loc, i), dim});
+    sizes.push_back(nonNegative(b, loc, dim));
+  }
   Value r = filledTensor(b, loc, st, dynamicOf(*ty, sizes), value);
   results.push_back(fromSignless(b, loc, r, *ty));
   return success();
@@ -138,6 +146,11 @@ LogicalResult lowerRange(onnxops::RangeOp op, OpBuilder &b,
     Value s = toF64(readScalar(b, loc, in[0]));
     Value l = toF64(readScalar(b, loc, in[1]));
     Value d = toF64(readScalar(b, loc, in[2]));
+    checkAtRunTime(
+        b, op,
+        arith::CmpFOp::create(b, loc, arith::CmpFPredicate::ONE, d,
+                              scalarConstant(b, loc, b.getF64Type(), 0)),
+        "delta is 0");
     Value q = math::CeilOp::create(
         b, loc,
         arith::DivFOp::create(b, loc, arith::SubFOp::create(b, loc, l, s), d));
@@ -264,6 +277,10 @@ LogicalResult lowerOneHot(onnxops::OneHotOp op, OpBuilder &b,
   bool idxUnsigned = ti->getElementType().isUnsignedInteger();
   // depth on the host (it sizes the result) as i64.
   Value depth = readIndex(b, loc, op->getOperand(1), 0);
+  checkAtRunTime(b, op,
+                 arith::CmpIOp::create(b, loc, arith::CmpIPredicate::sgt, depth,
+                                       idx(b, loc, 0)),
+                 "depth is {0}; it must be positive", {depth});
   depth = nonNegative(b, loc, depth);
   SmallVector<Value> sizes;
   for (int64_t i = 0, j = 0; i < rank; ++i) {

@@ -105,6 +105,9 @@ LogicalResult lowerOnnxOpsIn(Region &region);
 /// An error at `op` that names its ONNX node, op type and opset.
 InFlightDiagnostic nodeError(Operation *op);
 
+/// The onnx op being lowered (null outside a lowering).
+Operation *loweringNode();
+
 /// A run-time precondition of `node`: the run fails with INVALID_ARGUMENT
 /// and "node 'NAME' (Type, opset N): `what`" (its `{i}` replaced by
 /// `values[i]`) when `ok` is false (a kiln.check in the host program).

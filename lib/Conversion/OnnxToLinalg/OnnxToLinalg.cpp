@@ -225,6 +225,40 @@ Value lowering::buildBroadcastGeneric(OpBuilder &b, Location loc,
     genericIns.push_back(in);
   }
   maps.push_back(AffineMap::getMultiDimIdentityMap(rank, ctx));
+  // A dim of an input must be the result's or 1 (numpy broadcasting): a
+  // run-time check wherever either is dynamic, before anything reads the
+  // input through it.
+  if (Operation *node = loweringNode()) {
+    SmallVector<Value> resultDims;
+    unsigned nextDyn = 0;
+    for (int64_t i = 0; i < rank; ++i)
+      resultDims.push_back(resultType.isDynamicDim(i)
+                               ? dynSizes[nextDyn++]
+                               : arith::ConstantIndexOp::create(
+                                     b, loc, resultType.getDimSize(i)));
+    for (auto [k, in] : llvm::enumerate(inputs)) {
+      auto t = cast<RankedTensorType>(in.getType());
+      for (int64_t j = 0; j < t.getRank(); ++j) {
+        int64_t i = j + (rank - t.getRank());
+        if (!t.isDynamicDim(j) && !resultType.isDynamicDim(i))
+          continue;
+        if (t.getDimSize(j) == 1)
+          continue; // broadcasts to any size
+        Value dim = tensor::DimOp::create(b, loc, in, j);
+        Value ok = arith::OrIOp::create(
+            b, loc,
+            arith::CmpIOp::create(b, loc, arith::CmpIPredicate::eq, dim,
+                                  resultDims[i]),
+            arith::CmpIOp::create(b, loc, arith::CmpIPredicate::eq, dim,
+                                  arith::ConstantIndexOp::create(b, loc, 1)));
+        checkAtRunTime(b, node, ok,
+                       "input " + Twine(k) + " has {0} at dim " + Twine(j) +
+                           " where the result has {1}: the sizes must "
+                           "match or be 1 (broadcasting)",
+                       {dim, resultDims[i]});
+      }
+    }
+  }
   Value init = emptyTensor(b, loc, resultType, dynSizes);
   SmallVector<utils::IteratorType> iters(rank, utils::IteratorType::parallel);
   auto generic = linalg::GenericOp::create(
@@ -358,6 +392,10 @@ bool mlir::kiln::isOnnxOpLowered(StringRef opType) {
 /// The table of the pass run in progress on this thread (control-flow
 /// lowerings lower their regions with it).
 static thread_local const LoweringTable *currentTable = nullptr;
+/// The onnx op being lowered: the node helpers' run-time checks name.
+static thread_local Operation *currentNode = nullptr;
+
+Operation *lowering::loweringNode() { return currentNode; }
 
 /// Lowers the onnx ops of `region` in order. The regions of onnx ops that
 /// have some (If, Loop, Scan) are left to those ops' lowerings, which lower
@@ -393,7 +431,11 @@ LogicalResult lowering::lowerOnnxOpsIn(Region &region) {
       failed = true;
       continue;
     }
-    if (mlir::failed(pattern->matchAndRewrite(op, rewriter))) {
+    Operation *outerNode = currentNode;
+    currentNode = op;
+    LogicalResult lowered = pattern->matchAndRewrite(op, rewriter);
+    currentNode = outerNode;
+    if (mlir::failed(lowered)) {
       failed = true;
       continue;
     }

@@ -671,6 +671,14 @@ LogicalResult lowerCumSumRuntimeAxis(onnxops::CumSumOp op, OpBuilder &b,
   a = arith::IndexCastOp::create(b, loc, b.getIndexType(), a);
   Value zero = arith::ConstantIndexOp::create(b, loc, 0);
   Value rank = arith::ConstantIndexOp::create(b, loc, r);
+  checkAtRunTime(
+      b, op,
+      arith::AndIOp::create(
+          b, loc,
+          arith::CmpIOp::create(b, loc, arith::CmpIPredicate::sge, a,
+                                arith::ConstantIndexOp::create(b, loc, -r)),
+          arith::CmpIOp::create(b, loc, arith::CmpIPredicate::slt, a, rank)),
+      "axis is {0}, out of range for rank {1}", {a, rank});
   Value neg = arith::CmpIOp::create(b, loc, arith::CmpIPredicate::slt, a, zero);
   a = arith::SelectOp::create(b, loc, neg,
                               arith::AddIOp::create(b, loc, a, rank), a);

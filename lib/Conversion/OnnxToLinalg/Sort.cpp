@@ -52,6 +52,14 @@ LogicalResult lowerTopK(onnxops::TopKOp op, OpBuilder &b,
                              arith::ConstantIndexOp::create(b, loc, 0));
     Value kv = tensor::ExtractOp::create(b, loc, kIn, zeros);
     k = arith::IndexCastOp::create(b, loc, b.getIndexType(), kv);
+    Value zero = arith::ConstantIndexOp::create(b, loc, 0);
+    checkAtRunTime(
+        b, op,
+        arith::AndIOp::create(
+            b, loc,
+            arith::CmpIOp::create(b, loc, arith::CmpIPredicate::sge, k, zero),
+            arith::CmpIOp::create(b, loc, arith::CmpIPredicate::sle, k, n)),
+        "K is {0}; it must lie in [0, {1}], the size of the axis", {k, n});
     k = arith::MaxSIOp::create(b, loc, k,
                                arith::ConstantIndexOp::create(b, loc, 0));
     k = arith::MinSIOp::create(b, loc, k, n);

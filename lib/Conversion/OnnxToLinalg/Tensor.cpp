@@ -265,9 +265,24 @@ LogicalResult lowerConcat(onnxops::ConcatOp op, OpBuilder &b,
   }
   if (inputs.empty())
     inputs.push_back(op->getOperand(0));
+  // Off the axis every input has the first one's dims.
+  Location loc = op->getLoc();
+  auto first = cast<RankedTensorType>(inputs[0].getType());
+  for (auto [k, v] : llvm::enumerate(inputs)) {
+    auto t = cast<RankedTensorType>(v.getType());
+    for (int64_t d = 0; k > 0 && d < t.getRank(); ++d) {
+      if (d == *axis || (!t.isDynamicDim(d) && !first.isDynamicDim(d)))
+        continue;
+      Value a = dimValue(b, loc, inputs[0], d), c = dimValue(b, loc, v, d);
+      checkAtRunTime(
+          b, op, arith::CmpIOp::create(b, loc, arith::CmpIPredicate::eq, a, c),
+          "input " + Twine(k) + " has {0} at dim " + Twine(d) +
+              ", the first input {1}: off the axis the dims must match",
+          {c, a});
+    }
+  }
   results.push_back(
-      tensor::ConcatOp::create(b, op->getLoc(), *ty, *axis, inputs)
-          .getResult());
+      tensor::ConcatOp::create(b, loc, *ty, *axis, inputs).getResult());
   return success();
 }
 
@@ -357,14 +372,25 @@ LogicalResult lowerSlice(onnxops::SliceOp op, OpBuilder &b,
     if (cSteps && (*cSteps)[k] == 0)
       return nodeError(op) << "steps must not be 0", failure();
     Value s = stepsV[k];
-    if (!cSteps)
+    if (!cSteps) {
+      checkAtRunTime(b, op, cmp(arith::CmpIPredicate::ne, s, idx(b, loc, 0)),
+                     "steps[{0}] is 0", {idx(b, loc, k)});
       s = sel(cmp(arith::CmpIPredicate::eq, s, idx(b, loc, 0)), idx(b, loc, 1),
               s);
+    }
     Value axisV = axesV[k];
-    if (!a)
+    if (!a) {
+      checkAtRunTime(
+          b, op,
+          arith::AndIOp::create(
+              b, loc, cmp(arith::CmpIPredicate::sge, axisV, idx(b, loc, -rank)),
+              cmp(arith::CmpIPredicate::slt, axisV, idx(b, loc, rank))),
+          "axes[{0}] is {1}, out of range for rank {2}",
+          {idx(b, loc, k), axisV, idx(b, loc, rank)});
       axisV =
           sel(cmp(arith::CmpIPredicate::slt, axisV, idx(b, loc, 0)),
               arith::AddIOp::create(b, loc, axisV, idx(b, loc, rank)), axisV);
+    }
     Value dim = dims[a.value_or(0)];
     if (!a)
       for (int64_t i = 1; i < rank; ++i)
