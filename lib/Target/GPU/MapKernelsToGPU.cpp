@@ -20,6 +20,7 @@
 
 #include "kiln/Target/GPU/Passes.h"
 
+#include "mlir/Analysis/SliceAnalysis.h"
 #include "mlir/Dialect/Func/IR/FuncOps.h"
 #include "mlir/Dialect/Linalg/IR/Linalg.h"
 #include "mlir/Dialect/Linalg/Transforms/Transforms.h"
@@ -43,11 +44,51 @@ namespace {
 /// constants, dims) and the host program's own ops.
 bool isHostOp(Operation *op) {
   if (isa<BufferOp, OutputOp, InputOp, WeightOp, ExternalWeightOp, ReadOp,
-          func::CallOp, gpu::LaunchOp>(op))
+          CheckOp, func::CallOp, gpu::LaunchOp>(op))
     return true;
   if (op->getNumRegions() != 0)
     return false;
   return isMemoryEffectFree(op);
+}
+
+/// Run-time checks of device data (an index range: the min and max a kernel
+/// computed) would read it on the host every run, a sync that also keeps
+/// the run out of a device graph: on device targets they are not enforced
+/// yet (the kernels clamp what they read; docs/reliability.md). Checks of
+/// host values (shapes, sizes) stay.
+void dropDeviceDataChecks(func::FuncOp host) {
+  SmallVector<CheckOp> checks;
+  host.walk([&](CheckOp op) { checks.push_back(op); });
+  for (CheckOp check : checks) {
+    SetVector<Operation *> slice;
+    BackwardSliceOptions options;
+    options.omitBlockArguments = true;
+    options.inclusive = true;
+    for (Value v : check->getOperands())
+      (void)getBackwardSlice(v, &slice, options);
+    // What only the check uses (users first): the ops that die with it.
+    llvm::SmallPtrSet<Operation *, 16> dead;
+    for (Operation *op : llvm::reverse(slice)) {
+      if (!isMemoryEffectFree(op) && !isa<memref::LoadOp>(op))
+        continue;
+      if (llvm::all_of(op->getUsers(), [&](Operation *user) {
+            return user == check.getOperation() || dead.contains(user);
+          }))
+        dead.insert(op);
+    }
+    // Loads only this check needs are new host reads; a Reshape's shape is
+    // read for its sizes anyway (its checks stay, they cost nothing).
+    bool newReads = false, sharedReads = false;
+    for (Operation *op : slice)
+      if (isa<memref::LoadOp>(op))
+        (dead.contains(op) ? newReads : sharedReads) = true;
+    if (!newReads || sharedReads)
+      continue;
+    check.erase();
+    for (Operation *op : llvm::reverse(slice))
+      if (dead.contains(op))
+        op->erase();
+  }
 }
 
 /// Whether `op` (a region op) stays on the host as control flow, its body
@@ -466,6 +507,7 @@ struct MapKernelsToGPUPass
       if (fn.getNumArguments() == 0 ||
           !isa<LLVM::LLVMPointerType>(fn.getArgumentTypes()[0]))
         continue;
+      dropDeviceDataChecks(fn);
       Value ctx = fn.getArgument(0);
       if (failed(prepare(fn, ctx)))
         return signalPassFailure();
