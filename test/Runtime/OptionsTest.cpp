@@ -10,6 +10,7 @@
 #include "TestEnv.h"
 #include "fake_cuda_driver.h"
 #include "kiln-c/runtime.h"
+#include "kiln/Runtime/ModelAPI.h"
 
 #include <gtest/gtest.h>
 
@@ -293,21 +294,18 @@ TEST(AbiVersionTest, ModelFromALaterRuntime) {
 // What a loader of ABI versions 1 to 3 sees in a model of today: its
 // kiln_model_api_v1 returns a table whose version (checked first) is 5.
 TEST(AbiVersionTest, OlderLoadersSeeTodaysVersion) {
-  struct Header {
-    uint32_t abi_version, struct_size;
-  };
   void *library = dlopen(KILN_TEST_FAKE_MODEL, RTLD_NOW | RTLD_LOCAL);
   ASSERT_NE(library, nullptr) << dlerror();
-  auto v1 = reinterpret_cast<const Header *(*)()>(
-      dlsym(library, "kiln_model_api_v1"));
+  auto v1 = reinterpret_cast<kiln_model_api_header_fn>(
+      dlsym(library, KILN_MODEL_API_V1_SYMBOL));
   ASSERT_NE(v1, nullptr);
   EXPECT_EQ(v1()->abi_version, 5u);
-  EXPECT_EQ(v1()->struct_size, sizeof(Header));
-  auto v2 = reinterpret_cast<const Header *(*)()>(
-      dlsym(library, "kiln_model_api_v2"));
+  EXPECT_EQ(v1()->struct_size, sizeof(kiln_model_api_header));
+  auto v2 = reinterpret_cast<kiln_model_api_v2_fn>(
+      dlsym(library, KILN_MODEL_API_SYMBOL));
   ASSERT_NE(v2, nullptr);
   EXPECT_EQ(v2()->abi_version, 5u);
-  EXPECT_GT(v2()->struct_size, sizeof(Header));
+  EXPECT_GT(v2()->struct_size, sizeof(kiln_model_api_header));
   dlclose(library);
 }
 

@@ -169,8 +169,9 @@ void *kiln_dev_output(kiln_rt_ctx *ctx, int64_t index, const int64_t *dims) {
       di->output_done[index] = 1;
       di->output_direct[index] = 1;
       di->output_ptr[index] = dst;
-      memcpy(di->output_dims + di->output_dims_at[index], dims,
-             sig->rank * sizeof(int64_t));
+      if (sig->rank)
+        memcpy(di->output_dims + di->output_dims_at[index], dims,
+               sig->rank * sizeof(int64_t));
       return (void *)(uintptr_t)dst;
     }
   } else {
@@ -185,8 +186,9 @@ void *kiln_dev_output(kiln_rt_ctx *ctx, int64_t index, const int64_t *dims) {
   di->output_done[index] = 1;
   di->output_direct[index] = 0;
   di->output_ptr[index] = di->outputs[index].ptr;
-  memcpy(di->output_dims + di->output_dims_at[index], dims,
-         sig->rank * sizeof(int64_t));
+  if (sig->rank) /* a 0-d output may come with no dims array */
+    memcpy(di->output_dims + di->output_dims_at[index], dims,
+           sig->rank * sizeof(int64_t));
   return (void *)(uintptr_t)di->output_ptr[index];
 }
 

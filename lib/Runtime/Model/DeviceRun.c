@@ -64,9 +64,13 @@ static int capture_and_launch(kiln_rt_ctx *ctx) {
   di->graph = graph;
   size_t ins = ctx->instance->model->num_inputs;
   size_t outs = ctx->instance->model->num_outputs;
-  memcpy(di->graph_input_ptr, di->input_ptr, ins * sizeof(kiln_device_ptr));
-  memcpy(di->graph_output_ptr, di->output_ptr, outs * sizeof(kiln_device_ptr));
-  memcpy(di->graph_output_direct, di->output_direct, outs);
+  if (ins)
+    memcpy(di->graph_input_ptr, di->input_ptr, ins * sizeof(kiln_device_ptr));
+  if (outs) {
+    memcpy(di->graph_output_ptr, di->output_ptr,
+           outs * sizeof(kiln_device_ptr));
+    memcpy(di->graph_output_direct, di->output_direct, outs);
+  }
   r = drv->graph_launch(di->queue, graph);
   if (r != 0)
     kiln_dev_fail(ctx, r, drv->op_names[KILN_DEVICE_OP_GRAPH_LAUNCH]);

@@ -377,7 +377,8 @@ static kiln_status_t *prepare_inputs(kiln_rt_ctx *ctx) {
           KILN_STATUS_RESOURCE_EXHAUSTED,
           "out of memory copying unaligned input %zu ('%s')", i,
           instance->model->inputs[i].name);
-    memcpy(copy, view->data, bytes);
+    if (bytes)
+      memcpy(copy, view->data, bytes);
     instance->input_data[i] = copy;
   }
   return NULL;

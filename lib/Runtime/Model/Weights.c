@@ -54,7 +54,8 @@ static char *weights_file_path(const kiln_model_impl *model,
   char *path = (char *)malloc(len + 1);
   if (!path)
     return NULL;
-  memcpy(path, model_path, dir_len);
+  if (dir_len)
+    memcpy(path, model_path, dir_len);
   memcpy(path + dir_len, model->weights_file, strlen(model->weights_file) + 1);
   return path;
 }
