@@ -277,6 +277,13 @@ LogicalResult lowerPad(onnxops::PadOp op, OpBuilder &b,
         continue;
       Value grow = arith::AddIOp::create(b, loc, pads[k], pads[na + k]);
       Value o = arith::AddIOp::create(b, loc, out[d], grow);
+      // Negative pads crop, at most the whole dim.
+      if (axesRT.empty())
+        checkAtRunTime(
+            b, op, cmpI(b, loc, arith::CmpIPredicate::sge, o, idx(b, loc, 0)),
+            "pads of {0} and {1} leave dim " + Twine(d) +
+                " of size {2} with {3} elements",
+            {pads[k], pads[na + k], dims[d], o});
       o = arith::MaxSIOp::create(b, loc, o, idx(b, loc, 0));
       Value bg = arith::AddIOp::create(b, loc, begin[d], pads[k]);
       if (axesRT.empty()) {

@@ -359,6 +359,18 @@ FailureOr<ReduceDims> reducedDims(OpTy op, OpBuilder &b, int64_t r,
               ValueRange{arith::ConstantIndexOp::create(b, loc, k)});
           Value neg = arith::CmpIOp::create(b, loc, arith::CmpIPredicate::slt,
                                             a, zeroA);
+          Value minusR =
+              arith::ConstantIntOp::create(b, loc, at.getElementType(), -r);
+          checkAtRunTime(b, op,
+                         arith::AndIOp::create(
+                             b, loc,
+                             arith::CmpIOp::create(
+                                 b, loc, arith::CmpIPredicate::sge, a, minusR),
+                             arith::CmpIOp::create(
+                                 b, loc, arith::CmpIPredicate::slt, a, rv)),
+                         "axes[{0}] is {1}, out of range for rank {2}",
+                         {arith::ConstantIndexOp::create(b, loc, k), a,
+                          arith::ConstantIndexOp::create(b, loc, r)});
           norm.push_back(arith::SelectOp::create(
               b, loc, neg, arith::AddIOp::create(b, loc, a, rv), a));
         }

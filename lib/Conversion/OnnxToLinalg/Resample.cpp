@@ -175,6 +175,18 @@ LogicalResult lowerResize(onnxops::ResizeOp op, OpBuilder &b,
     SmallVector<Value> s = readFloats(b, loc, op->getOperand(2), na, cst);
     for (int64_t k = 0; k < na; ++k) {
       int64_t d = axes[k];
+      // Positive scales only (NaN included in what is refused): at compile
+      // time when constant, else before anything is sized by them.
+      if (cst && !((*cst)[k] > 0))
+        return nodeError(op) << "scales[" << k << "] is " << (*cst)[k]
+                             << "; scales must be positive",
+               failure();
+      if (!cst)
+        checkAtRunTime(b, op,
+                       arith::CmpFOp::create(b, loc, arith::CmpFPredicate::OGT,
+                                             s[k], f.c(0.0)),
+                       "scales[{0}] is not positive (zero, negative or NaN)",
+                       {idx(b, loc, k)});
       scale[d] = s[k];
       cscale[d] = cst ? std::optional<double>((*cst)[k]) : std::nullopt;
       outDims[d] = f.toIndex(f.floor(f.mul(inF[d], s[k])));

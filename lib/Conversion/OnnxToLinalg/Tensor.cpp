@@ -359,6 +359,8 @@ LogicalResult lowerSlice(onnxops::SliceOp op, OpBuilder &b,
   auto sel = [&](Value c, Value t, Value f) {
     return arith::SelectOp::create(b, loc, c, t, f).getResult();
   };
+  SmallVector<Value> seenAxes;
+  SmallVector<int64_t> seenConstAxes;
   for (int64_t k = 0; k < n; ++k) {
     // The axis: static when constant, else every dim selects on it.
     std::optional<int64_t> a;
@@ -390,6 +392,17 @@ LogicalResult lowerSlice(onnxops::SliceOp op, OpBuilder &b,
       axisV =
           sel(cmp(arith::CmpIPredicate::slt, axisV, idx(b, loc, 0)),
               arith::AddIOp::create(b, loc, axisV, idx(b, loc, rank)), axisV);
+      // Each axis at most once.
+      for (auto [j, earlier] : llvm::enumerate(seenAxes))
+        checkAtRunTime(b, op, cmp(arith::CmpIPredicate::ne, axisV, earlier),
+                       "axes[{0}] and axes[{1}] are both axis {2}",
+                       {idx(b, loc, j), idx(b, loc, k), axisV});
+      seenAxes.push_back(axisV);
+    } else if (llvm::is_contained(seenConstAxes, *a)) {
+      return nodeError(op) << "axis " << *a << " appears twice in axes",
+             failure();
+    } else {
+      seenConstAxes.push_back(*a);
     }
     Value dim = dims[a.value_or(0)];
     if (!a)
