@@ -37,34 +37,32 @@ static std::string nodeName(Operation *op) {
   return "<unnamed>";
 }
 
-InFlightDiagnostic lowering::nodeError(Operation *op) {
+/// "node 'NAME' (Type, opset N)": how messages name an ONNX node.
+static std::string describeNode(Operation *op) {
   int64_t opset = 0;
   if (auto module = op->getParentOfType<ModuleOp>())
     if (auto a = module->getAttrOfType<IntegerAttr>("onnx.opset"))
       opset = a.getInt();
   StringRef type = op->getName().getStringRef();
   type.consume_front("onnx.");
-  return op->emitError() << "node '" << nodeName(op) << "' (" << type
-                         << ", opset " << opset << "): ";
+  return ("node '" + nodeName(op) + "' (" + type + ", opset " + Twine(opset) +
+          ")")
+      .str();
+}
+
+InFlightDiagnostic lowering::nodeError(Operation *op) {
+  return op->emitError() << describeNode(op) << ": ";
 }
 
 void lowering::checkAtRunTime(OpBuilder &b, Operation *node, Value ok,
                               const Twine &what, ValueRange values) {
-  int64_t opset = 0;
-  if (auto module = node->getParentOfType<ModuleOp>())
-    if (auto a = module->getAttrOfType<IntegerAttr>("onnx.opset"))
-      opset = a.getInt();
-  StringRef type = node->getName().getStringRef();
-  type.consume_front("onnx.");
-  std::string message = ("node '" + nodeName(node) + "' (" + type + ", opset " +
-                         Twine(opset) + "): " + what)
-                            .str();
   // A condition folded to true needs no check.
   if (auto c = ok.getDefiningOp<arith::ConstantOp>())
     if (auto v = dyn_cast<IntegerAttr>(c.getValue()); v && v.getInt())
       return;
   CheckOp::create(b, node->getLoc(), /*ctx=*/Value(), ok,
-                  b.getStringAttr(message), values);
+                  b.getStringAttr(describeNode(node) + ": " + what.str()),
+                  values);
 }
 
 FailureOr<RankedTensorType> lowering::rankedResult(Operation *op, unsigned i) {
