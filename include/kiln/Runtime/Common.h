@@ -48,6 +48,9 @@ KILN_HIDDEN void *kiln_rtc_aligned_alloc(size_t bytes);
 KILN_HIDDEN uint32_t kiln_rtc_crc32(uint32_t crc, const void *bytes,
                                     size_t size);
 
+/* The little-endian u64 at `p` (the weights file's header fields). */
+KILN_HIDDEN uint64_t kiln_rtc_load_u64le(const unsigned char *p);
+
 /* kiln_weights_verify (kiln-c/runtime.h): a weights file's header against
  * the file, and its data against the header's CRC-32. */
 KILN_HIDDEN kiln_status_t *kiln_rtc_verify_weights_file(const char *path);

@@ -361,37 +361,17 @@ static LowerFn checkedDivision(LowerFn lower, bool isDiv) {
                   nb, l, arith::ExtUIOp::create(nb, l, i64, overflow),
                   arith::ConstantIntOp::create(nb, l, 1, 64)));
         });
-    int64_t rank = type->getRank();
-    MLIRContext *ctx = b.getContext();
-    auto scalar = RankedTensorType::get({}, i64);
-    auto zeroInit = [&] {
-      Value empty = tensor::EmptyOp::create(b, loc, ArrayRef<int64_t>{}, i64);
-      return linalg::FillOp::create(
-                 b, loc,
-                 ValueRange{arith::ConstantIntOp::create(b, loc, 0, 64)},
-                 ValueRange{empty})
-          .getResult(0);
+    auto count = [&](bool overflows) {
+      return reduceToScalar(
+          b, loc, flags, 0, [&](OpBuilder &nb, Location l, Value f, Value acc) {
+            Value one = arith::ConstantIntOp::create(nb, l, 1, 64);
+            Value bit = overflows ? Value(arith::ShRUIOp::create(nb, l, f, one))
+                                  : Value(arith::AndIOp::create(nb, l, f, one));
+            return Value(arith::AddIOp::create(nb, l, acc, bit));
+          });
     };
-    SmallVector<AffineMap> maps = {AffineMap::getMultiDimIdentityMap(rank, ctx),
-                                   AffineMap::get(rank, 0, {}, ctx),
-                                   AffineMap::get(rank, 0, {}, ctx)};
-    auto count = linalg::GenericOp::create(
-        b, loc, TypeRange{scalar, scalar}, ValueRange{flags},
-        ValueRange{zeroInit(), zeroInit()}, maps,
-        SmallVector<utils::IteratorType>(rank, utils::IteratorType::reduction),
-        [&](OpBuilder &nb, Location l, ValueRange a) {
-          Value one = arith::ConstantIntOp::create(nb, l, 1, 64);
-          Value zeros = arith::AndIOp::create(nb, l, a[0], one);
-          Value overflows = arith::ShRUIOp::create(nb, l, a[0], one);
-          linalg::YieldOp::create(
-              nb, l,
-              ValueRange{arith::AddIOp::create(nb, l, a[1], zeros),
-                         arith::AddIOp::create(nb, l, a[2], overflows)});
-        });
-    Value zeros =
-        tensor::ExtractOp::create(b, loc, count.getResult(0), ValueRange{});
-    Value overflows =
-        tensor::ExtractOp::create(b, loc, count.getResult(1), ValueRange{});
+    Value zeros = count(false);
+    Value overflows = isDiv && isSigned ? count(true) : Value();
     Value none = arith::ConstantIntOp::create(b, loc, 0, 64);
     checkAtRunTime(
         b, op,

@@ -27,6 +27,42 @@ Value lowering::clampIntoRange(OpBuilder &b, Location loc, Value i, Value n) {
   return arith::MaxSIOp::create(b, loc, v, indexConst(b, loc, 0));
 }
 
+/// An integer or index element as i64.
+static Value widenToI64(OpBuilder &b, Location loc, Value v) {
+  Type i64 = b.getI64Type();
+  if (v.getType().isIndex())
+    return arith::IndexCastOp::create(b, loc, i64, v);
+  if (v.getType().getIntOrFloatBitWidth() < 64)
+    return arith::ExtSIOp::create(b, loc, i64, v);
+  return v;
+}
+
+Value lowering::reduceToScalar(
+    OpBuilder &b, Location loc, Value src, int64_t init,
+    function_ref<Value(OpBuilder &, Location, Value, Value)> combine) {
+  int64_t rank = cast<RankedTensorType>(src.getType()).getRank();
+  MLIRContext *ctx = b.getContext();
+  Type i64 = b.getI64Type();
+  Value empty = tensor::EmptyOp::create(b, loc, ArrayRef<int64_t>{}, i64);
+  Value acc =
+      linalg::FillOp::create(
+          b, loc, ValueRange{arith::ConstantIntOp::create(b, loc, init, 64)},
+          ValueRange{empty})
+          .getResult(0);
+  SmallVector<AffineMap> maps = {AffineMap::getMultiDimIdentityMap(rank, ctx),
+                                 AffineMap::get(rank, 0, {}, ctx)};
+  auto op = linalg::GenericOp::create(
+      b, loc, TypeRange{RankedTensorType::get({}, i64)}, ValueRange{src},
+      ValueRange{acc}, maps,
+      SmallVector<utils::IteratorType>(rank, utils::IteratorType::reduction),
+      [&](OpBuilder &nb, Location l, ValueRange a) {
+        linalg::YieldOp::create(nb, l,
+                                combine(nb, l, widenToI64(nb, l, a[0]), a[1]));
+      });
+  return tensor::ExtractOp::create(b, loc, op.getResult(0), ValueRange{})
+      .getResult();
+}
+
 void lowering::checkIndicesInRange(OpBuilder &b, Operation *node, Value indices,
                                    ArrayRef<Value> sizes) {
   Location loc = node->getLoc();
@@ -74,49 +110,19 @@ void lowering::checkIndicesInRange(OpBuilder &b, Operation *node, Value indices,
     }
     return;
   }
-  auto wide = [&](OpBuilder &nb, Location l, Value v) {
-    if (v.getType().isIndex())
-      return Value(arith::IndexCastOp::create(nb, l, i64, v));
-    if (v.getType().getIntOrFloatBitWidth() < 64)
-      return Value(arith::ExtSIOp::create(nb, l, i64, v));
-    return v;
-  };
-  auto fullReduction =
-      [&](int64_t init, Value src,
-          function_ref<Value(OpBuilder &, Location, Value, Value)> combine) {
-        auto scalar = RankedTensorType::get({}, i64);
-        Value empty = tensor::EmptyOp::create(b, loc, ArrayRef<int64_t>{}, i64);
-        Value acc =
-            linalg::FillOp::create(
-                b, loc,
-                ValueRange{arith::ConstantIntOp::create(b, loc, init, 64)},
-                ValueRange{empty})
-                .getResult(0);
-        SmallVector<AffineMap> maps = {
-            AffineMap::getMultiDimIdentityMap(rank, ctx),
-            AffineMap::get(rank, 0, {}, ctx)};
-        auto op = linalg::GenericOp::create(
-            b, loc, TypeRange{scalar}, ValueRange{src}, ValueRange{acc}, maps,
-            SmallVector<utils::IteratorType>(rank,
-                                             utils::IteratorType::reduction),
-            [&](OpBuilder &nb, Location l, ValueRange a) {
-              linalg::YieldOp::create(nb, l,
-                                      combine(nb, l, wide(nb, l, a[0]), a[1]));
-            });
-        return tensor::ExtractOp::create(b, loc, op.getResult(0), ValueRange{})
-            .getResult();
-      };
   // One size: the indices' least and largest (two vectorizable
   // reductions), compared on the host.
   if (sizes.size() == 1) {
-    Value lo = fullReduction(std::numeric_limits<int64_t>::max(), indices,
-                             [](OpBuilder &nb, Location l, Value v, Value acc) {
-                               return arith::MinSIOp::create(nb, l, v, acc);
-                             });
-    Value hi = fullReduction(std::numeric_limits<int64_t>::min(), indices,
-                             [](OpBuilder &nb, Location l, Value v, Value acc) {
-                               return arith::MaxSIOp::create(nb, l, v, acc);
-                             });
+    Value lo =
+        reduceToScalar(b, loc, indices, std::numeric_limits<int64_t>::max(),
+                       [](OpBuilder &nb, Location l, Value v, Value acc) {
+                         return arith::MinSIOp::create(nb, l, v, acc);
+                       });
+    Value hi =
+        reduceToScalar(b, loc, indices, std::numeric_limits<int64_t>::min(),
+                       [](OpBuilder &nb, Location l, Value v, Value acc) {
+                         return arith::MaxSIOp::create(nb, l, v, acc);
+                       });
     Value n = wideHost(sizes[0]);
     Value zero = arith::ConstantIntOp::create(b, loc, 0, 64);
     Value empty = arith::CmpIOp::create(b, loc, arith::CmpIPredicate::sgt, lo,
@@ -149,8 +155,8 @@ void lowering::checkIndicesInRange(OpBuilder &b, Operation *node, Value indices,
       ValueRange{init(0), init(0), init(0)}, maps,
       SmallVector<utils::IteratorType>(rank, utils::IteratorType::reduction),
       [&](OpBuilder &nb, Location l, ValueRange a) {
-        Value v = wide(nb, l, a[0]);
-        Value n = wide(nb, l, sizes[0]);
+        Value v = widenToI64(nb, l, a[0]);
+        Value n = widenToI64(nb, l, sizes[0]);
         if (sizes.size() > 1) {
           Value t = linalg::IndexOp::create(nb, l, rank - 1);
           for (auto [k, size] : llvm::enumerate(sizes))
@@ -159,7 +165,7 @@ void lowering::checkIndicesInRange(OpBuilder &b, Operation *node, Value indices,
                   nb, l,
                   arith::CmpIOp::create(nb, l, arith::CmpIPredicate::eq, t,
                                         indexConst(nb, l, k)),
-                  wide(nb, l, size), n);
+                  widenToI64(nb, l, size), n);
         }
         Value low = arith::CmpIOp::create(
             nb, l, arith::CmpIPredicate::slt, v,

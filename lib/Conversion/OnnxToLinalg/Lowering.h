@@ -272,6 +272,13 @@ Value float8BitsView(OpBuilder &b, Location loc, Value v);
 /// then).
 Value clampIntoRange(OpBuilder &b, Location loc, Value i, Value n);
 
+/// The i64 fold of all elements of the integer tensor `src` (widened to
+/// i64) from `init` by `combine(element, acc)`, read on the host: one
+/// linalg reduction to a 0-d tensor and its extract.
+Value reduceToScalar(
+    OpBuilder &b, Location loc, Value src, int64_t init,
+    function_ref<Value(OpBuilder &, Location, Value, Value)> combine);
+
 /// Checks at run time that every element of the integer tensor `indices`
 /// lies in [-n, n) for its size n: `sizes[0]` for all of them, or with
 /// several sizes `sizes[t]` for the elements at t of the last dim (GatherND

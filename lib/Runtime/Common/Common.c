@@ -194,7 +194,7 @@ uint32_t kiln_rtc_crc32(uint32_t crc, const void *bytes, size_t size) {
   return ~crc;
 }
 
-static uint64_t load_u64le(const unsigned char *p) {
+uint64_t kiln_rtc_load_u64le(const unsigned char *p) {
   uint64_t v = 0;
   for (int i = 7; i >= 0; --i)
     v = (v << 8) | p[i];
@@ -226,12 +226,12 @@ kiln_status_t *kiln_rtc_verify_weights_file(const char *path) {
                                   "'%s' is not a Kiln weights file (no "
                                   "magic 'KILNWTS1')",
                                   path);
-  } else if (load_u64le(header + 16) != size) {
+  } else if (kiln_rtc_load_u64le(header + 16) != size) {
     status = kiln_rtc_make_status(
         KILN_STATUS_INVALID_ARGUMENT,
         "weights file '%s' is damaged: its header gives a size of %llu "
         "bytes, the file has %llu",
-        path, (unsigned long long)load_u64le(header + 16),
+        path, (unsigned long long)kiln_rtc_load_u64le(header + 16),
         (unsigned long long)size);
   } else if (!(header[36] & 1)) {
     status = kiln_rtc_make_status(

@@ -19,13 +19,6 @@
 
 #define KILN_WEIGHTS_HEADER_BYTES 64
 
-static uint64_t read_u64le(const unsigned char *p) {
-  uint64_t v = 0;
-  for (int i = 7; i >= 0; --i)
-    v = (v << 8) | p[i];
-  return v;
-}
-
 /* "f32 [64, 3, 7, 7]" */
 static void describe_weight(const kiln_ext_weight *w, char *out, size_t size) {
   size_t n =
@@ -121,7 +114,7 @@ kiln_status_t *kiln_rt_map_weights(kiln_model_impl *model,
         path, (unsigned long long)size, KILN_WEIGHTS_HEADER_BYTES, model_name,
         (unsigned long long)model->weights_file_bytes);
   }
-  uint64_t hash = read_u64le(header + 8);
+  uint64_t hash = kiln_rtc_load_u64le(header + 8);
   if (hash != model->weights_hash) {
     close(fd);
     return kiln_rtc_make_status(
@@ -134,8 +127,8 @@ kiln_status_t *kiln_rt_map_weights(kiln_model_impl *model,
   }
   /* The header's own fields: a file cut short, grown or edited says so
    * here even when its layout hash is intact. */
-  uint64_t header_size = read_u64le(header + 16);
-  uint64_t header_count = read_u64le(header + 24);
+  uint64_t header_size = kiln_rtc_load_u64le(header + 16);
+  uint64_t header_count = kiln_rtc_load_u64le(header + 24);
   if (size >= model->weights_file_bytes &&
       (header_size != size || size != model->weights_file_bytes)) {
     close(fd);
