@@ -86,6 +86,16 @@ check("slice_rt", m, [{"x": randn(5, 7), "st": np.array([1, -1], np.int64),
                        "en": np.array([5, 0], np.int64), "ax": np.array([0, 1], np.int64),
                        "sp": np.array([2, -2], np.int64), "uax": np.array([0], np.int64)}])
 
+# Squeeze / Unsqueeze with run-time axes and no declared output shape: the
+# result dims are computed from the axes when the model runs.
+m = model("squeeze_rt", [
+    node("Squeeze", ["x", "sax"], ["sq"]),
+    node("Unsqueeze", ["sq", "uax"], ["us"]),
+], [("x", F32, [1, 4, 1, 3]), ("sax", I64, [2]), ("uax", I64, [3])],
+    [("sq", F32), ("us", F32)])
+check("squeeze_rt", m, [{"x": randn(1, 4, 1, 3), "sax": np.array([-2, 0], np.int64),
+                         "uax": np.array([4, 0, -3], np.int64)}])
+
 # Resize: nearest / linear / cubic with several coordinate transformations.
 resize_nodes, resize_outs = [], []
 for i, (mode, ctm, extra) in enumerate([

@@ -248,7 +248,23 @@ LogicalResult lowerNonMaxSuppression(onnxops::NonMaxSuppressionOp op,
     return nodeError(op) << "max_output_boxes_per_class must be int64",
            failure();
 
-  // Sizes; boxes and scores must agree, the smaller ones are used.
+  // Sizes: boxes [B, N, 4] and scores [B, C, N] must agree (checked; the
+  // smaller ones are used all the same, so nothing reads past either).
+  checkAtRunTime(b, op,
+                 cmpI(b, loc, arith::CmpIPredicate::eq,
+                      dimValue(b, loc, boxes, 0), dimValue(b, loc, scores, 0)),
+                 "boxes hold {0} batches, scores {1} (they must agree)",
+                 {dimValue(b, loc, boxes, 0), dimValue(b, loc, scores, 0)});
+  checkAtRunTime(b, op,
+                 cmpI(b, loc, arith::CmpIPredicate::eq,
+                      dimValue(b, loc, boxes, 1), dimValue(b, loc, scores, 2)),
+                 "boxes hold {0} boxes per batch, scores {1} (they must agree)",
+                 {dimValue(b, loc, boxes, 1), dimValue(b, loc, scores, 2)});
+  checkAtRunTime(b, op,
+                 cmpI(b, loc, arith::CmpIPredicate::eq,
+                      dimValue(b, loc, boxes, 2), idx(b, loc, 4)),
+                 "boxes have {0} coordinates each; expected 4",
+                 {dimValue(b, loc, boxes, 2)});
   Value nB = arith::MinSIOp::create(b, loc, dimValue(b, loc, boxes, 0),
                                     dimValue(b, loc, scores, 0));
   Value nN = arith::MinSIOp::create(b, loc, dimValue(b, loc, boxes, 1),

@@ -202,6 +202,30 @@ Value lowering::indexInRange(OpBuilder &b, Location loc, Value i, Value n) {
   return arith::AndIOp::create(b, loc, ge, lt);
 }
 
+Value lowering::normalizeAxisAtRunTime(OpBuilder &b, Operation *node,
+                                       Value axis, int64_t k, int64_t rank) {
+  Location loc = node->getLoc();
+  Value ok = arith::AndIOp::create(
+      b, loc, cmpI(b, loc, arith::CmpIPredicate::sge, axis, idx(b, loc, -rank)),
+      cmpI(b, loc, arith::CmpIPredicate::slt, axis, idx(b, loc, rank)));
+  checkAtRunTime(b, node, ok, "axes[{0}] is {1}, out of range for rank {2}",
+                 {idx(b, loc, k), axis, idx(b, loc, rank)});
+  return arith::SelectOp::create(
+      b, loc, cmpI(b, loc, arith::CmpIPredicate::slt, axis, idx(b, loc, 0)),
+      arith::AddIOp::create(b, loc, axis, idx(b, loc, rank)), axis);
+}
+
+void lowering::checkDistinctAxesAtRunTime(OpBuilder &b, Operation *node,
+                                          ArrayRef<Value> axes) {
+  Location loc = node->getLoc();
+  for (size_t k = 0; k < axes.size(); ++k)
+    for (size_t j = 0; j < k; ++j)
+      checkAtRunTime(b, node,
+                     cmpI(b, loc, arith::CmpIPredicate::ne, axes[k], axes[j]),
+                     "axes[{0}] and axes[{1}] are both axis {2}",
+                     {idx(b, loc, j), idx(b, loc, k), axes[k]});
+}
+
 bool lowering::operandPresent(Operation *op, unsigned i) {
   return i < op->getNumOperands() && !onnxops::isNoValue(op->getOperand(i));
 }

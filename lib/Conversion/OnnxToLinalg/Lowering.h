@@ -289,6 +289,15 @@ void checkIndicesInRange(OpBuilder &b, Operation *node, Value indices,
                          ArrayRef<Value> sizes);
 /// 0 <= i < n on index values.
 Value indexInRange(OpBuilder &b, Location loc, Value i, Value n);
+/// Axis `k` of `node`'s run-time axes (an index value): checked to lie in
+/// [-rank, rank) ("axes[k] is A, out of range for rank R") and returned in
+/// [0, rank).
+Value normalizeAxisAtRunTime(OpBuilder &b, Operation *node, Value axis,
+                             int64_t k, int64_t rank);
+/// Checks that the normalized run-time axes `axes` are distinct ("axes[j]
+/// and axes[k] are both axis A").
+void checkDistinctAxesAtRunTime(OpBuilder &b, Operation *node,
+                                ArrayRef<Value> axes);
 /// Whether optional operand `i` is given (exists and is not a NoValue).
 bool operandPresent(Operation *op, unsigned i);
 /// Static length of a 1-D operand, or -1.

@@ -18,11 +18,20 @@ LogicalResult finishReshape(Operation *op, OpBuilder &b, ArrayRef<Value> sizes,
   FailureOr<RankedTensorType> ty = rankedResult(op);
   if (failed(ty))
     return failure();
+  Location loc = op->getLoc();
   SmallVector<Value> fixed(sizes);
-  for (int64_t i = 0; i < ty->getRank(); ++i)
-    if (!ty->isDynamicDim(i))
-      fixed[i] = idx(b, op->getLoc(), ty->getDimSize(i));
-  results.push_back(reshapeTo(b, op->getLoc(), op->getOperand(0), *ty, fixed));
+  for (int64_t i = 0; i < ty->getRank(); ++i) {
+    if (ty->isDynamicDim(i))
+      continue;
+    // A static dim (inferred or declared) must be the computed one, or the
+    // view would read past the input (folds away when both are known).
+    fixed[i] = idx(b, loc, ty->getDimSize(i));
+    checkAtRunTime(b, op,
+                   cmpI(b, loc, arith::CmpIPredicate::eq, sizes[i], fixed[i]),
+                   "the result's dim {0} is {1}, but the model declares {2}",
+                   {idx(b, loc, i), sizes[i], fixed[i]});
+  }
+  results.push_back(reshapeTo(b, loc, op->getOperand(0), *ty, fixed));
   return success();
 }
 
@@ -163,6 +172,81 @@ LogicalResult lowerFlatten(onnxops::FlattenOp op, OpBuilder &b,
       results);
 }
 
+/// The result sizes of a Squeeze or Unsqueeze whose axes are read at run
+/// time (the ranks are static: the axes' length is): each axis is checked
+/// to lie in range and to appear once, and a squeezed dim to be 1; then
+/// result dim o is the o-th kept input dim (Squeeze), or 1 at an axis and
+/// the next input dim elsewhere (Unsqueeze), chosen by selects.
+static SmallVector<Value> squeezeLikeSizesAtRunTime(Operation *op, OpBuilder &b,
+                                                    Value axesIn,
+                                                    bool squeeze) {
+  Location loc = op->getLoc();
+  Value x = op->getOperand(0);
+  int64_t rx = cast<RankedTensorType>(x.getType()).getRank();
+  int64_t ry = cast<RankedTensorType>(op->getResult(0).getType()).getRank();
+  int64_t n = squeeze ? rx - ry : ry - rx;
+  SmallVector<Value> raw = readHostIndices(b, loc, axesIn, n), axes;
+  for (auto [k, a] : llvm::enumerate(raw))
+    axes.push_back(normalizeAxisAtRunTime(b, op, a, k, squeeze ? rx : ry));
+  checkDistinctAxesAtRunTime(b, op, axes);
+  auto isAxis = [&](int64_t i) {
+    Value f = arith::ConstantIntOp::create(b, loc, 0, 1);
+    for (Value a : axes)
+      f = arith::OrIOp::create(
+          b, loc, f, cmpI(b, loc, arith::CmpIPredicate::eq, a, idx(b, loc, i)));
+    return f;
+  };
+  auto sel = [&](Value c, Value t, Value f) {
+    return arith::SelectOp::create(b, loc, c, t, f).getResult();
+  };
+  Value one = idx(b, loc, 1), zero = idx(b, loc, 0);
+  SmallVector<Value> sizes(ry, zero);
+  if (squeeze) {
+    // Input dim i, when kept, is result dim i - (squeezed dims before it).
+    Value before = zero;
+    for (int64_t i = 0; i < rx; ++i) {
+      Value dim = dimValue(b, loc, x, i), squeezed = isAxis(i);
+      checkAtRunTime(
+          b, op,
+          arith::OrIOp::create(
+              b, loc,
+              cmpI(b, loc, arith::CmpIPredicate::ne, squeezed,
+                   arith::ConstantIntOp::create(b, loc, 1, 1)),
+              cmpI(b, loc, arith::CmpIPredicate::eq, dim, one)),
+          "dim {0} is squeezed but has size {1} (only dims of size 1 may be)",
+          {idx(b, loc, i), dim});
+      Value at = arith::SubIOp::create(b, loc, idx(b, loc, i), before);
+      for (int64_t o = 0; o < ry && o <= i; ++o) {
+        Value here = arith::AndIOp::create(
+            b, loc,
+            cmpI(b, loc, arith::CmpIPredicate::ne, squeezed,
+                 arith::ConstantIntOp::create(b, loc, 1, 1)),
+            cmpI(b, loc, arith::CmpIPredicate::eq, at, idx(b, loc, o)));
+        sizes[o] = sel(here, dim, sizes[o]);
+      }
+      before = arith::AddIOp::create(
+          b, loc, before,
+          arith::IndexCastUIOp::create(b, loc, b.getIndexType(), squeezed));
+    }
+    return sizes;
+  }
+  // Result dim i takes input dim i - (axes before it) unless it is an axis.
+  Value before = zero;
+  for (int64_t i = 0; i < ry; ++i) {
+    Value inserted = isAxis(i);
+    Value j = arith::SubIOp::create(b, loc, idx(b, loc, i), before);
+    Value dim = zero;
+    for (int64_t d = 0; d < rx && d <= i; ++d)
+      dim = sel(cmpI(b, loc, arith::CmpIPredicate::eq, j, idx(b, loc, d)),
+                dimValue(b, loc, x, d), dim);
+    sizes[i] = sel(inserted, one, dim);
+    before = arith::AddIOp::create(
+        b, loc, before,
+        arith::IndexCastUIOp::create(b, loc, b.getIndexType(), inserted));
+  }
+  return sizes;
+}
+
 /// Squeeze and Unsqueeze: the result type (from shape inference) tells which
 /// dims remain; sizes of kept dims come from the input in order.
 LogicalResult lowerSqueezeLike(Operation *op, OpBuilder &b,
@@ -179,17 +263,9 @@ LogicalResult lowerSqueezeLike(Operation *op, OpBuilder &b,
   if (axesIn && !onnxops::isNoValue(axesIn)) {
     std::optional<SmallVector<int64_t>> v =
         onnxops::getConstantIntValues(axesIn);
-    if (!v && ty->hasStaticShape()) {
-      // Axes read at run time: the declared result shape says it all.
-      SmallVector<Value> sizes;
-      for (int64_t d : ty->getShape())
-        sizes.push_back(idx(b, loc, d));
-      return finishReshape(op, b, sizes, results);
-    }
     if (!v)
-      return nodeError(op) << "axes must be a constant (or the result shape "
-                              "static)",
-             failure();
+      return finishReshape(
+          op, b, squeezeLikeSizesAtRunTime(op, b, axesIn, squeeze), results);
     for (int64_t a : *v) {
       FailureOr<int64_t> n = onnxops::normalizeAxis(a, squeeze ? rx : ry);
       if (failed(n))
@@ -202,8 +278,16 @@ LogicalResult lowerSqueezeLike(Operation *op, OpBuilder &b,
     for (int64_t i = 0; i < rx; ++i) {
       bool drop =
           axes.empty() ? tx->getDimSize(i) == 1 : llvm::is_contained(axes, i);
-      if (!drop)
+      if (!drop) {
         sizes.push_back(dimValue(b, loc, x, i));
+      } else if (tx->isDynamicDim(i)) {
+        Value dim = dimValue(b, loc, x, i);
+        checkAtRunTime(
+            b, op, cmpI(b, loc, arith::CmpIPredicate::eq, dim, idx(b, loc, 1)),
+            "dim {0} is squeezed but has size {1} (only dims of "
+            "size 1 may be)",
+            {idx(b, loc, i), dim});
+      }
     }
   } else {
     int64_t j = 0;
@@ -382,21 +466,7 @@ LogicalResult lowerSlice(onnxops::SliceOp op, OpBuilder &b,
     }
     Value axisV = axesV[k];
     if (!a) {
-      checkAtRunTime(
-          b, op,
-          arith::AndIOp::create(
-              b, loc, cmp(arith::CmpIPredicate::sge, axisV, idx(b, loc, -rank)),
-              cmp(arith::CmpIPredicate::slt, axisV, idx(b, loc, rank))),
-          "axes[{0}] is {1}, out of range for rank {2}",
-          {idx(b, loc, k), axisV, idx(b, loc, rank)});
-      axisV =
-          sel(cmp(arith::CmpIPredicate::slt, axisV, idx(b, loc, 0)),
-              arith::AddIOp::create(b, loc, axisV, idx(b, loc, rank)), axisV);
-      // Each axis at most once.
-      for (auto [j, earlier] : llvm::enumerate(seenAxes))
-        checkAtRunTime(b, op, cmp(arith::CmpIPredicate::ne, axisV, earlier),
-                       "axes[{0}] and axes[{1}] are both axis {2}",
-                       {idx(b, loc, j), idx(b, loc, k), axisV});
+      axisV = normalizeAxisAtRunTime(b, op, axisV, k, rank);
       seenAxes.push_back(axisV);
     } else if (llvm::is_contained(seenConstAxes, *a)) {
       return nodeError(op) << "axis " << *a << " appears twice in axes",
@@ -446,6 +516,7 @@ LogicalResult lowerSlice(onnxops::SliceOp op, OpBuilder &b,
       size[i] = sel(is, cnt, size[i]);
     }
   }
+  checkDistinctAxesAtRunTime(b, op, seenAxes);
   SmallVector<Value> dyn;
   for (int64_t i = 0; i < rank; ++i)
     if (ty->isDynamicDim(i))
