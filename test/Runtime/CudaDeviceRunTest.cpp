@@ -111,6 +111,64 @@ TEST_F(CudaDynamicRunTest, ReadsDeviceResults) {
 }
 
 //===----------------------------------------------------------------------===//
+// Device checks (kiln_rt_check_record): the record kernels write, read once
+// the run has synchronized
+//===----------------------------------------------------------------------===//
+
+class CudaCheckRunTest : public CudaRunTest {
+protected:
+  void SetUp() override {
+    CudaFakeDriverTest::SetUp();
+    if (HasFatalFailure())
+      return;
+    load(KILN_TEST_CUDA_CHECK_MODEL);
+  }
+  std::string runOnce(float seed) {
+    Case c(3, seed);
+    std::vector<kiln_tensor_view_t> in = c.views();
+    std::vector<kiln_tensor_t *> out(2, nullptr);
+    kiln_status_t *raw =
+        kiln_instance_run(instance, in.data(), in.size(), out.data(), 2);
+    code = raw ? kiln_status_code(raw) : KILN_STATUS_OK;
+    std::string status = take(raw);
+    if (status.empty() && out[0])
+      expectFloats(kiln_tensor_data(out[0]), c.y, "y");
+    for (kiln_tensor_t *t : out)
+      kiln_tensor_release(t);
+    return status;
+  }
+  kiln_status_code_t code = KILN_STATUS_OK;
+};
+
+TEST_F(CudaCheckRunTest, FailedCheckFailsTheRunOnce) {
+  for (int graphs : {0, 1}) {
+    SCOPED_TRACE(graphs ? "graphs" : "plain runs");
+    ASSERT_EQ(take(kiln_instance_set_graphs(instance, graphs)), "");
+    // Plain, captured, replayed: each run that breaks the check fails with
+    // its message and values; the runs after it pass again.
+    for (int run = 0; run < 5; ++run) {
+      bool bad = run == 3 || run == 1;
+      std::string status = runOnce(bad ? 600.0f : 1.0f);
+      if (!bad) {
+        EXPECT_EQ(status, "") << "run " << run;
+        continue;
+      }
+      // Case(3, 600): x[0, 1] = 600 - 3 + 0.25, y = 2x - 1 (the first above
+      // 1000 in row-major order).
+      EXPECT_EQ(code, KILN_STATUS_INVALID_ARGUMENT) << status;
+      EXPECT_NE(status.find("model run failed: node 'big' (Check, opset 1): "
+                            "y[0, 1] is 1193, above 1000"),
+                std::string::npos)
+          << status;
+    }
+  }
+  fake_cuda_stats d = delta();
+  EXPECT_EQ(d.host_allocs, 1); // one record per instance, kept
+  EXPECT_EQ(d.bad_pointers, 0);
+  EXPECT_GE(d.graph_launches, 1); // the checks ran inside replays too
+}
+
+//===----------------------------------------------------------------------===//
 // Device buffers (kiln_instance_run_device)
 //===----------------------------------------------------------------------===//
 

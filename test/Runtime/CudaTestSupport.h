@@ -195,6 +195,7 @@ protected:
     KILN_DELTA(instantiations);
     KILN_DELTA(graph_launches);
     KILN_DELTA(bad_pointers);
+    KILN_DELTA(host_allocs);
 #undef KILN_DELTA
     return d;
   }

@@ -238,6 +238,28 @@ static CUresult k_gather_positive(void **params) {
   return OK;
 }
 
+/* A device check: when some y is above 1000 and the record (10 int64s) is
+ * still clear, writes check 2's record: y's indices and value. */
+static CUresult k_check_large(void **params) {
+  view y;
+  int at = 0;
+  if (!read_view(params, &at, 2, &y))
+    return ILLEGAL_ADDRESS;
+  int64_t *record = *(int64_t **)params[at + 1];
+  if (!in_device(record, 10 * sizeof(int64_t)))
+    return ILLEGAL_ADDRESS;
+  for (int64_t i = 0; i < y.sizes[0]; ++i)
+    for (int64_t j = 0; j < y.sizes[1]; ++j)
+      if (AT2(y, i, j) > 1000 && record[0] == 0) {
+        record[1] = 3;
+        record[2] = i;
+        record[3] = j;
+        record[4] = (int64_t)AT2(y, i, j);
+        record[0] = 2;
+      }
+  return OK;
+}
+
 typedef struct kernel {
   const char *name;
   int num_params;
@@ -249,6 +271,7 @@ static const kernel kKernels[] = {
     {"add_weight_sum", 7 + 5 + 7 + 3, k_add_weight_sum},
     {"count_positive", 7 + 3, k_count_positive},
     {"gather_positive", 7 + 5, k_gather_positive},
+    {"check_large", 7 + 5, k_check_large},
 };
 #define NUM_KERNELS (sizeof(kKernels) / sizeof(kKernels[0]))
 
@@ -515,6 +538,42 @@ EXPORT CUresult cuMemFree_v2(CUdeviceptr ptr) {
   if (need_context())
     return INVALID_CONTEXT;
   LOCKED(device_free(ptr));
+}
+
+/* Mapped host memory: a device allocation whose device pointer is its host
+ * address (as with unified addressing). */
+EXPORT CUresult cuMemHostAlloc(void **ptr, size_t bytes, unsigned int flags) {
+  if (need_context())
+    return INVALID_CONTEXT;
+  if (!ptr || !(flags & 0x2))
+    return INVALID_VALUE;
+  CUdeviceptr at = 0;
+  pthread_mutex_lock(&gLock);
+  CUresult r = device_alloc(&at, bytes);
+  if (r == OK)
+    ++gStats.host_allocs;
+  pthread_mutex_unlock(&gLock);
+  *ptr = r == OK ? (void *)(uintptr_t)at : NULL;
+  return r;
+}
+
+EXPORT CUresult cuMemHostGetDevicePointer_v2(CUdeviceptr *out, void *ptr,
+                                             unsigned int flags) {
+  if (need_context())
+    return INVALID_CONTEXT;
+  pthread_mutex_lock(&gLock);
+  int ok = in_device(ptr, 1);
+  pthread_mutex_unlock(&gLock);
+  if (!ok || flags != 0)
+    return INVALID_VALUE;
+  *out = (CUdeviceptr)(uintptr_t)ptr;
+  return OK;
+}
+
+EXPORT CUresult cuMemFreeHost(void *ptr) {
+  if (need_context())
+    return INVALID_CONTEXT;
+  LOCKED(device_free((CUdeviceptr)(uintptr_t)ptr));
 }
 
 static CUresult htod(CUdeviceptr dst, const void *src, size_t bytes) {

@@ -15,6 +15,7 @@ typedef struct fake_cuda_stats {
   int64_t ctx_retains, ctx_releases;
   int64_t module_loads, module_unloads, function_lookups;
   int64_t allocs, frees, live_allocs;
+  int64_t host_allocs; /* cuMemHostAlloc (mapped check records) */
   int64_t htod, htod_sync, htod_bytes; /* htod: sync and async copies */
   int64_t dtoh, dtod;
   int64_t launch_attempts; /* cuLaunchKernel calls */

@@ -16,6 +16,9 @@
  * -DKILN_FAKE_CUDA_DYNAMIC: x is f32 [?N, 4], not graph-capturable, and a
  *   third output pos f32 [?K] holds the positive values of y, whose count K
  *   the host program reads back with kiln_rt_read_device (as NonZero does).
+ * -DKILN_FAKE_CUDA_CHECK: a device check after the kernels (as kilnc makes
+ *   of a check of device data, an index range): kernel check_large writes
+ *   the check record (kiln_rt_check_record) when some y is above 1000.
  * -DKILN_FAKE_CUDA_NO_IMAGE: no kiln_model_device_image.
  * -DKILN_FAKE_CUDA_IMAGE_KIND="hip": an image of another kind than the
  *   signature's device (the runtime refuses it).
@@ -51,6 +54,16 @@ const char kiln_model_signature[] = "kiln-signature 1\n"
                                     "output y f32 2 ?N 4\n"
                                     "output total f32 0\n"
                                     "output pos f32 1 ?K\n";
+#elif defined(KILN_FAKE_CUDA_CHECK)
+const char kiln_model_signature[] = "kiln-signature 1\n"
+                                    "arena 64\n"
+                                    "device cuda " KILN_FAKE_CUDA_CHIP "\n"
+                                    "kernels 5\n"
+                                    "weights 1\n"
+                                    "graph-capturable\n"
+                                    "input x f32 2 3 4\n"
+                                    "output y f32 2 3 4\n"
+                                    "output total f32 0\n";
 #else
 const char kiln_model_signature[] = "kiln-signature 1\n"
                                     "arena 64\n"
@@ -73,7 +86,12 @@ const char kiln_model_signature[] = "kiln-signature 1\n"
 #define KILN_FAKE_CUDA_IMAGE_KIND "cuda"
 #endif
 const unsigned char kiln_model_device_image[] =
+#ifdef KILN_FAKE_CUDA_CHECK
+    "KILNFAKEIMAGE scale add_weight_sum count_positive gather_positive "
+    "check_large";
+#else
     "KILNFAKEIMAGE scale add_weight_sum count_positive gather_positive";
+#endif
 const int64_t kiln_model_device_image_size = sizeof(kiln_model_device_image);
 const char kiln_model_device_image_kind[] = KILN_FAKE_CUDA_IMAGE_KIND;
 #endif
@@ -169,6 +187,21 @@ int32_t kiln_model_main(kiln_rt_ctx *ctx) {
   count = expand(params, count, &am, 0);
   kiln_rt_launch_device(ctx, 1, "add_weight_sum", 1, 1, 1, 64, 1, 1, 0, params);
   kiln_rt_copy_device(ctx, total, arena, sizeof(float));
+
+#ifdef KILN_FAKE_CUDA_CHECK
+  /* Two device checks; the second is the one the kernel reports. */
+  static const char kMessages[] =
+      "node 'other' (Gather, opset 17): never reported\0"
+      "node 'big' (Check, opset 1): y[{0}, {1}] is {2}, above 1000";
+  int64_t *record = (int64_t *)kiln_rt_check_record(ctx, kMessages, 2);
+  if (!record)
+    return 1;
+  int64_t rdims[1] = {10};
+  memref_t rm = memref(record, 1, rdims);
+  count = expand(params, 0, &ym, 2);
+  count = expand(params, count, &rm, 1);
+  kiln_rt_launch_device(ctx, 4, "check_large", 1, 1, 1, 1, 1, 1, 0, params);
+#endif
 
 #ifdef KILN_FAKE_CUDA_DYNAMIC
   /* pos = y[y > 0]: count on the device, read the count, allocate, fill. */

@@ -57,6 +57,7 @@ typedef enum kiln_device_op {
   KILN_DEVICE_OP_ENTER,          /* enter */
   KILN_DEVICE_OP_GRAPH_LAUNCH,   /* graph_launch */
   KILN_DEVICE_OP_TILE_MAP,       /* encode_tile_map */
+  KILN_DEVICE_OP_HOST_ALLOC,     /* host_alloc_mapped */
   KILN_DEVICE_OP_COUNT
 } kiln_device_op;
 
@@ -152,6 +153,13 @@ typedef struct kiln_device_driver {
                                     kiln_device_ptr dst, kiln_device_ptr src,
                                     size_t bytes);
   kiln_device_result (*synchronize)(kiln_device_queue *queue);
+  /* Zeroed host memory that kernels read and write directly (the record of
+   * failed device checks): *out_host for the host, *out_ptr for kernels.
+   * What kernels wrote is visible to the host after synchronize. */
+  kiln_device_result (*host_alloc_mapped)(kiln_device_queue *queue,
+                                          size_t bytes, void **out_host,
+                                          kiln_device_ptr *out_ptr);
+  void (*host_free)(kiln_device_queue *queue, void *host); /* accepts NULL */
   /* Runs later work on `stream` (the caller's, NULL: the queue's own) after
    * waiting for the current one; returns a status saying what failed. */
   kiln_status_t *(*set_stream)(kiln_device_queue *queue, void *stream);

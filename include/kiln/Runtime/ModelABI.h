@@ -139,6 +139,14 @@ void *kiln_rt_weight(kiln_rt_ctx *ctx, int64_t index, const void *host,
  * failure records the reason in ctx and zero-fills `dst`. */
 void kiln_rt_read_device(kiln_rt_ctx *ctx, void *dst, const void *src,
                          int64_t bytes);
+/* The instance's record of failed device checks (kiln.check_record: 10
+ * int64s the kernels write when a check of device data fails), as a device
+ * pointer; `messages` holds the model's `count` device-check messages, one
+ * C string each, back to back. The runtime reads the record after the run
+ * synchronizes and fails the run with the message of the check it names.
+ * NULL on failure (recorded in ctx). */
+void *kiln_rt_check_record(kiln_rt_ctx *ctx, const char *messages,
+                           int64_t count);
 /* Device-to-device copy of `bytes` on the stream. */
 void kiln_rt_copy_device(kiln_rt_ctx *ctx, void *dst, const void *src,
                          int64_t bytes);

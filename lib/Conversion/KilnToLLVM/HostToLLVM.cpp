@@ -275,6 +275,36 @@ struct ReadOpLowering : public ConvertOpToLLVMPattern<ReadOp> {
   }
 };
 
+/// `kiln.check_record` (device targets): the instance's record of failed
+/// device checks, from kiln_rt_check_record, which also learns the
+/// messages of the module's device checks (__kiln_device_checks: one
+/// C string each, back to back).
+struct CheckRecordOpLowering : public ConvertOpToLLVMPattern<CheckRecordOp> {
+  using ConvertOpToLLVMPattern::ConvertOpToLLVMPattern;
+  LogicalResult
+  matchAndRewrite(CheckRecordOp op, OpAdaptor adaptor,
+                  ConversionPatternRewriter &rewriter) const override {
+    Location loc = op.getLoc();
+    auto ptrType = LLVM::LLVMPointerType::get(getContext());
+    auto module = op->getParentOfType<ModuleOp>();
+    auto messages = module->getAttrOfType<ArrayAttr>("kiln.device_checks");
+    if (!messages)
+      return op.emitOpError("needs the module's kiln.device_checks");
+    Value table = LLVM::AddressOfOp::create(rewriter, loc, ptrType,
+                                            "__kiln_device_checks");
+    Value ptr = LLVM::CallOp::create(
+                    rewriter, loc, TypeRange{ptrType}, "kiln_rt_check_record",
+                    ValueRange{adaptor.getCtx(), table,
+                               i64(rewriter, loc, messages.size())})
+                    .getResult();
+    MemRefType type = cast<MemRefType>(op.getRecord().getType());
+    rewriter.replaceOp(op,
+                       buildDescriptor(rewriter, loc, *getTypeConverter(), type,
+                                       ptr, allSizes(rewriter, loc, type, {})));
+    return success();
+  }
+};
+
 /// `kiln.weight` (device targets): the runtime's device copy of a global.
 struct WeightOpLowering : public ConvertOpToLLVMPattern<WeightOp> {
   using ConvertOpToLLVMPattern::ConvertOpToLLVMPattern;
@@ -667,7 +697,19 @@ struct ConvertHostToLLVMPass
       declareRuntimeFn(module, "kiln_rt_tile_map", voidType,
                        {ptrType, ptrType, i64Type, i64Type, ptrType, ptrType,
                         ptrType, ptrType, i64Type});
+      declareRuntimeFn(module, "kiln_rt_check_record", ptrType,
+                       {ptrType, ptrType, i64Type});
       OpBuilder gb = OpBuilder::atBlockEnd(module.getBody());
+      if (auto checks =
+              module->getAttrOfType<ArrayAttr>("kiln.device_checks")) {
+        std::string table;
+        for (Attribute message : checks) {
+          table += cast<StringAttr>(message).getValue();
+          table.push_back('\0');
+        }
+        createByteGlobal(gb, module.getLoc(), "__kiln_device_checks", table,
+                         /*external=*/false, /*cString=*/true);
+      }
       module.walk([&](gpu::LaunchFuncOp launch) {
         StringRef name = launch.getKernelName().getValue();
         if (kernelIndex.count(name))
@@ -760,7 +802,7 @@ struct ConvertHostToLLVMPass
     configureX86VectorLegalizeForExportTarget(target);
     patterns.add<InputOpLowering, OutputOpLowering, BufferOpLowering,
                  LaunchOpLowering, ParallelForOpLowering, ReadOpLowering,
-                 WeightOpLowering>(converter);
+                 WeightOpLowering, CheckRecordOpLowering>(converter);
     patterns.add<LaunchFuncOpLowering>(converter, kernelIndex);
     patterns.add<ExternalWeightOpLowering, TileMapOpLowering>(converter);
     if (failed(applyPartialConversion(module, target, std::move(patterns))))

@@ -492,3 +492,65 @@ void kiln_rt_copy_device(kiln_rt_ctx *ctx, void *dst, const void *src,
     kiln_dev_fail(ctx, r, call);
   }
 }
+
+/*===--------------------------------------------------------------------===*
+ * Checks of device data
+ *===--------------------------------------------------------------------===*/
+
+void *kiln_rt_check_record(kiln_rt_ctx *ctx, const char *messages,
+                           int64_t count) {
+  if (ctx->failed || !on_device(ctx, "kiln_rt_check_record"))
+    return NULL;
+  kiln_dev_instance *di = ctx->instance->dev;
+  if (!di->check_record) {
+    /* The first run allocates it; a capture (a later run) never does. */
+    if (kiln_dev_abort_capture(ctx, "the allocation of the check record"))
+      return NULL;
+    void *host = NULL;
+    kiln_device_ptr ptr = 0;
+    kiln_device_result r = di->drv->host_alloc_mapped(
+        di->queue, KILN_CHECK_RECORD_SIZE * sizeof(int64_t), &host, &ptr);
+    if (r != 0) {
+      char call[128];
+      snprintf(call, sizeof(call), "%s of the %zu-byte check record",
+               di->drv->op_names[KILN_DEVICE_OP_HOST_ALLOC],
+               (size_t)(KILN_CHECK_RECORD_SIZE * sizeof(int64_t)));
+      kiln_dev_fail(ctx, r, call);
+      return NULL;
+    }
+    di->check_record = (volatile int64_t *)host;
+    di->check_record_ptr = ptr;
+  }
+  di->check_messages = messages;
+  di->num_checks = count;
+  return (void *)(uintptr_t)di->check_record_ptr;
+}
+
+void kiln_dev_report_checks(kiln_rt_ctx *ctx, const char *what) {
+  kiln_dev_instance *di = ctx->instance->dev;
+  if (!di->check_record || di->check_record[0] == 0)
+    return;
+  int64_t record[KILN_CHECK_RECORD_SIZE];
+  for (int i = 0; i < KILN_CHECK_RECORD_SIZE; ++i) {
+    record[i] = di->check_record[i];
+    di->check_record[i] = 0;
+  }
+  int64_t index = record[0] - 1, count = record[1];
+  if (index < 0 || index >= di->num_checks || count < 0 ||
+      count > KILN_CHECK_RECORD_SIZE - 2 || !di->check_messages) {
+    kiln_rt_fail(ctx, KILN_STATUS_INTERNAL,
+                 "%sa device check wrote a damaged record (check %lld of "
+                 "%lld, %lld values)",
+                 what, (long long)record[0], (long long)di->num_checks,
+                 (long long)count);
+    return;
+  }
+  const char *message = di->check_messages;
+  for (int64_t i = 0; i < index; ++i)
+    message += strlen(message) + 1;
+  kiln_rt_ctx formatted;
+  memset(&formatted, 0, sizeof(formatted));
+  formatted.instance = ctx->instance;
+  kiln_rt_check_failed(&formatted, message, count, record + 2);
+  kiln_rt_fail(ctx, formatted.code, "%s%s", what, formatted.reason);
+}

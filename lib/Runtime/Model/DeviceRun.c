@@ -178,6 +178,14 @@ kiln_status_t *kiln_dev_run(kiln_instance_impl *inst,
   ctx.output_views = views;
   reset_ctx(&ctx);
   reset_outputs(inst);
+  /* A device check failed in an earlier run that returned before its work
+   * ran (on the caller's stream): this run reports it. */
+  kiln_dev_report_checks(&ctx, "a device check failed in an earlier run on "
+                               "the caller's stream: ");
+  if (ctx.failed) {
+    drv->leave(di->queue);
+    return kiln_rtc_make_status(ctx.code, "model run failed: %s", ctx.reason);
+  }
 
   /* Graphs need every device pointer fixed across runs and no dim that
    * varies: the caller's device buffers are used in place until they have
@@ -230,6 +238,9 @@ kiln_status_t *kiln_dev_run(kiln_instance_impl *inst,
     r = drv->synchronize(di->queue);
     if (r != 0)
       kiln_dev_fail(&ctx, r, drv->op_names[KILN_DEVICE_OP_SYNCHRONIZE]);
+    /* The device checks of this run, now that its kernels are done. */
+    if (!ctx.failed)
+      kiln_dev_report_checks(&ctx, "");
   }
   drv->end_run(di->queue, ctx.failed);
   if (!replayed)

@@ -156,6 +156,7 @@ void kiln_dev_instance_destroy(kiln_instance_impl *inst) {
       free_buffer(di, &di->outputs[i]);
     if (di->arena)
       drv->free(di->queue, di->arena);
+    drv->host_free(di->queue, (void *)di->check_record);
     drv->leave(di->queue);
   }
   if (di->queue)

@@ -73,7 +73,23 @@ struct kiln_dev_instance {
   char *graph_output_direct;         /* per output */
   int graph_moves;                   /* replays refused for moved buffers */
   int profiling; /* the instance option profile_path: no graphs then */
+  /* Failed device checks (kiln.check_record): the record kernels write
+   * (host-mapped, KILN_CHECK_RECORD_SIZE int64s: index + 1 of the failed
+   * check, 0 while all held; the number of values; the values) and the
+   * messages of the model's device checks (one C string each, back to
+   * back), both from the first kiln_rt_check_record. */
+  volatile int64_t *check_record;
+  kiln_device_ptr check_record_ptr;
+  const char *check_messages;
+  int64_t num_checks;
 };
+
+#define KILN_CHECK_RECORD_SIZE 10
+
+/* When a device check failed (the record holds an index): fails ctx with
+ * that check's message, `what` before it ("" or a note), and clears the
+ * record. Call after the stream has synchronized. */
+KILN_HIDDEN void kiln_dev_report_checks(kiln_rt_ctx *ctx, const char *what);
 
 /* How often the caller's device buffers may move before graph runs stage
  * them (each move costs a plain run and a new capture). */

@@ -44,21 +44,84 @@ namespace {
 /// constants, dims) and the host program's own ops.
 bool isHostOp(Operation *op) {
   if (isa<BufferOp, OutputOp, InputOp, WeightOp, ExternalWeightOp, ReadOp,
-          CheckOp, func::CallOp, gpu::LaunchOp>(op))
+          CheckOp, CheckRecordOp, func::CallOp, gpu::LaunchOp>(op))
     return true;
   if (op->getNumRegions() != 0)
     return false;
   return isMemoryEffectFree(op);
 }
 
+/// The value `v` is a view of (through view-like ops).
+Value memoryRoot(Value v) {
+  while (Operation *def = v.getDefiningOp()) {
+    auto view = dyn_cast<ViewLikeOpInterface>(def);
+    if (!view)
+      break;
+    v = view.getViewSource();
+  }
+  return v;
+}
+
+/// Whether memrefs `a` and `b` may share memory: the same root, or arena
+/// buffers whose planned byte ranges overlap, or roots of unknown origin.
+/// Inputs, outputs and arena or run-scoped buffers are otherwise apart.
+bool mayAlias(Value a, Value b) {
+  a = memoryRoot(a);
+  b = memoryRoot(b);
+  if (a == b)
+    return true;
+  auto known = [](Value v) {
+    return v.getDefiningOp<BufferOp>() || v.getDefiningOp<InputOp>() ||
+           v.getDefiningOp<OutputOp>();
+  };
+  if (!known(a) || !known(b))
+    return true;
+  auto ba = a.getDefiningOp<BufferOp>(), bb = b.getDefiningOp<BufferOp>();
+  if (!ba || !bb || !ba.getOffset() || !bb.getOffset())
+    return false;
+  auto bytes = [](BufferOp op) {
+    MemRefType t = op.getBuffer().getType();
+    return t.getNumElements() * ((t.getElementTypeBitWidth() + 7) / 8);
+  };
+  int64_t oa = *ba.getOffset(), ob = *bb.getOffset();
+  return oa < ob + bytes(bb) && ob < oa + bytes(ba);
+}
+
+/// Whether `op` (host code) may write memory `loaded` reads.
+bool mayWrite(Operation *op, Value loaded) {
+  if (isMemoryEffectFree(op) || isa<BufferOp, InputOp, OutputOp, CheckRecordOp,
+                                    CheckOp, ReadOp, memref::LoadOp>(op))
+    return false;
+  if (isa<func::CallOp, memref::StoreOp, gpu::LaunchOp>(op)) {
+    bool writes = false;
+    op->walk([&](Operation *inner) {
+      for (Value v : inner->getOperands())
+        if (isa<MemRefType>(v.getType()) && mayAlias(v, loaded))
+          writes = true;
+    });
+    return writes;
+  }
+  return true;
+}
+
 /// Run-time checks of device data (an index range: the min and max a kernel
-/// computed) would read it on the host every run, a sync that also keeps
-/// the run out of a device graph: on device targets they are not enforced
-/// yet (the kernels clamp what they read; docs/reliability.md). Checks of
-/// host values (shapes, sizes) stay.
-void dropDeviceDataChecks(func::FuncOp host) {
+/// computed; a divisor) would read it on the host every run, a sync that
+/// also keeps the run out of a device graph. Such a check moves to the
+/// device instead: the ops only it needs (the loads and the arithmetic on
+/// them) and the check become a single-thread launch that, when the check
+/// fails and nothing failed before it, writes the check's index and values
+/// into the instance's check record (kiln.check_record); the runtime reads
+/// the record after the run's synchronization and fails the run with the
+/// check's message (`messages`, the module's kiln.device_checks). Guarded
+/// kernels still run (the kernels clamp what they read). Checks of host
+/// values (shapes, sizes) stay host checks. A check whose ops cannot move
+/// (in another block, or with device work between them and the check) is
+/// dropped with its reads, as before device checks existed.
+void moveDeviceDataChecks(func::FuncOp host,
+                          SmallVectorImpl<Attribute> &messages) {
   SmallVector<CheckOp> checks;
   host.walk([&](CheckOp op) { checks.push_back(op); });
+  Value record;
   for (CheckOp check : checks) {
     SetVector<Operation *> slice;
     BackwardSliceOptions options;
@@ -84,10 +147,83 @@ void dropDeviceDataChecks(func::FuncOp host) {
         (dead.contains(op) ? newReads : sharedReads) = true;
     if (!newReads || sharedReads)
       continue;
+    // The dead ops in program order; they move to the check's place, so
+    // nothing between a load and the check may write what it reads.
+    SmallVector<Operation *> moved;
+    SmallVector<Value> loaded;
+    Block *block = check->getBlock();
+    bool movable = llvm::all_of(
+        dead, [&](Operation *op) { return op->getBlock() == block; });
+    if (movable) {
+      for (Operation &op : *block) {
+        if (&op == check.getOperation())
+          break;
+        if (dead.contains(&op)) {
+          moved.push_back(&op);
+          if (auto load = dyn_cast<memref::LoadOp>(op))
+            loaded.push_back(load.getMemRef());
+        } else if (llvm::any_of(loaded,
+                                [&](Value v) { return mayWrite(&op, v); })) {
+          movable = false;
+        }
+      }
+    }
+    if (!movable) {
+      check.erase();
+      for (Operation *op : llvm::reverse(slice))
+        if (dead.contains(op))
+          op->erase();
+      continue;
+    }
+    Location loc = check.getLoc();
+    OpBuilder b(host.getContext());
+    if (!record) {
+      b.setInsertionPointToStart(&host.getBody().front());
+      record = CheckRecordOp::create(
+          b, loc, MemRefType::get({CheckRecordOp::kSize}, b.getI64Type()),
+          check.getCtx());
+    }
+    b.setInsertionPoint(check);
+    Value one = arith::ConstantIndexOp::create(b, loc, 1);
+    auto launch = gpu::LaunchOp::create(b, loc, one, one, one, one, one, one);
+    Block &body = launch.getBody().front();
+    b.setInsertionPointToEnd(&body);
+    auto term = gpu::TerminatorOp::create(b, loc);
+    for (Operation *op : moved)
+      op->moveBefore(term);
+    b.setInsertionPoint(term);
+    auto i64 = [&](int64_t v) {
+      return arith::ConstantIntOp::create(b, loc, b.getI64Type(), v)
+          .getResult();
+    };
+    auto at = [&](int64_t i) {
+      return arith::ConstantIndexOp::create(b, loc, i).getResult();
+    };
+    Value failed = arith::XOrIOp::create(
+        b, loc, check.getCondition(),
+        arith::ConstantIntOp::create(b, loc, b.getI1Type(), 1));
+    auto ifFailed = scf::IfOp::create(b, loc, failed, /*withElseRegion=*/false);
+    b.setInsertionPoint(ifFailed.thenBlock()->getTerminator());
+    Value previous = memref::LoadOp::create(b, loc, record, at(0));
+    Value first = arith::CmpIOp::create(b, loc, arith::CmpIPredicate::eq,
+                                        previous, i64(0));
+    auto ifFirst = scf::IfOp::create(b, loc, first, /*withElseRegion=*/false);
+    b.setInsertionPoint(ifFirst.thenBlock()->getTerminator());
+    // The values first, the index last: a record with an index is whole.
+    memref::StoreOp::create(b, loc, i64(check.getValues().size()), record,
+                            at(1));
+    for (auto [i, v] : llvm::enumerate(check.getValues())) {
+      Value wide =
+          v.getType().isIndex()
+              ? arith::IndexCastOp::create(b, loc, b.getI64Type(), v)
+          : v.getType().getIntOrFloatBitWidth() < 64
+              ? Value(arith::ExtSIOp::create(b, loc, b.getI64Type(), v))
+              : v;
+      memref::StoreOp::create(b, loc, wide, record, at(2 + i));
+    }
+    memref::StoreOp::create(b, loc, i64(messages.size() + 1), record, at(0));
+    messages.push_back(check.getMessageAttr());
     check.erase();
-    for (Operation *op : llvm::reverse(slice))
-      if (dead.contains(op))
-        op->erase();
   }
 }
 
@@ -172,7 +308,8 @@ LogicalResult GPUMapper::mapBlock(Block &block) {
       if (isHostOp(op)) {
         // Host ops that touch memory (host reads, launcher calls, launches)
         // must see the device work issued before them.
-        if (!isMemoryEffectFree(op) && !isa<BufferOp, OutputOp, InputOp>(op)) {
+        if (!isMemoryEffectFree(op) &&
+            !isa<BufferOp, OutputOp, InputOp, CheckRecordOp>(op)) {
           if (failed(flush(group)))
             return failure();
           inGroup.clear();
@@ -503,11 +640,12 @@ struct MapKernelsToGPUPass
       if (failed(mapper.mapBlock(fn.getBody().front())))
         return signalPassFailure();
     }
+    SmallVector<Attribute> deviceChecks;
     for (func::FuncOp fn : hosts) {
       if (fn.getNumArguments() == 0 ||
           !isa<LLVM::LLVMPointerType>(fn.getArgumentTypes()[0]))
         continue;
-      dropDeviceDataChecks(fn);
+      moveDeviceDataChecks(fn, deviceChecks);
       Value ctx = fn.getArgument(0);
       if (failed(prepare(fn, ctx)))
         return signalPassFailure();
@@ -519,6 +657,9 @@ struct MapKernelsToGPUPass
     module->setAttr(gpu::GPUDialect::getContainerModuleAttrName(),
                     UnitAttr::get(context));
     module->setAttr("kiln.device", StringAttr::get(context, resolved));
+    if (!deviceChecks.empty())
+      module->setAttr("kiln.device_checks",
+                      ArrayAttr::get(context, deviceChecks));
     module->setAttr(
         "kiln.num_weights",
         IntegerAttr::get(IntegerType::get(context, 64), weightIndex.size()));

@@ -1,11 +1,28 @@
 // RUN: kiln-opt %s --kiln-map-kernels-to-gpu | FileCheck %s
 // Run-time checks on a device target: a check of host values (a shape read
-// for a view's sizes anyway) stays; a check that alone would read device
-// data (a Gather's index range, from a kernel's min and max) is dropped
-// with its reads, so the run needs no host sync and stays capturable into a
-// device graph (its kernels clamp the indices).
+// for a view's sizes anyway) stays a host check; a check that alone would
+// read device data (a Gather's index range, from a kernel's min and max)
+// moves to the device with its reads: a single-thread launch writes the
+// instance's check record (kiln.check_record) when the check fails and the
+// record is still clear, so the run needs no host read and stays
+// capturable into a device graph. The messages of device checks are the
+// module's kiln.device_checks, in record order (index + 1 in element 0).
+// CHECK: module attributes {{{.*}}kiln.device_checks = ["node 'g' (Gather, opset 17): indices from {0}"]
 // CHECK-LABEL: func.func @kiln_model_main
+// CHECK: %[[REC:.*]] = kiln.check_record %arg0 : memref<10xi64>
 // CHECK-NOT: kiln.read %arg0, %{{.*}}[] : memref<i64>
+// CHECK: gpu.launch blocks
+// CHECK: %[[L:.*]] = memref.load %{{.*}}[] : memref<i64>
+// CHECK: %[[OK:.*]] = arith.cmpi slt, %[[L]]
+// CHECK: %[[FAILED:.*]] = arith.xori %[[OK]], %true
+// CHECK: scf.if %[[FAILED]] {
+// CHECK:   %[[PREV:.*]] = memref.load %[[REC]][%{{.*}}] : memref<10xi64>
+// CHECK:   %[[FIRST:.*]] = arith.cmpi eq, %[[PREV]], %c0_i64
+// CHECK:   scf.if %[[FIRST]] {
+// CHECK:     memref.store %c1_i64, %[[REC]][%c1{{.*}}] : memref<10xi64>
+// CHECK:     memref.store %[[L]], %[[REC]][%c2{{.*}}] : memref<10xi64>
+// CHECK:     memref.store %c1_i64{{.*}}, %[[REC]][%c0{{.*}}] : memref<10xi64>
+// CHECK: gpu.terminator
 // CHECK-NOT: indices from
 // CHECK: %[[N:.*]] = kiln.read %arg0, %{{.*}}[%c0] : memref<2xi64>
 // CHECK: kiln.check %{{.*}}, "node 'r' (Reshape, opset 17): the shape has {0} elements"(%[[N]] : i64) ctx(%arg0)

@@ -208,6 +208,14 @@ LogicalResult CheckOp::canonicalize(CheckOp op, PatternRewriter &rewriter) {
   return success();
 }
 
+LogicalResult CheckRecordOp::verify() {
+  auto type = cast<MemRefType>(getRecord().getType());
+  if (type.getRank() != 1 || type.getDimSize(0) != kSize ||
+      !type.getElementType().isInteger(64) || !type.getLayout().isIdentity())
+    return emitOpError("expects memref<") << kSize << "xi64>, got " << type;
+  return success();
+}
+
 LogicalResult ReadOp::verify() {
   MemRefType type = getBuffer().getType();
   if (type.getRank() != static_cast<int64_t>(getIndices().size()))

@@ -17,6 +17,8 @@
 #include "kiln/Dialect/Kiln/Transforms/Passes.h"
 
 #include "mlir/Dialect/Linalg/IR/Linalg.h"
+#include "mlir/Dialect/MemRef/IR/MemRef.h"
+#include "mlir/Interfaces/SideEffectInterfaces.h"
 #include "mlir/Interfaces/ViewLikeInterface.h"
 #include "llvm/ADT/EquivalenceClasses.h"
 
@@ -150,6 +152,31 @@ MemoryPlan mlir::kiln::computeMemoryPlan(func::FuncOp host, int64_t alignment,
       BufferPlan &bp = plan.buffers[index[root]];
       bp.start = std::min(bp.start, position[&op]);
       bp.end = std::max(bp.end, position[&op]);
+    }
+  }
+  // A buffer a run-time check reads (an index range's min and max) lives
+  // until the check: on a device target the check and its reads move to
+  // the check's place (kiln-map-kernels-to-gpu), after the launches between.
+  for (Operation &op : block) {
+    auto check = dyn_cast<CheckOp>(op);
+    if (!check)
+      continue;
+    SmallVector<Value> worklist(check->getOperands());
+    llvm::SmallPtrSet<Operation *, 16> seen;
+    while (!worklist.empty()) {
+      Operation *def = worklist.pop_back_val().getDefiningOp();
+      if (!def || def->getBlock() != &block || !seen.insert(def).second)
+        continue;
+      if (auto load = dyn_cast<memref::LoadOp>(def)) {
+        BufferOp root = rootBuffer(load.getMemRef());
+        if (root && index.count(root)) {
+          BufferPlan &bp = plan.buffers[index[root]];
+          bp.end = std::max(bp.end, position[check]);
+        }
+        continue;
+      }
+      if (isMemoryEffectFree(def))
+        llvm::append_range(worklist, def->getOperands());
     }
   }
   for (BufferPlan &bp : plan.buffers)

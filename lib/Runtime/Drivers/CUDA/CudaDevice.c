@@ -280,6 +280,34 @@ static void mem_free(kiln_device_queue *q, kiln_device_ptr ptr) {
   q->cu->cuMemFree((CUdeviceptr)ptr);
 }
 
+/* Pinned host memory mapped into the device's address space
+ * (CU_MEMHOSTALLOC_DEVICEMAP | CU_MEMHOSTALLOC_PORTABLE). */
+static kiln_device_result host_alloc_mapped(kiln_device_queue *q, size_t bytes,
+                                            void **out_host,
+                                            kiln_device_ptr *out_ptr) {
+  void *host = NULL;
+  CUdeviceptr ptr = 0;
+  *out_host = NULL;
+  *out_ptr = 0;
+  CUresult r = q->cu->cuMemHostAlloc(&host, bytes, 0x1 | 0x2);
+  if (r != CUDA_SUCCESS)
+    return r;
+  r = q->cu->cuMemHostGetDevicePointer(&ptr, host, 0);
+  if (r != CUDA_SUCCESS) {
+    q->cu->cuMemFreeHost(host);
+    return r;
+  }
+  memset(host, 0, bytes);
+  *out_host = host;
+  *out_ptr = (kiln_device_ptr)ptr;
+  return CUDA_SUCCESS;
+}
+
+static void host_free(kiln_device_queue *q, void *host) {
+  if (host)
+    q->cu->cuMemFreeHost(host);
+}
+
 static kiln_device_result upload(kiln_device_queue *q, kiln_device_ptr dst,
                                  const void *src, size_t bytes) {
   return q->cu->cuMemcpyHtoD((CUdeviceptr)dst, src, bytes);
@@ -485,6 +513,7 @@ KILN_HIDDEN const kiln_device_driver kiln_device_driver_cuda = {
             [KILN_DEVICE_OP_ENTER] = "cuCtxPushCurrent",
             [KILN_DEVICE_OP_GRAPH_LAUNCH] = "cuGraphLaunch",
             [KILN_DEVICE_OP_TILE_MAP] = "cuTensorMapEncodeTiled",
+            [KILN_DEVICE_OP_HOST_ALLOC] = "cuMemHostAlloc",
         },
     .open = device_open,
     .close = device_close,
@@ -501,6 +530,8 @@ KILN_HIDDEN const kiln_device_driver kiln_device_driver_cuda = {
     .copy_to_host = copy_to_host,
     .copy_device = copy_device,
     .synchronize = synchronize,
+    .host_alloc_mapped = host_alloc_mapped,
+    .host_free = host_free,
     .set_stream = set_stream,
     .on_own_stream = on_own_stream,
     .launch = launch,

@@ -75,6 +75,10 @@ typedef struct kiln_cuda_driver {
   CUresult (*cuFuncSetAttribute)(CUfunction fn, int attrib, int value);
   CUresult (*cuMemAlloc)(CUdeviceptr *ptr, size_t bytes); /* _v2 */
   CUresult (*cuMemFree)(CUdeviceptr ptr);                 /* _v2 */
+  CUresult (*cuMemHostAlloc)(void **ptr, size_t bytes, unsigned int flags);
+  CUresult (*cuMemHostGetDevicePointer)(CUdeviceptr *dptr, void *ptr,
+                                        unsigned int flags); /* _v2 */
+  CUresult (*cuMemFreeHost)(void *ptr);
   CUresult (*cuMemcpyHtoD)(CUdeviceptr dst, const void *src,
                            size_t bytes); /* _v2 */
   CUresult (*cuMemcpyHtoDAsync)(CUdeviceptr dst, const void *src, size_t bytes,

@@ -234,6 +234,33 @@ def Kiln_CheckOp : Kiln_Op<"check", [MemoryEffects<[MemWrite]>,
   let hasCanonicalizeMethod = 1;
 }
 
+def Kiln_CheckRecordOp : Kiln_Op<"check_record", [MemoryEffects<[MemWrite]>]> {
+  let summary = "Where device code records a failed run-time check";
+  let description = [{
+    On a device target, the record that a run-time check of device data (an
+    index range, a divisor) writes when it fails, so that the run needs no
+    host read of that data: element 0 holds the failed check's index + 1 in
+    the module's `kiln.device_checks` messages (0 while every check held),
+    element 1 the number of values, elements 2 to 9 the values. Device code
+    writes it only when element 0 is still 0 (the first failure of the run
+    wins). The runtime gives one record per instance, in host memory the
+    device writes to directly, and reads it after the run's synchronization
+    (`kiln_rt_check_record`): no copy and no sync of its own.
+
+    ```mlir
+    %rec = kiln.check_record %ctx : memref<10xi64>
+    ```
+  }];
+  let arguments = (ins Kiln_Context:$ctx);
+  let results = (outs AnyMemRef:$record);
+  let assemblyFormat = [{ $ctx attr-dict `:` type($record) }];
+  let hasVerifier = 1;
+  let extraClassDeclaration = [{
+    /// Elements of the record: index + 1, count, then the values.
+    static constexpr int64_t kSize = 10;
+  }];
+}
+
 def Kiln_ReadOp : Kiln_Op<"read", [MemoryEffects<[MemRead]>,
     TypesMatchWith<"result type matches element type of 'buffer'", "buffer",
                    "result",
