@@ -39,6 +39,9 @@ import kiln_tools  # noqa: E402
 from kiln_tools import nodetests  # noqa: E402
 
 
+DIFFERENTIAL = os.path.join(ROOT, "test", "hardening", "differential.py")
+
+
 def log(msg):
     print(msg, flush=True)
 
@@ -190,6 +193,17 @@ def prepare(args):
     if args.models != "none":
         prepare_models(args, kilnc, payload, manifest)
         prepare_external_weights(payload, manifest)
+    if args.differential:
+        # Run-time errors on the device: every differential case compiled
+        # for cuda, onnxruntime's outcome saved beside it.
+        t0 = time.time()
+        p = subprocess.run([sys.executable, DIFFERENTIAL, "--target", "cuda", "--prepare-only",
+                            "--workdir", os.path.join(payload, "differential")],
+                           capture_output=True, text=True)
+        log(f"  differential cases: {(p.stdout or p.stderr).strip().splitlines()[-1]} "
+            f"({time.time() - t0:.0f} s)")
+        if p.returncode == 0:
+            manifest["differential"] = "differential"
     if args.bench:
         import gpu_bench
         gpu_bench.prepare(kilnc, payload, manifest, compile_one, log)
@@ -323,6 +337,18 @@ def run(args):
     if manifest.get("external_weights") and not args.skip_models:
         log("external weights (regenerated here, loaded at run time):")
         report["external_weights"] = run_external_weights(payload, manifest)
+    if manifest.get("differential"):
+        p = subprocess.run([sys.executable, DIFFERENTIAL, "--run-prepared",
+                            os.path.join(payload, manifest["differential"]),
+                            "--kiln-run", os.path.join(payload, "bin", "kiln-run"),
+                            "--report-only", "--out", os.path.join(out, "differential.md")],
+                           capture_output=True, text=True, timeout=900)
+        lines = p.stdout.strip().splitlines()
+        fails = [line for line in lines if line.endswith("| FAIL |")]
+        log(f"differential on cuda: {lines[-1] if lines else p.stderr[-300:]}")
+        for line in fails:
+            log("  " + line[:240])
+        report["differential"] = {"summary": lines[-1] if lines else "", "table": lines}
     if manifest.get("bench") and not args.skip_bench:
         import gpu_bench
         report["bench"] = gpu_bench.run(payload, manifest, log, out)
@@ -339,6 +365,8 @@ def main(argv=None):
     pp.add_argument("--filter", help="only node tests matching this regex")
     pp.add_argument("--jobs", type=int, default=2)
     pp.add_argument("--models", choices=["small", "none"], default="small")
+    pp.add_argument("--differential", action=argparse.BooleanOptionalAction, default=True,
+                    help="the run-time error cases (test/hardening/differential.py) for cuda")
     pp.add_argument("--bench", action=argparse.BooleanOptionalAction, default=True,
                     help="ResNet-50 and BERT-base benchmarks (bench/gpu_bench.py)")
     pr = sub.add_parser("run")

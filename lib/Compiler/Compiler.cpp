@@ -179,6 +179,22 @@ LogicalResult mlir::kiln::linkSharedLibrary(MLIRContext *ctx, StringRef objPath,
                                  "now"};
   if (llvm::sys::fs::exists(libgcc))
     args.push_back(libgcc);
+  // A sanitized runtime (utils/sanitize.sh) lists the sanitizer runtime it
+  // needs, one linker argument per line, in KilnModelLinkFlags.txt beside
+  // the archive; a normal build writes none.
+  SmallString<128> extraFlagsPath(
+      llvm::sys::path::parent_path(options.runtimeLibrary));
+  llvm::sys::path::append(extraFlagsPath, "KilnModelLinkFlags.txt");
+  SmallVector<std::string> extraFlags;
+  if (auto buf = llvm::MemoryBuffer::getFile(extraFlagsPath)) {
+    SmallVector<StringRef> lines;
+    (*buf)->getBuffer().split(lines, '\n', -1, false);
+    for (StringRef line : lines)
+      if (!line.trim().empty())
+        extraFlags.push_back(line.trim().str());
+  }
+  for (const std::string &flag : extraFlags)
+    args.push_back(flag);
   std::optional<StringRef> redirects[] = {std::nullopt, StringRef(errFile),
                                           StringRef(errFile)};
   std::string execErr;

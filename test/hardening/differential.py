@@ -38,6 +38,16 @@ cannot run.
 --checked runs the cases Kiln checks today (CHECKED), as the test suite
 does: one of them failing fails the test.
 
+On a machine without the compiler (the GPU machine), the check runs in two
+halves: --prepare-only (here) compiles each case with `kilnc --target
+TARGET` and runs onnxruntime, keeping both in the work folder (case.json);
+--run-prepared DIR (there) runs kiln-run on them and reports as above.
+bench/gpu_check.py does both for --target cuda: its checks of device data
+(index ranges, divisors) run on the GPU.
+
+  differential.py --target cuda --prepare-only --workdir DIR [--checked]
+  differential.py --run-prepared DIR [--kiln-run PATH] [--out FILE.md]
+
 kilnc and kiln-run are found on PATH, else in build/bin. The work folder
 (default: a temporary one, removed afterwards) holds one folder per case:
 model.onnx, input_<i>.pb, case.so and each side's output_<i>.pb.
@@ -45,6 +55,7 @@ model.onnx, input_<i>.pb, case.so and each side's output_<i>.pb.
 import argparse
 import concurrent.futures
 import dataclasses
+import json
 import os
 import re
 import shutil
@@ -339,8 +350,18 @@ def with_outputs(outcome, outdir):
     return Outcome("ok", message, outputs)
 
 
-def run_case(c, workdir, kilnc, kiln_run):
-    """(onnxruntime's outcome, Kiln's outcome) of one case."""
+def run_kiln(directory, so, kiln_run, inputs, clean):
+    """Kiln's run outcome of a compiled case."""
+    kiln_out = os.path.join(directory, "kiln")
+    cmd = [kiln_run, so, "--output-dir", kiln_out]
+    for name, path in inputs:
+        cmd += ["--input", f"{name}={path}"]
+    return with_outputs(classify("kiln-run", cmd, RUN_TIMEOUT, "error", clean), kiln_out)
+
+
+def run_case(c, workdir, kilnc, kiln_run, target=None, prepare_only=False, kilnc_args=()):
+    """(onnxruntime's outcome, Kiln's outcome) of one case; with
+    `prepare_only`, Kiln's is the compile's and case.json keeps both."""
     directory = os.path.join(workdir, c.name)
     shutil.rmtree(directory, ignore_errors=True)
     ort_out, kiln_out = os.path.join(directory, "onnxruntime"), os.path.join(directory, "kiln")
@@ -357,12 +378,36 @@ def run_case(c, workdir, kilnc, kiln_run):
     ort_cmd = [sys.executable, "-c", ORT_CHILD, model, ort_out, *(path for _, path in inputs)]
     ort = with_outputs(classify("onnxruntime", ort_cmd, RUN_TIMEOUT, "error",
                                 lambda text: ORT_PREFIX.sub("", clean(text))), ort_out)
-    kiln = classify("kilnc", [kilnc, model, "-o", so], COMPILE_TIMEOUT, "compile-error", clean)
+    target_flags = [f"--target={target}"] if target else []
+    kiln = classify("kilnc", [kilnc, model, "-o", so, *target_flags, *kilnc_args], COMPILE_TIMEOUT,
+                    "compile-error", clean)
+    if prepare_only:
+        with open(os.path.join(directory, "case.json"), "w") as f:
+            json.dump({"onnxruntime": dataclasses.asdict(ort), "compile": dataclasses.asdict(kiln),
+                       "inputs": [[name, os.path.relpath(path, directory)] for name, path in inputs]},
+                      f)
+        return ort, kiln
     if kiln.kind == "ok":
-        cmd = [kiln_run, so, "--output-dir", kiln_out]
-        for name, path in inputs:
-            cmd += ["--input", f"{name}={path}"]
-        kiln = with_outputs(classify("kiln-run", cmd, RUN_TIMEOUT, "error", clean), kiln_out)
+        kiln = run_kiln(directory, so, kiln_run, inputs, clean)
+    return ort, kiln
+
+
+def outcome_of(d):
+    return Outcome(d["kind"], d["message"], tuple(tuple(o[:2]) + (list(o[2]),) for o in d["outputs"]))
+
+
+def run_prepared(c, workdir, kiln_run):
+    """(onnxruntime's outcome, Kiln's outcome) of a case --prepare-only made."""
+    directory = os.path.join(workdir, c.name)
+    with open(os.path.join(directory, "case.json")) as f:
+        saved = json.load(f)
+    ort, kiln = outcome_of(saved["onnxruntime"]), outcome_of(saved["compile"])
+    if kiln.kind == "ok":
+        inputs = [(name, os.path.join(directory, path)) for name, path in saved["inputs"]]
+        shutil.rmtree(os.path.join(directory, "kiln"), ignore_errors=True)
+        os.makedirs(os.path.join(directory, "kiln"))
+        kiln = run_kiln(directory, os.path.join(directory, "case.so"), kiln_run, inputs,
+                        lambda text: text.replace(directory + os.sep, ""))
     return ort, kiln
 
 
@@ -443,6 +488,9 @@ CHECKED = [
     "range_delta_zero",
     "pad_negative_beyond_size",
     "reducesum_axis_out_of_range",
+    "unsqueeze_axis_out_of_range",
+    "squeeze_dim_not_one",
+    "nonmaxsuppression_box_count_mismatch",
     "add_broadcast_mismatch",
     "matmul_inner_dim_mismatch",
     "concat_dim_mismatch",
@@ -465,7 +513,19 @@ def parse_args(argv):
                    help="only the cases Kiln checks today (CHECKED), which must pass")
     p.add_argument("--out", help="also write the Markdown report here")
     p.add_argument("--report-only", action="store_true", help="exit 0 even when a case fails")
-    return p.parse_args(argv)
+    p.add_argument("--target", help="kilnc's --target for the cases (default: kilnc's)")
+    p.add_argument("--prepare-only", action="store_true",
+                   help="compile and run onnxruntime only, keeping both in --workdir")
+    p.add_argument("--run-prepared", metavar="DIR",
+                   help="run kiln-run on the cases --prepare-only left in DIR")
+    p.add_argument("--kiln-run", help="kiln-run to use (default: PATH, else build/bin)")
+    p.add_argument("--kilnc-arg", action="append", default=[],
+                   help="one more argument for kilnc (repeatable; utils/sanitize.sh links "
+                   "the sanitized runtime with --kilnc-arg=--model-runtime=FILE)")
+    args = p.parse_args(argv)
+    if args.prepare_only and not args.workdir:
+        p.error("--prepare-only needs --workdir")
+    return args
 
 
 def main(argv):
@@ -478,9 +538,14 @@ def main(argv):
     if args.jobs < 1:
         return fail("--jobs must be at least 1")
     try:
-        kilnc, kiln_run = find_tool("kilnc"), find_tool("kiln-run")
+        kilnc = None if args.run_prepared else find_tool("kilnc")
+        kiln_run = None if args.prepare_only else (args.kiln_run or find_tool("kiln-run"))
     except Error as e:
         return fail(str(e))
+    if args.run_prepared:
+        prepared = set(os.listdir(args.run_prepared))
+        args.only = ",".join(c.name for c in cases() if c.name in prepared)
+        args.workdir = args.run_prepared
     selected = cases()
     if args.checked:
         args.only = ",".join(CHECKED)
@@ -497,7 +562,11 @@ def main(argv):
     rows = []
     try:
         with concurrent.futures.ThreadPoolExecutor(max_workers=args.jobs) as pool:
-            futures = [pool.submit(run_case, c, workdir, kilnc, kiln_run) for c in selected]
+            if args.run_prepared:
+                futures = [pool.submit(run_prepared, c, workdir, kiln_run) for c in selected]
+            else:
+                futures = [pool.submit(run_case, c, workdir, kilnc, kiln_run, args.target,
+                                       args.prepare_only, args.kilnc_arg) for c in selected]
             for c, future in zip(selected, futures):
                 try:
                     ort, kiln = future.result()
@@ -505,12 +574,17 @@ def main(argv):
                     pool.shutdown(cancel_futures=True)
                     return fail(f"{c.name}: {e}")
                 rows.append((c, ort, kiln, verdict(ort, kiln)))
-                print(f"differential: {c.name}: onnxruntime {ort.kind}, Kiln {kiln.kind}: {rows[-1][3]}",
+                what = f"compile {kiln.kind}" if args.prepare_only else f"Kiln {kiln.kind}: {rows[-1][3]}"
+                print(f"differential: {c.name}: onnxruntime {ort.kind}, {what}",
                       file=sys.stderr, flush=True)
     finally:
         if not args.workdir:
             shutil.rmtree(workdir, ignore_errors=True)
 
+    if args.prepare_only:
+        compiled = sum(1 for _, _, kiln, _ in rows if kiln.kind == "ok")
+        print(f"differential: prepared {len(rows)} cases in {workdir} ({compiled} compiled)")
+        return 0
     text = report(rows)
     sys.stdout.write(text)
     if args.out:

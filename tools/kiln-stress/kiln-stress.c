@@ -21,6 +21,7 @@ typedef struct {
   kiln_tensor_view_t *inputs;
   kiln_tensor_t **refs;
   int iterations;
+  pthread_mutex_t lock; /* guards failures and error */
   int failures;
   char error[512];
 } Shared;
@@ -61,10 +62,36 @@ static void *worker(void *arg) {
   if (inst)
     kiln_instance_release(inst);
   if (bad) {
-    __atomic_add_fetch(&s->failures, 1, __ATOMIC_SEQ_CST);
-    snprintf(s->error, sizeof(s->error), "%s", err);
+    pthread_mutex_lock(&s->lock);
+    if (s->failures++ == 0)
+      snprintf(s->error, sizeof(s->error), "%s", err);
+    pthread_mutex_unlock(&s->lock);
   }
   return NULL;
+}
+
+/* Frees what main allocated; everything, so LeakSanitizer runs clean. */
+static void release_all(Shared *s) {
+  for (size_t i = 0; s->inputs && i < s->numIn; ++i) {
+    free((void *)s->inputs[i].dims);
+    free((void *)s->inputs[i].data);
+  }
+  free(s->inputs);
+  for (size_t o = 0; s->refs && o < s->numOut; ++o)
+    if (s->refs[o])
+      kiln_tensor_release(s->refs[o]);
+  free(s->refs);
+  if (s->model)
+    kiln_model_release(s->model);
+  pthread_mutex_destroy(&s->lock);
+}
+
+static int fail_main(Shared *s, kiln_status_t *st) {
+  char err[512];
+  fail(st, err, sizeof(err));
+  fprintf(stderr, "kiln-stress: %s\n", err);
+  release_all(s);
+  return 1;
 }
 
 int main(int argc, char **argv) {
@@ -93,23 +120,17 @@ int main(int argc, char **argv) {
   Shared s;
   memset(&s, 0, sizeof(s));
   s.iterations = iterations;
-  char err[512];
+  pthread_mutex_init(&s.lock, NULL);
   kiln_status_t *st = kiln_model_load(path, &s.model);
-  if (st) {
-    fail(st, err, sizeof(err));
-    fprintf(stderr, "kiln-stress: %s\n", err);
-    return 1;
-  }
+  if (st)
+    return fail_main(&s, st);
   s.numIn = kiln_model_num_inputs(s.model);
   s.numOut = kiln_model_num_outputs(s.model);
   s.inputs = calloc(s.numIn ? s.numIn : 1, sizeof(*s.inputs));
   for (size_t i = 0; i < s.numIn; ++i) {
     kiln_value_info_t info;
-    if ((st = kiln_model_input_info(s.model, i, &info))) {
-      fail(st, err, sizeof(err));
-      fprintf(stderr, "kiln-stress: %s\n", err);
-      return 1;
-    }
+    if ((st = kiln_model_input_info(s.model, i, &info)))
+      return fail_main(&s, st);
     int64_t *dims = calloc(info.rank ? info.rank : 1, sizeof(int64_t));
     size_t n = 1;
     for (size_t d = 0; d < info.rank; ++d) {
@@ -133,28 +154,35 @@ int main(int argc, char **argv) {
     s.inputs[i].data = data;
   }
   s.refs = calloc(s.numOut ? s.numOut : 1, sizeof(*s.refs));
-  kiln_instance_t *inst;
+  kiln_instance_t *inst = NULL;
   if ((st = kiln_instance_create(s.model, &inst)) ||
       (st = kiln_instance_run(inst, s.inputs, s.numIn, s.refs, s.numOut))) {
-    fail(st, err, sizeof(err));
-    fprintf(stderr, "kiln-stress: %s\n", err);
-    return 1;
+    if (inst)
+      kiln_instance_release(inst);
+    return fail_main(&s, st);
   }
   kiln_instance_release(inst);
   pthread_t *tids = calloc((size_t)threads, sizeof(pthread_t));
-  for (int t = 0; t < threads; ++t)
-    pthread_create(&tids[t], NULL, worker, &s);
-  for (int t = 0; t < threads; ++t)
+  int started = 0;
+  for (; started < threads; ++started)
+    if (pthread_create(&tids[started], NULL, worker, &s) != 0)
+      break;
+  for (int t = 0; t < started; ++t)
     pthread_join(tids[t], NULL);
-  if (s.failures) {
-    fprintf(stderr, "kiln-stress: %d thread(s) failed: %s\n", s.failures,
+  free(tids);
+  int failures = s.failures;
+  if (started < threads) {
+    fprintf(stderr, "kiln-stress: could only start %d of %d threads\n", started,
+            threads);
+    failures = failures ? failures : 1;
+  } else if (failures) {
+    fprintf(stderr, "kiln-stress: %d thread(s) failed: %s\n", failures,
             s.error);
-    return 1;
+  } else {
+    printf("kiln-stress: %d threads x %d runs: all outputs equal the "
+           "reference\n",
+           threads, iterations);
   }
-  printf("kiln-stress: %d threads x %d runs: all outputs equal the reference\n",
-         threads, iterations);
-  for (size_t o = 0; o < s.numOut; ++o)
-    kiln_tensor_release(s.refs[o]);
-  kiln_model_release(s.model);
-  return 0;
+  release_all(&s);
+  return failures ? 1 : 0;
 }

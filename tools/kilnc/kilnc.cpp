@@ -167,6 +167,13 @@ static cl::opt<long> externalWeightsMinBytes(
              "(and may be folded), default 1024"),
     cl::value_desc("N"), cl::init(1024));
 
+static cl::opt<std::string> modelRuntime(
+    "model-runtime",
+    cl::desc("The model runtime archive linked into model.so (default: "
+             "../lib/libKilnModelRuntime.a next to kilnc); a sanitized "
+             "build's, for testing (utils/sanitize.sh)"),
+    cl::value_desc("FILE"), cl::Hidden, cl::init(""));
+
 /// `kilnc --check`: reads the ModelProto (subgraphs included) and prints one
 /// row per operator. Supported means the onnx → linalg lowering has the op
 /// (Constant nodes are imported as constants).
@@ -275,7 +282,8 @@ static LogicalResult readFlags(kiln::CompileOptions &options,
   llvm::SmallString<256> lib(
       llvm::sys::path::parent_path(llvm::sys::path::parent_path(exe)));
   llvm::sys::path::append(lib, "lib", "libKilnModelRuntime.a");
-  options.runtimeLibrary = lib.str().str();
+  options.runtimeLibrary =
+      modelRuntime.empty() ? lib.str().str() : modelRuntime.getValue();
 
   auto stages = kiln::getStageNames();
   for (const std::string *stage :
