@@ -134,6 +134,16 @@ m = mk([helper.make_node("Relu", ["x"], ["y"], name="relu_wrong_shape")],
        [("x", TensorProto.FLOAT, [2, 3])], [("y", TensorProto.FLOAT, [5, 7])])
 expect_error("declared output shape", kilnc(save(m, "bad_out_shape.onnx")),
              "relu_wrong_shape", "Relu", "opset 17", "5x7", "2x3")
+# A declared output of 2^62 rows over a symbolic input (hardening finding 5):
+# compiles in bounded time (the CPU's task split once counted up to the
+# dim) and the run fails naming the node instead of reading past x.
+m = mk([helper.make_node("Relu", ["x"], ["y"], name="relu_huge_out")],
+       [("x", TensorProto.FLOAT, ["N", 4])], [("y", TensorProto.FLOAT, [2**62, 4])])
+huge_so = path("huge_out.so")
+subprocess.run(kilnc(save(m, "huge_out.onnx"), out=huge_so), check=True, timeout=60)
+expect_error("run: declared output of 2^62 rows",
+             ["kiln-run", huge_so, "--input", pb("x", np.ones((2, 4), np.float32), "x_huge.pb")],
+             "relu_huge_out", "4611686018427387904")
 m = mk([helper.make_node("MatMul", ["x", "w"], ["y"], name="mm_bad_inner")],
        [("x", TensorProto.FLOAT, [2, 3])], [("y", TensorProto.FLOAT, None)],
        [numpy_helper.from_array(np.zeros((4, 5), np.float32), "w")])

@@ -64,7 +64,8 @@ Value memoryRoot(Value v) {
 
 /// Whether memrefs `a` and `b` may share memory: the same root, or arena
 /// buffers whose planned byte ranges overlap, or roots of unknown origin.
-/// Inputs, outputs and arena or run-scoped buffers are otherwise apart.
+/// Inputs, outputs, the check record and arena or run-scoped buffers are
+/// otherwise apart.
 bool mayAlias(Value a, Value b) {
   a = memoryRoot(a);
   b = memoryRoot(b);
@@ -72,7 +73,7 @@ bool mayAlias(Value a, Value b) {
     return true;
   auto known = [](Value v) {
     return v.getDefiningOp<BufferOp>() || v.getDefiningOp<InputOp>() ||
-           v.getDefiningOp<OutputOp>();
+           v.getDefiningOp<OutputOp>() || v.getDefiningOp<CheckRecordOp>();
   };
   if (!known(a) || !known(b))
     return true;
@@ -158,7 +159,9 @@ void moveDeviceDataChecks(func::FuncOp host,
       for (Operation &op : *block) {
         if (&op == check.getOperation())
           break;
-        if (dead.contains(&op)) {
+        // The host program's own ops (its inputs, buffers, weights) stay
+        // where they are; the launch captures their results.
+        if (dead.contains(&op) && !isa<KilnDialect>(op.getDialect())) {
           moved.push_back(&op);
           if (auto load = dyn_cast<memref::LoadOp>(op))
             loaded.push_back(load.getMemRef());
