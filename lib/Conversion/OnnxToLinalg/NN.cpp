@@ -188,12 +188,17 @@ LogicalResult lowerConv(onnxops::ConvOp op, OpBuilder &b,
     dyn.push_back(tensor::DimOp::create(b, loc, x, 0));
   for (int64_t i = 0; i < ns; ++i)
     if (outType.isDynamicDim(dl.spatial(i))) {
-      // (in + pads - (k-1)*d - 1) / s + 1
+      // (in + pads - (k-1)*d - 1) / s + 1, with the padded input (x is
+      // padded already) at least the dilated kernel.
       Value in = tensor::DimOp::create(b, loc, x, dl.spatial(i));
-      Value span = arith::SubIOp::create(
-          b, loc, in,
-          arith::ConstantIndexOp::create(
-              b, loc, (p->kernel[i] - 1) * p->dilations[i] + 1));
+      Value window = arith::ConstantIndexOp::create(
+          b, loc, (p->kernel[i] - 1) * p->dilations[i] + 1);
+      checkAtRunTime(
+          b, op, cmpI(b, loc, arith::CmpIPredicate::sge, in, window),
+          "spatial dim {0} of the padded input has {1} elements, fewer than "
+          "the dilated kernel's {2}",
+          {arith::ConstantIndexOp::create(b, loc, i), in, window});
+      Value span = arith::SubIOp::create(b, loc, in, window);
       Value q = arith::DivSIOp::create(
           b, loc, span, arith::ConstantIndexOp::create(b, loc, p->strides[i]));
       dyn.push_back(arith::AddIOp::create(
