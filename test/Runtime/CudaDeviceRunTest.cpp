@@ -168,6 +168,38 @@ TEST_F(CudaCheckRunTest, FailedCheckFailsTheRunOnce) {
   EXPECT_GE(d.graph_launches, 1); // the checks ran inside replays too
 }
 
+// On the caller's stream with device buffers the run returns before its
+// work is known to be done, so it cannot report its device checks; the next
+// run of the instance does, naming it an earlier run's.
+TEST_F(CudaCheckRunTest, CallerStreamReportsAtTheNextRun) {
+  ASSERT_EQ(take(kiln_instance_set_graphs(instance, 0)), "");
+  void *stream = driver->streamCreate();
+  ASSERT_EQ(take(kiln_instance_set_stream(instance, stream)), "");
+  DeviceBuffers mem{driver, {}};
+  char *x = static_cast<char *>(mem.alloc(3 * 4 * 4));
+  char *y = static_cast<char *>(mem.alloc(3 * 4 * 4));
+  char *total = static_cast<char *>(mem.alloc(64));
+  auto runDevice = [&](float seed) {
+    Case c(3, seed);
+    std::memcpy(x, c.x.data(), c.x.size() * 4);
+    int64_t yDims[] = {3, 4};
+    kiln_tensor_view_t in[] = {{KILN_DTYPE_F32, 2, c.xDims.data(), x}};
+    kiln_output_view_t out[] = {{KILN_DTYPE_F32, 2, yDims, y},
+                                {KILN_DTYPE_F32, 0, nullptr, total}};
+    return take(kiln_instance_run_device(instance, in, 1, out, 2));
+  };
+  EXPECT_EQ(runDevice(600.0f), ""); // the failure is not known yet
+  std::string next = runDevice(1.0f);
+  EXPECT_NE(next.find("a device check failed in an earlier run on the "
+                      "caller's stream: node 'big' (Check, opset 1): "
+                      "y[0, 1] is 1193, above 1000"),
+            std::string::npos)
+      << next;
+  EXPECT_EQ(runDevice(1.0f), ""); // reported once
+  ASSERT_EQ(take(kiln_instance_set_stream(instance, nullptr)), "");
+  driver->streamDestroy(stream);
+}
+
 //===----------------------------------------------------------------------===//
 // Device buffers (kiln_instance_run_device)
 //===----------------------------------------------------------------------===//
