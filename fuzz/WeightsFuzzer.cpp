@@ -23,6 +23,10 @@
 
 namespace {
 
+/// What the runtime's model destructor frees of a model that only parsed a
+/// signature and mapped weights (the destructor itself sits in
+/// ModelRuntime.c beside the API table, which needs a generated model's
+/// symbols, so the target cannot link it).
 void freeModel(kiln_model_impl *model) {
   if (model->weights_map)
     munmap(const_cast<unsigned char *>(model->weights_map),

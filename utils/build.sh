@@ -12,10 +12,6 @@ if command -v ccache >/dev/null; then  # optional: shares objects between checko
             "-DCMAKE_CXX_FLAGS=-Xclang -fno-pch-timestamp")
 fi
 if [ ! -f build/build.ninja ]; then
-  cmake "${LAUNCHER[@]}" -G Ninja -B build -DMLIR_DIR=/usr/lib/llvm-22/lib/cmake/mlir \
-    -DLLVM_EXTERNAL_LIT=/usr/lib/llvm-22/bin/lit \
-    -DCMAKE_C_COMPILER=clang-22 -DCMAKE_CXX_COMPILER=clang++-22 \
-    -DLLVM_USE_LINKER=lld -DCMAKE_BUILD_TYPE=Release \
-    -DKILN_PYTHON="$ROOT/.venv/bin/python"
+  utils/configure.sh build "${LAUNCHER[@]}" -DCMAKE_BUILD_TYPE=Release
 fi
 ninja -C build -j2

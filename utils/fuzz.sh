@@ -35,13 +35,8 @@ done
 
 SAN="-fsanitize=address,undefined -fno-sanitize-recover=all -fsanitize=fuzzer-no-link -fno-omit-frame-pointer -gline-tables-only"
 if [ ! -f build-fuzz/build.ninja ]; then
-  cmake -G Ninja -B build-fuzz -DMLIR_DIR=/usr/lib/llvm-22/lib/cmake/mlir \
-    -DLLVM_EXTERNAL_LIT=/usr/lib/llvm-22/bin/lit \
-    -DCMAKE_C_COMPILER=clang-22 -DCMAKE_CXX_COMPILER=clang++-22 \
-    -DLLVM_USE_LINKER=lld -DCMAKE_BUILD_TYPE=Release \
-    "-DCMAKE_C_FLAGS=$SAN" "-DCMAKE_CXX_FLAGS=$SAN" \
-    -DKILN_PYTHON="$ROOT/.venv/bin/python" > /tmp/kiln-build-fuzz.log 2>&1 ||
-    { cat /tmp/kiln-build-fuzz.log; exit 1; }
+  utils/configure.sh build-fuzz -DCMAKE_BUILD_TYPE=Release \
+    "-DCMAKE_C_FLAGS=$SAN" "-DCMAKE_CXX_FLAGS=$SAN"
 fi
 ninja -C build-fuzz -j2 "${TARGETS[@]/#/kiln-fuzz-}"
 

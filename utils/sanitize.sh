@@ -33,20 +33,14 @@ ASAN_MODEL_LINK="$RT/libclang_rt.asan-x86_64.so;-rpath;$RT"
 [ -x build/bin/kilnc ] || { echo "sanitize.sh: build ./build first (utils/build.sh)" >&2; exit 1; }
 if [ -f build-san/build.ninja ] &&
    ! grep -q "KILN_MODEL_RUNTIME_LINK_FLAGS:STRING=$ASAN_MODEL_LINK" build-san/CMakeCache.txt; then
-  cmake -B build-san "-DKILN_MODEL_RUNTIME_LINK_FLAGS=$ASAN_MODEL_LINK" > /tmp/kiln-build-san.log 2>&1 ||
-    { cat /tmp/kiln-build-san.log; exit 1; }
+  utils/configure.sh build-san "-DKILN_MODEL_RUNTIME_LINK_FLAGS=$ASAN_MODEL_LINK"
 fi
 if [ ! -f build-san/build.ninja ]; then
-  cmake -G Ninja -B build-san -DMLIR_DIR=/usr/lib/llvm-22/lib/cmake/mlir \
-    -DLLVM_EXTERNAL_LIT=/usr/lib/llvm-22/bin/lit \
-    -DCMAKE_C_COMPILER=clang-22 -DCMAKE_CXX_COMPILER=clang++-22 \
-    -DLLVM_USE_LINKER=lld -DCMAKE_BUILD_TYPE=RelWithDebInfo \
+  utils/configure.sh build-san -DCMAKE_BUILD_TYPE=RelWithDebInfo \
     "-DCMAKE_C_FLAGS=$SAN" "-DCMAKE_CXX_FLAGS=$SAN" \
     "-DCMAKE_EXE_LINKER_FLAGS=$LINK" "-DCMAKE_SHARED_LINKER_FLAGS=$LINK" \
     "-DCMAKE_MODULE_LINKER_FLAGS=$LINK" \
-    "-DKILN_MODEL_RUNTIME_LINK_FLAGS=$ASAN_MODEL_LINK" \
-    -DKILN_PYTHON="$ROOT/.venv/bin/python" > /tmp/kiln-build-san.log 2>&1 ||
-    { cat /tmp/kiln-build-san.log; exit 1; }
+    "-DKILN_MODEL_RUNTIME_LINK_FLAGS=$ASAN_MODEL_LINK"
 fi
 ninja -C build-san -j2 KilnRuntimeTests KilnSignatureTests kiln-run kiln-stress \
   KilnModelRuntime kiln-fuzz-tensorproto kiln-fuzz-signature kiln-fuzz-weights
@@ -85,15 +79,10 @@ tail -n 1 "$M/differential.md"
 # (one shared TSan runtime for kiln-stress and the model it loads).
 TSAN="-fsanitize=thread -fno-omit-frame-pointer"
 if [ ! -f build-tsan/build.ninja ]; then
-  cmake -G Ninja -B build-tsan -DMLIR_DIR=/usr/lib/llvm-22/lib/cmake/mlir \
-    -DLLVM_EXTERNAL_LIT=/usr/lib/llvm-22/bin/lit \
-    -DCMAKE_C_COMPILER=clang-22 -DCMAKE_CXX_COMPILER=clang++-22 \
-    -DLLVM_USE_LINKER=lld -DCMAKE_BUILD_TYPE=RelWithDebInfo \
+  utils/configure.sh build-tsan -DCMAKE_BUILD_TYPE=RelWithDebInfo \
     "-DCMAKE_C_FLAGS=$TSAN" "-DCMAKE_CXX_FLAGS=$TSAN" \
     "-DCMAKE_EXE_LINKER_FLAGS=-fsanitize=thread -shared-libsan -Wl,-rpath,$RT" \
-    "-DKILN_MODEL_RUNTIME_LINK_FLAGS=$RT/libclang_rt.tsan-x86_64.so;-rpath;$RT" \
-    -DKILN_PYTHON="$ROOT/.venv/bin/python" > /tmp/kiln-build-tsan.log 2>&1 ||
-    { cat /tmp/kiln-build-tsan.log; exit 1; }
+    "-DKILN_MODEL_RUNTIME_LINK_FLAGS=$RT/libclang_rt.tsan-x86_64.so;-rpath;$RT"
 fi
 ninja -C build-tsan -j2 kiln-stress KilnModelRuntime
 "$KILNC" "$M/src/cnn.onnx" -o "$M/cnn-tsan.so" \

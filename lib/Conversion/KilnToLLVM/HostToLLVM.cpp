@@ -633,13 +633,8 @@ LogicalResult insertRunChecks(func::FuncOp host, int64_t &numMessages) {
         LLVM::LLVMArrayType::get(b.getI64Type(), std::max<int64_t>(n, 1));
     Value values =
         LLVM::AllocaOp::create(b, loc, ptrType, arrayType, i64(b, loc, 1));
-    for (auto [i, v] : llvm::enumerate(check.getValues())) {
-      Value wide =
-          v.getType().isIndex()
-              ? arith::IndexCastOp::create(b, loc, b.getI64Type(), v)
-          : v.getType().getIntOrFloatBitWidth() < 64
-              ? Value(arith::ExtSIOp::create(b, loc, b.getI64Type(), v))
-              : v;
+    for (int64_t i = 0; i < n; ++i) {
+      Value wide = check.getValueAsI64(b, i);
       Value slot = LLVM::GEPOp::create(b, loc, ptrType, b.getI64Type(), values,
                                        ArrayRef<LLVM::GEPArg>{(int32_t)i});
       LLVM::StoreOp::create(b, loc, wide, slot);

@@ -51,6 +51,21 @@ bool isHostOp(Operation *op) {
   return isMemoryEffectFree(op);
 }
 
+/// A launch of one thread at `b`'s insertion point holding `ops` (moved
+/// there, in order); `b` is left before its terminator.
+gpu::LaunchOp createSingleThreadLaunch(OpBuilder &b, Location loc,
+                                       ArrayRef<Operation *> ops) {
+  Value one = arith::ConstantIndexOp::create(b, loc, 1);
+  auto launch = gpu::LaunchOp::create(b, loc, one, one, one, one, one, one);
+  Block &body = launch.getBody().front();
+  b.setInsertionPointToEnd(&body);
+  auto term = gpu::TerminatorOp::create(b, loc);
+  for (Operation *op : ops)
+    op->moveBefore(term);
+  b.setInsertionPoint(term);
+  return launch;
+}
+
 /// The value `v` is a view of (through view-like ops).
 Value memoryRoot(Value v) {
   while (Operation *def = v.getDefiningOp()) {
@@ -187,14 +202,7 @@ void moveDeviceDataChecks(func::FuncOp host,
           check.getCtx());
     }
     b.setInsertionPoint(check);
-    Value one = arith::ConstantIndexOp::create(b, loc, 1);
-    auto launch = gpu::LaunchOp::create(b, loc, one, one, one, one, one, one);
-    Block &body = launch.getBody().front();
-    b.setInsertionPointToEnd(&body);
-    auto term = gpu::TerminatorOp::create(b, loc);
-    for (Operation *op : moved)
-      op->moveBefore(term);
-    b.setInsertionPoint(term);
+    createSingleThreadLaunch(b, loc, moved);
     auto i64 = [&](int64_t v) {
       return arith::ConstantIntOp::create(b, loc, b.getI64Type(), v)
           .getResult();
@@ -215,15 +223,9 @@ void moveDeviceDataChecks(func::FuncOp host,
     // The values first, the index last: a record with an index is whole.
     memref::StoreOp::create(b, loc, i64(check.getValues().size()), record,
                             at(1));
-    for (auto [i, v] : llvm::enumerate(check.getValues())) {
-      Value wide =
-          v.getType().isIndex()
-              ? arith::IndexCastOp::create(b, loc, b.getI64Type(), v)
-          : v.getType().getIntOrFloatBitWidth() < 64
-              ? Value(arith::ExtSIOp::create(b, loc, b.getI64Type(), v))
-              : v;
-      memref::StoreOp::create(b, loc, wide, record, at(2 + i));
-    }
+    for (unsigned i = 0; i < check.getValues().size(); ++i)
+      memref::StoreOp::create(b, loc, check.getValueAsI64(b, i), record,
+                              at(2 + i));
     memref::StoreOp::create(b, loc, i64(messages.size() + 1), record, at(0));
     messages.push_back(check.getMessageAttr());
     check.erase();
@@ -365,14 +367,7 @@ LogicalResult GPUMapper::flush(SmallVectorImpl<Operation *> &group) {
   Operation *last = group.back();
   OpBuilder b(last->getContext());
   b.setInsertionPointAfter(last);
-  Location loc = last->getLoc();
-  Value one = arith::ConstantIndexOp::create(b, loc, 1);
-  auto launch = gpu::LaunchOp::create(b, loc, one, one, one, one, one, one);
-  Block &body = launch.getBody().front();
-  b.setInsertionPointToEnd(&body);
-  auto term = gpu::TerminatorOp::create(b, loc);
-  for (Operation *op : group)
-    op->moveBefore(term);
+  createSingleThreadLaunch(b, last->getLoc(), group);
   group.clear();
   return success();
 }

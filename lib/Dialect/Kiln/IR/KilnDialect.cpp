@@ -200,6 +200,16 @@ LogicalResult CheckOp::verify() {
   return success();
 }
 
+Value CheckOp::getValueAsI64(OpBuilder &b, unsigned i) {
+  Value v = getValues()[i];
+  Type i64 = b.getI64Type();
+  if (v.getType().isIndex())
+    return arith::IndexCastOp::create(b, getLoc(), i64, v);
+  if (v.getType().getIntOrFloatBitWidth() < 64)
+    return arith::ExtSIOp::create(b, getLoc(), i64, v);
+  return v;
+}
+
 LogicalResult CheckOp::canonicalize(CheckOp op, PatternRewriter &rewriter) {
   // A condition known to hold: nothing to check.
   if (!matchPattern(op.getCondition(), m_One()))

@@ -232,6 +232,10 @@ def Kiln_CheckOp : Kiln_Op<"check", [MemoryEffects<[MemWrite]>,
   }];
   let hasVerifier = 1;
   let hasCanonicalizeMethod = 1;
+  let extraClassDeclaration = [{
+    /// Value `i` as the signed i64 the runtime prints.
+    Value getValueAsI64(OpBuilder &b, unsigned i);
+  }];
 }
 
 def Kiln_CheckRecordOp : Kiln_Op<"check_record", [MemoryEffects<[MemWrite]>]> {
