@@ -144,6 +144,13 @@ subprocess.run(kilnc(save(m, "huge_out.onnx"), out=huge_so), check=True, timeout
 expect_error("run: declared output of 2^62 rows",
              ["kiln-run", huge_so, "--input", pb("x", np.ones((2, 4), np.float32), "x_huge.pb")],
              "relu_huge_out", "4611686018427387904")
+# A constant NaN scale in Resize (hardening finding 9): refused at compile
+# time, naming the node, instead of sizing the output from an undefined value.
+m = mk([helper.make_node("Resize", ["x", "", "scales"], ["y"], name="resize_nan")],
+       [("x", TensorProto.FLOAT, [1, 1, 2, 2])], [("y", TensorProto.FLOAT, None)],
+       [numpy_helper.from_array(np.array([1, 1, np.nan, 2], np.float32), "scales")])
+expect_error("Resize NaN scale", kilnc(save(m, "resize_nan.onnx")),
+             "resize_nan", "Resize", "scales[2] is nan", "must be positive")
 m = mk([helper.make_node("MatMul", ["x", "w"], ["y"], name="mm_bad_inner")],
        [("x", TensorProto.FLOAT, [2, 3])], [("y", TensorProto.FLOAT, None)],
        [numpy_helper.from_array(np.zeros((4, 5), np.float32), "w")])
