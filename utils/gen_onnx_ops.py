@@ -70,7 +70,7 @@ INFER_SHAPES_OPS = [
     "MatMul", "Gemm", "Conv", "BatchNormalization", "Relu", "LeakyRelu",
     "Sigmoid", "Tanh", "Clip", "HardSigmoid", "Exp", "Log", "Sqrt", "Neg",
     "Abs", "Add", "Sub", "Mul", "Div", "Pow", "MaxPool", "AveragePool",
-    "GlobalAveragePool", "Reshape", "Flatten", "Transpose", "Concat",
+    "LpPool", "GlobalAveragePool", "GlobalMaxPool", "Reshape", "Flatten", "Transpose", "Concat",
     "Squeeze", "Unsqueeze", "Slice", "Gather", "Softmax", "ReduceMean",
     "ReduceSum", "Cast", "Identity", "Shape",
 ]

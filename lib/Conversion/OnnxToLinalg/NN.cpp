@@ -88,29 +88,39 @@ FailureOr<WindowParams> getWindowParams(OpTy op, RankedTensorType in,
 }
 
 /// Pads the spatial dims of tensor `x` (placed as `dl` says) by
-/// (begin, end + extra) with `value`.
+/// (begin, end + extra) with `value`; an extra known only at run time (a
+/// pooling window over a dynamic dim with ceil_mode) is a Value.
 Value padSpatial(OpBuilder &b, Location loc, Value x, const WindowParams &p,
-                 ArrayRef<int64_t> extraEnd, TypedAttr value, DimLayout dl) {
+                 ArrayRef<OpFoldResult> extraEnd, TypedAttr value,
+                 DimLayout dl) {
   bool any = false;
   for (size_t i = 0; i < p.padBegin.size(); ++i)
-    any |= p.padBegin[i] || p.padEnd[i] || extraEnd[i];
+    any |= p.padBegin[i] || p.padEnd[i] || !isZeroInteger(extraEnd[i]);
   if (!any)
     return x;
   auto t = cast<RankedTensorType>(x.getType());
-  SmallVector<int64_t> lo(t.getRank(), 0), hi(t.getRank(), 0),
-      shape(t.getShape());
+  SmallVector<OpFoldResult> lo(t.getRank(), b.getIndexAttr(0)),
+      hi(t.getRank(), b.getIndexAttr(0));
+  SmallVector<int64_t> shape(t.getShape());
   for (size_t i = 0; i < p.padBegin.size(); ++i) {
     int64_t d = dl.spatial(i);
-    lo[d] = p.padBegin[i];
-    hi[d] = p.padEnd[i] + extraEnd[i];
+    lo[d] = b.getIndexAttr(p.padBegin[i]);
+    std::optional<int64_t> extra = getConstantIntValue(extraEnd[i]);
+    if (extra) {
+      hi[d] = b.getIndexAttr(p.padEnd[i] + *extra);
+    } else {
+      hi[d] = arith::AddIOp::create(
+                  b, loc, getValueOrCreateConstantIndexOp(b, loc, extraEnd[i]),
+                  idx(b, loc, p.padEnd[i]))
+                  .getResult();
+      shape[d] = ShapedType::kDynamic;
+    }
     if (!ShapedType::isDynamic(shape[d]))
-      shape[d] += p.padBegin[i] + p.padEnd[i] + extraEnd[i];
+      shape[d] += p.padBegin[i] + p.padEnd[i] + *extra;
   }
   auto type = RankedTensorType::get(shape, t.getElementType());
   Value pad = arith::ConstantOp::create(b, loc, value);
-  return tensor::PadOp::create(b, loc, type, x,
-                               getAsIndexOpFoldResult(b.getContext(), lo),
-                               getAsIndexOpFoldResult(b.getContext(), hi), pad);
+  return tensor::PadOp::create(b, loc, type, x, lo, hi, pad);
 }
 
 /// Output spatial size.
@@ -165,7 +175,8 @@ LogicalResult lowerConv(onnxops::ConvOp op, OpBuilder &b,
   if (failed(p))
     return failure();
   Value x = padSpatial(b, loc, op->getOperand(0), *p,
-                       SmallVector<int64_t>(ns, 0), scalarAttr(elem, 0), dl);
+                       SmallVector<OpFoldResult>(ns, b.getIndexAttr(0)),
+                       scalarAttr(elem, 0), dl);
 
   // Output type from the window arithmetic (matches shape inference).
   SmallVector<int64_t> outShape = {ty->getDimSize(0)};
@@ -349,34 +360,87 @@ LogicalResult lowerPool(OpTy op, OpBuilder &b, SmallVectorImpl<Value> &results,
     return nodeError(op) << "p must be positive", failure();
 
   SmallVector<int64_t> outShape(tx->getShape());
-  SmallVector<int64_t> extra(ns, 0);
+  SmallVector<OpFoldResult> extra(ns, b.getIndexAttr(0));
+  // Per spatial dim: its output size (a Value when the input's is dynamic)
+  // and the input's size, for the average's counts.
+  SmallVector<Value> outSizes(ns), inSizes(ns);
   for (int64_t i = 0; i < ns; ++i) {
     int64_t in = tx->getDimSize(dl.spatial(i));
-    int64_t o = windowOut(in, p->kernel[i], p->strides[i], p->dilations[i],
-                          p->padBegin[i], p->padEnd[i], ceil);
+    int64_t window = (p->kernel[i] - 1) * p->dilations[i] + 1;
+    int64_t s = p->strides[i], pads = p->padBegin[i] + p->padEnd[i];
+    if (ShapedType::isDynamic(in)) {
+      // The same arithmetic on index values: the run checks that the
+      // window fits the padded input before anything is sized by it.
+      Value inV = dimValue(b, loc, op->getOperand(0), dl.spatial(i));
+      Value padded = arith::AddIOp::create(b, loc, inV, idx(b, loc, pads));
+      checkAtRunTime(
+          b, op,
+          cmpI(b, loc, arith::CmpIPredicate::sge, padded, idx(b, loc, window)),
+          "spatial dim {0} of the padded input has {1} elements, fewer than "
+          "the window's {2}",
+          {idx(b, loc, i), padded, idx(b, loc, window)});
+      Value span = arith::SubIOp::create(b, loc, padded, idx(b, loc, window));
+      span = arith::MaxSIOp::create(b, loc, span, idx(b, loc, 0));
+      Value o = arith::AddIOp::create(
+          b, loc,
+          ceil ? arith::CeilDivSIOp::create(b, loc, span, idx(b, loc, s))
+                     .getResult()
+               : arith::DivSIOp::create(b, loc, span, idx(b, loc, s))
+                     .getResult(),
+          idx(b, loc, 1));
+      Value last = arith::SubIOp::create(b, loc, o, idx(b, loc, 1));
+      if (ceil) {
+        Value startsPast = cmpI(
+            b, loc, arith::CmpIPredicate::sge,
+            arith::MulIOp::create(b, loc, last, idx(b, loc, s)),
+            arith::AddIOp::create(b, loc, inV, idx(b, loc, p->padBegin[i])));
+        o = arith::SelectOp::create(b, loc, startsPast, last, o);
+        last = arith::SubIOp::create(b, loc, o, idx(b, loc, 1));
+      }
+      Value need = arith::AddIOp::create(
+          b, loc, arith::MulIOp::create(b, loc, last, idx(b, loc, s)),
+          idx(b, loc, window));
+      if (ceil)
+        extra[i] = arith::MaxSIOp::create(
+                       b, loc, arith::SubIOp::create(b, loc, need, padded),
+                       idx(b, loc, 0))
+                       .getResult();
+      outSizes[i] = o;
+      inSizes[i] = inV;
+      outShape[dl.spatial(i)] = ShapedType::kDynamic;
+      continue;
+    }
+    int64_t o = windowOut(in, p->kernel[i], s, p->dilations[i], p->padBegin[i],
+                          p->padEnd[i], ceil);
     if (o == -1)
       return nodeError(op) << "the window is larger than the padded input",
              failure();
-    if (ShapedType::isDynamic(o))
-      return nodeError(op) << "pooling needs static spatial dims", failure();
     // ONNX: with ceil_mode the last window must start inside the input or
     // the begin padding.
-    if (ceil && (o - 1) * p->strides[i] >= in + p->padBegin[i])
+    if (ceil && (o - 1) * s >= in + p->padBegin[i])
       --o;
-    int64_t need =
-        (o - 1) * p->strides[i] + (p->kernel[i] - 1) * p->dilations[i] + 1;
-    extra[i] =
-        std::max<int64_t>(0, need - (in + p->padBegin[i] + p->padEnd[i]));
+    int64_t need = (o - 1) * s + window;
+    extra[i] = b.getIndexAttr(std::max<int64_t>(0, need - (in + pads)));
     outShape[dl.spatial(i)] = o;
+    inSizes[i] = idx(b, loc, in);
   }
   auto outType = RankedTensorType::get(outShape, elem);
   double padValue = isMax ? -std::numeric_limits<double>::infinity() : 0.0;
   Value x = padSpatial(b, loc, op->getOperand(0), *p, extra,
                        scalarAttr(elem, padValue), dl);
   SmallVector<Value> dyn;
-  for (int64_t i : {int64_t(0), dl.channel()})
-    if (outType.isDynamicDim(i))
+  for (int64_t i = 0; i < outType.getRank(); ++i) {
+    if (!outType.isDynamicDim(i))
+      continue;
+    bool spatial = false;
+    for (int64_t j = 0; j < ns; ++j)
+      if (dl.spatial(j) == i) {
+        dyn.push_back(outSizes[j]);
+        spatial = true;
+      }
+    if (!spatial)
       dyn.push_back(tensor::DimOp::create(b, loc, x, i));
+  }
   Value init = filledTensor(b, loc, outType, dyn, scalarAttr(elem, padValue));
   Value window = tensor::EmptyOp::create(b, loc, p->kernel, elem);
 
@@ -436,9 +500,6 @@ LogicalResult lowerPool(OpTy op, OpBuilder &b, SmallVectorImpl<Value> &results,
   }
   // Average: divide by the number of elements of each window that lie in the
   // input (or in the input and its explicit pads with count_include_pad).
-  SmallVector<int64_t> inSize;
-  for (int64_t i = 0; i < ns; ++i)
-    inSize.push_back(tx->getDimSize(dl.spatial(i)));
   WindowParams params = *p;
   results.push_back(buildElementwise(
       b, loc, outType, pooled,
@@ -447,9 +508,14 @@ LogicalResult lowerPool(OpTy op, OpBuilder &b, SmallVectorImpl<Value> &results,
         for (int64_t i = 0; i < ns; ++i) {
           Value o = linalg::IndexOp::create(nb, l, dl.spatial(i));
           int64_t lo = countPad ? 0 : params.padBegin[i];
-          int64_t hiLimit =
-              countPad ? inSize[i] + params.padBegin[i] + params.padEnd[i]
-                       : inSize[i] + params.padBegin[i];
+          // The input's size (a value from outside the body when dynamic)
+          // plus the pads counted.
+          Value hiLimit = arith::AddIOp::create(
+              nb, l, inSizes[i],
+              arith::ConstantIndexOp::create(nb, l,
+                                             countPad ? params.padBegin[i] +
+                                                            params.padEnd[i]
+                                                      : params.padBegin[i]));
           // Positions (in padded coordinates) covered: start + k*d for k in
           // [0, K). Count those in [lo, hiLimit).
           Value start = arith::MulIOp::create(
@@ -463,9 +529,8 @@ LogicalResult lowerPool(OpTy op, OpBuilder &b, SmallVectorImpl<Value> &results,
             Value ge = arith::CmpIOp::create(
                 nb, l, arith::CmpIPredicate::sge, pos,
                 arith::ConstantIndexOp::create(nb, l, lo));
-            Value lt = arith::CmpIOp::create(
-                nb, l, arith::CmpIPredicate::slt, pos,
-                arith::ConstantIndexOp::create(nb, l, hiLimit));
+            Value lt = arith::CmpIOp::create(nb, l, arith::CmpIPredicate::slt,
+                                             pos, hiLimit);
             Value in = arith::AndIOp::create(nb, l, ge, lt);
             c = arith::AddIOp::create(
                 nb, l, c,

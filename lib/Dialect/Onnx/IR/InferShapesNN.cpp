@@ -302,19 +302,39 @@ InferredTypes AveragePoolOp::inferResultTypes() {
   return inferPool(*this, w);
 }
 
-InferredTypes GlobalAveragePoolOp::inferResultTypes() {
-  Type elemTy = getElementTypeOrSelf(getX().getType());
-  std::optional<ArrayRef<int64_t>> x = getShapeOf(getX());
+InferredTypes LpPoolOp::inferResultTypes() {
+  Window w;
+  w.kernel = toInts(getKernelShape());
+  w.pads = toInts(getPads());
+  w.strides = toInts(getStrides());
+  w.dilations = toInts(getDilations());
+  w.autoPad = getAutoPad();
+  w.ceilMode = getCeilMode() != 0;
+  return inferPool(*this, w);
+}
+
+/// GlobalAveragePool and GlobalMaxPool: N, C and ones (any
+/// spatial rank, 1-D included).
+template <typename PoolOp> static InferredTypes inferGlobalPool(PoolOp op) {
+  Type elemTy = getElementTypeOrSelf(op.getX().getType());
+  std::optional<ArrayRef<int64_t>> x = getShapeOf(op.getX());
   if (!x)
     return SmallVector<Type>{UnrankedTensorType::get(elemTy)};
   if (x->size() < 2)
-    return emitOpError() << "expects an input of rank >= 2, got "
-                         << getX().getType();
+    return op.emitOpError()
+           << "expects an input of rank >= 2, got " << op.getX().getType();
   SmallVector<int64_t> out(x->size(), 1);
-  int64_t channel = isChannelsLast(*this) ? x->size() - 1 : 1;
+  int64_t channel = isChannelsLast(op) ? x->size() - 1 : 1;
   out[0] = (*x)[0];
   out[channel] = (*x)[channel];
   return SmallVector<Type>{RankedTensorType::get(out, elemTy)};
+}
+
+InferredTypes GlobalAveragePoolOp::inferResultTypes() {
+  return inferGlobalPool(*this);
+}
+InferredTypes GlobalMaxPoolOp::inferResultTypes() {
+  return inferGlobalPool(*this);
 }
 
 InferredTypes BatchNormalizationOp::inferResultTypes() {

@@ -2514,7 +2514,8 @@ ONNX operator `GlobalLpPool` of the ai.onnx domain, since_version 22.
 //===----------------------------------------------------------------------===//
 
 def Onnx_GlobalMaxPoolOp : Onnx_Op<"GlobalMaxPool",
-    [Pure]> {
+    [Pure,
+     DeclareOpInterfaceMethods<Onnx_InferShapesOpInterface>]> {
   let summary = "GlobalMaxPool consumes an input tensor X and applies max pooling across the values in the same channel.";
   let description = [{
  GlobalMaxPool consumes an input tensor X and applies max pooling across
@@ -2527,6 +2528,11 @@ ONNX operator `GlobalMaxPool` of the ai.onnx domain, since_version 22.
     Onnx_T1:$X);
   let results = (outs
     Onnx_T1:$Y);
+  let extraClassDeclaration = [{
+    /// Result types inferred from the operands (ONNX semantics); emits an
+    /// error at the op and fails on inconsistent shapes.
+    ::mlir::FailureOr<::llvm::SmallVector<::mlir::Type>> inferResultTypes();
+  }];
 }
 
 //===----------------------------------------------------------------------===//
@@ -3493,7 +3499,8 @@ ONNX operator `LpNormalization` of the ai.onnx domain, since_version 22.
 //===----------------------------------------------------------------------===//
 
 def Onnx_LpPoolOp : Onnx_Op<"LpPool",
-    [Pure]> {
+    [Pure,
+     DeclareOpInterfaceMethods<Onnx_InferShapesOpInterface>]> {
   let summary = "LpPool consumes an input tensor X and applies Lp pooling across the tensor according to kernel sizes, stride sizes, and pad lengths.";
   let description = [{
  LpPool consumes an input tensor X and applies Lp pooling across
@@ -3533,6 +3540,11 @@ ONNX operator `LpPool` of the ai.onnx domain, since_version 22.
     OptionalAttr<I64ArrayAttr>:$strides);
   let results = (outs
     Onnx_T1:$Y);
+  let extraClassDeclaration = [{
+    /// Result types inferred from the operands (ONNX semantics); emits an
+    /// error at the op and fails on inconsistent shapes.
+    ::mlir::FailureOr<::llvm::SmallVector<::mlir::Type>> inferResultTypes();
+  }];
 }
 
 //===----------------------------------------------------------------------===//
