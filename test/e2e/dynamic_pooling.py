@@ -1,7 +1,8 @@
 # RUN: %python %s %t
 """Pooling over symbolic spatial dims (the dynamic-shapes issue): MaxPool
-(floor and ceil_mode, pads, dilations), AveragePool (with and without
-count_include_pad, ceil_mode) and LpPool on an input [N, 3, H, W], compiled
+(floor and ceil_mode, pads, dilations, auto_pad SAME_UPPER), AveragePool (with
+and without count_include_pad, ceil_mode, auto_pad SAME_LOWER), LpPool and a
+Conv with auto_pad SAME_UPPER on an input [N, 3, H, W], compiled
 once without --dim and run at three sizes against onnxruntime; a window
 larger than the padded input fails the run naming a node."""
 import os
@@ -9,7 +10,7 @@ import subprocess
 import sys
 
 import numpy as np
-from onnx import TensorProto, helper
+from onnx import TensorProto, helper, numpy_helper
 
 import kiln_tools
 
@@ -24,10 +25,17 @@ pools = [
      dict(kernel_shape=[3, 3], strides=[2, 1], pads=[1, 2, 1, 2], count_include_pad=1)),
     ("avg_ceil", "AveragePool", dict(kernel_shape=[2, 3], strides=[2, 2], ceil_mode=1)),
     ("lp2", "LpPool", dict(kernel_shape=[2, 2], strides=[2, 2], p=2)),
+    ("max_same_upper", "MaxPool", dict(kernel_shape=[3, 3], strides=[2, 2], auto_pad="SAME_UPPER")),
+    ("avg_same_lower", "AveragePool", dict(kernel_shape=[2, 3], strides=[2, 2], auto_pad="SAME_LOWER")),
 ]
 nodes = [helper.make_node(op, ["x"], [name], name=name, **attrs) for name, op, attrs in pools]
+# A convolution with auto_pad SAME_UPPER over the same dynamic H and W.
+nodes.append(helper.make_node("Conv", ["x", "w"], ["conv_same"], name="conv_same",
+                              kernel_shape=[3, 3], strides=[2, 2], auto_pad="SAME_UPPER"))
+w = numpy_helper.from_array((rng.standard_normal((4, 3, 3, 3)) * 0.3).astype(np.float32), "w")
+outputs = [name for name, _, _ in pools] + ["conv_same"]
 graph = helper.make_graph(nodes, "pools", [helper.make_tensor_value_info("x", F, ["N", 3, "H", "W"])],
-                          [helper.make_tensor_value_info(name, F, None) for name, _, _ in pools])
+                          [helper.make_tensor_value_info(name, F, None) for name in outputs], [w])
 model = helper.make_model(graph, opset_imports=[helper.make_opsetid("", 19)], ir_version=9)
 
 feeds = [{"x": rng.standard_normal(shape).astype(np.float32)}

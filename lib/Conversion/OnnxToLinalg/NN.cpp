@@ -23,6 +23,17 @@ using utils::IteratorType;
 
 struct WindowParams {
   SmallVector<int64_t> kernel, strides, dilations, padBegin, padEnd;
+  /// auto_pad SAME_* over a dynamic spatial dim: its pads as index values
+  /// computed at run time (null where the pads are the static ones).
+  SmallVector<Value> dynBegin, dynEnd;
+
+  OpFoldResult begin(OpBuilder &b, int64_t i) const {
+    return dynBegin[i] ? OpFoldResult(dynBegin[i])
+                       : b.getIndexAttr(padBegin[i]);
+  }
+  OpFoldResult end(OpBuilder &b, int64_t i) const {
+    return dynEnd[i] ? OpFoldResult(dynEnd[i]) : b.getIndexAttr(padEnd[i]);
+  }
 };
 
 /// Where an op's dims sit: NC<spatial> or, for the channels-last form
@@ -36,10 +47,11 @@ struct DimLayout {
 
 /// Reads kernel/strides/dilations/pads/auto_pad of a Conv or pool op with
 /// `nSpatial` spatial dims of input type `in` (dims as `dl` places them).
+/// auto_pad SAME_* over a dynamic dim computes that dim's pads at `b`.
 template <typename OpTy>
 FailureOr<WindowParams> getWindowParams(OpTy op, RankedTensorType in,
                                         ArrayRef<int64_t> kernel, bool ceilMode,
-                                        DimLayout dl) {
+                                        DimLayout dl, OpBuilder &b) {
   int64_t ns = kernel.size();
   WindowParams p;
   p.kernel.assign(kernel.begin(), kernel.end());
@@ -55,14 +67,38 @@ FailureOr<WindowParams> getWindowParams(OpTy op, RankedTensorType in,
            failure();
   p.padBegin.assign(pads.begin(), pads.begin() + ns);
   p.padEnd.assign(pads.begin() + ns, pads.end());
+  p.dynBegin.assign(ns, Value());
+  p.dynEnd.assign(ns, Value());
   std::string autoPad = op.getAutoPad().str();
   if (autoPad == "SAME_UPPER" || autoPad == "SAME_LOWER") {
     for (int64_t i = 0; i < ns; ++i) {
       int64_t size = in.getDimSize(dl.spatial(i));
-      if (ShapedType::isDynamic(size))
-        return nodeError(op)
-                   << "auto_pad " << autoPad << " needs static spatial dims",
-               failure();
+      if (ShapedType::isDynamic(size)) {
+        // out = ceil(size / s); total = max(0, (out - 1) s + window - size),
+        // the odd one at the end (SAME_UPPER) or the beginning.
+        Location loc = op->getLoc();
+        int64_t s = p.strides[i], d = p.dilations[i];
+        if (s <= 0 || d <= 0)
+          break; // refused below
+        Value sizeV = dimValue(b, loc, op->getOperand(0), dl.spatial(i));
+        Value out = arith::CeilDivSIOp::create(b, loc, sizeV, idx(b, loc, s));
+        Value total = arith::SubIOp::create(
+            b, loc,
+            arith::AddIOp::create(
+                b, loc,
+                arith::MulIOp::create(
+                    b, loc, arith::SubIOp::create(b, loc, out, idx(b, loc, 1)),
+                    idx(b, loc, s)),
+                idx(b, loc, (kernel[i] - 1) * d + 1)),
+            sizeV);
+        total = arith::MaxSIOp::create(b, loc, total, idx(b, loc, 0));
+        Value small = arith::DivSIOp::create(b, loc, total, idx(b, loc, 2));
+        Value large = arith::SubIOp::create(b, loc, total, small);
+        p.dynBegin[i] = autoPad == "SAME_UPPER" ? small : large;
+        p.dynEnd[i] = autoPad == "SAME_UPPER" ? large : small;
+        p.padBegin[i] = p.padEnd[i] = 0;
+        continue;
+      }
       int64_t out = (size + p.strides[i] - 1) / p.strides[i];
       int64_t total = std::max<int64_t>(
           0, (out - 1) * p.strides[i] + (p.kernel[i] - 1) * p.dilations[i] + 1 -
@@ -95,7 +131,8 @@ Value padSpatial(OpBuilder &b, Location loc, Value x, const WindowParams &p,
                  DimLayout dl) {
   bool any = false;
   for (size_t i = 0; i < p.padBegin.size(); ++i)
-    any |= p.padBegin[i] || p.padEnd[i] || !isZeroInteger(extraEnd[i]);
+    any |= p.padBegin[i] || p.padEnd[i] || !isZeroInteger(extraEnd[i]) ||
+           p.dynBegin[i];
   if (!any)
     return x;
   auto t = cast<RankedTensorType>(x.getType());
@@ -104,17 +141,19 @@ Value padSpatial(OpBuilder &b, Location loc, Value x, const WindowParams &p,
   SmallVector<int64_t> shape(t.getShape());
   for (size_t i = 0; i < p.padBegin.size(); ++i) {
     int64_t d = dl.spatial(i);
-    lo[d] = b.getIndexAttr(p.padBegin[i]);
+    lo[d] = p.begin(b, i);
     std::optional<int64_t> extra = getConstantIntValue(extraEnd[i]);
-    if (extra) {
+    if (extra && !p.dynEnd[i]) {
       hi[d] = b.getIndexAttr(p.padEnd[i] + *extra);
     } else {
       hi[d] = arith::AddIOp::create(
                   b, loc, getValueOrCreateConstantIndexOp(b, loc, extraEnd[i]),
-                  idx(b, loc, p.padEnd[i]))
+                  getValueOrCreateConstantIndexOp(b, loc, p.end(b, i)))
                   .getResult();
       shape[d] = ShapedType::kDynamic;
     }
+    if (p.dynBegin[i])
+      shape[d] = ShapedType::kDynamic;
     if (!ShapedType::isDynamic(shape[d]))
       shape[d] += p.padBegin[i] + p.padEnd[i] + *extra;
   }
@@ -171,7 +210,8 @@ LogicalResult lowerConv(onnxops::ConvOp op, OpBuilder &b,
                          << C << " and filters " << F << " (weight " << *tw
                          << ")",
            failure();
-  FailureOr<WindowParams> p = getWindowParams(op, *tx, kernelShape, false, dl);
+  FailureOr<WindowParams> p =
+      getWindowParams(op, *tx, kernelShape, false, dl, b);
   if (failed(p))
     return failure();
   Value x = padSpatial(b, loc, op->getOperand(0), *p,
@@ -350,7 +390,7 @@ LogicalResult lowerPool(OpTy op, OpBuilder &b, SmallVectorImpl<Value> &results,
     return nodeError(op) << "kernel_shape must give " << ns << " sizes",
            failure();
   bool ceil = asInt(op.getCeilMode());
-  FailureOr<WindowParams> p = getWindowParams(op, *tx, *kernel, ceil, dl);
+  FailureOr<WindowParams> p = getWindowParams(op, *tx, *kernel, ceil, dl, b);
   if (failed(p))
     return failure();
   bool countPad = false;
@@ -363,7 +403,11 @@ LogicalResult lowerPool(OpTy op, OpBuilder &b, SmallVectorImpl<Value> &results,
   SmallVector<OpFoldResult> extra(ns, b.getIndexAttr(0));
   // Per spatial dim: its output size (a Value when the input's is dynamic)
   // and the input's size, for the average's counts.
-  SmallVector<Value> outSizes(ns), inSizes(ns);
+  SmallVector<Value> outSizes(ns), inSizes(ns), padBegins(ns), padEnds(ns);
+  for (int64_t i = 0; i < ns; ++i) {
+    padBegins[i] = getValueOrCreateConstantIndexOp(b, loc, p->begin(b, i));
+    padEnds[i] = getValueOrCreateConstantIndexOp(b, loc, p->end(b, i));
+  }
   for (int64_t i = 0; i < ns; ++i) {
     int64_t in = tx->getDimSize(dl.spatial(i));
     int64_t window = (p->kernel[i] - 1) * p->dilations[i] + 1;
@@ -372,7 +416,9 @@ LogicalResult lowerPool(OpTy op, OpBuilder &b, SmallVectorImpl<Value> &results,
       // The same arithmetic on index values: the run checks that the
       // window fits the padded input before anything is sized by it.
       Value inV = dimValue(b, loc, op->getOperand(0), dl.spatial(i));
-      Value padded = arith::AddIOp::create(b, loc, inV, idx(b, loc, pads));
+      Value pb = padBegins[i];
+      Value padded = arith::AddIOp::create(
+          b, loc, arith::AddIOp::create(b, loc, inV, pb), padEnds[i]);
       checkAtRunTime(
           b, op,
           cmpI(b, loc, arith::CmpIPredicate::sge, padded, idx(b, loc, window)),
@@ -390,10 +436,10 @@ LogicalResult lowerPool(OpTy op, OpBuilder &b, SmallVectorImpl<Value> &results,
           idx(b, loc, 1));
       Value last = arith::SubIOp::create(b, loc, o, idx(b, loc, 1));
       if (ceil) {
-        Value startsPast = cmpI(
-            b, loc, arith::CmpIPredicate::sge,
-            arith::MulIOp::create(b, loc, last, idx(b, loc, s)),
-            arith::AddIOp::create(b, loc, inV, idx(b, loc, p->padBegin[i])));
+        Value startsPast =
+            cmpI(b, loc, arith::CmpIPredicate::sge,
+                 arith::MulIOp::create(b, loc, last, idx(b, loc, s)),
+                 arith::AddIOp::create(b, loc, inV, pb));
         o = arith::SelectOp::create(b, loc, startsPast, last, o);
         last = arith::SubIOp::create(b, loc, o, idx(b, loc, 1));
       }
@@ -507,15 +553,14 @@ LogicalResult lowerPool(OpTy op, OpBuilder &b, SmallVectorImpl<Value> &results,
         Value count = arith::ConstantIndexOp::create(nb, l, 1);
         for (int64_t i = 0; i < ns; ++i) {
           Value o = linalg::IndexOp::create(nb, l, dl.spatial(i));
-          int64_t lo = countPad ? 0 : params.padBegin[i];
-          // The input's size (a value from outside the body when dynamic)
-          // plus the pads counted.
-          Value hiLimit = arith::AddIOp::create(
-              nb, l, inSizes[i],
-              arith::ConstantIndexOp::create(nb, l,
-                                             countPad ? params.padBegin[i] +
-                                                            params.padEnd[i]
-                                                      : params.padBegin[i]));
+          // The input's size and pads (values from outside the body when
+          // dynamic): positions in [lo, hiLimit) count.
+          Value lo = countPad ? arith::ConstantIndexOp::create(nb, l, 0)
+                              : padBegins[i];
+          Value hiLimit =
+              arith::AddIOp::create(nb, l, inSizes[i], padBegins[i]);
+          if (countPad)
+            hiLimit = arith::AddIOp::create(nb, l, hiLimit, padEnds[i]);
           // Positions (in padded coordinates) covered: start + k*d for k in
           // [0, K). Count those in [lo, hiLimit).
           Value start = arith::MulIOp::create(
@@ -526,9 +571,8 @@ LogicalResult lowerPool(OpTy op, OpBuilder &b, SmallVectorImpl<Value> &results,
             Value pos = arith::AddIOp::create(
                 nb, l, start,
                 arith::ConstantIndexOp::create(nb, l, k * params.dilations[i]));
-            Value ge = arith::CmpIOp::create(
-                nb, l, arith::CmpIPredicate::sge, pos,
-                arith::ConstantIndexOp::create(nb, l, lo));
+            Value ge = arith::CmpIOp::create(nb, l, arith::CmpIPredicate::sge,
+                                             pos, lo);
             Value lt = arith::CmpIOp::create(nb, l, arith::CmpIPredicate::slt,
                                              pos, hiLimit);
             Value in = arith::AndIOp::create(nb, l, ge, lt);
