@@ -97,9 +97,16 @@ static cl::opt<std::string>
                cl::value_desc("FILE.json"), cl::init(""));
 static cl::list<std::string>
     boundDims("dim",
-              cl::desc("Fix a symbolic dimension (ONNX dim_param) at compile "
-                       "time, e.g. --dim seq=128 (repeatable)"),
+              cl::desc("Fix a symbolic dimension (ONNX dim_param, or "
+                       "<input>:<axis> for an unnamed one) at compile time, "
+                       "e.g. --dim seq=128 (repeatable)"),
               cl::value_desc("NAME=VALUE"));
+static cl::list<std::string> inputShapes(
+    "shapes",
+    cl::desc("Fix the shapes of inputs at compile time, e.g. --shapes "
+             "x:1x3x48x320,mask:1x48 (repeatable; an input name may contain "
+             "':', the shape follows the last one)"),
+    cl::value_desc("NAME:DxDx..[,NAME:...]"));
 static cl::opt<int> optLevel("O", cl::desc("Optimization level (0-3)"),
                              cl::init(2), cl::Prefix);
 static cl::opt<bool>
@@ -318,6 +325,33 @@ static LogicalResult readFlags(kiln::CompileOptions &options,
                   "got '" +
                   b + "'");
     importOptions.boundDims[b.substr(0, eq)] = v;
+  }
+  for (const std::string &list : inputShapes) {
+    llvm::SmallVector<llvm::StringRef> entries;
+    llvm::StringRef(list).split(entries, ',');
+    for (llvm::StringRef entry : entries) {
+      size_t colon = entry.rfind(':');
+      if (colon == llvm::StringRef::npos || colon == 0)
+        return fail("--shapes expects NAME:DxDx... (e.g. x:1x3x224x224), got "
+                    "'" +
+                    entry.str() + "'");
+      std::string name = entry.take_front(colon).str();
+      llvm::StringRef dims = entry.drop_front(colon + 1);
+      std::vector<int64_t> shape;
+      llvm::SmallVector<llvm::StringRef> parts;
+      if (!dims.empty())
+        dims.split(parts, 'x');
+      for (llvm::StringRef part : parts) {
+        long long v = 0;
+        if (part.getAsInteger(10, v) || v < 0)
+          return fail("--shapes: '" + entry.str() +
+                      "' has a dim that is not a non-negative integer ('" +
+                      part.str() + "')");
+        shape.push_back(v);
+      }
+      if (!importOptions.inputShapes.emplace(name, std::move(shape)).second)
+        return fail("--shapes gives input '" + name + "' twice");
+    }
   }
   if (externalWeightsMinBytes.getNumOccurrences() &&
       !externalWeights.getNumOccurrences())

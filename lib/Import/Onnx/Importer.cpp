@@ -561,6 +561,8 @@ OwningOpRef<ModuleOp> Importer::importModel(const onnx::ModelProto &model) {
              nullptr;
   }
   const onnx::GraphProto &graph = model.graph();
+  if (failed(bindInputShapes(graph, fileLoc)))
+    return nullptr;
 
   OwningOpRef<ModuleOp> module = ModuleOp::create(fileLoc);
   (*module)->setAttr("onnx.opset", builder.getI64IntegerAttr(opset));
@@ -583,7 +585,7 @@ OwningOpRef<ModuleOp> Importer::importModel(const onnx::ModelProto &model) {
       continue; // IR < 4 lists initializers among the inputs.
     Location loc = NameLoc::get(builder.getStringAttr(in.name()), fileLoc);
     SmallVector<std::string> dimNames;
-    FailureOr<Type> t = convertValueType(in.type(), loc, &dimNames);
+    FailureOr<Type> t = convertValueType(in.type(), loc, &dimNames, in.name());
     if (failed(t))
       return nullptr;
     if (!isa<RankedTensorType>(*t))

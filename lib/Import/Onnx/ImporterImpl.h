@@ -88,8 +88,14 @@ public:
 private:
   // Types and tensors.
   FailureOr<Type> convertElementType(int32_t onnxType, Location loc);
+  /// `inputName`, for a graph input: its dims without a name are named
+  /// `<inputName>:<axis>` (in `dimNames`, and when looking up bound dims).
   FailureOr<Type> convertValueType(const onnx::TypeProto &type, Location loc,
-                                   SmallVectorImpl<std::string> *dimNames);
+                                   SmallVectorImpl<std::string> *dimNames,
+                                   StringRef inputName = {});
+  /// Turns options.inputShapes into bound dims (checked against the graph's
+  /// inputs); fails with a message naming the input.
+  LogicalResult bindInputShapes(const onnx::GraphProto &graph, Location loc);
   FailureOr<ElementsAttr> convertTensor(const onnx::TensorProto &tensor,
                                         Location loc);
   /// The tensor's type and its data as raw little-endian bytes (ONNX

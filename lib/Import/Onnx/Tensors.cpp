@@ -70,7 +70,8 @@ FailureOr<Type> Importer::convertElementType(int32_t t, Location loc) {
 
 FailureOr<Type>
 Importer::convertValueType(const onnx::TypeProto &type, Location loc,
-                           SmallVectorImpl<std::string> *dimNames) {
+                           SmallVectorImpl<std::string> *dimNames,
+                           StringRef inputName) {
   if (!type.has_tensor_type())
     return emitError(loc) << "only tensor-typed graph values are supported "
                              "(sequence, map and optional values are not)",
@@ -82,23 +83,86 @@ Importer::convertValueType(const onnx::TypeProto &type, Location loc,
   if (!tt.has_shape())
     return Type(UnrankedTensorType::get(*elem));
   SmallVector<int64_t> shape;
-  for (const auto &dim : tt.shape().dim()) {
+  for (const auto &[axis, dim] : llvm::enumerate(tt.shape().dim())) {
     if (dim.has_dim_value() && dim.dim_value() >= 0) {
       shape.push_back(dim.dim_value());
       if (dimNames)
         dimNames->push_back("");
-    } else if (dim.has_dim_param() &&
-               options.boundDims.count(dim.dim_param())) {
-      shape.push_back(options.boundDims.at(dim.dim_param()));
+      continue;
+    }
+    // The dim's symbol: its dim_param, else (graph inputs) <input>:<axis>.
+    std::string symbol = dim.has_dim_param() ? dim.dim_param() : "";
+    if (symbol.empty() && !inputName.empty())
+      symbol = inputName.str() + ":" + std::to_string(axis);
+    auto bound = options.boundDims.find(symbol);
+    if (!symbol.empty() && bound != options.boundDims.end()) {
+      shape.push_back(bound->second);
       if (dimNames)
         dimNames->push_back("");
     } else {
       shape.push_back(ShapedType::kDynamic);
       if (dimNames)
-        dimNames->push_back(dim.has_dim_param() ? dim.dim_param() : "");
+        dimNames->push_back(symbol);
     }
   }
   return Type(RankedTensorType::get(shape, *elem));
+}
+
+LogicalResult Importer::bindInputShapes(const onnx::GraphProto &graph,
+                                        Location loc) {
+  std::map<std::string, std::vector<int64_t>> pending = options.inputShapes;
+  std::string names;
+  for (const auto &in : graph.input()) {
+    names += (names.empty() ? "" : ", ") + in.name();
+    auto it = pending.find(in.name());
+    if (it == pending.end())
+      continue;
+    const std::vector<int64_t> &want = it->second;
+    auto fail = [&]() {
+      return emitError(loc)
+             << "--shapes " << in.name() << ":"
+             << llvm::join(
+                    llvm::map_range(
+                        want, [](int64_t v) { return std::to_string(v); }),
+                    "x")
+             << ": ";
+    };
+    if (!in.type().has_tensor_type() || !in.type().tensor_type().has_shape())
+      return fail() << "input '" << in.name() << "' has no shape to fix",
+             failure();
+    const auto &dims = in.type().tensor_type().shape().dim();
+    if (dims.size() != static_cast<int>(want.size()))
+      return fail() << "input '" << in.name() << "' has rank " << dims.size()
+                    << ", the shape gives " << want.size() << " dims",
+             failure();
+    for (int axis = 0; axis < dims.size(); ++axis) {
+      const auto &dim = dims[axis];
+      if (dim.has_dim_value() && dim.dim_value() >= 0) {
+        if (dim.dim_value() != want[axis])
+          return fail() << "dim " << axis << " of input '" << in.name()
+                        << "' is " << dim.dim_value() << " in the model",
+                 failure();
+        continue;
+      }
+      std::string symbol = dim.has_dim_param() && !dim.dim_param().empty()
+                               ? dim.dim_param()
+                               : in.name() + ":" + std::to_string(axis);
+      auto [bound, inserted] = options.boundDims.emplace(symbol, want[axis]);
+      if (!inserted && bound->second != want[axis])
+        return fail() << "dim " << axis << " of input '" << in.name()
+                      << "' is '" << symbol << "', already fixed to "
+                      << bound->second,
+               failure();
+    }
+    pending.erase(it);
+  }
+  if (!pending.empty())
+    return emitError(loc) << "--shapes names '" << pending.begin()->first
+                          << "', which is not an input of the model (its "
+                             "inputs: "
+                          << names << ")",
+           failure();
+  return success();
 }
 
 LogicalResult Importer::readExternalData(const onnx::TensorProto &tensor,

@@ -83,8 +83,14 @@ struct OnnxImportOptions {
   /// Name of the imported model function.
   std::string functionName = "main_graph";
   /// Symbolic dims (ONNX dim_param) fixed to a value at compile time, for
-  /// every input and output that uses them (`kilnc --dim seq=128`).
+  /// every input and output that uses them (`kilnc --dim seq=128`). A
+  /// graph input's dim without a name is named `<input>:<axis>` (so
+  /// `--dim x:0=1` fixes it).
   std::map<std::string, int64_t> boundDims;
+  /// Whole input shapes fixed at compile time (`kilnc --shapes
+  /// x:1x3x48x320`): each dim binds its symbol (its dim_param, or
+  /// `<input>:<axis>`); a static dim must equal the model's.
+  std::map<std::string, std::vector<int64_t>> inputShapes;
   /// When set, large initializers become weight arguments collected here
   /// (see above) instead of constants.
   ExternalWeights *externalWeights = nullptr;
