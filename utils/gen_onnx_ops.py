@@ -67,7 +67,7 @@ INFER_SHAPES_OPS = [
     "Mish", "HardSwish", "Swish", "IsNaN", "IsInf", "BitShift", "BitwiseAnd",
     "BitwiseOr", "BitwiseXor", "BitwiseNot", "CastLike", "Dropout", "Size",
     "ConstantOfShape", "Expand", "Tile", "Range", "EyeLike", "Trilu", "OneHot",
-    "MatMul", "Gemm", "Conv", "BatchNormalization", "Relu", "LeakyRelu",
+    "MatMul", "Gemm", "Einsum", "Conv", "BatchNormalization", "Relu", "LeakyRelu",
     "Sigmoid", "Tanh", "Clip", "HardSigmoid", "Exp", "Log", "Sqrt", "Neg",
     "Abs", "Add", "Sub", "Mul", "Div", "Pow", "MaxPool", "AveragePool",
     "LpPool", "GlobalAveragePool", "GlobalMaxPool", "Reshape", "Flatten", "Transpose", "Concat",

@@ -15,6 +15,8 @@
 
 #include "Lowering.h"
 
+#include "kiln/Dialect/Onnx/IR/Einsum.h"
+
 #include "kiln/Dialect/Onnx/IR/OnnxUtils.h"
 
 #include "mlir/Dialect/Utils/StructuredOpsUtils.h"
@@ -318,57 +320,6 @@ LogicalResult lowerGemm(onnxops::GemmOp op, OpBuilder &b,
   return success();
 }
 
-/// Labels: 0..51 letters (A-Z, a-z), 100+k the k-th ellipsis dim (counted from the
-/// left of the widest ellipsis).
-constexpr int kEllipsis = 100;
-
-int letterLabel(char c) {
-  // In ASCII order (the implicit output sorts its labels).
-  if (c >= 'A' && c <= 'Z')
-    return c - 'A';
-  if (c >= 'a' && c <= 'z')
-    return 26 + (c - 'a');
-  return -1;
-}
-
-/// Parses one term into labels; `rank` (when >= 0) sizes its ellipsis.
-FailureOr<SmallVector<int>> parseTerm(StringRef term, int64_t rank,
-                                      int64_t &ellipsisDims,
-                                      int64_t maxEllipsis) {
-  SmallVector<int> labels;
-  size_t dots = term.find("...");
-  if (dots != StringRef::npos && term.find("...", dots + 3) != StringRef::npos)
-    return failure();
-  int64_t letters = 0;
-  for (char c : term)
-    if (c != '.')
-      ++letters;
-  int64_t ell = 0;
-  if (dots != StringRef::npos)
-    ell = rank >= 0 ? rank - letters : maxEllipsis;
-  if (ell < 0)
-    return failure();
-  ellipsisDims = ell;
-  for (size_t i = 0; i < term.size(); ++i) {
-    char c = term[i];
-    if (c == '.') {
-      if (i != dots)
-        continue;
-      for (int64_t k = 0; k < ell; ++k)
-        labels.push_back(kEllipsis + (maxEllipsis - ell) + k);
-      i += 2;
-      continue;
-    }
-    int l = letterLabel(c);
-    if (l < 0)
-      return failure();
-    labels.push_back(l);
-  }
-  if (rank >= 0 && static_cast<int64_t>(labels.size()) != rank)
-    return failure();
-  return labels;
-}
-
 LogicalResult lowerEinsum(onnxops::EinsumOp op, OpBuilder &b,
                           SmallVectorImpl<Value> &results) {
   Location loc = op->getLoc();
@@ -378,22 +329,9 @@ LogicalResult lowerEinsum(onnxops::EinsumOp op, OpBuilder &b,
   Type elem = ty->getElementType();
   if (!isa<FloatType, IntegerType>(elem))
     return nodeError(op) << "unsupported element type " << elem, failure();
-  std::string eq;
-  for (char c : op.getEquation().str())
-    if (c != ' ')
-      eq.push_back(c);
-  StringRef eqRef(eq);
-  auto [lhs, rhs] = eqRef.split("->");
-  bool explicitOut = eqRef.contains("->");
-  SmallVector<StringRef> terms;
-  lhs.split(terms, ',');
   unsigned n = op->getNumOperands();
-  if (terms.size() != n)
-    return nodeError(op) << "the equation has " << terms.size() << " terms for "
-                         << n << " inputs",
-           failure();
   SmallVector<RankedTensorType> types;
-  int64_t maxEll = 0;
+  SmallVector<int64_t> ranks;
   for (unsigned i = 0; i < n; ++i) {
     FailureOr<RankedTensorType> t = rankedOperand(op, i);
     if (failed(t))
@@ -402,43 +340,15 @@ LogicalResult lowerEinsum(onnxops::EinsumOp op, OpBuilder &b,
       return nodeError(op) << "inputs and output must have one element type",
              failure();
     types.push_back(*t);
-    int64_t letters = 0;
-    for (char c : terms[i])
-      if (c != '.')
-        ++letters;
-    if (terms[i].contains("..."))
-      maxEll = std::max(maxEll, t->getRank() - letters);
+    ranks.push_back(t->getRank());
   }
-  SmallVector<SmallVector<int>> inLabels;
-  for (unsigned i = 0; i < n; ++i) {
-    int64_t ell = 0;
-    FailureOr<SmallVector<int>> l =
-        parseTerm(terms[i], types[i].getRank(), ell, maxEll);
-    if (failed(l))
-      return nodeError(op) << "term '" << terms[i]
-                           << "' does not match the rank of input " << i,
-             failure();
-    inLabels.push_back(*l);
-  }
-  SmallVector<int> outLabels;
-  if (explicitOut) {
-    int64_t ell = 0;
-    FailureOr<SmallVector<int>> l = parseTerm(rhs, -1, ell, maxEll);
-    if (failed(l))
-      return nodeError(op) << "bad output term '" << rhs << "'", failure();
-    outLabels = *l;
-  } else {
-    for (int64_t k = 0; k < maxEll; ++k)
-      outLabels.push_back(kEllipsis + k);
-    std::map<int, int> count;
-    for (auto &ls : inLabels)
-      for (int l : ls)
-        if (l < kEllipsis)
-          ++count[l];
-    for (auto [l, c] : count) // sorted, as ONNX's implicit output
-      if (c == 1)
-        outLabels.push_back(l);
-  }
+  std::string error;
+  FailureOr<onnxops::EinsumLabels> labels =
+      onnxops::parseEinsum(op.getEquation(), ranks, error);
+  if (failed(labels))
+    return nodeError(op) << error, failure();
+  SmallVector<SmallVector<int>> &inLabels = labels->inputs;
+  SmallVector<int> &outLabels = labels->output;
   if (static_cast<int64_t>(outLabels.size()) != ty->getRank())
     return nodeError(op) << "the output term has " << outLabels.size()
                          << " dims, the output " << ty->getRank(),
@@ -449,10 +359,6 @@ LogicalResult lowerEinsum(onnxops::EinsumOp op, OpBuilder &b,
     for (int l : ls)
       if (!llvm::is_contained(loops, l))
         loops.push_back(l);
-  for (size_t i = 0; i < outLabels.size(); ++i)
-    for (size_t j = i + 1; j < outLabels.size(); ++j)
-      if (outLabels[i] == outLabels[j])
-        return nodeError(op) << "an output label is repeated", failure();
   // Static size of each label (the non-1 size when broadcast), and where to
   // read a dynamic one.
   llvm::DenseMap<int, int64_t> size;
@@ -471,9 +377,6 @@ LogicalResult lowerEinsum(onnxops::EinsumOp op, OpBuilder &b,
         return nodeError(op) << "inputs disagree on the size of a label",
                failure();
     }
-  for (int l : outLabels)
-    if (!size.count(l) && !dynFrom.count(l))
-      return nodeError(op) << "an output label appears in no input", failure();
 
   MLIRContext *ctx = b.getContext();
   int64_t nLoops = loops.size();

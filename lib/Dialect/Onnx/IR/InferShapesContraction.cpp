@@ -1,12 +1,15 @@
 //===- InferShapesContraction.cpp - MatMul, Gemm ---------------------------===//
 //
 // Shape inference of the Contraction family (OnnxFamilies.def): MatMul (numpy
-// matmul) and Gemm. Einsum keeps the result types the model declares.
+// matmul), Gemm and Einsum (its equation's labels, Einsum.h).
 //
 //===----------------------------------------------------------------------===//
 
+#include "kiln/Dialect/Onnx/IR/Einsum.h"
 #include "kiln/Dialect/Onnx/IR/OnnxOps.h"
 #include "kiln/Dialect/Onnx/IR/OnnxUtils.h"
+
+#include <map>
 
 using namespace mlir;
 using namespace mlir::kiln::onnxops;
@@ -99,4 +102,40 @@ InferredTypes GemmOp::inferResultTypes() {
     }
   }
   return SmallVector<Type>{RankedTensorType::get({m, n}, elemTy)};
+}
+
+InferredTypes EinsumOp::inferResultTypes() {
+  Type elemTy = getElementTypeOrSelf(getInputs().front().getType());
+  SmallVector<int64_t> ranks;
+  SmallVector<ArrayRef<int64_t>> shapes;
+  for (Value v : getInputs()) {
+    std::optional<ArrayRef<int64_t>> s = getShapeOf(v);
+    if (!s)
+      return SmallVector<Type>{UnrankedTensorType::get(elemTy)};
+    ranks.push_back(s->size());
+    shapes.push_back(*s);
+  }
+  std::string error;
+  FailureOr<EinsumLabels> labels = parseEinsum(getEquation(), ranks, error);
+  if (failed(labels))
+    return emitOpError() << "equation '" << getEquation() << "': " << error;
+  // A label's size: the inputs' static sizes other than 1 agree (1
+  // broadcasts); dynamic unless one is static.
+  std::map<int, int64_t> size;
+  for (auto [ls, shape] : llvm::zip(labels->inputs, shapes))
+    for (auto [l, d] : llvm::zip(ls, shape)) {
+      auto [it, inserted] = size.emplace(l, d);
+      if (inserted || ShapedType::isDynamic(d) || d == 1)
+        continue;
+      if (ShapedType::isDynamic(it->second) || it->second == 1)
+        it->second = d;
+      else if (it->second != d)
+        return emitOpError()
+               << "equation '" << getEquation()
+               << "': inputs give a label sizes " << it->second << " and " << d;
+    }
+  SmallVector<int64_t> out;
+  for (int l : labels->output)
+    out.push_back(size.at(l));
+  return SmallVector<Type>{RankedTensorType::get(out, elemTy)};
 }

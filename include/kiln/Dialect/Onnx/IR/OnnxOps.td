@@ -1772,7 +1772,8 @@ ONNX operator `DynamicQuantizeLinear` of the ai.onnx domain, since_version 11.
 //===----------------------------------------------------------------------===//
 
 def Onnx_EinsumOp : Onnx_Op<"Einsum",
-    [Pure]> {
+    [Pure,
+     DeclareOpInterfaceMethods<Onnx_InferShapesOpInterface>]> {
   let summary = "An einsum of the form `term1, term2 -> output-term` produces an output tensor using the following equation ``` output[output-term] = reduce-sum( input1[term1...";
   let description = [{
 An einsum of the form `term1, term2 -> output-term` produces an output tensor using the following equation
@@ -1808,6 +1809,11 @@ ONNX operator `Einsum` of the ai.onnx domain, since_version 12.
     StrAttr:$equation);
   let results = (outs
     Onnx_T18:$Output);
+  let extraClassDeclaration = [{
+    /// Result types inferred from the operands (ONNX semantics); emits an
+    /// error at the op and fails on inconsistent shapes.
+    ::mlir::FailureOr<::llvm::SmallVector<::mlir::Type>> inferResultTypes();
+  }];
 }
 
 //===----------------------------------------------------------------------===//
