@@ -272,15 +272,20 @@ static InferredTypes inferPoolIn(PoolOp op, Window w, bool last) {
   return types;
 }
 
-InferredTypes MaxPoolOp::inferResultTypes() {
+/// The window attributes of MaxPool, AveragePool and LpPool.
+template <typename PoolOp> static Window poolWindow(PoolOp op) {
   Window w;
-  w.kernel = toInts(getKernelShape());
-  w.pads = toInts(getPads());
-  w.strides = toInts(getStrides());
-  w.dilations = toInts(getDilations());
-  w.autoPad = getAutoPad();
-  w.ceilMode = getCeilMode() != 0;
-  InferredTypes types = inferPool(*this, w);
+  w.kernel = toInts(op.getKernelShape());
+  w.pads = toInts(op.getPads());
+  w.strides = toInts(op.getStrides());
+  w.dilations = toInts(op.getDilations());
+  w.autoPad = op.getAutoPad();
+  w.ceilMode = op.getCeilMode() != 0;
+  return w;
+}
+
+InferredTypes MaxPoolOp::inferResultTypes() {
+  InferredTypes types = inferPool(*this, poolWindow(*this));
   if (failed(types))
     return failure();
   // Indices (optional): same shape, i64.
@@ -292,25 +297,11 @@ InferredTypes MaxPoolOp::inferResultTypes() {
 }
 
 InferredTypes AveragePoolOp::inferResultTypes() {
-  Window w;
-  w.kernel = toInts(getKernelShape());
-  w.pads = toInts(getPads());
-  w.strides = toInts(getStrides());
-  w.dilations = toInts(getDilations());
-  w.autoPad = getAutoPad();
-  w.ceilMode = getCeilMode() != 0;
-  return inferPool(*this, w);
+  return inferPool(*this, poolWindow(*this));
 }
 
 InferredTypes LpPoolOp::inferResultTypes() {
-  Window w;
-  w.kernel = toInts(getKernelShape());
-  w.pads = toInts(getPads());
-  w.strides = toInts(getStrides());
-  w.dilations = toInts(getDilations());
-  w.autoPad = getAutoPad();
-  w.ceilMode = getCeilMode() != 0;
-  return inferPool(*this, w);
+  return inferPool(*this, poolWindow(*this));
 }
 
 /// GlobalAveragePool and GlobalMaxPool: N, C and ones (any
