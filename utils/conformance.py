@@ -221,6 +221,9 @@ def parse_args(argv):
     p.add_argument("--keep", action="store_true", help="keep compiled models under CACHE/work")
     p.add_argument("--kilnc-arg", dest="kilnc_arg", action="append", default=[],
                    help="an extra kilnc argument for every case (repeat), e.g. --target=cpu:x86-64-v3")
+    p.add_argument("--symbolic", action="store_true",
+                   help="make every input dim of every case symbolic before compiling (outputs' "
+                   "dims unknown), as a model with dynamic shapes would have them")
     p.add_argument("--min-pass-rate", type=float, default=None,
                    help="exit 1 if passed/total is below this fraction (0..1)")
     p.add_argument("--quiet", "-q", action="store_true", help="print only the totals")
@@ -285,7 +288,7 @@ def main(argv):
         futures = {
             pool.submit(nodetests.run_case_safe, c.name, c.model_dir, c.rtol, c.atol, args.kilnc, args.kiln_run,
                         work_root, args.keep, args.compile_timeout, args.run_timeout,
-                        args.kilnc_arg): c
+                        args.kilnc_arg, None, args.symbolic): c
             for c in cases
         }
         for n, fut in enumerate(concurrent.futures.as_completed(futures), 1):

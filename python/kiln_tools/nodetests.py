@@ -192,12 +192,32 @@ def run_with_timeout(cmd, timeout):
     return rc, out.decode(errors="replace"), err.decode(errors="replace"), time.monotonic() - start, timed_out
 
 
+def make_symbolic(model):
+    """`model` (a ModelProto, changed in place) with every dim of its graph
+    inputs symbolic (dim_param `<input>_d<axis>`) and its outputs' dims
+    unknown: what the dynamic-shapes issue's node-test rerun compiles."""
+    initializers = {i.name for i in model.graph.initializer}
+    for v in model.graph.input:
+        if v.name in initializers or not v.type.HasField("tensor_type"):
+            continue
+        for axis, dim in enumerate(v.type.tensor_type.shape.dim):
+            dim.Clear()
+            dim.dim_param = f"{v.name}_d{axis}"
+    for v in model.graph.output:
+        if v.type.HasField("tensor_type"):
+            for dim in v.type.tensor_type.shape.dim:
+                dim.Clear()
+    del model.graph.value_info[:]
+    return model
+
+
 def run_case(case_name, model_dir, rtol, atol, kilnc, kiln_run, work_root, keep,
              compile_timeout=COMPILE_TIMEOUT, run_timeout=RUN_TIMEOUT,
-             kilnc_args=(), prebuilt=None):
+             kilnc_args=(), prebuilt=None, symbolic=False):
     """Compiles (with `kilnc_args`, e.g. --target=cuda) and runs one case.
     With `prebuilt`, runs that model.so instead of compiling (the GPU check
-    runs libraries compiled on another machine)."""
+    runs libraries compiled on another machine). With `symbolic`, compiles
+    the model with every input dim made symbolic (make_symbolic)."""
     import onnx
 
     model_path = os.path.join(model_dir, "model.onnx")
@@ -230,6 +250,9 @@ def run_case(case_name, model_dir, rtol, atol, kilnc, kiln_run, work_root, keep,
 
     work = os.path.join(work_root, case_name)
     os.makedirs(work, exist_ok=True)
+    if symbolic and "load_error" not in result:
+        model_path = os.path.join(work, "model_symbolic.onnx")
+        onnx.save(make_symbolic(model), model_path)
     so = prebuilt or os.path.join(work, "model.so")
     if not prebuilt and os.path.exists(so):
         os.remove(so)

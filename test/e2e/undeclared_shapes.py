@@ -2,7 +2,8 @@
 """Models whose outputs declare no shape (the dynamic-shapes issue's
 inference gaps): Einsum (explicit, implicit and ellipsis equations, a
 symbolic batch) and GlobalMaxPool on a rank-3 input, compiled once and run
-at two sizes against onnxruntime."""
+at two sizes against onnxruntime. Then TopK whose K and QuantizeLinear whose
+scale have a symbolic length (1 at run time): kilnc once aborted on them."""
 import sys
 
 import numpy as np
@@ -32,3 +33,30 @@ def feeds(n, m, t):
 
 
 kiln_tools.check(model, sys.argv[1], [feeds(2, 5, 7), feeds(3, 1, 16)], "undeclared")
+
+# K of shape [k] and a per-tensor scale of shape [s], both 1 when run.
+I64, U8 = TensorProto.INT64, TensorProto.UINT8
+graph = helper.make_graph(
+    [helper.make_node("TopK", ["x", "k"], ["values", "indices"], axis=1, name="topk"),
+     helper.make_node("QuantizeLinear", ["x", "scale"], ["q"], name="quant")],
+    "symbolic_params",
+    [helper.make_tensor_value_info("x", F, ["N", 6]), helper.make_tensor_value_info("k", I64, ["k"]),
+     helper.make_tensor_value_info("scale", F, ["s"])],
+    [helper.make_tensor_value_info("values", F, None), helper.make_tensor_value_info("indices", I64, None),
+     helper.make_tensor_value_info("q", U8, None)])
+model = helper.make_model(graph, opset_imports=[helper.make_opsetid("", 19)], ir_version=9)
+kiln_tools.check(model, sys.argv[1], [
+    {"x": rng.standard_normal((n, 6)).astype(np.float32), "k": np.array([kk], np.int64),
+     "scale": np.array([0.05], np.float32)} for n, kk in ((2, 3), (4, 6))], "symbolic_params")
+
+# A Reshape whose input and result share a dynamic type ([?x?x?]) is still a
+# reshape: it once passed its input through unchanged.
+graph = helper.make_graph(
+    [helper.make_node("Reshape", ["data", "shape"], ["reshaped"], name="reshape")], "same_rank_reshape",
+    [helper.make_tensor_value_info("data", F, ["A", "B", "C"]),
+     helper.make_tensor_value_info("shape", I64, ["R"])],
+    [helper.make_tensor_value_info("reshaped", F, [None, None, None])])
+model = helper.make_model(graph, opset_imports=[helper.make_opsetid("", 19)], ir_version=9)
+kiln_tools.check(model, sys.argv[1], [
+    {"data": rng.standard_normal((2, 3, 4)).astype(np.float32), "shape": np.array(s, np.int64)}
+    for s in ([2, -1, 2], [4, 3, 2])], "same_rank_reshape")

@@ -293,7 +293,9 @@ Value lowering::buildBroadcastGeneric(OpBuilder &b, Location loc,
 
 Value lowering::reshapeTo(OpBuilder &b, Location loc, Value v,
                           RankedTensorType type, ArrayRef<Value> sizes) {
-  if (v.getType() == type)
+  // The same static type is the same shape; the same dynamic type is not
+  // ([?x?x?] reshaped by [2, -1, 2] from [2, 3, 4]).
+  if (v.getType() == type && type.hasStaticShape())
     return v;
   auto shapeType = RankedTensorType::get({static_cast<int64_t>(sizes.size())},
                                          b.getIndexType());

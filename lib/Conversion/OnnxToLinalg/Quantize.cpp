@@ -133,7 +133,8 @@ template <typename OpTy> FailureOr<int64_t> paramAxis(OpTy op, int64_t rank) {
   int64_t axis = asInt(op.getAxis());
   FailureOr<int64_t> a = onnxops::normalizeAxis(axis, rank);
   auto ps = dyn_cast<RankedTensorType>(op->getOperand(1).getType());
-  bool perTensor = ps && (ps.getRank() == 0 || ps.getNumElements() == 1);
+  bool perTensor = ps && (ps.getRank() == 0 ||
+                          (ps.hasStaticShape() && ps.getNumElements() == 1));
   if (failed(a) && !perTensor)
     return nodeError(op) << "axis out of range", failure();
   return succeeded(a) ? *a : 0;

@@ -45,8 +45,16 @@ LogicalResult lowerTopK(onnxops::TopKOp op, OpBuilder &b,
   Value k;
   Value kIn = op->getOperand(1);
   auto kt = dyn_cast<RankedTensorType>(kIn.getType());
-  if (!kt || kt.getNumElements() != 1)
+  // K has one element: statically, or (a symbolic dim) checked at run time.
+  if (!kt || kt.getRank() > 1 ||
+      (kt.hasStaticShape() && kt.getNumElements() != 1))
     return nodeError(op) << "K must be a 1-element tensor", failure();
+  if (!kt.hasStaticShape())
+    checkAtRunTime(b, op,
+                   cmpI(b, loc, arith::CmpIPredicate::eq,
+                        dimValue(b, loc, kIn, 0), idx(b, loc, 1)),
+                   "K has {0} elements; it must have 1",
+                   {dimValue(b, loc, kIn, 0)});
   {
     SmallVector<Value> zeros(kt.getRank(),
                              arith::ConstantIndexOp::create(b, loc, 0));
