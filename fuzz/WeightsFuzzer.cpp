@@ -24,19 +24,10 @@
 namespace {
 
 /// What the runtime's model destructor frees of a model that only parsed a
-/// signature and mapped weights (the destructor itself sits in
-/// ModelRuntime.c beside the API table, which needs a generated model's
-/// symbols, so the target cannot link it).
-void freeModel(kiln_model_impl *model) {
-  if (model->weights_map)
-    munmap(const_cast<unsigned char *>(model->weights_map),
-           model->weights_map_size);
-  free(model->weights_path);
-  for (kiln_meta_block *block = model->meta; block;) {
-    kiln_meta_block *next = block->next;
-    free(block);
-    block = next;
-  }
+/// signature and mapped weights.
+void releaseModel(kiln_model_impl *model) {
+  kiln_rt_unmap_weights(model);
+  kiln_rt_meta_free(model);
   free(model);
 }
 
@@ -63,7 +54,7 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size) {
   kiln_status_t *status = kiln_rt_parse_signature(model, signature.c_str());
   if (status) {
     freeStatus(status);
-    freeModel(model);
+    releaseModel(model);
     return 0;
   }
   int fd = memfd_create("kiln-fuzz-weights", 0);
@@ -95,6 +86,6 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size) {
   if ((status = kiln_rtc_verify_weights_file(path)))
     freeStatus(status);
   close(fd);
-  freeModel(model);
+  releaseModel(model);
   return 0;
 }

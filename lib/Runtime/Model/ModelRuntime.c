@@ -18,21 +18,14 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <sys/mman.h>
 
 static void model_destroy(kiln_model_impl *model) {
   if (!model)
     return;
   if (model->dev)
     kiln_dev_model_destroy(model);
-  if (model->weights_map)
-    munmap((void *)model->weights_map, model->weights_map_size);
-  free(model->weights_path);
-  for (kiln_meta_block *block = model->meta; block;) {
-    kiln_meta_block *next = block->next;
-    free(block);
-    block = next;
-  }
+  kiln_rt_unmap_weights(model);
+  kiln_rt_meta_free(model);
   free(model);
 }
 

@@ -194,6 +194,10 @@ KILN_HIDDEN kiln_status_t *kiln_rt_parse_signature(kiln_model_impl *model,
                                                    const char *text);
 /* Metadata owned by the model (freed with it); NULL when out of memory. */
 KILN_HIDDEN void *kiln_rt_meta_alloc(kiln_model_impl *model, size_t bytes);
+/* Frees all of the model's metadata (what the signature parser made). */
+KILN_HIDDEN void kiln_rt_meta_free(kiln_model_impl *model);
+/* Unmaps the weights file and frees its path (both may be unset). */
+KILN_HIDDEN void kiln_rt_unmap_weights(kiln_model_impl *model);
 /* Opens, checks and maps the weights file (options->weights_path, else the
  * recorded file next to `model_path`). */
 KILN_HIDDEN kiln_status_t *kiln_rt_map_weights(kiln_model_impl *model,

@@ -11,6 +11,15 @@
 #include <stdlib.h>
 #include <string.h>
 
+void kiln_rt_meta_free(kiln_model_impl *model) {
+  for (kiln_meta_block *block = model->meta; block;) {
+    kiln_meta_block *next = block->next;
+    free(block);
+    block = next;
+  }
+  model->meta = NULL;
+}
+
 void *kiln_rt_meta_alloc(kiln_model_impl *model, size_t bytes) {
   kiln_meta_block *block =
       (kiln_meta_block *)calloc(1, sizeof(kiln_meta_block) + bytes + 1);

@@ -53,6 +53,15 @@ static char *weights_file_path(const kiln_model_impl *model,
   return path;
 }
 
+void kiln_rt_unmap_weights(kiln_model_impl *model) {
+  if (model->weights_map)
+    munmap((void *)model->weights_map, model->weights_map_size);
+  model->weights_map = NULL;
+  model->weights_map_size = 0;
+  free(model->weights_path);
+  model->weights_path = NULL;
+}
+
 kiln_status_t *kiln_rt_map_weights(kiln_model_impl *model,
                                    const char *model_path,
                                    const kiln_rt_options *options) {
