@@ -73,6 +73,8 @@ INFER_SHAPES_OPS = [
     "LpPool", "GlobalAveragePool", "GlobalMaxPool", "Reshape", "Flatten", "Transpose", "Concat",
     "Squeeze", "Unsqueeze", "Slice", "Gather", "Softmax", "ReduceMean",
     "ReduceSum", "Cast", "Identity", "Shape",
+    # Attention family (InferShapesAttention.cpp).
+    "Attention", "RotaryEmbedding",
 ]
 
 # Ops with side effects (random number generation): no `Pure`.

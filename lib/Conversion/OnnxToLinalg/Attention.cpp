@@ -171,19 +171,38 @@ LogicalResult lowerAttention(onnxops::AttentionOp op, OpBuilder &b,
        hasNonpad = !onnxops::isNoValue(nonpad);
   if (hasPast != !onnxops::isNoValue(pastV))
     return nodeError(op) << "past_key and past_value go together", failure();
-  // Head counts must be known at compile time for grouped-query attention.
+  // Grouped-query attention reads K/V head h floordiv (Hq / Hkv). With head
+  // counts known only at run time the group is checked there and K/V are
+  // expanded to Hq heads (below) so the products keep affine maps.
   auto staticHeads = [&](const HeadView &hv) -> int64_t {
     if (auto c = hv.heads.getDefiningOp<arith::ConstantIndexOp>())
       return c.value();
     return kDyn;
   };
   int64_t hq = staticHeads(*q), hkv = staticHeads(*k);
-  if (ShapedType::isDynamic(hq) || ShapedType::isDynamic(hkv) || hkv <= 0 ||
-      hq % hkv != 0)
-    return nodeError(op) << "the number of query heads must be a static "
-                            "multiple of the number of key/value heads",
+  bool staticGroup = !ShapedType::isDynamic(hq) && !ShapedType::isDynamic(hkv);
+  if (staticGroup && (hkv <= 0 || hq % hkv != 0))
+    return nodeError(op) << "the number of query heads (" << hq
+                         << ") must be a multiple of the number of key/value "
+                            "heads ("
+                         << hkv << ")",
            failure();
-  int64_t group = hq / hkv;
+  int64_t group = staticGroup ? hq / hkv : 1;
+  Value dynGroup;
+  if (!staticGroup) {
+    Value zero = cidx(b, loc, 0);
+    Value kvPos = cmpI(b, loc, arith::CmpIPredicate::ugt, k->heads, zero);
+    Value safeKv = select(b, loc, kvPos, k->heads, cidx(b, loc, 1));
+    Value rem = arith::RemUIOp::create(b, loc, q->heads, safeKv);
+    Value ok = arith::AndIOp::create(
+        b, loc, kvPos, cmpI(b, loc, arith::CmpIPredicate::eq, rem, zero));
+    Value sameV = cmpI(b, loc, arith::CmpIPredicate::eq, v->heads, k->heads);
+    checkAtRunTime(b, op, arith::AndIOp::create(b, loc, ok, sameV),
+                   "the number of query heads ({0}) must be a multiple of the "
+                   "number of key/value heads ({1}, {2})",
+                   {q->heads, k->heads, v->heads});
+    dynGroup = arith::DivUIOp::create(b, loc, q->heads, safeKv);
+  }
   Value batch = dimValue(b, loc, q->v, 0);
 
   // present_key / present_value.
@@ -219,6 +238,38 @@ LogicalResult lowerAttention(onnxops::AttentionOp op, OpBuilder &b,
       presentV = canon(*v);
   }
 
+  // Run-time group: K/V as [B, Hq, S, D] read at head h / group.
+  if (dynGroup) {
+    auto expand = [&](const HeadView &hv) -> HeadView {
+      Value init = emptyTensor(b, loc, dynType(4, elem),
+                               {batch, q->heads, hv.seq, hv.headSize});
+      Value src = hv.v;
+      bool seqMajor = hv.seqMajor;
+      Value x =
+          linalg::GenericOp::create(
+              b, loc, TypeRange{init.getType()}, ValueRange{}, ValueRange{init},
+              {AffineMap::getMultiDimIdentityMap(4, ctx)},
+              SmallVector<IteratorType>(4, IteratorType::parallel),
+              [&](OpBuilder &nb, Location l, ValueRange) {
+                Value i0 = linalg::IndexOp::create(nb, l, 0);
+                Value i1 = linalg::IndexOp::create(nb, l, 1);
+                Value i2 = linalg::IndexOp::create(nb, l, 2);
+                Value i3 = linalg::IndexOp::create(nb, l, 3);
+                Value h = arith::DivUIOp::create(nb, l, i1, dynGroup);
+                SmallVector<Value> ix = seqMajor
+                                            ? SmallVector<Value>{i0, i2, h, i3}
+                                            : SmallVector<Value>{i0, h, i2, i3};
+                linalg::YieldOp::create(
+                    nb, l,
+                    tensor::ExtractOp::create(nb, l, src, ix).getResult());
+              })
+              .getResult(0);
+      return {x, false, q->heads, hv.seq, hv.headSize};
+    };
+    kc = expand(kc);
+    vc = expand(vc);
+  }
+
   // scores[b, h, i, j] = Σ_d Q[b, h, i, d] · K[b, h / g, j, d]
   Value zeroF = scalarConstant(b, loc, accElem, 0.0);
   auto sType = dynType(4, accElem);
@@ -248,15 +299,28 @@ LogicalResult lowerAttention(onnxops::AttentionOp op, OpBuilder &b,
           .getResult(0);
 
   // Scale, bias (mask, causal, padding) and softcap.
-  double scale;
+  // The scale: the attribute, else 1 / sqrt(head size) (at run time when the
+  // head size is dynamic).
+  Value scaleV;
   if (std::optional<double> s = asDouble(op.getScale())) {
-    scale = *s;
+    scaleV = scalarConstant(b, loc, accElem, *s);
   } else {
     auto qt = cast<RankedTensorType>(q->v.getType());
-    if (qt.isDynamicDim(3))
-      return nodeError(op) << "the default scale needs a static head size",
-             failure();
-    scale = 1.0 / std::sqrt(static_cast<double>(qt.getDimSize(3)));
+    if (!qt.isDynamicDim(3)) {
+      scaleV = scalarConstant(
+          b, loc, accElem,
+          1.0 / std::sqrt(static_cast<double>(qt.getDimSize(3))));
+    } else {
+      Value d =
+          arith::IndexCastUIOp::create(b, loc, b.getI64Type(), q->headSize);
+      Value df = arith::UIToFPOp::create(b, loc, b.getF64Type(), d);
+      Value inv = arith::DivFOp::create(
+          b, loc, scalarConstant(b, loc, b.getF64Type(), 1.0),
+          math::SqrtOp::create(b, loc, df));
+      scaleV = accElem.isF64()
+                   ? inv
+                   : arith::TruncFOp::create(b, loc, accElem, inv).getResult();
+    }
   }
   bool causal = asInt(op.getIsCausal());
   double softcap = asDouble(op.getSoftcap());
@@ -269,6 +333,12 @@ LogicalResult lowerAttention(onnxops::AttentionOp op, OpBuilder &b,
   }
   Value maskLast =
       hasMask ? dimValue(b, loc, mask, maskT.getRank() - 1) : Value();
+  // Dynamic mask dims broadcast when they are 1 at run time.
+  SmallVector<Value> maskDims;
+  if (hasMask)
+    for (int64_t d = 0; d < maskT.getRank(); ++d)
+      maskDims.push_back(dimValue(b, loc, mask, d));
+  Value one = cidx(b, loc, 1);
   Value negInf = arith::ConstantOp::create(
       b, loc,
       FloatAttr::get(
@@ -276,8 +346,7 @@ LogicalResult lowerAttention(onnxops::AttentionOp op, OpBuilder &b,
           APFloat::getInf(cast<FloatType>(accElem).getFloatSemantics(), true)));
   auto biasBody = [&](bool withBias, bool withCap) {
     return [&, withBias, withCap](OpBuilder &nb, Location l, ValueRange a) {
-      Value s = arith::MulFOp::create(nb, l, a[0],
-                                      scalarConstant(nb, l, accElem, scale));
+      Value s = arith::MulFOp::create(nb, l, a[0], scaleV);
       if (withBias) {
         Value ib = linalg::IndexOp::create(nb, l, 0);
         Value ih = linalg::IndexOp::create(nb, l, 1);
@@ -290,7 +359,15 @@ LogicalResult lowerAttention(onnxops::AttentionOp op, OpBuilder &b,
           SmallVector<Value> ix;
           for (int64_t d = 0; d < mr; ++d) {
             int64_t fd = d + (4 - mr);
-            ix.push_back(maskT.getDimSize(d) == 1 ? zero : full[fd]);
+            if (maskT.getDimSize(d) == 1)
+              ix.push_back(zero);
+            else if (maskT.isDynamicDim(d) && d + 1 < mr)
+              ix.push_back(select(
+                  nb, l,
+                  cmpI(nb, l, arith::CmpIPredicate::eq, maskDims[d], one), zero,
+                  full[fd]));
+            else
+              ix.push_back(full[fd]);
           }
           Value inCols = arith::CmpIOp::create(nb, l, arith::CmpIPredicate::ult,
                                                ij, maskLast);

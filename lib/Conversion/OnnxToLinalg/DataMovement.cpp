@@ -79,9 +79,10 @@ LogicalResult lowerSplit(onnxops::SplitOp op, OpBuilder &b,
   Value dim = dimValue(b, loc, x, *axis);
   SmallVector<Value> sizes;
   if (operandPresent(op, 1)) {
-    if (staticLength1D(op->getOperand(1)) != n)
+    Value splitV = withStaticLength(b, op, op->getOperand(1), n, "split");
+    if (!splitV || staticLength1D(splitV) != n)
       return nodeError(op) << "split must have one entry per output", failure();
-    sizes = readHostIndices(b, loc, op->getOperand(1), n);
+    sizes = readHostIndices(b, loc, splitV, n);
     // Non-negative sizes that add up to the dim.
     Value total = idx(b, loc, 0),
           nonNegative = arith::ConstantIntOp::create(b, loc, 1, 1);
@@ -171,19 +172,45 @@ LogicalResult lowerExpand(onnxops::ExpandOp op, OpBuilder &b,
   Location loc = op->getLoc();
   int64_t rx = tx->getRank(), ry = ty->getRank();
   Value x = op->getOperand(0);
-  if (staticLength1D(op->getOperand(1)) < 0 || rx > ry)
-    return nodeError(op) << "the shape operand must have a static length",
-           failure();
-  int64_t len = staticLength1D(op->getOperand(1));
-  SmallVector<Value> shape = readHostIndices(b, loc, op->getOperand(1), len);
+  auto tshape = dyn_cast<RankedTensorType>(op->getOperand(1).getType());
+  if (!tshape || tshape.getRank() != 1 || rx > ry)
+    return nodeError(op) << "the shape operand must be 1-D", failure();
+  Value shapeV = op->getOperand(1);
+  int64_t len = staticLength1D(shapeV);
+  if (len < 0 && ry > rx)
+    shapeV = withStaticLength(b, op, shapeV, len = ry, "shape");
+  SmallVector<Value> shape;
+  Value lenV; // the shape's length when only known at run time (<= ry)
+  if (len >= 0) {
+    shape = readHostIndices(b, loc, shapeV, len);
+  } else {
+    lenV = tensor::DimOp::create(b, loc, shapeV, 0);
+    checkAtRunTime(
+        b, op, cmpI(b, loc, arith::CmpIPredicate::ule, lenV, idx(b, loc, ry)),
+        "shape has {0} entries, more than the output's rank " + Twine(ry),
+        {lenV});
+  }
   SmallVector<Value> out;
   for (int64_t i = 0; i < ry; ++i) {
     int64_t j = i - (ry - rx), k = i - (ry - len);
-    Value s = k >= 0 ? shape[k] : idx(b, loc, 1);
-    if (k >= 0)
+    Value s, kV = idx(b, loc, k);
+    if (lenV) {
+      // Entry i + len - ry of the shape, 1 before its first entry.
+      kV = arith::SubIOp::create(
+          b, loc, arith::AddIOp::create(b, loc, idx(b, loc, i), lenV),
+          idx(b, loc, ry));
+      Value in = cmpI(b, loc, arith::CmpIPredicate::sge, kV, idx(b, loc, 0));
+      Value safe = select(b, loc, in, kV, idx(b, loc, 0));
+      Value e = tensor::ExtractOp::create(b, loc, shapeV, ValueRange{safe});
+      e = arith::IndexCastOp::create(b, loc, b.getIndexType(), e);
+      s = select(b, loc, in, e, idx(b, loc, 1));
+    } else {
+      s = k >= 0 ? shape[k] : idx(b, loc, 1);
+    }
+    if (k >= 0 || lenV)
       checkAtRunTime(b, op,
                      cmpI(b, loc, arith::CmpIPredicate::sge, s, idx(b, loc, 0)),
-                     "shape element {0} is {1}", {idx(b, loc, k), s});
+                     "shape element {0} is {1}", {kV, s});
     if (j >= 0) {
       // The input's dim and the shape's broadcast: equal, or one is 1.
       Value d = dimValue(b, loc, x, j);
@@ -263,10 +290,11 @@ LogicalResult lowerPad(onnxops::PadOp op, OpBuilder &b,
       axes.push_back(i);
   }
   int64_t na = axes.size();
-  if (staticLength1D(op->getOperand(1)) != 2 * na)
+  Value padsV = withStaticLength(b, op, op->getOperand(1), 2 * na, "pads");
+  if (!padsV || staticLength1D(padsV) != 2 * na)
     return nodeError(op) << "pads must have 2 entries per padded axis",
            failure();
-  SmallVector<Value> pads = readHostIndices(b, loc, op->getOperand(1), 2 * na);
+  SmallVector<Value> pads = readHostIndices(b, loc, padsV, 2 * na);
   SmallVector<Value> begin(rank, idx(b, loc, 0)), dims, out;
   for (int64_t d = 0; d < rank; ++d)
     dims.push_back(dimValue(b, loc, x, d));
@@ -301,7 +329,7 @@ LogicalResult lowerPad(onnxops::PadOp op, OpBuilder &b,
   Value cv;
   if (mode == "constant") {
     if (operandPresent(op, 2))
-      cv = tensor::ExtractOp::create(b, loc, op->getOperand(2), ValueRange{});
+      cv = extractScalarOperand(b, op, op->getOperand(2), "constant_value");
     else
       cv = scalarConstant(b, loc, elem, 0);
   }
@@ -364,9 +392,10 @@ LogicalResult lowerCenterCropPad(onnxops::CenterCropPadOp op, OpBuilder &b,
       axes.push_back(i);
   }
   int64_t na = axes.size();
-  if (staticLength1D(op->getOperand(1)) != na)
+  Value shapeV = withStaticLength(b, op, op->getOperand(1), na, "shape");
+  if (!shapeV || staticLength1D(shapeV) != na)
     return nodeError(op) << "shape must have one entry per axis", failure();
-  SmallVector<Value> shape = readHostIndices(b, loc, op->getOperand(1), na);
+  SmallVector<Value> shape = readHostIndices(b, loc, shapeV, na);
   SmallVector<Value> dims, out, off(rank, idx(b, loc, 0));
   for (int64_t d = 0; d < rank; ++d)
     dims.push_back(dimValue(b, loc, x, d));

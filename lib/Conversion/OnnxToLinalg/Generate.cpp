@@ -268,12 +268,16 @@ LogicalResult lowerOneHot(onnxops::OneHotOp op, OpBuilder &b,
   FailureOr<int64_t> axis = onnxops::normalizeAxis(asInt(op.getAxis()), rank);
   if (failed(axis))
     return nodeError(op) << "axis out of range", failure();
-  if (!tv->hasStaticShape() || tv->getNumElements() != 2)
+  Value valuesIn = op->getOperand(2);
+  if (tv->getRank() == 1 && tv->isDynamicDim(0))
+    valuesIn = withStaticLength(b, op, valuesIn, 2, "values");
+  auto tvs = cast<RankedTensorType>(valuesIn.getType());
+  if (!tvs.hasStaticShape() || tvs.getNumElements() != 2)
     return nodeError(op) << "values must have two elements", failure();
   if (!isa<RankedTensorType>(op->getOperand(1).getType()))
     return nodeError(op) << "depth has unknown rank", failure();
   Value indices = toSignless(b, loc, op->getOperand(0));
-  Value values = toSignless(b, loc, op->getOperand(2));
+  Value values = toSignless(b, loc, valuesIn);
   bool idxUnsigned = ti->getElementType().isUnsignedInteger();
   // depth on the host (it sizes the result) as i64.
   Value depth = readIndex(b, loc, op->getOperand(1), 0);

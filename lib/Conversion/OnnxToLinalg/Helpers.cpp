@@ -237,6 +237,41 @@ int64_t lowering::staticLength1D(Value v) {
   return t.getDimSize(0);
 }
 
+Value lowering::withStaticLength(OpBuilder &b, Operation *node, Value v,
+                                 int64_t len, const Twine &what) {
+  auto t = dyn_cast<RankedTensorType>(v.getType());
+  if (!t || t.getRank() != 1)
+    return Value();
+  if (!t.isDynamicDim(0))
+    return v;
+  Location loc = v.getLoc();
+  Value n = tensor::DimOp::create(b, loc, v, 0);
+  checkAtRunTime(b, node,
+                 arith::CmpIOp::create(b, loc, arith::CmpIPredicate::eq, n,
+                                       indexConst(b, loc, len)),
+                 what + " has {0} entries, expected " + Twine(len), {n});
+  return tensor::CastOp::create(
+      b, loc, RankedTensorType::get({len}, t.getElementType()), v);
+}
+
+Value lowering::extractScalarOperand(OpBuilder &b, Operation *node, Value v,
+                                     const Twine &what) {
+  auto t = cast<RankedTensorType>(v.getType());
+  Location loc = v.getLoc();
+  if (!t.hasStaticShape()) {
+    Value count = indexConst(b, loc, 1);
+    for (int64_t d = 0; d < t.getRank(); ++d)
+      count = arith::MulIOp::create(b, loc, count,
+                                    tensor::DimOp::create(b, loc, v, d));
+    checkAtRunTime(b, node,
+                   arith::CmpIOp::create(b, loc, arith::CmpIPredicate::eq,
+                                         count, indexConst(b, loc, 1)),
+                   what + " must hold one element, not {0}", {count});
+  }
+  SmallVector<Value> zeros(t.getRank(), indexConst(b, loc, 0));
+  return tensor::ExtractOp::create(b, loc, v, zeros);
+}
+
 SmallVector<Value> lowering::readHostIndices(OpBuilder &b, Location loc,
                                              Value v, int64_t n) {
   SmallVector<Value> r;

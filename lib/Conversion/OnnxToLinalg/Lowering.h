@@ -302,6 +302,18 @@ void checkDistinctAxesAtRunTime(OpBuilder &b, Operation *node,
 bool operandPresent(Operation *op, unsigned i);
 /// Static length of a 1-D operand, or -1.
 int64_t staticLength1D(Value v);
+/// A 1-D operand whose length the op's semantics fix (`len` entries: one per
+/// axis, two per padded axis, ...): returned as it is when its length is
+/// static, else checked at run time ("`what` has {n} entries, expected
+/// `len`") and cast to the static length, so the lowering can read it like
+/// a constant-length one. Null (no error) for an operand that is not 1-D.
+Value withStaticLength(OpBuilder &b, Operation *node, Value v, int64_t len,
+                       const Twine &what);
+/// The single element of a scalar-like operand: rank 0, or a tensor of one
+/// element (ONNX models pass `[1]` where the spec says scalar; a dynamic
+/// shape is checked at run time to hold one element).
+Value extractScalarOperand(OpBuilder &b, Operation *node, Value v,
+                           const Twine &what);
 /// The `n` integers of a 1-D operand as index values: constants when the
 /// operand is constant (0 past its end), otherwise read on the host.
 SmallVector<Value> readHostIndices(OpBuilder &b, Location loc, Value v,

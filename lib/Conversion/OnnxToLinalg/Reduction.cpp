@@ -254,6 +254,13 @@ Value dropReduced(OpBuilder &b, Location loc, Value x, Value kept,
       c = arith::AddIOp::create(
           b, loc, c, arith::SelectOp::create(b, loc, rd.runtime[i], zero, one));
     }
+    checkAtRunTime(b, loweringNode(),
+                   arith::CmpIOp::create(b, loc, arith::CmpIPredicate::eq, c,
+                                         arith::ConstantIndexOp::create(
+                                             b, loc, resultType.getRank())),
+                   "the axes keep {0} dims; the result has rank " +
+                       Twine(resultType.getRank()),
+                   {c});
     for (int64_t j = 0; j < resultType.getRank(); ++j) {
       Value s = zero;
       Value jv = arith::ConstantIndexOp::create(b, loc, j);
@@ -298,9 +305,12 @@ FailureOr<ReduceDims> reducedDims(OpTy op, OpBuilder &b, int64_t r,
       if (!at || at.getRank() != 1)
         return nodeError(op) << "run-time axes must be 1-D", failure();
       if (at.isDynamicDim(0)) {
-        if (!asInt(op.getKeepdims()))
+        // Without keepdims the result's rank (declared or inferred) tells
+        // how many dims go; dropReduced checks it at run time.
+        if (!asInt(op.getKeepdims()) &&
+            !isa<RankedTensorType>(op->getResult(0).getType()))
           return nodeError(op) << "run-time axes of unknown length need "
-                                  "keepdims=1",
+                                  "keepdims=1 or a result of known rank",
                  failure();
         // flags[i] = any_k(normalize(axes[k]) == i), computed by a kernel
         // and read on the host; no axes at all reduce everything (or
@@ -437,8 +447,10 @@ LogicalResult lowerReduceOp(OpTy op, OpBuilder &b,
   int64_t numRed = llvm::count(rd->staticRed, true);
   int64_t expectRank = !keep ? (rd->isStatic() ? r - numRed : -1) : r;
   if (!keep && !rd->isStatic()) {
+    // Run-time axes of static length k drop k dims; of unknown length, the
+    // result's rank says how many (dropReduced checks it at run time).
     auto at = cast<RankedTensorType>(op->getOperand(1).getType());
-    expectRank = r - at.getDimSize(0);
+    expectRank = at.isDynamicDim(0) ? ty->getRank() : r - at.getDimSize(0);
   }
   if (ty->getRank() != expectRank)
     return nodeError(op) << "the output type " << *ty

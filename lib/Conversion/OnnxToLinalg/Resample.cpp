@@ -166,13 +166,25 @@ LogicalResult lowerResize(onnxops::ResizeOp op, OpBuilder &b,
   // Per dim: scale (f64), whether it is known to be exactly 1, output size.
   SmallVector<Value> scale(rank, f.c(1.0)), outDims(inDims);
   SmallVector<std::optional<double>> cscale(rank, 1.0);
-  bool useScales =
-      operandPresent(op, 2) && staticLength1D(op->getOperand(2)) != 0;
+  // scales and sizes of unknown length: scales must be empty when sizes are
+  // given, else they hold one entry per axis (checked at run time).
+  Value scalesV = operandPresent(op, 2) ? op->getOperand(2) : Value();
+  Value sizesV = operandPresent(op, 3) ? op->getOperand(3) : Value();
+  if (scalesV && staticLength1D(scalesV) < 0) {
+    if (sizesV) {
+      scalesV = withStaticLength(b, op, scalesV, 0, "scales (sizes given)");
+    } else {
+      scalesV = withStaticLength(b, op, scalesV, na, "scales");
+    }
+  }
+  if (sizesV && staticLength1D(sizesV) < 0)
+    sizesV = withStaticLength(b, op, sizesV, na, "sizes");
+  bool useScales = scalesV && staticLength1D(scalesV) != 0;
   if (useScales) {
-    if (staticLength1D(op->getOperand(2)) != na)
+    if (staticLength1D(scalesV) != na)
       return nodeError(op) << "scales must have one entry per axis", failure();
     std::optional<SmallVector<double>> cst;
-    SmallVector<Value> s = readFloats(b, loc, op->getOperand(2), na, cst);
+    SmallVector<Value> s = readFloats(b, loc, scalesV, na, cst);
     for (int64_t k = 0; k < na; ++k) {
       int64_t d = axes[k];
       // Positive scales only (NaN included in what is refused): at compile
@@ -192,11 +204,10 @@ LogicalResult lowerResize(onnxops::ResizeOp op, OpBuilder &b,
       outDims[d] = f.toIndex(f.floor(f.mul(inF[d], s[k])));
     }
   } else {
-    if (!operandPresent(op, 3) || staticLength1D(op->getOperand(3)) != na)
+    if (!sizesV || staticLength1D(sizesV) != na)
       return nodeError(op) << "one of scales and sizes must be given, with one "
                               "entry per axis",
              failure();
-    Value sizesV = op->getOperand(3);
     auto csizes = onnxops::getConstantIntValues(sizesV);
     SmallVector<Value> req;
     for (int64_t k = 0; k < na; ++k) {
@@ -252,10 +263,13 @@ LogicalResult lowerResize(onnxops::ResizeOp op, OpBuilder &b,
   SmallVector<Value> roiStart(rank, f.c(0.0)), roiEnd(rank, f.c(1.0));
   bool crop = ctm == "tf_crop_and_resize";
   if (crop) {
-    if (!operandPresent(op, 1) || staticLength1D(op->getOperand(1)) != 2 * na)
+    Value roiV = operandPresent(op, 1)
+                     ? withStaticLength(b, op, op->getOperand(1), 2 * na, "roi")
+                     : Value();
+    if (!roiV || staticLength1D(roiV) != 2 * na)
       return nodeError(op) << "roi must have 2 entries per axis", failure();
     std::optional<SmallVector<double>> cst;
-    SmallVector<Value> r = readFloats(b, loc, op->getOperand(1), 2 * na, cst);
+    SmallVector<Value> r = readFloats(b, loc, roiV, 2 * na, cst);
     for (int64_t k = 0; k < na; ++k) {
       roiStart[axes[k]] = r[k];
       roiEnd[axes[k]] = r[na + k];
@@ -448,10 +462,26 @@ LogicalResult lowerGridSample(onnxops::GridSampleOp op, OpBuilder &b,
   Location loc = op->getLoc();
   int64_t rank = tx->getRank(), ns = rank - 2;
   if (ns < 1 || tg->getRank() != rank || ty->getRank() != rank ||
-      tg->getDimSize(rank - 1) != ns)
+      (!tg->isDynamicDim(rank - 1) && tg->getDimSize(rank - 1) != ns) ||
+      (!tg->isDynamicDim(0) && !tx->isDynamicDim(0) &&
+       tg->getDimSize(0) != tx->getDimSize(0)))
     return nodeError(op) << "grid must be [N, D1..Dr, r] for an input of "
                             "rank r + 2",
            failure();
+  // Dims known only at run time: grid's batch and last dim checked there.
+  if (tg->isDynamicDim(rank - 1) || tg->isDynamicDim(0) ||
+      tx->isDynamicDim(0)) {
+    Value gl = dimValue(b, loc, op->getOperand(1), rank - 1);
+    Value gn = dimValue(b, loc, op->getOperand(1), 0);
+    Value xn = dimValue(b, loc, op->getOperand(0), 0);
+    Value ok = arith::AndIOp::create(
+        b, loc, cmpI(b, loc, arith::CmpIPredicate::eq, gl, idx(b, loc, ns)),
+        cmpI(b, loc, arith::CmpIPredicate::eq, gn, xn));
+    checkAtRunTime(b, op, ok,
+                   "grid is [{0}, ..., {1}]; expected [{2}, ..., " + Twine(ns) +
+                       "] for X of batch {2}",
+                   {gn, gl, xn});
+  }
   if (!isa<FloatType>(ty->getElementType()))
     return nodeError(op) << "GridSample supports float types only", failure();
   std::string mode = op.getMode().str();

@@ -434,7 +434,8 @@ ONNX operator `Atanh` of the ai.onnx domain, since_version 22.
 //===----------------------------------------------------------------------===//
 
 def Onnx_AttentionOp : Onnx_Op<"Attention",
-    [Pure]> {
+    [Pure,
+     DeclareOpInterfaceMethods<Onnx_InferShapesOpInterface>]> {
   let summary = "Computes scaled dot product attention on query, key and value tensors, using an optional attention mask if passed.";
   let description = [{
 Computes scaled dot product attention on query, key and value tensors, using an optional attention mask if passed.
@@ -514,6 +515,11 @@ ONNX operator `Attention` of the ai.onnx domain, since_version 24.
     Onnx_T1OrNone:$present_key,
     Onnx_T1OrNone:$present_value,
     Onnx_T1OrNone:$qk_matmul_output);
+  let extraClassDeclaration = [{
+    /// Result types inferred from the operands (ONNX semantics); emits an
+    /// error at the op and fails on inconsistent shapes.
+    ::mlir::FailureOr<::llvm::SmallVector<::mlir::Type>> inferResultTypes();
+  }];
 }
 
 //===----------------------------------------------------------------------===//
@@ -5580,7 +5586,8 @@ ONNX operator `RoiAlign` of the ai.onnx domain, since_version 22.
 //===----------------------------------------------------------------------===//
 
 def Onnx_RotaryEmbeddingOp : Onnx_Op<"RotaryEmbedding",
-    [Pure]> {
+    [Pure,
+     DeclareOpInterfaceMethods<Onnx_InferShapesOpInterface>]> {
   let summary = "RotaryEmbedding is the implementation of rotary positional embeddings (RoPE) based on the paper https://arxiv.org/pdf/2104.09864.";
   let description = [{
 RotaryEmbedding is the implementation of rotary positional embeddings (RoPE) based on the paper https://arxiv.org/pdf/2104.09864.
@@ -5696,6 +5703,11 @@ ONNX operator `RotaryEmbedding` of the ai.onnx domain, since_version 23.
     DefaultValuedAttr<I64Attr, "0">:$rotary_embedding_dim);
   let results = (outs
     Onnx_T15:$Y);
+  let extraClassDeclaration = [{
+    /// Result types inferred from the operands (ONNX semantics); emits an
+    /// error at the op and fails on inconsistent shapes.
+    ::mlir::FailureOr<::llvm::SmallVector<::mlir::Type>> inferResultTypes();
+  }];
 }
 
 //===----------------------------------------------------------------------===//
