@@ -13,6 +13,8 @@
 
 #include "kiln/Dialect/Onnx/IR/OnnxUtils.h"
 
+#include "mlir/Dialect/Utils/StaticValueUtils.h"
+
 #include <tuple>
 
 using namespace mlir;
@@ -47,17 +49,6 @@ SmallVector<Value> dynOf(RankedTensorType type, ArrayRef<Value> sizes) {
     if (type.isDynamicDim(i))
       dyn.push_back(sizes[i]);
   return dyn;
-}
-
-/// Sizes of the result: the static dims of `type`, else `computed`.
-SmallVector<Value> resultSizes(OpBuilder &b, Location loc,
-                               RankedTensorType type,
-                               ArrayRef<Value> computed) {
-  SmallVector<Value> s;
-  for (int64_t i = 0; i < type.getRank(); ++i)
-    s.push_back(type.isDynamicDim(i) ? computed[i]
-                                     : idx(b, loc, type.getDimSize(i)));
-  return s;
 }
 
 //===----------------------------------------------------------------------===//

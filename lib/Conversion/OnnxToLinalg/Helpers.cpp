@@ -7,6 +7,8 @@
 
 #include "Lowering.h"
 
+#include "mlir/Dialect/Utils/StaticValueUtils.h"
+
 #include "kiln/Dialect/Onnx/IR/OnnxUtils.h"
 
 #include "mlir/IR/Matchers.h"
@@ -354,4 +356,28 @@ Value lowering::fromSignless(OpBuilder &b, Location loc, Value v,
   if (v.getType() == type)
     return v;
   return tensor::BitcastOp::create(b, loc, type, v);
+}
+
+SmallVector<Value> lowering::resultSizes(OpBuilder &b, Location loc,
+                                         RankedTensorType type,
+                                         ArrayRef<Value> computed) {
+  SmallVector<Value> s;
+  for (int64_t i = 0; i < type.getRank(); ++i) {
+    if (type.isDynamicDim(i)) {
+      s.push_back(computed[i]);
+      continue;
+    }
+    // A static dim (inferred or declared) must be what the run computes.
+    Value st = idx(b, loc, type.getDimSize(i));
+    std::optional<int64_t> c = getConstantIntValue(computed[i]);
+    if (!c || *c != type.getDimSize(i))
+      checkAtRunTime(b, loweringNode(),
+                     cmpI(b, loc, arith::CmpIPredicate::eq, computed[i], st),
+                     "dim " + Twine(i) +
+                         " of the result is {0}; its type says " +
+                         Twine(type.getDimSize(i)),
+                     {computed[i]});
+    s.push_back(st);
+  }
+  return s;
 }

@@ -321,6 +321,11 @@ SmallVector<Value> readHostIndices(OpBuilder &b, Location loc, Value v,
 /// Body builder of generateTensor: receives the output indices.
 using IndexBodyFn =
     function_ref<Value(OpBuilder &, Location, ArrayRef<Value> /*ivs*/)>;
+/// Sizes of a result of `type`: its static dims (each checked at run time
+/// against the `computed` one, naming the node being lowered), else
+/// `computed`.
+SmallVector<Value> resultSizes(OpBuilder &b, Location loc,
+                               RankedTensorType type, ArrayRef<Value> computed);
 /// A tensor of `type` (dynamic sizes `dynSizes`) whose every element is
 /// `body(ivs)`: a parallel `linalg.generic` without inputs.
 Value generateTensor(OpBuilder &b, Location loc, RankedTensorType type,

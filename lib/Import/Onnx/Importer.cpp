@@ -156,6 +156,18 @@ LogicalResult Importer::finishOp(Operation *op) {
   // op type, opset) instead of "'onnx.X' op ...".
   std::string message;
   LogicalResult result = success();
+  // The types the model declares for the results (value_info) are hints:
+  // inference runs from the operands alone, then adopts what the hint adds.
+  // A hint that contradicts the inferred shape (a rank-0 declaration of a
+  // [1] value, a stale value_info) is a warning and the inferred shape wins,
+  // as in onnxruntime; a different element type stays an error.
+  SmallVector<Type> hints;
+  if (isa<onnxops::InferShapesOpInterface>(op))
+    for (OpResult r : op->getResults()) {
+      hints.push_back(r.getType());
+      if (auto rt = dyn_cast<RankedTensorType>(r.getType()))
+        r.setType(UnrankedTensorType::get(rt.getElementType()));
+    }
   {
     ScopedDiagnosticHandler capture(ctx, [&](Diagnostic &d) {
       if (d.getSeverity() != DiagnosticSeverity::Error)
@@ -171,16 +183,35 @@ LogicalResult Importer::finishOp(Operation *op) {
       if (auto infer = dyn_cast<onnxops::InferShapesOpInterface>(op))
         result = infer.inferShapes();
   }
-  if (succeeded(result))
-    return success();
   StringRef type = op->getName().getStringRef();
   type.consume_front("onnx.");
-  StringRef msg = message;
-  std::string prefix = ("'" + op->getName().getStringRef() + "' op ").str();
-  msg.consume_front(prefix);
   Location loc = op->getLoc();
   std::string name =
       isa<NameLoc>(loc) ? cast<NameLoc>(loc).getName().str() : "";
+  if (succeeded(result)) {
+    for (auto [i, hint] : llvm::enumerate(hints)) {
+      OpResult r = op->getResult(i);
+      FailureOr<Type> merged = onnxops::refineType(r.getType(), hint);
+      if (succeeded(merged)) {
+        r.setType(*merged);
+        continue;
+      }
+      if (getElementTypeOrSelf(hint) != getElementTypeOrSelf(r.getType()))
+        return emitError(loc)
+                   << "node '" << name << "' (" << type << ", opset " << opset
+                   << "): output " << i << " is declared as " << hint
+                   << " but computes " << r.getType(),
+               failure();
+      emitWarning(loc) << "node '" << name << "' (" << type << ", opset "
+                       << opset << "): output " << i << " is declared as "
+                       << hint << " but computes " << r.getType()
+                       << "; the computed shape is used";
+    }
+    return success();
+  }
+  StringRef msg = message;
+  std::string prefix = ("'" + op->getName().getStringRef() + "' op ").str();
+  msg.consume_front(prefix);
   return emitError(loc) << "node '" << name << "' (" << type << ", opset "
                         << opset << "): " << msg,
          failure();
@@ -404,8 +435,16 @@ LogicalResult Importer::importNode(const onnx::NodeProto &node, int64_t index) {
         t = UnrankedTensorType::get(builder.getI64Type());
       if (node.op_type() == "LayerNormalization" && i > 0)
         t = UnrankedTensorType::get(builder.getF32Type());
-      if (Type hinted = declaredType(node.output(i)))
+      if (Type hinted = declaredType(node.output(i))) {
+        auto rt = dyn_cast<RankedTensorType>(hinted);
+        if (rt && mainGraphOutputs.contains(node.output(i)) &&
+            declared.size() == 1 && registered &&
+            registered->hasInterface<onnxops::InferShapesOpInterface>())
+          hinted = RankedTensorType::get(
+              SmallVector<int64_t>(rt.getRank(), ShapedType::kDynamic),
+              rt.getElementType());
         t = hinted;
+      }
     }
     resultTypes.push_back(t);
   }
@@ -620,6 +659,8 @@ OwningOpRef<ModuleOp> Importer::importModel(const onnx::ModelProto &model) {
   for (auto [arg, name] : llvm::zip(entry->getArguments(), argNames))
     arg.setLoc(NameLoc::get(builder.getStringAttr(name), fileLoc));
 
+  for (const auto &out : graph.output())
+    mainGraphOutputs.insert(out.name());
   if (failed(importGraphBody(graph)))
     return nullptr;
 
@@ -641,22 +682,41 @@ OwningOpRef<ModuleOp> Importer::importModel(const onnx::ModelProto &model) {
         return nullptr;
       declared = *t;
     }
+    // The output has the computed shape (as in onnxruntime): a declared dim
+    // only fills in what inference could not rank; a declared shape that
+    // contradicts the computed one is a warning. A different element type
+    // is an error.
     auto inferred = dyn_cast<RankedTensorType>(v.getType());
     auto decl = dyn_cast<RankedTensorType>(declared);
     Type resultType = v.getType();
-    if (decl && (!inferred || inferred != decl)) {
-      if (inferred && failed(verifyCompatibleShape(inferred, decl)))
+    if (decl && inferred && inferred != decl) {
+      if (inferred.getElementType() != decl.getElementType())
         return emitError(loc)
                    << "graph output '" << out.name() << "' is declared as "
                    << decl << " but computes " << inferred,
                nullptr;
-      if (inferred && inferred.getElementType() != decl.getElementType())
+      if (failed(verifyCompatibleShape(inferred, decl))) {
+        InFlightDiagnostic w = emitWarning(loc);
+        w << "graph output '" << out.name() << "'";
+        if (Operation *def = v.getDefiningOp())
+          if (auto name = dyn_cast<NameLoc>(def->getLoc()))
+            w << " of node '" << name.getName().getValue() << "' ("
+              << def->getName().getStringRef().drop_front(5) << ", opset "
+              << opset << ")";
+        w << " is declared as " << decl << " but computes " << inferred
+          << "; the computed shape is used";
+      }
+    } else if (decl && !inferred) {
+      if (getElementTypeOrSelf(v.getType()) != decl.getElementType())
         return emitError(loc)
                    << "graph output '" << out.name() << "' is declared as "
-                   << decl << " but computes " << inferred,
+                   << decl << " but computes " << v.getType(),
                nullptr;
-      v = tensor::CastOp::create(builder, loc, decl, v);
-      resultType = decl;
+      // Unranked: the declared rank (dims as computed at run time).
+      resultType = RankedTensorType::get(
+          SmallVector<int64_t>(decl.getRank(), ShapedType::kDynamic),
+          decl.getElementType());
+      v = tensor::CastOp::create(builder, loc, resultType, v);
     }
     if (auto rt = dyn_cast<RankedTensorType>(resultType))
       dimNames.resize(rt.getRank());

@@ -14,6 +14,7 @@
 
 #include "kiln/Dialect/Onnx/IR/OnnxOps.h"
 #include "kiln/Dialect/Onnx/IR/OnnxUtils.h"
+#include "kiln/Dialect/Onnx/IR/ShapeValues.h"
 
 #include "llvm/ADT/STLExtras.h"
 
@@ -294,11 +295,11 @@ InferredTypes ExpandOp::inferResultTypes() {
   Value input = op->getOperand(0), shape = op->getOperand(1);
   Type elem = getElementTypeOrSelf(input.getType());
   std::optional<ArrayRef<int64_t>> in = getShapeOf(input);
-  std::optional<SmallVector<int64_t>> dims = getConstantIntValues(shape);
-  if (in && dims) {
+  std::optional<SmallVector<ShapeElement>> elements = evaluateShapeValue(shape);
+  if (in && elements) {
     SmallVector<int64_t> req;
-    for (int64_t d : *dims) {
-      if (d < 0)
+    for (int64_t d : staticDimsOf(*elements)) {
+      if (!ShapedType::isDynamic(d) && d < 0)
         return emitOpError() << "negative dimension " << d;
       // A requested 1 keeps the input dim; that one may be dynamic.
       req.push_back(d);
@@ -325,13 +326,17 @@ InferredTypes TileOp::inferResultTypes() {
   std::optional<ArrayRef<int64_t>> in = getShapeOf(input);
   if (!in)
     return SmallVector<Type>{UnrankedTensorType::get(elem)};
-  std::optional<SmallVector<int64_t>> reps =
-      getConstantIntValues(op->getOperand(1));
+  std::optional<SmallVector<ShapeElement>> elements =
+      evaluateShapeValue(op->getOperand(1));
+  std::optional<SmallVector<int64_t>> reps;
+  if (elements)
+    reps = staticDimsOf(*elements);
   if (reps && reps->size() != in->size())
     return emitOpError() << "repeats must have one value per input dim";
   SmallVector<int64_t> dims;
   for (auto [i, d] : llvm::enumerate(*in)) {
-    if (!reps || ShapedType::isDynamic(d)) {
+    if (!reps || ShapedType::isDynamic(d) ||
+        ShapedType::isDynamic((*reps)[i])) {
       dims.push_back(reps && (*reps)[i] == 0 ? 0 : ShapedType::kDynamic);
       continue;
     }

@@ -10,6 +10,7 @@
 
 #include "kiln/Dialect/Onnx/IR/OnnxOps.h"
 #include "kiln/Dialect/Onnx/IR/OnnxUtils.h"
+#include "kiln/Dialect/Onnx/IR/ShapeValues.h"
 
 #include <cmath>
 
@@ -26,11 +27,13 @@ InferredTypes ConstantOfShapeOp::inferResultTypes() {
     elem = v.getElementType();
   }
   Value shape = op->getOperand(0);
-  if (std::optional<SmallVector<int64_t>> dims = getConstantIntValues(shape)) {
-    for (int64_t d : *dims)
-      if (d < 0)
+  if (std::optional<SmallVector<ShapeElement>> elements =
+          evaluateShapeValue(shape)) {
+    SmallVector<int64_t> dims = staticDimsOf(*elements);
+    for (int64_t d : dims)
+      if (!ShapedType::isDynamic(d) && d < 0)
         return emitOpError() << "negative dimension " << d;
-    return SmallVector<Type>{RankedTensorType::get(*dims, elem)};
+    return SmallVector<Type>{RankedTensorType::get(dims, elem)};
   }
   if (std::optional<int64_t> n = staticLength(shape))
     return SmallVector<Type>{RankedTensorType::get(

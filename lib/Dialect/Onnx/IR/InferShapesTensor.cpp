@@ -8,6 +8,7 @@
 
 #include "kiln/Dialect/Onnx/IR/OnnxOps.h"
 #include "kiln/Dialect/Onnx/IR/OnnxUtils.h"
+#include "kiln/Dialect/Onnx/IR/ShapeValues.h"
 
 #include "llvm/ADT/STLExtras.h"
 #include "llvm/ADT/SmallBitVector.h"
@@ -55,7 +56,10 @@ normalizeAxes(Operation *op, ArrayRef<int64_t> axes, int64_t rank) {
 
 InferredTypes ReshapeOp::inferResultTypes() {
   Type elemTy = elementTypeOf(getData());
-  std::optional<SmallVector<int64_t>> shape = getConstantIntValues(getShape());
+  // The shape through the arithmetic that computed it: known elements, dims
+  // of other values, unknowns.
+  std::optional<SmallVector<ShapeElement>> shape =
+      evaluateShapeValue(getShape());
   if (!shape) {
     std::optional<int64_t> len = staticLength(getShape());
     if (!len)
@@ -66,8 +70,22 @@ InferredTypes ReshapeOp::inferResultTypes() {
   std::optional<ArrayRef<int64_t>> in = getShapeOf(getData());
   bool allowZero = getAllowzero() != 0;
   SmallVector<int64_t> out;
+  // Per output dim, the input dim it is known to equal (-1: none).
+  SmallVector<int64_t> sameAsInput;
   int64_t inferIndex = -1;
-  for (auto [i, s] : llvm::enumerate(*shape)) {
+  bool unknownElement = false;
+  for (auto [i, e] : llvm::enumerate(*shape)) {
+    int64_t same = -1;
+    if (e.isDimOf() && e.source == getData())
+      same = e.axis;
+    if (!e.value) {
+      // A run-time -1 or 0 could hide behind an unknown element.
+      unknownElement |= !e.isDimOf();
+      out.push_back(kDynamic);
+      sameAsInput.push_back(same);
+      continue;
+    }
+    int64_t s = *e.value;
     if (s == -1) {
       if (inferIndex >= 0)
         return emitOpError("shape has more than one -1");
@@ -81,38 +99,77 @@ InferredTypes ReshapeOp::inferResultTypes() {
                << "shape value 0 at index " << i
                << " has no matching input dim in " << getData().getType();
       out.push_back(in ? (*in)[i] : kDynamic);
+      same = i;
     } else {
       out.push_back(s);
     }
+    sameAsInput.push_back(same);
   }
-  if (allowZero && inferIndex >= 0 && llvm::is_contained(*shape, 0))
+  if (allowZero && inferIndex >= 0 &&
+      llvm::any_of(*shape, [](const ShapeElement &e) {
+        return e.value && *e.value == 0;
+      }))
     return emitOpError("shape has both 0 and -1 with allowzero = 1");
-  if (in && llvm::none_of(*in, ShapedType::isDynamic)) {
-    int64_t total = 1;
-    for (int64_t d : *in)
-      total *= d;
-    int64_t known = 1;
-    bool allStatic = true;
-    for (auto [i, d] : llvm::enumerate(out)) {
-      if ((int64_t)i == inferIndex)
-        continue;
-      if (ShapedType::isDynamic(d))
-        allStatic = false;
+  if (!in || unknownElement)
+    return SmallVector<Type>{RankedTensorType::get(out, elemTy)};
+  auto shapeText = [&] {
+    std::string text;
+    llvm::raw_string_ostream os(text);
+    llvm::interleaveComma(*shape, os, [&](const ShapeElement &e) {
+      if (e.value)
+        os << *e.value;
       else
-        known *= d;
+        os << "?";
+    });
+    return text;
+  };
+  // Element counts: static factors, and the dynamic input dims the output
+  // dims are known to equal (they cancel).
+  int64_t total = 1, known = 1;
+  SmallVector<bool> cancelled(in->size(), false);
+  bool outDynamic = false;
+  for (auto [i, d] : llvm::enumerate(out)) {
+    if ((int64_t)i == inferIndex)
+      continue;
+    if (!ShapedType::isDynamic(d)) {
+      known *= d;
+      continue;
     }
-    if (allStatic) {
-      if (inferIndex >= 0) {
-        if (known == 0 || total % known != 0)
-          return emitOpError() << "cannot reshape " << getData().getType()
-                               << " to shape [" << *shape << "]";
-        out[inferIndex] = total / known;
-      } else if (known != total) {
-        return emitOpError()
-               << "cannot reshape " << getData().getType() << " (" << total
-               << " elements) to shape [" << *shape << "]";
-      }
+    int64_t a = sameAsInput[i];
+    if (a >= 0 && a < (int64_t)in->size() && ShapedType::isDynamic((*in)[a]) &&
+        !cancelled[a]) {
+      cancelled[a] = true;
+      continue;
     }
+    outDynamic = true;
+  }
+  bool inDynamic = false;
+  for (auto [a, d] : llvm::enumerate(*in)) {
+    if (!ShapedType::isDynamic(d))
+      total *= d;
+    else if (!cancelled[a])
+      inDynamic = true;
+  }
+  if (outDynamic)
+    return SmallVector<Type>{RankedTensorType::get(out, elemTy)};
+  if (inferIndex >= 0) {
+    if (known == 0 || total % known != 0) {
+      if (inDynamic)
+        return SmallVector<Type>{RankedTensorType::get(out, elemTy)};
+      return emitOpError() << "cannot reshape " << getData().getType()
+                           << " to shape [" << shapeText() << "]";
+    }
+    // What the -1 holds: the remaining static count, times the dynamic
+    // input dims that did not cancel.
+    if (!inDynamic)
+      out[inferIndex] = total / known;
+  } else if (!inDynamic && known != total) {
+    return emitOpError() << "cannot reshape " << getData().getType() << " ("
+                         << total
+                         << (llvm::is_contained(cancelled, true)
+                                 ? " elements besides the dims they share"
+                                 : " elements")
+                         << ") to shape [" << shapeText() << "]";
   }
   return SmallVector<Type>{RankedTensorType::get(out, elemTy)};
 }
