@@ -11,7 +11,9 @@ issue's tolerance), as onnxruntime takes them:
 - a value_info that fixes a dim inference leaves dynamic ([N, 4] declared as
   [2, 4]) is adopted, and a run where it does not hold fails naming the node
   instead of reading past the buffer;
-- a declared element type that differs stays an error.
+- a declared element type that differs stays an error;
+- dim_param placeholders ("?") are independent dims;
+- a Loop body that yields its condition and a rank-0 carried value as [1].
 All results are compared with onnxruntime.
 """
 import os
@@ -125,4 +127,41 @@ needles = ["error: node 'relu_int' (Relu, opset 17): result #0 of type 'tensor<*
 if p.returncode == 0 or not all(n in p.stderr for n in needles):
     sys.exit(f"FAIL elem_type: exit {p.returncode}, expected {needles}: {p.stderr}")
 print("elem_type: error as expected")
+# Dims whose dim_param is a placeholder ("?", as Paddle2ONNX writes every
+# unknown dim) are independent: a 48 x 192 input is not held to H == W.
+m = model_of([helper.make_node("Relu", ["x"], ["y"], name="relu_q")],
+             [vi("x", F, [1, 3, "?", "?"])], [vi("y", F, [1, 3, "?", "?"])])
+path = os.path.join(work, "placeholder_dims.onnx")
+with open(path, "wb") as f:
+    f.write(m.SerializeToString())
+so = os.path.join(work, "placeholder_dims.so")
+kiln_tools.compile_model(path, so)
+for h, w in ((48, 192), (32, 32)):
+    run_matches(path, so, {"x": rng.standard_normal((1, 3, h, w)).astype(np.float32)},
+                f"placeholder_dims_{h}x{w}")
+
+# A Loop whose body yields its condition and a rank-0 carried value as [1]
+# (as exporters write them; onnxruntime accepts it): counts to 5.
+body = helper.make_graph(
+    [helper.make_node("Add", ["c_in", "one"], ["c_next"], name="count"),
+     helper.make_node("Less", ["c_next", "limit"], ["keep"], name="keep_going"),
+     helper.make_node("Reshape", ["keep", "shape1"], ["cond_out"], name="cond_as_1"),
+     helper.make_node("Reshape", ["c_next", "shape1"], ["c_out"], name="count_as_1")],
+    "body", [vi("i", TensorProto.INT64, []), vi("cond_in", TensorProto.BOOL, []),
+             vi("c_in", F, [])],
+    [vi("cond_out", TensorProto.BOOL, [1]), vi("c_out", F, [1])],
+    [numpy_helper.from_array(np.array(1, np.float32), "one"),
+     numpy_helper.from_array(np.array(5, np.float32), "limit"),
+     numpy_helper.from_array(np.array([1], np.int64), "shape1")])
+m = model_of([helper.make_node("Loop", ["trip", "cond", "c0"], ["c"], name="loop", body=body)],
+             [vi("trip", TensorProto.INT64, []), vi("cond", TensorProto.BOOL, []),
+              vi("c0", F, [])], [vi("c", F, None)])
+path = os.path.join(work, "loop_rank1.onnx")
+with open(path, "wb") as f:
+    f.write(m.SerializeToString())
+so = os.path.join(work, "loop_rank1.so")
+kiln_tools.compile_model(path, so)
+for trip, c0 in ((10, 0.0), (3, 1.0)):
+    run_matches(path, so, {"trip": np.array(trip, np.int64), "cond": np.array(True),
+                           "c0": np.array(c0, np.float32)}, f"loop_rank1_{trip}_{int(c0)}")
 print("declared shapes: ok")

@@ -36,8 +36,13 @@ FailureOr<Value> castTo(OpBuilder &b, Location loc, Value v, Type type) {
     return v;
   auto from = dyn_cast<RankedTensorType>(v.getType());
   auto to = dyn_cast<RankedTensorType>(type);
-  if (!from || !to || from.getElementType() != to.getElementType() ||
-      failed(verifyCompatibleShape(from, to)))
+  if (!from || !to || from.getElementType() != to.getElementType())
+    return failure();
+  // One element in another rank (a [1] condition or carried scalar where
+  // the loop has a rank-0 one, as onnxruntime accepts).
+  if (Value one = reshapeOneElement(b, loc, v, to))
+    return one;
+  if (failed(verifyCompatibleShape(from, to)))
     return failure();
   return tensor::CastOp::create(b, loc, to, v).getResult();
 }

@@ -381,3 +381,29 @@ SmallVector<Value> lowering::resultSizes(OpBuilder &b, Location loc,
   }
   return s;
 }
+
+Value lowering::reshapeOneElement(OpBuilder &b, Location loc, Value v,
+                                  RankedTensorType to) {
+  auto from = dyn_cast<RankedTensorType>(v.getType());
+  if (!from || from.getElementType() != to.getElementType() ||
+      from.getRank() == to.getRank() || !to.hasStaticShape() ||
+      to.getNumElements() != 1 || !llvm::all_of(from.getShape(), [](int64_t d) {
+        return d == 1 || ShapedType::isDynamic(d);
+      }))
+    return Value();
+  if (!from.hasStaticShape()) {
+    Value count = indexConst(b, loc, 1);
+    for (int64_t d = 0; d < from.getRank(); ++d)
+      count = arith::MulIOp::create(b, loc, count,
+                                    tensor::DimOp::create(b, loc, v, d));
+    checkAtRunTime(b, loweringNode(),
+                   arith::CmpIOp::create(b, loc, arith::CmpIPredicate::eq,
+                                         count, indexConst(b, loc, 1)),
+                   "a value of one element for a rank-" + Twine(to.getRank()) +
+                       " one has {0} elements",
+                   {count});
+  }
+  SmallVector<Value> zeros(from.getRank(), indexConst(b, loc, 0));
+  Value e = tensor::ExtractOp::create(b, loc, v, zeros);
+  return tensor::FromElementsOp::create(b, loc, to, ValueRange{e});
+}

@@ -321,6 +321,11 @@ SmallVector<Value> readHostIndices(OpBuilder &b, Location loc, Value v,
 /// Body builder of generateTensor: receives the output indices.
 using IndexBodyFn =
     function_ref<Value(OpBuilder &, Location, ArrayRef<Value> /*ivs*/)>;
+/// `v` as `to` when both hold one element in different ranks (rank-0 and
+/// [1], [1, 1]...: ONNX models mix them where onnxruntime accepts it); a
+/// dynamic `v` is checked at run time to hold one element. Null otherwise.
+Value reshapeOneElement(OpBuilder &b, Location loc, Value v,
+                        RankedTensorType to);
 /// Sizes of a result of `type`: its static dims (each checked at run time
 /// against the `computed` one, naming the node being lowered), else
 /// `computed`.

@@ -325,6 +325,9 @@ LogicalResult lowering::replaceLoweredResults(Operation *op, OpBuilder &b,
     if (!r) // an absent or unused optional output: nothing to replace
       continue;
     Value old = op->getResult(i);
+    if (auto to = dyn_cast<RankedTensorType>(old.getType()))
+      if (Value one = reshapeOneElement(b, op->getLoc(), r, to))
+        r = one;
     if (r.getType() != old.getType()) {
       // A dim the result's type fixes (inferred, or declared by the model's
       // value_info) that the lowering computes at run time: the cast asserts

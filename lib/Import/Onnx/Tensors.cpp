@@ -68,6 +68,20 @@ FailureOr<Type> Importer::convertElementType(int32_t t, Location loc) {
   }
 }
 
+/// The symbol of a dim without a value: its dim_param, unless that is empty
+/// or a placeholder that names no dim ("?", "-1": Paddle2ONNX and others
+/// write these for every unknown dim, which must not tie the dims together),
+/// else `<input>:<axis>` for a graph input (empty for other values).
+static std::string dimSymbol(const onnx::TensorShapeProto::Dimension &dim,
+                             StringRef inputName, int64_t axis) {
+  if (dim.has_dim_param() && !dim.dim_param().empty() &&
+      dim.dim_param() != "?" && dim.dim_param() != "-1")
+    return dim.dim_param();
+  if (inputName.empty())
+    return "";
+  return inputName.str() + ":" + std::to_string(axis);
+}
+
 FailureOr<Type>
 Importer::convertValueType(const onnx::TypeProto &type, Location loc,
                            SmallVectorImpl<std::string> *dimNames,
@@ -91,9 +105,7 @@ Importer::convertValueType(const onnx::TypeProto &type, Location loc,
       continue;
     }
     // The dim's symbol: its dim_param, else (graph inputs) <input>:<axis>.
-    std::string symbol = dim.has_dim_param() ? dim.dim_param() : "";
-    if (symbol.empty() && !inputName.empty())
-      symbol = inputName.str() + ":" + std::to_string(axis);
+    std::string symbol = dimSymbol(dim, inputName, axis);
     auto bound = options.boundDims.find(symbol);
     if (!symbol.empty() && bound != options.boundDims.end()) {
       shape.push_back(bound->second);
@@ -144,9 +156,7 @@ LogicalResult Importer::bindInputShapes(const onnx::GraphProto &graph,
                  failure();
         continue;
       }
-      std::string symbol = dim.has_dim_param() && !dim.dim_param().empty()
-                               ? dim.dim_param()
-                               : in.name() + ":" + std::to_string(axis);
+      std::string symbol = dimSymbol(dim, in.name(), axis);
       auto [bound, inserted] = options.boundDims.emplace(symbol, want[axis]);
       if (!inserted && bound->second != want[axis])
         return fail() << "dim " << axis << " of input '" << in.name()

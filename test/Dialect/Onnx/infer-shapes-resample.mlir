@@ -32,3 +32,17 @@ func.func @grid(%x: tensor<?x3x4x4xf32>, %g: tensor<2x5x?x2xf32>, %t: tensor<2x2
   %2 = "onnx.AffineGrid"(%t3, %s) : (tensor<2x3x4xf32>, tensor<5xi64>) -> tensor<*xf32>
   return
 }
+
+// -----
+
+// Resize sizes from shape arithmetic: Concat(Shape(x)[0:2], computed H, W)
+// keeps the static channel count.
+// CHECK-LABEL: func @resize_sizes_from_shape
+// CHECK: "onnx.Resize"{{.*}} -> tensor<?x96x?x?xf32>
+func.func @resize_sizes_from_shape(%x: tensor<?x96x?x?xf32>, %hw: tensor<2xi64>) {
+  %none = onnx.NoValue
+  %s = "onnx.Shape"(%x) {end = 2 : i64} : (tensor<?x96x?x?xf32>) -> tensor<*xi64>
+  %sizes = "onnx.Concat"(%s, %hw) {axis = 0 : i64} : (tensor<*xi64>, tensor<2xi64>) -> tensor<*xi64>
+  %0 = "onnx.Resize"(%x, %none, %none, %sizes) {mode = "nearest"} : (tensor<?x96x?x?xf32>, none, none, tensor<*xi64>) -> tensor<*xf32>
+  return
+}

@@ -9,6 +9,7 @@
 
 #include "kiln/Dialect/Onnx/IR/OnnxOps.h"
 #include "kiln/Dialect/Onnx/IR/OnnxUtils.h"
+#include "kiln/Dialect/Onnx/IR/ShapeValues.h"
 
 #include <cmath>
 
@@ -64,9 +65,20 @@ InferredTypes ResizeOp::inferResultTypes() {
   if (std::optional<int64_t> len = staticLength(sizesV); len && *len != na)
     return emitOpError() << "sizes has " << *len << " entries, expected " << na;
   std::optional<SmallVector<int64_t>> sizes = getConstantIntValues(sizesV);
-  if (!sizes)
-    return allDynamic();
   StringRef policy = strAttr(op, "keep_aspect_ratio_policy", "stretch");
+  if (!sizes) {
+    // Sizes from shape arithmetic (Concat(Shape(x)[0:2], computed H, W)):
+    // the entries it knows are the output's dims under "stretch".
+    std::optional<SmallVector<ShapeElement>> elements =
+        evaluateShapeValue(sizesV);
+    if (!elements || policy != "stretch" || (int64_t)elements->size() != na)
+      return allDynamic();
+    for (int64_t k = 0; k < na; ++k)
+      out[axes[k]] = (*elements)[k].value && *(*elements)[k].value >= 0
+                         ? *(*elements)[k].value
+                         : kDynamic;
+    return ranked(out, elem);
+  }
   if (policy == "stretch") {
     for (int64_t k = 0; k < na; ++k)
       out[axes[k]] = (*sizes)[k];
