@@ -407,3 +407,41 @@ Value lowering::reshapeOneElement(OpBuilder &b, Location loc, Value v,
   Value e = tensor::ExtractOp::create(b, loc, v, zeros);
   return tensor::FromElementsOp::create(b, loc, to, ValueRange{e});
 }
+
+bool lowering::accumulatesWide(RankedTensorType type, ArrayRef<bool> reduced) {
+  if (!type.getElementType().isF32())
+    return false;
+  int64_t count = 1;
+  for (auto [d, red] : llvm::enumerate(reduced)) {
+    if (!red)
+      continue;
+    if (type.isDynamicDim(d))
+      return true;
+    count *= type.getDimSize(d);
+  }
+  return count > kWideSumThreshold;
+}
+
+Value lowering::narrowTo(OpBuilder &b, Location loc, Value wide, Type elem) {
+  auto t = cast<RankedTensorType>(wide.getType());
+  if (t.getElementType() == elem)
+    return wide;
+  auto to = RankedTensorType::get(t.getShape(), elem);
+  SmallVector<Value> dyn;
+  for (int64_t d = 0; d < t.getRank(); ++d)
+    if (t.isDynamicDim(d))
+      dyn.push_back(tensor::DimOp::create(b, loc, wide, d));
+  Value init = emptyTensor(b, loc, to, dyn);
+  SmallVector<AffineMap> maps(
+      2, AffineMap::getMultiDimIdentityMap(t.getRank(), b.getContext()));
+  return linalg::GenericOp::create(
+             b, loc, TypeRange{to}, ValueRange{wide}, ValueRange{init}, maps,
+             SmallVector<utils::IteratorType>(t.getRank(),
+                                              utils::IteratorType::parallel),
+             [&](OpBuilder &nb, Location l, ValueRange a) {
+               linalg::YieldOp::create(
+                   nb, l,
+                   arith::TruncFOp::create(nb, l, elem, a[0]).getResult());
+             })
+      .getResult(0);
+}

@@ -608,7 +608,14 @@ Value lowering::reduceKeepDims(OpBuilder &b, Location loc, Value x,
   SmallVector<int64_t> shape(tx.getShape());
   for (int64_t a : axes)
     shape[a] = 1;
-  auto keptType = RankedTensorType::get(shape, elem);
+  SmallVector<bool> reduced(rank, false);
+  for (int64_t a : axes)
+    reduced[a] = true;
+  // Long f32 sums accumulate in f64 (accumulatesWide).
+  Type acc = kind != ReduceKind::Max && accumulatesWide(tx, reduced)
+                 ? Type(b.getF64Type())
+                 : elem;
+  auto keptType = RankedTensorType::get(shape, acc);
   SmallVector<Value> dyn;
   for (int64_t i = 0; i < rank; ++i)
     if (keptType.isDynamicDim(i))
@@ -617,7 +624,7 @@ Value lowering::reduceKeepDims(OpBuilder &b, Location loc, Value x,
       kind == ReduceKind::Max ? -std::numeric_limits<double>::infinity() : 0.0;
   if (kind == ReduceKind::Max && !isa<FloatType>(elem))
     initVal = static_cast<double>(std::numeric_limits<int64_t>::min());
-  Value init = filledTensor(b, loc, keptType, dyn, scalarAttr(elem, initVal));
+  Value init = filledTensor(b, loc, keptType, dyn, scalarAttr(acc, initVal));
   MLIRContext *ctx = b.getContext();
   SmallVector<AffineExpr> outE;
   SmallVector<IteratorType> iters;
@@ -629,22 +636,26 @@ Value lowering::reduceKeepDims(OpBuilder &b, Location loc, Value x,
   }
   SmallVector<AffineMap> maps = {AffineMap::getMultiDimIdentityMap(rank, ctx),
                                  AffineMap::get(rank, 0, outE, ctx)};
-  return linalg::GenericOp::create(
-             b, loc, TypeRange{keptType}, ValueRange{x}, ValueRange{init}, maps,
-             iters,
-             [&](OpBuilder &nb, Location l, ValueRange a) {
-               Value r;
-               if (kind == ReduceKind::Max)
-                 r = isa<FloatType>(elem)
-                         ? arith::MaximumFOp::create(nb, l, a[1], a[0])
-                               .getResult()
-                         : arith::MaxSIOp::create(nb, l, a[1], a[0])
-                               .getResult();
-               else
-                 r = addOrMul(nb, l, a[1], a[0], /*add=*/true);
-               linalg::YieldOp::create(nb, l, r);
-             })
-      .getResult(0);
+  Value sum =
+      linalg::GenericOp::create(
+          b, loc, TypeRange{keptType}, ValueRange{x}, ValueRange{init}, maps,
+          iters,
+          [&](OpBuilder &nb, Location l, ValueRange a) {
+            Value r;
+            if (kind == ReduceKind::Max) {
+              r = isa<FloatType>(elem)
+                      ? arith::MaximumFOp::create(nb, l, a[1], a[0]).getResult()
+                      : arith::MaxSIOp::create(nb, l, a[1], a[0]).getResult();
+            } else {
+              Value v = a[0];
+              if (acc != elem)
+                v = arith::ExtFOp::create(nb, l, acc, v);
+              r = addOrMul(nb, l, a[1], v, /*add=*/true);
+            }
+            linalg::YieldOp::create(nb, l, r);
+          })
+          .getResult(0);
+  return narrowTo(b, loc, sum, elem);
 }
 
 namespace {

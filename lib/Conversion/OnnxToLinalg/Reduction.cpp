@@ -147,8 +147,13 @@ Value reduceKeep(OpBuilder &b, Location loc, Value x, const ReduceDims &rd,
                          : getAffineDimExpr(i, ctx));
       iters.push_back(red ? IteratorType::reduction : IteratorType::parallel);
     }
-    auto keptType = RankedTensorType::get(shape, elem);
-    Value init = filledTensor(b, loc, keptType, dyn, reduceInit(elem, kind));
+    // Long f32 sums accumulate in f64 (accumulatesWide).
+    bool sumLike = kind != RK::Max && kind != RK::Min && kind != RK::Prod;
+    Type acc = sumLike && accumulatesWide(tx, rd.staticRed)
+                   ? Type(b.getF64Type())
+                   : elem;
+    auto keptType = RankedTensorType::get(shape, acc);
+    Value init = filledTensor(b, loc, keptType, dyn, reduceInit(acc, kind));
     AffineMap outMap = AffineMap::get(r, 0, outE, ctx);
     SmallVector<AffineMap> maps = {AffineMap::getMultiDimIdentityMap(r, ctx)};
     SmallVector<Value> ins = {x};
@@ -157,14 +162,17 @@ Value reduceKeep(OpBuilder &b, Location loc, Value x, const ReduceDims &rd,
       maps.push_back(outMap);
     }
     maps.push_back(outMap);
-    return linalg::GenericOp::create(
-               b, loc, TypeRange{keptType}, ins, ValueRange{init}, maps, iters,
-               [&](OpBuilder &nb, Location l, ValueRange a) {
-                 Value v = preMap(nb, l, kind, a[0], aux ? a[1] : Value());
-                 linalg::YieldOp::create(nb, l,
-                                         combine(nb, l, kind, a.back(), v));
-               })
-        .getResult(0);
+    Value kept =
+        linalg::GenericOp::create(
+            b, loc, TypeRange{keptType}, ins, ValueRange{init}, maps, iters,
+            [&](OpBuilder &nb, Location l, ValueRange a) {
+              Value v = preMap(nb, l, kind, a[0], aux ? a[1] : Value());
+              if (acc != elem)
+                v = arith::ExtFOp::create(nb, l, acc, v);
+              linalg::YieldOp::create(nb, l, combine(nb, l, kind, a.back(), v));
+            })
+            .getResult(0);
+    return narrowTo(b, loc, kept, elem);
   }
   // Run-time axes: loops (o_0..o_{r-1}, k_0..k_{r-1}).
   Value one = arith::ConstantIndexOp::create(b, loc, 1);
