@@ -114,13 +114,9 @@ LogicalResult lowerIf(onnxops::IfOp op, OpBuilder &b,
                            << " could not be inferred",
              failure();
     // Kernel formation sizes the result buffers before the condition is
-    // known: the shape must be the same on both branches and static.
-    if (!t.hasStaticShape())
-      return nodeError(op) << "output " << i
-                           << " must have a static shape when the condition "
-                              "is only known at run time (got "
-                           << t << ")",
-             failure();
+    // known: dynamic dims must be computable from values outside the
+    // branches (FormKernels' reifyIfResults), else kernel formation fails
+    // naming this node.
     types.push_back(t);
   }
   Value c = extractScalar(b, loc, cond);

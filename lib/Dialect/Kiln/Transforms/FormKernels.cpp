@@ -5,6 +5,7 @@
 #include "mlir/Dialect/Arith/Utils/Utils.h"
 #include "mlir/Dialect/Linalg/IR/Linalg.h"
 #include "mlir/Dialect/SCF/IR/SCF.h"
+#include "mlir/Dialect/Tensor/IR/Tensor.h"
 #include "mlir/IR/IRMapping.h"
 #include "mlir/Interfaces/InferTypeOpInterface.h"
 #include "mlir/Transforms/RegionUtils.h"
@@ -100,6 +101,130 @@ struct FormKernelsPass
         return signalPassFailure();
   }
 
+  /// " of node 'NAME'" for an op whose location names its ONNX node.
+  static std::string nodeOf(Operation *op) {
+    if (auto name = dyn_cast<NameLoc>(op->getLoc()))
+      return (" of node '" + name.getName().getValue() + "'").str();
+    return "";
+  }
+
+  /// Dim `d` of `v` computed before `scope` (an op whose regions define `v`):
+  /// through casts, destination-style ops (their init's dim) and
+  /// tensor.empty sizes, hoisting the index arithmetic that only uses values
+  /// from outside `scope`. Failure when the dim depends on the regions' work
+  /// (a data-dependent size).
+  static FailureOr<Value> dimBefore(OpBuilder &b, Value v, int64_t d,
+                                    Operation *scope, unsigned depth = 0) {
+    auto t = dyn_cast<RankedTensorType>(v.getType());
+    if (!t || depth > 32)
+      return failure();
+    Location loc = scope->getLoc();
+    if (!t.isDynamicDim(d))
+      return Value(arith::ConstantIndexOp::create(b, loc, t.getDimSize(d)));
+    Operation *def = v.getDefiningOp();
+    Region *region = v.getParentRegion();
+    if (!scope->isProperAncestor(region->getParentOp()) &&
+        region->getParentOp() != scope)
+      return Value(tensor::DimOp::create(b, loc, v, d));
+    if (!def)
+      return failure();
+    if (auto cast = dyn_cast<tensor::CastOp>(def))
+      return dimBefore(b, cast.getSource(), d, scope, depth + 1);
+    if (auto empty = dyn_cast<tensor::EmptyOp>(def))
+      return indexBefore(b, empty.getDynamicSize(d), scope, depth + 1);
+    if (auto dps = dyn_cast<DestinationStyleOpInterface>(def)) {
+      OpOperand *init = dps.getTiedOpOperand(cast<OpResult>(v));
+      if (init)
+        return dimBefore(b, init->get(), d, scope, depth + 1);
+    }
+    if (auto reshape = dyn_cast<tensor::ReshapeOp>(def)) {
+      // The size is entry d of the shape operand (from_elements inside the
+      // branch, or a tensor from outside).
+      Value shape = reshape.getShape();
+      if (auto elements = shape.getDefiningOp<tensor::FromElementsOp>())
+        return indexBefore(b, elements.getElements()[d], scope, depth + 1);
+      FailureOr<Value> outside = indexBefore(b, shape, scope, depth + 1);
+      if (failed(outside))
+        return failure();
+      Value e = tensor::ExtractOp::create(
+          b, loc, *outside,
+          ValueRange{arith::ConstantIndexOp::create(b, loc, d)});
+      if (!e.getType().isIndex())
+        e = arith::IndexCastOp::create(b, loc, b.getIndexType(), e);
+      return e;
+    }
+    // Any other op that can say its result sizes (tensor.concat,
+    // collapse/expand_shape, ...): its answer, hoisted.
+    if (auto reify = dyn_cast<ReifyRankedShapedTypeOpInterface>(def)) {
+      OpBuilder inner(def);
+      ReifiedRankedShapedTypeDims shapes;
+      if (failed(reify.reifyResultShapes(inner, shapes)))
+        return failure();
+      OpFoldResult size = shapes[cast<OpResult>(v).getResultNumber()][d];
+      if (auto attr = dyn_cast<Attribute>(size))
+        return Value(arith::ConstantIndexOp::create(
+            b, loc, cast<IntegerAttr>(attr).getInt()));
+      return indexBefore(b, cast<Value>(size), scope, depth + 1);
+    }
+    return failure();
+  }
+
+  /// The index value `v` computed before `scope` (see dimBefore).
+  static FailureOr<Value> indexBefore(OpBuilder &b, Value v, Operation *scope,
+                                      unsigned depth) {
+    Region *region = v.getParentRegion();
+    if (!scope->isProperAncestor(region->getParentOp()) &&
+        region->getParentOp() != scope)
+      return v;
+    Operation *def = v.getDefiningOp();
+    if (!def || depth > 32)
+      return failure();
+    if (auto dim = dyn_cast<tensor::DimOp>(def)) {
+      std::optional<int64_t> axis = dim.getConstantIndex();
+      if (!axis)
+        return failure();
+      return dimBefore(b, dim.getSource(), *axis, scope, depth + 1);
+    }
+    if (def->getNumRegions() != 0 || !isPure(def) ||
+        (def->getDialect()->getNamespace() != "arith" &&
+         !isa<tensor::FromElementsOp>(def)))
+      return failure();
+    IRMapping map;
+    for (Value operand : def->getOperands()) {
+      FailureOr<Value> o = indexBefore(b, operand, scope, depth + 1);
+      if (failed(o))
+        return failure();
+      map.map(operand, *o);
+    }
+    return b.clone(*def, map)->getResult(cast<OpResult>(v).getResultNumber());
+  }
+
+  /// Result sizes of an scf.if: each branch's yielded dims computed before
+  /// it, selected by the condition.
+  static LogicalResult reifyIfResults(OpBuilder &b, scf::IfOp ifOp,
+                                      ReifiedRankedShapedTypeDims &shapes) {
+    Operation *thenY = ifOp.thenYield(), *elseY = ifOp.elseYield();
+    for (auto [i, r] : llvm::enumerate(ifOp.getResults())) {
+      auto t = cast<RankedTensorType>(r.getType());
+      SmallVector<OpFoldResult> sizes;
+      for (int64_t d = 0; d < t.getRank(); ++d) {
+        if (!t.isDynamicDim(d)) {
+          sizes.push_back(b.getIndexAttr(t.getDimSize(d)));
+          continue;
+        }
+        FailureOr<Value> a = dimBefore(b, thenY->getOperand(i), d, ifOp);
+        FailureOr<Value> c = dimBefore(b, elseY->getOperand(i), d, ifOp);
+        if (failed(a) || failed(c))
+          return failure();
+        sizes.push_back(arith::SelectOp::create(b, ifOp.getLoc(),
+                                                ifOp.getCondition(), *a, *c)
+                            .getResult());
+      }
+      shapes.push_back(sizes);
+    }
+    return success();
+  }
+
   /// Result sizes of a loop whose carried tensors keep their shape (the
   /// recurrent lowerings' time loops): those of its init values.
   static LogicalResult reifyLoopResults(OpBuilder &b, scf::ForOp loop,
@@ -175,6 +300,12 @@ struct FormKernelsPass
         if (failed(reifyLoopResults(b, loop, shapes)))
           return root->emitError("cannot compute the result sizes of ")
                  << root->getName() << " for its buffer";
+      } else if (auto ifOp = dyn_cast<scf::IfOp>(root)) {
+        if (failed(reifyIfResults(b, ifOp, shapes)))
+          return root->emitError("cannot compute the result sizes of ")
+                 << root->getName() << nodeOf(root)
+                 << " for its buffer before the condition is known (a "
+                    "branch's result size depends on the branch's data)";
       } else if (!reify || failed(reify.reifyResultShapes(b, shapes)))
         return root->emitError("cannot compute the result sizes of ")
                << root->getName() << " for its buffer";
