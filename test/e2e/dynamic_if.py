@@ -5,7 +5,10 @@ result sizes are computed before the condition from each branch's shape
 arithmetic (kernel formation's reifyIfResults) and the branch taken fills
 them. One .so, three sizes, both branches, against onnxruntime. A branch
 whose output size depends on its data (NonZero) is refused at compile time
-naming the node."""
+naming the node. torch's squeeze(k) export (branches of different rank)
+compiles as the squeezed branch with a run-time check, and a condition
+computed from shapes alone (an LSTM's "is batched" test) picks its branch at
+compile time (the silero-vad models)."""
 import os
 import subprocess
 import sys
@@ -72,4 +75,46 @@ needle = ("cannot compute the result sizes of scf.if of node 'data_dependent' fo
 if p.returncode == 0 or needle not in p.stderr:
     sys.exit(f"FAIL data-dependent branch: exit {p.returncode}, expected '{needle}': {p.stderr}")
 print("data-dependent branch: refused naming the node")
+# torch's exports of x.squeeze(2) and of an LSTM's "is batched" test (as in
+# silero-vad): If(Shape(x)[2] == 1) then Squeeze(x, [2]) else x, whose
+# branches differ in rank, compiles as the squeezed branch (the traced size
+# was 1) and checks the size at run time; If(Not(Size(Shape(s)) == 3)) then
+# Unsqueeze(s, 0) else s is decided from shapes at compile time.
+i64 = TensorProto.INT64
+consts = [numpy_helper.from_array(np.array(v, np.int64), n)
+          for n, v in (("k2", [2]), ("one", [1]), ("three", 3), ("zero", [0]))]
+squeeze_then = helper.make_graph([helper.make_node("Squeeze", ["x", "k2"], ["sq"])], "then", [],
+                                 [vi("sq", F, None)])
+squeeze_else = helper.make_graph([helper.make_node("Identity", ["x"], ["id"])], "else", [],
+                                 [vi("id", F, None)])
+batch_then = helper.make_graph([helper.make_node("Unsqueeze", ["s", "zero"], ["un"])], "then", [],
+                               [vi("un", F, None)])
+batch_else = helper.make_graph([helper.make_node("Identity", ["s"], ["sid"])], "else", [],
+                               [vi("sid", F, None)])
+graph = helper.make_graph(
+    [helper.make_node("Shape", ["x"], ["shape"]),
+     helper.make_node("Gather", ["shape", "k2"], ["dim2"], axis=0),
+     helper.make_node("Equal", ["dim2", "one"], ["is_one"]),
+     helper.make_node("If", ["is_one"], ["s"], name="squeeze_if", then_branch=squeeze_then,
+                      else_branch=squeeze_else),
+     helper.make_node("Shape", ["s"], ["s_shape"]),
+     helper.make_node("Size", ["s_shape"], ["s_rank"]),
+     helper.make_node("Equal", ["s_rank", "three"], ["batched"]),
+     helper.make_node("Not", ["batched"], ["unbatched"]),
+     helper.make_node("If", ["unbatched"], ["b"], name="batch_if", then_branch=batch_then,
+                      else_branch=batch_else),
+     helper.make_node("Relu", ["b"], ["y"], name="relu")],
+    "squeeze_export", [vi("x", F, ["N", 4, "T"])], [vi("y", F, None)], consts)
+model = helper.make_model(graph, opset_imports=[helper.make_opsetid("", 17)], ir_version=8)
+feeds = [{"x": rng.standard_normal((n, 4, 1)).astype(np.float32)} for n in (1, 3, 6)]
+kiln_tools.check(model, work, feeds, "squeeze_export")
+bad = kiln_tools.write_inputs({"x": np.ones((2, 4, 3), np.float32)}, os.path.join(work, "t3"))
+p = subprocess.run([kiln_tools.find_tool("kiln-run"), os.path.join(work, "squeeze_export.so"),
+                    "--input", bad[0][1]], capture_output=True, text=True)
+needles = ["node 'squeeze_if' (If, opset 17): dim 2 of the squeezed value is 3",
+           "torch's squeeze export"]
+if p.returncode != 1 or not all(n in p.stdout + p.stderr for n in needles):
+    sys.exit(f"FAIL squeeze export with T=3: exit {p.returncode}, expected {needles}: "
+             f"{p.stdout}{p.stderr}")
+print("squeeze export with T=3: fails naming the node")
 print("dynamic if: ok")

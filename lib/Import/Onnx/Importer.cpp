@@ -7,6 +7,7 @@
 
 #include "ImporterImpl.h"
 
+#include "kiln/Dialect/Onnx/IR/ShapeValues.h"
 #include "kiln/Runtime/RegularFile.h"
 
 #include "llvm/ADT/ScopeExit.h"
@@ -504,6 +505,16 @@ void Importer::refineControlFlowResults(
            isa<UnrankedTensorType>(op->getResult(i).getType());
   };
   if (isa<onnxops::IfOp>(op) && yieldTypes.size() == 2) {
+    // A condition computed from shapes alone picks its branch now.
+    if (std::optional<bool> c = onnxops::evaluateCondition(op->getOperand(0))) {
+      op->setAttr(onnxops::kTakenBranchAttr,
+                  builder.getI64IntegerAttr(*c ? 0 : 1));
+      ArrayRef<Type> taken = yieldTypes[*c ? 0 : 1];
+      for (unsigned i = 0; i < op->getNumResults() && i < taken.size(); ++i)
+        if (unknownResult(i))
+          op->getResult(i).setType(taken[i]);
+      return;
+    }
     for (unsigned i = 0; i < op->getNumResults(); ++i) {
       if (!unknownResult(i) || i >= yieldTypes[0].size() ||
           i >= yieldTypes[1].size())
@@ -511,7 +522,13 @@ void Importer::refineControlFlowResults(
       Type a = yieldTypes[0][i], b = yieldTypes[1][i];
       if (a == b)
         op->getResult(i).setType(a);
-      else if (Type e = getElementTypeOrSelf(a); e == getElementTypeOrSelf(b))
+      else if (op->getNumResults() == 1 &&
+               onnxops::isSqueezeIfSizeOne(cast<onnxops::IfOp>(op))) {
+        // torch's squeeze(dim) export: the traced input had size 1 there,
+        // so the squeezed branch's type; the lowering checks it at run time.
+        op->getResult(i).setType(a);
+        op->setAttr(onnxops::kSqueezeIfAttr, builder.getUnitAttr());
+      } else if (Type e = getElementTypeOrSelf(a); e == getElementTypeOrSelf(b))
         op->getResult(i).setType(UnrankedTensorType::get(e));
     }
   } else if (isa<onnxops::LoopOp>(op) && yieldTypes.size() == 1) {

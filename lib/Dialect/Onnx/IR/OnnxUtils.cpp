@@ -346,3 +346,72 @@ mlir::kiln::onnxops::kernelLastWeightPermutation(int64_t rank) {
   r.push_back(0);
   return r;
 }
+
+bool mlir::kiln::onnxops::isSqueezeIfSizeOne(IfOp op, Value *xOut,
+                                             int64_t *axisOut) {
+  // cond = Equal(Gather(Shape(x), k), 1), either operand order.
+  auto eq = op->getOperand(0).getDefiningOp<EqualOp>();
+  if (!eq)
+    return false;
+  Value lhs = eq->getOperand(0), rhs = eq->getOperand(1);
+  auto isOne = [](Value v) {
+    std::optional<SmallVector<int64_t>> c = getConstantIntValues(v);
+    return c && c->size() == 1 && (*c)[0] == 1;
+  };
+  if (isOne(lhs))
+    std::swap(lhs, rhs);
+  if (!isOne(rhs))
+    return false;
+  auto gather = lhs.getDefiningOp<GatherOp>();
+  if (!gather)
+    return false;
+  std::optional<SmallVector<int64_t>> k =
+      getConstantIntValues(gather->getOperand(1));
+  auto shape = gather->getOperand(0).getDefiningOp<ShapeOp>();
+  if (!k || k->size() != 1 || !shape || shape.getStart() != 0 || shape.getEnd())
+    return false;
+  Value x = shape.getData();
+  auto xt = dyn_cast<RankedTensorType>(x.getType());
+  if (!xt)
+    return false;
+  FailureOr<int64_t> axis = normalizeAxis((*k)[0], xt.getRank());
+  if (failed(axis))
+    return false;
+  // then: Squeeze(x, [k]); else: x or Identity(x).
+  auto yielded = [](Region &r) -> Value {
+    if (r.empty() || r.front().empty())
+      return Value();
+    Operation *y = r.front().getTerminator();
+    return y->getNumOperands() == 1 ? y->getOperand(0) : Value();
+  };
+  Value t = yielded(op->getRegion(0)), e = yielded(op->getRegion(1));
+  if (!t || !e)
+    return false;
+  auto squeeze = t.getDefiningOp<SqueezeOp>();
+  if (!squeeze || squeeze->getOperand(0) != x)
+    return false;
+  std::optional<SmallVector<int64_t>> axes =
+      getConstantIntValues(squeeze->getOperand(1));
+  if (!axes || axes->size() != 1 ||
+      normalizeAxis((*axes)[0], xt.getRank()) != *axis)
+    return false;
+  if (auto id = e.getDefiningOp<IdentityOp>())
+    e = id->getOperand(0);
+  if (e != x)
+    return false;
+  if (xOut)
+    *xOut = x;
+  if (axisOut)
+    *axisOut = *axis;
+  return true;
+}
+
+std::optional<bool> mlir::kiln::onnxops::takenBranch(IfOp op) {
+  if (auto taken = op->getAttrOfType<IntegerAttr>(kTakenBranchAttr))
+    return taken.getInt() == 0;
+  return std::nullopt;
+}
+
+bool mlir::kiln::onnxops::isTypedAsSqueezed(IfOp op) {
+  return op->hasAttr(kSqueezeIfAttr);
+}

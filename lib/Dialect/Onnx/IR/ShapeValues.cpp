@@ -55,6 +55,16 @@ std::optional<Elements> binary(Operation *op, unsigned depth, int64_t len) {
         r = std::max(p, q);
       else if (isa<MinOp>(op))
         r = std::min(p, q);
+      else if (isa<EqualOp>(op))
+        r = p == q;
+      else if (isa<GreaterOp>(op))
+        r = p > q;
+      else if (isa<LessOp>(op))
+        r = p < q;
+      else if (isa<AndOp>(op))
+        r = p && q;
+      else if (isa<OrOp>(op))
+        r = p || q;
       out.push_back(r ? ShapeElement::known(*r) : ShapeElement::unknown());
       continue;
     }
@@ -184,9 +194,20 @@ std::optional<Elements> evaluate(Value v, unsigned depth) {
       return unknowns(*len);
     return out;
   }
-  if (isa<AddOp, SubOp, MulOp, DivOp>(op) ||
+  if (isa<AddOp, SubOp, MulOp, DivOp, EqualOp, GreaterOp, LessOp, AndOp, OrOp>(
+          op) ||
       (isa<MaxOp, MinOp>(op) && op->getNumOperands() == 2))
     return binary(op, depth, *len);
+  if (isa<NotOp>(op)) {
+    std::optional<Elements> in = evaluate(op->getOperand(0), depth + 1);
+    if (!in || (int64_t)in->size() != *len)
+      return unknowns(*len);
+    Elements out;
+    for (const ShapeElement &e : *in)
+      out.push_back(e.value ? ShapeElement::known(*e.value == 0)
+                            : ShapeElement::unknown());
+    return out;
+  }
   return unknowns(*len);
 }
 } // namespace
@@ -202,4 +223,11 @@ mlir::kiln::onnxops::staticDimsOf(ArrayRef<ShapeElement> elements) {
   for (const ShapeElement &e : elements)
     dims.push_back(e.value ? *e.value : ShapedType::kDynamic);
   return dims;
+}
+
+std::optional<bool> mlir::kiln::onnxops::evaluateCondition(Value cond) {
+  std::optional<SmallVector<ShapeElement>> e = evaluateShapeValue(cond);
+  if (!e || e->size() != 1 || !(*e)[0].value)
+    return std::nullopt;
+  return *(*e)[0].value != 0;
 }

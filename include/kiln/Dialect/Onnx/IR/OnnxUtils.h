@@ -20,6 +20,26 @@ namespace mlir::kiln::onnxops {
 /// True if `v` is produced by onnx.NoValue (a missing optional operand).
 bool isNoValue(Value v);
 
+/// Set by the importer on an If that isSqueezeIfSizeOne matched: its result
+/// has the squeezed branch's type, which the lowering checks at run time.
+constexpr llvm::StringLiteral kSqueezeIfAttr = "kiln.squeeze_if_size_one";
+
+/// Set by the importer on an If whose condition it computed from shapes
+/// (evaluateCondition): 0 for the then branch, 1 for the else branch. The
+/// lowering inlines that branch (the condition's ops are lowered by then).
+constexpr llvm::StringLiteral kTakenBranchAttr = "kiln.taken_branch";
+
+class IfOp;
+/// The branch the importer fixed for `op` (kTakenBranchAttr): true for
+/// then, false for else; std::nullopt when the condition is a run-time one.
+std::optional<bool> takenBranch(IfOp op);
+/// Whether the importer typed `op` as a squeeze-if-size-one (kSqueezeIfAttr).
+bool isTypedAsSqueezed(IfOp op);
+/// Whether `op` is torch's export of `x.squeeze(k)`: If(Shape(x)[k] == 1)
+/// then Squeeze(x, [k]) else x (Identity). Its branches differ in rank; the
+/// traced input had size 1 at k. Sets `x` and `axis` (normalized) when given.
+bool isSqueezeIfSizeOne(IfOp op, Value *x = nullptr, int64_t *axis = nullptr);
+
 /// The values of an integer `arith.constant` (DenseElementsAttr or
 /// DenseResourceElementsAttr, any integer width, signed), flattened in
 /// row-major order; std::nullopt if `v` is not such a constant.

@@ -3,7 +3,8 @@
 // Shape inference of the ops that take a shape as a tensor (Reshape, Expand,
 // ConstantOfShape, Tile, Resize's sizes, ...) reads that tensor through the
 // shape arithmetic that computed it: Shape → Gather / Slice / Concat /
-// Unsqueeze / Squeeze / Cast → Add / Sub / Mul / Div / Max / Min. Each
+// Unsqueeze / Squeeze / Cast → Add / Sub / Mul / Div / Max / Min (and the
+// comparisons Equal / Greater / Less / And / Or / Not of conditions). Each
 // element is then a known integer (a static dim, a constant, or arithmetic on
 // those), the dynamic dim `axis` of a value, or unknown. So a static channel
 // count survives `Reshape(x, Concat(Shape(x)[0:1], [64], Shape(x)[2:]))` and a
@@ -45,6 +46,11 @@ struct ShapeElement {
 /// as the shape arithmetic that computed it is known; std::nullopt when its
 /// length is not static (or it is not such a tensor).
 std::optional<SmallVector<ShapeElement>> evaluateShapeValue(Value v);
+
+/// The value of a one-element boolean or integer condition computed from
+/// shapes (If(Not(Equal(Size(Shape(x)), 3))), torch's "is batched" test),
+/// when known at compile time.
+std::optional<bool> evaluateCondition(Value cond);
 
 /// Static dims from shape elements (the known values; dynamic otherwise);
 /// negative known values stay as they are (callers give them meaning).
