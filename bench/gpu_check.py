@@ -5,21 +5,40 @@
             `kilnc --target=cuda` every ONNX backend node test that passes on
             the CPU target (or the CI subset) and the model tests, copies
             their data sets and kiln-run, and packs everything into one
-            archive small enough to carry to the GPU machine.
+            archive small enough to carry to the GPU machine. With the
+            corpus (--corpus; by default when ~/.cache/kiln-corpus holds its
+            models) also the real models of utils/models/corpus.py, compiled
+            with `kilnc --target=cuda` and no other flag, their inputs at
+            every size and onnxruntime's CPU outputs made here, and this
+            kilnc's CPU result beside them (utils/models/corpus_gpu.py). Their
+            .so files hold the weights (~200 MB), so they are packed apart:
+            STAGE/corpus/part<k>/, at most --corpus-part-mib (40) each, listed
+            in the stage's manifest under "corpus".
   run       (the GPU machine, which has the driver, torch and onnxruntime but
             no LLVM): unpacks, checks that torch.compile works, runs every
             case with kiln-run --expect (ONNX's tolerances), compares the
             models with onnxruntime (CPU), times the benchmarks (CUDA events
-            for PyTorch, kiln-run --benchmark for Kiln), prints a short table
-            and writes full results as JSON.
+            for PyTorch, kiln-run --benchmark for Kiln), runs the corpus parts
+            that were carried (max rel err vs the references, bar 1e-4; numpy
+            and onnx only), prints a short table and writes full results as
+            JSON (gpu_results.json; the corpus under "corpus").
 
   bench/gpu_check.py prepare [--stage .gpu] [--conformance all|ci|none]
-  bench/gpu_check.py run [--stage .gpu] [--out DIR]
+      [--models small|none] [--no-differential] [--no-bench]
+      [--corpus | --no-corpus] [--corpus-part-mib 40]
+  bench/gpu_check.py run [--stage .gpu] [--out DIR] [--skip-conformance]
+      [--skip-models] [--skip-bench] [--skip-differential] [--skip-corpus]
+      [--corpus-only] [--corpus-parts 1,2] [--dry-run]
 
-The archive is .gpu/stage.tar.xz (ignored by git); carry `.gpu` to the
-device tool and run `python3 bench/gpu_check.py run --out $OUT` there. Both
-halves import python/kiln_tools; the archive holds a copy of it
-(payload/python) from prepare, next to the libraries it compiled.
+The archive is .gpu/stage.tar.xz (ignored by git); carry it to the device
+tool and run `python3 bench/gpu_check.py run --out $OUT` there. The device
+tool carries 64 MiB with the working tree (~7 MiB), so each corpus part
+goes in a call of its own, with nothing else: carry `.gpu/corpus/part<k>`
+and run `python3 bench/gpu_check.py run --corpus-only --out $OUT` (a part
+holds its models, kiln-run and its manifest). `run --corpus-only --dry-run`
+checks the carried parts' files without a GPU. Both halves import
+python/kiln_tools from the working tree; the archive holds a copy of it as
+of prepare (payload/python), next to the libraries it compiled.
 """
 from __future__ import annotations
 
@@ -146,6 +165,26 @@ def run_external_weights(payload, manifest):
     return {"ok": p.returncode == 0, "output": lines[-20:]}
 
 
+def prepare_corpus(args, stage, manifest):
+    """The real models of utils/models/corpus.py, for cuda: STAGE/corpus/part<k>/
+    (utils/models/corpus_gpu.py), outside stage.tar.xz since their .so files
+    hold the weights (~200 MB): carry one part per device call."""
+    corpus_gpu = kiln_tools.project_module("utils/models/corpus_gpu.py")
+    names = corpus_gpu.cached()
+    if args.corpus is None and not names:  # the default: only when the cache has them
+        log(f"corpus: no model in {corpus_gpu.CACHE} (run utils/models/corpus.py once to fill it): skipped")
+        return
+    missing = [e["name"] for e in corpus_gpu.entries() if e["name"] not in names]
+    if args.corpus is None and missing:
+        log(f"corpus: not in the cache, left out: {', '.join(missing)}")
+    log(f"corpus: {len(names)} cached models for cuda (CPU result too) ...")
+    t0 = time.time()
+    manifest["corpus"] = corpus_gpu.prepare_gpu(stage, names if args.corpus is None else None,
+                                                part_mib=args.corpus_part_mib, log=log)
+    bad = [c for c in manifest["corpus"] if c["compile"] != "ok"]
+    log(f"  corpus prepared in {time.time() - t0:.0f} s; {len(bad)} not compiled for cuda")
+
+
 def prepare(args):
     stage = os.path.abspath(args.stage)
     kilnc = os.path.join(ROOT, "build", "bin", "kilnc")
@@ -204,6 +243,8 @@ def prepare(args):
             f"({time.time() - t0:.0f} s)")
         if p.returncode == 0:
             manifest["differential"] = "differential"
+    if args.corpus is not False:
+        prepare_corpus(args, stage, manifest)
     if args.bench:
         import gpu_bench
         gpu_bench.prepare(kilnc, payload, manifest, compile_one, log)
@@ -304,17 +345,22 @@ def run(args):
     stage = os.path.abspath(args.stage)
     payload = os.path.join(stage, "payload")
     archive = os.path.join(stage, "stage.tar.xz")
-    if os.path.exists(archive):
+    mpath = os.path.join(payload, "manifest.json")
+    if os.path.exists(archive) and not (args.corpus_only and os.path.exists(mpath)):
         shutil.rmtree(payload, ignore_errors=True)
         with tarfile.open(archive) as t:
             t.extractall(stage)
-    manifest = json.load(open(os.path.join(payload, "manifest.json")))
+    # A call that carries only corpus parts has no payload.
+    manifest = json.load(open(mpath)) if os.path.exists(mpath) else {"conformance": [], "models": []}
     out = args.out or os.path.join(stage, "results")
     os.makedirs(out, exist_ok=True)
     report = {"host": os.uname().nodename}
-    report["env"] = check_torch()
-    log(f"torch {report['env'].get('torch')} on {report['env'].get('device')}: "
-        f"torch.compile {report['env']['torch_compile']}")
+    if args.corpus_only:
+        args.skip_conformance = args.skip_models = args.skip_bench = args.skip_differential = True
+    else:
+        report["env"] = check_torch()
+        log(f"torch {report['env'].get('torch')} on {report['env'].get('device')}: "
+            f"torch.compile {report['env']['torch_compile']}")
 
     if manifest["conformance"] and not args.skip_conformance:
         t0 = time.time()
@@ -337,7 +383,7 @@ def run(args):
     if manifest.get("external_weights") and not args.skip_models:
         log("external weights (regenerated here, loaded at run time):")
         report["external_weights"] = run_external_weights(payload, manifest)
-    if manifest.get("differential"):
+    if manifest.get("differential") and not args.skip_differential:
         p = subprocess.run([sys.executable, DIFFERENTIAL, "--run-prepared",
                             os.path.join(payload, manifest["differential"]),
                             "--kiln-run", os.path.join(payload, "bin", "kiln-run"),
@@ -352,6 +398,16 @@ def run(args):
     if manifest.get("bench") and not args.skip_bench:
         import gpu_bench
         report["bench"] = gpu_bench.run(payload, manifest, log, out)
+    if not args.skip_corpus and (manifest.get("corpus") or os.path.isdir(os.path.join(stage, "corpus"))):
+        # numpy and onnx only: inputs and onnxruntime's outputs came from prepare.
+        corpus_gpu = kiln_tools.project_module("utils/models/corpus_gpu.py")
+        kiln_run = os.path.join(payload, "bin", "kiln-run")
+        report["corpus"] = corpus_gpu.run_gpu(stage, manifest.get("corpus"),
+                                              kiln_run if os.path.exists(kiln_run) else None,
+                                              dry_run=args.dry_run, log=log, parts=[
+                                                  int(k) for k in args.corpus_parts.split(",") if k])
+        for line in corpus_gpu.table(report["corpus"]):
+            log(line)
     json.dump(report, open(os.path.join(out, "gpu_results.json"), "w"), indent=1)
     log(f"results: {os.path.join(out, 'gpu_results.json')}")
 
@@ -369,6 +425,10 @@ def main(argv=None):
                     help="the run-time error cases (test/hardening/differential.py) for cuda")
     pp.add_argument("--bench", action=argparse.BooleanOptionalAction, default=True,
                     help="ResNet-50 and BERT-base benchmarks (bench/gpu_bench.py)")
+    pp.add_argument("--corpus", action=argparse.BooleanOptionalAction, default=None,
+                    help="the real models of utils/models/corpus.py (default: those in the cache)")
+    pp.add_argument("--corpus-part-mib", type=float, default=40,
+                    help="most MiB of packed corpus models per part (one part per device call)")
     pr = sub.add_parser("run")
     pr.add_argument("--stage", default=os.path.join(ROOT, ".gpu"))
     pr.add_argument("--out", default=os.environ.get("OUT"))
@@ -376,6 +436,13 @@ def main(argv=None):
     pr.add_argument("--skip-conformance", action="store_true")
     pr.add_argument("--skip-models", action="store_true")
     pr.add_argument("--skip-bench", action="store_true")
+    pr.add_argument("--skip-differential", action="store_true")
+    pr.add_argument("--skip-corpus", action="store_true")
+    pr.add_argument("--corpus-only", action="store_true",
+                    help="only the carried corpus parts (no torch check, nothing else)")
+    pr.add_argument("--corpus-parts", default="", help="corpus: only these parts (e.g. 2 or 1,3)")
+    pr.add_argument("--dry-run", action="store_true",
+                    help="corpus: only check that every file is there (no GPU needed)")
     args = p.parse_args(argv)
     return prepare(args) if args.cmd == "prepare" else run(args)
 

@@ -26,6 +26,9 @@ error line is recorded, and the model is compiled again with every input
 shape fixed (--shapes, the first size) to tell dynamic-shape-only failures
 from the others. --reuse keeps a model.so that the same kilnc built from
 the same model. Exit status 1 when any model fails.
+
+The same corpus on the GPU (`kilnc --target=cuda`): utils/models/corpus_gpu.py,
+through bench/gpu_check.py prepare / run.
 """
 import argparse
 import datetime
@@ -39,7 +42,6 @@ import tarfile
 import time
 import zipfile
 
-import numpy as np
 import onnx
 
 HERE = os.path.dirname(os.path.abspath(__file__))
@@ -47,11 +49,20 @@ ROOT = os.path.dirname(os.path.dirname(HERE))
 sys.path.insert(0, os.path.join(ROOT, "python"))
 sys.path.insert(0, HERE)
 import kiln_tools  # noqa: E402
+from corpus_gpu import MAX_REL, compare, first_error  # noqa: E402,F401
 from corpus_inputs import FEEDS  # noqa: E402
 
-MAX_REL = 1e-4
 BEGIN, END = "<!-- corpus:begin -->", "<!-- corpus:end -->"
 PERMISSIVE = re.compile(r"\b(MIT|Apache|BSD|ISC|Zlib|PSF|Unlicense|CC0)", re.I)
+GPU_NOTE = ("On the GPU (`--target=cuda`): `bench/gpu_check.py prepare` compiles every cached corpus model "
+            "with `kilnc --target=cuda` (no other flag) and stores its inputs at every size, onnxruntime's CPU "
+            "outputs and this kilnc's CPU result beside them (`utils/models/corpus_gpu.py`). The .so files hold "
+            "the weights (the corpus packs to ~210 MiB), so the models are packed apart from `stage.tar.xz`, "
+            "into parts of at most 40 MiB (`.gpu/corpus/part<k>/`; a larger model, ddddocr_rec at 50 MiB, gets a "
+            "part of its own). The device tool carries 64 MiB with the working tree (~7 MiB), so each part goes "
+            "in a call of its own: carry `.gpu/corpus/part<k>` and run `python3 bench/gpu_check.py run "
+            "--corpus-only --out $OUT` there: a line per model and size with the CPU result beside it, the rows "
+            "under \"corpus\" in `gpu_results.json`, same error and bar. The table above is the CPU target only.")
 COPYLEFT = re.compile(r"GNU (AFFERO |LESSER )?GENERAL PUBLIC LICENSE|\bA?GPL-?[23]|NonCommercial|"
                       r"non-commercial use only", re.I)
 
@@ -207,14 +218,6 @@ def size_label(feeds, size):
 
 # ---- kiln ------------------------------------------------------------------
 
-def first_error(text):
-    """The first line that says error, less the model's path and the tool's
-    own name (kilnc: PATH.onnx:0:0: error: ...)."""
-    lines = [l.strip() for l in text.splitlines() if l.strip()]
-    line = next((l for l in lines if "error" in l.lower()), lines[-1] if lines else "failed")
-    return re.sub(r"^(\S+\.onnx:\d+:\d+: |<unknown>:\d+: |kiln-run: )+", "", line)[:240]
-
-
 def compile_so(model, so, flags, args):
     """kilnc MODEL -o SO FLAGS: (seconds, None) or (seconds, error text)."""
     key = f"{kiln_tools.file_sha256(model)} {args.kilnc_id} {' '.join(flags)}"
@@ -239,29 +242,6 @@ def compile_so(model, so, flags, args):
     return secs, None
 
 
-def compare(outs, refs):
-    """Worst error over the outputs, or raises ValueError naming one."""
-    if len(outs) != len(refs):
-        raise ValueError(f"{len(outs)} outputs, onnxruntime gives {len(refs)}")
-    worst = 0.0
-    for i, ((_, got), ref) in enumerate(zip(outs, refs)):
-        ref = np.asarray(ref)
-        if got.shape != ref.shape:
-            raise ValueError(f"output {i}: shape {got.shape} != {ref.shape}")
-        if got.dtype != ref.dtype:
-            raise ValueError(f"output {i}: dtype {got.dtype} != {ref.dtype}")
-        if ref.dtype.kind in "biu":
-            bad = int(np.sum(got != ref))
-            if bad:
-                raise ValueError(f"output {i}: {bad} of {ref.size} values differ")
-            continue
-        rel = kiln_tools.max_rel_error(got, ref)
-        if rel == float("inf"):
-            raise ValueError(f"output {i}: NaN/Inf where onnxruntime has none")
-        worst = max(worst, rel)
-    return worst
-
-
 def run_size(so, feeds, refs, work, args):
     """One size through kiln-run: {'err': e} or {'error': text}."""
     files = kiln_tools.write_inputs(feeds, work)
@@ -280,6 +260,24 @@ def run_size(so, feeds, refs, work, args):
         return {"error": str(e), "kiln_run_s": round(secs, 3)}
 
 
+def make_cases(entry, model_path, extras):
+    """[(size label, feeds in the session's input order, onnxruntime's CPU
+    outputs)] at each of entry's sizes (also used by corpus_gpu.py)."""
+    import onnxruntime as ort
+
+    ctx = Ctx(model_path, extras)
+    ort.set_default_logger_severity(3)  # shape warnings of models whose declared outputs are wrong
+    sess = ort.InferenceSession(model_path, providers=["CPUExecutionProvider"])
+    order = [i.name for i in sess.get_inputs()]
+    cases = []
+    for size in entry["sizes"]:
+        feeds = FEEDS[entry["feeds"]](entry, size, ctx)
+        feeds = {n: feeds[n] for n in order}
+        cases.append((size_label(feeds, size), feeds, sess.run(None, feeds)))
+    labels = [c[0] for c in cases]  # same shape, another input: tell them apart
+    return [(f"{c[0]} (input {n + 1})" if labels.count(c[0]) > 1 else c[0],) + c[1:] for n, c in enumerate(cases)]
+
+
 def check(entry, args):
     """Everything about one model, as a dict (the JSON record)."""
     row = {k: entry.get(k) for k in ("name", "package", "version", "file", "license", "category", "task",
@@ -294,19 +292,7 @@ def check(entry, args):
     model = onnx.load(model_path)
     info = graph_info(model)
     row.update(info)
-    ctx = Ctx(model_path, extras)
-    import onnxruntime as ort
-
-    ort.set_default_logger_severity(3)  # shape warnings of models whose declared outputs are wrong
-    sess = ort.InferenceSession(model_path, providers=["CPUExecutionProvider"])
-    order = [i.name for i in sess.get_inputs()]
-    cases = []
-    for size in entry["sizes"]:
-        feeds = FEEDS[entry["feeds"]](entry, size, ctx)
-        feeds = {n: feeds[n] for n in order}
-        cases.append((size_label(feeds, size), feeds, sess.run(None, feeds)))
-    labels = [c[0] for c in cases]  # same shape, another input: tell them apart
-    cases = [(f"{c[0]} (input {n + 1})" if labels.count(c[0]) > 1 else c[0],) + c[1:] for n, c in enumerate(cases)]
+    cases = make_cases(entry, model_path, extras)
     row["sizes"] = [c[0] for c in cases]
     work = os.path.join(args.workdir, entry["name"])
     os.makedirs(work, exist_ok=True)
@@ -392,8 +378,7 @@ def section(rows, manifest):
         "(`kilnc model.onnx -o model.so`), that one .so run at every size; max rel err = max|kiln - "
         f"onnxruntime| / max|onnxruntime| (worst output), bar {MAX_REL:.0e}. A model that kilnc rejects "
         "is compiled again with every input shape fixed (`--shapes`, the first size) to tell "
-        f"dynamic-shape-only failures from the others. {passed} of {len(rows)} pass. The same corpus on "
-        "the GPU (`--target cuda`) is still to do.", "",
+        f"dynamic-shape-only failures from the others. {passed} of {len(rows)} pass.", "",
         "| model | package==version | license | category | control flow | symbolic dims | sizes run | "
         "kilnc compile (s) | max rel err per size, or the error | status |",
         "|---|---|---|---|---|---|---|---|---|---|",
@@ -403,7 +388,7 @@ def section(rows, manifest):
     lines += ["", "Candidates left out:", ""]
     for x in manifest.get("excluded", []):
         lines.append(f"- {x['package']}=={x['version']} `{x['file']}`: {x['reason']}.")
-    return "\n".join(lines + ["", END])
+    return "\n".join(lines + ["", GPU_NOTE, "", END])
 
 
 def write_doc(path, text):
