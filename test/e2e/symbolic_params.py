@@ -11,6 +11,7 @@ symbolic and run at three sizes.
   constant_value, Expand with a shape of unknown length, ReduceSum with axes of
   unknown length and keepdims=0, GridSample with a symbolic grid: against
   onnxruntime.
+- Conv and ConvTranspose with symbolic input channels: the weights fix them.
 - Wrong lengths fail the run naming the node and the operand: scales with 3
   entries for a rank-4 input, 3 query heads against 2 key/value heads, axes
   that keep fewer dims than the result's rank.
@@ -123,6 +124,21 @@ feeds = [{"x": rng.standard_normal((n, 2, h, w)).astype(np.float32),
           "g": rng.uniform(-1.1, 1.1, (n, gh, gw, 2)).astype(np.float32)}
          for n, h, w, gh, gw in ((1, 4, 5, 3, 3), (2, 6, 6, 4, 2), (1, 3, 8, 5, 7))]
 kiln_tools.check(grid, work, feeds, "grid_sample")
+
+# Conv and ConvTranspose whose input channels are symbolic (lost through
+# shape arithmetic, or declared so): the weights fix them, the run checks.
+w = helper.make_tensor("w", F, [8, 3, 3, 3], rng.standard_normal(216).astype(np.float32) * 0.3)
+wt = helper.make_tensor("wt", F, [3, 2, 2, 2], rng.standard_normal(24).astype(np.float32) * 0.3)
+conv = helper.make_model(helper.make_graph(
+    [helper.make_node("Conv", ["x", "w"], ["y"], name="conv", pads=[1, 1, 1, 1]),
+     helper.make_node("ConvTranspose", ["x", "wt"], ["z"], name="deconv", strides=[2, 2])],
+    "m", [vi("x", F, ["N", "C", "H", "W"])], [vi("y", F, None), vi("z", F, None)], [w, wt]),
+    opset_imports=[helper.make_opsetid("", 19)], ir_version=10)
+feeds = [{"x": rng.standard_normal((n, 3, h, wd)).astype(np.float32)}
+         for n, h, wd in ((1, 5, 7), (2, 8, 8), (1, 3, 11))]
+kiln_tools.check(conv, work, feeds, "conv_channels")
+run_fails(os.path.join(work, "conv_channels.so"), {"x": np.ones((1, 4, 5, 5), np.float32)},
+          "conv_channels_wrong", ["(Conv, opset 19)", "the input's channel count is 4, expected 3"])
 
 # Attention with symbolic heads and head size.
 att = model_of(

@@ -445,3 +445,21 @@ Value lowering::narrowTo(OpBuilder &b, Location loc, Value wide, Type elem) {
              })
       .getResult(0);
 }
+
+Value lowering::withStaticDim(OpBuilder &b, Operation *node, Value v,
+                              int64_t dim, int64_t size, const Twine &what) {
+  auto t = cast<RankedTensorType>(v.getType());
+  if (!t.isDynamicDim(dim))
+    return v;
+  Location loc = v.getLoc();
+  Value n = tensor::DimOp::create(b, loc, v, dim);
+  checkAtRunTime(b, node,
+                 arith::CmpIOp::create(b, loc, arith::CmpIPredicate::eq, n,
+                                       indexConst(b, loc, size)),
+                 what + " is {0}, expected " + Twine(size), {n});
+  SmallVector<int64_t> shape(t.getShape());
+  shape[dim] = size;
+  return tensor::CastOp::create(
+      b, loc, RankedTensorType::get(shape, t.getElementType(), t.getEncoding()),
+      v);
+}

@@ -320,6 +320,11 @@ int64_t staticLength1D(Value v);
 /// a constant-length one. Null (no error) for an operand that is not 1-D.
 Value withStaticLength(OpBuilder &b, Operation *node, Value v, int64_t len,
                        const Twine &what);
+/// `v` with dim `dim` static at `size`: as it is when static, else checked
+/// at run time ("`what` is {n}, expected `size`") and cast (the input
+/// channels of a convolution whose weights fix them).
+Value withStaticDim(OpBuilder &b, Operation *node, Value v, int64_t dim,
+                    int64_t size, const Twine &what);
 /// The single element of a scalar-like operand: rank 0, or a tensor of one
 /// element (ONNX models pass `[1]` where the spec says scalar; a dynamic
 /// shape is checked at run time to hold one element).

@@ -189,9 +189,18 @@ LogicalResult lowerConv(onnxops::ConvOp op, OpBuilder &b,
     return nodeError(op) << "input and weight must have the same rank >= 3",
            failure();
   DimLayout dl{rank, onnxops::isChannelsLast(op)};
-  if (!tw->hasStaticShape() || tx->isDynamicDim(dl.channel()))
-    return nodeError(op) << "weights and input channels must be static",
-           failure();
+  if (!tw->hasStaticShape())
+    return nodeError(op) << "the weights must have a static shape", failure();
+  // Input channels the shape arithmetic lost: the weights fix them (group x
+  // weight channels), checked at run time.
+  Value xIn = op->getOperand(0);
+  if (tx->isDynamicDim(dl.channel())) {
+    int64_t G0 = asInt(op.getGroup());
+    xIn = withStaticDim(b, op, xIn, dl.channel(),
+                        G0 * tw->getDimSize(dl.last ? rank - 2 : 1),
+                        "the input's channel count");
+    tx = cast<RankedTensorType>(xIn.getType());
+  }
   Type elem = ty->getElementType();
   if (!isa<FloatType>(elem))
     return nodeError(op) << "Conv supports float types only", failure();
@@ -214,7 +223,7 @@ LogicalResult lowerConv(onnxops::ConvOp op, OpBuilder &b,
       getWindowParams(op, *tx, kernelShape, false, dl, b);
   if (failed(p))
     return failure();
-  Value x = padSpatial(b, loc, op->getOperand(0), *p,
+  Value x = padSpatial(b, loc, xIn, *p,
                        SmallVector<OpFoldResult>(ns, b.getIndexAttr(0)),
                        scalarAttr(elem, 0), dl);
 

@@ -37,9 +37,13 @@ LogicalResult lowerConvTranspose(onnxops::ConvTransposeOp op, OpBuilder &b,
     return nodeError(op) << "input, weight and output must have the same "
                             "rank >= 3",
            failure();
-  if (!tw->hasStaticShape() || tx->isDynamicDim(1))
-    return nodeError(op) << "weights and input channels must be static",
-           failure();
+  if (!tw->hasStaticShape())
+    return nodeError(op) << "the weights must have a static shape", failure();
+  // Input channels the shape arithmetic lost: the weights' first dim,
+  // checked at run time.
+  Value xIn = withStaticDim(b, op, op->getOperand(0), 1, tw->getDimSize(0),
+                            "the input's channel count");
+  tx = cast<RankedTensorType>(xIn.getType());
   Type elem = ty->getElementType();
   if (!isa<FloatType>(elem))
     return nodeError(op) << "ConvTranspose supports float types only",
@@ -136,7 +140,7 @@ LogicalResult lowerConvTranspose(onnxops::ConvTransposeOp op, OpBuilder &b,
     we.push_back(d(3 + ns + i));
     ye.push_back(d(2 + i));
   }
-  Value x = op->getOperand(0);
+  Value x = xIn;
   SmallVector<Value> inDims;
   for (int64_t i = 0; i < rank; ++i)
     inDims.push_back(dimValue(b, loc, x, i));
