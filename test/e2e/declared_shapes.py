@@ -40,11 +40,16 @@ def vi(name, elem, dims):
     return helper.make_tensor_value_info(name, elem, dims)
 
 
-def compile_warns(model, name, needles):
+def save(model, name):
+    """Writes `model` as NAME.onnx; returns its path and that of NAME.so."""
     path = os.path.join(work, name + ".onnx")
     with open(path, "wb") as f:
         f.write(model.SerializeToString())
-    so = os.path.join(work, name + ".so")
+    return path, os.path.join(work, name + ".so")
+
+
+def compile_warns(model, name, needles):
+    path, so = save(model, name)
     p = subprocess.run([kiln_tools.find_tool("kilnc"), path, "-o", so], capture_output=True,
                        text=True)
     if p.returncode != 0 or not all(n in p.stderr for n in needles):
@@ -95,10 +100,7 @@ for t in (3, 7):
 m = model_of([helper.make_node("Relu", ["x"], ["r"], name="relu_fixed"),
               helper.make_node("Neg", ["r"], ["y"], name="neg")],
              [vi("x", F, ["N", 4])], [vi("y", F, ["N", 4])], value_info=[vi("r", F, [2, 4])])
-path = os.path.join(work, "fixed_dim.onnx")
-with open(path, "wb") as f:
-    f.write(m.SerializeToString())
-so = os.path.join(work, "fixed_dim.so")
+path, so = save(m, "fixed_dim")
 kiln_tools.compile_model(path, so)
 run_matches(path, so, {"x": rng.standard_normal((2, 4)).astype(np.float32)}, "fixed_dim_n2")
 bad = kiln_tools.write_inputs({"x": np.ones((3, 4), np.float32)}, os.path.join(work, "fixed_bad"))
@@ -117,10 +119,8 @@ m = model_of([helper.make_node("Relu", ["x"], ["r"], name="relu_int"),
               helper.make_node("Neg", ["r"], ["y"], name="neg")],
              [vi("x", F, [2, 4])], [vi("y", F, [2, 4])],
              value_info=[vi("r", TensorProto.INT64, [2, 4])])
-path = os.path.join(work, "elem_type.onnx")
-with open(path, "wb") as f:
-    f.write(m.SerializeToString())
-p = subprocess.run([kiln_tools.find_tool("kilnc"), path, "-o", os.path.join(work, "e.so")],
+path, so = save(m, "elem_type")
+p = subprocess.run([kiln_tools.find_tool("kilnc"), path, "-o", so],
                    capture_output=True, text=True)
 needles = ["error: node 'relu_int' (Relu, opset 17): result #0 of type 'tensor<*xi64>' is "
            "incompatible with the inferred type 'tensor<2x4xf32>'"]
@@ -131,10 +131,7 @@ print("elem_type: error as expected")
 # unknown dim) are independent: a 48 x 192 input is not held to H == W.
 m = model_of([helper.make_node("Relu", ["x"], ["y"], name="relu_q")],
              [vi("x", F, [1, 3, "?", "?"])], [vi("y", F, [1, 3, "?", "?"])])
-path = os.path.join(work, "placeholder_dims.onnx")
-with open(path, "wb") as f:
-    f.write(m.SerializeToString())
-so = os.path.join(work, "placeholder_dims.so")
+path, so = save(m, "placeholder_dims")
 kiln_tools.compile_model(path, so)
 for h, w in ((48, 192), (32, 32)):
     run_matches(path, so, {"x": rng.standard_normal((1, 3, h, w)).astype(np.float32)},
@@ -156,10 +153,7 @@ body = helper.make_graph(
 m = model_of([helper.make_node("Loop", ["trip", "cond", "c0"], ["c"], name="loop", body=body)],
              [vi("trip", TensorProto.INT64, []), vi("cond", TensorProto.BOOL, []),
               vi("c0", F, [])], [vi("c", F, None)])
-path = os.path.join(work, "loop_rank1.onnx")
-with open(path, "wb") as f:
-    f.write(m.SerializeToString())
-so = os.path.join(work, "loop_rank1.so")
+path, so = save(m, "loop_rank1")
 kiln_tools.compile_model(path, so)
 for trip, c0 in ((10, 0.0), (3, 1.0)):
     run_matches(path, so, {"trip": np.array(trip, np.int64), "cond": np.array(True),

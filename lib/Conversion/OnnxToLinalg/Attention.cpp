@@ -98,36 +98,24 @@ Value concatPast(OpBuilder &b, Location loc, Value past, const HeadView &hv,
   Type elem = cast<RankedTensorType>(hv.v.getType()).getElementType();
   Value p = dimValue(b, loc, past, 2);
   total = arith::AddIOp::create(b, loc, p, hv.seq);
-  Value init = emptyTensor(b, loc, dynType(4, elem),
-                           {batch, hv.heads, total, hv.headSize});
-  MLIRContext *ctx = b.getContext();
-  return linalg::GenericOp::create(
-             b, loc, TypeRange{init.getType()}, ValueRange{}, ValueRange{init},
-             {AffineMap::getMultiDimIdentityMap(4, ctx)},
-             SmallVector<IteratorType>(4, IteratorType::parallel),
-             [&](OpBuilder &nb, Location l, ValueRange) {
-               Value i0 = linalg::IndexOp::create(nb, l, 0);
-               Value i1 = linalg::IndexOp::create(nb, l, 1);
-               Value i2 = linalg::IndexOp::create(nb, l, 2);
-               Value i3 = linalg::IndexOp::create(nb, l, 3);
-               Value inPast = arith::CmpIOp::create(
-                   nb, l, arith::CmpIPredicate::ult, i2, p);
-               Value zero = cidx(nb, l, 0);
-               Value pi = arith::SelectOp::create(nb, l, inPast, i2, zero);
-               Value ni = arith::SelectOp::create(
-                   nb, l, inPast, zero, arith::SubIOp::create(nb, l, i2, p));
-               Value a = tensor::ExtractOp::create(nb, l, past,
-                                                   ValueRange{i0, i1, pi, i3});
-               SmallVector<Value> ix = hv.seqMajor
-                                           ? SmallVector<Value>{i0, ni, i1, i3}
-                                           : SmallVector<Value>{i0, i1, ni, i3};
-               // Guard the read of the new rows when the past covers it.
-               Value c = tensor::ExtractOp::create(nb, l, hv.v, ix);
-               linalg::YieldOp::create(
-                   nb, l,
-                   arith::SelectOp::create(nb, l, inPast, a, c).getResult());
-             })
-      .getResult(0);
+  return generateSized(
+      b, loc, dynType(4, elem), {batch, hv.heads, total, hv.headSize},
+      [&](OpBuilder &nb, Location l, ArrayRef<Value> iv) -> Value {
+        Value inPast =
+            arith::CmpIOp::create(nb, l, arith::CmpIPredicate::ult, iv[2], p);
+        Value zero = cidx(nb, l, 0);
+        Value pi = arith::SelectOp::create(nb, l, inPast, iv[2], zero);
+        Value ni = arith::SelectOp::create(
+            nb, l, inPast, zero, arith::SubIOp::create(nb, l, iv[2], p));
+        Value a = tensor::ExtractOp::create(
+            nb, l, past, ValueRange{iv[0], iv[1], pi, iv[3]});
+        SmallVector<Value> ix =
+            hv.seqMajor ? SmallVector<Value>{iv[0], ni, iv[1], iv[3]}
+                        : SmallVector<Value>{iv[0], iv[1], ni, iv[3]};
+        // Guard the read of the new rows when the past covers it.
+        Value c = tensor::ExtractOp::create(nb, l, hv.v, ix);
+        return arith::SelectOp::create(nb, l, inPast, a, c);
+      });
 }
 
 LogicalResult lowerAttention(onnxops::AttentionOp op, OpBuilder &b,
@@ -241,29 +229,17 @@ LogicalResult lowerAttention(onnxops::AttentionOp op, OpBuilder &b,
   // Run-time group: K/V as [B, Hq, S, D] read at head h / group.
   if (dynGroup) {
     auto expand = [&](const HeadView &hv) -> HeadView {
-      Value init = emptyTensor(b, loc, dynType(4, elem),
-                               {batch, q->heads, hv.seq, hv.headSize});
       Value src = hv.v;
       bool seqMajor = hv.seqMajor;
-      Value x =
-          linalg::GenericOp::create(
-              b, loc, TypeRange{init.getType()}, ValueRange{}, ValueRange{init},
-              {AffineMap::getMultiDimIdentityMap(4, ctx)},
-              SmallVector<IteratorType>(4, IteratorType::parallel),
-              [&](OpBuilder &nb, Location l, ValueRange) {
-                Value i0 = linalg::IndexOp::create(nb, l, 0);
-                Value i1 = linalg::IndexOp::create(nb, l, 1);
-                Value i2 = linalg::IndexOp::create(nb, l, 2);
-                Value i3 = linalg::IndexOp::create(nb, l, 3);
-                Value h = arith::DivUIOp::create(nb, l, i1, dynGroup);
-                SmallVector<Value> ix = seqMajor
-                                            ? SmallVector<Value>{i0, i2, h, i3}
-                                            : SmallVector<Value>{i0, h, i2, i3};
-                linalg::YieldOp::create(
-                    nb, l,
-                    tensor::ExtractOp::create(nb, l, src, ix).getResult());
-              })
-              .getResult(0);
+      Value x = generateSized(
+          b, loc, dynType(4, elem), {batch, q->heads, hv.seq, hv.headSize},
+          [&](OpBuilder &nb, Location l, ArrayRef<Value> iv) -> Value {
+            Value h = arith::DivUIOp::create(nb, l, iv[1], dynGroup);
+            SmallVector<Value> ix =
+                seqMajor ? SmallVector<Value>{iv[0], iv[2], h, iv[3]}
+                         : SmallVector<Value>{iv[0], h, iv[2], iv[3]};
+            return tensor::ExtractOp::create(nb, l, src, ix);
+          });
       return {x, false, q->heads, hv.seq, hv.headSize};
     };
     kc = expand(kc);

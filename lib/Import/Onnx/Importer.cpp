@@ -676,8 +676,17 @@ OwningOpRef<ModuleOp> Importer::importModel(const onnx::ModelProto &model) {
   for (auto [arg, name] : llvm::zip(entry->getArguments(), argNames))
     arg.setLoc(NameLoc::get(builder.getStringAttr(name), fileLoc));
 
-  for (const auto &out : graph.output())
-    mainGraphOutputs.insert(out.name());
+  // With symbolic inputs, the outputs' declared dims are suspect (an output
+  // declared [5, 4] that computes [N, 4]): they hint rank and element type
+  // only. A model whose inputs are all static keeps them as hints (checked
+  // at run time where the lowering computes the dim).
+  bool symbolicInputs = llvm::any_of(argTypes, [](Type t) {
+    auto rt = dyn_cast<RankedTensorType>(t);
+    return !rt || !rt.hasStaticShape();
+  });
+  if (symbolicInputs)
+    for (const auto &out : graph.output())
+      mainGraphOutputs.insert(out.name());
   if (failed(importGraphBody(graph)))
     return nullptr;
 

@@ -155,9 +155,10 @@ private:
   /// ONNX value name → type the graph declares for it (value_info, graph
   /// outputs), per graph scope like `scopes`.
   SmallVector<llvm::StringMap<const onnx::TypeProto *>, 2> declared;
-  /// The main graph's outputs: what they declare hints the rank and element
-  /// type of an op that infers its shapes, not its dims (a declared [5, 4]
-  /// output that computes [N, 4] has the computed shape, as in onnxruntime).
+  /// The main graph's outputs when some input has symbolic dims: what they
+  /// declare hints the rank and element type of an op that infers its
+  /// shapes, not its dims (a declared [5, 4] output that computes [N, 4] has
+  /// the computed shape, as in onnxruntime).
   llvm::StringSet<> mainGraphOutputs;
   int64_t resourceCounter = 0;
   /// Top-level initializers imported as weight arguments.
