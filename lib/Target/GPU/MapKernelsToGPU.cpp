@@ -330,13 +330,24 @@ LogicalResult GPUMapper::mapBlock(Block &block) {
           return failure();
         continue;
       }
-      if (isHostControlFlow(op, hostLoads)) {
+      // Control flow whose regions size buffers at run time cannot run
+      // on the device as a whole (device code does not allocate): it stays
+      // on the host, its loads becoming host reads.
+      bool allocates = false;
+      if (!hostLoads && isa<scf::ForOp, scf::IfOp, scf::WhileOp,
+                            scf::ExecuteRegionOp, scf::IndexSwitchOp>(op))
+        op->walk([&](BufferOp buffer) {
+          if (!buffer.getDynamicSizes().empty())
+            allocates = true;
+        });
+      if (allocates || isHostControlFlow(op, hostLoads)) {
         if (failed(flush(group)))
           return failure();
         inGroup.clear();
+        GPUMapper inner(ctx, blockSize, hostLoads || allocates);
         for (Region &region : op->getRegions())
-          for (Block &inner : region)
-            if (failed(mapBlock(inner)))
+          for (Block &block : region)
+            if (failed(inner.mapBlock(block)))
               return failure();
         continue;
       }

@@ -192,3 +192,46 @@ module {
     return
   }
 }
+
+// -----
+
+// An If whose branch sizes a buffer at run time (an If with symbolic
+// outputs, as silero-vad's) stays on the host even though its branch reads
+// device data: device code cannot allocate. The branch's buffer is a
+// run-scoped device buffer, its load a host read, its elementwise op a launch.
+// CHECK-LABEL: func.func private @if_allocates
+// CHECK-SAME: (%[[CTX:.*]]: !llvm.ptr,
+// CHECK-NOT: gpu.launch
+// CHECK: scf.if
+// CHECK: %[[N:.*]] = kiln.read %[[CTX]]
+// CHECK: kiln.buffer %[[CTX]](%{{.*}}) : memref<?xf32>
+// CHECK: gpu.launch
+// CHECK: gpu.terminator
+// CHECK: } else {
+// CHECK: return
+module {
+  func.func private @if_allocates(%c: i1, %n: memref<1xindex>, %x: memref<?xf32>, %y: memref<?xf32>) attributes {kiln.kernel} {
+    %c0 = arith.constant 0 : index
+    %c1 = arith.constant 1 : index
+    %r = scf.if %c -> (memref<?xf32>) {
+      %size = memref.load %n[%c0] : memref<1xindex>
+      %buf = memref.alloc(%size) : memref<?xf32>
+      scf.parallel (%i) = (%c0) to (%size) step (%c1) {
+        %v = memref.load %x[%i] : memref<?xf32>
+        %w = arith.addf %v, %v : f32
+        memref.store %w, %buf[%i] : memref<?xf32>
+        scf.reduce
+      }
+      scf.yield %buf : memref<?xf32>
+    } else {
+      scf.yield %x : memref<?xf32>
+    }
+    %d = memref.dim %r, %c0 : memref<?xf32>
+    scf.parallel (%j) = (%c0) to (%d) step (%c1) {
+      %v = memref.load %r[%j] : memref<?xf32>
+      memref.store %v, %y[%j] : memref<?xf32>
+      scf.reduce
+    }
+    return
+  }
+}
