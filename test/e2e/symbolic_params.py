@@ -12,6 +12,9 @@ symbolic and run at three sizes.
   unknown length and keepdims=0, GridSample with a symbolic grid: against
   onnxruntime.
 - Conv and ConvTranspose with symbolic input channels: the weights fix them.
+- GatherND / ScatterND with an index depth only the run knows (the result's
+  or the updates' rank fixes it), Col2Im with image_shape / block_shape of
+  run-time length.
 - Wrong lengths fail the run naming the node and the operand: scales with 3
   entries for a rank-4 input, 3 query heads against 2 key/value heads, axes
   that keep fewer dims than the result's rank.
@@ -139,6 +142,35 @@ feeds = [{"x": rng.standard_normal((n, 3, h, wd)).astype(np.float32)}
 kiln_tools.check(conv, work, feeds, "conv_channels")
 run_fails(os.path.join(work, "conv_channels.so"), {"x": np.ones((1, 4, 5, 5), np.float32)},
           "conv_channels_wrong", ["(Conv, opset 19)", "the input's channel count is 4, expected 3"])
+
+# GatherND / ScatterND whose index depth (indices' last dim) only the run
+# knows: the result's / the updates' rank fixes it (checked).
+nd = helper.make_model(helper.make_graph(
+    [helper.make_node("GatherND", ["data", "idx"], ["g"], name="gather_nd"),
+     helper.make_node("ScatterND", ["data", "idx", "upd"], ["s"], name="scatter_nd")],
+    "m", [vi("data", F, sym("data", 3)), vi("idx", I64, sym("idx", 2)),
+          vi("upd", F, sym("upd", 2))],
+    [vi("g", F, [None, None]), vi("s", F, None)]),
+    opset_imports=[helper.make_opsetid("", 18)], ir_version=10)
+feeds = []
+for d0, d1, d2, n in ((2, 3, 4, 2), (3, 2, 5, 3), (4, 4, 2, 1)):
+    idx = np.stack([rng.permutation(d0)[:n], rng.integers(0, d1, n)], axis=1).astype(np.int64)
+    feeds.append({"data": rng.standard_normal((d0, d1, d2)).astype(np.float32), "idx": idx,
+                  "upd": rng.standard_normal((n, d2)).astype(np.float32)})
+kiln_tools.check(nd, work, feeds, "index_depth")
+
+# Col2Im with image_shape and block_shape of run-time length.
+col = helper.make_model(helper.make_graph(
+    [helper.make_node("Col2Im", ["cols", "image", "block"], ["im"], name="col2im")],
+    "m", [vi("cols", F, sym("cols", 3)), vi("image", I64, ["s"]), vi("block", I64, ["t"])],
+    [vi("im", F, [None, None, None, None])]),
+    opset_imports=[helper.make_opsetid("", 18)], ir_version=10)
+feeds = []
+for (h, w), (kh, kw) in (((4, 5), (2, 2)), ((3, 3), (1, 2)), ((5, 4), (3, 1))):
+    blocks = (h - kh + 1) * (w - kw + 1)
+    feeds.append({"cols": rng.standard_normal((1, 2 * kh * kw, blocks)).astype(np.float32),
+                  "image": np.array([h, w], np.int64), "block": np.array([kh, kw], np.int64)})
+kiln_tools.check(col, work, feeds, "col2im_lengths")
 
 # Attention with symbolic heads and head size.
 att = model_of(

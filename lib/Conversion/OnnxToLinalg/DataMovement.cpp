@@ -25,23 +25,6 @@ namespace {
 
 using utils::IteratorType;
 
-/// An integer of any width as an index, negative counting from `n`, then
-/// clamped into [0, n).
-Value normalizeIndex(OpBuilder &b, Location loc, Value v, Value n) {
-  if (!v.getType().isIndex())
-    v = arith::IndexCastOp::create(b, loc, b.getIndexType(), v);
-  Value neg = cmpI(b, loc, arith::CmpIPredicate::slt, v, idx(b, loc, 0));
-  v = select(b, loc, neg, arith::AddIOp::create(b, loc, v, n), v);
-  return clampIntoRange(b, loc, v, n);
-}
-
-Value andAll(OpBuilder &b, Location loc, ArrayRef<Value> conds) {
-  Value r;
-  for (Value c : conds)
-    r = r ? arith::AndIOp::create(b, loc, r, c).getResult() : c;
-  return r ? r : arith::ConstantIntOp::create(b, loc, 1, 1).getResult();
-}
-
 /// The dynamic entries of `sizes` (one per dim of `type`).
 SmallVector<Value> dynOf(RankedTensorType type, ArrayRef<Value> sizes) {
   SmallVector<Value> dyn;
@@ -575,13 +558,23 @@ LogicalResult lowerGatherND(onnxops::GatherNDOp op, OpBuilder &b,
   Location loc = op->getLoc();
   int64_t r = tx->getRank(), q = ti->getRank();
   int64_t bd = asInt(op.getBatchDims());
+  Value x = op->getOperand(0), ind = op->getOperand(1);
+  // The index depth k: the last dim of indices, or when only the run knows
+  // it, what the result's rank leaves (q - 1 + r - b - k dims; checked).
+  if (q >= 1 && ti->isDynamicDim(q - 1)) {
+    int64_t depth = q - 1 + r - bd - ty->getRank();
+    if (depth >= 0 && depth <= r - bd) {
+      ind = withStaticDim(b, op, ind, q - 1, depth,
+                          "the last dim of indices (the index depth)");
+      ti = cast<RankedTensorType>(ind.getType());
+    }
+  }
   if (q < 1 || ti->isDynamicDim(q - 1))
     return nodeError(op) << "the last dim of indices must be static", failure();
   int64_t k = ti->getDimSize(q - 1);
   if (bd < 0 || bd >= q || bd + k > r)
     return nodeError(op) << "batch_dims and indices do not fit the data",
            failure();
-  Value x = op->getOperand(0), ind = op->getOperand(1);
   SmallVector<Value> dims, out;
   for (int64_t d = 0; d < r; ++d)
     dims.push_back(dimValue(b, loc, x, d));
@@ -737,13 +730,24 @@ LogicalResult lowerScatterND(onnxops::ScatterNDOp op, OpBuilder &b,
     return failure();
   Location loc = op->getLoc();
   int64_t r = tx->getRank(), q = ti->getRank();
+  Value x = op->getOperand(0), ind = op->getOperand(1), upd = op->getOperand(2);
+  // The index depth k when only the run knows it: updates have rank
+  // q - 1 + r - k (checked).
+  if (auto tu0 = dyn_cast<RankedTensorType>(upd.getType());
+      tu0 && q >= 1 && ti->isDynamicDim(q - 1)) {
+    int64_t depth = q - 1 + r - tu0.getRank();
+    if (depth >= 0 && depth <= r) {
+      ind = withStaticDim(b, op, ind, q - 1, depth,
+                          "the last dim of indices (the index depth)");
+      ti = cast<RankedTensorType>(ind.getType());
+    }
+  }
   if (q < 1 || ti->isDynamicDim(q - 1) || ti->getDimSize(q - 1) > r)
     return nodeError(op) << "the last dim of indices must be static and at "
                             "most the rank of data",
            failure();
   int64_t k = ti->getDimSize(q - 1);
   std::string red = op.getReduction().str();
-  Value x = op->getOperand(0), ind = op->getOperand(1), upd = op->getOperand(2);
   SmallVector<Value> dims, jdims, updDims;
   for (int64_t d = 0; d < r; ++d)
     dims.push_back(dimValue(b, loc, x, d));

@@ -463,3 +463,18 @@ Value lowering::withStaticDim(OpBuilder &b, Operation *node, Value v,
       b, loc, RankedTensorType::get(shape, t.getElementType(), t.getEncoding()),
       v);
 }
+
+Value lowering::normalizeIndex(OpBuilder &b, Location loc, Value v, Value n) {
+  if (!v.getType().isIndex())
+    v = arith::IndexCastOp::create(b, loc, b.getIndexType(), v);
+  Value neg = cmpI(b, loc, arith::CmpIPredicate::slt, v, idx(b, loc, 0));
+  v = select(b, loc, neg, arith::AddIOp::create(b, loc, v, n), v);
+  return clampIntoRange(b, loc, v, n);
+}
+
+Value lowering::andAll(OpBuilder &b, Location loc, ArrayRef<Value> conds) {
+  Value r;
+  for (Value c : conds)
+    r = r ? arith::AndIOp::create(b, loc, r, c).getResult() : c;
+  return r ? r : arith::ConstantIntOp::create(b, loc, 1, 1).getResult();
+}

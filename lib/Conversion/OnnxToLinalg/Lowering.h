@@ -298,6 +298,11 @@ Value reduceToScalar(
 /// no read is ever out of bounds.
 void checkIndicesInRange(OpBuilder &b, Operation *node, Value indices,
                          ArrayRef<Value> sizes);
+/// An integer of any width as an index, negative counting from `n`, then
+/// clamped into [0, n).
+Value normalizeIndex(OpBuilder &b, Location loc, Value v, Value n);
+/// The conjunction of i1 `conds` (true when empty).
+Value andAll(OpBuilder &b, Location loc, ArrayRef<Value> conds);
 /// 0 <= i < n on index values.
 Value indexInRange(OpBuilder &b, Location loc, Value i, Value n);
 /// Axis `k` of `node`'s run-time axes (an index value): checked to lie in

@@ -273,13 +273,6 @@ Value cmp(OpBuilder &b, Location loc, arith::CmpIPredicate p, Value x,
   return arith::CmpIOp::create(b, loc, p, x, y);
 }
 
-Value andAll(OpBuilder &b, Location loc, ArrayRef<Value> v) {
-  Value r = arith::ConstantIntOp::create(b, loc, 1, 1);
-  for (Value x : v)
-    r = arith::AndIOp::create(b, loc, r, x);
-  return r;
-}
-
 /// A generic over `resultType`'s dims (parallel) plus `redSizes` reduction
 /// dims, starting from `init` (filled), combining with `step`.
 Value reduceInto(OpBuilder &b, Location loc, RankedTensorType resultType,
@@ -340,6 +333,17 @@ LogicalResult lowerCol2Im(onnxops::Col2ImOp op, OpBuilder &b,
   Type elem = tx->getElementType();
   if (!isa<FloatType>(elem))
     return nodeError(op) << "float types only", failure();
+  // image_shape and block_shape of run-time length: one entry per spatial
+  // dim of the result (checked).
+  Value imageShape = op->getOperand(1), blockShape = op->getOperand(2);
+  if (ty->getRank() > 2 && ti->getRank() == 1 && tb->getRank() == 1) {
+    imageShape =
+        withStaticLength(b, op, imageShape, ty->getRank() - 2, "image_shape");
+    blockShape =
+        withStaticLength(b, op, blockShape, ty->getRank() - 2, "block_shape");
+    ti = cast<RankedTensorType>(imageShape.getType());
+    tb = cast<RankedTensorType>(blockShape.getType());
+  }
   if (tx->getRank() != 3 || ti->getRank() != 1 || ti->isDynamicDim(0) ||
       tb->getRank() != 1 || tb->getShape() != ti->getShape() ||
       ty->getRank() != 2 + ti->getDimSize(0))
@@ -367,12 +371,10 @@ LogicalResult lowerCol2Im(onnxops::Col2ImOp op, OpBuilder &b,
   SmallVector<Value> blk, img, nblk;
   Value kprod = idx(b, loc, 1), lprod = idx(b, loc, 1);
   for (int64_t i = 0; i < s; ++i) {
-    blk.push_back(
-        maxIdx(b, loc, extractIndex(b, loc, op->getOperand(2), i), 1));
-    img.push_back(
-        ty->isDynamicDim(2 + i)
-            ? maxIdx(b, loc, extractIndex(b, loc, op->getOperand(1), i), 0)
-            : idx(b, loc, ty->getDimSize(2 + i)));
+    blk.push_back(maxIdx(b, loc, extractIndex(b, loc, blockShape, i), 1));
+    img.push_back(ty->isDynamicDim(2 + i)
+                      ? maxIdx(b, loc, extractIndex(b, loc, imageShape, i), 0)
+                      : idx(b, loc, ty->getDimSize(2 + i)));
     // L_i = (img + pads - (dil*(blk-1)+1)) / stride + 1
     Value ext = arith::AddIOp::create(
         b, loc,

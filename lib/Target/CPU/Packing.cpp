@@ -342,6 +342,10 @@ int64_t mlir::kiln::cpu::packWeights(ModuleOp module, int64_t vectorBits,
         if (failed(g))
           continue;
         generic = *g;
+        // The named op is gone: read everything below from the generic
+        // (reading the erased op crashed kilnc now and then, in
+        // test/tools/cpu-bf16.test).
+        op = cast<linalg::LinalgOp>(generic.getOperation());
       }
 
       // bf16 x bf16 into f32 along one reduction k that both read, the row
