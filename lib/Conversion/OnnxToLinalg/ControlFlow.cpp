@@ -84,31 +84,26 @@ LogicalResult lowerIf(onnxops::IfOp op, OpBuilder &b,
   // importer typed the result as the squeezed branch (the traced size was
   // 1); that branch runs, and the run fails if the size is not 1.
   Value squeezed;
-  int64_t squeezeAxis = 0;
-  if (onnxops::isTypedAsSqueezed(op) &&
-      !onnxops::getConstantIntValues(op->getOperand(0))) {
-    Value t = thenR.front().getTerminator()->getOperand(0);
-    auto squeeze = t.getDefiningOp<onnxops::SqueezeOp>();
-    auto axes = squeeze ? onnxops::getConstantIntValues(squeeze->getOperand(1))
-                        : std::nullopt;
-    auto xt = squeeze
-                  ? dyn_cast<RankedTensorType>(squeeze->getOperand(0).getType())
-                  : RankedTensorType();
-    if (!axes || axes->size() != 1 || !xt)
+  std::optional<int64_t> squeezeAxis = onnxops::squeezedAxis(op);
+  if (squeezeAxis && !onnxops::getConstantIntValues(op->getOperand(0))) {
+    auto squeeze = thenR.front()
+                       .getTerminator()
+                       ->getOperand(0)
+                       .getDefiningOp<onnxops::SqueezeOp>();
+    if (!squeeze)
       return nodeError(op) << "the squeeze branch changed before lowering",
              failure();
     squeezed = squeeze->getOperand(0);
-    squeezeAxis = (*axes)[0] < 0 ? (*axes)[0] + xt.getRank() : (*axes)[0];
   }
   if (failed(lowerOnnxOpsIn(thenR)) || failed(lowerOnnxOpsIn(elseR)))
     return failure();
   if (squeezed) {
-    Value n = tensor::DimOp::create(b, loc, squeezed, squeezeAxis);
+    Value n = tensor::DimOp::create(b, loc, squeezed, *squeezeAxis);
     checkAtRunTime(
         b, op,
         arith::CmpIOp::create(b, loc, arith::CmpIPredicate::eq, n,
                               arith::ConstantIndexOp::create(b, loc, 1)),
-        "dim " + Twine(squeezeAxis) +
+        "dim " + Twine(*squeezeAxis) +
             " of the squeezed value is {0}; Kiln compiled this If (torch's "
             "squeeze export) for a size of 1, as traced, since its other "
             "branch has another rank",

@@ -239,37 +239,78 @@ int64_t lowering::staticLength1D(Value v) {
   return t.getDimSize(0);
 }
 
+/// `v` with dim `dim` cast to the static `size`, checked at run time with
+/// `message` ({0}: the dim's run-time size). `v` itself when static.
+static Value castDimChecked(OpBuilder &b, Operation *node, Value v, int64_t dim,
+                            int64_t size, const Twine &message) {
+  auto t = cast<RankedTensorType>(v.getType());
+  if (!t.isDynamicDim(dim))
+    return v;
+  Location loc = v.getLoc();
+  Value n = tensor::DimOp::create(b, loc, v, dim);
+  checkAtRunTime(b, node,
+                 arith::CmpIOp::create(b, loc, arith::CmpIPredicate::eq, n,
+                                       indexConst(b, loc, size)),
+                 message, {n});
+  SmallVector<int64_t> shape(t.getShape());
+  shape[dim] = size;
+  return tensor::CastOp::create(
+      b, loc, RankedTensorType::get(shape, t.getElementType(), t.getEncoding()),
+      v);
+}
+
+/// Checks at run time that `v` (of dynamic shape) holds one element;
+/// `message`'s {0} is its element count.
+static void checkOneElement(OpBuilder &b, Operation *node, Value v,
+                            const Twine &message) {
+  auto t = cast<RankedTensorType>(v.getType());
+  if (t.hasStaticShape())
+    return;
+  Location loc = v.getLoc();
+  Value count = indexConst(b, loc, 1);
+  for (int64_t d = 0; d < t.getRank(); ++d)
+    count = arith::MulIOp::create(b, loc, count,
+                                  tensor::DimOp::create(b, loc, v, d));
+  checkAtRunTime(b, node,
+                 arith::CmpIOp::create(b, loc, arith::CmpIPredicate::eq, count,
+                                       indexConst(b, loc, 1)),
+                 message, {count});
+}
+
 Value lowering::withStaticLength(OpBuilder &b, Operation *node, Value v,
                                  int64_t len, const Twine &what) {
   auto t = dyn_cast<RankedTensorType>(v.getType());
   if (!t || t.getRank() != 1)
     return Value();
-  if (!t.isDynamicDim(0))
+  return castDimChecked(b, node, v, 0, len,
+                        what + " has {0} entries, expected " + Twine(len));
+}
+
+Value lowering::withStaticDim(OpBuilder &b, Operation *node, Value v,
+                              int64_t dim, int64_t size, const Twine &what) {
+  return castDimChecked(b, node, v, dim, size,
+                        what + " is {0}, expected " + Twine(size));
+}
+
+Value lowering::withStaticDims(OpBuilder &b, Operation *node, Value v,
+                               RankedTensorType to, const Twine &what) {
+  auto from = dyn_cast<RankedTensorType>(v.getType());
+  if (!from || from.getRank() != to.getRank())
     return v;
-  Location loc = v.getLoc();
-  Value n = tensor::DimOp::create(b, loc, v, 0);
-  checkAtRunTime(b, node,
-                 arith::CmpIOp::create(b, loc, arith::CmpIPredicate::eq, n,
-                                       indexConst(b, loc, len)),
-                 what + " has {0} entries, expected " + Twine(len), {n});
-  return tensor::CastOp::create(
-      b, loc, RankedTensorType::get({len}, t.getElementType()), v);
+  for (int64_t d = 0; d < to.getRank(); ++d)
+    if (from.isDynamicDim(d) && !to.isDynamicDim(d))
+      v = castDimChecked(b, node, v, d, to.getDimSize(d),
+                         "dim " + Twine(d) + " of " + what +
+                             " is {0} at run time; its type says " +
+                             Twine(to.getDimSize(d)));
+  return v;
 }
 
 Value lowering::extractScalarOperand(OpBuilder &b, Operation *node, Value v,
                                      const Twine &what) {
   auto t = cast<RankedTensorType>(v.getType());
   Location loc = v.getLoc();
-  if (!t.hasStaticShape()) {
-    Value count = indexConst(b, loc, 1);
-    for (int64_t d = 0; d < t.getRank(); ++d)
-      count = arith::MulIOp::create(b, loc, count,
-                                    tensor::DimOp::create(b, loc, v, d));
-    checkAtRunTime(b, node,
-                   arith::CmpIOp::create(b, loc, arith::CmpIPredicate::eq,
-                                         count, indexConst(b, loc, 1)),
-                   what + " must hold one element, not {0}", {count});
-  }
+  checkOneElement(b, node, v, what + " must hold one element, not {0}");
   SmallVector<Value> zeros(t.getRank(), indexConst(b, loc, 0));
   return tensor::ExtractOp::create(b, loc, v, zeros);
 }
@@ -391,18 +432,9 @@ Value lowering::reshapeOneElement(OpBuilder &b, Location loc, Value v,
         return d == 1 || ShapedType::isDynamic(d);
       }))
     return Value();
-  if (!from.hasStaticShape()) {
-    Value count = indexConst(b, loc, 1);
-    for (int64_t d = 0; d < from.getRank(); ++d)
-      count = arith::MulIOp::create(b, loc, count,
-                                    tensor::DimOp::create(b, loc, v, d));
-    checkAtRunTime(b, loweringNode(),
-                   arith::CmpIOp::create(b, loc, arith::CmpIPredicate::eq,
-                                         count, indexConst(b, loc, 1)),
-                   "a value of one element for a rank-" + Twine(to.getRank()) +
-                       " one has {0} elements",
-                   {count});
-  }
+  checkOneElement(b, loweringNode(), v,
+                  "a value of one element for a rank-" + Twine(to.getRank()) +
+                      " one has {0} elements");
   SmallVector<Value> zeros(from.getRank(), indexConst(b, loc, 0));
   Value e = tensor::ExtractOp::create(b, loc, v, zeros);
   return tensor::FromElementsOp::create(b, loc, to, ValueRange{e});
@@ -444,24 +476,6 @@ Value lowering::narrowTo(OpBuilder &b, Location loc, Value wide, Type elem) {
                    arith::TruncFOp::create(nb, l, elem, a[0]).getResult());
              })
       .getResult(0);
-}
-
-Value lowering::withStaticDim(OpBuilder &b, Operation *node, Value v,
-                              int64_t dim, int64_t size, const Twine &what) {
-  auto t = cast<RankedTensorType>(v.getType());
-  if (!t.isDynamicDim(dim))
-    return v;
-  Location loc = v.getLoc();
-  Value n = tensor::DimOp::create(b, loc, v, dim);
-  checkAtRunTime(b, node,
-                 arith::CmpIOp::create(b, loc, arith::CmpIPredicate::eq, n,
-                                       indexConst(b, loc, size)),
-                 what + " is {0}, expected " + Twine(size), {n});
-  SmallVector<int64_t> shape(t.getShape());
-  shape[dim] = size;
-  return tensor::CastOp::create(
-      b, loc, RankedTensorType::get(shape, t.getElementType(), t.getEncoding()),
-      v);
 }
 
 Value lowering::normalizeIndex(OpBuilder &b, Location loc, Value v, Value n) {

@@ -330,6 +330,11 @@ Value withStaticLength(OpBuilder &b, Operation *node, Value v, int64_t len,
 /// channels of a convolution whose weights fix them).
 Value withStaticDim(OpBuilder &b, Operation *node, Value v, int64_t dim,
                     int64_t size, const Twine &what);
+/// `v` cast to `to`'s static dims where `v`'s are dynamic (same rank), each
+/// checked at run time ("dim d of `what` is {n} at run time; its type says
+/// N"); `v` unchanged when the ranks differ.
+Value withStaticDims(OpBuilder &b, Operation *node, Value v,
+                     RankedTensorType to, const Twine &what);
 /// The single element of a scalar-like operand: rank 0, or a tensor of one
 /// element (ONNX models pass `[1]` where the spec says scalar; a dynamic
 /// shape is checked at run time to hold one element).

@@ -332,23 +332,10 @@ LogicalResult lowering::replaceLoweredResults(Operation *op, OpBuilder &b,
       // A dim the result's type fixes (inferred, or declared by the model's
       // value_info) that the lowering computes at run time: the cast asserts
       // it, so check it there instead of reading past a smaller buffer.
-      auto from = dyn_cast<RankedTensorType>(r.getType());
-      auto to = dyn_cast<RankedTensorType>(old.getType());
-      if (from && to && from.getRank() == to.getRank())
-        for (int64_t d = 0; d < to.getRank(); ++d)
-          if (from.isDynamicDim(d) && !to.isDynamicDim(d)) {
-            Value n = tensor::DimOp::create(b, op->getLoc(), r, d);
-            checkAtRunTime(b, op,
-                           arith::CmpIOp::create(
-                               b, op->getLoc(), arith::CmpIPredicate::eq, n,
-                               arith::ConstantIndexOp::create(
-                                   b, op->getLoc(), to.getDimSize(d))),
-                           "dim " + Twine(d) + " of output " + Twine(i) +
-                               " is {0} at run time; its type says " +
-                               Twine(to.getDimSize(d)),
-                           {n});
-          }
-      r = tensor::CastOp::create(b, op->getLoc(), old.getType(), r);
+      if (auto to = dyn_cast<RankedTensorType>(old.getType()))
+        r = withStaticDims(b, op, r, to, "output " + Twine(i));
+      if (r.getType() != old.getType())
+        r = tensor::CastOp::create(b, op->getLoc(), old.getType(), r);
     }
     if (r != old) // a lowering may hand back an omitted (none) output
       old.replaceAllUsesWith(r);

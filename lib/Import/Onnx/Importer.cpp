@@ -7,7 +7,6 @@
 
 #include "ImporterImpl.h"
 
-#include "kiln/Dialect/Onnx/IR/ShapeValues.h"
 #include "kiln/Runtime/RegularFile.h"
 
 #include "llvm/ADT/ScopeExit.h"
@@ -150,72 +149,6 @@ FailureOr<Operation *> Importer::buildOp(StringRef opName, ValueRange operands,
              failure();
   }
   return op;
-}
-
-LogicalResult Importer::finishOp(Operation *op) {
-  // Verifier and shape-inference errors are re-emitted naming the node (name,
-  // op type, opset) instead of "'onnx.X' op ...".
-  std::string message;
-  LogicalResult result = success();
-  // The types the model declares for the results (value_info) are hints:
-  // inference runs from the operands alone, then adopts what the hint adds.
-  // A hint that contradicts the inferred shape (a rank-0 declaration of a
-  // [1] value, a stale value_info) is a warning and the inferred shape wins,
-  // as in onnxruntime; a different element type stays an error.
-  SmallVector<Type> hints;
-  if (isa<onnxops::InferShapesOpInterface>(op))
-    for (OpResult r : op->getResults()) {
-      hints.push_back(r.getType());
-      if (auto rt = dyn_cast<RankedTensorType>(r.getType()))
-        r.setType(UnrankedTensorType::get(rt.getElementType()));
-    }
-  {
-    ScopedDiagnosticHandler capture(ctx, [&](Diagnostic &d) {
-      if (d.getSeverity() != DiagnosticSeverity::Error)
-        return failure();
-      if (message.empty())
-        message = d.str();
-      return success();
-    });
-    // Shape inference and later passes assume verified ops: check this one
-    // (operand counts, attribute kinds) before inferring anything from it.
-    result = verify(op, /*verifyRecursively=*/false);
-    if (succeeded(result))
-      if (auto infer = dyn_cast<onnxops::InferShapesOpInterface>(op))
-        result = infer.inferShapes();
-  }
-  StringRef type = op->getName().getStringRef();
-  type.consume_front("onnx.");
-  Location loc = op->getLoc();
-  std::string name =
-      isa<NameLoc>(loc) ? cast<NameLoc>(loc).getName().str() : "";
-  if (succeeded(result)) {
-    for (auto [i, hint] : llvm::enumerate(hints)) {
-      OpResult r = op->getResult(i);
-      FailureOr<Type> merged = onnxops::refineType(r.getType(), hint);
-      if (succeeded(merged)) {
-        r.setType(*merged);
-        continue;
-      }
-      if (getElementTypeOrSelf(hint) != getElementTypeOrSelf(r.getType()))
-        return emitError(loc)
-                   << "node '" << name << "' (" << type << ", opset " << opset
-                   << "): output " << i << " is declared as " << hint
-                   << " but computes " << r.getType(),
-               failure();
-      emitWarning(loc) << "node '" << name << "' (" << type << ", opset "
-                       << opset << "): output " << i << " is declared as "
-                       << hint << " but computes " << r.getType()
-                       << "; the computed shape is used";
-    }
-    return success();
-  }
-  StringRef msg = message;
-  std::string prefix = ("'" + op->getName().getStringRef() + "' op ").str();
-  msg.consume_front(prefix);
-  return emitError(loc) << "node '" << name << "' (" << type << ", opset "
-                        << opset << "): " << msg,
-         failure();
 }
 
 FailureOr<Value> Importer::buildSimpleOp(StringRef opName, ValueRange operands,
@@ -498,56 +431,6 @@ LogicalResult Importer::importNode(const onnx::NodeProto &node, int64_t index) {
   return success();
 }
 
-void Importer::refineControlFlowResults(
-    Operation *op, ArrayRef<SmallVector<Type>> yieldTypes) {
-  auto unknownResult = [&](unsigned i) {
-    return i < op->getNumResults() &&
-           isa<UnrankedTensorType>(op->getResult(i).getType());
-  };
-  if (isa<onnxops::IfOp>(op) && yieldTypes.size() == 2) {
-    // A condition computed from shapes alone picks its branch now.
-    if (std::optional<bool> c = onnxops::evaluateCondition(op->getOperand(0))) {
-      op->setAttr(onnxops::kTakenBranchAttr,
-                  builder.getI64IntegerAttr(*c ? 0 : 1));
-      ArrayRef<Type> taken = yieldTypes[*c ? 0 : 1];
-      for (unsigned i = 0; i < op->getNumResults() && i < taken.size(); ++i)
-        if (unknownResult(i))
-          op->getResult(i).setType(taken[i]);
-      return;
-    }
-    for (unsigned i = 0; i < op->getNumResults(); ++i) {
-      if (!unknownResult(i) || i >= yieldTypes[0].size() ||
-          i >= yieldTypes[1].size())
-        continue;
-      Type a = yieldTypes[0][i], b = yieldTypes[1][i];
-      if (a == b)
-        op->getResult(i).setType(a);
-      else if (op->getNumResults() == 1 &&
-               onnxops::isSqueezeIfSizeOne(cast<onnxops::IfOp>(op))) {
-        // torch's squeeze(dim) export: the traced input had size 1 there,
-        // so the squeezed branch's type; the lowering checks it at run time.
-        op->getResult(i).setType(a);
-        op->setAttr(onnxops::kSqueezeIfAttr, builder.getUnitAttr());
-      } else if (Type e = getElementTypeOrSelf(a); e == getElementTypeOrSelf(b))
-        op->getResult(i).setType(UnrankedTensorType::get(e));
-    }
-  } else if (isa<onnxops::LoopOp>(op) && yieldTypes.size() == 1) {
-    // Body yields (cond, carried..., scan...); the results are
-    // (carried..., scan outputs stacked along a new leading dim).
-    int64_t numCarried = static_cast<int64_t>(op->getNumOperands()) - 2;
-    ArrayRef<Type> body = yieldTypes[0];
-    for (unsigned i = 0; i < op->getNumResults(); ++i) {
-      if (!unknownResult(i) || i + 1 >= body.size())
-        continue;
-      Type t = body[i + 1];
-      if (static_cast<int64_t>(i) < numCarried)
-        op->getResult(i).setType(t);
-      else if (auto st = dyn_cast<ShapedType>(t))
-        op->getResult(i).setType(UnrankedTensorType::get(st.getElementType()));
-    }
-  }
-}
-
 Type Importer::declaredType(const std::string &name) {
   for (auto it = declared.rbegin(); it != declared.rend(); ++it) {
     auto found = it->find(name);
@@ -724,11 +607,9 @@ OwningOpRef<ModuleOp> Importer::importModel(const onnx::ModelProto &model) {
       if (failed(verifyCompatibleShape(inferred, decl))) {
         InFlightDiagnostic w = emitWarning(loc);
         w << "graph output '" << out.name() << "'";
-        if (Operation *def = v.getDefiningOp())
-          if (auto name = dyn_cast<NameLoc>(def->getLoc()))
-            w << " of node '" << name.getName().getValue() << "' ("
-              << def->getName().getStringRef().drop_front(5) << ", opset "
-              << opset << ")";
+        if (Operation *def = v.getDefiningOp();
+            def && isa<NameLoc>(def->getLoc()))
+          w << " of " << nodeLabel(def);
         w << " is declared as " << decl << " but computes " << inferred
           << "; the computed shape is used";
       }

@@ -131,6 +131,8 @@ private:
                                  ArrayRef<Type> resultTypes,
                                  unsigned numRegions, Location loc);
   LogicalResult finishOp(Operation *op);
+  /// "node 'NAME' (Type, opset N)" for an op the importer created.
+  std::string nodeLabel(Operation *op) const;
   FailureOr<Value> buildSimpleOp(StringRef opName, ValueRange operands,
                                  ArrayRef<NamedAttribute> attrs,
                                  Type resultType, Location loc);

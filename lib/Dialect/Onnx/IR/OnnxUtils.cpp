@@ -347,12 +347,11 @@ mlir::kiln::onnxops::kernelLastWeightPermutation(int64_t rank) {
   return r;
 }
 
-bool mlir::kiln::onnxops::isSqueezeIfSizeOne(IfOp op, Value *xOut,
-                                             int64_t *axisOut) {
+std::optional<int64_t> mlir::kiln::onnxops::matchSqueezeIfSizeOne(IfOp op) {
   // cond = Equal(Gather(Shape(x), k), 1), either operand order.
   auto eq = op->getOperand(0).getDefiningOp<EqualOp>();
   if (!eq)
-    return false;
+    return std::nullopt;
   Value lhs = eq->getOperand(0), rhs = eq->getOperand(1);
   auto isOne = [](Value v) {
     std::optional<SmallVector<int64_t>> c = getConstantIntValues(v);
@@ -361,22 +360,22 @@ bool mlir::kiln::onnxops::isSqueezeIfSizeOne(IfOp op, Value *xOut,
   if (isOne(lhs))
     std::swap(lhs, rhs);
   if (!isOne(rhs))
-    return false;
+    return std::nullopt;
   auto gather = lhs.getDefiningOp<GatherOp>();
   if (!gather)
-    return false;
+    return std::nullopt;
   std::optional<SmallVector<int64_t>> k =
       getConstantIntValues(gather->getOperand(1));
   auto shape = gather->getOperand(0).getDefiningOp<ShapeOp>();
   if (!k || k->size() != 1 || !shape || shape.getStart() != 0 || shape.getEnd())
-    return false;
+    return std::nullopt;
   Value x = shape.getData();
   auto xt = dyn_cast<RankedTensorType>(x.getType());
   if (!xt)
-    return false;
+    return std::nullopt;
   FailureOr<int64_t> axis = normalizeAxis((*k)[0], xt.getRank());
   if (failed(axis))
-    return false;
+    return std::nullopt;
   // then: Squeeze(x, [k]); else: x or Identity(x).
   auto yielded = [](Region &r) -> Value {
     if (r.empty() || r.front().empty())
@@ -386,24 +385,20 @@ bool mlir::kiln::onnxops::isSqueezeIfSizeOne(IfOp op, Value *xOut,
   };
   Value t = yielded(op->getRegion(0)), e = yielded(op->getRegion(1));
   if (!t || !e)
-    return false;
+    return std::nullopt;
   auto squeeze = t.getDefiningOp<SqueezeOp>();
   if (!squeeze || squeeze->getOperand(0) != x)
-    return false;
+    return std::nullopt;
   std::optional<SmallVector<int64_t>> axes =
       getConstantIntValues(squeeze->getOperand(1));
   if (!axes || axes->size() != 1 ||
       normalizeAxis((*axes)[0], xt.getRank()) != *axis)
-    return false;
+    return std::nullopt;
   if (auto id = e.getDefiningOp<IdentityOp>())
     e = id->getOperand(0);
   if (e != x)
-    return false;
-  if (xOut)
-    *xOut = x;
-  if (axisOut)
-    *axisOut = *axis;
-  return true;
+    return std::nullopt;
+  return *axis;
 }
 
 std::optional<bool> mlir::kiln::onnxops::takenBranch(IfOp op) {
@@ -412,6 +407,8 @@ std::optional<bool> mlir::kiln::onnxops::takenBranch(IfOp op) {
   return std::nullopt;
 }
 
-bool mlir::kiln::onnxops::isTypedAsSqueezed(IfOp op) {
-  return op->hasAttr(kSqueezeIfAttr);
+std::optional<int64_t> mlir::kiln::onnxops::squeezedAxis(IfOp op) {
+  if (auto axis = op->getAttrOfType<IntegerAttr>(kSqueezeIfAttr))
+    return axis.getInt();
+  return std::nullopt;
 }

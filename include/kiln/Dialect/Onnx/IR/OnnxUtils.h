@@ -20,8 +20,9 @@ namespace mlir::kiln::onnxops {
 /// True if `v` is produced by onnx.NoValue (a missing optional operand).
 bool isNoValue(Value v);
 
-/// Set by the importer on an If that isSqueezeIfSizeOne matched: its result
-/// has the squeezed branch's type, which the lowering checks at run time.
+/// Set by the importer on an If that matchSqueezeIfSizeOne matched (the
+/// squeezed axis): its result has the squeezed branch's type, which the
+/// lowering checks at run time.
 constexpr llvm::StringLiteral kSqueezeIfAttr = "kiln.squeeze_if_size_one";
 
 /// Set by the importer on an If whose condition it computed from shapes
@@ -33,12 +34,13 @@ class IfOp;
 /// The branch the importer fixed for `op` (kTakenBranchAttr): true for
 /// then, false for else; std::nullopt when the condition is a run-time one.
 std::optional<bool> takenBranch(IfOp op);
-/// Whether the importer typed `op` as a squeeze-if-size-one (kSqueezeIfAttr).
-bool isTypedAsSqueezed(IfOp op);
-/// Whether `op` is torch's export of `x.squeeze(k)`: If(Shape(x)[k] == 1)
-/// then Squeeze(x, [k]) else x (Identity). Its branches differ in rank; the
-/// traced input had size 1 at k. Sets `x` and `axis` (normalized) when given.
-bool isSqueezeIfSizeOne(IfOp op, Value *x = nullptr, int64_t *axis = nullptr);
+/// The squeezed axis when the importer typed `op` as a squeeze-if-size-one
+/// (kSqueezeIfAttr).
+std::optional<int64_t> squeezedAxis(IfOp op);
+/// When `op` is torch's export of `x.squeeze(k)`: If(Shape(x)[k] == 1)
+/// then Squeeze(x, [k]) else x (Identity), the axis k (normalized). Its
+/// branches differ in rank; the traced input had size 1 at k.
+std::optional<int64_t> matchSqueezeIfSizeOne(IfOp op);
 
 /// The values of an integer `arith.constant` (DenseElementsAttr or
 /// DenseResourceElementsAttr, any integer width, signed), flattened in
