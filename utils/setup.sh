@@ -8,6 +8,9 @@ cd "$ROOT"
 PKGS=(llvm-22-dev libmlir-22-dev mlir-22-tools clang-22 lld-22 llvm-22-tools ninja-build cmake
       libonnx-dev libprotobuf-dev protobuf-compiler libgtest-dev python3-venv clang-format-22
       libclang-rt-22-dev  # libFuzzer and the sanitizer runtimes of clang-22 (test/fuzz)
+      # HIP 5.x headers and runtime (libamdhip64.so.5: the HIP driver's tests, no GPU
+      # needed) and the ROCm device bitcode the rocm target links
+      libamdhip64-dev rocm-device-libs
       python3-torch python3-torchvision)  # torch: utils/models and test/models
 missing=()
 for p in "${PKGS[@]}"; do

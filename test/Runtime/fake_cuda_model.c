@@ -1,7 +1,7 @@
 /*===- fake_cuda_model.c - Stand-in for kilnc --target=cuda output --------===*
  *
- * Defines what generated code for a cuda target defines (ModelABI.h, device
- * section) for
+ * Defines what generated code for a device target defines (ModelABI.h,
+ * device section) for
  *   y[n, j] = 2 * x[n, j] + w[j]      (w: a 4-float weight)
  *   total   = sum of y                (reduced into the arena, copied out)
  * with x: f32 [3, 4] (static, graph-capturable). The device image is not a
@@ -24,6 +24,9 @@
  *   signature's device (the runtime refuses it).
  * -DKILN_FAKE_CUDA_COPY: y = x by a device copy: no kernels, no image.
  * -DKILN_FAKE_CUDA_CHIP="sm_100a": another chip in the signature.
+ * -DKILN_FAKE_DEVICE_KIND="rocm" (with -DKILN_FAKE_CUDA_CHIP="gfx942"):
+ *   the same model for another device kind (signature and image kind), run
+ *   by test/Runtime/fake_hip_driver.c, which knows the same kernels.
  * -DKILN_FAKE_CUDA_IMAGE_HEADER="file.h": a real device image
  *   (test/Runtime/gpu/run_cuda_smoke.sh builds one to run on a GPU).
  *===----------------------------------------------------------------------===*/
@@ -34,46 +37,52 @@
 #ifndef KILN_FAKE_CUDA_CHIP
 #define KILN_FAKE_CUDA_CHIP "sm_90"
 #endif
+#ifndef KILN_FAKE_DEVICE_KIND
+#define KILN_FAKE_DEVICE_KIND "cuda"
+#endif
 
 #if defined(KILN_FAKE_CUDA_COPY)
 const char kiln_model_signature[] = "kiln-signature 1\n"
                                     "arena 0\n"
-                                    "device cuda sm_90\n"
+                                    "device " KILN_FAKE_DEVICE_KIND " sm_90\n"
                                     "kernels 0\n"
                                     "weights 0\n"
                                     "graph-capturable\n"
                                     "input x f32 2 3 4\n"
                                     "output y f32 2 3 4\n";
 #elif defined(KILN_FAKE_CUDA_DYNAMIC)
-const char kiln_model_signature[] = "kiln-signature 1\n"
-                                    "arena 64\n"
-                                    "device cuda " KILN_FAKE_CUDA_CHIP "\n"
-                                    "kernels 4\n"
-                                    "weights 1\n"
-                                    "input x f32 2 ?N 4\n"
-                                    "output y f32 2 ?N 4\n"
-                                    "output total f32 0\n"
-                                    "output pos f32 1 ?K\n";
+const char kiln_model_signature[] =
+    "kiln-signature 1\n"
+    "arena 64\n"
+    "device " KILN_FAKE_DEVICE_KIND " " KILN_FAKE_CUDA_CHIP "\n"
+    "kernels 4\n"
+    "weights 1\n"
+    "input x f32 2 ?N 4\n"
+    "output y f32 2 ?N 4\n"
+    "output total f32 0\n"
+    "output pos f32 1 ?K\n";
 #elif defined(KILN_FAKE_CUDA_CHECK)
-const char kiln_model_signature[] = "kiln-signature 1\n"
-                                    "arena 64\n"
-                                    "device cuda " KILN_FAKE_CUDA_CHIP "\n"
-                                    "kernels 5\n"
-                                    "weights 1\n"
-                                    "graph-capturable\n"
-                                    "input x f32 2 3 4\n"
-                                    "output y f32 2 3 4\n"
-                                    "output total f32 0\n";
+const char kiln_model_signature[] =
+    "kiln-signature 1\n"
+    "arena 64\n"
+    "device " KILN_FAKE_DEVICE_KIND " " KILN_FAKE_CUDA_CHIP "\n"
+    "kernels 5\n"
+    "weights 1\n"
+    "graph-capturable\n"
+    "input x f32 2 3 4\n"
+    "output y f32 2 3 4\n"
+    "output total f32 0\n";
 #else
-const char kiln_model_signature[] = "kiln-signature 1\n"
-                                    "arena 64\n"
-                                    "device cuda " KILN_FAKE_CUDA_CHIP "\n"
-                                    "kernels 2\n"
-                                    "weights 1\n"
-                                    "graph-capturable\n"
-                                    "input x f32 2 3 4\n"
-                                    "output y f32 2 3 4\n"
-                                    "output total f32 0\n";
+const char kiln_model_signature[] =
+    "kiln-signature 1\n"
+    "arena 64\n"
+    "device " KILN_FAKE_DEVICE_KIND " " KILN_FAKE_CUDA_CHIP "\n"
+    "kernels 2\n"
+    "weights 1\n"
+    "graph-capturable\n"
+    "input x f32 2 3 4\n"
+    "output y f32 2 3 4\n"
+    "output total f32 0\n";
 #endif
 
 #if defined(KILN_FAKE_CUDA_IMAGE_HEADER)
@@ -83,7 +92,7 @@ const char kiln_model_signature[] = "kiln-signature 1\n"
 #include KILN_FAKE_CUDA_IMAGE_HEADER
 #elif !defined(KILN_FAKE_CUDA_NO_IMAGE) && !defined(KILN_FAKE_CUDA_COPY)
 #ifndef KILN_FAKE_CUDA_IMAGE_KIND
-#define KILN_FAKE_CUDA_IMAGE_KIND "cuda"
+#define KILN_FAKE_CUDA_IMAGE_KIND KILN_FAKE_DEVICE_KIND
 #endif
 const unsigned char kiln_model_device_image[] =
 #ifdef KILN_FAKE_CUDA_CHECK
