@@ -12,6 +12,7 @@
 
 #include "kiln/Dialect/Kiln/IR/KilnDialect.h"
 #include "kiln/Dialect/Kiln/Transforms/MemoryPlan.h"
+#include "kiln/Target/Target.h"
 
 #include "mlir/Dialect/Bufferization/IR/Bufferization.h"
 #include "mlir/Dialect/Func/IR/FuncOps.h"
@@ -205,12 +206,18 @@ llvm::json::Value mlir::kiln::buildCompileReport(ModuleOp module) {
   return report;
 }
 
-void mlir::kiln::addCodegenToReport(llvm::json::Value &report,
-                                    ModuleOp module) {
+bool mlir::kiln::addCodegenToReport(llvm::json::Value &report, ModuleOp module,
+                                    const Target *target, std::string &error) {
   llvm::json::Object *obj = report.getAsObject();
   llvm::json::Array *kernels = obj ? obj->getArray("kernels") : nullptr;
   if (!kernels)
-    return;
+    return true;
+  llvm::json::Array device;
+  if (target) {
+    device = target->describeDeviceKernels(module, error);
+    if (!error.empty())
+      return false;
+  }
   SymbolTable symbols(module);
   // Kernels kiln-dedup-kernels folded into an identical one: its code.
   llvm::StringMap<func::FuncOp> aliasOf;
@@ -247,6 +254,26 @@ void mlir::kiln::addCodegenToReport(llvm::json::Value &report,
         (*ko)["scalar_outputs"] = true;
     }
   }
+  if (device.empty())
+    return true;
+  // A kernel's launches are named <kernel>_kernel, <kernel>_kernel_0, ...
+  for (llvm::json::Value &k : *kernels) {
+    llvm::json::Object *ko = k.getAsObject();
+    std::optional<StringRef> name = ko ? ko->getString("name") : std::nullopt;
+    if (!name)
+      continue;
+    std::string prefix = (*name + "_kernel").str();
+    llvm::json::Array mine;
+    for (const llvm::json::Value &d : device) {
+      StringRef dn = d.getAsObject()->getString("name").value_or("");
+      if (dn == prefix || dn.starts_with(prefix + "_"))
+        mine.push_back(d);
+    }
+    if (!mine.empty())
+      (*ko)["device_kernels"] = std::move(mine);
+  }
+  (*obj)["device_kernels"] = std::move(device);
+  return true;
 }
 
 /// The terminal lines of the precision section: counts, then the nodes kept
@@ -356,6 +383,13 @@ void mlir::kiln::printReportSummary(const llvm::json::Value &report,
       if (ko->getBoolean("scalar_outputs").value_or(false))
         os << ", 0-d outputs";
       os << "]\n";
+      // Device kernels: registers, shared memory, occupancy as the target
+      // words them (its "summary").
+      if (const llvm::json::Array *dev = ko->getArray("device_kernels"))
+        for (const llvm::json::Value &d : *dev)
+          if (const llvm::json::Object *dobj = d.getAsObject())
+            os << "    " << dobj->getString("name").value_or("?") << ": "
+               << dobj->getString("summary").value_or("") << "\n";
     }
   }
 }

@@ -1,13 +1,15 @@
 //===- Registry.cpp - The target table ------------------------------------===//
 //
 // One row per target kind (Target.h's TargetEntry). A new target is a row
-// here and a folder lib/Target/<T> (AMDGPU: its chips, a Target whose
-// codegen pipeline runs kiln-map-kernels-to-gpu with a GPUTargetInfo of
-// waves of 64 and MFMA, then ROCDL); a new chip is a row of its target's
-// chip table (e.g. NVPTXTarget.cpp's kCudaChips).
+// here and a folder lib/Target/<T> (its chips, a Target whose codegen
+// pipeline runs kiln-map-kernels-to-gpu with the vendor's GPUTargetInfo, and
+// a runtime driver of the same kind under lib/Runtime/Drivers); a new chip is
+// a row of its target's chip table (NVPTXTarget.cpp's kCudaChips,
+// AMDGPUTarget.cpp's kRocmChips).
 //
 //===----------------------------------------------------------------------===//
 
+#include "kiln/Target/AMDGPU/AMDGPUTarget.h"
 #include "kiln/Target/CPU/CPUTarget.h"
 #include "kiln/Target/NVPTX/NVPTXTarget.h"
 #include "kiln/Target/Target.h"
@@ -21,6 +23,8 @@ static const TargetEntry kTargets[] = {
      /*createGPUTargetInfo=*/nullptr},
     {"cuda", "CUDA", getCudaChips, "sm_90", createNVPTXTarget,
      registerNVPTXDialects, registerNVPTXPasses, createNVPTXTargetInfo},
+    {"rocm", "ROCm", getRocmChips, "gfx942", createAMDGPUTarget,
+     registerAMDGPUDialects, registerAMDGPUPasses, createAMDGPUTargetInfo},
 };
 
 ArrayRef<TargetEntry> mlir::kiln::getTargetTable() { return kTargets; }

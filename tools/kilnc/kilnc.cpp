@@ -12,6 +12,7 @@
 #include "kiln/Import/Onnx/Importer.h"
 #include "kiln/Target/Target.h"
 
+#include "mlir/Dialect/GPU/IR/GPUDialect.h"
 #include "mlir/IR/AsmState.h"
 #include "mlir/IR/Diagnostics.h"
 #include "mlir/IR/MLIRContext.h"
@@ -95,6 +96,12 @@ static cl::opt<std::string>
                         "FLOPs, bytes, arena) as JSON to this file and print "
                         "a summary"),
                cl::value_desc("FILE.json"), cl::init(""));
+static cl::opt<std::string> deviceImageFile(
+    "save-device-image",
+    cl::desc("Also write the device code the model embeds (cuda: a fatbin, "
+             "rocm: an AMDGPU code object) to this file, e.g. for a "
+             "disassembler"),
+    cl::value_desc("FILE"), cl::init(""));
 static cl::list<std::string>
     boundDims("dim",
               cl::desc("Fix a symbolic dimension (ONNX dim_param, or "
@@ -389,8 +396,16 @@ static void addReport(kiln::CompileOptions &options, bool &reportFailed) {
   options.afterHost = [report](ModuleOp m) {
     *report = kiln::buildCompileReport(m);
   };
-  options.afterCodegen = [report, &reportFailed](ModuleOp m) {
-    kiln::addCodegenToReport(*report, m);
+  std::string targetError;
+  std::shared_ptr<kiln::Target> target =
+      kiln::createTarget(options, targetError);
+  options.afterCodegen = [report, target, &reportFailed](ModuleOp m) {
+    std::string error;
+    if (!kiln::addCodegenToReport(*report, m, target.get(), error)) {
+      (void)fail("cannot report the device code: " + error);
+      reportFailed = true;
+      return;
+    }
     std::error_code ec;
     llvm::raw_fd_ostream os(reportFile, ec);
     if (ec) {
@@ -400,6 +415,32 @@ static void addReport(kiln::CompileOptions &options, bool &reportFailed) {
     }
     os << llvm::formatv("{0:2}", *report) << "\n";
     kiln::printReportSummary(*report, llvm::outs());
+  };
+}
+
+/// `--save-device-image=FILE`: after codegen (and after the report's hook),
+/// the object of the module's gpu.binary.
+static void addSaveDeviceImage(kiln::CompileOptions &options, bool &failed) {
+  std::function<void(ModuleOp)> before = options.afterCodegen;
+  options.afterCodegen = [before, &failed](ModuleOp m) {
+    if (before)
+      before(m);
+    SmallVector<gpu::BinaryOp> binaries(m.getOps<gpu::BinaryOp>());
+    if (binaries.size() != 1 || binaries.front().getObjects().size() != 1) {
+      (void)fail("--save-device-image: the model has no device code (a "
+                 "device --target with kernels has one image)");
+      failed = true;
+      return;
+    }
+    auto object = cast<gpu::ObjectAttr>(binaries.front().getObjects()[0]);
+    std::error_code ec;
+    llvm::raw_fd_ostream os(deviceImageFile, ec);
+    if (ec) {
+      (void)fail("cannot write '" + deviceImageFile + "': " + ec.message());
+      failed = true;
+      return;
+    }
+    os << object.getObject().getValue();
   };
 }
 
@@ -503,6 +544,8 @@ int main(int argc, char **argv) {
   bool reportFailed = false;
   if (!reportFile.empty())
     addReport(options, reportFailed);
+  if (!deviceImageFile.empty())
+    addSaveDeviceImage(options, reportFailed);
   llvm::SmallString<128> tmpRanges;
   auto removeTmp = llvm::scope_exit([&] {
     if (!tmpRanges.empty())

@@ -118,8 +118,14 @@ LogicalResult calibrateRanges(ModuleOp module, llvm::StringRef dir,
 llvm::json::Value buildCompileReport(ModuleOp module);
 /// Adds to a report what codegen gave each kernel (CPU targets: the widest
 /// vector, `vector_bits`, 0 for scalar code; `parallel_ops`, the ops split
-/// across threads; from the kernels' kiln.cpu_* attributes).
-void addCodegenToReport(llvm::json::Value &report, ModuleOp module);
+/// across threads; from the kernels' kiln.cpu_* attributes) and, on device
+/// targets, what `target` reads from the device code
+/// (Target::describeDeviceKernels): each kernel's `device_kernels` (those
+/// named `<kernel>_kernel...`), all of them under the report's own
+/// `device_kernels`. False with `error` set when the device code could not
+/// be read.
+bool addCodegenToReport(llvm::json::Value &report, ModuleOp module,
+                        const Target *target, std::string &error);
 /// A readable summary of a report.
 void printReportSummary(const llvm::json::Value &report, llvm::raw_ostream &os);
 

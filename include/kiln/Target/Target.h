@@ -13,8 +13,10 @@
 #ifndef KILN_TARGET_TARGET_H
 #define KILN_TARGET_TARGET_H
 
+#include "mlir/IR/BuiltinOps.h"
 #include "mlir/Pass/PassManager.h"
 #include "mlir/Support/LLVM.h"
+#include "llvm/Support/JSON.h"
 
 #include <cstdint>
 #include <memory>
@@ -46,6 +48,14 @@ public:
   /// --layout=target, the default); the model's inputs and outputs keep
   /// ONNX's either way.
   virtual ConvLayout getConvLayout() const { return ConvLayout::NCHW; }
+  /// After codegen: what the device code says of each device kernel (one
+  /// object per kernel: "name" and the target's own fields, e.g. registers,
+  /// shared memory, occupancy), for `kilnc --report`. Empty when the target
+  /// has nothing to say; on an unreadable image, `error` says why.
+  virtual llvm::json::Array describeDeviceKernels(ModuleOp module,
+                                                  std::string &error) const {
+    return {};
+  }
 };
 
 /// The GPU codegen's choices: kiln-map-kernels-to-gpu's options, one field

@@ -447,7 +447,8 @@ LogicalResult TiledContraction::lower(linalg::LinalgOp op) {
     auto run = [&](Value smem, Value r, Value k) -> Value {
       auto ld = vector::LoadOp::create(rewriter, loc, runType, smem,
                                        ValueRange{buf, r, k});
-      ld.setAlignment(layout.kPack * xElem.getIntOrFloatBitWidth() / 8);
+      ld.setAlignment(std::min<int64_t>(
+          16, layout.kPack * xElem.getIntOrFloatBitWidth() / 8));
       return info.buildMMAOperand(rewriter, loc, layout, ld);
     };
     // The lane's coordinates (B's K shared with A's when they agree).

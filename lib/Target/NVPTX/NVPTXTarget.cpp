@@ -99,7 +99,7 @@ public:
     dev.addPass(memref::createExpandStridedMetadataPass());
     dev.addPass(createSCFToControlFlowPass());
     KilnFinalizeDeviceMemRefsOptions before;
-    before.stage = "before-nvvm";
+    before.stage = "before";
     dev.addPass(createKilnFinalizeDeviceMemRefs(before));
     dev.addPass(createConvertGpuOpsToNVVMOps());
     // convert-gpu-to-nvvm leaves memref accesses to this one.

@@ -11,7 +11,7 @@
 
 // CHECK: module attributes {{.*}}kiln.device = "kiln-test-wave64 w64"
 // BLOCK: error: block-size must be a multiple of 64 in [64, 1024]
-// KIND: error: no GPU target-info for device 'bogus' (registered: cuda, kiln-test-wave64)
+// KIND: error: no GPU target-info for device 'bogus' (registered: cuda, rocm, kiln-test-wave64)
 
 // A row reduction: one wave per row, its lanes striding by 64 over the row,
 // a butterfly of 6 xor shuffles 64 wide (offsets 32 down to 1), lane 0

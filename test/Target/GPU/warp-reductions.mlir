@@ -1,6 +1,6 @@
 // RUN: kiln-opt %s --kiln-map-kernels-to-gpu="warp-reductions=1" --split-input-file | FileCheck %s
 // RUN: kiln-opt %s --kiln-map-kernels-to-gpu="warp-reductions=0" --split-input-file | FileCheck %s --check-prefix=OFF
-// RUN: kiln-opt %s --pass-pipeline="builtin.module(kiln-map-kernels-to-gpu{warp-reductions=1}, canonicalize, gpu-launch-sink-index-computations, gpu-kernel-outlining, kiln-merge-gpu-modules, nvvm-attach-target{chip=sm_90 features=+ptx80 O=3}, gpu.module(lower-affine, arith-expand, expand-strided-metadata, convert-scf-to-cf, kiln-finalize-device-memrefs{stage=before-nvvm}, convert-gpu-to-nvvm, kiln-finalize-device-memrefs, canonicalize, cse, reconcile-unrealized-casts), gpu-module-to-binary{format=isa})" --split-input-file | sed -e 's/\\0A/\n/g' -e 's/\\09/ /g' | FileCheck %s --check-prefix=PTX
+// RUN: kiln-opt %s --pass-pipeline="builtin.module(kiln-map-kernels-to-gpu{warp-reductions=1}, canonicalize, gpu-launch-sink-index-computations, gpu-kernel-outlining, kiln-merge-gpu-modules, nvvm-attach-target{chip=sm_90 features=+ptx80 O=3}, gpu.module(lower-affine, arith-expand, expand-strided-metadata, convert-scf-to-cf, kiln-finalize-device-memrefs{stage=before}, convert-gpu-to-nvvm, kiln-finalize-device-memrefs, canonicalize, cse, reconcile-unrealized-casts), gpu-module-to-binary{format=isa})" --split-input-file | sed -e 's/\\0A/\n/g' -e 's/\\09/ /g' | FileCheck %s --check-prefix=PTX
 
 // Row sums of a 64x512 matrix with warp-reductions on: one warp per row (the
 // lane is the innermost parallel dim, 64 x 32 threads), each lane strides

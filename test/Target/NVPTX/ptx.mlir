@@ -2,7 +2,7 @@
 // ptxas): a matmul + bias + ReLU kernel becomes one shared-memory tiled
 // kernel (barriers, shared loads/stores, fused epilogue), an elementwise
 // kernel a plain one; one module holds every kernel.
-// RUN: kiln-opt %s --pass-pipeline="builtin.module(kiln-map-kernels-to-gpu, canonicalize, gpu-launch-sink-index-computations, gpu-kernel-outlining, kiln-merge-gpu-modules, nvvm-attach-target{chip=sm_90 features=+ptx80 O=3}, gpu.module(lower-affine, arith-expand, expand-strided-metadata, convert-scf-to-cf, kiln-finalize-device-memrefs{stage=before-nvvm}, convert-gpu-to-nvvm, kiln-finalize-device-memrefs, canonicalize, cse, reconcile-unrealized-casts), gpu-module-to-binary{format=isa})" | sed -e 's/\\0A/\n/g' -e 's/\\09/ /g' | FileCheck %s
+// RUN: kiln-opt %s --pass-pipeline="builtin.module(kiln-map-kernels-to-gpu, canonicalize, gpu-launch-sink-index-computations, gpu-kernel-outlining, kiln-merge-gpu-modules, nvvm-attach-target{chip=sm_90 features=+ptx80 O=3}, gpu.module(lower-affine, arith-expand, expand-strided-metadata, convert-scf-to-cf, kiln-finalize-device-memrefs{stage=before}, convert-gpu-to-nvvm, kiln-finalize-device-memrefs, canonicalize, cse, reconcile-unrealized-casts), gpu-module-to-binary{format=isa})" | sed -e 's/\\0A/\n/g' -e 's/\\09/ /g' | FileCheck %s
 
 // CHECK: gpu.binary @kiln_kernels
 // CHECK: .target sm_90

@@ -73,4 +73,25 @@ def KilnMergeGPUModules : Pass<"kiln-merge-gpu-modules", "ModuleOp"> {
   let dependentDialects = ["::mlir::gpu::GPUDialect"];
 }
 
+def KilnFinalizeDeviceMemRefs
+    : Pass<"kiln-finalize-device-memrefs", "gpu::GPUModuleOp"> {
+  let summary = "Lowers a gpu.module's cf/arith/index or memref ops to LLVM";
+  let description = [{
+    The vendors' upstream GPU-to-LLVM conversions (which each target's
+    codegen pipeline runs between the two stages) expect branches and
+    arithmetic already lowered (`stage=before`, `arith.remf` left for the
+    vendor's math library) and leave memref loads, stores and views to
+    `finalize-memref-to-llvm` (`stage=after`); the upstream passes run on
+    whole modules (host code too), this one on one device module. Shared
+    memory (the gpu dialect's workgroup space) is address space 3 and global
+    memory 1 on every GPU Kiln targets.
+  }];
+  let options = [
+    Option<"stage", "stage", "std::string", /*default=*/"\"after\"",
+           "before (cf, arith, index) or after (memref, vector) the vendor's "
+           "conversion">,
+  ];
+  let dependentDialects = ["::mlir::LLVM::LLVMDialect"];
+}
+
 #endif // KILN_TARGET_GPU_PASSES_TD

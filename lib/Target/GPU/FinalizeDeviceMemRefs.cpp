@@ -1,12 +1,13 @@
 //===- FinalizeDeviceMemRefs.cpp - A gpu.module's leftovers to LLVM -------===//
 //
-// kiln-finalize-device-memrefs: around convert-gpu-to-nvvm, the cf, arith
-// and index ops (stage=before-nvvm) and the memref and vector ops
-// (stage=after-nvvm) of one device module, with NVVM's address spaces.
+// kiln-finalize-device-memrefs: around the vendor's GPU-to-LLVM conversion
+// (in each target's codegen pipeline), the cf, arith and index ops
+// (stage=before) and the memref and vector ops (stage=after) of one device
+// module, with the address spaces every GPU target shares.
 //
 //===----------------------------------------------------------------------===//
 
-#include "kiln/Target/NVPTX/Passes.h"
+#include "kiln/Target/GPU/Passes.h"
 
 #include "mlir/Conversion/ArithToLLVM/ArithToLLVM.h"
 #include "mlir/Conversion/ControlFlowToLLVM/ControlFlowToLLVM.h"
@@ -25,7 +26,7 @@
 
 namespace mlir::kiln {
 #define GEN_PASS_DEF_KILNFINALIZEDEVICEMEMREFS
-#include "kiln/Target/NVPTX/Passes.h.inc"
+#include "kiln/Target/GPU/Passes.h.inc"
 } // namespace mlir::kiln
 
 using namespace mlir;
@@ -40,7 +41,8 @@ struct FinalizeDeviceMemRefsPass
     MLIRContext *context = &getContext();
     LowerToLLVMOptions options(context);
     LLVMTypeConverter converter(context, options);
-    // Shared memory (workgroup attributions) is NVVM's address space 3.
+    // Shared memory (workgroup attributions) is address space 3 on every
+    // GPU target.
     populateGpuMemorySpaceAttributeConversions(
         converter, [](gpu::AddressSpace space) -> unsigned {
           switch (space) {
@@ -54,10 +56,10 @@ struct FinalizeDeviceMemRefsPass
           return 0;
         });
     RewritePatternSet patterns(context);
-    if (stage == "before-nvvm") {
+    if (stage == "before") {
       // Branches carry index values: converted with the arithmetic before
-      // convert-gpu-to-nvvm rewrites the kernels' block signatures (it has
-      // no cf or arith patterns).
+      // the vendor's conversion rewrites the kernels' block signatures (it
+      // has no cf or arith patterns).
       cf::populateControlFlowToLLVMConversionPatterns(converter, patterns);
       arith::populateArithToLLVMConversionPatterns(converter, patterns);
       index::populateIndexToLLVMConversionPatterns(converter, patterns);
@@ -66,11 +68,11 @@ struct FinalizeDeviceMemRefsPass
       populateVectorToLLVMConversionPatterns(converter, patterns);
     }
     LLVMConversionTarget target(*context);
-    if (stage == "before-nvvm") {
+    if (stage == "before") {
       target.addIllegalDialect<cf::ControlFlowDialect, arith::ArithDialect,
                                index::IndexDialect>();
-      // convert-gpu-to-nvvm lowers remf to libdevice's fmod (NVPTX has no
-      // frem).
+      // The vendor's conversion lowers remf to its math library's fmod
+      // (some GPUs have no frem).
       target.addLegalOp<arith::RemFOp>();
     } else {
       target.addIllegalDialect<memref::MemRefDialect, vector::VectorDialect>();
@@ -79,7 +81,7 @@ struct FinalizeDeviceMemRefsPass
                                       std::move(patterns))))
       return signalPassFailure();
     // Shared buffers are read 16 bytes at a time (tiled contractions).
-    if (stage != "before-nvvm")
+    if (stage != "before")
       getOperation().walk([](LLVM::GlobalOp global) {
         if (global.getAddrSpace() == 3 &&
             global.getAlignment().value_or(0) < 16)
