@@ -427,7 +427,10 @@ static int on_own_stream(const kiln_device_queue *q) {
  *===--------------------------------------------------------------------===*/
 
 /* Dynamic LDS (shared memory) needs no opt-in on AMD GPUs: a launch asking
- * for more than the device has fails and names its kernel. */
+ * for more than the device has fails and names its kernel. Arguments go
+ * through kernelParams (one pointer per parameter, as Triton's AMD launcher
+ * passes them; HIP 5.2's header still warns they are unimplemented, a
+ * stale note), never `extra`. */
 static kiln_device_result launch(kiln_device_queue *q,
                                  const kiln_device_launch *l, char *call,
                                  size_t call_size) {
