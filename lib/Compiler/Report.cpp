@@ -239,6 +239,13 @@ bool mlir::kiln::addCodegenToReport(llvm::json::Value &report, ModuleOp module,
       (*ko)["vector_bits"] = bits.getInt();
     if (auto par = fn->getAttrOfType<IntegerAttr>("kiln.cpu_parallel"))
       (*ko)["parallel_ops"] = par.getInt();
+    // GPU targets: each tiled contraction's problem, tile and instruction.
+    if (auto tiles = fn->getAttrOfType<ArrayAttr>("kiln.gpu_contractions")) {
+      llvm::json::Array list;
+      for (auto t : tiles.getAsRange<StringAttr>())
+        list.push_back(t.getValue().str());
+      (*ko)["gpu_contractions"] = std::move(list);
+    }
     // A kernel whose outputs are all 0-d (a full reduction: a run-time
     // check's min and max of some indices) has no output dim to split.
     if (auto outs = fn->getAttrOfType<IntegerAttr>("kiln.num_outputs")) {
@@ -383,6 +390,9 @@ void mlir::kiln::printReportSummary(const llvm::json::Value &report,
       if (ko->getBoolean("scalar_outputs").value_or(false))
         os << ", 0-d outputs";
       os << "]\n";
+      if (const llvm::json::Array *tiles = ko->getArray("gpu_contractions"))
+        for (const llvm::json::Value &t : *tiles)
+          os << "    contraction " << t.getAsString().value_or("") << "\n";
       // Device kernels: registers, shared memory, occupancy as the target
       // words them (its "summary").
       if (const llvm::json::Array *dev = ko->getArray("device_kernels"))

@@ -70,8 +70,9 @@ static cl::opt<int64_t> gpuBlockSize(
 static cl::opt<int64_t> gpuFillBlocks(
     "gpu-fill-blocks",
     cl::desc("GPU targets: blocks that fill the GPU; tiled contractions with "
-             "fewer split their K (default 264: two per multiprocessor of "
-             "the H200)"),
+             "fewer split their K (default 0: the chip's, two per "
+             "multiprocessor or compute unit, e.g. 264 for cuda, 608 for "
+             "rocm:gfx942)"),
     cl::init(kiln::GPUCodegenOptions().fillBlocks));
 static cl::opt<int64_t> gpuMinThreads(
     "gpu-min-threads",

@@ -70,8 +70,9 @@ struct GPUCodegenOptions {
   bool tensorCores = true;
   /// Threads per block of a parallel loop nest (--gpu-block-size).
   int64_t blockSize = 256;
-  /// Blocks that fill the GPU; fewer tiles split K (--gpu-fill-blocks).
-  int64_t fillBlocks = 264;
+  /// Blocks that fill the GPU; fewer tiles split K (--gpu-fill-blocks; 0:
+  /// the target-info's GPUTargetInfo::getFillBlocks).
+  int64_t fillBlocks = 0;
   /// Reduction outputs unrolled per thread only while this many threads
   /// remain (--gpu-min-threads).
   int64_t minThreads = 32768;

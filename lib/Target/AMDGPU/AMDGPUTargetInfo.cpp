@@ -42,6 +42,7 @@ public:
   explicit AMDGPUTargetInfo(const RocmChip &chip) : chip(chip) {}
 
   int64_t getWarpSize() const override { return chip.waveSize; }
+  int64_t getFillBlocks() const override { return 2 * chip.computeUnits; }
 
   /// Every butterfly step reads the other lane through ds_bpermute (byte
   /// address = lane * 4) on the value's 32 bits: convert-gpu-to-rocdl lowers

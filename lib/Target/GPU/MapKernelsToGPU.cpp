@@ -602,8 +602,9 @@ struct MapKernelsToGPUPass
           reductions.push_back(op);
       });
       ReductionLowering lowering(rewriter, *target, minThreads);
-      TiledContraction tiled(rewriter, *target, ctx, /*minBlocks=*/24,
-                             fillBlocks, tensorCores);
+      TiledContraction tiled(
+          rewriter, *target, ctx, /*minBlocks=*/24,
+          fillBlocks > 0 ? fillBlocks : target->getFillBlocks(), tensorCores);
       // Shared-memory tiles for the contractions they fill the GPU with
       // (a warp per output would read one operand with a stride), then a
       // warp per output for the other reductions along a contiguous dim,

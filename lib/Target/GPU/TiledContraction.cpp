@@ -260,6 +260,28 @@ LogicalResult TiledContraction::lower(linalg::LinalgOp op) {
       index(loc, B * splits), index(loc, kThreads), one, one);
   Value xs = launch.addWorkgroupAttribution(xsType, loc);
   Value ws = launch.addWorkgroupAttribution(wsType, loc);
+  // What was chosen, for kilnc --report (the kernel's "gpu_contractions").
+  {
+    std::string what;
+    llvm::raw_string_ostream os(what);
+    os << M << "x" << N << "x" << K;
+    if (B > 1)
+      os << " (batch " << B << ")";
+    os << ": tile " << tile << "x" << tile << "x" << bk << ", "
+       << (mma ? "matrix instruction " + std::to_string(mmaLayout->m) + "x" +
+                     std::to_string(mmaLayout->n) + "x" +
+                     std::to_string(mmaLayout->k)
+               : std::string("FMA"))
+       << ", " << warps << " warps of " << warpSize;
+    if (splits > 1)
+      os << ", split-K " << splits;
+    auto fn = launch->getParentOfType<func::FuncOp>();
+    SmallVector<Attribute> list;
+    if (auto old = fn->getAttrOfType<ArrayAttr>("kiln.gpu_contractions"))
+      llvm::append_range(list, old.getValue());
+    list.push_back(rewriter.getStringAttr(what));
+    fn->setAttr("kiln.gpu_contractions", rewriter.getArrayAttr(list));
+  }
   Block &lb = launch.getBody().front();
   rewriter.setInsertionPointToEnd(&lb);
   auto term = gpu::TerminatorOp::create(rewriter, loc);

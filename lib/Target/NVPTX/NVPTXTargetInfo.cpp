@@ -29,6 +29,8 @@ public:
       : hasMMA(hasMMA), hasWarpgroupMMA(hasWarpgroupMMA) {}
 
   int64_t getWarpSize() const override { return 32; }
+  /// Two blocks per multiprocessor of an H100/H200 (132).
+  int64_t getFillBlocks() const override { return 264; }
 
   /// mma.sync m16n8k16: lanes in 8 groups of 4, lane = (g, t). A (16 x 16,
   /// row): 4 registers of a K pair each, rows g and g + 8, K 2t and

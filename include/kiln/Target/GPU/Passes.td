@@ -46,9 +46,10 @@ def KilnMapKernelsToGPU : Pass<"kiln-map-kernels-to-gpu", "ModuleOp"> {
     Option<"tensorCores", "tensor-cores", "bool", /*default=*/"true",
            "Contractions of f16 or bf16 operands accumulated in f32 on "
            "the target's matrix instruction, where it has one">,
-    Option<"fillBlocks", "fill-blocks", "int64_t", /*default=*/"264",
-           "Blocks that fill the GPU (two per multiprocessor; the H200 has "
-           "132): tiled contractions with fewer split their K">,
+    Option<"fillBlocks", "fill-blocks", "int64_t", /*default=*/"0",
+           "Blocks that fill the GPU: tiled contractions with fewer split "
+           "their K (0: the target-info's, two per multiprocessor or "
+           "compute unit of the chip)">,
     Option<"minThreads", "min-threads", "int64_t", /*default=*/"32768",
            "Unroll a reduction's outputs per thread only while at least this "
            "many threads remain">,

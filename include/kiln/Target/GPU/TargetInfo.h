@@ -83,6 +83,10 @@ public:
   virtual int64_t getWarpSize() const = 0;
   /// Most threads in one block.
   virtual int64_t getMaxBlockSize() const { return 1024; }
+  /// Blocks that fill the chip (two per multiprocessor or compute unit):
+  /// tiled contractions with fewer split their K, unless the pass's
+  /// fill-blocks option says otherwise.
+  virtual int64_t getFillBlocks() const { return 264; }
 
   /// The value of `value` in lane (lane xor `offset`) of a group of `width`
   /// lanes (one step of a butterfly). Default: gpu.shuffle xor.
