@@ -196,6 +196,10 @@ public:
       : chip(chip), gpu(gpu) {}
   std::string getSpec() const override { return ("rocm:" + chip.chip).str(); }
   bool isDevice() const override { return true; }
+  /// Channels-last: a tiled convolution then stages both operands with
+  /// 128-bit loads (activations along channels, HWCF weights along filters);
+  /// in NCHW only 1x1 weights are contiguous along K (docs/layout.md).
+  ConvLayout getConvLayout() const override { return ConvLayout::NHWC; }
   bool checkToolchain(std::string &error) const override {
     const Toolkit &toolkit = getToolkit();
     error = toolkit.error;

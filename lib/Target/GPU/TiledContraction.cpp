@@ -321,6 +321,62 @@ LogicalResult TiledContraction::lower(linalg::LinalgOp op) {
     SmallVector<Operation *> ops;
     SmallVector<Value> kr, col, colOk;
     SmallVector<SmallVector<Value>> pt;
+    /// Elements per slot: 1, or a 16-byte vector along K (vecK) or along
+    /// the columns (see vectorSlots).
+    int64_t vec = 1;
+    bool vecK = false;
+  };
+  // A slot of the matrix instruction's operands may load 16 bytes at once:
+  // when the side reads one input directly (no fused producer ops), whose
+  // last memory dim (stride 1) is indexed by a plain loop dim that is the
+  // innermost non-unit one of K (vecK) or of the side's columns,
+  // with a size that is a multiple of the vector. The vector then never
+  // straddles that dim, nor the end of K (a multiple of it, as are the
+  // K parts) or of the columns: one bound check covers it.
+  auto vectorSlots = [&](Stage &s, ArrayRef<unsigned> cols) -> void {
+    if (!mma || !s.ops.empty() || s.inputs.size() != 1)
+      return;
+    OpOperand *in = op.getDpsInputOperand(s.inputs[0]);
+    auto arg = dyn_cast<BlockArgument>(s.root);
+    auto t = dyn_cast<MemRefType>(in->get().getType());
+    if (!arg || arg.getOwner() != &body || arg.getArgNumber() != s.inputs[0] ||
+        !t || !t.hasStaticShape() || !s.root.getType().isIntOrFloat())
+      return;
+    int64_t bits = s.root.getType().getIntOrFloatBitWidth();
+    if (bits % 8 != 0 || 128 % bits != 0)
+      return;
+    int64_t v = 128 / bits;
+    SmallVector<int64_t> strides;
+    int64_t offset;
+    if (failed(t.getStridesAndOffset(strides, offset)))
+      return;
+    // vector.load reads along the memref's last dim.
+    int64_t md = t.getRank() - 1;
+    AffineMap map = op.getMatchingIndexingMap(in);
+    if (md < 0 || strides[md] != 1 || map.getNumResults() != t.getRank())
+      return;
+    auto dim = dyn_cast<AffineDimExpr>(map.getResult(md));
+    if (!dim)
+      return;
+    // The innermost non-unit dim of `dims` (delinearized innermost last).
+    auto innermost = [&](ArrayRef<unsigned> dims) -> int64_t {
+      for (int64_t i = dims.size() - 1; i >= 0; --i)
+        if (sizes[dims[i]] > 1)
+          return dims[i];
+      return -1;
+    };
+    unsigned d = dim.getPosition();
+    if (sizes[d] % v != 0)
+      return;
+    if (innermost(red) == d) {
+      if (bk % v != 0 || (bk * tile) % (kThreads * v) != 0)
+        return;
+      s.vec = v, s.vecK = true;
+    } else if (innermost(cols) == d) {
+      if (tile % v != 0 || (bk * tile) % (kThreads * v) != 0)
+        return;
+      s.vec = v, s.vecK = false;
+    }
   };
   auto makeStage = [&](Value root, ArrayRef<unsigned> inputs, Value dst,
                        ArrayRef<unsigned> cols, Value colBase,
@@ -331,8 +387,12 @@ LogicalResult TiledContraction::lower(linalg::LinalgOp op) {
     SmallVector<unsigned> unused;
     (void)sliceOf(body, op.getNumDpsInputs(), root, s.ops, unused);
     s.inputs.assign(inputs.begin(), inputs.end());
-    s.zero = arith::ConstantOp::create(rewriter, loc,
-                                       rewriter.getZeroAttr(root.getType()));
+    vectorSlots(s, cols);
+    Type staged = root.getType();
+    if (s.vec > 1)
+      staged = VectorType::get({s.vec}, staged);
+    s.zero =
+        arith::ConstantOp::create(rewriter, loc, rewriter.getZeroAttr(staged));
     // Consecutive threads follow the side's largest input in memory.
     AffineMap map;
     int64_t rank = -1;
@@ -350,10 +410,24 @@ LogicalResult TiledContraction::lower(linalg::LinalgOp op) {
     bool kFast = !colFast && llvm::any_of(red, [&](unsigned d) {
       return last.isFunctionOfDim(d);
     });
-    for (int64_t r = 0; r < bk * tile / kThreads; ++r) {
+    for (int64_t r = 0; r < bk * tile / kThreads / s.vec; ++r) {
       Value e = add(loc, tid, index(loc, r * kThreads));
       Value kr, cc;
-      if (kFast) {
+      if (s.vec > 1 && s.vecK) {
+        // Slot e: the vector at K (e % (BK / V)) V of column e / (BK / V).
+        kr = mul(
+            loc,
+            arith::RemUIOp::create(rewriter, loc, e, index(loc, bk / s.vec)),
+            s.vec);
+        cc = arith::DivUIOp::create(rewriter, loc, e, index(loc, bk / s.vec));
+      } else if (s.vec > 1) {
+        // Slot e: columns (e % (T / V)) V onwards at K e / (T / V).
+        kr = arith::DivUIOp::create(rewriter, loc, e, index(loc, tile / s.vec));
+        cc = mul(
+            loc,
+            arith::RemUIOp::create(rewriter, loc, e, index(loc, tile / s.vec)),
+            s.vec);
+      } else if (kFast) {
         kr = arith::RemUIOp::create(rewriter, loc, e, index(loc, bk));
         cc = arith::DivUIOp::create(rewriter, loc, e, index(loc, bk));
       } else {
@@ -385,6 +459,16 @@ LogicalResult TiledContraction::lower(linalg::LinalgOp op) {
         Value kc = arith::SelectOp::create(rewriter, loc, ok, k, kBegin);
         SmallVector<Value> pt = s->pt[r];
         delinearize(loc, kc, red, sizes, pt);
+        if (s->vec > 1) {
+          OpOperand *in = op.getDpsInputOperand(s->inputs[0]);
+          Value v = vector::LoadOp::create(
+              rewriter, loc, cast<VectorType>(s->zero.getType()), in->get(),
+              apply(loc, op.getMatchingIndexingMap(in), pt));
+          ok = arith::AndIOp::create(rewriter, loc, ok, s->colOk[r]);
+          vals.push_back(
+              arith::SelectOp::create(rewriter, loc, ok, v, s->zero));
+          continue;
+        }
         IRMapping values;
         for (unsigned i : s->inputs) {
           OpOperand *in = op.getDpsInputOperand(i);
@@ -441,10 +525,25 @@ LogicalResult TiledContraction::lower(linalg::LinalgOp op) {
   {
     int64_t i = 0;
     for (Stage *s : {&sx, &sw})
-      for (auto [kr, col] : llvm::zip(s->kr, s->col))
-        memref::StoreOp::create(rewriter, loc, staged[i++], s->dst,
-                                mma ? ValueRange{buf, col, kr}
-                                    : ValueRange{buf, kr, col});
+      for (auto [kr, col] : llvm::zip(s->kr, s->col)) {
+        Value v = staged[i++];
+        if (s->vec > 1 && s->vecK) {
+          // K runs are contiguous in the slab's rows (16-byte aligned: rows
+          // of BK + 8 elements, runs at multiples of V).
+          auto st = vector::StoreOp::create(rewriter, loc, v, s->dst,
+                                            ValueRange{buf, col, kr});
+          st.setAlignment(16);
+        } else if (s->vec > 1) {
+          for (int64_t j = 0; j < s->vec; ++j)
+            memref::StoreOp::create(
+                rewriter, loc, vector::ExtractOp::create(rewriter, loc, v, j),
+                s->dst, ValueRange{buf, add(loc, col, index(loc, j)), kr});
+        } else {
+          memref::StoreOp::create(rewriter, loc, v, s->dst,
+                                  mma ? ValueRange{buf, col, kr}
+                                      : ValueRange{buf, kr, col});
+        }
+      }
   }
   info.buildBarrier(rewriter, loc);
   // The next slab's loads are issued before this one's products.
