@@ -43,6 +43,9 @@ public:
 
   int64_t getWarpSize() const override { return chip.waveSize; }
   int64_t getFillBlocks() const override { return 2 * chip.computeUnits; }
+  /// Global memory takes unaligned dwordx4 loads (the HSA runtime runs
+  /// kernels in unaligned access mode).
+  bool hasUnalignedWideLoads() const override { return true; }
 
   /// Every butterfly step reads the other lane through ds_bpermute (byte
   /// address = lane * 4) on the value's 32 bits: convert-gpu-to-rocdl lowers

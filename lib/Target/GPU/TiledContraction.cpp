@@ -326,7 +326,8 @@ LogicalResult TiledContraction::lower(linalg::LinalgOp op) {
     int64_t vec = 1;
     bool vecK = false;
   };
-  // A slot of the matrix instruction's operands may load 16 bytes at once:
+  // A slot of the matrix instruction's operands may load 16 bytes at once
+  // (on targets where an unaligned 16-byte load is one load):
   // when the side reads one input directly (no fused producer ops), whose
   // last memory dim (stride 1) is indexed by a plain loop dim that is the
   // innermost non-unit one of K (vecK) or of the side's columns,
@@ -334,7 +335,8 @@ LogicalResult TiledContraction::lower(linalg::LinalgOp op) {
   // straddles that dim, nor the end of K (a multiple of it, as are the
   // K parts) or of the columns: one bound check covers it.
   auto vectorSlots = [&](Stage &s, ArrayRef<unsigned> cols) -> void {
-    if (!mma || !s.ops.empty() || s.inputs.size() != 1)
+    if (!mma || !info.hasUnalignedWideLoads() || !s.ops.empty() ||
+        s.inputs.size() != 1)
       return;
     OpOperand *in = op.getDpsInputOperand(s.inputs[0]);
     auto arg = dyn_cast<BlockArgument>(s.root);

@@ -87,6 +87,11 @@ public:
   /// tiled contractions with fewer split their K, unless the pass's
   /// fill-blocks option says otherwise.
   virtual int64_t getFillBlocks() const { return 264; }
+  /// True when a 16-byte load from global memory at any element-aligned
+  /// address is one wide load (tiled contractions then stage their operands
+  /// 16 bytes at a time); false when such a load needs its alignment proven
+  /// and would otherwise split into element loads.
+  virtual bool hasUnalignedWideLoads() const { return false; }
 
   /// The value of `value` in lane (lane xor `offset`) of a group of `width`
   /// lanes (one step of a butterfly). Default: gpu.shuffle xor.
