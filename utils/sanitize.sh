@@ -42,14 +42,18 @@ if [ ! -f build-san/build.ninja ]; then
     "-DCMAKE_MODULE_LINKER_FLAGS=$LINK" \
     "-DKILN_MODEL_RUNTIME_LINK_FLAGS=$ASAN_MODEL_LINK"
 fi
-ninja -C build-san -j2 KilnRuntimeTests KilnSignatureTests kiln-run kiln-stress \
-  KilnModelRuntime kiln-fuzz-tensorproto kiln-fuzz-signature kiln-fuzz-weights
+ninja -C build-san -j2 KilnRuntimeTests KilnSignatureTests KilnHipRuntimeTests \
+  KilnHipDriverTests kiln-run kiln-stress KilnModelRuntime kiln-fuzz-tensorproto \
+  kiln-fuzz-signature kiln-fuzz-weights
 # allocator_may_return_null: the tests ask for absurd sizes on purpose and
 # expect RESOURCE_EXHAUSTED, as malloc gives without ASan.
 export ASAN_OPTIONS=halt_on_error=1:detect_leaks=1:abort_on_error=0:allocator_may_return_null=1
 export UBSAN_OPTIONS=halt_on_error=1:print_stacktrace=1
 build-san/test/Runtime/KilnSignatureTests --gtest_brief=1
 build-san/test/Runtime/KilnRuntimeTests --gtest_brief=1
+# The HIP driver through its fakes and Debian's real libamdhip64 (no GPU).
+build-san/test/Runtime/KilnHipRuntimeTests --gtest_brief=1
+build-san/test/Runtime/KilnHipDriverTests --gtest_brief=1
 # The runtime's fuzz targets over their corpora and regression inputs, now
 # with ASan + UBSan (the test suite replays them unsanitized too).
 for t in tensorproto signature weights; do
