@@ -1,7 +1,8 @@
 # REQUIRES: torch
 # RUN: %python %s %t
 """The benchmark networks (ResNet-50 and MobileNetV2 1x3x224x224, BERT-base
-at batch 1, sequence 128) compiled in fp16 for every rocm chip (gfx90a,
+at batch 1, sequence 128) and the test models' U-Net and LSTM compiled in
+fp16 for every rocm chip (gfx90a,
 gfx942, gfx1100) and checked in their code objects (compiled only: there is
 no AMD GPU here). For ResNet-50's and BERT-base's three contraction kernels
 of most FLOPs, the tiled kernel's ISA (llvm-objdump) must hold the chip's
@@ -58,7 +59,7 @@ def expected(chip):
 workdir = sys.argv[1]
 os.makedirs(workdir, exist_ok=True)
 bad, rows = [], []
-for name in ("resnet50", "mobilenetv2", "bert"):
+for name in ("resnet50", "mobilenetv2", "bert", "unet", "lstm"):
     path = os.path.join(workdir, name + ".onnx")
     make_models.export(name, path, small=False)
     for chip in CHIPS:
@@ -117,5 +118,5 @@ print("\n".join(rows))
 if bad:
     print("FAILED:\n  " + "\n  ".join(bad))
     sys.exit(1)
-print(f"all {len(CHIPS)} chips compile the three networks; the top {TOP} contractions of "
+print(f"all {len(CHIPS)} chips compile the five networks; the top {TOP} contractions of "
       f"{' and '.join(CHECKED)} run on the matrix instruction")
