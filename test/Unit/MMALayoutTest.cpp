@@ -10,6 +10,8 @@
 //   and AMD's matrix instruction calculator): A[i][k] in lane i + 16 (k / 4),
 //   element k % 4; B[k][j] in lane j + 16 (k / 4), element k % 4; C/D[i][j]
 //   in lane j + 16 (i / 4), register i % 4.
+// - v_mfma_f32_16x16x4f32 (the same sources): A[i][k] in lane i + 16 k,
+//   B[k][j] in lane j + 16 k, one element each; C/D as above.
 // - v_wmma_f32_16x16x16_f16 ("RDNA3" ISA, section 7.9): A[i][k] in lanes i
 //   and i + 16 (both must hold it), element k; B[k][j] in lanes j and j + 16,
 //   element k; C/D[i][j] in lane j + 16 (i % 2), register i / 2.
@@ -131,26 +133,25 @@ std::vector<double> emulate(const MMALayout &l, const Table &t,
   return out;
 }
 
-void check(const MMALayout &l, const Table &t) {
+void check(const MMALayout &l, const Table &t, int64_t k) {
   ASSERT_EQ(l.m, 16);
   ASSERT_EQ(l.n, 16);
-  ASSERT_EQ(l.k, 16);
-  // Each lane holds as many A and B elements and accumulators as the
-  // instruction's registers: 16 x 16 of each over the wave (A and B times
-  // the copies the table asks for).
+  ASSERT_EQ(l.k, k);
+  const int K = k;
+  // One accumulator per element of C over the wave.
   EXPECT_EQ((int64_t)l.cElems.size() * t.waveSize, 16 * 16);
   std::mt19937 rng(7);
   std::uniform_int_distribution<int> small(-4, 4);
-  std::vector<double> A(256), B(256), C(256);
-  for (double *m : {A.data(), B.data(), C.data()})
-    for (int x = 0; x < 256; ++x)
-      m[x] = small(rng);
+  std::vector<double> A(16 * K), B(K * 16), C(256);
+  for (std::vector<double> *m : {&A, &B, &C})
+    for (double &x : *m)
+      x = small(rng);
   std::vector<double> D = emulate(l, t, A, B, C);
   for (int i = 0; i < 16; ++i)
     for (int j = 0; j < 16; ++j) {
       double ref = C[i * 16 + j];
-      for (int k = 0; k < 16; ++k)
-        ref += A[i * 16 + k] * B[k * 16 + j];
+      for (int kk = 0; kk < K; ++kk)
+        ref += A[i * K + kk] * B[kk * 16 + j];
       EXPECT_EQ(D[i * 16 + j], ref) << "D " << i << "," << j;
     }
 }
@@ -164,6 +165,17 @@ Table mfmaTable() {
   t.b = [](int k, int j) {
     return std::vector<Slot>{{j + 16 * (k / 4), k % 4}};
   };
+  t.cd = [](int i, int j) { return Slot{j + 16 * (i / 4), i % 4}; };
+  return t;
+}
+
+/// v_mfma_f32_16x16x4f32 (one block): A[i][k] in lane i + 16 k, B[k][j] in
+/// lane j + 16 k (one element each); C/D as in the f16 form.
+Table mfmaF32Table() {
+  Table t;
+  t.waveSize = 64;
+  t.a = [](int i, int k) { return std::vector<Slot>{{i + 16 * k, 0}}; };
+  t.b = [](int k, int j) { return std::vector<Slot>{{j + 16 * k, 0}}; };
   t.cd = [](int i, int j) { return Slot{j + 16 * (i / 4), i % 4}; };
   return t;
 }
@@ -186,19 +198,24 @@ protected:
 
 TEST_F(AMDGPUMMALayout, MFMA16x16x16F16) {
   check(getAMDGPUMMALayout(/*wmma=*/false, b.getF16Type(), b.getF32Type()),
-        mfmaTable());
+        mfmaTable(), 16);
 }
 
 TEST_F(AMDGPUMMALayout, MFMA16x16x16BF16) {
   // The bf16 forms (v_mfma_f32_16x16x16_bf16, gfx90a's _bf16_1k) share the
   // f16 one's lanes.
-  check(getAMDGPUMMALayout(false, b.getBF16Type(), b.getF32Type()),
-        mfmaTable());
+  check(getAMDGPUMMALayout(false, b.getBF16Type(), b.getF32Type()), mfmaTable(),
+        16);
+}
+
+TEST_F(AMDGPUMMALayout, MFMA16x16x4F32) {
+  check(getAMDGPUMMALayout(false, b.getF32Type(), b.getF32Type()),
+        mfmaF32Table(), 4);
 }
 
 TEST_F(AMDGPUMMALayout, WMMA16x16x16F16) {
   check(getAMDGPUMMALayout(/*wmma=*/true, b.getF16Type(), b.getF32Type()),
-        wmmaTable());
+        wmmaTable(), 16);
 }
 
 TEST_F(AMDGPUMMALayout, WrongTableFails) {

@@ -13,6 +13,8 @@
 //   t, K 4g..4g+3. B (16 x 16, col): column t, K 4g..4g+3. C: 4
 //   accumulators, rows 4g..4g+3, column t. (AMD's CDNA3 ISA, "Matrix
 //   fused-multiply-add", and its matrix instruction calculator.)
+// - gfx9, f32 operands: MFMA 16x16x4 (v_mfma_f32_16x16x4f32), full f32
+//   precision: A row t, K g (one element); B column t, K g; C as above.
 // - gfx11: WMMA 16x16x16 (v_wmma_f32_16x16x16_f16 / _bf16), wave32: lane =
 //   16 * g + t. A: one register of all 16 K elements of row t (lanes 16-31
 //   repeat lanes 0-15's rows, as the instruction requires). B: column t, K
@@ -87,10 +89,20 @@ public:
   }
 
   std::optional<MMALayout> getMMA(Type operand, Type acc) const override {
-    if (!acc.isF32() || !(operand.isF16() || operand.isBF16()))
+    bool wmma = chip.matrix == RocmChip::Matrix::WMMA;
+    // gfx11's WMMA has no f32 form.
+    if (!acc.isF32() ||
+        !(operand.isF16() || operand.isBF16() || (operand.isF32() && !wmma)))
       return std::nullopt;
-    return getAMDGPUMMALayout(chip.matrix == RocmChip::Matrix::WMMA, operand,
-                              acc);
+    return getAMDGPUMMALayout(wmma, operand, acc);
+  }
+
+  /// MFMA f32 takes one element per lane as a scalar.
+  Value buildMMAOperand(OpBuilder &b, Location loc, const MMALayout &layout,
+                        Value loaded) const override {
+    if (layout.kPack != 1)
+      return loaded;
+    return vector::ExtractOp::create(b, loc, loaded, 0);
   }
 
   SmallVector<Value> buildMMA(OpBuilder &b, Location loc,
@@ -126,7 +138,16 @@ MMALayout mlir::kiln::getAMDGPUMMALayout(bool wmma, Type operand, Type acc) {
   l.m = 16, l.n = 16, l.k = 16;
   l.operand = operand, l.acc = acc;
   l.groupSize = 16;
-  if (wmma) {
+  if (operand.isF32()) {
+    // MFMA 16x16x4 f32: A row t, K g; B column t, K g; C as for f16.
+    l.k = 4;
+    l.kPack = 1;
+    l.aRow = {0, 1}, l.aK = {1, 0};
+    l.bCol = {0, 1}, l.bK = {1, 0};
+    l.cRow = {4, 0}, l.cCol = {0, 1};
+    for (int64_t i = 0; i < 4; ++i)
+      l.cElems.push_back({i, 0});
+  } else if (wmma) {
     l.kPack = 16;
     l.aRow = {0, 1}, l.aK = {0, 0};
     l.bCol = {0, 1}, l.bK = {0, 0};

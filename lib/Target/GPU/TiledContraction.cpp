@@ -153,16 +153,24 @@ LogicalResult TiledContraction::lower(linalg::LinalgOp op) {
   int64_t warpSize = info.getWarpSize(), warps = kThreads / warpSize;
   int64_t warpsN = warps / 2;
   std::optional<MMALayout> mmaLayout;
-  if (tensorCores && isa<arith::MulFOp>(ma->mul) && aHalf && bHalf &&
-      aHalf.getType() == bHalf.getType())
-    mmaLayout = info.getMMA(aHalf.getType(), accType);
+  // The instruction's operands: the half values, or (a chip with a matrix
+  // instruction of full f32 precision) the f32 product operands.
+  Value xMMA = aHalf, wMMA = bHalf;
+  if (tensorCores && isa<arith::MulFOp>(ma->mul)) {
+    if (aHalf && bHalf && aHalf.getType() == bHalf.getType()) {
+      mmaLayout = info.getMMA(aHalf.getType(), accType);
+    } else if (ma->a.getType() == accType && ma->b.getType() == accType) {
+      mmaLayout = info.getMMA(accType, accType);
+      xMMA = ma->a, wMMA = ma->b;
+    }
+  }
   if (mmaLayout &&
       (warps < 2 || warps % 2 != 0 || 64 % (2 * mmaLayout->m) != 0 ||
        64 % (warpsN * mmaLayout->n) != 0 || kMMASlabK % mmaLayout->k != 0 ||
        warpSize % mmaLayout->groupSize != 0))
     mmaLayout.reset();
   bool mma = mmaLayout.has_value();
-  Value xRoot = mma ? aHalf : ma->a, wRoot = mma ? bHalf : ma->b;
+  Value xRoot = mma ? xMMA : ma->a, wRoot = mma ? wMMA : ma->b;
   Type xElem = xRoot.getType(), wElem = wRoot.getType();
   for (Type t : {xElem, wElem})
     if (!t.isIntOrFloat() || t.getIntOrFloatBitWidth() < 8)
@@ -205,13 +213,25 @@ LogicalResult TiledContraction::lower(linalg::LinalgOp op) {
   auto ceil = [](int64_t a, int64_t b) { return (a + b - 1) / b; };
   auto blocksFor = [&](int64_t t) { return ceil(M, t) * ceil(N, t) * B; };
   int64_t tile = blocksFor(128) * 2 >= fillBlocks ? 128 : 64;
+  // The instruction's slabs ([2][T][BK + 8] per operand) stay within 48
+  // KiB of shared memory: 128 tiles only for 16-bit operands.
+  if (mma && std::max(xElem.getIntOrFloatBitWidth(),
+                      wElem.getIntOrFloatBitWidth()) > 16)
+    tile = 64;
   int64_t bk = 1024 / tile, runs = tile / kChunk, perThread = runs * kRun;
   int64_t blocks = blocksFor(tile);
-  // The matrix instruction: K advances 32 at a time; each warp's part of
+  // The matrix instruction: K advances 32 (16) at a time; each warp's part of
   // the tile in mTiles x nTiles tiles of the instruction.
   int64_t mTiles = 0, nTiles = 0;
   if (mma) {
-    bk = kMMASlabK;
+    // 32-bit operands: slabs of half the K (24 KiB for both operands of a
+    // 64 tile instead of 40: two blocks per 64 KiB of shared memory).
+    bk = std::max(xElem.getIntOrFloatBitWidth(),
+                  wElem.getIntOrFloatBitWidth()) > 16
+             ? kMMASlabK / 2
+             : kMMASlabK;
+    if (bk % mmaLayout->k != 0)
+      return failure();
     mTiles = tile / (2 * mmaLayout->m);
     nTiles = tile / (warpsN * mmaLayout->n);
   }

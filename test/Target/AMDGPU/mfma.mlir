@@ -2,7 +2,8 @@
 // instead of a code object): half contractions accumulated in f32 become
 // MFMA 16x16x16 on gfx9 (waves of 64: gfx942, gfx90a, whose bf16 form is
 // the _1k one) and WMMA 16x16x16 on gfx11 (waves of 32), their operands read
-// from LDS; a row reduction's butterfly reads the other lane through
+// from LDS; f32 ones become MFMA 16x16x4 f32 on gfx9 (full precision) and
+// stay FMAs on gfx11, which has no f32 WMMA; a row reduction's butterfly reads the other lane through
 // ds_bpermute (mbcnt gives the lane), one step per halving of the wave
 // (6 on gfx9, 5 on gfx11).
 // RUN: kiln-opt %s --kiln-map-kernels-to-gpu="device='rocm gfx942'" | FileCheck %s --check-prefix=IR
@@ -18,6 +19,9 @@
 // IR: amdgpu.mfma 16x16x16 {{.*}} : vector<4xf16>, vector<4xf16>, vector<4xf32>
 // IR-LABEL: func.func private @mm_bf16
 // IR: amdgpu.mfma 16x16x16 {{.*}} : vector<4xbf16>, vector<4xbf16>, vector<4xf32>
+// IR-LABEL: func.func private @mm32
+// IR: vector.load {{.*}} : memref<512x128xf32>, vector<4xf32>
+// IR: amdgpu.mfma 16x16x4 {{.*}} : f32, f32, vector<4xf32>
 // IR-LABEL: func.func private @rowsum
 // IR: rocdl.mbcnt.lo
 // IR: rocdl.mbcnt.hi
@@ -26,6 +30,8 @@
 // IR11-LABEL: func.func private @mm16
 // IR11: vector.load {{.*}} vector<16xf16>
 // IR11: amdgpu.wmma 16x16x16 {{.*}} : vector<16xf16>, vector<16xf16>, vector<8xf32>
+// IR11-LABEL: func.func private @mm32
+// IR11-NOT: amdgpu.wmma
 // IR11-LABEL: func.func private @rowsum
 // IR11: rocdl.mbcnt.lo
 // IR11-NOT: rocdl.mbcnt.hi
@@ -53,6 +59,9 @@
 // GFX942: .amdhsa_group_segment_fixed_size 20480
 // GFX942-LABEL: mm_bf16_kernel:
 // GFX942: v_mfma_f32_16x16x16_bf16
+// GFX942-LABEL: mm32_kernel:
+// GFX942: global_load_dwordx4
+// GFX942: v_mfma_f32_16x16x4_f32
 // GFX942-LABEL: rowsum_kernel:
 // GFX942: ds_bpermute_b32
 
@@ -61,6 +70,8 @@
 // GFX90A: v_mfma_f32_16x16x16f16
 // GFX90A-LABEL: mm_bf16_kernel:
 // GFX90A: v_mfma_f32_16x16x16bf16_1k
+// GFX90A-LABEL: mm32_kernel:
+// GFX90A: v_mfma_f32_16x16x4f32
 
 // GFX1100: .amdgcn_target "amdgcn-amd-amdhsa--gfx1100"
 // GFX1100-LABEL: mm16_kernel:
@@ -71,6 +82,8 @@
 // GFX1100: .amdhsa_wavefront_size32 1
 // GFX1100-LABEL: mm_bf16_kernel:
 // GFX1100: v_wmma_f32_16x16x16_bf16
+// GFX1100-LABEL: mm32_kernel:
+// GFX1100-NOT: v_wmma
 // GFX1100-LABEL: rowsum_kernel:
 // GFX1100: ds_bpermute_b32
 
@@ -103,6 +116,18 @@ module {
       %xe = arith.extf %x : bf16 to f32
       %we = arith.extf %w : bf16 to f32
       %m = arith.mulf %xe, %we : f32
+      %s = arith.addf %acc, %m : f32
+      linalg.yield %s : f32
+    }
+    return
+  }
+  func.func private @mm32(%a: memref<512x128xf32>, %b: memref<128x512xf32>, %y: memref<512x512xf32>) attributes {kiln.kernel} {
+    %zero = arith.constant 0.0 : f32
+    linalg.fill ins(%zero : f32) outs(%y : memref<512x512xf32>)
+    linalg.generic {indexing_maps = [#mA, #mB, #mC], iterator_types = ["parallel", "parallel", "reduction"]}
+        ins(%a, %b : memref<512x128xf32>, memref<128x512xf32>) outs(%y : memref<512x512xf32>) {
+    ^bb0(%x: f32, %w: f32, %acc: f32):
+      %m = arith.mulf %x, %w : f32
       %s = arith.addf %acc, %m : f32
       linalg.yield %s : f32
     }

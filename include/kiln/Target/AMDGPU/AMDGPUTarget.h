@@ -47,8 +47,9 @@ struct RocmChip {
 const RocmChip *lookupRocmChip(StringRef chip);
 
 /// The fragment layout of MFMA 16x16x16 (`wmma` false: gfx9, wave64) or
-/// WMMA 16x16x16 (gfx11, wave32) for `operand` (f16 or bf16) accumulated in
-/// `acc` (f32); AMDGPUTargetInfo.cpp says where it comes from.
+/// WMMA 16x16x16 (gfx11, wave32) for `operand` f16 or bf16, or of MFMA
+/// 16x16x4 for f32 (gfx9 only), accumulated in `acc` (f32);
+/// AMDGPUTargetInfo.cpp says where it comes from.
 MMALayout getAMDGPUMMALayout(bool wmma, Type operand, Type acc);
 
 } // namespace mlir::kiln
