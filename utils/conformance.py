@@ -15,8 +15,17 @@ and a Markdown report (--out) and optionally JSON (--json) are written.
 Exit status: 0, or 1 when something crashed or the pass rate is below
 --min-pass-rate, 2 when the runner itself failed.
 
+With --compile-target TARGET (and --static-json, a CPU run's --json), only
+the cases that passed in that run are compiled, with --target=TARGET, and
+nothing is run: the check of a device that is not on this machine (e.g.
+rocm:gfx942). Each case ends as compiled, compile error or crash, and the
+report (default docs/conformance-<vendor>.md) groups the failures by what
+kilnc said.
+
   utils/conformance.py [--jobs 2] [--filter REGEX] [--subset FILE]
                        [--out docs/conformance.md] [--json FILE]
+  utils/conformance.py --compile-target rocm:gfx942 --static-json FILE
+                       [--out docs/conformance-rocm.md] [--json FILE]
 """
 from __future__ import annotations
 
@@ -32,8 +41,9 @@ import time
 
 sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "python"))
 from kiln_tools import nodetests  # noqa: E402
-from kiln_tools.nodetests import (COMPILE_ERROR, COMPILE_TIMEOUT, CRASH, DEFAULT_ATOL,  # noqa: E402
-                                  DEFAULT_RTOL, PASSED, RUN_ERROR, RUN_TIMEOUT, STATUSES, WRONG)
+from kiln_tools.nodetests import (COMPILE_ERROR, COMPILE_STATUSES, COMPILE_TIMEOUT, COMPILED,  # noqa: E402
+                                  CRASH, DEFAULT_ATOL, DEFAULT_RTOL, PASSED, RUN_ERROR, RUN_TIMEOUT,
+                                  STATUSES, WRONG)
 
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 
@@ -227,6 +237,135 @@ def write_markdown(path, results, meta, static_json=None):
         f.write("\n".join(lines))
 
 
+def reason_class(reason):
+    """A failure's reason without its specifics (the node prefix, quoted
+    ONNX names, numbers), keeping what names the missing piece: MLIR op
+    names ('math.erf') and types. Failures are grouped by it."""
+    r = re.sub(r"^kilnc (timed out|killed by \w+).*", r"kilnc \1", reason)
+    r = re.sub(r"^node '[^']*' \([^,]+, opset \d+\): ", "", r)
+    r = re.sub(r"'([^'.]*)'", "'…'", r)  # names without a dot: ONNX values and nodes
+    r = re.sub(r"\b\d+\b", "N", r)
+    return r[:160]
+
+
+def device_code_section(results):
+    """Where the compiled cases' kernels went, from kilnc --report: graph
+    kernels left on the host, register spills, scratch memory."""
+    compiled = [r for r in results if r["status"] == COMPILED and "kernels" in r]
+    if not compiled:
+        return []
+    kernels = sum(r["kernels"] for r in compiled)
+    host = [r for r in compiled if r["host_kernels"]]
+    spilling = [r for r in compiled if r["spills"] or r["scratch_bytes"]]
+    shared = sum(r.get("shared_kernels", 0) for r in compiled)
+    host_text = (f"{sum(r['host_kernels'] for r in compiled)} graph kernels in {len(host)} cases have no "
+                 f"device kernel (nothing is launched: their outputs are empty, or their work stays on "
+                 f"the host)" if host else "every graph kernel has device code")
+    spill_text = (f"{len(spilling)} cases have a device kernel that spills registers or uses scratch memory"
+                  if spilling else "no device kernel spills registers or uses scratch memory")
+    lines = ["## Device code", "",
+             f"From each compile's `kilnc --report`: the {len(compiled)} compiled cases hold {kernels} graph "
+             f"kernels ({shared} of them launch another kernel's code) and "
+             f"{sum(r['device_kernels'] for r in compiled)} device kernels; {host_text}, and {spill_text}.", ""]
+    if host:
+        lines += ["Cases with graph kernels that have no device kernel:", "",
+                  "| Case | Operator | Graph kernels | Without device kernel |", "|---|---|---:|---:|"]
+        for r in host:
+            lines.append(f"| {r['name']} | {r['op']} | {r['kernels']} | {r['host_kernels']} |")
+        lines.append("")
+    if spilling:
+        lines += ["Cases with spills or scratch:", "",
+                  "| Case | Operator | Device kernels | Registers spilled | Most scratch (bytes) |",
+                  "|---|---|---:|---:|---:|"]
+        for r in sorted(spilling, key=lambda r: (-r["scratch_bytes"], -r["spills"], r["name"])):
+            lines.append(f"| {r['name']} | {r['op']} | {r['device_kernels']} | {r['spills']} | "
+                         f"{r['scratch_bytes']} |")
+        lines.append("")
+    return lines
+
+
+def write_compile_markdown(path, results, meta):
+    """The report of a --compile-target run: totals over the CPU-passing
+    cases, failures by reason class and operator, then every failure."""
+    total = len(results)
+    counts = {s: sum(1 for r in results if r["status"] == s) for s in COMPILE_STATUSES}
+    target = meta["compile_target"]
+
+    def pct(n):
+        return f"{100.0 * n / total:.1f}%" if total else "n/a"
+
+    lines = [f"# ONNX node-test conformance, compiled for {target} (compile only)", "",
+             "Generated by `utils/conformance.py --compile-target`; do not edit by hand.", "",
+             f"No {target.split(':')[0]} device is here, so nothing runs: every node test that passes "
+             f"on the CPU (`{meta['static_json']}`, the run of docs/conformance.md) is compiled with "
+             f"`kilnc --target={target}` into a `.so` embedding the device code, and a case counts "
+             f"as compiled when kilnc exits 0 with the library written. Whether the device code "
+             f"computes the right values is not checked here.", "",
+             f"- Command: `{meta['command']}`",
+             f"- Date: {meta['date']}",
+             f"- onnx version: {meta['onnx_version']}",
+             f"- Tests from: {meta['source']}",
+             f"- CPU results: `{meta['static_command']}` ({meta['static_date']}): "
+             f"{meta['static_passed']} of {meta['static_total']} cases passed",
+             f"- kilnc arguments: `{' '.join(meta['kilnc_args'])}` (and `--report`, for the device code's counts)",
+             f"- Jobs: {meta['jobs']}; wall time: {meta['wall_s']:.1f} s"]
+    if meta.get("tool_changed"):
+        retried = sum(1 for r in results if r.get("tool_retries"))
+        lines.append(f"- kilnc or its runtime archive was rebuilt during the run; a case that failed "
+                     f"while it changed was compiled again (cases compiled again: {retried})")
+    lines += ["", "## Totals", "",
+              f"Of the {total} cases that pass on the CPU, **{counts[COMPILED]} compile for {target} "
+              f"({pct(counts[COMPILED])})**.", "",
+              "| Result | Cases | % of CPU-passing |", "|---|---:|---:|"]
+    for s in COMPILE_STATUSES:
+        lines.append(f"| {s} | {counts[s]} | {pct(counts[s])} |")
+    lines += [f"| **total** | **{total}** | 100% |", ""]
+
+    failing = [r for r in results if r["status"] != COMPILED]
+    classes = {}
+    for r in failing:
+        classes.setdefault(reason_class(r["reason"]), []).append(r)
+    order = sorted(classes, key=lambda c: (-len(classes[c]), c))
+    if failing:
+        lines += ["## Failures by reason", "",
+                  "kilnc's first error line with the node, quoted ONNX names and numbers taken out; "
+                  "the operators are those of the failing cases.", "",
+                  "| Reason class | Cases | Operators | Example |", "|---|---:|---|---|"]
+        for c in order:
+            rs = classes[c]
+            ops = ", ".join(sorted({r["op"] for r in rs}, key=str.lower))
+            lines.append(f"| {_md_escape(c)} | {len(rs)} | {_md_escape(ops)} | "
+                         f"{rs[0]['name']}: {_md_escape(rs[0]['reason'][:200])} |")
+        lines.append("")
+
+        per_op = {}
+        for r in results:
+            d = per_op.setdefault(r["op"], [0, 0])
+            d[0] += 1
+            d[1] += r["status"] == COMPILED
+        rows = sorted(((op, n, ok) for op, (n, ok) in per_op.items() if ok < n),
+                      key=lambda t: (-(t[1] - t[2]), t[0].lower()))
+        lines += ["## Operators with failures", "",
+                  "| Operator | CPU-passing cases | Compiled | Failed |", "|---|---:|---:|---:|"]
+        for op, n, ok in rows:
+            lines.append(f"| {op} | {n} | {ok} | {n - ok} |")
+        lines.append("")
+
+    lines += device_code_section(results)
+    lines += [f"## Failing cases ({len(failing)})", ""]
+    if not failing:
+        lines += ["None.", ""]
+    for c in order:
+        lines += [f"### {_md_escape(c)} ({len(classes[c])})", "",
+                  "| Case | Operator | Result | Reason |", "|---|---|---|---|"]
+        for r in sorted(classes[c], key=lambda r: r["name"]):
+            lines.append(f"| {r['name']} | {r['op']} | {r['status']} | {_md_escape(r['reason'][:300])} |")
+        lines.append("")
+    os.makedirs(os.path.dirname(os.path.abspath(path)), exist_ok=True)
+    with open(path, "w") as f:
+        f.write("\n".join(lines))
+
+
 # --------------------------------------------------------------------------
 # Main
 # --------------------------------------------------------------------------
@@ -239,7 +378,8 @@ def parse_args(argv):
     p.add_argument("--subset", help="file listing case names, one per line ('#' comments)")
     p.add_argument("--kilnc", default=os.path.join(ROOT, "build", "bin", "kilnc"))
     p.add_argument("--kiln-run", dest="kiln_run", default=os.path.join(ROOT, "build", "bin", "kiln-run"))
-    p.add_argument("--out", default=os.path.join(ROOT, "docs", "conformance.md"), help="Markdown report")
+    p.add_argument("--out", help="Markdown report (default docs/conformance.md; with --compile-target "
+                   "docs/conformance-<vendor>.md)")
     p.add_argument("--json", help="write full per-case results here")
     p.add_argument("--cache", default=nodetests.DEFAULT_CACHE,
                    help="work folder: compiled models, materialized tests (default build/conformance)")
@@ -255,7 +395,11 @@ def parse_args(argv):
                    help="an extra kilnc argument for every case (repeat), e.g. --target=cpu:x86-64-v3")
     p.add_argument("--static-json",
                    help="with --symbolic: the --json of a static run, to report how many of its "
-                        "passes pass with symbolic dims (and which do not)")
+                        "passes pass with symbolic dims (and which do not); with --compile-target: "
+                        "the CPU run whose passing cases are compiled")
+    p.add_argument("--compile-target", dest="compile_target", metavar="TARGET",
+                   help="compile only, with --target=TARGET (e.g. rocm:gfx942), the cases that passed "
+                        "in --static-json; nothing is run")
     p.add_argument("--symbolic", action="store_true",
                    help="make every input dim of every case symbolic before compiling (outputs' "
                    "dims unknown), as a model with dynamic shapes would have them")
@@ -263,6 +407,98 @@ def parse_args(argv):
                    help="exit 1 if passed/total is below this fraction (0..1)")
     p.add_argument("--quiet", "-q", action="store_true", help="print only the totals")
     return p.parse_args(argv)
+
+
+def _rel(path):
+    return os.path.relpath(path, ROOT) if os.path.abspath(path).startswith(ROOT + os.sep) else path
+
+
+def _command(argv):
+    return " ".join(shlex.quote(a) for a in ["utils/conformance.py"] + [_rel(a) for a in argv])
+
+
+def _date():
+    return datetime.datetime.now().astimezone().strftime("%Y-%m-%d %H:%M %Z")
+
+
+def compile_only(args, argv, cases, source, static, start, log):
+    """--compile-target: compiles `cases` (the CPU run's passes) for the
+    target, writes the report and JSON, prints the totals."""
+    import onnx
+
+    work_root = os.path.join(args.cache, "work")
+    os.makedirs(work_root, exist_ok=True)
+    kilnc_args = args.kilnc_arg + [f"--target={args.compile_target}"]
+    log(f"conformance: compiling {len(cases)} CPU-passing node tests for {args.compile_target}, "
+        f"{args.jobs} jobs")
+    static_op = {r["name"]: r.get("op") for r in static["results"]}
+    stamp = nodetests.tool_stamp(args.kilnc)
+    results = []
+    runner_errors = []
+    with concurrent.futures.ProcessPoolExecutor(max_workers=args.jobs) as pool:
+        futures = {pool.submit(nodetests.compile_case_safe, c.name, c.model_dir, args.kilnc, work_root,
+                               args.keep, args.compile_timeout, kilnc_args): c
+                   for c in cases}
+        for n, fut in enumerate(concurrent.futures.as_completed(futures), 1):
+            case = futures[fut]
+            try:
+                r = fut.result()
+            except Exception as e:
+                r = {"name": case.name, "status": None, "runner_error": f"{type(e).__name__}: {e}", "ops": []}
+            if r.get("status") is None:
+                runner_errors.append(f"{r['name']}: {r.get('runner_error')}")
+                r["status"] = COMPILE_ERROR
+                r["reason"] = f"conformance runner failed: {r.get('runner_error')}"
+            r["op"] = static_op.get(r["name"]) or "(none)"
+            results.append(r)
+            if not args.quiet:
+                tail = f": {r['reason']}" if r["status"] != COMPILED else ""
+                print(f"[{n}/{len(cases)}] {r['status'].upper()} {r['name']}{tail}", flush=True)
+    results.sort(key=lambda r: r["name"])
+    wall = time.monotonic() - start
+
+    total = len(results)
+    counts = {s: sum(1 for r in results if r["status"] == s) for s in COMPILE_STATUSES}
+    smeta = static["meta"]
+    meta = {
+        "command": _command(argv),
+        "date": _date(),
+        "onnx_version": onnx.__version__,
+        "source": source if not source.startswith("/") else _rel(source),
+        "jobs": args.jobs,
+        "wall_s": wall,
+        "compile_target": args.compile_target,
+        "kilnc_args": kilnc_args,
+        "static_json": _rel(args.static_json),
+        "static_command": smeta.get("command", "?"),
+        "static_date": smeta.get("date", "?"),
+        "static_total": len(static["results"]),
+        "static_passed": sum(1 for r in static["results"] if r["status"] == PASSED),
+        "tool_changed": nodetests.tool_stamp(args.kilnc) != stamp,
+    }
+    write_compile_markdown(args.out, results, meta)
+    if args.json:
+        with open(args.json, "w") as f:
+            json.dump({"meta": meta, "totals": counts, "results": results}, f, indent=1)
+
+    print(f"conformance: {total} CPU-passing cases compiled for {args.compile_target} in {wall:.1f} s")
+    for s in COMPILE_STATUSES:
+        print(f"  {s + ':':15s}{counts[s]:6d}  ({100.0 * counts[s] / total:.1f}%)")
+    crashes = [r["name"] for r in results if r["status"] == CRASH]
+    if crashes:
+        print("crashes: " + ", ".join(crashes))
+    print(f"report: {args.out}")
+    if runner_errors:
+        for e in runner_errors:
+            print(f"conformance: runner error: {e}", file=sys.stderr)
+        return 2
+    status = 1 if crashes else 0
+    rate = counts[COMPILED] / total
+    if args.min_pass_rate is not None and rate < args.min_pass_rate:
+        print(f"conformance: compile rate {rate:.4f} is below --min-pass-rate {args.min_pass_rate}",
+              file=sys.stderr)
+        status = 1
+    return status
 
 
 def main(argv):
@@ -277,7 +513,15 @@ def main(argv):
         print(f"conformance: error: {msg}", file=sys.stderr)
         return 2
 
-    for tool in (args.kilnc, args.kiln_run):
+    if args.compile_target:
+        if not args.static_json:
+            return fail("--compile-target needs --static-json (the CPU run whose passes to compile)")
+        if args.symbolic:
+            return fail("--compile-target does not combine with --symbolic")
+    if args.out is None:
+        name = f"conformance-{args.compile_target.split(':')[0]}.md" if args.compile_target else "conformance.md"
+        args.out = os.path.join(ROOT, "docs", name)
+    for tool in (args.kilnc,) if args.compile_target else (args.kilnc, args.kiln_run):
         if not (os.path.isfile(tool) and os.access(tool, os.X_OK)):
             return fail(f"{tool} is not an executable (build Kiln first, or pass --kilnc/--kiln-run)")
     if args.jobs < 1:
@@ -310,8 +554,20 @@ def main(argv):
         except re.error as e:
             return fail(f"bad --filter: {e}")
         cases = [c for c in cases if rx.search(c.name)]
+    if args.compile_target:
+        try:
+            with open(args.static_json) as f:
+                static = json.load(f)
+        except (OSError, ValueError) as e:
+            return fail(f"cannot read --static-json: {e}")
+        if static["meta"].get("symbolic"):
+            return fail("--static-json is a --symbolic run; give a static CPU run's --json")
+        passed = {r["name"]: r for r in static["results"] if r["status"] == PASSED}
+        cases = [c for c in cases if c.name in passed]
     if not cases:
         return fail("no test cases selected")
+    if args.compile_target:
+        return compile_only(args, argv, cases, source, static, start, log)
 
     work_root = os.path.join(args.cache, "work")
     os.makedirs(work_root, exist_ok=True)
@@ -347,13 +603,11 @@ def main(argv):
 
     total = len(results)
     counts = {s: sum(1 for r in results if r["status"] == s) for s in STATUSES}
-    rel = lambda p: os.path.relpath(p, ROOT) if os.path.abspath(p).startswith(ROOT + os.sep) else p
-    command = " ".join(shlex.quote(a) for a in ["utils/conformance.py"] + [rel(a) for a in argv])
     meta = {
-        "command": command,
-        "date": datetime.datetime.now().astimezone().strftime("%Y-%m-%d %H:%M %Z"),
+        "command": _command(argv),
+        "date": _date(),
         "onnx_version": onnx.__version__,
-        "source": source if not source.startswith("/") else rel(source),
+        "source": source if not source.startswith("/") else _rel(source),
         "jobs": args.jobs,
         "wall_s": wall,
         "symbolic": args.symbolic,

@@ -1,9 +1,11 @@
 """ONNX's backend node tests: finding them (shipped with onnx, or generated
 into a cache from onnx's test-case definitions), and running one case
-through kilnc and kiln-run --expect (ONNX's per-test tolerances). Used by
+through kilnc and kiln-run --expect (ONNX's per-test tolerances), or
+through kilnc alone for a device that is not here (compile_case). Used by
 utils/conformance.py (the report), utils/compare_builds.py,
 bench/mixed_precision.py and bench/gpu_check.py (the GPU side runs cases
 compiled elsewhere)."""
+import errno
 import json
 import os
 import re
@@ -21,11 +23,18 @@ COMPILE_ERROR = "compile error"
 RUN_ERROR = "run error"
 CRASH = "crash"
 STATUSES = [PASSED, WRONG, COMPILE_ERROR, RUN_ERROR, CRASH]
+# A compile-only case (compile_case): kilnc wrote the library; nothing ran.
+COMPILED = "compiled"
+COMPILE_STATUSES = [COMPILED, COMPILE_ERROR, CRASH]
 # Which status a case gets when its data sets disagree: the worst.
 SEVERITY = {PASSED: 0, WRONG: 1, RUN_ERROR: 2, COMPILE_ERROR: 3, CRASH: 4}
 
 COMPILE_TIMEOUT = 60  # seconds, per kilnc run (--compile-timeout)
 RUN_TIMEOUT = 60  # seconds, per kiln-run run (--run-timeout)
+# compile_case: while kilnc is missing, half-written or replaced under a
+# compile (a build relinking it), wait this long and retry, this many times.
+TOOL_WAIT = 60  # seconds
+TOOL_WAITS = 10
 DEFAULT_RTOL = 1e-3  # onnx.backend.test.loader's defaults
 DEFAULT_ATOL = 1e-7
 # Where materialized tests go unless told (utils/conformance.py --cache).
@@ -192,6 +201,119 @@ def run_with_timeout(cmd, timeout):
     return rc, out.decode(errors="replace"), err.decode(errors="replace"), time.monotonic() - start, timed_out
 
 
+def _compile(kilnc, model_path, so, kilnc_args, timeout, non_tensor=()):
+    """kilnc MODEL -o SO ARGS...: (status, reason, stderr tail or None,
+    seconds), status None when kilnc wrote SO, else CRASH (timeout or
+    signal) or COMPILE_ERROR."""
+    rc, out, err, dt, timed_out = run_with_timeout([kilnc, model_path, "-o", so, *kilnc_args], timeout)
+    if timed_out:
+        return CRASH, f"kilnc timed out after {timeout:g} s", None, dt
+    if rc < 0:
+        return CRASH, f"kilnc killed by {_signal_name(rc)}: {_kilnc_message(err, model_path)}", err[-4000:], dt
+    if rc != 0:
+        msg = _kilnc_message(err, model_path)
+        if rc != 1:
+            msg = f"(kilnc exit code {rc}) {msg}"
+        if non_tensor:
+            msg += f" [{'; '.join(non_tensor)}]"
+        return COMPILE_ERROR, msg, err[-4000:], dt
+    if not os.path.exists(so):
+        return COMPILE_ERROR, "kilnc exited 0 but wrote no library", None, dt
+    return None, "", None, dt
+
+
+def tool_stamp(kilnc):
+    """What changes when a build replaces kilnc or the runtime archive it
+    links into every library (<prefix>/lib/libKilnModelRuntime.a)."""
+    stamp = []
+    for path in (kilnc, os.path.join(os.path.dirname(os.path.dirname(kilnc)), "lib", "libKilnModelRuntime.a")):
+        try:
+            st = os.stat(path)
+            stamp.append((st.st_mtime_ns, st.st_size))
+        except OSError:
+            stamp.append(None)
+    return stamp
+
+
+# Starting kilnc fails with these while a build is linking it.
+_TOOL_BUSY = (errno.ENOENT, errno.ETXTBSY, errno.ENOEXEC, errno.EACCES)
+
+
+def _device_code(report_path):
+    """What kilnc --report says about a compiled library's device code:
+    kernels (graph kernels), shared_kernels (those running another
+    kernel's code: `code_of`), host_kernels (those with no device code),
+    device_kernels, spills (VGPRs and SGPRs spilled, summed) and
+    scratch_bytes (the most of one device kernel); {} without a report."""
+    try:
+        with open(report_path) as f:
+            report = json.load(f)
+    except (OSError, ValueError):
+        return {}
+    kernels = report.get("kernels", [])
+    device = report.get("device_kernels", [])
+    return {"kernels": len(kernels),
+            "shared_kernels": sum(1 for k in kernels if k.get("code_of")),
+            "host_kernels": sum(1 for k in kernels if not k.get("device_kernels") and not k.get("code_of")),
+            "device_kernels": len(device),
+            "spills": sum(d.get("vgpr_spills", 0) + d.get("sgpr_spills", 0) for d in device),
+            "scratch_bytes": max((d.get("scratch_bytes", 0) for d in device), default=0)}
+
+
+def compile_case(case_name, model_dir, kilnc, work_root, keep, compile_timeout=COMPILE_TIMEOUT,
+                 kilnc_args=(), tool_wait=TOOL_WAIT, tool_waits=TOOL_WAITS):
+    """Compiles one case with `kilnc_args` (e.g. --target=rocm:gfx942) and
+    stops there: the check of a device target that has no device here.
+    Status COMPILED, COMPILE_ERROR or CRASH; a compiled case also holds
+    its device code's counts from kilnc --report (_device_code). When
+    kilnc cannot be started (missing, half-written: another build is
+    linking it), or a failed compile saw kilnc or its runtime archive
+    replaced, waits `tool_wait` seconds and compiles again, at most
+    `tool_waits` times; `tool_retries` counts the waits and
+    `tool_retry_reason` says why the last one was needed."""
+    import onnx
+
+    model_path = os.path.join(model_dir, "model.onnx")
+    result = {"name": case_name, "status": None, "reason": "", "ops": [], "compile_s": None}
+    try:
+        result["ops"] = [n.op_type for n in onnx.load(model_path, load_external_data=False).graph.node]
+    except Exception as e:  # kilnc still gets the model; its message says why
+        result["load_error"] = str(e)
+    work = os.path.join(work_root, case_name)
+    os.makedirs(work, exist_ok=True)
+    so = os.path.join(work, "model.so")
+    report = os.path.join(work, "report.json")
+    try:
+        for attempt in range(tool_waits + 1):
+            for path in (so, report):
+                if os.path.exists(path):
+                    os.remove(path)
+            before = tool_stamp(kilnc)
+            try:
+                status, reason, err, dt = _compile(kilnc, model_path, so, [*kilnc_args, f"--report={report}"],
+                                                   compile_timeout)
+            except OSError as e:
+                if e.errno not in _TOOL_BUSY or attempt == tool_waits:
+                    raise
+                reason = f"cannot start kilnc: {e.strerror}"
+            else:
+                if status is None or tool_stamp(kilnc) == before or attempt == tool_waits:
+                    break
+            result["tool_retries"] = attempt + 1
+            result["tool_retry_reason"] = reason
+            time.sleep(tool_wait)
+        result.update(status=status or COMPILED, reason=reason, compile_s=round(dt, 3))
+        if err is not None:
+            result["stderr"] = err
+        if status is None:
+            result["library_bytes"] = os.path.getsize(so)
+            result.update(_device_code(report))
+        return result
+    finally:
+        if not keep:
+            shutil.rmtree(work, ignore_errors=True)
+
+
 def make_symbolic(model):
     """`model` (a ModelProto, changed in place) with every dim of its graph
     inputs symbolic (dim_param `<input>_d<axis>`) and its outputs' dims
@@ -258,28 +380,14 @@ def run_case(case_name, model_dir, rtol, atol, kilnc, kiln_run, work_root, keep,
         os.remove(so)
     try:
         if prebuilt:
-            rc, out, err, dt, timed_out = 0, "", "", 0.0, False
+            status, dt = None, 0.0
         else:
-            rc, out, err, dt, timed_out = run_with_timeout([kilnc, model_path, "-o", so, *kilnc_args],
-                                               compile_timeout)
+            status, reason, err, dt = _compile(kilnc, model_path, so, kilnc_args, compile_timeout, non_tensor)
         result["compile_s"] = round(dt, 3)
-        if timed_out:
-            result.update(status=CRASH, reason=f"kilnc timed out after {compile_timeout:g} s")
-            return result
-        if rc < 0:
-            result.update(status=CRASH, reason=f"kilnc killed by {_signal_name(rc)}: {_kilnc_message(err, model_path)}",
-                          stderr=err[-4000:])
-            return result
-        if rc != 0:
-            msg = _kilnc_message(err, model_path)
-            if rc != 1:
-                msg = f"(kilnc exit code {rc}) {msg}"
-            if non_tensor:
-                msg += f" [{'; '.join(non_tensor)}]"
-            result.update(status=COMPILE_ERROR, reason=msg, stderr=err[-4000:])
-            return result
-        if not os.path.exists(so):
-            result.update(status=COMPILE_ERROR, reason="kilnc exited 0 but wrote no library")
+        if status:
+            result.update(status=status, reason=reason)
+            if err is not None:
+                result["stderr"] = err
             return result
         if non_tensor:
             # kiln-run reads TensorProto only; the data set holds
@@ -336,8 +444,16 @@ def run_case(case_name, model_dir, rtol, atol, kilnc, kiln_run, work_root, keep,
 
 
 def run_case_safe(*args):
+    return _safe(run_case, args)
+
+
+def compile_case_safe(*args):
+    return _safe(compile_case, args)
+
+
+def _safe(fn, args):
     try:
-        return run_case(*args)
+        return fn(*args)
     except Exception as e:  # the runner's own failure for this case
         return {"name": args[0], "status": None, "runner_error": f"{type(e).__name__}: {e}", "ops": []}
 
