@@ -324,43 +324,12 @@ static LogicalResult readFlags(kiln::CompileOptions &options,
   if (outputFile.empty() && dumpAfter.empty() && printPipeline.empty())
     return fail("no output file (-o model.so)");
 
-  for (const std::string &b : boundDims) {
-    size_t eq = b.find('=');
-    long long v = 0;
-    if (eq == std::string::npos || eq == 0 ||
-        llvm::StringRef(b).substr(eq + 1).getAsInteger(10, v) || v < 0)
-      return fail("--dim expects NAME=VALUE with a non-negative integer, "
-                  "got '" +
-                  b + "'");
-    importOptions.boundDims[b.substr(0, eq)] = v;
-  }
-  for (const std::string &list : inputShapes) {
-    llvm::SmallVector<llvm::StringRef> entries;
-    llvm::StringRef(list).split(entries, ',');
-    for (llvm::StringRef entry : entries) {
-      size_t colon = entry.rfind(':');
-      if (colon == llvm::StringRef::npos || colon == 0)
-        return fail("--shapes expects NAME:DxDx... (e.g. x:1x3x224x224), got "
-                    "'" +
-                    entry.str() + "'");
-      std::string name = entry.take_front(colon).str();
-      llvm::StringRef dims = entry.drop_front(colon + 1);
-      std::vector<int64_t> shape;
-      llvm::SmallVector<llvm::StringRef> parts;
-      if (!dims.empty())
-        dims.split(parts, 'x');
-      for (llvm::StringRef part : parts) {
-        long long v = 0;
-        if (part.getAsInteger(10, v) || v < 0)
-          return fail("--shapes: '" + entry.str() +
-                      "' has a dim that is not a non-negative integer ('" +
-                      part.str() + "')");
-        shape.push_back(v);
-      }
-      if (!importOptions.inputShapes.emplace(name, std::move(shape)).second)
-        return fail("--shapes gives input '" + name + "' twice");
-    }
-  }
+  for (const std::string &b : boundDims)
+    if (!kiln::addBoundDim(importOptions, b, error))
+      return fail(error);
+  for (const std::string &list : inputShapes)
+    if (!kiln::addInputShapes(importOptions, list, error))
+      return fail(error);
   if (externalWeightsMinBytes.getNumOccurrences() &&
       !externalWeights.getNumOccurrences())
     return fail("--external-weights-min-bytes needs --external-weights");

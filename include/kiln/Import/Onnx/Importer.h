@@ -96,6 +96,17 @@ struct OnnxImportOptions {
   ExternalWeights *externalWeights = nullptr;
 };
 
+/// Adds `--dim NAME=VALUE` (`spec`) to `options.boundDims`; false with the
+/// message in `error` (naming the flag) when it is not that spelling.
+bool addBoundDim(OnnxImportOptions &options, llvm::StringRef spec,
+                 std::string &error);
+/// Adds `--shapes NAME:DxD...[,NAME:...]` (`list`; an input name may
+/// contain ':', the shape follows the last one) to `options.inputShapes`;
+/// false with the message in `error` for a bad spelling or an input given
+/// twice.
+bool addInputShapes(OnnxImportOptions &options, llvm::StringRef list,
+                    std::string &error);
+
 /// Reads the model file `path` into `bytes`: a regular file only (a FIFO or
 /// a device is refused before it is read); false with the reason in `error`.
 bool readModelFile(llvm::StringRef path, std::string &bytes,
