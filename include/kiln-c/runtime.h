@@ -27,8 +27,8 @@
  * library, device index) and instance options (kiln_instance_options_t:
  * graphs, profile file) are passed through this API. A field left at its
  * "unset" value (NULL, -1) takes the value of a documented environment
- * variable when that is set, else the built-in default (docs/runtime.md,
- * "Options and environment").
+ * variable where there is one and it is set, else the built-in default
+ * (docs/runtime.md, "Options and environment").
  *===----------------------------------------------------------------------===*/
 #ifndef KILN_C_RUNTIME_H
 #define KILN_C_RUNTIME_H
@@ -295,9 +295,10 @@ typedef struct kiln_instance_options {
   /* Device graphs (see kiln_instance_set_graphs): 1 on, 0 off, -1:
    * KILN_<KIND>_GRAPHS=0 turns them off, else on. */
   int32_t graphs;
-  /* Per-kernel device times are appended as one JSON line to this file when
-   * the instance is released (docs/runtime.md, "Profiling"; no graphs
-   * then). NULL: KILN_<KIND>_PROFILE if set; "": off. */
+  /* Per-kernel device times of all its runs are appended as one JSON line
+   * to this file when the instance is released (docs/runtime.md,
+   * "Per-kernel times"; no graphs then). NULL or "": off. (For the times
+   * of single launches, see kiln_instance_set_profiling.) */
   const char *profile_path;
 } kiln_instance_options_t;
 
@@ -371,6 +372,75 @@ KILN_API kiln_status_t *kiln_instance_set_stream(kiln_instance_t *instance,
  * that failed before. */
 KILN_API kiln_status_t *kiln_instance_set_graphs(kiln_instance_t *instance,
                                                  int enable);
+
+/*===--------------------------------------------------------------------===*
+ * Profiling (docs/runtime.md, "Profiling")
+ *===--------------------------------------------------------------------===*/
+
+/* What an instance measures in its runs, or-ed together. Nothing is
+ * measured by default, and an instance that measures nothing pays nothing
+ * for it. */
+typedef enum kiln_profile_flags_e {
+  KILN_PROFILE_OFF = 0,
+  /* Every kernel launch: when it started and how long it ran. CPU kernels
+   * by the host's clock around each kernel; device kernels by device events
+   * around each launch, so a device instance then runs without graphs and
+   * its runs take longer than unprofiled ones. */
+  KILN_PROFILE_KERNELS = 1,
+  /* Device models: the device time of each run's input copies, its compute
+   * (kernels, device copies, host reads) and its output copies, from four
+   * device events between them (graphs stay on). A run on the caller's
+   * stream then returns with its work done. */
+  KILN_PROFILE_PHASES = 2,
+} kiln_profile_flags_t;
+
+/* Measures `flags` (kiln_profile_flags_t, or-ed) from the next run on;
+ * KILN_PROFILE_OFF stops measuring. INVALID_ARGUMENT for unknown flags;
+ * UNIMPLEMENTED when the model's device driver cannot time device work. */
+KILN_API kiln_status_t *kiln_instance_set_profiling(kiln_instance_t *instance,
+                                                    int flags);
+
+/* One kernel launch of a profiled run. Strings are owned by the instance. */
+typedef struct kiln_kernel_event {
+  /* The kernel's name: the symbol of the function or device kernel that
+   * ran ("" when the model does not say and the symbol is not found). */
+  const char *kernel;
+  /* The ONNX nodes the launch computes, when the model records them (its
+   * `launch` records, kiln/Runtime/ModelABI.h); else NULL and 0. */
+  const char *const *nodes;
+  size_t num_nodes;
+  int64_t index;     /* device kernels: the kernel's index; CPU: -1 */
+  int64_t site;      /* the launch site the model named; -1 when none */
+  int32_t on_device; /* 1: timed by device events; 0: by the host clock */
+  double start_us;   /* from the start of the run */
+  double duration_us;
+} kiln_kernel_event_t;
+
+/* The measurements of an instance's last run (kiln_instance_last_profile).
+ * The caller sets struct_size; fields past it are not written. */
+typedef struct kiln_run_profile {
+  size_t struct_size; /* sizeof(kiln_run_profile_t) */
+  int32_t flags;      /* what was measured (kiln_profile_flags_t) */
+  double run_us;      /* host clock, from the call's start to its end */
+  /* Device models with KILN_PROFILE_PHASES: device time of the input
+   * copies, the compute and the output copies; -1 when not measured. */
+  double h2d_us, compute_us, d2h_us;
+  /* KILN_PROFILE_KERNELS: every launch, in launch order. Device launches
+   * start at the device time since the run's first device event, placed
+   * where the host recorded that event (docs/runtime.md). */
+  size_t num_events;
+  const kiln_kernel_event_t *events;
+  /* "" or why device timing stopped (a failed event call; the run itself
+   * succeeded). */
+  const char *stopped;
+} kiln_run_profile_t;
+
+/* The measurements of the instance's last successful run made while
+ * profiling was on, valid until its next run, kiln_instance_set_profiling
+ * or kiln_instance_release. FAILED_PRECONDITION when there is none. */
+KILN_API kiln_status_t *
+kiln_instance_last_profile(kiln_instance_t *instance,
+                           kiln_run_profile_t *out_profile);
 
 #ifdef __cplusplus
 }

@@ -424,8 +424,8 @@ TEST_F(CudaRunTest, ConcurrentInstances) {
 }
 
 //===----------------------------------------------------------------------===//
-// KILN_CUDA_PROFILE: per-kernel times from events (the fake driver's clock:
-// scale takes 1 ms, add_weight_sum 2 ms)
+// The profile_path option: per-kernel times from events (the fake driver's
+// clock: scale takes 1 ms, add_weight_sum 2 ms)
 //===----------------------------------------------------------------------===//
 
 class CudaProfileTest : public CudaRunTest {
@@ -444,10 +444,15 @@ protected:
     instance = nullptr;
   }
   /// Replaces the fixture's instance by one created with the current
-  /// environment.
-  void recreate() {
+  /// environment and the profile_path option `path`.
+  void recreate(const char *path) {
     release();
-    ASSERT_EQ(take(kiln_instance_create(model, &instance)), "");
+    kiln_instance_options_t options;
+    kiln_instance_options_init(&options);
+    options.profile_path = path;
+    ASSERT_EQ(
+        take(kiln_instance_create_with_options(model, &options, &instance)),
+        "");
   }
   std::vector<std::string> lines() {
     std::ifstream in(profile);
@@ -478,8 +483,7 @@ protected:
 };
 
 TEST_F(CudaProfileTest, WritesPerKernelTimesWithoutGraphs) {
-  env.set("KILN_CUDA_PROFILE", profile.c_str());
-  recreate();
+  recreate(profile.c_str());
   // Graphs stay off while profiling, even when asked for.
   ASSERT_EQ(take(kiln_instance_set_graphs(instance, 1)), "");
   for (int i = 0; i < 3; ++i)
@@ -490,10 +494,10 @@ TEST_F(CudaProfileTest, WritesPerKernelTimesWithoutGraphs) {
   EXPECT_EQ(d.launches, 6);
   EXPECT_EQ(driver->stats().event_creates - before.event_creates, 4); // reused
   EXPECT_EQ(driver->stats().event_records - before.event_records, 12);
-  EXPECT_TRUE(lines().empty()); // written at release
-  kiln_instance_t *second = nullptr;
-  ASSERT_EQ(take(kiln_instance_create(model, &second)), "");
-  std::swap(instance, second);
+  EXPECT_TRUE(lines().empty());       // written at release
+  kiln_instance_t *second = instance; // a second instance runs once
+  instance = nullptr;
+  recreate(profile.c_str());
   runAndCheck(Case(3, 4.0f));
   std::swap(instance, second);
   kiln_instance_release(second);
@@ -510,8 +514,7 @@ TEST_F(CudaProfileTest, WritesPerKernelTimesWithoutGraphs) {
 }
 
 TEST_F(CudaProfileTest, EventFailuresStopProfilingNotTheRun) {
-  env.set("KILN_CUDA_PROFILE", profile.c_str());
-  recreate();
+  recreate(profile.c_str());
   runAndCheck(Case(3, 1.0f));
   runAndCheck(Case(3, 2.0f));
   env.set("FAKE_CUDA_MODE", "eventfail");
@@ -521,9 +524,9 @@ TEST_F(CudaProfileTest, EventFailuresStopProfilingNotTheRun) {
   EXPECT_EQ(driver->stats().event_records - before.event_records, 8);
   // An instance whose first event fails reports no run.
   env.set("FAKE_CUDA_MODE", "eventfail");
-  kiln_instance_t *second = nullptr;
-  ASSERT_EQ(take(kiln_instance_create(model, &second)), "");
-  std::swap(instance, second);
+  kiln_instance_t *second = instance;
+  instance = nullptr;
+  recreate(profile.c_str());
   runAndCheck(Case(3, 5.0f));
   std::swap(instance, second);
   kiln_instance_release(second);
@@ -540,12 +543,14 @@ TEST_F(CudaProfileTest, EventFailuresStopProfilingNotTheRun) {
                                kernel(0, "scale", 2, 1)));
 }
 
-TEST_F(CudaProfileTest, NothingWithoutTheVariable) {
-  // The fixture's instance was created without KILN_CUDA_PROFILE.
+TEST_F(CudaProfileTest, NothingWithoutTheOption) {
+  // The fixture's instance was created without the option.
   for (int i = 0; i < 3; ++i)
     runAndCheck(Case(3, static_cast<float>(i)));
-  env.set("KILN_CUDA_PROFILE", ""); // empty: off too
-  recreate();
+  // The environment no longer sets it (KILN_CUDA_PROFILE was replaced by
+  // kiln-run --profile), and "" is off.
+  env.set("KILN_CUDA_PROFILE", profile.c_str());
+  recreate("");
   for (int i = 0; i < 3; ++i)
     runAndCheck(Case(3, static_cast<float>(i)));
   release();

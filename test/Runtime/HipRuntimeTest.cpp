@@ -371,8 +371,18 @@ TEST_F(HipFakeTest, ProfilingIsNotImplemented) {
   EXPECT_EQ(kiln_status_code(status), KILN_STATUS_UNIMPLEMENTED);
   EXPECT_EQ(take(status),
             "model compiled for rocm gfx942: per-kernel times (the "
-            "profile_path option, KILN_ROCM_PROFILE) are not implemented by "
-            "the HIP driver; use rocprofv3 instead");
+            "profile_path option) are not implemented by the HIP driver; use "
+            "rocprofv3 instead");
+  // kiln_instance_set_profiling likewise (the driver has no timing).
+  ASSERT_EQ(take(kiln_instance_create(loaded, &created)), "");
+  status = kiln_instance_set_profiling(created, KILN_PROFILE_KERNELS);
+  EXPECT_EQ(kiln_status_code(status), KILN_STATUS_UNIMPLEMENTED);
+  EXPECT_EQ(take(status),
+            "model compiled for rocm gfx942: kernel and phase times "
+            "(kiln_instance_set_profiling) are not implemented by its device "
+            "driver");
+  EXPECT_EQ(take(kiln_instance_set_profiling(created, KILN_PROFILE_OFF)), "");
+  kiln_instance_release(created);
   kiln_model_release(loaded);
 }
 

@@ -97,6 +97,12 @@ TEST(SignatureTest, Malformed) {
       {"kiln-signature 1\nweights-file ../m 0123456789abcdef 64\n",
        "must be a plain file name"},
       {"kiln-signature 1\nbogus\n", "line 2: unknown record"},
+      {"kiln-signature 1\nlaunch 1 k\n", "line 2: launch sites out of order"},
+      {"kiln-signature 1\nlaunch 0\n", "line 2: expected 'launch <site>"},
+      {"kiln-signature 1\nlaunch x k\n", "line 2: expected 'launch <site>"},
+      {"kiln-signature 1\nlaunch 0 k a b\n", "line 2: expected 'launch"},
+      {"kiln-signature 1\nlaunch 0 k a,,b\n", "line 2: empty node name"},
+      {"kiln-signature 1\nlaunch 0 k a,%g0\n", "line 2: bad %XX escape"},
   };
   for (const Case &c : cases) {
     Parsed p(c.text);
@@ -104,6 +110,23 @@ TEST(SignatureTest, Malformed) {
         << "signature:\n"
         << c.text << "\nerror: " << p.error;
   }
+}
+
+// `launch` records (profiles): site i's kernel and nodes, %XX-decoded.
+TEST(SignatureTest, LaunchRecords) {
+  Parsed p("kiln-signature 1\nlaunch 0 k_0 conv%2C1,relu\n"
+           "launch\t1 k%200\nlaunch 2 k_0 ,\n");
+  EXPECT_EQ(p.error, "malformed model signature, line 4: empty node name");
+  Parsed q("kiln-signature 1\nlaunch 0 k_0 conv%2C1,relu\n"
+           "launch\t1 k%200\n");
+  ASSERT_EQ(q.error, "");
+  ASSERT_EQ(q.model->num_sites, 2u);
+  EXPECT_STREQ(q.model->sites[0].kernel, "k_0");
+  ASSERT_EQ(q.model->sites[0].num_nodes, 2u);
+  EXPECT_STREQ(q.model->sites[0].nodes[0], "conv,1");
+  EXPECT_STREQ(q.model->sites[0].nodes[1], "relu");
+  EXPECT_STREQ(q.model->sites[1].kernel, "k 0");
+  EXPECT_EQ(q.model->sites[1].num_nodes, 0u);
 }
 
 // Many records and symbols: the arrays are sized by the same count.

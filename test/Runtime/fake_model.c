@@ -9,6 +9,9 @@
  * output, N == 7 fails without recording a reason.
  *
  * -DKILN_FAKE_BAD_SIGNATURE builds a model whose signature has version 2.
+ * -DKILN_FAKE_LAUNCH_SITES: the signature names the launch sites (`launch`
+ * records with the kernels and their ONNX nodes) and kiln_model_main calls
+ * kiln_rt_launch_site before each launch, as profiles want it.
  *===----------------------------------------------------------------------===*/
 #include "kiln/Runtime/ModelABI.h"
 
@@ -16,6 +19,15 @@
 
 #ifdef KILN_FAKE_BAD_SIGNATURE
 const char kiln_model_signature[] = "kiln-signature 2\narena 0\n";
+#elif defined(KILN_FAKE_LAUNCH_SITES)
+const char kiln_model_signature[] = "kiln-signature 1\n"
+                                    "arena 128\n"
+                                    "input x f32 2 ?N 4\n"
+                                    "input bias f32 1 ?N\n"
+                                    "output y f32 2 ?N 4\n"
+                                    "output n%20rows i64 0\n"
+                                    "launch 0 scale_kernel mul%2C2,Identity\n"
+                                    "launch 1 add_bias_kernel\n";
 #else
 const char kiln_model_signature[] = "kiln-signature 1\n"
                                     "arena 128\n"
@@ -84,8 +96,14 @@ int32_t kiln_model_main(kiln_rt_ctx *ctx) {
   memref1_f32 bm = {bias, bias, 0, {n}, {1}};
 
   void *scale_args[] = {&xm, &tm};
+#ifdef KILN_FAKE_LAUNCH_SITES
+  kiln_rt_launch_site(ctx, 0);
+#endif
   kiln_rt_launch_cpu(ctx, scale_kernel, scale_args);
   void *add_args[] = {&tm, &bm, &ym};
+#ifdef KILN_FAKE_LAUNCH_SITES
+  kiln_rt_launch_site(ctx, 1);
+#endif
   kiln_rt_launch_cpu(ctx, add_bias_kernel, add_args);
 
   int64_t *rows = (int64_t *)kiln_rt_output(ctx, 1, NULL);

@@ -36,6 +36,16 @@
  *                                             its layout hash (16 hex digits,
  *                                             also in the file's header) and
  *                                             its size
+ *         launch <site> <kernel> [<node>,<node>...]
+ *                                             optional, one per launch site
+ *                                             (site 0, 1, ... in order): the
+ *                                             kernel the site launches (its
+ *                                             symbol: the CPU function, or
+ *                                             the device kernel) and the ONNX
+ *                                             nodes it computes, for
+ *                                             profiles; generated code calls
+ *                                             kiln_rt_launch_site(ctx, site)
+ *                                             before the launch
  *         weight <name> <dtype> <rank> <dim>* <offset> <bytes>
  *                                             one per external weight, in
  *                                             kiln_rt_external_weight index
@@ -95,6 +105,11 @@ void kiln_rt_launch_cpu(kiln_rt_ctx *ctx, void (*kernel)(void **args),
  * returns when all have returned. */
 void kiln_rt_parallel_for(void (*body)(void **args), void **args, int64_t nargs,
                           int64_t tasks);
+/* The launch site of the next kiln_rt_launch_cpu / kiln_rt_launch_device
+ * (its `launch` record in the signature names the kernel and its ONNX
+ * nodes): profiles attribute that launch to it. Launches without it have no
+ * site. Costs one store. */
+void kiln_rt_launch_site(kiln_rt_ctx *ctx, int64_t site);
 /* A run-time check of the generated code failed (kiln.check): records
  * INVALID_ARGUMENT with `message`, its `{i}` replaced by values[i] (at most
  * 8), and the host program returns non-zero right after. */

@@ -39,8 +39,10 @@ extern "C" {
  *    instance_create take option structs), tensor names; the table is
  *    exported as kiln_model_api_v2.
  * 5: CPU kernels on a thread pool the loader hands over (set_thread_pool),
- *    the model's required CPU features checked in model_create. */
-#define KILN_MODEL_ABI_VERSION 5u
+ *    the model's required CPU features checked in model_create.
+ * 6: profiling (instance_set_profiling, instance_last_profile); the
+ *    environment no longer sets the profile_path option. */
+#define KILN_MODEL_ABI_VERSION 6u
 #define KILN_MODEL_API_SYMBOL "kiln_model_api_v2"
 /* What models of ABI versions 1 to 3 export. */
 #define KILN_MODEL_API_V1_SYMBOL "kiln_model_api_v1"
@@ -124,6 +126,11 @@ typedef struct kiln_model_api_v2_table {
   /* Called by the loader once, after dlopen and before model_create: the
    * pool CPU kernels run on (NULL or never called: the model's own). */
   void (*set_thread_pool)(const kiln_thread_pool_api *pool);
+  kiln_status_t *(*instance_set_profiling)(kiln_instance_impl *instance,
+                                           int flags);
+  /* `out`: a full-size struct (the loader copies the caller's part). */
+  kiln_status_t *(*instance_last_profile)(kiln_instance_impl *instance,
+                                          kiln_run_profile_t *out);
 } kiln_model_api_v2_table;
 
 typedef const kiln_model_api_v2_table *(*kiln_model_api_v2_fn)(void);

@@ -477,3 +477,35 @@ kiln_status_t *kiln_instance_set_graphs(kiln_instance_t *instance, int enable) {
   return adopt(
       instance->model->api->instance_set_graphs(instance->impl, enable));
 }
+
+kiln_status_t *kiln_instance_set_profiling(kiln_instance_t *instance,
+                                           int flags) {
+  if (!instance)
+    return kiln_rtc_make_status(KILN_STATUS_INVALID_ARGUMENT,
+                                "instance is NULL");
+  return adopt(
+      instance->model->api->instance_set_profiling(instance->impl, flags));
+}
+
+kiln_status_t *kiln_instance_last_profile(kiln_instance_t *instance,
+                                          kiln_run_profile_t *out_profile) {
+  if (!instance || !out_profile)
+    return kiln_rtc_make_status(KILN_STATUS_INVALID_ARGUMENT,
+                                "instance or out_profile is NULL");
+  size_t given = out_profile->struct_size;
+  if (given < sizeof(size_t) || given > sizeof(kiln_run_profile_t))
+    return kiln_rtc_make_status(
+        KILN_STATUS_INVALID_ARGUMENT,
+        "kiln_run_profile: struct_size is %zu, expected %zu (set it to "
+        "sizeof(kiln_run_profile_t))",
+        given, sizeof(kiln_run_profile_t));
+  kiln_run_profile_t full;
+  memset(&full, 0, sizeof(full));
+  kiln_status_t *status =
+      adopt(instance->model->api->instance_last_profile(instance->impl, &full));
+  if (status)
+    return status;
+  full.struct_size = given;
+  memcpy(out_profile, &full, given);
+  return NULL;
+}

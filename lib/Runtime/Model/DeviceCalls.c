@@ -322,6 +322,8 @@ void kiln_rt_launch_device(kiln_rt_ctx *ctx, int64_t kernel, const char *name,
       di->drv->launch(di->queue, &launch, call, sizeof(call));
   if (r != 0)
     kiln_dev_fail(ctx, r, call);
+  else if (ctx->instance->profile_kernels)
+    kiln_rt_profile_device_launch(ctx);
 }
 
 void kiln_rt_tile_map(kiln_rt_ctx *ctx, void *out, int64_t dtype, int64_t rank,

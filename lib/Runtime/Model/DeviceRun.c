@@ -21,6 +21,17 @@ static void reset_ctx(kiln_rt_ctx *ctx) {
   ctx->failed = 0;
   ctx->code = KILN_STATUS_OK;
   ctx->reason[0] = '\0';
+  ctx->site = -1;
+}
+
+/* Phase mark `mark` of a profiled run (DeviceRuntime.h). */
+static void mark(kiln_instance_impl *inst, int mark) {
+  kiln_dev_instance *di = inst->dev;
+  if (!di->timing_marks)
+    return;
+  if (mark == 0)
+    kiln_rt_profile_mark0(inst);
+  di->drv->mark(di->queue, mark);
 }
 
 /* Forgets the outputs of an abandoned attempt (a failed capture). */
@@ -192,9 +203,10 @@ kiln_status_t *kiln_dev_run(kiln_instance_impl *inst,
    * moved too often, then they go through the instance's buffers. */
   int use_graph = di->graphs_enabled && !di->graph_failed &&
                   model->graph_capturable && model->num_symbols == 0 &&
-                  !di->profiling;
+                  !di->profiling && !di->timing_kernels;
   int replayed = 0;
   di->staged = !views || (use_graph && di->graph_moves >= KILN_GRAPH_MOVES_MAX);
+  mark(inst, 0);
   kiln_dev_stage_inputs(&ctx, views != NULL);
   if (!ctx.failed && use_graph && di->graph && !graph_fits(&ctx)) {
     /* The graph holds other buffers: run plainly, capture again next time
@@ -206,6 +218,7 @@ kiln_status_t *kiln_dev_run(kiln_instance_impl *inst,
       kiln_dev_stage_inputs(&ctx, 1);
     }
   }
+  mark(inst, 1);
   if (!ctx.failed) {
     if (use_graph && di->graph) {
       replay(&ctx);
@@ -233,7 +246,9 @@ kiln_status_t *kiln_dev_run(kiln_instance_impl *inst,
       kiln_rt_fail(&ctx, KILN_STATUS_INTERNAL,
                    "model run did not produce output %zu ('%s')", i,
                    model->outputs[i].name);
+  mark(inst, 2);
   copy_outputs_out(&ctx);
+  mark(inst, 3);
   if (!views || drv->on_own_stream(di->queue)) {
     r = drv->synchronize(di->queue);
     if (r != 0)

@@ -73,6 +73,9 @@ struct kiln_dev_instance {
   char *graph_output_direct;         /* per output */
   int graph_moves;                   /* replays refused for moved buffers */
   int profiling; /* the instance option profile_path: no graphs then */
+  /* kiln_instance_set_profiling: every launch timed (no graphs then);
+   * phase marks recorded (drv->mark). */
+  int timing_kernels, timing_marks;
   /* Failed device checks (kiln.check_record): the record kernels write
    * (host-mapped, KILN_CHECK_RECORD_SIZE int64s: index + 1 of the failed
    * check, 0 while all held; the number of values; the values) and the

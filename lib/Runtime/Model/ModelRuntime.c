@@ -114,6 +114,7 @@ static void instance_destroy(kiln_instance_impl *instance) {
     return;
   if (instance->dev)
     kiln_dev_instance_destroy(instance);
+  kiln_rt_profile_free(instance);
   for (size_t i = 0; i < instance->num_scratch; ++i)
     free(instance->scratch[i].ptr);
   free(instance->scratch);
@@ -423,22 +424,11 @@ int32_t kiln_rt_run_program(kiln_rt_ctx *ctx) {
   return kiln_model_main(ctx);
 }
 
-static kiln_status_t *instance_run(kiln_instance_impl *instance,
-                                   const kiln_tensor_view_t *inputs,
-                                   size_t num_inputs,
-                                   kiln_tensor_t **out_outputs,
-                                   size_t num_outputs) {
+/* One run of a cpu model; inputs validated. */
+static kiln_status_t *cpu_run(kiln_instance_impl *instance,
+                              const kiln_tensor_view_t *inputs,
+                              kiln_tensor_t **out_outputs) {
   kiln_model_impl *model = instance->model;
-  if (out_outputs)
-    for (size_t i = 0; i < num_outputs; ++i)
-      out_outputs[i] = NULL;
-  kiln_status_t *status = check_run(instance, inputs, num_inputs, out_outputs,
-                                    num_outputs, "out_outputs");
-  if (status)
-    return status;
-  if (model->on_device)
-    return kiln_dev_run(instance, inputs, NULL, out_outputs);
-
   kiln_rt_ctx ctx;
   ctx.instance = instance;
   ctx.inputs = inputs;
@@ -446,10 +436,11 @@ static kiln_status_t *instance_run(kiln_instance_impl *instance,
   ctx.failed = 0;
   ctx.code = KILN_STATUS_OK;
   ctx.reason[0] = '\0';
+  ctx.site = -1;
   for (size_t i = 0; i < model->num_outputs; ++i)
     instance->outputs[i] = NULL;
 
-  status = prepare_inputs(&ctx);
+  kiln_status_t *status = prepare_inputs(&ctx);
   if (!status) {
     int32_t rc = kiln_rt_run_program(&ctx);
     if (ctx.failed)
@@ -470,11 +461,30 @@ static kiln_status_t *instance_run(kiln_instance_impl *instance,
     release_outputs(instance);
     return status;
   }
-  for (size_t i = 0; i < num_outputs; ++i) {
+  for (size_t i = 0; i < model->num_outputs; ++i) {
     out_outputs[i] = instance->outputs[i];
     instance->outputs[i] = NULL;
   }
   return NULL;
+}
+
+static kiln_status_t *instance_run(kiln_instance_impl *instance,
+                                   const kiln_tensor_view_t *inputs,
+                                   size_t num_inputs,
+                                   kiln_tensor_t **out_outputs,
+                                   size_t num_outputs) {
+  if (out_outputs)
+    for (size_t i = 0; i < num_outputs; ++i)
+      out_outputs[i] = NULL;
+  kiln_rt_profile_begin(instance);
+  kiln_status_t *status = check_run(instance, inputs, num_inputs, out_outputs,
+                                    num_outputs, "out_outputs");
+  if (!status)
+    status = instance->model->on_device
+                 ? kiln_dev_run(instance, inputs, NULL, out_outputs)
+                 : cpu_run(instance, inputs, out_outputs);
+  kiln_rt_profile_end(instance, status != NULL);
+  return status;
 }
 
 static kiln_status_t *output_view_error(kiln_model_impl *model, size_t index,
@@ -548,13 +558,15 @@ static kiln_status_t *instance_run_device(kiln_instance_impl *instance,
         "kiln_instance_run_device: the model runs on the %s, not on a device; "
         "use kiln_instance_run",
         model->device_name);
+  kiln_rt_profile_begin(instance);
   kiln_status_t *status =
       check_run(instance, inputs, num_inputs, outputs, num_outputs, "outputs");
   if (!status)
     status = validate_output_views(instance, outputs);
-  if (status)
-    return status;
-  return kiln_dev_run(instance, inputs, outputs, NULL);
+  if (!status)
+    status = kiln_dev_run(instance, inputs, outputs, NULL);
+  kiln_rt_profile_end(instance, status != NULL);
+  return status;
 }
 
 static kiln_status_t *not_on_device(kiln_instance_impl *instance,
@@ -718,7 +730,10 @@ void kiln_rt_launch_cpu(kiln_rt_ctx *ctx, void (*kernel)(void **args),
   /* After a failure a buffer may be NULL: skip the remaining kernels. */
   if (ctx->failed)
     return;
-  kernel(args);
+  if (ctx->instance->profile_kernels)
+    kiln_rt_profile_cpu_kernel(ctx, kernel, args);
+  else
+    kernel(args);
 }
 
 /*===--------------------------------------------------------------------===*
@@ -744,6 +759,8 @@ static const kiln_model_api_v2_table kApiTable = {
     instance_run_device,
     weights_path,
     kiln_rt_set_thread_pool,
+    kiln_rt_set_profiling,
+    kiln_rt_last_profile,
 };
 
 __attribute__((visibility("default"))) const kiln_model_api_v2_table *

@@ -58,8 +58,8 @@ typedef struct kiln_rt_options {
 /* THE place the runtime reads the environment: fills `out` from `model`
  * and/or `instance` (either may be NULL: those fields get defaults), taking
  * unset fields from KILN_WEIGHTS and, when `kind` (the device kind, NULL
- * for the cpu) is given, KILN_<KIND>_DRIVER, KILN_<KIND>_DEVICE,
- * KILN_<KIND>_GRAPHS and KILN_<KIND>_PROFILE. Returns FAILED_PRECONDITION
+ * for the cpu) is given, KILN_<KIND>_DRIVER, KILN_<KIND>_DEVICE and
+ * KILN_<KIND>_GRAPHS. Returns FAILED_PRECONDITION
  * for a device index that is not a non-negative integer. */
 KILN_HIDDEN kiln_status_t *
 kiln_rt_options_from_env(const char *kind, const kiln_model_options_t *model,
@@ -79,6 +79,13 @@ KILN_HIDDEN void kiln_rt_set_thread_pool(const kiln_thread_pool_api *pool);
  * (CPUFeatures.c). */
 KILN_HIDDEN kiln_status_t *
 kiln_rt_check_cpu_features(const kiln_model_impl *model);
+
+/* A `launch` record: launch site i's kernel and its ONNX nodes. */
+typedef struct kiln_launch_site {
+  const char *kernel;
+  const char **nodes;
+  size_t num_nodes;
+} kiln_launch_site;
 
 typedef struct kiln_dev_model kiln_dev_model;       /* DeviceRuntime.c */
 typedef struct kiln_dev_instance kiln_dev_instance; /* DeviceRuntime.c */
@@ -107,6 +114,9 @@ struct kiln_model_impl {
    * the file is memory-mapped (read-only) by model_create. */
   size_t num_ext_weights;
   kiln_ext_weight *ext_weights;
+  /* The `launch` records, by site (profiles name the ONNX nodes). */
+  size_t num_sites;
+  kiln_launch_site *sites;
   const char *weights_file; /* recorded basename; NULL without the record */
   uint64_t weights_hash, weights_file_bytes;
   char *weights_path; /* the mapped file (malloc'ed); NULL when none */
@@ -137,6 +147,9 @@ struct kiln_instance_impl {
   size_t num_scratch, cap_scratch;
   kiln_dev_instance *dev; /* device models */
   int initialized;        /* kiln_model_init has run */
+  /* kiln_instance_set_profiling (Profile.c): NULL until then. */
+  struct kiln_rt_profile *profile;
+  int profile_kernels; /* time every launch (checked at each launch) */
 };
 
 struct kiln_rt_ctx {
@@ -147,6 +160,7 @@ struct kiln_rt_ctx {
   int failed;
   kiln_status_code_t code;
   char reason[512];
+  int64_t site; /* kiln_rt_launch_site of the next launch; -1: none */
 };
 
 /* Allocates the host tensor of output `index` (signature `sig`, `dims`) as
@@ -184,6 +198,37 @@ KILN_HIDDEN const void *kiln_rt_ext_weight_host(kiln_rt_ctx *ctx,
  * large; NULL when none fits. */
 KILN_HIDDEN kiln_scratch *kiln_rt_scratch_find(kiln_scratch *entries,
                                                size_t count, size_t bytes);
+
+/*===--------------------------------------------------------------------===*
+ * Profiling (Profile.c, Symbols.c)
+ *===--------------------------------------------------------------------===*/
+
+/* kiln_instance_set_profiling / kiln_instance_last_profile. */
+KILN_HIDDEN kiln_status_t *kiln_rt_set_profiling(kiln_instance_impl *instance,
+                                                 int flags);
+KILN_HIDDEN kiln_status_t *kiln_rt_last_profile(kiln_instance_impl *instance,
+                                                kiln_run_profile_t *out);
+/* Around one run (inputs validated or not): starts the host clock; ends
+ * it and collects the run's kernel and device times (nothing when the run
+ * failed). No-ops without a profile. */
+KILN_HIDDEN void kiln_rt_profile_begin(kiln_instance_impl *instance);
+KILN_HIDDEN void kiln_rt_profile_end(kiln_instance_impl *instance, int failed);
+/* kiln_rt_launch_cpu while profile_kernels: runs and times the kernel. */
+KILN_HIDDEN void kiln_rt_profile_cpu_kernel(kiln_rt_ctx *ctx,
+                                            void (*kernel)(void **args),
+                                            void **args);
+/* A device launch was enqueued while profile_kernels: its site and, for
+ * the run's first, the host time. */
+KILN_HIDDEN void kiln_rt_profile_device_launch(kiln_rt_ctx *ctx);
+/* The host time of device mark 0 of the run being profiled. */
+KILN_HIDDEN void kiln_rt_profile_mark0(kiln_instance_impl *instance);
+KILN_HIDDEN void kiln_rt_profile_free(kiln_instance_impl *instance);
+/* Microseconds of CLOCK_MONOTONIC. */
+KILN_HIDDEN double kiln_rt_now_us(void);
+/* The names of the functions at `addrs` (count n) in the shared object
+ * that holds them, from its symbol table (.symtab, else .dynsym): out[i]
+ * is malloc'ed, or NULL when not found. */
+KILN_HIDDEN void kiln_rt_symbol_names(void *const *addrs, size_t n, char **out);
 
 /*===--------------------------------------------------------------------===*
  * Signature and external weights (Signature.c, Weights.c)

@@ -9,8 +9,9 @@
  *   KILN_<KIND>_DRIVER    model option driver_path     (device models)
  *   KILN_<KIND>_DEVICE    model option device_ordinal  (device models)
  *   KILN_<KIND>_GRAPHS    instance option graphs: "0" is off
- *   KILN_<KIND>_PROFILE   instance option profile_path
  *
+ * (The instance option profile_path has no variable: profiles are asked
+ * for through the API, kiln-run --profile.)
  * <KIND> is the upper-cased device kind of the model's signature, so each
  * driver gets its own variables without this file naming any.
  *===----------------------------------------------------------------------===*/
@@ -100,8 +101,6 @@ kiln_status_t *kiln_rt_options_from_env(const char *kind,
       out->graphs = !(env && strcmp(env, "0") == 0);
     }
     const char *profile = instance->profile_path;
-    if (!profile)
-      profile = kind_env(kind, "PROFILE", name, sizeof(name));
     out->profile_path = profile && *profile ? profile : NULL;
   }
   return NULL;

@@ -216,6 +216,50 @@ static kiln_status_t *parse_device(kiln_model_impl *model, token_t *tokens,
   return NULL;
 }
 
+/* launch <site> <kernel> [<node>,<node>...]: site `model->num_sites`. */
+static kiln_status_t *parse_launch(kiln_model_impl *model, token_t *tokens,
+                                   size_t count, int line) {
+  uint64_t site = 0;
+  if (count < 3 || count > 4 ||
+      !parse_u64(tokens[1].begin, tokens[1].end, &site))
+    return signature_error(line, "expected 'launch <site> <kernel> [<nodes>]'");
+  if (site != model->num_sites)
+    return signature_error(line, "launch sites out of order");
+  kiln_launch_site *entry = &model->sites[model->num_sites];
+  int malformed = 0;
+  entry->kernel =
+      decode_name(model, tokens[2].begin, tokens[2].end, &malformed);
+  if (!entry->kernel)
+    return malformed ? signature_error(line, "bad %XX escape in kernel name")
+                     : kiln_rtc_oom_status();
+  size_t nodes = 0;
+  if (count == 4) {
+    nodes = 1;
+    for (const char *p = tokens[3].begin; p < tokens[3].end; ++p)
+      nodes += *p == ',';
+  }
+  entry->nodes =
+      (const char **)kiln_rt_meta_alloc(model, sizeof(char *) * (nodes + 1));
+  if (!entry->nodes)
+    return kiln_rtc_oom_status();
+  const char *begin = count == 4 ? tokens[3].begin : NULL;
+  for (size_t i = 0; i < nodes; ++i) {
+    const char *end = begin;
+    while (end < tokens[3].end && *end != ',')
+      ++end;
+    if (end == begin)
+      return signature_error(line, "empty node name");
+    entry->nodes[i] = decode_name(model, begin, end, &malformed);
+    if (!entry->nodes[i])
+      return malformed ? signature_error(line, "bad %XX escape in node name")
+                       : kiln_rtc_oom_status();
+    begin = end + 1;
+  }
+  entry->num_nodes = nodes;
+  ++model->num_sites;
+  return NULL;
+}
+
 /* weights-file <file> <hash: 16 hex digits> <bytes> */
 static kiln_status_t *parse_weights_file(kiln_model_impl *model,
                                          token_t *tokens, size_t count,
@@ -283,7 +327,7 @@ kiln_status_t *kiln_rt_parse_signature(kiln_model_impl *model,
                                        const char *text) {
   /* First pass: count records and an upper bound of symbols, with the
    * tokenizer of the second, so both passes see the same records. */
-  size_t inputs = 0, outputs = 0, weights = 0, max_symbols = 0;
+  size_t inputs = 0, outputs = 0, weights = 0, launches = 0, max_symbols = 0;
   for (const char *p = text; *p;) {
     const char *eol = strchr(p, '\n');
     if (!eol)
@@ -293,6 +337,7 @@ kiln_status_t *kiln_rt_parse_signature(kiln_model_impl *model,
       inputs += token_is(first, "input");
       outputs += token_is(first, "output");
       weights += token_is(first, "weight");
+      launches += token_is(first, "launch");
     }
     for (const char *q = p; q < eol; ++q)
       max_symbols += *q == '?';
@@ -306,8 +351,10 @@ kiln_status_t *kiln_rt_parse_signature(kiln_model_impl *model,
       (const char **)kiln_rt_meta_alloc(model, sizeof(char *) * max_symbols);
   model->ext_weights = (kiln_ext_weight *)kiln_rt_meta_alloc(
       model, sizeof(kiln_ext_weight) * weights);
+  model->sites = (kiln_launch_site *)kiln_rt_meta_alloc(
+      model, sizeof(kiln_launch_site) * launches);
   if (!model->inputs || !model->outputs || !model->symbols ||
-      !model->ext_weights)
+      !model->ext_weights || !model->sites)
     return kiln_rtc_oom_status();
 
   int line = 0, have_header = 0, have_arena = 0, have_device = 0;
@@ -384,6 +431,12 @@ kiln_status_t *kiln_rt_parse_signature(kiln_model_impl *model,
       if (status)
         return status;
       ++model->num_ext_weights;
+    } else if (token_is(tokens[0], "launch")) {
+      if (model->num_sites == launches)
+        return signature_error(line, "more 'launch' records than counted");
+      kiln_status_t *status = parse_launch(model, tokens, count, line);
+      if (status)
+        return status;
     } else if (token_is(tokens[0], "cpu")) {
       if (count < 2)
         return signature_error(line, "expected 'cpu <name> <feature>...'");

@@ -232,7 +232,7 @@ static kiln_status_t *queue_setup(kiln_device_queue *q, const void *image,
       status = cuda_status(cu, KILN_STATUS_FAILED_PRECONDITION, r, what);
     }
   }
-  if (!status)
+  if (!status && profile_path)
     status =
         kiln_cuda_profile_create(cu, profile_path, q->num_kernels, &q->profile);
   leave(q);
@@ -499,6 +499,29 @@ static void end_run(kiln_device_queue *q, int failed) {
   kiln_cuda_profile_end_run(q->profile, failed);
 }
 
+/* Called entered (kiln_instance_set_profiling): the profile is made on
+ * first need. */
+static kiln_status_t *set_timing(kiln_device_queue *q, int kernels, int marks) {
+  if (!q->profile && !kernels && !marks)
+    return NULL;
+  if (!q->profile) {
+    kiln_status_t *status =
+        kiln_cuda_profile_create(q->cu, NULL, q->num_kernels, &q->profile);
+    if (status)
+      return status;
+  }
+  kiln_cuda_profile_set(q->profile, kernels, marks);
+  return NULL;
+}
+
+static void mark(kiln_device_queue *q, int mark) {
+  kiln_cuda_profile_mark(q->profile, q->stream, mark);
+}
+
+static void timing(kiln_device_queue *q, kiln_device_timing *out) {
+  kiln_cuda_profile_timing(q->profile, out);
+}
+
 KILN_HIDDEN const kiln_device_driver kiln_device_driver_cuda = {
     .kind = "cuda",
     .graph_name = "CUDA graph",
@@ -541,4 +564,7 @@ KILN_HIDDEN const kiln_device_driver kiln_device_driver_cuda = {
     .graph_launch = graph_launch,
     .graph_destroy = graph_destroy,
     .end_run = end_run,
+    .set_timing = set_timing,
+    .mark = mark,
+    .timing = timing,
 };

@@ -1,7 +1,8 @@
-/*===- CudaProfile.c - Per-kernel GPU times (the profile_path option) -----===*
+/*===- CudaProfile.c - Kernel and phase times of a CUDA instance ----------===*
  *
  * Events come from a per-instance pool that grows to two per launch of the
- * longest run and is reused by later runs. See CudaProfile.h.
+ * longest run and is reused by later runs, plus four for the phase marks.
+ * See CudaProfile.h.
  *===----------------------------------------------------------------------===*/
 #ifndef _GNU_SOURCE
 #define _GNU_SOURCE /* dladdr */
@@ -25,7 +26,17 @@ typedef struct kernel_stats {
 
 struct kiln_cuda_profile {
   const kiln_cuda_driver *cu;
-  char *path;
+  char *path;     /* the profile_path report; NULL without one */
+  int kernels_on; /* time launches (always with a report) */
+  int marks_on;   /* record phase marks */
+  CUevent marks[4];
+  int num_marks; /* mark events created */
+  int marked[4]; /* recorded in the current run */
+  /* The last run that ended (kiln_cuda_profile_timing). */
+  kiln_device_launch_time *last;
+  size_t num_last, cap_last;
+  int last_from_mark;
+  double last_phase_ms[3];
   uint64_t num_kernels;
   kernel_stats *kernels;         /* per kernel index */
   CUevent *events;               /* 2 per launch: start, end */
@@ -42,16 +53,16 @@ kiln_status_t *kiln_cuda_profile_create(const kiln_cuda_driver *cu,
                                         const char *path, uint64_t num_kernels,
                                         kiln_cuda_profile **out) {
   *out = NULL;
-  if (!path || !*path)
-    return NULL;
   kiln_cuda_profile *p = (kiln_cuda_profile *)calloc(1, sizeof(*p));
   if (!p)
     return kiln_rtc_oom_status();
   p->cu = cu;
   p->num_kernels = num_kernels;
-  p->path = strdup(path);
+  p->path = path && *path ? strdup(path) : NULL;
+  p->kernels_on = p->path != NULL;
+  p->last_phase_ms[0] = p->last_phase_ms[1] = p->last_phase_ms[2] = -1;
   p->kernels = (kernel_stats *)calloc(num_kernels + 1, sizeof(kernel_stats));
-  if (!p->path || !p->kernels) {
+  if ((path && *path && !p->path) || !p->kernels) {
     free(p->path);
     free(p->kernels);
     free(p);
@@ -73,6 +84,32 @@ static void stop(kiln_cuda_profile *p, const char *call, CUresult result) {
   snprintf(p->stopped, sizeof(p->stopped), "%s failed: %s", call, text);
   p->launches = 0;
   p->started = 0;
+  memset(p->marked, 0, sizeof(p->marked));
+}
+
+void kiln_cuda_profile_set(kiln_cuda_profile *p, int kernels, int marks) {
+  p->kernels_on = kernels || p->path;
+  p->marks_on = marks;
+}
+
+void kiln_cuda_profile_mark(kiln_cuda_profile *p, CUstream stream, int mark) {
+  if (!p || !p->marks_on || p->stopped[0] || mark < 0 || mark > 3)
+    return;
+  while (p->num_marks <= mark) {
+    CUresult r =
+        p->cu->cuEventCreate(&p->marks[p->num_marks], CU_EVENT_DEFAULT);
+    if (r != CUDA_SUCCESS) {
+      stop(p, "cuEventCreate", r);
+      return;
+    }
+    ++p->num_marks;
+  }
+  CUresult r = p->cu->cuEventRecord(p->marks[mark], stream);
+  if (r != CUDA_SUCCESS) {
+    stop(p, "cuEventRecord", r);
+    return;
+  }
+  p->marked[mark] = 1;
 }
 
 /* Event slot `slot`, created on first use; NULL when profiling stopped. */
@@ -116,7 +153,7 @@ static void record(kiln_cuda_profile *p, size_t slot, CUstream stream) {
 }
 
 void kiln_cuda_profile_begin(kiln_cuda_profile *p, CUstream stream) {
-  if (!p || p->stopped[0])
+  if (!p || !p->kernels_on || p->stopped[0])
     return;
   record(p, 2 * p->launches, stream);
   p->started = !p->stopped[0];
@@ -138,44 +175,81 @@ void kiln_cuda_profile_end(kiln_cuda_profile *p, CUstream stream,
   p->launch_kernel[p->launches++] = kernel;
 }
 
+/* The elapsed time from `a` to `b`; 0 when a call failed (profiling
+ * stopped then). */
+static float elapsed(kiln_cuda_profile *p, CUevent a, CUevent b) {
+  float ms = 0;
+  CUresult r = p->cu->cuEventElapsedTime(&ms, a, b);
+  if (r != CUDA_SUCCESS) {
+    stop(p, "cuEventElapsedTime", r);
+    return 0;
+  }
+  return ms;
+}
+
+/* Room for the last run's `n` launches; 0 when memory runs out. */
+static int reserve_last(kiln_cuda_profile *p, size_t n) {
+  if (n <= p->cap_last)
+    return 1;
+  kiln_device_launch_time *last = (kiln_device_launch_time *)realloc(
+      p->last, n * sizeof(kiln_device_launch_time));
+  if (!last) {
+    snprintf(p->stopped, sizeof(p->stopped), "out of memory");
+    return 0;
+  }
+  p->last = last;
+  p->cap_last = n;
+  return 1;
+}
+
 void kiln_cuda_profile_end_run(kiln_cuda_profile *p, int failed) {
-  if (!p || p->stopped[0])
+  if (!p)
     return;
+  p->num_last = 0;
+  p->last_from_mark = 0;
+  p->last_phase_ms[0] = p->last_phase_ms[1] = p->last_phase_ms[2] = -1;
   size_t n = p->launches;
+  int marked[4];
+  memcpy(marked, p->marked, sizeof(marked));
+  memset(p->marked, 0, sizeof(p->marked));
   p->launches = 0;
   p->started = 0;
-  if (failed)
+  if (failed || p->stopped[0])
     return;
   const kiln_cuda_driver *cu = p->cu;
-  float run = 0;
-  if (n > 0) {
-    const char *call = "cuEventSynchronize";
-    CUresult r = cu->cuEventSynchronize(p->events[2 * n - 1]);
-    if (r == CUDA_SUCCESS) {
-      call = "cuEventElapsedTime";
-      r = cu->cuEventElapsedTime(&run, p->events[0], p->events[2 * n - 1]);
-    }
+  /* The run's last event: mark 3 comes after every launch. */
+  CUevent last = marked[3] ? p->marks[3] : n > 0 ? p->events[2 * n - 1] : NULL;
+  if (last) {
+    CUresult r = cu->cuEventSynchronize(last);
     if (r != CUDA_SUCCESS) {
-      stop(p, call, r);
+      stop(p, "cuEventSynchronize", r);
       return;
     }
   }
+  float run = n > 0 ? elapsed(p, p->events[0], p->events[2 * n - 1]) : 0;
   /* Read every time before adding any, so a failure leaves no half run. */
   float stack[64];
   float *ms = n <= 64 ? stack : (float *)malloc(n * sizeof(float));
-  if (!ms) {
+  if (!ms || !reserve_last(p, n)) {
     snprintf(p->stopped, sizeof(p->stopped), "out of memory");
+    if (ms != stack)
+      free(ms);
     return;
   }
-  for (size_t i = 0; i < n; ++i) {
-    CUresult r =
-        cu->cuEventElapsedTime(&ms[i], p->events[2 * i], p->events[2 * i + 1]);
-    if (r != CUDA_SUCCESS) {
-      stop(p, "cuEventElapsedTime", r);
-      if (ms != stack)
-        free(ms);
-      return;
-    }
+  int from_mark = marked[0];
+  CUevent origin = from_mark ? p->marks[0] : n > 0 ? p->events[0] : NULL;
+  for (size_t i = 0; i < n && !p->stopped[0]; ++i) {
+    ms[i] = elapsed(p, p->events[2 * i], p->events[2 * i + 1]);
+    p->last[i].start_ms = elapsed(p, origin, p->events[2 * i]);
+  }
+  double phase[3] = {-1, -1, -1};
+  for (int k = 0; k < 3 && !p->stopped[0]; ++k)
+    if (marked[k] && marked[k + 1])
+      phase[k] = elapsed(p, p->marks[k], p->marks[k + 1]);
+  if (p->stopped[0]) {
+    if (ms != stack)
+      free(ms);
+    return;
   }
   for (size_t i = 0; i < n; ++i) {
     kernel_stats *k = &p->kernels[p->launch_kernel[i]];
@@ -185,11 +259,29 @@ void kiln_cuda_profile_end_run(kiln_cuda_profile *p, int failed) {
       k->max_ms = ms[i];
     ++k->launches;
     k->total_ms += ms[i];
+    p->last[i].kernel = p->launch_kernel[i];
+    p->last[i].name = k->name ? k->name : "";
+    p->last[i].ms = ms[i];
   }
   if (ms != stack)
     free(ms);
-  ++p->runs;
-  p->run_ms += run;
+  p->num_last = n;
+  p->last_from_mark = from_mark;
+  memcpy(p->last_phase_ms, phase, sizeof(phase));
+  if (p->kernels_on) {
+    ++p->runs;
+    p->run_ms += run;
+  }
+}
+
+void kiln_cuda_profile_timing(const kiln_cuda_profile *p,
+                              kiln_device_timing *out) {
+  out->launches = p ? p->last : NULL;
+  out->num_launches = p ? p->num_last : 0;
+  out->from_mark = p ? p->last_from_mark : 0;
+  for (int k = 0; k < 3; ++k)
+    out->phase_ms[k] = p ? p->last_phase_ms[k] : -1;
+  out->stopped = p ? p->stopped : "";
 }
 
 /* A JSON string: quotes, backslashes and control characters escaped. */
@@ -276,6 +368,8 @@ static char *format_report(const kiln_cuda_profile *p, size_t *size) {
  * at the same time do not interleave. Failures go to stderr: there is no
  * run left to report them to. */
 static void write_report(const kiln_cuda_profile *p) {
+  if (!p->path)
+    return;
   size_t size = 0;
   char *text = format_report(p, &size);
   if (!text) {
@@ -300,10 +394,12 @@ void kiln_cuda_profile_release(kiln_cuda_profile *p, CUcontext context) {
     return;
   write_report(p);
   const kiln_cuda_driver *cu = p->cu;
-  if (p->num_events > 0 && context &&
+  if ((p->num_events > 0 || p->num_marks > 0) && context &&
       cu->cuCtxPushCurrent(context) == CUDA_SUCCESS) {
     for (size_t i = 0; i < p->num_events; ++i)
       cu->cuEventDestroy(p->events[i]);
+    for (int i = 0; i < p->num_marks; ++i)
+      cu->cuEventDestroy(p->marks[i]);
     CUcontext popped = NULL;
     cu->cuCtxPopCurrent(&popped);
   }
@@ -312,6 +408,7 @@ void kiln_cuda_profile_release(kiln_cuda_profile *p, CUcontext context) {
   free(p->kernels);
   free(p->events);
   free(p->launch_kernel);
+  free(p->last);
   free(p->path);
   free(p);
 }

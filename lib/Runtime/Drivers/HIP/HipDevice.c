@@ -307,8 +307,8 @@ static kiln_status_t *queue_create(kiln_device *dev, const void *image,
     return kiln_rtc_make_status(
         KILN_STATUS_UNIMPLEMENTED,
         "model compiled for rocm %s: per-kernel times (the profile_path "
-        "option, KILN_ROCM_PROFILE) are not implemented by the HIP driver; "
-        "use rocprofv3 instead",
+        "option) are not implemented by the HIP driver; use rocprofv3 "
+        "instead",
         dev->chip);
   kiln_device_queue *q = (kiln_device_queue *)calloc(1, sizeof(*q));
   if (!q)
