@@ -7,7 +7,7 @@ from lit.llvm import llvm_config
 config.name = "Kiln"
 config.test_format = lit.formats.ShTest(not llvm_config.use_lit_shell)
 config.suffixes = [".mlir", ".test", ".py"]
-config.excludes = ["lit.cfg.py", "lit.site.cfg.py", "Inputs", "Runtime", "Unit", "CompilerAPI", "CMakeLists.txt", "model_util.py"]
+config.excludes = ["lit.cfg.py", "lit.site.cfg.py", "Inputs", "Runtime", "Unit", "CompilerAPI", "python", "CMakeLists.txt", "model_util.py"]
 config.test_source_root = os.path.dirname(__file__)
 config.test_exec_root = os.path.join(config.kiln_obj_root, "test")
 

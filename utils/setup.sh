@@ -6,7 +6,7 @@ ROOT="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
 cd "$ROOT"
 
 PKGS=(llvm-22-dev libmlir-22-dev mlir-22-tools clang-22 lld-22 llvm-22-tools ninja-build cmake
-      libonnx-dev libprotobuf-dev protobuf-compiler libgtest-dev python3-venv clang-format-22
+      libonnx-dev libprotobuf-dev protobuf-compiler libgtest-dev python3-venv python3-dev libzstd-dev clang-format-22
       libclang-rt-22-dev  # libFuzzer and the sanitizer runtimes of clang-22 (test/fuzz)
       # HIP 5.x headers and runtime (libamdhip64.so.5: the HIP driver's tests, no GPU
       # needed) and the ROCm device bitcode the rocm target links
@@ -24,7 +24,7 @@ if [ ${#missing[@]} -gt 0 ]; then
 fi
 
 VENV="$ROOT/.venv"
-if [ ! -x "$VENV/bin/python" ] || ! "$VENV/bin/python" -c "import onnx, onnxruntime, numpy, lit, pytest" 2>/dev/null; then
+if [ ! -x "$VENV/bin/python" ] || ! "$VENV/bin/python" -c "import onnx, onnxruntime, numpy, lit, pytest, nanobind" 2>/dev/null; then
   echo "== creating Python environment in $VENV"
   /usr/bin/python3 -m venv --system-site-packages "$VENV"
   "$VENV/bin/pip" install -q --upgrade pip

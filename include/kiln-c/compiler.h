@@ -12,8 +12,8 @@
  * INVALID_ARGUMENT (a malformed model, an inconsistent shape, a bad
  * option) or UNIMPLEMENTED (an unsupported operator) with the compiler's
  * messages, each naming the ONNX node (name, op type, opset); a missing
- * model file NOT_FOUND; a missing toolkit (e.g. the CUDA toolkit for
- * --target=cuda) FAILED_PRECONDITION.
+ * model file NOT_FOUND; a device target whose vendor tools are missing
+ * FAILED_PRECONDITION.
  *
  * Threading: a kiln_compiler_t may be used by any number of threads at
  * once; compiles run concurrently (each has its own MLIR context; nothing
@@ -62,7 +62,8 @@ kiln_compile_options_create(kiln_compile_options_t **out_options);
 KILN_COMPILER_API void
 kiln_compile_options_free(kiln_compile_options_t *options);
 /* Sets option `name` (kilnc's flag without the leading dashes) to `value`:
- *   target            cpu, cpu:<chip>, cuda[:sm_XX], rocm[:gfxXXX]
+ *   target            as kilnc --target: cpu, cpu:<chip>, <kind>[:<chip>]
+ *                     (an unknown one's message lists them all)
  *   precision         fp32, tf32, fp16, bf16
  *   layout            target, nchw, nhwc
  *   O                 0, 1, 2, 3 (the graph optimizer's level)

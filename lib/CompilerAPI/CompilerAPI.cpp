@@ -63,9 +63,6 @@ kiln_status_code_t classify(const std::string &messages) {
   if (m.contains("is not supported") || m.contains("unsupported") ||
       m.contains("not implemented"))
     return KILN_STATUS_UNIMPLEMENTED;
-  if (m.contains("needs the CUDA toolkit") || m.contains("needs the ROCm") ||
-      m.contains("needs LLVM 22's ld.lld"))
-    return KILN_STATUS_FAILED_PRECONDITION;
   return KILN_STATUS_INVALID_ARGUMENT;
 }
 
@@ -143,6 +140,12 @@ kiln_status_t *compileModel(kiln_compiler_t *compiler, llvm::StringRef bytes,
   std::string error;
   if (failed(opts.compile.verify(error)))
     return capi::makeStatus(KILN_STATUS_INVALID_ARGUMENT, error);
+  // A device target's vendor tools (checked before any work).
+  std::unique_ptr<Target> target = createTarget(opts.compile, error);
+  if (!target)
+    return capi::makeStatus(KILN_STATUS_INVALID_ARGUMENT, error);
+  if (!target->checkToolchain(error))
+    return capi::makeStatus(KILN_STATUS_FAILED_PRECONDITION, error);
   bool cached = !compiler->cacheDir.empty();
   if (opts.externalWeights && !cached && !soPath)
     return capi::makeStatus(
