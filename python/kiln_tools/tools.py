@@ -84,17 +84,28 @@ def run_model(so, inputs, outdir, flags=(), bindir=None, timeout=None):
     return read_outputs(outdir)
 
 
-def benchmark_ms(so, inputs, runs, bindir=None, timeout=None, flags=()):
-    """Median latency in ms of `kiln-run SO --input ... --benchmark RUNS`
-    (plus `flags`, e.g. --threads 2)."""
+def benchmark(so, inputs, runs, bindir=None, timeout=None, flags=()):
+    """`kiln-run SO --input ... --iterations RUNS --export-times FILE` (plus
+    `flags`, e.g. --threads 2): the exported times as a dict (`summary` has
+    latency_ms with mean, min, p50, p90, p95, p99, max; device models also
+    h2d_ms, compute_ms, d2h_ms; `times` every run)."""
+    import json
+    import tempfile
+
     cmd = [find_tool("kiln-run", bindir), so, *flags]
     for path in inputs:
         cmd += ["--input", path]
-    out = run_tool(cmd + ["--benchmark", str(runs)], timeout=timeout).stdout
-    for line in out.splitlines():
-        if line.startswith("benchmark:") and "median" in line:
-            return float(line.split("median")[1].split("ms")[0])
-    raise Error("no 'benchmark: ... median N ms' line in kiln-run's output:\n" + out)
+    with tempfile.TemporaryDirectory() as tmp:
+        times = os.path.join(tmp, "times.json")
+        run_tool(cmd + ["--iterations", str(runs), "--export-times", times], timeout=timeout)
+        with open(times) as f:
+            return json.load(f)
+
+
+def benchmark_ms(so, inputs, runs, bindir=None, timeout=None, flags=()):
+    """Median latency in ms of RUNS timed runs of `kiln-run SO --input ...`
+    after its warm-up (plus `flags`, e.g. --threads 2)."""
+    return benchmark(so, inputs, runs, bindir, timeout, flags)["summary"]["latency_ms"]["p50"]
 
 
 def file_sha256(path):

@@ -156,12 +156,17 @@ TEST_F(KilnRunTest, OutputDir) {
 }
 
 TEST_F(KilnRunTest, Benchmark) {
-  Result r = runTool(model() + inputs() + " --benchmark 20");
+  // --benchmark N is --iterations N.
+  Result r = runTool(model() + inputs() + " --benchmark 20 --warmup-ms 5");
   EXPECT_EQ(r.exitCode, 0) << r.output;
-  EXPECT_NE(r.output.find("benchmark: 20 runs after 3 warm-up: median "),
+  EXPECT_NE(r.output.find("benchmark: 20 iterations in "), std::string::npos)
+      << r.output;
+  EXPECT_NE(r.output.find("\nthroughput: "), std::string::npos) << r.output;
+  EXPECT_NE(r.output.find("time (ms)        mean        min        p50        "
+                          "p90        p95        p99        max\nlatency  "),
             std::string::npos)
       << r.output;
-  EXPECT_NE(r.output.find("p99"), std::string::npos);
+  EXPECT_EQ(r.output.find("h2d"), std::string::npos) << "cpu: no split";
 }
 
 TEST_F(KilnRunTest, VerbosePrintsDevice) {
@@ -200,50 +205,149 @@ TEST_F(KilnRunTest, CudaModel) {
             "file: No such file or directory)\n");
 }
 
-// --profile: KILN_CUDA_PROFILE for the tool's instance (CudaRuntimeTest.cpp
-// checks the report itself); 1 + 3 + 5 runs with --benchmark 5.
-TEST_F(KilnRunTest, Profile) {
-  std::vector<float> x(12, 1.0f);
-  write("xc.pb", f32({3, 4}, x, "x"));
-  std::string profile = path("profile.jsonl");
-  std::remove(profile.c_str());
+/// The fake cuda model through kiln-run with the fake driver (and
+/// FAKE_CUDA_MODE words).
+Result runCuda(const std::string &args, const char *mode = nullptr) {
   const char *old = getenv("KILN_CUDA_DRIVER");
   std::string saved = old ? old : "";
   setenv("KILN_CUDA_DRIVER", KILN_TEST_FAKE_CUDA_DRIVER, 1);
-  Result r = runTool(std::string(KILN_TEST_CUDA_MODEL) + " --input " +
-                     path("xc.pb") + " --benchmark 5 --profile " + profile);
+  if (mode)
+    setenv("FAKE_CUDA_MODE", mode, 1);
+  Result r = runTool(std::string(KILN_TEST_CUDA_MODEL) + " " + args);
+  unsetenv("FAKE_CUDA_MODE");
   if (old)
     setenv("KILN_CUDA_DRIVER", saved.c_str(), 1);
   else
     unsetenv("KILN_CUDA_DRIVER");
-  EXPECT_EQ(r.exitCode, 0) << r.output;
-  FILE *file = std::fopen(profile.c_str(), "r");
-  ASSERT_NE(file, nullptr);
-  char line[4096] = "";
-  ASSERT_NE(std::fgets(line, sizeof(line), file), nullptr);
-  std::fclose(file);
-  EXPECT_EQ(std::string(line).rfind(std::string("{\"model\": \"") +
-                                        KILN_TEST_CUDA_MODEL +
-                                        "\", \"runs\": 9, ",
-                                    0),
-            0u)
-      << line;
-  EXPECT_NE(std::string(line).find("{\"index\": 0, \"name\": \"scale\", "
-                                   "\"launches\": 9, "),
-            std::string::npos)
-      << line;
+  return r;
+}
 
-  r = runTool(model() + inputs() + " --profile " + profile);
-  EXPECT_EQ(r.exitCode, 1);
-  EXPECT_EQ(r.output, "kiln-run: --profile times device kernels; this model "
-                      "runs on the cpu\n");
+std::string readAll(const std::string &path) {
+  std::string text;
+  FILE *file = std::fopen(path.c_str(), "r");
+  if (!file)
+    return text;
+  char buffer[4096];
+  size_t n;
+  while ((n = std::fread(buffer, 1, sizeof(buffer), file)) > 0)
+    text.append(buffer, n);
+  std::fclose(file);
+  return text;
+}
+
+// The benchmark's H2D / compute / D2H split on a device: device events
+// between the phases (the fake driver's clock: an input copy 3 ms, the
+// kernels 1 + 2 ms, each of the two output copies 5 ms).
+TEST_F(KilnRunTest, CudaBenchmarkSplit) {
+  std::vector<float> x(12, 1.0f);
+  write("xc.pb", f32({3, 4}, x, "x"));
+  std::string times = path("times.json");
+  Result r =
+      runCuda("--input " + path("xc.pb") +
+                  " --iterations 4 --warmup-ms 0 --export-times " + times,
+              "copyclock");
+  // Every run alike: mean, min, p50, ..., max the same.
+  auto row = [](const char *name, double ms) {
+    char line[128];
+    std::snprintf(line, sizeof(line),
+                  "\n%-10s %10.4f %10.4f %10.4f %10.4f %10.4f %10.4f %10.4f\n",
+                  name, ms, ms, ms, ms, ms, ms, ms);
+    return std::string(line);
+  };
+  EXPECT_EQ(r.exitCode, 0) << r.output;
+  EXPECT_NE(r.output.find("benchmark: 4 iterations in "), std::string::npos)
+      << r.output;
+  EXPECT_NE(r.output.find(row("h2d", 3)), std::string::npos) << r.output;
+  EXPECT_NE(r.output.find(row("compute", 3)), std::string::npos) << r.output;
+  EXPECT_NE(r.output.find(row("d2h", 10)), std::string::npos) << r.output;
+  std::string json = readAll(times);
+  EXPECT_NE(json.find("\"device\": \"cuda:sm_90\""), std::string::npos) << json;
+  EXPECT_NE(json.find("\"iterations\": 4,"), std::string::npos) << json;
+  EXPECT_NE(json.find("\"h2d_ms\": {\"mean\": 3.000000, "), std::string::npos)
+      << json;
+  EXPECT_NE(json.find("\"compute_ms\": 3.000000, \"d2h_ms\": 10.000000}"),
+            std::string::npos)
+      << json;
+}
+
+// --profile: one more run with every launch timed, as a Chrome trace (on
+// the device's track, with the phases in otherData); the instance option
+// profile_path is no longer involved.
+TEST_F(KilnRunTest, CudaProfile) {
+  std::vector<float> x(12, 1.0f);
+  write("xc.pb", f32({3, 4}, x, "x"));
+  std::string trace = path("trace.json");
+  std::remove(trace.c_str());
+  Result r =
+      runCuda("--input " + path("xc.pb") + " --benchmark 5 --profile " + trace,
+              "copyclock");
+  EXPECT_EQ(r.exitCode, 0) << r.output;
+  EXPECT_NE(r.output.find("profile: 2 kernel launches in one run of "),
+            std::string::npos)
+      << r.output;
+  std::string json = readAll(trace);
+  EXPECT_EQ(json.rfind("{\"traceEvents\": [", 0), 0u) << json;
+  EXPECT_NE(json.find("\"args\": {\"name\": \"cuda:sm_90 stream\"}"),
+            std::string::npos)
+      << json;
+  EXPECT_NE(json.find("{\"name\": \"scale\", \"cat\": \"kernel\", \"ph\": "
+                      "\"X\", \"ts\": "),
+            std::string::npos)
+      << json;
+  EXPECT_NE(json.find("\"dur\": 1000.000, \"pid\": 1, \"tid\": 2, \"args\": "
+                      "{\"launch\": 0, \"kernel_index\": 0}}"),
+            std::string::npos)
+      << json;
+  EXPECT_NE(json.find("{\"name\": \"add_weight_sum\", \"cat\": "
+                      "\"kernel\", \"ph\": \"X\", "),
+            std::string::npos)
+      << json;
+  EXPECT_NE(json.find("\"h2d_us\": 3000.000, \"compute_us\": 3000.000, "
+                      "\"d2h_us\": 10000.000"),
+            std::string::npos)
+      << json;
+}
+
+// --profile of a cpu model: the host clock around each kernel, named from
+// the model's symbol table.
+TEST_F(KilnRunTest, CpuProfile) {
+  std::string trace = path("trace.json");
+  Result r = runTool(model() + inputs() + " --profile " + trace);
+  EXPECT_EQ(r.exitCode, 0) << r.output;
+  EXPECT_EQ(r.output.rfind("profile: 2 kernel launches in one run of ", 0), 0u)
+      << r.output;
+  EXPECT_NE(r.output.find(" (ONNX nodes of 0: from none)\n"), std::string::npos)
+      << r.output;
+  std::string json = readAll(trace);
+  EXPECT_NE(json.find("{\"name\": \"scale_kernel\", \"cat\": \"kernel\", "
+                      "\"ph\": \"X\", "),
+            std::string::npos)
+      << json;
+  EXPECT_NE(json.find("{\"name\": \"add_bias_kernel\", \"cat\": "
+                      "\"kernel\", \"ph\": \"X\", "),
+            std::string::npos)
+      << json;
+  EXPECT_NE(json.find("\"h2d_us\": null"), std::string::npos) << json;
+  // The model's launch records name the nodes.
+  r = runTool(std::string(KILN_TEST_SITES_MODEL) + inputs() + " --profile " +
+              trace);
+  EXPECT_EQ(r.exitCode, 0) << r.output;
+  EXPECT_NE(r.output.find(" (ONNX nodes of 1: from the model's launch "
+                          "records)\n"),
+            std::string::npos)
+      << r.output;
+  json = readAll(trace);
+  EXPECT_NE(json.find("\"args\": {\"launch\": 0, \"site\": 0, "
+                      "\"onnx_nodes\": [\"mul,2\", \"Identity\"]}"),
+            std::string::npos)
+      << json;
 }
 
 TEST_F(KilnRunTest, Errors) {
-  Result r = runTool(model() + " --input " + path("x.pb"));
+  Result r = runTool(model() + inputs() + " --input " + path("x.pb"));
   EXPECT_EQ(r.exitCode, 1);
   EXPECT_EQ(r.output,
-            "kiln-run: model has 2 inputs (x, bias), got 1 --input\n");
+            "kiln-run: model has 2 inputs (x, bias), got 3 --input\n");
 
   r = runTool(model() + " --input " + path("x.pb") + " --input " +
               path("nope.pb"));

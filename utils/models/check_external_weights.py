@@ -17,7 +17,7 @@ SHA-256 of the weights file written here: a few MiB instead of the weights.
 fill_weights.py (same seed, --load-stats: the same bits as here, checked),
 runs NAME.so with kiln-run and the filled model with onnxruntime, and prints
 the largest error relative to the largest output value, and kiln-run's
-latency (--benchmark 50). Exit code 1 when a check fails.
+latency (kiln-run --iterations 50). Exit code 1 when a check fails.
 """
 import argparse
 import json
@@ -116,8 +116,15 @@ def run(args):
                                     bindir=os.path.dirname(os.path.abspath(args.kiln_run)))
         worst = kiln_tools.max_rel_errors(outs, kiln_tools.ort_run(base + ".filled.onnx", feeds))
         ok &= worst <= exp.get("max_rel", args.max_rel)
-        bench = kiln_tools.run_tool([args.kiln_run, base + ".so", *in_args, "--benchmark",
-                    "50"]).stdout.strip().splitlines()[0]
+        times = kiln_tools.tools.benchmark(base + ".so", in_args[1::2], 50,
+                                           bindir=os.path.dirname(os.path.abspath(args.kiln_run)))
+        lat = times["summary"]["latency_ms"]
+        bench = (f"kiln-run: {times['iterations']} runs, latency p50 {lat['p50']:.4f} ms, "
+                 f"p99 {lat['p99']:.4f} ms, {times['throughput_per_s']:.1f} inferences/s")
+        if "compute_ms" in times["summary"]:
+            s = times["summary"]
+            bench += (f" (h2d {s['h2d_ms']['p50']:.4f}, compute {s['compute_ms']['p50']:.4f}, "
+                      f"d2h {s['d2h_ms']['p50']:.4f} ms p50)")
         print(f"{name}: weights regenerated in {fill_s:.1f} s, identical to the build "
               f"machine's: {same}; max_rel_err vs onnxruntime {worst:.2e}; {bench}")
     return 0 if ok else 1

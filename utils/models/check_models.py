@@ -10,13 +10,12 @@ relative error) into docs/models.md.
 A model that fails (kilnc error, run error, timeout) gets its first error
 line in the table instead of numbers. Relative error: max|kiln - ort| /
 max|ort| over every output. Times: compile is kilnc's wall time; run times
-are the median of --runs runs after a warm-up (kiln-run --benchmark; the
+are the median of --runs runs after a warm-up (kiln-run --iterations; the
 onnxruntime CPU provider with default threading).
 """
 import argparse
 import datetime
 import os
-import re
 import subprocess
 import sys
 import time
@@ -86,10 +85,11 @@ def check(name, args, bindir):
         p = subprocess.run(cmd + ["--output-dir", outdir], capture_output=True, text=True,
                            timeout=args.timeout)
         if p.returncode == 0:
-            b = subprocess.run(cmd + ["--benchmark", str(args.runs)], capture_output=True,
-                               text=True, timeout=args.timeout)
-            m = re.search(r"median\D*([0-9.]+)", b.stdout + b.stderr)
-            row["kiln_ms"] = float(m.group(1)) if m else None
+            try:
+                row["kiln_ms"] = kiln_tools.tools.benchmark_ms(
+                    so, cmd[3::2], args.runs, bindir=bindir, timeout=args.timeout)
+            except kiln_tools.tools.Error:
+                row["kiln_ms"] = None
     except subprocess.TimeoutExpired:
         row["error"] = f"kiln-run timed out after {args.timeout} s"
         return row
