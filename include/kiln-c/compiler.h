@@ -130,6 +130,23 @@ KILN_COMPILER_API kiln_status_t *kiln_compiler_compile_to_file(
     const char *base_dir, const char *name,
     const kiln_compile_options_t *options, const char *so_path);
 
+/*===--------------------------------------------------------------------===*
+ * Checking a model without compiling it
+ *===--------------------------------------------------------------------===*/
+
+/* kilnc --check on the ModelProto of `size` bytes at `data` (`name` names
+ * it in messages; NULL: "<buffer>"): a table of the model's operators
+ * (subgraphs included) with opset, count and whether Kiln supports each,
+ * then a summary line, in *out_report (the caller frees it with
+ * kiln_compiler_string_free); *out_unsupported the number of unsupported
+ * operator types (0: everything is supported). INVALID_ARGUMENT when the
+ * bytes are not a ModelProto. */
+KILN_COMPILER_API kiln_status_t *
+kiln_compiler_check(const void *data, size_t size, const char *name,
+                    char **out_report, size_t *out_unsupported);
+/* Accepts NULL. */
+KILN_COMPILER_API void kiln_compiler_string_free(char *string);
+
 #ifdef __cplusplus
 }
 #endif

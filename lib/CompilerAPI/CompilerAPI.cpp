@@ -344,4 +344,27 @@ kiln_status_t *kiln_compiler_compile_to_file(
                       soPath, nullptr);
 }
 
+kiln_status_t *kiln_compiler_check(const void *data, size_t size,
+                                   const char *name, char **outReport,
+                                   size_t *outUnsupported) {
+  if ((!data && size) || !outReport || !outUnsupported)
+    return capi::makeStatus(KILN_STATUS_INVALID_ARGUMENT,
+                            "kiln_compiler_check: data, out_report and "
+                            "out_unsupported must be non-NULL");
+  std::string report, error;
+  int64_t unsupported = 0;
+  if (!checkOnnxModel(llvm::StringRef(static_cast<const char *>(data), size),
+                      name ? name : "<buffer>", report, unsupported, error))
+    return capi::makeStatus(KILN_STATUS_INVALID_ARGUMENT, error);
+  char *copy = static_cast<char *>(std::malloc(report.size() + 1));
+  if (!copy)
+    return capi::makeStatus(KILN_STATUS_RESOURCE_EXHAUSTED, "out of memory");
+  std::memcpy(copy, report.c_str(), report.size() + 1);
+  *outReport = copy;
+  *outUnsupported = unsupported;
+  return nullptr;
+}
+
+void kiln_compiler_string_free(char *string) { std::free(string); }
+
 } // extern "C"

@@ -126,6 +126,15 @@ private:
 NB_MODULE(_compiler, m) {
   m.doc() = "Kiln's compiler: ONNX to loaded models (kiln-c/compiler.h)";
   m.def("version", [] { return std::string(kiln_compiler_version()); });
+  m.def("check", [](nb::bytes data, const std::string &name) {
+    char *report = nullptr;
+    size_t unsupported = 0;
+    check(kiln_compiler_check(data.c_str(), data.size(), name.c_str(), &report,
+                              &unsupported));
+    std::string text(report);
+    kiln_compiler_string_free(report);
+    return std::make_pair(text, unsupported);
+  });
   nb::class_<Compiler>(m, "Compiler")
       .def(nb::init<std::optional<std::string>>(),
            nb::arg("cache_dir") = nb::none())

@@ -428,3 +428,31 @@ TEST_F(CompilerAPI, CppWrapper) {
   }
   EXPECT_THROW(compiler.compileBuffer("junk"), kiln::Error);
 }
+
+TEST_F(CompilerAPI, Check) {
+  std::string ok = makeModel(2), custom = makeModel(2, "com.example");
+  char *report = nullptr;
+  size_t unsupported = 7;
+  Status s(
+      kiln_compiler_check(ok.data(), ok.size(), "ok", &report, &unsupported));
+  ASSERT_EQ(s.code, KILN_STATUS_OK) << s.message;
+  EXPECT_EQ(unsupported, 0u);
+  EXPECT_NE(std::string(report).find("2 operators, 2 nodes: all supported"),
+            std::string::npos)
+      << report;
+  kiln_compiler_string_free(report);
+  ASSERT_EQ(Status(kiln_compiler_check(custom.data(), custom.size(), "custom",
+                                       &report, &unsupported))
+                .code,
+            KILN_STATUS_OK);
+  EXPECT_EQ(unsupported, 1u);
+  EXPECT_NE(std::string(report).find("com.example.FancyRelu"),
+            std::string::npos)
+      << report;
+  kiln_compiler_string_free(report);
+  Status bad(
+      kiln_compiler_check("junk", 4, "junk.onnx", &report, &unsupported));
+  EXPECT_EQ(bad.code, KILN_STATUS_INVALID_ARGUMENT);
+  EXPECT_NE(bad.message.find("'junk.onnx' is not an ONNX model"),
+            std::string::npos);
+}

@@ -120,6 +120,17 @@ def test_errors_name_the_node(compiler):
         compiler.compile(12)
 
 
+def test_check():
+    report = kiln.check(make_model()[0])
+    assert report.supported and "3 operators, 3 nodes: all supported" in str(report)
+    bad = kiln.check(make_model(domain="com.example")[0])
+    assert not bad.supported and bad.unsupported == 1
+    assert "com.example.FancyRelu" in bad.text and "NO" in bad.text
+    with pytest.raises(kiln.Error) as e:
+        kiln.check(b"junk")
+    assert "is not an ONNX model" in str(e.value)
+
+
 def test_cache_counters(tmp_path):
     proto, _, _ = make_model()
     first = kiln.Compiler(tmp_path / "c")

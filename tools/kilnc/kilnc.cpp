@@ -26,9 +26,6 @@
 #include "llvm/Support/SourceMgr.h"
 #include "llvm/Support/raw_ostream.h"
 
-#include <onnx/onnx_pb.h>
-
-#include <map>
 #include <memory>
 
 using namespace mlir;
@@ -193,71 +190,15 @@ static cl::opt<std::string> modelRuntime(
 /// row per operator. Supported means the onnx → linalg lowering has the op
 /// (Constant nodes are imported as constants).
 static int checkModel(llvm::StringRef path) {
-  std::string bytes, error;
-  if (!mlir::kiln::readModelFile(path, bytes, error)) {
+  std::string bytes, error, report;
+  int64_t unsupported = 0;
+  if (!mlir::kiln::readModelFile(path, bytes, error) ||
+      !kiln::checkOnnxModel(bytes, path, report, unsupported, error)) {
     llvm::errs() << "kilnc: " << error << "\n";
     return 1;
   }
-  ::onnx::ModelProto model;
-  if (!model.ParseFromArray(bytes.data(), static_cast<int>(bytes.size()))) {
-    llvm::errs() << "kilnc: '" << path << "' is not an ONNX model\n";
-    return 1;
-  }
-  std::map<std::string, int64_t> opsets;
-  for (const auto &o : model.opset_import())
-    opsets[o.domain() == "ai.onnx" ? "" : o.domain()] = o.version();
-  // (domain, op type) -> count, in name order.
-  std::map<std::pair<std::string, std::string>, int64_t> counts;
-  std::function<void(const ::onnx::GraphProto &)> visit =
-      [&](const ::onnx::GraphProto &g) {
-        for (const auto &n : g.node()) {
-          std::string domain = n.domain() == "ai.onnx" ? "" : n.domain();
-          ++counts[{domain, n.op_type()}];
-          for (const auto &a : n.attribute()) {
-            if (a.has_g())
-              visit(a.g());
-            for (const auto &sub : a.graphs())
-              visit(sub);
-          }
-        }
-      };
-  visit(model.graph());
-
-  auto isSupported = [](const std::string &domain, const std::string &type) {
-    return domain.empty() &&
-           (type == "Constant" || kiln::isOnnxOpLowered(type));
-  };
-  size_t width = 8;
-  for (const auto &[key, n] : counts)
-    width = std::max(width, key.second.size() +
-                                (key.first.empty() ? 0 : key.first.size() + 1));
-  llvm::outs() << llvm::left_justify("operator", width)
-               << llvm::formatv("  {0,5}  {1,5}  {2}\n", "opset", "count",
-                                "supported");
-  int64_t nodes = 0;
-  SmallVector<std::string> unsupported;
-  for (const auto &[key, n] : counts) {
-    const auto &[domain, type] = key;
-    std::string name = domain.empty() ? type : domain + "." + type;
-    auto it = opsets.find(domain);
-    std::string opset = it == opsets.end() ? "?" : std::to_string(it->second);
-    bool ok = isSupported(domain, type);
-    if (!ok)
-      unsupported.push_back(name);
-    nodes += n;
-    llvm::outs() << llvm::left_justify(name, width)
-                 << llvm::formatv("  {0,5}  {1,5}  {2}\n", opset, n,
-                                  ok ? "yes" : "NO");
-  }
-  llvm::outs() << counts.size() << " operators, " << nodes << " nodes: ";
-  if (unsupported.empty()) {
-    llvm::outs() << "all supported\n";
-    return 0;
-  }
-  llvm::outs() << unsupported.size() << " unsupported (";
-  llvm::interleaveComma(unsupported, llvm::outs());
-  llvm::outs() << ")\n";
-  return 1;
+  llvm::outs() << report;
+  return unsupported ? 1 : 0;
 }
 
 /// One error line, kilnc's way; returns failure for `return fail(...)`.

@@ -95,6 +95,15 @@ struct CompileOptions {
 void setExposeIntermediates(CompileOptions &options,
                             llvm::ArrayRef<std::string> nodes);
 
+/// `kilnc --check` on the serialized ModelProto `bytes` (named `name` in
+/// messages): one row per operator (subgraphs included) with its opset,
+/// count and whether Kiln lowers it, then a summary line, into `report`;
+/// `unsupported` the operator types it does not. False with `error` when
+/// the bytes are not a ModelProto.
+bool checkOnnxModel(llvm::StringRef bytes, llvm::StringRef name,
+                    std::string &report, int64_t &unsupported,
+                    std::string &error);
+
 /// The target `options.target` names, with the GPU codegen choices of
 /// `options`; null with a message in `error` when the spelling is unknown.
 std::unique_ptr<Target> createTarget(const CompileOptions &options,

@@ -25,7 +25,8 @@ import numpy as np
 from ._runtime import Error
 from ._runtime import Model as _NativeModel
 
-__all__ = ["Error", "Model", "ValueInfo", "Compiler", "compile", "load", "version"]
+__all__ = ["Error", "Model", "ValueInfo", "Compiler", "CheckReport", "check", "compile",
+           "load", "version"]
 
 
 class ValueInfo(NamedTuple):
@@ -196,6 +197,39 @@ def compile(model: Any, target: str = "cpu", precision: str = "fp32",
         if _default is None:
             _default = Compiler()
     return _default.compile(model, target, precision, shapes, dims, opt_level, output, **options)
+
+
+class CheckReport(NamedTuple):
+    """kilnc --check's report: `text` is its table (operator, opset, count,
+    supported) and summary line; `unsupported` counts the operator types
+    Kiln does not support."""
+    text: str
+    unsupported: int
+
+    @property
+    def supported(self) -> bool:
+        return self.unsupported == 0
+
+    def __str__(self) -> str:
+        return self.text
+
+
+def check(model: Any) -> CheckReport:
+    """Which operators of `model` (a path, bytes or an onnx.ModelProto) Kiln
+    supports, without compiling it."""
+    from . import _compiler
+    if isinstance(model, (str, os.PathLike)):
+        with open(model, "rb") as f:
+            data, name = f.read(), os.fspath(model)
+    elif hasattr(model, "SerializeToString"):
+        data, name = model.SerializeToString(), "<ModelProto>"
+    elif isinstance(model, (bytes, bytearray, memoryview)):
+        data, name = bytes(model), "<bytes>"
+    else:
+        raise TypeError(f"kiln.check: model must be a path, bytes or an onnx.ModelProto, "
+                        f"not {type(model).__name__}")
+    text, unsupported = _compiler.check(data, name)
+    return CheckReport(text, unsupported)
 
 
 def version() -> str:
