@@ -313,7 +313,7 @@ TEST_F(HipFakeTest, NoDevice) {
 TEST_F(HipFakeTest, WrongArchitecture) {
   env.set("FAKE_HIP_MODE", "gfx90a");
   EXPECT_EQ(loadError(KILN_TEST_ROCM_MODEL),
-            "INCOMPATIBLE: model compiled for rocm gfx942: HIP device 0 (Fake "
+            "FAILED_PRECONDITION: model compiled for rocm gfx942: HIP device 0 (Fake "
             "MI210) is a gfx90a (gfx90a:sramecc+:xnack-), the model needs "
             "gfx942; recompile it with kilnc --target=rocm:gfx90a");
   expectCpuModelRuns();
@@ -581,7 +581,7 @@ TEST_F(HipFakeTest, DeviceChecksThroughMappedHostMemory) {
 TEST_F(HipFakeTest, SecondDevice) {
   env.set("FAKE_HIP_MODE", "twodevices");
   EXPECT_EQ(loadError(KILN_TEST_ROCM_MODEL),
-            "INCOMPATIBLE: model compiled for rocm gfx942: HIP device 0 (Fake "
+            "FAILED_PRECONDITION: model compiled for rocm gfx942: HIP device 0 (Fake "
             "MI210) is a gfx90a (gfx90a:sramecc+:xnack-), the model needs "
             "gfx942; recompile it with kilnc --target=rocm:gfx90a");
   env.set("KILN_ROCM_DEVICE", "1");
@@ -653,7 +653,7 @@ TEST_F(Hip5FakeTest, RunsWithTheOldLayout) {
 TEST_F(Hip5FakeTest, ArchitectureFromTheOldLayout) {
   env.set("FAKE_HIP_MODE", "gfx90a");
   EXPECT_EQ(loadError(KILN_TEST_ROCM_MODEL),
-            "INCOMPATIBLE: model compiled for rocm gfx942: HIP device 0 (Fake "
+            "FAILED_PRECONDITION: model compiled for rocm gfx942: HIP device 0 (Fake "
             "MI210) is a gfx90a (gfx90a:sramecc+:xnack-), the model needs "
             "gfx942; recompile it with kilnc --target=rocm:gfx90a");
 }

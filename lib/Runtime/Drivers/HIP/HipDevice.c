@@ -206,9 +206,11 @@ static kiln_status_t *device_open(const kiln_device_open_args *args,
         "model compiled for rocm %s: HIP device %d (%s) has no architecture "
         "name: gcnArchName is '%s' (%s of %s)",
         chip, dev->ordinal, dev->name, dev->arch, hip->props_symbol, dev->path);
+  /* As the CUDA driver words a device of another compute capability: the
+   * model is fine, the machine lacks the device it needs. */
   if (length != strlen(chip) || strncmp(dev->arch, chip, length) != 0)
     return kiln_rtc_make_status(
-        KILN_STATUS_INCOMPATIBLE,
+        KILN_STATUS_FAILED_PRECONDITION,
         "model compiled for rocm %s: HIP device %d (%s) is a %.*s (%s), the "
         "model needs %s; recompile it with kilnc --target=rocm:%.*s",
         chip, dev->ordinal, dev->name, (int)length, dev->arch, dev->arch, chip,
