@@ -1,11 +1,22 @@
 #!/usr/bin/env python3
 """Writes docs/benchmarks.md from the files `bench/gpu_check.py run` wrote on
-the GPU machine (gpu_results.json and profiles.jsonl, every kernel's time per
-benchmark) and `kilnc --report` files of the same builds (kernel -> ONNX
+the GPU machine (gpu_results.json, and where the time goes: every kernel's
+time per benchmark with its ONNX nodes).
+
+Where the time goes comes from `kiln-run --profile` traces when RESULTS_DIR
+has them (traces/<label>.json, spaces as _; or --traces DIR): Chrome traces
+of one run with every launch timed by CUDA events, each naming its ONNX
+nodes, written on the GPU machine by
+
+  kiln-run <build>.so --shapes ... --profile traces/<label>.json --report <label>.json
+
+(the report from `--make-reports`, compiled here). Without traces it comes
+from profiles.jsonl (the per-kernel sums of the instance option
+profile_path) and `kilnc --report` files of the same builds (kernel -> ONNX
 nodes), which `--make-reports` writes.
 
   python3 bench/gpu_report.py RESULTS_DIR --make-reports DIR   # kilnc here
-  python3 bench/gpu_report.py RESULTS_DIR --reports DIR [--out docs/benchmarks.md] [--commit SHA]
+  python3 bench/gpu_report.py RESULTS_DIR [--traces DIR | --reports DIR] [--out docs/benchmarks.md] [--commit SHA]
 """
 import argparse
 import datetime
@@ -23,6 +34,30 @@ def fmt_ms(v):
     return "n/a" if v is None or (isinstance(v, float) and math.isnan(v)) else f"{v:.2f}"
 
 
+def trace_profile(path):
+    """A `kiln-run --profile` trace as gpu_bench's profile record (per run:
+    run_ms from the first launch's start to the last one's end, kernel_ms,
+    launches_per_run, every kernel by time) with each kernel's ONNX nodes
+    from the trace's args."""
+    trace = json.load(open(path))
+    events = [e for e in trace["traceEvents"] if e.get("ph") == "X" and e.get("cat") == "kernel"]
+    kernels = {}
+    for e in events:
+        k = kernels.setdefault(e["name"], {"name": e["name"], "ms": 0.0, "launches": 0,
+                                           "nodes": []})
+        k["ms"] += e["dur"] / 1000.0
+        k["launches"] += 1
+        for n in e["args"].get("onnx_nodes", []):
+            if n not in k["nodes"]:
+                k["nodes"].append(n)
+    top = sorted(kernels.values(), key=lambda k: -k["ms"])
+    start = min((e["ts"] for e in events), default=0.0)
+    end = max((e["ts"] + e["dur"] for e in events), default=0.0)
+    return {"run_ms": (end - start) / 1000.0, "kernel_ms": sum(k["ms"] for k in top),
+            "launches_per_run": len(events), "top": top,
+            "nodes_from": trace.get("otherData", {}).get("onnx_nodes_from", "")}
+
+
 def main():
     ap = argparse.ArgumentParser()
     ap.add_argument("results")
@@ -32,6 +67,9 @@ def main():
     ap.add_argument("--date", default=datetime.date.today().isoformat())
     ap.add_argument("--reports", help="folder of `kilnc --report` JSON files named <label>.json "
                     "(spaces as _), to name each kernel's ONNX ops")
+    ap.add_argument("--traces", help="folder of `kiln-run --profile` traces named <label>.json "
+                    "(spaces as _; default RESULTS_DIR/traces): each kernel's time and ONNX "
+                    "nodes, instead of profiles.jsonl and --reports")
     ap.add_argument("--make-reports", metavar="DIR",
                     help="compile the benchmarks' builds with --report into DIR and stop "
                     "(needs the payload `prepare` left in .gpu/payload)")
@@ -79,10 +117,22 @@ def main():
                      f"{b.get('speedup_vs_fp32', float('nan')):.2f}x | {b.get('rel_l2', float('nan')):.1e} | "
                      f"{b.get('max_rel', float('nan')):.1e} |")
         L.append("")
+    traces_dir = a.traces or os.path.join(a.results, "traces")
+    traces = {}
+    for b in rows + half:
+        path = os.path.join(traces_dir, b["label"].replace(" ", "_") + ".json")
+        if os.path.exists(path):
+            traces[b["label"]] = trace_profile(path)
     L.append("## Where the time goes\n")
-    L.append("Per-kernel times from the runtime's own CUDA events (instance option `profile_path`, no graphs, "
-             "averaged over 6 runs). Kernel names are `<kernel function>_kernel[_N]`; "
-             "`kilnc --report` maps kernel functions to ONNX nodes.\n")
+    if traces:
+        L.append("Per-kernel times from `kiln-run --profile` traces: one run after the timed ones, "
+                 "every launch between two CUDA events (no graphs), each launch naming its ONNX "
+                 "nodes (docs/runtime.md, \"kiln-run\"). Kernel names are `<kernel "
+                 "function>_kernel[_N]`.\n")
+    else:
+        L.append("Per-kernel times from the runtime's own CUDA events (instance option "
+                 "`profile_path`, no graphs, averaged over 6 runs). Kernel names are `<kernel "
+                 "function>_kernel[_N]`; `kilnc --report` maps kernel functions to ONNX nodes.\n")
     def ops_of(label):
         if not a.reports:
             return {}
@@ -114,9 +164,22 @@ def main():
                 return name
         return "other (casts, elementwise, data movement)"
 
-    if profiles and a.reports:
+    cols = [k for k, _ in kinds] + ["other (casts, elementwise, data movement)"]
+    if traces:
+        L.append("Time per run by what the kernels compute (all kernels of the trace):\n")
+        L.append("| model | " + " | ".join(cols) + " |")
+        L.append("|---|" + "---|" * len(cols))
+        for b in rows + half:
+            t = traces.get(b["label"])
+            if not t:
+                continue
+            total = {c: 0.0 for c in cols}
+            for k in t["top"]:
+                total[kind_of(k["nodes"])] += k["ms"]
+            L.append(f"| {b['label']} | " + " | ".join(f"{total[c]:.2f} ms" for c in cols) + " |")
+        L.append("")
+    elif profiles and a.reports:
         L.append("Time per run by what the kernels compute (all kernels of the profile):\n")
-        cols = [k for k, _ in kinds] + ["other (casts, elementwise, data movement)"]
         L.append("| model | " + " | ".join(cols) + " |")
         L.append("|---|" + "---|" * len(cols))
         for b in rows + half:
@@ -136,6 +199,17 @@ def main():
         L.append("")
 
     for b in rows + half:
+        t = traces.get(b["label"])
+        if t:
+            L.append(f"**{b['label']}**: {t['run_ms']:.2f} ms per run on the GPU, "
+                     f"{t['kernel_ms']:.2f} ms in kernels, {t['launches_per_run']} launches.\n")
+            L.append("| kernel | ONNX nodes | ms per run | launches |")
+            L.append("|---|---|---|---|")
+            for k in t["top"][:8]:
+                nodes = ", ".join(k["nodes"][:3]) + (", ..." if len(k["nodes"]) > 3 else "")
+                L.append(f"| {k['name']} | {nodes} | {k['ms']:.3f} | {k['launches']} |")
+            L.append("")
+            continue
         p = b.get("profile")
         if not p:
             continue

@@ -312,10 +312,11 @@ TEST_F(HipFakeTest, NoDevice) {
 
 TEST_F(HipFakeTest, WrongArchitecture) {
   env.set("FAKE_HIP_MODE", "gfx90a");
-  EXPECT_EQ(loadError(KILN_TEST_ROCM_MODEL),
-            "FAILED_PRECONDITION: model compiled for rocm gfx942: HIP device 0 (Fake "
-            "MI210) is a gfx90a (gfx90a:sramecc+:xnack-), the model needs "
-            "gfx942; recompile it with kilnc --target=rocm:gfx90a");
+  EXPECT_EQ(
+      loadError(KILN_TEST_ROCM_MODEL),
+      "FAILED_PRECONDITION: model compiled for rocm gfx942: HIP device 0 (Fake "
+      "MI210) is a gfx90a (gfx90a:sramecc+:xnack-), the model needs "
+      "gfx942; recompile it with kilnc --target=rocm:gfx90a");
   expectCpuModelRuns();
 }
 
@@ -580,10 +581,11 @@ TEST_F(HipFakeTest, DeviceChecksThroughMappedHostMemory) {
 // with device 1 current, and the thread's device 0 is restored after each.
 TEST_F(HipFakeTest, SecondDevice) {
   env.set("FAKE_HIP_MODE", "twodevices");
-  EXPECT_EQ(loadError(KILN_TEST_ROCM_MODEL),
-            "FAILED_PRECONDITION: model compiled for rocm gfx942: HIP device 0 (Fake "
-            "MI210) is a gfx90a (gfx90a:sramecc+:xnack-), the model needs "
-            "gfx942; recompile it with kilnc --target=rocm:gfx90a");
+  EXPECT_EQ(
+      loadError(KILN_TEST_ROCM_MODEL),
+      "FAILED_PRECONDITION: model compiled for rocm gfx942: HIP device 0 (Fake "
+      "MI210) is a gfx90a (gfx90a:sramecc+:xnack-), the model needs "
+      "gfx942; recompile it with kilnc --target=rocm:gfx90a");
   env.set("KILN_ROCM_DEVICE", "1");
   load();
   for (int i = 0; i < 3; ++i)
@@ -652,10 +654,11 @@ TEST_F(Hip5FakeTest, RunsWithTheOldLayout) {
 
 TEST_F(Hip5FakeTest, ArchitectureFromTheOldLayout) {
   env.set("FAKE_HIP_MODE", "gfx90a");
-  EXPECT_EQ(loadError(KILN_TEST_ROCM_MODEL),
-            "FAILED_PRECONDITION: model compiled for rocm gfx942: HIP device 0 (Fake "
-            "MI210) is a gfx90a (gfx90a:sramecc+:xnack-), the model needs "
-            "gfx942; recompile it with kilnc --target=rocm:gfx90a");
+  EXPECT_EQ(
+      loadError(KILN_TEST_ROCM_MODEL),
+      "FAILED_PRECONDITION: model compiled for rocm gfx942: HIP device 0 (Fake "
+      "MI210) is a gfx90a (gfx90a:sramecc+:xnack-), the model needs "
+      "gfx942; recompile it with kilnc --target=rocm:gfx90a");
 }
 
 TEST_F(Hip5FakeTest, ErrorNamesWithoutText) {
