@@ -222,6 +222,20 @@ TEST_F(CudaTimingTest, KernelsAndPhases) {
   mid = driver->stats();
   runAndCheck(Case(3, 9.0f));
   EXPECT_EQ(driver->stats().event_records, mid.event_records);
+  EXPECT_EQ(driver->stats().graph_launches - mid.graph_launches, 1);
+  // Timing launches drops the graph; without, a plain run and a capture
+  // follow as for a new instance.
+  ASSERT_EQ(take(kiln_instance_set_profiling(instance, KILN_PROFILE_KERNELS)),
+            "");
+  EXPECT_EQ(driver->stats().live_graph_execs, before.live_graph_execs);
+  runAndCheck(Case(3, 10.0f));
+  EXPECT_EQ(last().num_events, 2u);
+  ASSERT_EQ(take(kiln_instance_set_profiling(instance, KILN_PROFILE_OFF)), "");
+  mid = driver->stats();
+  for (int i = 0; i < 3; ++i)
+    runAndCheck(Case(3, 11.0f + i));
+  EXPECT_EQ(driver->stats().captures - mid.captures, 1);
+  EXPECT_EQ(driver->stats().graph_launches - mid.graph_launches, 2);
 }
 
 TEST_F(CudaTimingTest, EventFailuresStopTimingNotTheRun) {

@@ -96,6 +96,13 @@ kiln_status_t *kiln_rt_set_profiling(kiln_instance_impl *inst, int flags) {
                              drv->op_names[KILN_DEVICE_OP_ENTER]);
     kiln_status_t *status = drv->set_timing(
         di->queue, (flags & KILN_PROFILE_KERNELS) != 0, flags != 0);
+    /* Runs whose launches are timed are plain: a graph made before would
+     * hold scratch buffers those runs may give back, so it goes (the next
+     * run without kernel timing captures a new one). */
+    if (!status && (flags & KILN_PROFILE_KERNELS) && di->graph) {
+      drv->synchronize(di->queue);
+      kiln_dev_drop_graph(di);
+    }
     drv->leave(di->queue);
     if (status)
       return status;
