@@ -12,6 +12,7 @@
 
 #include "kiln/Dialect/Kiln/IR/KilnDialect.h"
 #include "kiln/Dialect/Kiln/Transforms/MemoryPlan.h"
+#include "kiln/Dialect/Kiln/Transforms/NodeNames.h"
 #include "kiln/Target/Target.h"
 
 #include "mlir/Dialect/Bufferization/IR/Bufferization.h"
@@ -30,36 +31,6 @@
 
 using namespace mlir;
 using namespace mlir::kiln;
-
-/// ONNX node names of the ops in `region` (NameLocs, also inside fused
-/// locations), in order of appearance.
-static void
-collectNodeNames(Operation *root,
-                 llvm::SetVector<std::string, std::vector<std::string>,
-                                 std::set<std::string>> &names) {
-  // The computations only: constants, empty tensors and init fills are cloned
-  // from their producers into every kernel that uses them.
-  root->walk<WalkOrder::PreOrder>([&](Operation *op) {
-    if (op == root)
-      return WalkResult::advance();
-    if (isa<arith::ConstantOp, tensor::EmptyOp, linalg::FillOp, tensor::DimOp,
-            bufferization::ToTensorOp,
-            bufferization::MaterializeInDestinationOp, func::ReturnOp>(op))
-      return WalkResult::skip();
-    if (op->getNumRegions() == 0 &&
-        llvm::none_of(op->getResultTypes(),
-                      [](Type t) { return isa<ShapedType>(t); }))
-      return WalkResult::skip(); // scalar index arithmetic
-    op->getLoc()->walk([&](Location loc) {
-      if (auto name = dyn_cast<NameLoc>(loc))
-        names.insert(name.getName().str());
-      return WalkResult::advance();
-    });
-    // A linalg op's body belongs to it.
-    return isa<linalg::LinalgOp>(op) ? WalkResult::skip()
-                                     : WalkResult::advance();
-  });
-}
 
 /// FLOPs of a linalg op: iterations × arithmetic ops in its body (-1 when a
 /// loop range is dynamic).

@@ -45,7 +45,8 @@
  *                                             nodes it computes, for
  *                                             profiles; generated code calls
  *                                             kiln_rt_launch_site(ctx, site)
- *                                             before the launch
+ *                                             before the launch (and -1
+ *                                             after)
  *         weight <name> <dtype> <rank> <dim>* <offset> <bytes>
  *                                             one per external weight, in
  *                                             kiln_rt_external_weight index
@@ -105,10 +106,11 @@ void kiln_rt_launch_cpu(kiln_rt_ctx *ctx, void (*kernel)(void **args),
  * returns when all have returned. */
 void kiln_rt_parallel_for(void (*body)(void **args), void **args, int64_t nargs,
                           int64_t tasks);
-/* The launch site of the next kiln_rt_launch_cpu / kiln_rt_launch_device
- * (its `launch` record in the signature names the kernel and its ONNX
- * nodes): profiles attribute that launch to it. Launches without it have no
- * site. Costs one store. */
+/* The launch site of the kiln_rt_launch_cpu / kiln_rt_launch_device calls
+ * that follow, until the next call (-1: none; kilnc sets it before each
+ * launch, or each call of a GPU kernel's launcher, and -1 after): its
+ * `launch` record in the signature names the kernel and its ONNX nodes, and
+ * profiles attribute those launches to it. Costs one store. */
 void kiln_rt_launch_site(kiln_rt_ctx *ctx, int64_t site);
 /* A run-time check of the generated code failed (kiln.check): records
  * INVALID_ARGUMENT with `message`, its `{i}` replaced by values[i] (at most

@@ -162,8 +162,7 @@ static const kiln_launch_site *site_of(const kiln_model_impl *model,
 void kiln_rt_profile_cpu_kernel(kiln_rt_ctx *ctx, void (*kernel)(void **args),
                                 void **args) {
   kiln_rt_profile *p = ctx->instance->profile;
-  int64_t site = ctx->site;
-  ctx->site = -1;
+  int64_t site = ctx->site; /* set until the code sets another (or -1) */
   double start = kiln_rt_now_us();
   kernel(args);
   double end = kiln_rt_now_us();
@@ -182,8 +181,7 @@ void kiln_rt_profile_cpu_kernel(kiln_rt_ctx *ctx, void (*kernel)(void **args),
 
 void kiln_rt_profile_device_launch(kiln_rt_ctx *ctx) {
   kiln_rt_profile *p = ctx->instance->profile;
-  int64_t site = ctx->site;
-  ctx->site = -1;
+  int64_t site = ctx->site; /* set until the code sets another (or -1) */
   if (p->first_launch_us < 0)
     p->first_launch_us = kiln_rt_now_us();
   if (p->num_device_sites == p->cap_device_sites) {

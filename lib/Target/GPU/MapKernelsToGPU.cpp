@@ -18,6 +18,7 @@
 
 #include "Lowering.h"
 
+#include "kiln/Dialect/Kiln/Transforms/NodeNames.h"
 #include "kiln/Target/GPU/Passes.h"
 
 #include "mlir/Analysis/SliceAnalysis.h"
@@ -497,8 +498,11 @@ struct MapKernelsToGPUPass
       OpBuilder b(op);
       SmallVector<Value> args = {op.getCtx()};
       llvm::append_range(args, op.getArgs());
-      func::CallOp::create(b, op.getLoc(), op.getKernelAttr(), TypeRange{},
-                           args);
+      auto call = func::CallOp::create(b, op.getLoc(), op.getKernelAttr(),
+                                       TypeRange{}, args);
+      // The launch's ONNX nodes (the signature's launch records).
+      if (Attribute nodes = op->getAttr(kLaunchNodesAttr))
+        call->setAttr(kLaunchNodesAttr, nodes);
       op.erase();
     }
 

@@ -1,5 +1,6 @@
 //===- OutlineKernels.cpp - Build the host program, outline kernels -------===//
 
+#include "kiln/Dialect/Kiln/Transforms/NodeNames.h"
 #include "kiln/Dialect/Kiln/Transforms/Passes.h"
 
 #include "mlir/Dialect/Arith/Utils/Utils.h"
@@ -472,8 +473,17 @@ struct OutlineKernelsPass
       b.setInsertionPoint(host);
       createKernelFunc(kernel, name, argTypes, outs.size());
     }
-    LaunchOp::create(b, loc, ctx, FlatSymbolRefAttr::get(b.getContext(), name),
-                     args);
+    auto launch = LaunchOp::create(
+        b, loc, ctx, FlatSymbolRefAttr::get(b.getContext(), name), args);
+    // The ONNX nodes this launch computes, escaped for the signature's
+    // `launch` record (HostToLLVM): they stay with the launch when
+    // kiln-dedup-kernels makes it run another kernel's code.
+    NodeNameSet nodes;
+    collectNodeNames(kernel, nodes);
+    std::string list;
+    for (const std::string &node : nodes)
+      list += (list.empty() ? "" : ",") + escapeName(node);
+    launch->setAttr(kLaunchNodesAttr, b.getStringAttr(list));
     return success();
   }
 
