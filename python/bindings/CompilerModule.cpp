@@ -8,6 +8,8 @@
 //
 //===----------------------------------------------------------------------===//
 
+#include "Status.h"
+
 #include "kiln-c/compiler.h"
 
 #include <nanobind/nanobind.h>
@@ -28,14 +30,8 @@ using Settings = std::vector<std::pair<std::string, std::string>>;
 
 /// Raises the status as the runtime module's kiln.Error.
 [[noreturn]] void raise(kiln_status_t *status) {
-  std::string message = kiln_status_message(status);
-  std::string code = kiln_status_code_name(kiln_status_code(status));
-  kiln_status_free(status);
-  nb::object errorType = nb::module_::import_("kiln._runtime").attr("Error");
-  nb::object error = errorType(message);
-  error.attr("code") = code;
-  PyErr_SetObject(errorType.ptr(), error.ptr());
-  throw nb::python_error();
+  kiln_python::raiseStatus(status,
+                           nb::module_::import_("kiln._runtime").attr("Error"));
 }
 void check(kiln_status_t *status) {
   if (status)

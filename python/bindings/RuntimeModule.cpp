@@ -11,6 +11,8 @@
 //
 //===----------------------------------------------------------------------===//
 
+#include "Status.h"
+
 #include "kiln-c/runtime.h"
 
 #include <nanobind/nanobind.h>
@@ -29,18 +31,9 @@ namespace {
 /// kiln.Error: the status's message, with `code` (kiln_status_code_name).
 nb::object errorType;
 
-[[noreturn]] void raise(kiln_status_t *status) {
-  std::string message = kiln_status_message(status);
-  std::string code = kiln_status_code_name(kiln_status_code(status));
-  kiln_status_free(status);
-  nb::object error = errorType(message);
-  error.attr("code") = code;
-  PyErr_SetObject(errorType.ptr(), error.ptr());
-  throw nb::python_error();
-}
 void check(kiln_status_t *status) {
   if (status)
-    raise(status);
+    kiln_python::raiseStatus(status, errorType);
 }
 
 struct DtypeMap {

@@ -206,12 +206,8 @@ public:
     return error.empty();
   }
   void buildCodegenPipeline(OpPassManager &pm) const override {
-    pm.addPass(createKilnMapKernelsToGPU(gpu, ("rocm " + chip.chip).str(),
-                                         createAMDGPUTargetInfo(chip.chip)));
-    pm.addPass(createCanonicalizerPass());
-    pm.addPass(createGpuLaunchSinkIndexComputationsPass());
-    pm.addPass(createGpuKernelOutliningPass());
-    pm.addPass(createKilnMergeGPUModules());
+    addGPUMappingPasses(pm, gpu, ("rocm " + chip.chip).str(),
+                        createAMDGPUTargetInfo(chip.chip));
     GpuROCDLAttachTargetOptions attach;
     attach.chip = chip.chip.str();
     attach.optLevel = 3;
@@ -220,13 +216,7 @@ public:
       attach.features = "+wavefrontsize32";
     pm.addPass(createGpuROCDLAttachTarget(attach));
     OpPassManager &dev = pm.nest<gpu::GPUModuleOp>();
-    dev.addPass(createLowerAffinePass());
-    dev.addPass(arith::createArithExpandOpsPass());
-    dev.addPass(memref::createExpandStridedMetadataPass());
-    dev.addPass(createSCFToControlFlowPass());
-    KilnFinalizeDeviceMemRefsOptions before;
-    before.stage = "before";
-    dev.addPass(createKilnFinalizeDeviceMemRefs(before));
+    addDeviceLoweringPrologue(dev);
     ConvertAMDGPUToROCDLPassOptions amdgpu;
     amdgpu.chipset = chip.chip.str();
     dev.addPass(createConvertAMDGPUToROCDLPass(amdgpu));

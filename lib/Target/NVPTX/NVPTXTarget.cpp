@@ -80,27 +80,15 @@ public:
   }
   void buildCodegenPipeline(OpPassManager &pm) const override {
     // The tensor cores (mma.sync) come with the chip's target-info.
-    pm.addPass(createKilnMapKernelsToGPU(gpu, ("cuda " + chip.chip).str(),
-                                         createNVPTXTargetInfo(chip.chip)));
-    pm.addPass(createCanonicalizerPass());
-    // Constants move into the launches: a divisor passed as a kernel
-    // argument costs a real (64-bit) division per use.
-    pm.addPass(createGpuLaunchSinkIndexComputationsPass());
-    pm.addPass(createGpuKernelOutliningPass());
-    pm.addPass(createKilnMergeGPUModules());
+    addGPUMappingPasses(pm, gpu, ("cuda " + chip.chip).str(),
+                        createNVPTXTargetInfo(chip.chip));
     GpuNVVMAttachTargetOptions attach;
     attach.chip = chip.chip.str();
     attach.features = chip.ptxFeatures.str();
     attach.optLevel = 3;
     pm.addPass(createGpuNVVMAttachTarget(attach));
     OpPassManager &dev = pm.nest<gpu::GPUModuleOp>();
-    dev.addPass(createLowerAffinePass());
-    dev.addPass(arith::createArithExpandOpsPass());
-    dev.addPass(memref::createExpandStridedMetadataPass());
-    dev.addPass(createSCFToControlFlowPass());
-    KilnFinalizeDeviceMemRefsOptions before;
-    before.stage = "before";
-    dev.addPass(createKilnFinalizeDeviceMemRefs(before));
+    addDeviceLoweringPrologue(dev);
     dev.addPass(createConvertGpuOpsToNVVMOps());
     // convert-gpu-to-nvvm leaves memref accesses to this one.
     dev.addPass(createKilnFinalizeDeviceMemRefs());

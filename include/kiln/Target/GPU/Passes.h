@@ -29,6 +29,19 @@ std::unique_ptr<Pass>
 createKilnMapKernelsToGPU(const GPUCodegenOptions &gpu, StringRef device,
                           std::shared_ptr<const GPUTargetInfo> info);
 
+/// The vendor-neutral front of a GPU target's codegen pipeline:
+/// kiln-map-kernels-to-gpu (createKilnMapKernelsToGPU's arguments),
+/// canonicalize, index computations sunk into the launches, the kernels
+/// outlined into one gpu.module (kiln-merge-gpu-modules).
+void addGPUMappingPasses(OpPassManager &pm, const GPUCodegenOptions &gpu,
+                         StringRef device,
+                         std::shared_ptr<const GPUTargetInfo> info);
+/// In the device module (`dev`, nested on gpu.module), what precedes the
+/// vendor's GPU-to-LLVM conversion: affine, arith-expand,
+/// expand-strided-metadata, scf to cf, kiln-finalize-device-memrefs
+/// {stage=before}.
+void addDeviceLoweringPrologue(OpPassManager &dev);
+
 #define GEN_PASS_REGISTRATION
 #include "kiln/Target/GPU/Passes.h.inc"
 
