@@ -166,6 +166,11 @@ struct StagePipelineOptions : public PassPipelineOptions<StagePipelineOptions> {
       llvm::cl::desc("GPU: unroll reduction outputs while this many threads "
                      "remain"),
       llvm::cl::init(GPUCodegenOptions().minThreads)};
+  Option<std::string> maxMemory{
+      *this, "max-memory",
+      llvm::cl::desc("Arena budget for kiln-remat: bytes with K/M/G, or a "
+                     "fraction of the unconstrained peak such as 0.6x"),
+      llvm::cl::init("")};
 
   CompileOptions toCompileOptions() const {
     CompileOptions o;
@@ -182,6 +187,7 @@ struct StagePipelineOptions : public PassPipelineOptions<StagePipelineOptions> {
     o.gpu.blockSize = gpuBlockSize;
     o.gpu.fillBlocks = gpuFillBlocks;
     o.gpu.minThreads = gpuMinThreads;
+    o.maxMemory = maxMemory;
     return o;
   }
 };
@@ -264,6 +270,14 @@ LogicalResult mlir::kiln::buildStagePipeline(OpPassManager &pm, StringRef stage,
     pm.addPass(createKilnOutlineKernels());
     if (optLevel >= 1)
       pm.addPass(createKilnHoistWeightKernels());
+    if (!options.maxMemory.empty()) {
+      // Checked by CompileOptions::verify.
+      KilnRematOptions remat;
+      std::string error;
+      (void)parseMaxMemory(options.maxMemory, remat.budgetBytes,
+                           remat.budgetFraction, error);
+      pm.addPass(createKilnRemat(remat));
+    }
     pm.addPass(createKilnPlanMemory());
     pm.addPass(createCanonicalizerPass());
   } else if (stage == "bufferize") {
@@ -328,6 +342,37 @@ void mlir::kiln::registerAllKilnPasses() {
   }
 }
 
+bool mlir::kiln::parseMaxMemory(StringRef spec, int64_t &bytes,
+                                double &fraction, std::string &error) {
+  bytes = 0;
+  fraction = 0;
+  StringRef s = spec.trim();
+  auto bad = [&] {
+    error = "--max-memory expects bytes with an optional K, M or G suffix "
+            "(e.g. 512M) or a fraction of the unconstrained peak (e.g. "
+            "0.6x), got '" +
+            spec.str() + "'";
+    return false;
+  };
+  if (s.consume_back("x") || s.consume_back("X")) {
+    if (s.getAsDouble(fraction) || !(fraction > 0))
+      return bad();
+    return true;
+  }
+  int64_t scale = 1;
+  if (s.consume_back("K") || s.consume_back("k"))
+    scale = int64_t(1) << 10;
+  else if (s.consume_back("M") || s.consume_back("m"))
+    scale = int64_t(1) << 20;
+  else if (s.consume_back("G") || s.consume_back("g"))
+    scale = int64_t(1) << 30;
+  long long v = 0;
+  if (s.getAsInteger(10, v) || v <= 0 || v > INT64_MAX / scale)
+    return bad();
+  bytes = v * scale;
+  return true;
+}
+
 LogicalResult CompileOptions::verify(std::string &error) const {
   std::string targetError;
   if (!parseTarget(target, targetError)) {
@@ -347,6 +392,11 @@ LogicalResult CompileOptions::verify(std::string &error) const {
     error = "unknown layout '" + layout + "' (expected target, nchw or nhwc)";
     return failure();
   }
+  int64_t budgetBytes = 0;
+  double budgetFraction = 0;
+  if (!maxMemory.empty() &&
+      !parseMaxMemory(maxMemory, budgetBytes, budgetFraction, error))
+    return failure();
   if (precision == "fp32" &&
       (!keepFp32.empty() || !calibrationRanges.empty())) {
     error = "--keep-fp32, --calibrate and --calibration-ranges need "

@@ -11,6 +11,7 @@
 #include "kiln/Compiler/Compiler.h"
 
 #include "kiln/Dialect/Kiln/IR/KilnDialect.h"
+#include "kiln/Dialect/Kiln/Transforms/KernelCost.h"
 #include "kiln/Dialect/Kiln/Transforms/MemoryPlan.h"
 #include "kiln/Dialect/Kiln/Transforms/NodeNames.h"
 #include "kiln/Target/Target.h"
@@ -31,29 +32,6 @@
 
 using namespace mlir;
 using namespace mlir::kiln;
-
-/// FLOPs of a linalg op: iterations × arithmetic ops in its body (-1 when a
-/// loop range is dynamic).
-static int64_t linalgFlops(linalg::LinalgOp op) {
-  SmallVector<int64_t> ranges = op.getStaticLoopRanges();
-  int64_t iterations = 1;
-  for (int64_t r : ranges) {
-    if (ShapedType::isDynamic(r))
-      return -1;
-    iterations *= r;
-  }
-  int64_t perIteration = 0;
-  op->walk([&](Operation *inner) {
-    if (inner == op.getOperation())
-      return;
-    if (isa<arith::ArithDialect, math::MathDialect>(inner->getDialect()) &&
-        !isa<arith::ConstantOp, arith::IndexCastOp>(inner))
-      ++perIteration;
-  });
-  if (isa<linalg::MatmulOp, linalg::BatchMatmulOp>(op))
-    perIteration = 2;
-  return iterations * perIteration;
-}
 
 static int64_t memrefBytes(Type t) {
   auto m = dyn_cast<MemRefType>(t);
@@ -110,6 +88,77 @@ static std::optional<llvm::json::Object> precisionReport(ModuleOp module) {
   };
 }
 
+/// The live bytes of the arena at each launch (kiln-plan-memory's ranges
+/// and in-place reuse): [{step, kernel, live_bytes}].
+static llvm::json::Array memoryTimeline(func::FuncOp host) {
+  MemoryPlan plan = computeLiveRanges(host, /*inPlace=*/true);
+  SmallVector<int64_t> live = liveBytesTimeline(plan);
+  llvm::json::Array timeline;
+  int64_t step = 0;
+  for (auto [t, op] : llvm::enumerate(plan.ops))
+    if (auto launch = dyn_cast<LaunchOp>(op))
+      timeline.push_back(llvm::json::Object{{"step", step++},
+                                            {"kernel", launch.getKernel()},
+                                            {"live_bytes", live[t]}});
+  return timeline;
+}
+
+/// What kiln-remat did (kilnc --max-memory): the budget, peak and arena
+/// before and after, the launches it added (recomputed, or moved to a later
+/// use) with their FLOPs, and the timeline before.
+static std::optional<llvm::json::Object>
+rematReport(ModuleOp module, const llvm::json::Object &report) {
+  auto remat = module->getAttrOfType<DictionaryAttr>("kiln.remat");
+  if (!remat)
+    return std::nullopt;
+  auto num = [&](StringRef key) -> int64_t {
+    auto i = remat.getAs<IntegerAttr>(key);
+    return i ? i.getInt() : 0;
+  };
+  llvm::json::Array recomputed, moved;
+  int64_t extra = 0;
+  if (const llvm::json::Array *kernels = report.getArray("kernels"))
+    for (const llvm::json::Value &k : *kernels) {
+      const llvm::json::Object *ko = k.getAsObject();
+      std::optional<StringRef> what = ko->getString("remat");
+      if (!what)
+        continue;
+      llvm::json::Object entry{{"kernel", *ko->getString("name")},
+                               {"onnx_nodes", *ko->get("onnx_nodes")},
+                               {"flops", *ko->get("flops")}};
+      if (*what == "recompute") {
+        extra += std::max<int64_t>(ko->getInteger("flops").value_or(0), 0);
+        recomputed.push_back(std::move(entry));
+      } else {
+        moved.push_back(std::move(entry));
+      }
+    }
+  llvm::json::Array before;
+  if (auto list = remat.getAs<ArrayAttr>("timeline_before"))
+    for (auto [step, a] : llvm::enumerate(list)) {
+      auto d = dyn_cast<DictionaryAttr>(a);
+      if (!d)
+        continue;
+      auto kernel = d.getAs<StringAttr>("kernel");
+      auto live = d.getAs<IntegerAttr>("live_bytes");
+      before.push_back(
+          llvm::json::Object{{"step", static_cast<int64_t>(step)},
+                             {"kernel", kernel ? kernel.str() : std::string()},
+                             {"live_bytes", live ? live.getInt() : 0}});
+    }
+  return llvm::json::Object{
+      {"budget_bytes", num("budget_bytes")},
+      {"peak_before", num("peak_before")},
+      {"arena_before", num("arena_before")},
+      {"peak_after", report.getInteger("peak_live_bytes").value_or(0)},
+      {"arena_after", report.getInteger("arena_bytes").value_or(0)},
+      {"recomputed", std::move(recomputed)},
+      {"moved", std::move(moved)},
+      {"extra_flops", extra},
+      {"timeline_before", std::move(before)},
+  };
+}
+
 llvm::json::Value mlir::kiln::buildCompileReport(ModuleOp module) {
   llvm::json::Array kernels;
   func::FuncOp host;
@@ -128,10 +177,7 @@ llvm::json::Value mlir::kiln::buildCompileReport(ModuleOp module) {
       int64_t flops = 0;
       if (fn) {
         collectNodeNames(fn, nodes);
-        fn.walk([&](linalg::LinalgOp op) {
-          int64_t f = linalgFlops(op);
-          flops = (f < 0 || flops < 0) ? -1 : flops + f;
-        });
+        flops = estimateFlops(fn);
       }
       int64_t bytes = 0;
       for (Value arg : launch.getArgs()) {
@@ -149,12 +195,15 @@ llvm::json::Value mlir::kiln::buildCompileReport(ModuleOp module) {
       llvm::json::Array nodeArray;
       for (const std::string &n : nodes)
         nodeArray.push_back(n);
-      kernels.push_back(llvm::json::Object{
+      llvm::json::Object k{
           {"name", launch.getKernel().str()},
           {"onnx_nodes", std::move(nodeArray)},
           {"flops", flops},
           {"bytes", bytes},
-      });
+      };
+      if (auto remat = launch->getAttrOfType<StringAttr>("kiln.remat"))
+        k["remat"] = remat.str();
+      kernels.push_back(std::move(k));
     });
   }
   auto attr = [&](StringRef name) -> int64_t {
@@ -172,6 +221,11 @@ llvm::json::Value mlir::kiln::buildCompileReport(ModuleOp module) {
       {"intermediate_bytes", attr("kiln.intermediate_bytes")},
       {"peak_live_bytes", attr("kiln.peak_live_bytes")},
   };
+  if (host && host.getBody().hasOneBlock()) {
+    report["timeline"] = memoryTimeline(host);
+    if (std::optional<llvm::json::Object> r = rematReport(module, report))
+      report["remat"] = std::move(*r);
+  }
   if (std::optional<llvm::json::Object> p = precisionReport(module))
     report["precision"] = std::move(*p);
   return report;
@@ -311,6 +365,98 @@ static void printPrecisionSummary(const llvm::json::Object &p,
        << " more nodes kept fp32 (listed in the JSON report)\n";
 }
 
+/// Bytes as KiB under a MiB, else MiB (2 decimals).
+static std::string humanBytes(int64_t b) {
+  std::string s;
+  llvm::raw_string_ostream os(s);
+  if (b < 1024 * 1024)
+    os << llvm::format("%.2f", b / 1024.0) << " KiB";
+  else
+    os << llvm::format("%.2f", b / (1024.0 * 1024.0)) << " MiB";
+  return s;
+}
+
+/// One line of a memory timeline: the peak and where, then the live MiB at
+/// each step (at most kMaxShown numbers: more steps are shown as the
+/// maximum of each run of steps).
+static void printTimeline(StringRef label, const llvm::json::Array &timeline,
+                          llvm::raw_ostream &os) {
+  constexpr size_t kMaxShown = 48;
+  if (timeline.empty())
+    return;
+  SmallVector<int64_t> live;
+  int64_t peak = -1;
+  size_t peakStep = 0;
+  StringRef peakKernel;
+  for (const llvm::json::Value &v : timeline) {
+    const llvm::json::Object *o = v.getAsObject();
+    int64_t b = o ? o->getInteger("live_bytes").value_or(0) : 0;
+    if (b > peak) {
+      peak = b;
+      peakStep = live.size();
+      peakKernel = o ? o->getString("kernel").value_or("") : "";
+    }
+    live.push_back(b);
+  }
+  size_t per = (live.size() + kMaxShown - 1) / kMaxShown;
+  bool kib = peak < 1024 * 1024;
+  os << "  " << label << ": " << live.size() << " steps, peak "
+     << humanBytes(peak) << " at step " << peakStep << " (" << peakKernel
+     << "); live " << (kib ? "KiB" : "MiB")
+     << (per > 1 ? " (max of every " + std::to_string(per) + " steps)" : "")
+     << ":";
+  for (size_t i = 0; i < live.size(); i += per) {
+    int64_t m = 0;
+    for (size_t j = i; j < std::min(live.size(), i + per); ++j)
+      m = std::max(m, live[j]);
+    os << " "
+       << llvm::format(kib ? "%.1f" : "%.2f", m / (kib ? 1024.0 : 1048576.0));
+  }
+  os << "\n";
+}
+
+/// The remat lines: budget, peak and arena before and after, what was
+/// recomputed and what it costs.
+static void printRematSummary(const llvm::json::Object &r, int64_t totalFlops,
+                              llvm::raw_ostream &os) {
+  auto num = [&](StringRef key) { return r.getInteger(key).value_or(0); };
+  const llvm::json::Array *re = r.getArray("recomputed");
+  const llvm::json::Array *mv = r.getArray("moved");
+  int64_t extra = num("extra_flops");
+  os << "  memory budget " << humanBytes(num("budget_bytes")) << ": peak "
+     << humanBytes(num("peak_before")) << " -> "
+     << humanBytes(num("peak_after")) << ", arena "
+     << humanBytes(num("arena_before")) << " -> "
+     << humanBytes(num("arena_after")) << "; " << (re ? re->size() : 0)
+     << " launches recomputed (+" << llvm::format("%.3f", extra / 1e9)
+     << " GFLOP";
+  if (totalFlops > extra && extra > 0)
+    os << ", +" << llvm::format("%.1f", 100.0 * extra / (totalFlops - extra))
+       << "%";
+  os << "), " << (mv ? mv->size() : 0) << " moved\n";
+  for (const llvm::json::Array *list : {re, mv}) {
+    if (!list)
+      continue;
+    for (const llvm::json::Value &k : *list) {
+      const llvm::json::Object *ko = k.getAsObject();
+      os << "    " << (list == re ? "recomputed " : "moved ")
+         << ko->getString("kernel").value_or("?") << ":";
+      if (const llvm::json::Array *nodes = ko->getArray("onnx_nodes")) {
+        bool first = true;
+        for (const llvm::json::Value &n : *nodes) {
+          os << (first ? " " : ", ") << n.getAsString().value_or("");
+          first = false;
+        }
+      }
+      os << " ["
+         << llvm::format("%.3f", ko->getInteger("flops").value_or(0) / 1e6)
+         << " MFLOP]\n";
+    }
+  }
+  if (const llvm::json::Array *before = r.getArray("timeline_before"))
+    printTimeline("timeline before remat", *before, os);
+}
+
 void mlir::kiln::printReportSummary(const llvm::json::Value &report,
                                     llvm::raw_ostream &os) {
   const llvm::json::Object *obj = report.getAsObject();
@@ -326,6 +472,10 @@ void mlir::kiln::printReportSummary(const llvm::json::Value &report,
      << llvm::format("%.2f", mib(num("intermediate_bytes")))
      << " MiB; largest live set "
      << llvm::format("%.2f", mib(num("peak_live_bytes"))) << " MiB\n";
+  if (const llvm::json::Object *r = obj->getObject("remat"))
+    printRematSummary(*r, num("total_flops"), os);
+  if (const llvm::json::Array *t = obj->getArray("timeline"))
+    printTimeline("timeline", *t, os);
   if (const llvm::json::Object *p = obj->getObject("precision"))
     printPrecisionSummary(*p, os);
   if (const llvm::json::Array *kernels = obj->getArray("kernels")) {

@@ -108,6 +108,15 @@ const OptionRow kOptions[] = {
      [](kiln_compile_options &o, llvm::StringRef v, std::string &e) {
        return parseBool("external-weights", v, o.externalWeights, e);
      }},
+    {"max-memory", false,
+     [](kiln_compile_options &o, llvm::StringRef v, std::string &e) {
+       int64_t bytes;
+       double fraction;
+       if (!parseMaxMemory(v, bytes, fraction, e))
+         return false;
+       o.compile.maxMemory = v.str();
+       return true;
+     }},
     {"gpu-tiled-contractions", false,
      [](kiln_compile_options &o, llvm::StringRef v, std::string &e) {
        return parseBool("gpu-tiled-contractions", v,

@@ -43,6 +43,7 @@ CONFIGS = [
     (["--precision=fp16", "--keep-fp32=Softmax"], "precision=fp16 keep-fp32=Softmax"),
     (["--precision=bf16", "-O1"], "precision=bf16 opt-level=1"),
     (["--expose-intermediates=all"], "expose-intermediates=all"),
+    (["--max-memory=64M"], "max-memory=64M"),
     (["--target=cuda"], "target=cuda"),
     (["--target=cuda:sm_80", "--precision=fp16", "--gpu-tensor-cores=false",
       "--gpu-warp-reductions=false", "--gpu-tiled-contractions=false"],

@@ -158,6 +158,15 @@ static cl::list<std::string> exposeIntermediates(
              "(=all), or the values of these nodes"),
     cl::CommaSeparated, cl::value_desc("all|NODE,..."));
 
+static cl::opt<std::string> maxMemory(
+    "max-memory",
+    cl::desc("Recompute intermediate tensors instead of keeping them until "
+             "the arena fits SIZE: bytes with an optional K, M or G suffix "
+             "(powers of 1024), or a fraction of the unconstrained peak such "
+             "as 0.6x; needs static shapes (--dim, --shapes); "
+             "docs/remat.md"),
+    cl::value_desc("SIZE"), cl::init(""));
+
 static cl::opt<bool>
     timing("timing",
            cl::desc("Print to stderr where the compile's time went: import, "
@@ -229,6 +238,7 @@ static LogicalResult readFlags(kiln::CompileOptions &options,
       options, SmallVector<std::string>(exposeIntermediates.begin(),
                                         exposeIntermediates.end()));
   options.calibrationRanges = calibrationRanges;
+  options.maxMemory = maxMemory;
   options.dump = [](llvm::StringRef, ModuleOp m) {
     m.print(llvm::outs());
     llvm::outs() << "\n";

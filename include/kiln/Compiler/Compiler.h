@@ -79,6 +79,11 @@ struct CompileOptions {
   /// (kiln-expose-intermediates): all, or only `exposeNodes` when not empty.
   bool exposeIntermediates = false;
   std::vector<std::string> exposeNodes;
+  /// `--max-memory`: a budget for the arena (kiln-remat recomputes tensors
+  /// until the planned arena fits it): bytes with an optional K, M or G
+  /// suffix (powers of 1024), or a fraction of the unconstrained peak such
+  /// as `0.6x` (parseMaxMemory); "" for none.
+  std::string maxMemory;
   /// Where the external weights file was written (kilnc --external-weights):
   /// the calibration build loads its weights from there.
   std::string externalWeightsPath;
@@ -89,6 +94,12 @@ struct CompileOptions {
   /// `error` holds one message.
   LogicalResult verify(std::string &error) const;
 };
+
+/// Reads kilnc's `--max-memory` spelling: `bytes` (> 0) or `fraction` (> 0,
+/// a fraction of the unconstrained peak, `0.6x`), the other 0. False with a
+/// message in `error` for anything else.
+bool parseMaxMemory(llvm::StringRef spec, int64_t &bytes, double &fraction,
+                    std::string &error);
 
 /// Sets exposeIntermediates/exposeNodes from kilnc's spelling: "all", or
 /// node names (empty: expose nothing).

@@ -6,9 +6,10 @@
 //  2. in-place reuse: an elementwise kernel may write its output into the
 //     buffer of an input that dies at that launch (same size; the kernel
 //     reads and writes each element at the same index in one iteration);
-//  3. offsets by greedy best fit, largest buffers first: each buffer goes to
-//     the lowest aligned offset where it overlaps no buffer whose live range
-//     intersects its own.
+//  3. offsets by greedy best fit: each buffer goes to the lowest aligned
+//     offset of the smallest gap where it overlaps no buffer whose live range
+//     intersects its own, placing the largest buffers first, or in program
+//     order when that gives a smaller arena.
 // Model inputs and outputs are not arena buffers: never overwritten.
 //
 //===----------------------------------------------------------------------===//
@@ -37,8 +38,7 @@ int64_t mlir::kiln::bufferBytes(MemRefType t) {
   return t.getNumElements() * ((bits + 7) / 8);
 }
 
-/// The buffer a value is a view of (through reshape/cast views), or null.
-static BufferOp rootBuffer(Value v) {
+BufferOp mlir::kiln::rootBuffer(Value v) {
   while (true) {
     if (auto b = v.getDefiningOp<BufferOp>())
       return b;
@@ -113,14 +113,15 @@ static bool isInPlaceSafe(func::FuncOp fn, unsigned inIdx, unsigned outIdx) {
   return found;
 }
 
-MemoryPlan mlir::kiln::computeMemoryPlan(func::FuncOp host, int64_t alignment,
-                                         bool inPlace) {
+MemoryPlan mlir::kiln::computeLiveRanges(func::FuncOp host, bool inPlace) {
   MemoryPlan plan;
   Block &block = host.getBody().front();
-  DenseMap<Operation *, int64_t> position;
+  DenseMap<Operation *, int64_t> &position = plan.positions;
   int64_t pos = 0;
-  for (Operation &op : block)
+  for (Operation &op : block) {
     position[&op] = pos++;
+    plan.ops.push_back(&op);
+  }
 
   // Static buffers and their live ranges.
   SmallVector<BufferOp> buffers;
@@ -142,16 +143,18 @@ MemoryPlan mlir::kiln::computeMemoryPlan(func::FuncOp host, int64_t alignment,
   }
   // Uses, following views.
   for (Operation &op : block) {
+    // The view ops themselves don't touch memory.
+    if (isa<ViewLikeOpInterface>(op) || isa<UnrealizedConversionCastOp>(op))
+      continue;
     for (Value operand : op.getOperands()) {
       BufferOp root = rootBuffer(operand);
       if (!root || !index.count(root))
         continue;
-      // The view ops themselves don't touch memory.
-      if (isa<ViewLikeOpInterface>(op) || isa<UnrealizedConversionCastOp>(op))
-        continue;
       BufferPlan &bp = plan.buffers[index[root]];
       bp.start = std::min(bp.start, position[&op]);
       bp.end = std::max(bp.end, position[&op]);
+      if (bp.users.empty() || bp.users.back() != &op)
+        bp.users.push_back(&op);
     }
   }
   // A buffer a run-time check reads (an index range's min and max) lives
@@ -234,42 +237,57 @@ MemoryPlan mlir::kiln::computeMemoryPlan(func::FuncOp host, int64_t alignment,
   }
 
   // Slot groups: union of live ranges, max size.
-  struct Slot {
-    SmallVector<unsigned> members;
-    int64_t start = INT64_MAX, end = -1, bytes = 0, offset = -1;
-  };
-  SmallVector<Slot> groups;
   DenseMap<unsigned, unsigned> groupOf;
   for (unsigned i = 0; i < n; ++i) {
     unsigned leader = slots.getLeaderValue(i);
-    auto [it, inserted] = groupOf.try_emplace(leader, groups.size());
+    auto [it, inserted] = groupOf.try_emplace(leader, plan.slots.size());
     if (inserted)
-      groups.emplace_back();
-    Slot &s = groups[it->second];
+      plan.slots.emplace_back();
+    SlotPlan &s = plan.slots[it->second];
     s.members.push_back(i);
     s.start = std::min(s.start, plan.buffers[i].start);
     s.end = std::max(s.end, plan.buffers[i].end);
     s.bytes = std::max(s.bytes, plan.buffers[i].bytes);
   }
-  // Greedy best fit, largest first.
-  SmallVector<unsigned> order(groups.size());
-  for (unsigned i = 0; i < groups.size(); ++i)
-    order[i] = i;
-  llvm::stable_sort(order, [&](unsigned a, unsigned b) {
-    if (groups[a].bytes != groups[b].bytes)
-      return groups[a].bytes > groups[b].bytes;
-    return groups[a].start < groups[b].start;
-  });
+
+  // Totals: all intermediates, and the largest set live at once.
+  for (const BufferPlan &bp : plan.buffers)
+    plan.totalBytes += bp.bytes;
+  for (int64_t live : liveBytesTimeline(plan))
+    plan.peakLiveBytes = std::max(plan.peakLiveBytes, live);
+  return plan;
+}
+
+SmallVector<int64_t> mlir::kiln::liveBytesTimeline(const MemoryPlan &plan) {
+  // A sweep: +bytes where a slot starts, -bytes after it ends.
+  SmallVector<int64_t> delta(plan.ops.size() + 1, 0);
+  for (const SlotPlan &s : plan.slots) {
+    delta[s.start] += s.bytes;
+    delta[s.end + 1] -= s.bytes;
+  }
+  SmallVector<int64_t> live(plan.ops.size(), 0);
+  int64_t running = 0;
+  for (size_t t = 0; t < live.size(); ++t)
+    live[t] = running += delta[t];
+  return live;
+}
+
+/// Places `groups` in `order` (each at the lowest aligned offset of the
+/// smallest gap that holds it among the live-overlapping slots placed
+/// before); returns the arena size and sets each slot's offset.
+static int64_t placeSlots(SmallVector<SlotPlan> &groups,
+                          ArrayRef<unsigned> order, int64_t alignment) {
   auto alignUp = [&](int64_t v) {
     return (v + alignment - 1) / alignment * alignment;
   };
+  int64_t arena = 0;
   SmallVector<unsigned> placed;
   for (unsigned g : order) {
-    Slot &s = groups[g];
+    SlotPlan &s = groups[g];
     // Intervals [offset, offset + bytes) of live-overlapping placed slots.
     SmallVector<std::pair<int64_t, int64_t>> busy;
     for (unsigned p : placed) {
-      const Slot &o = groups[p];
+      const SlotPlan &o = groups[p];
       if (o.start <= s.end && s.start <= o.end)
         busy.push_back({o.offset, o.offset + o.bytes});
     }
@@ -288,22 +306,51 @@ MemoryPlan mlir::kiln::computeMemoryPlan(func::FuncOp host, int64_t alignment,
       best = alignUp(cursor);
     s.offset = best;
     placed.push_back(g);
-    plan.arenaBytes = std::max(plan.arenaBytes, alignUp(best + s.bytes));
+    arena = std::max(arena, alignUp(best + s.bytes));
   }
-  for (const Slot &s : groups)
+  return arena;
+}
+
+void mlir::kiln::assignArenaOffsets(MemoryPlan &plan, int64_t alignment) {
+  SmallVector<SlotPlan> &groups = plan.slots;
+  // Two orders, the smaller arena wins (the first on a tie): largest slots
+  // first (ties by start), and program order (ties by size), which packs
+  // better where slots of one size follow each other (a recomputed tensor
+  // next to the ones it replaced).
+  SmallVector<unsigned> bySize(groups.size());
+  for (unsigned i = 0; i < groups.size(); ++i)
+    bySize[i] = i;
+  SmallVector<unsigned> byStart = bySize;
+  llvm::stable_sort(bySize, [&](unsigned a, unsigned b) {
+    if (groups[a].bytes != groups[b].bytes)
+      return groups[a].bytes > groups[b].bytes;
+    return groups[a].start < groups[b].start;
+  });
+  llvm::stable_sort(byStart, [&](unsigned a, unsigned b) {
+    if (groups[a].start != groups[b].start)
+      return groups[a].start < groups[b].start;
+    return groups[a].bytes > groups[b].bytes;
+  });
+  plan.arenaBytes = placeSlots(groups, byStart, alignment);
+  SmallVector<int64_t> offsets;
+  for (const SlotPlan &s : groups)
+    offsets.push_back(s.offset);
+  int64_t arena = placeSlots(groups, bySize, alignment);
+  if (arena <= plan.arenaBytes) {
+    plan.arenaBytes = arena;
+  } else {
+    for (auto [s, o] : llvm::zip(groups, offsets))
+      s.offset = o;
+  }
+  for (const SlotPlan &s : groups)
     for (unsigned m : s.members)
       plan.buffers[m].offset = s.offset;
+}
 
-  // Totals: all intermediates, and the largest set live at once.
-  for (const BufferPlan &bp : plan.buffers)
-    plan.totalBytes += bp.bytes;
-  for (int64_t t = 0; t < pos; ++t) {
-    int64_t live = 0;
-    for (const Slot &s : groups)
-      if (s.start <= t && t <= s.end)
-        live += s.bytes;
-    plan.peakLiveBytes = std::max(plan.peakLiveBytes, live);
-  }
+MemoryPlan mlir::kiln::computeMemoryPlan(func::FuncOp host, int64_t alignment,
+                                         bool inPlace) {
+  MemoryPlan plan = computeLiveRanges(host, inPlace);
+  assignArenaOffsets(plan, alignment);
   return plan;
 }
 

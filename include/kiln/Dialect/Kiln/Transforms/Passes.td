@@ -81,6 +81,38 @@ def KilnHoistWeightKernels : Pass<"kiln-hoist-weight-kernels", "ModuleOp"> {
                            "::mlir::func::FuncDialect"];
 }
 
+def KilnRemat : Pass<"kiln-remat", "ModuleOp"> {
+  let summary = "Recomputes tensors instead of keeping them, under a memory budget";
+  let description = [{
+    Lowers the largest set of intermediate buffers live at once until the
+    arena that `kiln-plan-memory` will plan fits a budget: a buffer live
+    across the peak but not used there is dropped after its early uses and
+    recomputed (another `kiln.launch` of its producer kernel into a new
+    `kiln.buffer`) right before its first use after the peak, which, with
+    the later uses, reads the new buffer. The producer's inputs then live
+    until the recomputation, or are recomputed with it (a chain) when they
+    would otherwise be live at the peak. Greedy: each step takes the
+    recomputation that saves the most bytes at the peak per FLOP added among
+    those that lower the peak, until the arena fits or none does (an error
+    naming the smallest peak reached and the tensors live there). The
+    recomputing launches carry `kiln.remat = "recompute"` (or "move" when
+    the original became dead); the module gets `kiln.remat` (budget, peak
+    and arena before, the timeline before). Runs before kiln-plan-memory;
+    needs static shapes.
+  }];
+  let options = [
+    Option<"budgetBytes", "budget-bytes", "int64_t", /*default=*/"0",
+           "Budget of the arena in bytes (0: none)">,
+    Option<"budgetFraction", "budget-fraction", "double", /*default=*/"0.0",
+           "Budget as a fraction of the unconstrained peak (0: none)">,
+    Option<"alignment", "alignment", "int64_t", /*default=*/"64",
+           "Alignment of each arena slot in bytes (as kiln-plan-memory)">,
+    Option<"inPlace", "in-place", "bool", /*default=*/"true",
+           "Plan in-place reuse as kiln-plan-memory does">,
+  ];
+  let dependentDialects = ["::mlir::kiln::KilnDialect"];
+}
+
 def KilnPlanMemory : Pass<"kiln-plan-memory", "ModuleOp"> {
   let summary = "Assigns arena offsets to static intermediate buffers";
   let description = [{
@@ -88,8 +120,8 @@ def KilnPlanMemory : Pass<"kiln-plan-memory", "ModuleOp"> {
     program: each buffer is live from its first to its last use (through
     views); an elementwise kernel writes in place over an input that dies at
     its launch (same size, identity indexing); offsets come from a greedy
-    best fit, largest buffers first, so buffers whose live ranges don't
-    intersect share memory. Records `kiln.arena_size`,
+    best fit, largest buffers first (or in program order when that packs
+    tighter), so buffers whose live ranges don't intersect share memory. Records `kiln.arena_size`,
     `kiln.intermediate_bytes` (sum of all buffers) and `kiln.peak_live_bytes`
     (the largest set live at once) on the module. Buffers with dynamic sizes
     are left to the runtime's allocator; model inputs and outputs are never
