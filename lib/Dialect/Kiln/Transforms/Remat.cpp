@@ -91,6 +91,14 @@ static std::string formatBytes(int64_t bytes) {
   return s;
 }
 
+/// a / b with two decimals.
+static std::string ratio(int64_t a, int64_t b) {
+  std::string s;
+  llvm::raw_string_ostream(s)
+      << llvm::format("%.2f", static_cast<double>(a) / std::max<int64_t>(b, 1));
+  return s;
+}
+
 /// Undoes the %XX escapes of the signature's names.
 static std::string unescape(StringRef s) {
   std::string out;
@@ -520,7 +528,7 @@ static LogicalResult checkStaticShapes(func::FuncOp host) {
 /// tensors live there.
 static void reportUnreachable(func::FuncOp host, const MemoryPlan &plan,
                               int64_t budget, int64_t arena, int64_t persistent,
-                              const Rematerializer &remat) {
+                              int64_t natural, const Rematerializer &remat) {
   SmallVector<int64_t> timeline = liveBytesTimeline(plan);
   int64_t p =
       timeline.empty() ? 0 : llvm::max_element(timeline) - timeline.begin();
@@ -534,7 +542,9 @@ static void reportUnreachable(func::FuncOp host, const MemoryPlan &plan,
   InFlightDiagnostic d =
       host.emitError("memory budget of ")
       << formatBytes(budget) << " cannot be met: the smallest peak reached is "
-      << formatBytes(plan.peakLiveBytes) << ", arena " << formatBytes(arena)
+      << formatBytes(plan.peakLiveBytes) << " ("
+      << ratio(plan.peakLiveBytes, natural)
+      << "x the unconstrained peak), arena " << formatBytes(arena)
       << ", after recomputing " << remat.recomputed << " tensors (+"
       << remat.extraFlops << " FLOPs)";
   if (persistent > 0)
@@ -614,7 +624,8 @@ struct RematPass : public kiln::impl::KilnRematBase<RematPass> {
     Rematerializer remat(host, inPlace);
     for (unsigned steps = 0; arenaOf(plan) > budget; ++steps) {
       if (steps == kMaxSteps || !remat.step(plan)) {
-        reportUnreachable(host, plan, budget, arenaOf(plan), persistent, remat);
+        reportUnreachable(host, plan, budget, arenaOf(plan), persistent,
+                          peakBefore, remat);
         return failure();
       }
       plan = computeMemoryPlan(host, alignment, inPlace);
