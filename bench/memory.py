@@ -143,7 +143,7 @@ def main():
         if budget == "min":
             _, err = kilnc(model, os.path.join(work, "probe.so"),
                            os.path.join(work, "probe.json"), "0.01x")
-            m = re.search(r"arena (\d+) bytes", err)
+            m = re.search(r"--max-memory=(\d+) or", err)
             if not m:
                 sys.exit(f"no smallest arena in kilnc's error:\n{err}")
             spec = m.group(1)

@@ -13,7 +13,7 @@ module {
   func.func private @join(%x: memref<1024xf32>, %y: memref<256xf32>, %o: memref<1024xf32>) attributes {kiln.num_outputs = 1 : i64} {
     return
   }
-  // expected-error @+1 {{memory budget of 4000 bytes (3.91 KiB) cannot be met: the smallest peak reached is 9216 bytes (9.00 KiB) (0.75x the unconstrained peak), arena 9216 bytes (9.00 KiB), after recomputing 2 tensors (+0 FLOPs); the largest tensors live at the peak: 't' 4096 bytes (4.00 KiB), 'a' 4096 bytes (4.00 KiB), 'm3' 1024 bytes (1.00 KiB)}}
+  // expected-error @+1 {{memory budget of 4000 bytes (3.91 KiB) cannot be met: the smallest peak reached is 9216 bytes (9.00 KiB) (0.75x the unconstrained peak) after recomputing 2 tensors (+0 FLOPs), an arena of 9216 bytes (9.00 KiB) (--max-memory=9216 or 0.75x fits); the largest tensors live at the peak: 't' 4096 bytes (4.00 KiB), 'a' 4096 bytes (4.00 KiB), 'm3' 1024 bytes (1.00 KiB)}}
   func.func @kiln_model_main(%ctx: !llvm.ptr) -> i32 attributes {kiln.signature_io = "input x f32 1 1024\0Aoutput y f32 1 1024\0A"} {
     %x = kiln.input %ctx [0] : memref<1024xf32>
     %t = kiln.buffer %ctx : memref<1024xf32>
@@ -52,7 +52,7 @@ module {
   func.func private @join(%x: memref<1024xf32>, %y: memref<1024xf32>, %o: memref<1024xf32>) attributes {kiln.num_outputs = 1 : i64} {
     return
   }
-  // expected-error @+1 {{the smallest peak reached is 12288 bytes (12.00 KiB) (1.00x the unconstrained peak), arena 14336 bytes (14.00 KiB), after recomputing 0 tensors (+0 FLOPs); the largest tensors live at the peak: 'a' 4096 bytes (4.00 KiB), 'm1' 4096 bytes (4.00 KiB), 'm2' 4096 bytes (4.00 KiB)}}
+  // expected-error @+1 {{the smallest peak reached is 12288 bytes (12.00 KiB) (1.00x the unconstrained peak) after recomputing 0 tensors (+0 FLOPs), an arena of 14336 bytes (14.00 KiB) (--max-memory=14336 or 1.17x fits); the largest tensors live at the peak: 'a' 4096 bytes (4.00 KiB), 'm1' 4096 bytes (4.00 KiB), 'm2' 4096 bytes (4.00 KiB)}}
   func.func @kiln_model_main(%ctx: !llvm.ptr) -> i32 attributes {kiln.signature_io = "input x f32 1 1024\0Aoutput y f32 1 1024\0A"} {
     %x = kiln.input %ctx [0] : memref<1024xf32>
     %big = kiln.buffer %ctx : memref<1536xf32>

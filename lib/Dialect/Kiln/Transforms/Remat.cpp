@@ -60,6 +60,8 @@
 #include "llvm/ADT/StringExtras.h"
 #include "llvm/Support/Format.h"
 
+#include <cmath>
+
 namespace mlir::kiln {
 #define GEN_PASS_DEF_KILNREMAT
 #include "kiln/Dialect/Kiln/Transforms/Passes.h.inc"
@@ -539,17 +541,25 @@ static void reportUnreachable(func::FuncOp host, const MemoryPlan &plan,
   llvm::stable_sort(live, [](const BufferPlan *a, const BufferPlan *b) {
     return a->bytes > b->bytes;
   });
+  // The greedy path does not depend on the budget (only where it stops), so
+  // this arena is a budget that fits.
+  std::string fits = std::to_string(arena), fraction;
+  llvm::raw_string_ostream(fraction) << llvm::format(
+      "%.2f",
+      std::ceil(100.0 * arena / std::max<int64_t>(natural + persistent, 1)) /
+          100);
   InFlightDiagnostic d =
       host.emitError("memory budget of ")
       << formatBytes(budget) << " cannot be met: the smallest peak reached is "
       << formatBytes(plan.peakLiveBytes) << " ("
       << ratio(plan.peakLiveBytes, natural)
-      << "x the unconstrained peak), arena " << formatBytes(arena)
-      << ", after recomputing " << remat.recomputed << " tensors (+"
-      << remat.extraFlops << " FLOPs)";
+      << "x the unconstrained peak) after recomputing " << remat.recomputed
+      << " tensors (+" << remat.extraFlops << " FLOPs), an arena of "
+      << formatBytes(arena);
   if (persistent > 0)
-    d << " plus " << formatBytes(persistent)
+    d << " with " << formatBytes(persistent)
       << " of persistent buffers (kiln_model_init)";
+  d << " (--max-memory=" << fits << " or " << fraction << "x fits)";
   d << "; the largest tensors live at the peak:";
   for (auto [k, bp] : llvm::enumerate(ArrayRef(live).take_front(5))) {
     auto producer =
