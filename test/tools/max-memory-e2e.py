@@ -5,9 +5,12 @@ convolutions, is cheap to recompute. The constrained build recomputes it
 before its late use (the report names the node and the FLOPs added), its
 planned arena is within the budget, its outputs are bit-identical to the
 unconstrained build's (the same kernels on the same inputs), and
-utils/memory_timeline.py plots both timelines."""
+utils/memory_timeline.py plots both timelines. An unreachable budget's error
+names a budget that fits (checked), and with external weights the buffers
+kiln_model_init fills count in the arena and the budget."""
 import json
 import os
+import re
 import shutil
 import sys
 
@@ -92,3 +95,30 @@ run([sys.executable, PLOT, "small.json", "-o", "timeline.svg"])
 svg = open("timeline.svg").read()
 assert svg.startswith("<svg") and svg.count("<path") == 2 and "budget" in svg, svg[:400]
 print("timeline.svg: before/after and the budget")
+
+# Unreachable: the error's smallest arena is a budget that fits.
+p = run(["kilnc", "skip.onnx", "-o", "tight.so", "--max-memory=0.3x"], check=False)
+assert p.returncode == 1 and "cannot be met" in p.stderr, p.stderr
+hint = re.search(r"\(--max-memory=(\d+) or ([0-9.]+x) fits\)", p.stderr)
+assert hint and "'conv1,relu1' 45056 bytes" in p.stderr, p.stderr
+for budget in hint.groups():
+    run(["kilnc", "skip.onnx", "-o", "hint.so", f"--max-memory={budget}"])
+print(f"unreachable at 0.3x; --max-memory={hint.group(1)} and {hint.group(2)} fit")
+
+# Weights prepared at load (external weights: kiln_model_init's persistent
+# buffers) count in the arena and in the budget; still bit-identical.
+ew = ["--external-weights", "--external-weights-min-bytes=64"]
+run(["kilnc", "skip.onnx", "-o", "ew.so", "--report=ew.json", *ew])
+run(["kilnc", "skip.onnx", "-o", "ew_small.so", "--report=ew_small.json",
+     "--max-memory=0.75x", *ew])
+ew_full, ew_small = json.load(open("ew.json")), json.load(open("ew_small.json"))
+persistent = ew_full["arena_bytes"] - ew_full["peak_live_bytes"]
+assert persistent > 0, "no persistent buffers: nothing hoisted"
+assert ew_small["remat"]["budget_bytes"] == int(0.75 * ew_full["arena_bytes"])
+assert ew_small["arena_bytes"] <= ew_small["remat"]["budget_bytes"], ew_small["remat"]
+os.makedirs("ew_ref", exist_ok=True)
+run(["kiln-run", "ew.so", "--input", "x.pb", "--output-dir", "ew_ref"])
+run(["kiln-run", "ew_small.so", "--input", "x.pb", "--expect", "ew_ref/output_0.pb",
+     "--rtol", "0", "--atol", "0"])
+print(f"external weights: arena {ew_full['arena_bytes']} -> {ew_small['arena_bytes']} "
+      f"({persistent} persistent), bit-identical")
