@@ -1,8 +1,8 @@
 //===- Pipeline.cpp - The vendor-neutral parts of a GPU codegen pipeline --===//
 //
 // Every GPU target's codegen stage starts and ends its device lowering the
-// same way; the vendor's passes go between (NVPTXTarget.cpp,
-// AMDGPUTarget.cpp).
+// same way; the vendor's passes go between (each target's
+// buildCodegenPipeline).
 //
 //===----------------------------------------------------------------------===//
 
