@@ -247,19 +247,16 @@ LogicalResult lowerLoop(onnxops::LoopOp op, OpBuilder &b,
     condT = tensor::FromElementsOp::create(
         b, loc, i1T, ValueRange{extractScalar(b, loc, cond)});
   }
-  SmallVector<Value> scanInits;
-  Value rows;
-  if (nScan) {
-    if (!isa<NoneType>(cond.getType()) &&
-        !isPassThrough(yield->getOperand(0), block.getArgument(1)))
-      return nodeError(op) << "scan outputs with a condition computed in the "
-                              "body are not supported",
-             failure();
-    // Iterations that run: M, or 0 when the condition is false.
-    rows = trip;
-    if (!isa<NoneType>(cond.getType()))
-      rows = arith::SelectOp::create(b, loc, extractScalar(b, loc, cond), trip,
-                                     zero);
+  // A condition the body computes ends the loop at a step only the run
+  // knows. With scan outputs the loop then runs twice: once for the carried
+  // values and the number of steps that ran (read on the host), once over
+  // that many steps writing the scan outputs, sized by it (the body is
+  // deterministic: ONNX ops have no side effects).
+  bool condInBody = !isa<NoneType>(cond.getType()) &&
+                    !isPassThrough(yield->getOperand(0), block.getArgument(1));
+  // Scan outputs of `rows` rows, zero-filled.
+  auto makeScanInits = [&](Value rows,
+                           SmallVectorImpl<Value> &scanInits) -> LogicalResult {
     for (unsigned k = 0; k < nScan; ++k) {
       FailureOr<RankedTensorType> rt = rankedResult(op, nCarried + k);
       auto et = dyn_cast<RankedTensorType>(
@@ -285,104 +282,217 @@ LogicalResult lowerLoop(onnxops::LoopOp op, OpBuilder &b,
       scanInits.push_back(
           filledTensor(b, loc, *rt, dyn, b.getZeroAttr(rt->getElementType())));
     }
-  }
-
-  SmallVector<Value> inits{condT};
-  for (unsigned i = 0; i < nCarried; ++i)
-    inits.push_back(op->getOperand(2 + i));
-  inits.append(scanInits);
-  Value one = arith::ConstantIndexOp::create(b, loc, 1);
+    return success();
+  };
   LogicalResult status = success();
-  auto loop = scf::ForOp::create(
-      b, loc, zero, trip, one, inits,
-      [&](OpBuilder &lb, Location l, Value iv, ValueRange iters) {
-        Value run = extractScalar(lb, l, iters[0]);
-        SmallVector<Type> types;
-        for (Value v : iters)
-          types.push_back(v.getType());
-        auto guard = scf::IfOp::create(lb, l, types, run, true);
-        {
-          OpBuilder eb = OpBuilder::atBlockEnd(&guard.getElseRegion().front());
-          scf::YieldOp::create(eb, l, iters);
-        }
-        OpBuilder tb = OpBuilder::atBlockEnd(&guard.getThenRegion().front());
-        Value ivT = tensor::FromElementsOp::create(
-            tb, l, RankedTensorType::get({}, tb.getI64Type()),
-            ValueRange{arith::IndexCastOp::create(tb, l, tb.getI64Type(), iv)});
-        Operation *anchor = scf::YieldOp::create(tb, l, ValueRange{});
-        SmallVector<Value> args{ivT, iters[0]};
-        for (unsigned i = 0; i < nCarried; ++i)
-          args.push_back(iters[1 + i]);
-        // The block arguments have the declared types; carried values have
-        // their initial values' types.
-        SmallVector<Value> argVals;
-        OpBuilder ab(anchor);
-        for (auto [arg, v] : llvm::zip(block.getArguments(), args)) {
-          FailureOr<Value> cv = castTo(ab, l, v, arg.getType());
-          argVals.push_back(succeeded(cv) ? *cv : v);
-        }
-        SmallVector<Value> ys = inlineBlock(body, anchor, argVals);
-        ab.setInsertionPoint(anchor);
-        SmallVector<Value> next;
+  // The loop over `steps` steps from `condT`: scan outputs written into
+  // `scanInits` (none: the scan outputs are not built), the condition the
+  // body computes ignored (`ignoreCond`), and the steps that ran counted
+  // (`countSteps`: a 0-d i64 tensor, the last value). Returns the loop's
+  // results after the condition: carried, scans, the count.
+  auto emitLoop = [&](Region &from, Value steps, Value condT,
+                      ArrayRef<Value> scanInits, bool ignoreCond,
+                      bool countSteps, bool useWhile) -> SmallVector<Value> {
+    SmallVector<Value> inits{condT};
+    for (unsigned i = 0; i < nCarried; ++i)
+      inits.push_back(op->getOperand(2 + i));
+    inits.append(scanInits.begin(), scanInits.end());
+    auto i64T = RankedTensorType::get({}, b.getI64Type());
+    if (countSteps)
+      inits.push_back(
+          arith::ConstantOp::create(b, loc, DenseElementsAttr::get(i64T, 0L)));
+    unsigned nScanIters = scanInits.size();
+    Value one = arith::ConstantIndexOp::create(b, loc, 1);
+    // One step at `iv` on `iters`, at the end of `tb`'s block, ending in
+    // scf.yield(prefix..., the next iter values).
+    auto step = [&](OpBuilder &tb, Location l, Value iv, ValueRange iters,
+                    ValueRange prefix) {
+      SmallVector<Type> types;
+      for (Value v : iters)
+        types.push_back(v.getType());
+      Value ivT = tensor::FromElementsOp::create(
+          tb, l, RankedTensorType::get({}, tb.getI64Type()),
+          ValueRange{arith::IndexCastOp::create(tb, l, tb.getI64Type(), iv)});
+      Operation *anchor = scf::YieldOp::create(tb, l, ValueRange{});
+      SmallVector<Value> args{ivT, iters[0]};
+      for (unsigned i = 0; i < nCarried; ++i)
+        args.push_back(iters[1 + i]);
+      // The block arguments have the declared types; carried values have
+      // their initial values' types.
+      SmallVector<Value> argVals;
+      OpBuilder ab(anchor);
+      for (auto [arg, v] : llvm::zip(block.getArguments(), args)) {
+        FailureOr<Value> cv = castTo(ab, l, v, arg.getType());
+        argVals.push_back(succeeded(cv) ? *cv : v);
+      }
+      SmallVector<Value> ys = inlineBlock(from, anchor, argVals);
+      ab.setInsertionPoint(anchor);
+      SmallVector<Value> next;
+      if (ignoreCond) {
+        // The steps known to run: the condition stays true.
+        next.push_back(iters[0]);
+      } else {
         FailureOr<Value> c = castTo(ab, l, ys[0], i1T);
         if (failed(c))
           status = failure();
         next.push_back(succeeded(c) ? intoIter(ab, l, *c, iters[0]) : iters[0]);
-        for (unsigned i = 0; i < nCarried; ++i) {
-          FailureOr<Value> cv = castTo(ab, l, ys[1 + i], types[1 + i]);
-          if (failed(cv))
-            status = failure();
-          next.push_back(succeeded(cv) ? intoIter(ab, l, *cv, iters[1 + i])
-                                       : iters[1 + i]);
+      }
+      for (unsigned i = 0; i < nCarried; ++i) {
+        FailureOr<Value> cv = castTo(ab, l, ys[1 + i], types[1 + i]);
+        if (failed(cv))
+          status = failure();
+        next.push_back(succeeded(cv) ? intoIter(ab, l, *cv, iters[1 + i])
+                                     : iters[1 + i]);
+      }
+      for (unsigned k = 0; k < nScanIters; ++k) {
+        Value acc = iters[1 + nCarried + k];
+        auto at = cast<RankedTensorType>(acc.getType());
+        auto et = RankedTensorType::get(at.getShape().drop_front(),
+                                        at.getElementType());
+        FailureOr<Value> e = castTo(ab, l, ys[1 + nCarried + k], et);
+        if (failed(e)) {
+          status = failure();
+          next.push_back(acc);
+          continue;
         }
-        for (unsigned k = 0; k < nScan; ++k) {
-          Value acc = iters[1 + nCarried + k];
-          auto at = cast<RankedTensorType>(acc.getType());
-          auto et = RankedTensorType::get(at.getShape().drop_front(),
-                                          at.getElementType());
-          FailureOr<Value> e = castTo(ab, l, ys[1 + nCarried + k], et);
-          if (failed(e)) {
-            status = failure();
-            next.push_back(acc);
-            continue;
+        // Rows beyond the buffer (a declared size smaller than M) are
+        // dropped rather than written out of bounds.
+        Value inRange =
+            arith::CmpIOp::create(ab, l, arith::CmpIPredicate::slt, iv,
+                                  tensor::DimOp::create(ab, l, acc, 0));
+        auto ins = scf::IfOp::create(ab, l, TypeRange{at}, inRange, true);
+        {
+          OpBuilder ib = OpBuilder::atBlockEnd(&ins.getThenRegion().front());
+          SmallVector<OpFoldResult> offs{OpFoldResult(iv)},
+              sizes{ib.getIndexAttr(1)},
+              strides(at.getRank(), ib.getIndexAttr(1));
+          for (int64_t d = 0; d < et.getRank(); ++d) {
+            offs.push_back(ib.getIndexAttr(0));
+            sizes.push_back(
+                et.isDynamicDim(d)
+                    ? OpFoldResult(
+                          tensor::DimOp::create(ib, l, *e, d).getResult())
+                    : OpFoldResult(ib.getIndexAttr(et.getDimSize(d))));
           }
-          // Rows beyond the buffer (a declared size smaller than M) are
-          // dropped rather than written out of bounds.
-          Value inRange =
-              arith::CmpIOp::create(ab, l, arith::CmpIPredicate::slt, iv,
-                                    tensor::DimOp::create(ab, l, acc, 0));
-          auto ins = scf::IfOp::create(ab, l, TypeRange{at}, inRange, true);
+          Value r = tensor::InsertSliceOp::create(ib, l, *e, acc, offs, sizes,
+                                                  strides);
+          scf::YieldOp::create(ib, l, r);
+          OpBuilder eb = OpBuilder::atBlockEnd(&ins.getElseRegion().front());
+          scf::YieldOp::create(eb, l, acc);
+        }
+        next.push_back(ins.getResult(0));
+      }
+      if (countSteps) {
+        Value ran =
+            arith::AddIOp::create(ab, l, extractScalar(ab, l, iters.back()),
+                                  arith::ConstantIntOp::create(ab, l, 1, 64));
+        next.push_back(intoIter(
+            ab, l, tensor::FromElementsOp::create(ab, l, i64T, ValueRange{ran}),
+            iters.back()));
+      }
+      SmallVector<Value> yielded(prefix.begin(), prefix.end());
+      yielded.append(next);
+      scf::YieldOp::create(ab, l, yielded);
+      anchor->erase();
+    };
+    if (useWhile) {
+      // Stops at the first step whose condition is false (M may be
+      // INT64_MAX, as exporters write while loops). The step number is a 0-d
+      // i64 tensor like the condition (values crossing kernels are tensors).
+      auto i64T0 = RankedTensorType::get({}, b.getI64Type());
+      SmallVector<Value> whileInits{
+          arith::ConstantOp::create(b, loc, DenseElementsAttr::get(i64T0, 0L))};
+      whileInits.append(inits);
+      SmallVector<Type> types;
+      for (Value v : whileInits)
+        types.push_back(v.getType());
+      auto w = scf::WhileOp::create(b, loc, types, whileInits);
+      SmallVector<Location> locs(types.size(), loc);
+      OpBuilder::InsertionGuard g(b);
+      Block *before = b.createBlock(&w.getBefore(), {}, types, locs);
+      {
+        OpBuilder bb = OpBuilder::atBlockEnd(before);
+        Value at = arith::IndexCastOp::create(
+            bb, loc, bb.getIndexType(),
+            extractScalar(bb, loc, before->getArgument(0)));
+        Value inRange = arith::CmpIOp::create(
+            bb, loc, arith::CmpIPredicate::slt, at, steps);
+        Value go = arith::AndIOp::create(
+            bb, loc, inRange, extractScalar(bb, loc, before->getArgument(1)));
+        scf::ConditionOp::create(bb, loc, go, before->getArguments());
+      }
+      Block *after = b.createBlock(&w.getAfter(), {}, types, locs);
+      {
+        OpBuilder ab = OpBuilder::atBlockEnd(after);
+        Value n = extractScalar(ab, loc, after->getArgument(0));
+        Value iv = arith::IndexCastOp::create(ab, loc, ab.getIndexType(), n);
+        Value nextN = arith::AddIOp::create(
+            ab, loc, n, arith::ConstantIntOp::create(ab, loc, 1, 64));
+        Value nextIv = intoIter(
+            ab, loc,
+            tensor::FromElementsOp::create(ab, loc, i64T0, ValueRange{nextN}),
+            after->getArgument(0));
+        step(ab, loc, iv, after->getArguments().drop_front(),
+             ValueRange{nextIv});
+      }
+      return SmallVector<Value>(w.getResults().drop_front(2));
+    }
+    auto loop = scf::ForOp::create(
+        b, loc, zero, steps, one, inits,
+        [&](OpBuilder &lb, Location l, Value iv, ValueRange iters) {
+          Value run = extractScalar(lb, l, iters[0]);
+          SmallVector<Type> types;
+          for (Value v : iters)
+            types.push_back(v.getType());
+          auto guard = scf::IfOp::create(lb, l, types, run, true);
           {
-            OpBuilder ib = OpBuilder::atBlockEnd(&ins.getThenRegion().front());
-            SmallVector<OpFoldResult> offs{OpFoldResult(iv)},
-                sizes{ib.getIndexAttr(1)},
-                strides(at.getRank(), ib.getIndexAttr(1));
-            for (int64_t d = 0; d < et.getRank(); ++d) {
-              offs.push_back(ib.getIndexAttr(0));
-              sizes.push_back(
-                  et.isDynamicDim(d)
-                      ? OpFoldResult(
-                            tensor::DimOp::create(ib, l, *e, d).getResult())
-                      : OpFoldResult(ib.getIndexAttr(et.getDimSize(d))));
-            }
-            Value r = tensor::InsertSliceOp::create(ib, l, *e, acc, offs, sizes,
-                                                    strides);
-            scf::YieldOp::create(ib, l, r);
-            OpBuilder eb = OpBuilder::atBlockEnd(&ins.getElseRegion().front());
-            scf::YieldOp::create(eb, l, acc);
+            OpBuilder eb =
+                OpBuilder::atBlockEnd(&guard.getElseRegion().front());
+            scf::YieldOp::create(eb, l, iters);
           }
-          next.push_back(ins.getResult(0));
-        }
-        scf::YieldOp::create(ab, l, next);
-        anchor->erase();
-        scf::YieldOp::create(lb, l, guard.getResults());
-      });
+          OpBuilder tb = OpBuilder::atBlockEnd(&guard.getThenRegion().front());
+          step(tb, l, iv, iters, ValueRange{});
+          scf::YieldOp::create(lb, l, guard.getResults());
+        });
+    return SmallVector<Value>(loop.getResults().drop_front());
+  };
+  SmallVector<Value> outs;
+  if (nScan && condInBody) {
+    // The first run takes a copy of the body (inlining moves its ops).
+    Region copy;
+    IRMapping map;
+    body.cloneInto(&copy, map);
+    SmallVector<Value> first =
+        emitLoop(copy, trip, condT, {}, /*ignoreCond=*/false,
+                 /*countSteps=*/true, /*useWhile=*/true);
+    Value ran = arith::IndexCastOp::create(b, loc, b.getIndexType(),
+                                           extractScalar(b, loc, first.back()));
+    SmallVector<Value> scanInits;
+    if (failed(makeScanInits(ran, scanInits)))
+      return failure();
+    Value yes =
+        arith::ConstantOp::create(b, loc, DenseElementsAttr::get(i1T, true));
+    outs = emitLoop(body, ran, yes, scanInits, /*ignoreCond=*/true,
+                    /*countSteps=*/false, /*useWhile=*/false);
+  } else {
+    SmallVector<Value> scanInits;
+    if (nScan) {
+      // Steps that run: M, or 0 when the condition is false.
+      Value rows = trip;
+      if (!isa<NoneType>(cond.getType()))
+        rows = arith::SelectOp::create(b, loc, extractScalar(b, loc, cond),
+                                       trip, zero);
+      if (failed(makeScanInits(rows, scanInits)))
+        return failure();
+    }
+    outs = emitLoop(body, trip, condT, scanInits, /*ignoreCond=*/false,
+                    /*countSteps=*/false, /*useWhile=*/condInBody);
+  }
   if (failed(status))
     return nodeError(op) << "the body yields values whose types do not match "
                             "the loop's",
            failure();
-  for (unsigned i = 0; i < nCarried + nScan; ++i)
-    results.push_back(loop.getResult(1 + i));
+  results.append(outs.begin(), outs.begin() + nCarried + nScan);
   return success();
 }
 

@@ -227,9 +227,11 @@ struct FormKernelsPass
 
   /// Result sizes of a loop whose carried tensors keep their shape (the
   /// recurrent lowerings' time loops): those of its init values.
-  static LogicalResult reifyLoopResults(OpBuilder &b, scf::ForOp loop,
+  /// A loop's results (scf.for, scf.while) have its initial values' sizes.
+  static LogicalResult reifyLoopResults(OpBuilder &b, Operation *loop,
+                                        ValueRange initArgs,
                                         ReifiedRankedShapedTypeDims &shapes) {
-    for (Value init : loop.getInitArgs()) {
+    for (Value init : initArgs) {
       auto result = dyn_cast<OpResult>(init);
       auto reify =
           result ? dyn_cast<ReifyRankedShapedTypeOpInterface>(result.getOwner())
@@ -248,7 +250,7 @@ struct FormKernelsPass
       for (int64_t i = 0; i < type.getRank(); ++i)
         sizes.push_back(
             type.isDynamicDim(i)
-                ? OpFoldResult(tensor::DimOp::create(b, loop.getLoc(), init, i)
+                ? OpFoldResult(tensor::DimOp::create(b, loop->getLoc(), init, i)
                                    .getResult())
                 : OpFoldResult(b.getIndexAttr(type.getDimSize(i))));
       shapes.push_back(sizes);
@@ -296,8 +298,12 @@ struct FormKernelsPass
     });
     if (anyDynamic) {
       ReifiedRankedShapedTypeDims shapes;
-      if (auto loop = dyn_cast<scf::ForOp>(root)) {
-        if (failed(reifyLoopResults(b, loop, shapes)))
+      if (isa<scf::ForOp, scf::WhileOp>(root)) {
+        ValueRange inits =
+            isa<scf::ForOp>(root)
+                ? ValueRange(cast<scf::ForOp>(root).getInitArgs())
+                : ValueRange(cast<scf::WhileOp>(root).getInits());
+        if (failed(reifyLoopResults(b, root, inits, shapes)))
           return root->emitError("cannot compute the result sizes of ")
                  << root->getName() << " for its buffer";
       } else if (auto ifOp = dyn_cast<scf::IfOp>(root)) {
