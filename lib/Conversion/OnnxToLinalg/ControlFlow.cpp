@@ -15,6 +15,7 @@
 #include "kiln/Dialect/Onnx/IR/OnnxUtils.h"
 
 #include "mlir/Dialect/SCF/IR/SCF.h"
+#include "mlir/IR/Matchers.h"
 
 using namespace mlir;
 using namespace mlir::kiln;
@@ -254,6 +255,14 @@ LogicalResult lowerLoop(onnxops::LoopOp op, OpBuilder &b,
   // deterministic: ONNX ops have no side effects).
   bool condInBody = !isa<NoneType>(cond.getType()) &&
                     !isPassThrough(yield->getOperand(0), block.getArgument(1));
+  // A while loop only where the steps could be too many to guard one by
+  // one: M unknown at compile time or above 2^20 (an exported while loop's
+  // INT64_MAX). A known small M keeps the guarded scf.for.
+  DenseIntElementsAttr tripAttr;
+  bool smallTrip = matchPattern(m, m_Constant(&tripAttr)) &&
+                   tripAttr.getNumElements() == 1 &&
+                   (*tripAttr.value_begin<APInt>()).getSExtValue() <= (1 << 20);
+  bool useWhileLoop = condInBody && !smallTrip;
   // Scan outputs of `rows` rows, zero-filled.
   auto makeScanInits = [&](Value rows,
                            SmallVectorImpl<Value> &scanInits) -> LogicalResult {
@@ -464,7 +473,7 @@ LogicalResult lowerLoop(onnxops::LoopOp op, OpBuilder &b,
     body.cloneInto(&copy, map);
     SmallVector<Value> first =
         emitLoop(copy, trip, condT, {}, /*ignoreCond=*/false,
-                 /*countSteps=*/true, /*useWhile=*/true);
+                 /*countSteps=*/true, /*useWhile=*/useWhileLoop);
     Value ran = arith::IndexCastOp::create(b, loc, b.getIndexType(),
                                            extractScalar(b, loc, first.back()));
     SmallVector<Value> scanInits;
@@ -486,7 +495,7 @@ LogicalResult lowerLoop(onnxops::LoopOp op, OpBuilder &b,
         return failure();
     }
     outs = emitLoop(body, trip, condT, scanInits, /*ignoreCond=*/false,
-                    /*countSteps=*/false, /*useWhile=*/condInBody);
+                    /*countSteps=*/false, /*useWhile=*/useWhileLoop);
   }
   if (failed(status))
     return nodeError(op) << "the body yields values whose types do not match "
