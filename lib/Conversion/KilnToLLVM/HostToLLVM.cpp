@@ -7,10 +7,11 @@
 //
 //===----------------------------------------------------------------------===//
 
+#include "HostToLLVM.h"
+
 #include "kiln-c/runtime.h"
 #include "kiln/Conversion/Passes.h"
 #include "kiln/Dialect/Kiln/IR/KilnDialect.h"
-#include "kiln/Dialect/Kiln/Transforms/NodeNames.h"
 
 #include "mlir/Conversion/ArithToLLVM/ArithToLLVM.h"
 #include "mlir/Conversion/ControlFlowToLLVM/ControlFlowToLLVM.h"
@@ -40,16 +41,6 @@ using namespace mlir;
 using namespace mlir::kiln;
 
 namespace {
-
-/// Declares runtime function `name` in `module` if it is not there.
-LLVM::LLVMFuncOp declareRuntimeFn(ModuleOp module, StringRef name, Type result,
-                                  ArrayRef<Type> params) {
-  if (auto fn = module.lookupSymbol<LLVM::LLVMFuncOp>(name))
-    return fn;
-  OpBuilder b = OpBuilder::atBlockBegin(module.getBody());
-  return LLVM::LLVMFuncOp::create(b, module.getLoc(), name,
-                                  LLVM::LLVMFunctionType::get(result, params));
-}
 
 Value i64(OpBuilder &b, Location loc, int64_t v) {
   return LLVM::ConstantOp::create(b, loc, b.getI64Type(), v);
@@ -650,54 +641,6 @@ LogicalResult insertRunChecks(func::FuncOp host, int64_t &numMessages) {
     check.erase();
   }
   return success();
-}
-
-/// Launch sites for profiles: each `kiln.launch` (and, on a GPU target, each
-/// call of a kernel's launcher that replaced one) carrying its ONNX nodes
-/// (kLaunchNodesAttr) gets a number in module order, a
-/// `kiln_rt_launch_site(ctx, site)` call before it and `(ctx, -1)` after
-/// (every launch it makes runs for that site, none outside), and a signature
-/// record `launch <site> <kernel> <nodes>`. Returns the records.
-static std::string numberLaunchSites(ModuleOp module) {
-  MLIRContext *ctx = module.getContext();
-  auto ptrType = LLVM::LLVMPointerType::get(ctx);
-  auto i64Type = IntegerType::get(ctx, 64);
-  declareRuntimeFn(module, "kiln_rt_launch_site", LLVM::LLVMVoidType::get(ctx),
-                   {ptrType, i64Type});
-  std::string records;
-  int64_t site = 0;
-  auto mark = [&](OpBuilder &b, Location loc, Value rtCtx, int64_t value) {
-    Value v =
-        LLVM::ConstantOp::create(b, loc, i64Type, b.getI64IntegerAttr(value));
-    LLVM::CallOp::create(b, loc, TypeRange{}, "kiln_rt_launch_site",
-                         ValueRange{rtCtx, v});
-  };
-  module.walk([&](Operation *op) {
-    auto nodes = op->getAttrOfType<StringAttr>(kLaunchNodesAttr);
-    if (!nodes)
-      return;
-    op->removeAttr(kLaunchNodesAttr);
-    StringRef kernel;
-    Value rtCtx;
-    if (auto launch = dyn_cast<LaunchOp>(op)) {
-      kernel = launch.getKernel();
-      rtCtx = launch.getCtx();
-    } else if (auto call = dyn_cast<func::CallOp>(op)) {
-      kernel = call.getCallee();
-      rtCtx = call.getNumOperands() ? call.getOperand(0) : Value();
-    }
-    if (!rtCtx || !isa<LLVM::LLVMPointerType>(rtCtx.getType()))
-      return;
-    OpBuilder b(op);
-    mark(b, op->getLoc(), rtCtx, site);
-    b.setInsertionPointAfter(op);
-    mark(b, op->getLoc(), rtCtx, -1);
-    records += "launch " + std::to_string(site++) + " " + kernel.str();
-    if (!nodes.getValue().empty())
-      records += " " + nodes.str();
-    records += "\n";
-  });
-  return records;
 }
 
 struct ConvertHostToLLVMPass

@@ -1,0 +1,22 @@
+//===- HostToLLVM.h - Pieces of kiln-convert-host-to-llvm -------*- C++ -*-===//
+#ifndef KILN_LIB_CONVERSION_KILNTOLLVM_HOSTTOLLVM_H
+#define KILN_LIB_CONVERSION_KILNTOLLVM_HOSTTOLLVM_H
+
+#include "mlir/Dialect/LLVMIR/LLVMDialect.h"
+#include "mlir/IR/BuiltinOps.h"
+
+#include <string>
+
+namespace mlir::kiln {
+
+/// Declares runtime function `name` in `module` if it is not there.
+LLVM::LLVMFuncOp declareRuntimeFn(ModuleOp module, StringRef name, Type result,
+                                  ArrayRef<Type> params);
+
+/// Numbers the launch sites and emits their kiln_rt_launch_site calls
+/// (LaunchSites.cpp); returns the signature's `launch` records.
+std::string numberLaunchSites(ModuleOp module);
+
+} // namespace mlir::kiln
+
+#endif // KILN_LIB_CONVERSION_KILNTOLLVM_HOSTTOLLVM_H
