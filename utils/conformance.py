@@ -53,6 +53,26 @@ ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 # --------------------------------------------------------------------------
 
 
+def collect_results(futures, failed_status, ok_status, runner_errors, quiet):
+    """Yields each finished case's result (futures: future -> case), a
+    runner failure as `failed_status` recorded in runner_errors, printing a
+    progress line per case unless quiet."""
+    for n, fut in enumerate(concurrent.futures.as_completed(futures), 1):
+        case = futures[fut]
+        try:
+            r = fut.result()
+        except Exception as e:
+            r = {"name": case.name, "status": None, "runner_error": f"{type(e).__name__}: {e}", "ops": []}
+        if r.get("status") is None:
+            runner_errors.append(f"{r['name']}: {r.get('runner_error')}")
+            r["status"] = failed_status
+            r["reason"] = f"conformance runner failed: {r.get('runner_error')}"
+        if not quiet:
+            tail = f": {r['reason']}" if r["status"] != ok_status else ""
+            print(f"[{n}/{len(futures)}] {r['status'].upper()} {r['name']}{tail}", flush=True)
+        yield r
+
+
 def _norm(s):
     return re.sub(r"[^a-z0-9]", "", s.lower())
 
@@ -439,21 +459,9 @@ def compile_only(args, argv, cases, source, static, start, log):
         futures = {pool.submit(nodetests.compile_case_safe, c.name, c.model_dir, args.kilnc, work_root,
                                args.keep, args.compile_timeout, kilnc_args): c
                    for c in cases}
-        for n, fut in enumerate(concurrent.futures.as_completed(futures), 1):
-            case = futures[fut]
-            try:
-                r = fut.result()
-            except Exception as e:
-                r = {"name": case.name, "status": None, "runner_error": f"{type(e).__name__}: {e}", "ops": []}
-            if r.get("status") is None:
-                runner_errors.append(f"{r['name']}: {r.get('runner_error')}")
-                r["status"] = COMPILE_ERROR
-                r["reason"] = f"conformance runner failed: {r.get('runner_error')}"
+        for r in collect_results(futures, COMPILE_ERROR, COMPILED, runner_errors, args.quiet):
             r["op"] = static_op.get(r["name"]) or "(none)"
             results.append(r)
-            if not args.quiet:
-                tail = f": {r['reason']}" if r["status"] != COMPILED else ""
-                print(f"[{n}/{len(cases)}] {r['status'].upper()} {r['name']}{tail}", flush=True)
     results.sort(key=lambda r: r["name"])
     wall = time.monotonic() - start
 
@@ -582,20 +590,7 @@ def main(argv):
                         args.kilnc_arg, None, args.symbolic): c
             for c in cases
         }
-        for n, fut in enumerate(concurrent.futures.as_completed(futures), 1):
-            case = futures[fut]
-            try:
-                r = fut.result()
-            except Exception as e:
-                r = {"name": case.name, "status": None, "runner_error": f"{type(e).__name__}: {e}", "ops": []}
-            if r.get("status") is None:
-                runner_errors.append(f"{r['name']}: {r.get('runner_error')}")
-                r["status"] = RUN_ERROR
-                r["reason"] = f"conformance runner failed: {r.get('runner_error')}"
-            results.append(r)
-            if not args.quiet:
-                tail = f": {r['reason']}" if r["status"] != PASSED else ""
-                print(f"[{n}/{len(cases)}] {r['status'].upper()} {r['name']}{tail}", flush=True)
+        results.extend(collect_results(futures, RUN_ERROR, PASSED, runner_errors, args.quiet))
 
     results.sort(key=lambda r: r["name"])
     attribute_ops(results)
