@@ -73,18 +73,85 @@ kiln_compile_options_free(kiln_compile_options_t *options);
  *   keep-fp32         an ONNX node name or op type kept in fp32
  *                     (repeatable)
  *   external-weights  1 or 0: large initializers go to a weights file next
- *                     to the model (needs a cache folder, or
- *                     kiln_compiler_compile_to_file)
+ *                     to the model (needs a cache folder, or a *_to_file
+ *                     compile); or the weights FILE's path, for the
+ *                     *_to_file compiles (a file named like a boolean: ./1)
  *   gpu-tiled-contractions, gpu-warp-reductions, gpu-tensor-cores
  *                     1 or 0
  *   gpu-block-size, gpu-fill-blocks, gpu-min-threads
  *                     integers, as kilnc's --gpu-* flags
+ *   max-memory        SIZE: bytes with K/M/G, or a fraction such as 0.6x
+ *   external-weights-min-bytes
+ *                     N >= 0: smaller initializers stay embedded (1024)
+ *   expose-intermediates
+ *                     all, or NODE[,NODE...] (repeatable): intermediate
+ *                     float values become extra outputs
+ *   calibrate         DIR of input_N.pb samples (or test_data_set_*):
+ *                     keep in fp32 what would overflow the half type
+ *   calibration-ranges
+ *                     FILE.json: with calibrate, written; else read
+ *   dump-after        STAGE (import, graph, lower, kernels, host,
+ *                     bufferize, codegen, llvm): the IR after that stage
+ *                     to the output callback's LISTING
+ *   print-pipeline    STAGE (after import): its pass pipeline to LISTING
+ *                     before it runs
+ *   report            FILE.json: the compile report (kernels, ONNX nodes,
+ *                     FLOPs, bytes, arena), its summary to LISTING
+ *   save-device-image FILE: the device code the model embeds (a device
+ *                     target's image; none is an error at the end)
+ *   timing            1 or 0: where the time went, to TIMING
+ *   S                 1 or 0: the *_to_file compiles write the host code's
+ *                     assembly instead of the shared library
+ *   model-runtime     FILE: the runtime archive linked into the model
+ *                     (default: libKilnModelRuntime.a beside this library;
+ *                     a sanitized one for testing)
+ * The messages spell options as kilnc's flags (--shapes, -O). Options that
+ * write files or text (dump-after, print-pipeline, report,
+ * save-device-image, timing, calibrate, calibration-ranges, S,
+ * model-runtime, a named external-weights FILE) bypass the compile cache:
+ * such a compile always compiles (a miss) and stores nothing there.
  * INVALID_ARGUMENT naming the option for an unknown name or a bad value
  * (the unknown-name message lists the known ones); `options` is then
- * unchanged. */
+ * unchanged. Checks that involve two options (calibrate and keep-fp32 need
+ * a precision other than fp32, external-weights-min-bytes needs
+ * external-weights) are made when compiling. */
 KILN_COMPILER_API kiln_status_t *
 kiln_compile_options_set(kiln_compile_options_t *options, const char *name,
                          const char *value);
+
+/* Where a compile's text goes (kilnc prints LISTING on stdout, the rest on
+ * stderr). */
+typedef enum kiln_compile_output_kind {
+  /* The IR of dump-after, the pipeline of print-pipeline, the report's
+   * summary. */
+  KILN_COMPILE_OUTPUT_LISTING = 0,
+  /* One error diagnostic as "LOCATION: error: MESSAGE\n" with its notes
+   * (the failed compile's status carries the same messages). */
+  KILN_COMPILE_OUTPUT_ERROR = 1,
+  /* A warning or remark, in the same form. */
+  KILN_COMPILE_OUTPUT_WARNING = 2,
+  /* The timing option's report. */
+  KILN_COMPILE_OUTPUT_TIMING = 3,
+} kiln_compile_output_kind_t;
+/* Receives `size` bytes of text (not NUL-terminated) of `kind`, on the
+ * compiling thread, during the compile. */
+typedef void (*kiln_compile_output_fn)(void *user_data,
+                                       kiln_compile_output_kind_t kind,
+                                       const char *text, size_t size);
+/* Sends the text of compiles with these options to `fn` (NULL: drop it, the
+ * default; diagnostics are still in the statuses). Not part of the cache
+ * key. */
+KILN_COMPILER_API kiln_status_t *
+kiln_compile_options_set_output(kiln_compile_options_t *options,
+                                kiln_compile_output_fn fn, void *user_data);
+/* The pass pipeline of `stage` (graph, lower, kernels, host, bufferize,
+ * codegen, llvm) as these options build it, in kiln-opt's
+ * --dump-pass-pipeline form (kilnc --print-pipeline=STAGE without a model),
+ * in *out_text (kiln_compiler_string_free). INVALID_ARGUMENT for an unknown
+ * stage or bad options. */
+KILN_COMPILER_API kiln_status_t *
+kiln_compile_options_pipeline(const kiln_compile_options_t *options,
+                              const char *stage, char **out_text);
 
 /*===--------------------------------------------------------------------===*
  * Compilers
@@ -130,6 +197,18 @@ KILN_COMPILER_API kiln_status_t *kiln_compiler_compile_to_file(
     const char *base_dir, const char *name,
     const kiln_compile_options_t *options, const char *so_path);
 
+/* Compiles the ONNX model in file `model_path` (external data read from its
+ * folder) into `output_path`, as kilnc does: the shared library (or, with
+ * S, the host assembly), with external-weights its weights file (the named
+ * FILE, else `output_path` with .weights for .so) and FILE.json beside it.
+ * `output_path` NULL writes nothing: the stages run for dump-after,
+ * print-pipeline and report (with dump-after=import, only the import). A
+ * model file that cannot be read is NOT_FOUND or INVALID_ARGUMENT, its
+ * message also sent to the output callback as an ERROR. */
+KILN_COMPILER_API kiln_status_t *kiln_compiler_compile_file_to_file(
+    kiln_compiler_t *compiler, const char *model_path,
+    const kiln_compile_options_t *options, const char *output_path);
+
 /*===--------------------------------------------------------------------===*
  * Checking a model without compiling it
  *===--------------------------------------------------------------------===*/
@@ -144,6 +223,11 @@ KILN_COMPILER_API kiln_status_t *kiln_compiler_compile_to_file(
 KILN_COMPILER_API kiln_status_t *
 kiln_compiler_check(const void *data, size_t size, const char *name,
                     char **out_report, size_t *out_unsupported);
+/* kiln_compiler_check on the file `model_path`; NOT_FOUND or
+ * INVALID_ARGUMENT ("cannot read 'PATH': why") when it cannot be read. */
+KILN_COMPILER_API kiln_status_t *
+kiln_compiler_check_file(const char *model_path, char **out_report,
+                         size_t *out_unsupported);
 /* Accepts NULL. */
 KILN_COMPILER_API void kiln_compiler_string_free(char *string);
 

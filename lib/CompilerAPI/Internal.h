@@ -23,10 +23,36 @@ struct kiln_compile_options {
   mlir::kiln::CompileOptions compile;
   mlir::kiln::OnnxImportOptions import;
   bool externalWeights = false;
+  /// external-weights=FILE: where the weights go ("": beside the model).
+  std::string externalWeightsFile;
+  /// external-weights-min-bytes, and whether it was set (it needs
+  /// external-weights).
+  int64_t externalWeightsMinBytes = 1024;
+  bool externalWeightsMinBytesSet = false;
+  /// calibrate=DIR, report=FILE, save-device-image=FILE, model-runtime=FILE.
+  std::string calibrateDir, reportFile, deviceImageFile, modelRuntime;
+  bool timing = false;
+  /// expose-intermediates, every value given (split at commas).
+  std::vector<std::string> exposeIntermediates;
+  /// S: the *_to_file compiles write the host assembly.
+  bool emitAssembly = false;
+  /// Where the compile's text goes (kiln_compile_options_set_output).
+  kiln_compile_output_fn output = nullptr;
+  void *outputUserData = nullptr;
   /// Every option set, as "name=value" in the order set (repeatable ones
   /// accumulate; a single-valued one set again replaces its entry): the
   /// options' part of the cache key.
   std::vector<std::pair<std::string, std::string>> settings;
+
+  /// Options whose compile writes files or text, or reads files the cache
+  /// key does not hash: such compiles bypass the cache.
+  bool bypassesCache() const {
+    return !compile.dumpAfter.empty() || !compile.printPipeline.empty() ||
+           !reportFile.empty() || !deviceImageFile.empty() || timing ||
+           !calibrateDir.empty() || !compile.calibrationRanges.empty() ||
+           emitAssembly || !modelRuntime.empty() ||
+           !externalWeightsFile.empty();
+  }
 };
 
 struct kiln_compiler {

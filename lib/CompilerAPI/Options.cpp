@@ -47,15 +47,6 @@ bool parseInt(llvm::StringRef name, llvm::StringRef value, int64_t lo,
   return true;
 }
 
-bool oneOf(llvm::StringRef name, llvm::StringRef value,
-           llvm::ArrayRef<llvm::StringRef> allowed, std::string &error) {
-  if (llvm::is_contained(allowed, value))
-    return true;
-  error = name.str() + " expects one of " + llvm::join(allowed, ", ") +
-          ", got '" + value.str() + "'";
-  return false;
-}
-
 const OptionRow kOptions[] = {
     {"target", false,
      [](kiln_compile_options &o, llvm::StringRef v, std::string &e) {
@@ -67,14 +58,19 @@ const OptionRow kOptions[] = {
      }},
     {"precision", false,
      [](kiln_compile_options &o, llvm::StringRef v, std::string &e) {
-       if (!oneOf("precision", v, {"fp32", "tf32", "fp16", "bf16"}, e))
+       // CompileOptions::verify's message, as kilnc prints it.
+       CompileOptions c;
+       c.precision = v.str();
+       if (failed(c.verify(e)))
          return false;
        o.compile.precision = v.str();
        return true;
      }},
     {"layout", false,
      [](kiln_compile_options &o, llvm::StringRef v, std::string &e) {
-       if (!oneOf("layout", v, {"target", "nchw", "nhwc"}, e))
+       CompileOptions c;
+       c.layout = v.str();
+       if (failed(c.verify(e)))
          return false;
        o.compile.layout = v.str();
        return true;
@@ -82,8 +78,10 @@ const OptionRow kOptions[] = {
     {"O", false,
      [](kiln_compile_options &o, llvm::StringRef v, std::string &e) {
        int64_t level;
-       if (!parseInt("O", v, 0, 3, level, e))
+       if (!parseInt("O", v, 0, 3, level, e)) {
+         e = "-O must be 0, 1, 2 or 3";
          return false;
+       }
        o.compile.optLevel = level;
        return true;
      }},
@@ -106,7 +104,104 @@ const OptionRow kOptions[] = {
      }},
     {"external-weights", false,
      [](kiln_compile_options &o, llvm::StringRef v, std::string &e) {
-       return parseBool("external-weights", v, o.externalWeights, e);
+       // 1/0, or the weights file's path.
+       std::string ignored;
+       if (parseBool("external-weights", v, o.externalWeights, ignored)) {
+         o.externalWeightsFile.clear();
+         return true;
+       }
+       if (v.empty()) {
+         e = "external-weights expects 1 or 0, or the weights file's path";
+         return false;
+       }
+       o.externalWeights = true;
+       o.externalWeightsFile = v.str();
+       return true;
+     }},
+    {"external-weights-min-bytes", false,
+     [](kiln_compile_options &o, llvm::StringRef v, std::string &e) {
+       long long n = 0;
+       if (v.getAsInteger(10, n)) {
+         e = "--external-weights-min-bytes expects an integer, got '" +
+             v.str() + "'";
+         return false;
+       }
+       if (n < 0) {
+         e = "--external-weights-min-bytes must be non-negative";
+         return false;
+       }
+       o.externalWeightsMinBytes = n;
+       o.externalWeightsMinBytesSet = true;
+       return true;
+     }},
+    {"expose-intermediates", true,
+     [](kiln_compile_options &o, llvm::StringRef v, std::string &e) {
+       SmallVector<StringRef> names;
+       v.split(names, ',', /*MaxSplit=*/-1, /*KeepEmpty=*/false);
+       for (StringRef n : names)
+         o.exposeIntermediates.push_back(n.str());
+       setExposeIntermediates(o.compile, o.exposeIntermediates);
+       return true;
+     }},
+    {"calibrate", false,
+     [](kiln_compile_options &o, llvm::StringRef v, std::string &e) {
+       o.calibrateDir = v.str();
+       return true;
+     }},
+    {"calibration-ranges", false,
+     [](kiln_compile_options &o, llvm::StringRef v, std::string &e) {
+       o.compile.calibrationRanges = v.str();
+       return true;
+     }},
+    {"dump-after", false,
+     [](kiln_compile_options &o, llvm::StringRef v, std::string &e) {
+       auto stages = getStageNames();
+       if (!v.empty() && !llvm::is_contained(stages, v)) {
+         e = "unknown stage '" + v.str() +
+             "' for --dump-after (stages: " + llvm::join(stages, " ") + ")";
+         return false;
+       }
+       o.compile.dumpAfter = v.str();
+       return true;
+     }},
+    {"print-pipeline", false,
+     [](kiln_compile_options &o, llvm::StringRef v, std::string &e) {
+       auto stages = getStageNames();
+       if (!v.empty() && !llvm::is_contained(stages, v)) {
+         e = "unknown stage '" + v.str() + "' for --print-pipeline (stages: " +
+             llvm::join(stages.drop_front(), " ") + ")";
+         return false;
+       }
+       if (v == "import") {
+         e = "--print-pipeline: 'import' is not a pass pipeline "
+             "(kiln-translate --import-onnx)";
+         return false;
+       }
+       o.compile.printPipeline = v.str();
+       return true;
+     }},
+    {"report", false,
+     [](kiln_compile_options &o, llvm::StringRef v, std::string &e) {
+       o.reportFile = v.str();
+       return true;
+     }},
+    {"save-device-image", false,
+     [](kiln_compile_options &o, llvm::StringRef v, std::string &e) {
+       o.deviceImageFile = v.str();
+       return true;
+     }},
+    {"timing", false,
+     [](kiln_compile_options &o, llvm::StringRef v, std::string &e) {
+       return parseBool("timing", v, o.timing, e);
+     }},
+    {"S", false,
+     [](kiln_compile_options &o, llvm::StringRef v, std::string &e) {
+       return parseBool("S", v, o.emitAssembly, e);
+     }},
+    {"model-runtime", false,
+     [](kiln_compile_options &o, llvm::StringRef v, std::string &e) {
+       o.modelRuntime = v.str();
+       return true;
      }},
     {"max-memory", false,
      [](kiln_compile_options &o, llvm::StringRef v, std::string &e) {

@@ -4,8 +4,10 @@
 // errors, compiles from a buffer and a file into models that run, bad
 // models and unsupported operators as statuses naming the node, the cache
 // (hits and misses by its counters, a second compiler on the same folder),
-// compile_to_file, external weights, and compiles and runs from 4 threads
-// at once. The models are built here with ONNX's protobuf classes, so each
+// compile_to_file, external weights, compiles and runs from 4 threads at
+// once, and what kilnc uses: the output callback (dumps, diagnostics at
+// their location, the report's summary, timing), compile_file_to_file,
+// check_file, the stage pipelines, and options that bypass the cache. The models are built here with ONNX's protobuf classes, so each
 // expected output is computed in the test.
 //
 //===----------------------------------------------------------------------===//
@@ -181,7 +183,8 @@ TEST_F(CompilerAPI, OptionErrors) {
   EXPECT_NE(unknown.message.find("precision"), std::string::npos);
   Status badPrecision(kiln_compile_options_set(o, "precision", "fp8"));
   EXPECT_EQ(badPrecision.code, KILN_STATUS_INVALID_ARGUMENT);
-  EXPECT_NE(badPrecision.message.find("fp32, tf32, fp16, bf16"),
+  EXPECT_NE(badPrecision.message.find(
+                "unknown precision 'fp8' (expected fp32, tf32, fp16 or bf16)"),
             std::string::npos)
       << badPrecision.message;
   Status badTarget(kiln_compile_options_set(o, "target", "cuda:sm_42"));
@@ -455,4 +458,147 @@ TEST_F(CompilerAPI, Check) {
   EXPECT_EQ(bad.code, KILN_STATUS_INVALID_ARGUMENT);
   EXPECT_NE(bad.message.find("'junk.onnx' is not an ONNX model"),
             std::string::npos);
+}
+
+namespace {
+/// The text a compile sent to the output callback, by kind.
+struct Collected {
+  std::string text[4];
+  static void write(void *user, kiln_compile_output_kind_t kind,
+                    const char *data, size_t size) {
+    static_cast<Collected *>(user)->text[kind].append(data, size);
+  }
+};
+} // namespace
+
+TEST_F(CompilerAPI, KilncFlags) {
+  fs::path model = dir / "m.onnx";
+  {
+    std::string bytes = makeModel(3);
+    FILE *f = std::fopen(model.c_str(), "wb");
+    ASSERT_TRUE(f);
+    std::fwrite(bytes.data(), 1, bytes.size(), f);
+    std::fclose(f);
+  }
+  // A stage's IR, without an output file: the stages alone.
+  kiln_compiler_t *c = makeCompiler(dir / "cache");
+  Collected dump;
+  kiln_compile_options_t *o = makeOptions({{"dump-after", "graph"}});
+  kiln_compile_options_set_output(o, Collected::write, &dump);
+  Status s(kiln_compiler_compile_file_to_file(c, model.c_str(), o, nullptr));
+  ASSERT_EQ(s.code, KILN_STATUS_OK) << s.message;
+  EXPECT_NE(
+      dump.text[KILN_COMPILE_OUTPUT_LISTING].find("func.func @main_graph"),
+      std::string::npos);
+  EXPECT_TRUE(dump.text[KILN_COMPILE_OUTPUT_ERROR].empty());
+  kiln_compile_options_free(o);
+
+  // The report, its summary, timing and the library; such a compile
+  // bypasses the cache (a miss; nothing stored there).
+  Collected reported;
+  o = makeOptions({{"report", (dir / "r.json").c_str()}, {"timing", "1"}});
+  kiln_compile_options_set_output(o, Collected::write, &reported);
+  fs::path so = dir / "m.so";
+  s = Status(
+      kiln_compiler_compile_file_to_file(c, model.c_str(), o, so.c_str()));
+  ASSERT_EQ(s.code, KILN_STATUS_OK) << s.message;
+  EXPECT_TRUE(fs::exists(so));
+  EXPECT_TRUE(fs::exists(dir / "r.json"));
+  EXPECT_NE(reported.text[KILN_COMPILE_OUTPUT_LISTING].find("kilnc report:"),
+            std::string::npos)
+      << reported.text[KILN_COMPILE_OUTPUT_LISTING];
+  EXPECT_NE(reported.text[KILN_COMPILE_OUTPUT_TIMING].find("llvm-codegen"),
+            std::string::npos);
+  EXPECT_FALSE(fs::exists(dir / "cache"));
+  uint64_t hits = 9, misses = 9;
+  kiln_compiler_cache_counters(c, &hits, &misses);
+  EXPECT_EQ(hits, 0u);
+  EXPECT_EQ(misses, 2u);
+  kiln_model_t *loaded = nullptr;
+  ASSERT_EQ(Status(kiln_model_load(so.c_str(), &loaded)).code, KILN_STATUS_OK);
+  EXPECT_EQ(run(loaded, 3), expected(3));
+  kiln_model_release(loaded);
+  kiln_compile_options_free(o);
+
+  // An error at its location, streamed as it comes, and in the status.
+  Collected failed;
+  o = makeOptions({{"shapes", "x:3x5"}});
+  kiln_compile_options_set_output(o, Collected::write, &failed);
+  s = Status(
+      kiln_compiler_compile_file_to_file(c, model.c_str(), o, so.c_str()));
+  EXPECT_EQ(s.code, KILN_STATUS_INVALID_ARGUMENT);
+  EXPECT_NE(s.message.find("dim 1 of input 'x' is 4 in the model"),
+            std::string::npos)
+      << s.message;
+  EXPECT_NE(failed.text[KILN_COMPILE_OUTPUT_ERROR].find(
+                model.string() + ":0:0: error: --shapes x:3x5"),
+            std::string::npos)
+      << failed.text[KILN_COMPILE_OUTPUT_ERROR];
+  // A model file that cannot be read: the same, at the file.
+  failed = Collected();
+  s = Status(kiln_compiler_compile_file_to_file(
+      c, (dir / "missing.onnx").c_str(), o, so.c_str()));
+  EXPECT_EQ(s.code, KILN_STATUS_NOT_FOUND);
+  EXPECT_NE(failed.text[KILN_COMPILE_OUTPUT_ERROR].find(
+                "missing.onnx:0:0: error: cannot read"),
+            std::string::npos)
+      << failed.text[KILN_COMPILE_OUTPUT_ERROR];
+  kiln_compile_options_free(o);
+
+  // Checks between options, made when compiling.
+  o = makeOptions({{"external-weights-min-bytes", "8"}});
+  s = Status(
+      kiln_compiler_compile_file_to_file(c, model.c_str(), o, so.c_str()));
+  EXPECT_EQ(s.message, "--external-weights-min-bytes needs --external-weights");
+  kiln_compile_options_free(o);
+  // Assembly is for files only.
+  o = makeOptions({{"S", "1"}});
+  kiln_model_t *none = nullptr;
+  s = Status(kiln_compiler_compile_file(c, model.c_str(), o, &none));
+  EXPECT_EQ(s.code, KILN_STATUS_INVALID_ARGUMENT);
+  fs::path asmPath = dir / "m.s";
+  s = Status(
+      kiln_compiler_compile_file_to_file(c, model.c_str(), o, asmPath.c_str()));
+  ASSERT_EQ(s.code, KILN_STATUS_OK) << s.message;
+  EXPECT_GT(fs::file_size(asmPath), 0u);
+  kiln_compile_options_free(o);
+  // A named weights file.
+  std::string big = makeModel(2, "", /*bigConstant=*/true);
+  fs::path weights = dir / "named.bin";
+  o = makeOptions({{"external-weights", weights.c_str()},
+                   {"external-weights-min-bytes", "32"}});
+  s = Status(kiln_compiler_compile_to_file(c, big.data(), big.size(), nullptr,
+                                           "big", o, so.c_str()));
+  ASSERT_EQ(s.code, KILN_STATUS_OK) << s.message;
+  EXPECT_TRUE(fs::exists(weights));
+  EXPECT_TRUE(fs::exists(dir / "named.bin.json"));
+  kiln_compile_options_free(o);
+  kiln_compiler_free(c);
+
+  // Stage pipelines without a model, and their errors.
+  o = makeOptions({{"precision", "fp16"}});
+  char *text = nullptr;
+  s = Status(kiln_compile_options_pipeline(o, "graph", &text));
+  ASSERT_EQ(s.code, KILN_STATUS_OK) << s.message;
+  EXPECT_NE(std::string(text).find("kiln-mixed-precision"), std::string::npos)
+      << text;
+  kiln_compiler_string_free(text);
+  s = Status(kiln_compile_options_pipeline(o, "import", &text));
+  EXPECT_NE(s.message.find("'import' is not a pass pipeline"),
+            std::string::npos);
+  s = Status(kiln_compile_options_pipeline(o, "frobnicate", &text));
+  EXPECT_NE(s.message.find("unknown stage 'frobnicate' for --print-pipeline"),
+            std::string::npos);
+  kiln_compile_options_free(o);
+
+  // check_file.
+  size_t unsupported = 9;
+  s = Status(kiln_compiler_check_file(model.c_str(), &text, &unsupported));
+  ASSERT_EQ(s.code, KILN_STATUS_OK) << s.message;
+  EXPECT_EQ(unsupported, 0u);
+  kiln_compiler_string_free(text);
+  s = Status(kiln_compiler_check_file((dir / "missing.onnx").c_str(), &text,
+                                      &unsupported));
+  EXPECT_EQ(s.code, KILN_STATUS_NOT_FOUND);
+  EXPECT_NE(s.message.find("cannot read '"), std::string::npos);
 }

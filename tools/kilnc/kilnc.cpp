@@ -5,30 +5,25 @@
 //   kilnc --check model.onnx
 //   kilnc --print-pipeline=STAGE [flags]
 //
+// A client of the compiler's C API (kiln-c/compiler.h), as any embedding
+// application is: it reads its command line, sets each flag given as the
+// option of the same name, and compiles the model into its output through
+// a compiler without a cache (it writes the files asked for). The API's
+// text goes to stdout (dumps, pipelines, the report's summary) and stderr
+// (diagnostics, --timing); any other failure is printed as "kilnc: ...".
+//
 //===----------------------------------------------------------------------===//
 
-#include "kiln/Compiler/Compiler.h"
-#include "kiln/Conversion/Passes.h"
-#include "kiln/Import/Onnx/Importer.h"
-#include "kiln/Target/Target.h"
+#include "kiln-c/compiler.h"
 
-#include "mlir/Dialect/GPU/IR/GPUDialect.h"
-#include "mlir/IR/AsmState.h"
-#include "mlir/IR/Diagnostics.h"
-#include "mlir/IR/MLIRContext.h"
-#include "llvm/ADT/ScopeExit.h"
+#include "llvm/ADT/StringRef.h"
 #include "llvm/Support/CommandLine.h"
-#include "llvm/Support/FileSystem.h"
-#include "llvm/Support/Format.h"
-#include "llvm/Support/FormatVariadic.h"
 #include "llvm/Support/InitLLVM.h"
-#include "llvm/Support/Path.h"
-#include "llvm/Support/SourceMgr.h"
 #include "llvm/Support/raw_ostream.h"
 
 #include <memory>
+#include <string>
 
-using namespace mlir;
 namespace cl = llvm::cl;
 
 static cl::opt<std::string> inputFile(cl::Positional, cl::desc("<model.onnx>"),
@@ -63,19 +58,19 @@ static cl::opt<int64_t> gpuBlockSize(
     "gpu-block-size",
     cl::desc("GPU targets: threads per block of a parallel loop nest (a "
              "multiple of the warp size, at most 1024; default 256)"),
-    cl::init(kiln::GPUCodegenOptions().blockSize));
+    cl::init(256));
 static cl::opt<int64_t> gpuFillBlocks(
     "gpu-fill-blocks",
     cl::desc("GPU targets: blocks that fill the GPU; tiled contractions with "
              "fewer split their K (default 0: the chip's, two per "
              "multiprocessor or compute unit, e.g. 264 for cuda, 608 for "
              "rocm:gfx942)"),
-    cl::init(kiln::GPUCodegenOptions().fillBlocks));
+    cl::init(0));
 static cl::opt<int64_t> gpuMinThreads(
     "gpu-min-threads",
     cl::desc("GPU targets: unroll a reduction's outputs per thread only "
              "while at least this many threads remain (default 32768)"),
-    cl::init(kiln::GPUCodegenOptions().minThreads));
+    cl::init(32768));
 static cl::opt<std::string>
     dumpAfter("dump-after",
               cl::desc("Print the IR after a stage (import, graph, lower, "
@@ -195,203 +190,110 @@ static cl::opt<std::string> modelRuntime(
              "build's, for testing (utils/sanitize.sh)"),
     cl::value_desc("FILE"), cl::Hidden, cl::init(""));
 
-/// `kilnc --check`: reads the ModelProto (subgraphs included) and prints one
-/// row per operator. Supported means the onnx → linalg lowering has the op
-/// (Constant nodes are imported as constants).
-static int checkModel(llvm::StringRef path) {
-  std::string bytes, error, report;
-  int64_t unsupported = 0;
-  if (!mlir::kiln::readModelFile(path, bytes, error) ||
-      !kiln::checkOnnxModel(bytes, path, report, unsupported, error)) {
-    llvm::errs() << "kilnc: " << error << "\n";
-    return 1;
+namespace {
+struct StatusDeleter {
+  void operator()(kiln_status_t *s) const { kiln_status_free(s); }
+};
+using Status = std::unique_ptr<kiln_status_t, StatusDeleter>;
+
+/// One error line, kilnc's way; returns 1 for `return fail(...)`.
+int fail(llvm::StringRef message) {
+  llvm::errs() << "kilnc: " << message << "\n";
+  return 1;
+}
+
+/// The API's text: listings to stdout, diagnostics and timing to stderr.
+/// Remembers whether an error was printed (the failed status carries the
+/// same messages, not printed twice).
+struct Output {
+  bool errorPrinted = false;
+  static void write(void *user, kiln_compile_output_kind_t kind,
+                    const char *text, size_t size) {
+    llvm::StringRef s(text, size);
+    if (kind == KILN_COMPILE_OUTPUT_LISTING) {
+      llvm::outs() << s;
+      return;
+    }
+    llvm::outs().flush();
+    llvm::errs() << s;
+    if (kind == KILN_COMPILE_OUTPUT_ERROR)
+      static_cast<Output *>(user)->errorPrinted = true;
   }
+};
+
+/// `kilnc --check`: the operators of the model and whether Kiln supports
+/// each; exit 1 when one is not.
+int checkModel(const std::string &path) {
+  char *report = nullptr;
+  size_t unsupported = 0;
+  if (Status s{kiln_compiler_check_file(path.c_str(), &report, &unsupported)})
+    return fail(kiln_status_message(s.get()));
   llvm::outs() << report;
+  kiln_compiler_string_free(report);
   return unsupported ? 1 : 0;
 }
 
-/// One error line, kilnc's way; returns failure for `return fail(...)`.
-static LogicalResult fail(const llvm::Twine &message) {
-  llvm::errs() << "kilnc: " << message << "\n";
-  return failure();
-}
-
-/// The flags as CompileOptions and import options, checked.
-static LogicalResult readFlags(kiln::CompileOptions &options,
-                               kiln::OnnxImportOptions &importOptions,
-                               const char *argv0) {
-  options.target = target;
-  options.gpu.tiledContractions = gpuTiledContractions;
-  options.gpu.warpReductions = gpuWarpReductions;
-  options.gpu.tensorCores = gpuTensorCores;
-  options.gpu.blockSize = gpuBlockSize;
-  options.gpu.fillBlocks = gpuFillBlocks;
-  options.gpu.minThreads = gpuMinThreads;
-  options.optLevel = optLevel;
-  options.dumpAfter = dumpAfter;
-  options.printPipeline = printPipeline;
-  options.printPipelineTo = &llvm::outs();
-  options.precision = precision;
-  options.layout = layout;
-  options.keepFp32.assign(keepFp32.begin(), keepFp32.end());
-  kiln::setExposeIntermediates(
-      options, SmallVector<std::string>(exposeIntermediates.begin(),
-                                        exposeIntermediates.end()));
-  options.calibrationRanges = calibrationRanges;
-  options.maxMemory = maxMemory;
-  options.dump = [](llvm::StringRef, ModuleOp m) {
-    m.print(llvm::outs());
-    llvm::outs() << "\n";
+/// Sets each flag given on the command line as the API option of its name
+/// (the API checks the values, with kilnc's messages); false after printing
+/// the first error.
+bool setOptions(kiln_compile_options_t *options) {
+  auto set = [&](const char *name, const std::string &value) {
+    Status s{kiln_compile_options_set(options, name, value.c_str())};
+    return s ? (fail(kiln_status_message(s.get())), false) : true;
   };
-  // The runtime archive sits in ../lib next to bin/kilnc.
-  std::string exe = llvm::sys::fs::getMainExecutable(argv0, (void *)&readFlags);
-  llvm::SmallString<256> lib(
-      llvm::sys::path::parent_path(llvm::sys::path::parent_path(exe)));
-  llvm::sys::path::append(lib, "lib", "libKilnModelRuntime.a");
-  options.runtimeLibrary =
-      modelRuntime.empty() ? lib.str().str() : modelRuntime.getValue();
-
-  auto stages = kiln::getStageNames();
-  for (const std::string *stage :
-       {&dumpAfter.getValue(), &printPipeline.getValue()}) {
-    if (stage->empty() || llvm::is_contained(stages, *stage))
-      continue;
-    bool dump = stage == &dumpAfter.getValue();
-    return fail("unknown stage '" + *stage + "' for " +
-                (dump ? "--dump-after" : "--print-pipeline") + " (stages: " +
-                llvm::join(dump ? stages : stages.drop_front(), " ") + ")");
-  }
-  if (printPipeline == "import")
-    return fail("--print-pipeline: 'import' is not a pass pipeline "
-                "(kiln-translate --import-onnx)");
-  if (precision == "fp32" && !calibrateDir.empty())
-    return fail("--keep-fp32, --calibrate and --calibration-ranges need "
-                "--precision=tf32, fp16 or bf16");
-  std::string error;
-  if (failed(options.verify(error)))
-    return fail(error);
+  auto given = [](const cl::Option &o) { return o.getNumOccurrences() > 0; };
+  auto setBool = [&](const char *name, const cl::opt<bool> &flag) {
+    return !given(flag) || set(name, flag ? "1" : "0");
+  };
+  auto setString = [&](const char *name, const cl::opt<std::string> &flag) {
+    return !given(flag) || flag.getValue().empty() ||
+           set(name, flag.getValue());
+  };
+  auto setInt = [&](const char *name, const auto &flag) {
+    return !given(flag) || set(name, std::to_string(flag.getValue()));
+  };
+  auto setList = [&](const char *name, const cl::list<std::string> &flag) {
+    for (const std::string &v : flag)
+      if (!set(name, v))
+        return false;
+    return true;
+  };
+  // In the order kilnc has always checked them.
+  if (!setString("dump-after", dumpAfter) ||
+      !setString("print-pipeline", printPipeline) ||
+      !setString("target", target) || !setInt("O", optLevel) ||
+      !setString("precision", precision) || !setString("layout", layout) ||
+      !setString("max-memory", maxMemory) || !setList("keep-fp32", keepFp32) ||
+      !setString("calibration-ranges", calibrationRanges) ||
+      !setString("calibrate", calibrateDir) ||
+      !setBool("gpu-tiled-contractions", gpuTiledContractions) ||
+      !setBool("gpu-warp-reductions", gpuWarpReductions) ||
+      !setBool("gpu-tensor-cores", gpuTensorCores) ||
+      !setInt("gpu-block-size", gpuBlockSize) ||
+      !setInt("gpu-fill-blocks", gpuFillBlocks) ||
+      !setInt("gpu-min-threads", gpuMinThreads))
+    return false;
+  // Nodes to expose: one value per node (the flag splits at commas).
+  if (given(exposeIntermediates) &&
+      !setList("expose-intermediates", exposeIntermediates))
+    return false;
   if (printPipeline.empty() && inputFile.empty())
-    return fail("no input model (kilnc model.onnx -o model.so)");
+    return fail("no input model (kilnc model.onnx -o model.so)"), false;
   if (outputFile.empty() && dumpAfter.empty() && printPipeline.empty())
-    return fail("no output file (-o model.so)");
-
-  for (const std::string &b : boundDims)
-    if (!kiln::addBoundDim(importOptions, b, error))
-      return fail(error);
-  for (const std::string &list : inputShapes)
-    if (!kiln::addInputShapes(importOptions, list, error))
-      return fail(error);
-  if (externalWeightsMinBytes.getNumOccurrences() &&
-      !externalWeights.getNumOccurrences())
-    return fail("--external-weights-min-bytes needs --external-weights");
-  if (externalWeightsMinBytes < 0)
-    return fail("--external-weights-min-bytes must be non-negative");
-  return success();
+    return fail("no output file (-o model.so)"), false;
+  if (!setList("dim", boundDims) || !setList("shapes", inputShapes))
+    return false;
+  if (given(externalWeights) &&
+      !set("external-weights",
+           externalWeights.empty() ? "1" : externalWeights.getValue()))
+    return false;
+  return setInt("external-weights-min-bytes", externalWeightsMinBytes) &&
+         setString("report", reportFile) &&
+         setString("save-device-image", deviceImageFile) &&
+         setBool("timing", timing) && setBool("S", emitAssembly) &&
+         setString("model-runtime", modelRuntime);
 }
-
-/// `--external-weights`: where the weights file goes (next to the output,
-/// .weights for .so, unless named), and the importer's collector for it.
-static void planExternalWeights(kiln::ExternalWeights &weights,
-                                std::string &weightsPath,
-                                kiln::OnnxImportOptions &importOptions) {
-  weightsPath = externalWeights;
-  if (weightsPath.empty() && !outputFile.empty()) {
-    llvm::SmallString<256> p(outputFile.getValue());
-    if (llvm::sys::path::extension(p) == ".so")
-      llvm::sys::path::replace_extension(p, ".weights");
-    else
-      p += ".weights";
-    weightsPath = p.str().str();
-  }
-  weights.minBytes = externalWeightsMinBytes;
-  weights.fileName = weightsPath.empty()
-                         ? std::string("model.weights")
-                         : llvm::sys::path::filename(weightsPath).str();
-  importOptions.externalWeights = &weights;
-}
-
-/// `--report=FILE`: taken after the host stage, completed after codegen
-/// (vector widths, threads), then written as JSON with a summary.
-static void addReport(kiln::CompileOptions &options, bool &reportFailed) {
-  auto report = std::make_shared<llvm::json::Value>(nullptr);
-  options.afterHost = [report](ModuleOp m) {
-    *report = kiln::buildCompileReport(m);
-  };
-  std::string targetError;
-  std::shared_ptr<kiln::Target> target =
-      kiln::createTarget(options, targetError);
-  options.afterCodegen = [report, target, &reportFailed](ModuleOp m) {
-    std::string error;
-    if (!kiln::addCodegenToReport(*report, m, target.get(), error)) {
-      (void)fail("cannot report the device code: " + error);
-      reportFailed = true;
-      return;
-    }
-    std::error_code ec;
-    llvm::raw_fd_ostream os(reportFile, ec);
-    if (ec) {
-      (void)fail("cannot write '" + reportFile + "': " + ec.message());
-      reportFailed = true;
-      return;
-    }
-    os << llvm::formatv("{0:2}", *report) << "\n";
-    kiln::printReportSummary(*report, llvm::outs());
-  };
-}
-
-/// `--save-device-image=FILE`: after codegen (and after the report's hook),
-/// the object of the module's gpu.binary.
-static void addSaveDeviceImage(kiln::CompileOptions &options, bool &failed) {
-  std::function<void(ModuleOp)> before = options.afterCodegen;
-  options.afterCodegen = [before, &failed](ModuleOp m) {
-    if (before)
-      before(m);
-    SmallVector<gpu::BinaryOp> binaries(m.getOps<gpu::BinaryOp>());
-    if (binaries.size() != 1 || binaries.front().getObjects().size() != 1) {
-      (void)fail("--save-device-image: the model has no device code (a "
-                 "device --target with kernels has one image)");
-      failed = true;
-      return;
-    }
-    auto object = cast<gpu::ObjectAttr>(binaries.front().getObjects()[0]);
-    std::error_code ec;
-    llvm::raw_fd_ostream os(deviceImageFile, ec);
-    if (ec) {
-      (void)fail("cannot write '" + deviceImageFile + "': " + ec.message());
-      failed = true;
-      return;
-    }
-    os << object.getObject().getValue();
-  };
-}
-
-/// `--calibrate=DIR`: records the ranges into --calibration-ranges (or a
-/// temporary file removed by the caller through `tmpRanges`).
-static LogicalResult calibrate(ModuleOp module, kiln::CompileOptions &options,
-                               llvm::SmallString<128> &tmpRanges) {
-  if (options.calibrationRanges.empty()) {
-    if (llvm::sys::fs::createTemporaryFile("kiln-ranges", "json", tmpRanges))
-      return fail("cannot create a temporary file");
-    options.calibrationRanges = tmpRanges.str().str();
-  }
-  return kiln::calibrateRanges(module, calibrateDir, options.calibrationRanges,
-                               options);
-}
-
-/// `--print-pipeline=STAGE` without a model: the stage's passes as kilnc
-/// would build them, in the form of kiln-opt's --dump-pass-pipeline.
-static int printStagePipeline(MLIRContext &context,
-                              const kiln::CompileOptions &options) {
-  std::string error;
-  std::unique_ptr<kiln::Target> t = kiln::createTarget(options, error);
-  PassManager pm(&context, ModuleOp::getOperationName());
-  if (!t || failed(kiln::buildStagePipeline(pm, printPipeline, options, *t)))
-    return (void)fail(t ? "cannot build stage '" + printPipeline + "'" : error),
-           1;
-  pm.printAsTextualPipeline(llvm::outs(), /*pretty=*/true);
-  llvm::outs() << "\n";
-  return 0;
-}
+} // namespace
 
 int main(int argc, char **argv) {
   llvm::InitLLVM init(argc, argv);
@@ -399,95 +301,42 @@ int main(int argc, char **argv) {
   if (checkOnly)
     return checkModel(inputFile);
 
-  kiln::CompileOptions options;
-  kiln::OnnxImportOptions importOptions;
-  if (failed(readFlags(options, importOptions, argv[0])))
+  kiln_compile_options_t *rawOptions = nullptr;
+  if (Status s{kiln_compile_options_create(&rawOptions)})
+    return fail(kiln_status_message(s.get()));
+  std::unique_ptr<kiln_compile_options_t, void (*)(kiln_compile_options_t *)>
+      options(rawOptions, kiln_compile_options_free);
+  if (!setOptions(options.get()))
     return 1;
 
-  DialectRegistry registry;
-  kiln::registerKilnDialects(registry);
-  MLIRContext context(registry);
-  // A user gets one line per error, not the IR of the failing op.
-  context.printOpOnDiagnostic(false);
-  context.loadAllAvailableDialects();
-  // Diagnostics go to stderr as "location: error: message".
-  llvm::SourceMgr sourceMgr;
-  SourceMgrDiagnosticHandler handler(sourceMgr, &context, llvm::errs());
-  if (inputFile.empty())
-    return printStagePipeline(context, options);
-
-  // --timing: printed (as a tree, wall and user time) when `timer` goes.
-  DefaultTimingManager timer;
-  timer.setEnabled(timing);
-  timer.setDisplayMode(DefaultTimingManager::DisplayMode::Tree);
-  TimingScope rootTiming = timer.getRootScope();
-  if (timing)
-    options.timing = &rootTiming;
-  TimingScope importTiming = rootTiming.nest("import");
-
-  // --external-weights: the importer collects the large initializers; they
-  // are written before compiling (--calibrate runs the model).
-  kiln::ExternalWeights weights;
-  std::string weightsPath;
-  bool useExternalWeights = externalWeights.getNumOccurrences() > 0;
-  if (useExternalWeights)
-    planExternalWeights(weights, weightsPath, importOptions);
-  OwningOpRef<ModuleOp> module =
-      kiln::importOnnxFile(&context, inputFile, importOptions);
-  if (!module)
-    return 1;
-  importTiming.stop();
-  bool keepWeights = false;
-  auto removeWeights = llvm::scope_exit([&] {
-    if (useExternalWeights && !outputFile.empty() && !keepWeights) {
-      llvm::sys::fs::remove(weightsPath);
-      llvm::sys::fs::remove(weightsPath + ".json");
-    }
-  });
-  if (useExternalWeights && !outputFile.empty()) {
-    std::string error;
-    if (!kiln::writeExternalWeights(weights, weightsPath, weightsPath + ".json",
-                                    inputFile, error))
-      return (void)fail(error), 1;
-    for (kiln::ExternalWeight &w : weights.weights)
-      std::string().swap(w.data);
-    // The calibration build loads its weights from here.
-    if (!calibrateDir.empty() && !weights.weights.empty())
-      options.externalWeightsPath = weightsPath;
-  }
-  if (dumpAfter == "import") {
-    module->print(llvm::outs());
-    llvm::outs() << "\n";
-    if (outputFile.empty())
-      return 0;
+  // --print-pipeline without a model: only the stage's passes.
+  if (inputFile.empty()) {
+    char *text = nullptr;
+    if (Status s{kiln_compile_options_pipeline(options.get(),
+                                               printPipeline.c_str(), &text)})
+      return fail(kiln_status_message(s.get()));
+    llvm::outs() << text;
+    kiln_compiler_string_free(text);
+    return 0;
   }
 
-  bool reportFailed = false;
-  if (!reportFile.empty())
-    addReport(options, reportFailed);
-  if (!deviceImageFile.empty())
-    addSaveDeviceImage(options, reportFailed);
-  llvm::SmallString<128> tmpRanges;
-  auto removeTmp = llvm::scope_exit([&] {
-    if (!tmpRanges.empty())
-      llvm::sys::fs::remove(tmpRanges);
-  });
-  if (!calibrateDir.empty() && failed(calibrate(*module, options, tmpRanges)))
-    return 1;
-
-  // Without -o: run the stages (dumps, pipelines) without emitting code.
-  if (outputFile.empty())
-    return failed(kiln::lowerToLLVMDialect(*module, options)) || reportFailed;
-  if (emitAssembly) {
-    if (failed(kiln::lowerToLLVMDialect(*module, options)) ||
-        failed(kiln::emitObjectFile(*module, outputFile, /*optLevel=*/2,
-                                    /*assembly=*/true, options.timing)))
-      return 1;
-    keepWeights = true;
-    return reportFailed ? 1 : 0;
-  }
-  if (failed(kiln::compileToSharedLibrary(*module, outputFile, options)))
-    return 1;
-  keepWeights = true; // the model needs them
-  return reportFailed ? 1 : 0;
+  Output output;
+  if (Status s{kiln_compile_options_set_output(options.get(), Output::write,
+                                               &output)})
+    return fail(kiln_status_message(s.get()));
+  // No cache: kilnc writes the files it is asked for, every time.
+  kiln_compiler_t *rawCompiler = nullptr;
+  if (Status s{kiln_compiler_create("", &rawCompiler)})
+    return fail(kiln_status_message(s.get()));
+  std::unique_ptr<kiln_compiler_t, void (*)(kiln_compiler_t *)> compiler(
+      rawCompiler, kiln_compiler_free);
+  Status s{kiln_compiler_compile_file_to_file(
+      compiler.get(), inputFile.c_str(), options.get(),
+      outputFile.empty() ? nullptr : outputFile.c_str())};
+  if (!s)
+    return 0;
+  // Errors at a location were printed as they came; anything else now.
+  if (!output.errorPrinted)
+    fail(kiln_status_message(s.get()));
+  return 1;
 }
