@@ -5,9 +5,12 @@
 // outputs, run it on arrays. Inputs are any DLPack or buffer-protocol
 // arrays on the CPU (numpy, torch, ...), read in place; each output is a
 // numpy array over the runtime's own tensor (no copy), released with the
-// array. Runs release the GIL; a model keeps a pool of instances so threads
-// run it at once (an instance runs one call at a time). Failures raise
-// kiln.Error with the status's code and message.
+// array. A device model also runs on DLPack tensors in its device's memory
+// (_run_device: kiln_instance_run_device on the caller's stream, into
+// output buffers the caller allocated; kiln/__init__.py picks the stream
+// and allocates). Runs release the GIL; a model keeps a pool of instances
+// so threads run it at once (an instance runs one call at a time).
+// Failures raise kiln.Error with the status's code and message.
 //
 //===----------------------------------------------------------------------===//
 
@@ -20,6 +23,7 @@
 #include <nanobind/stl/string.h>
 #include <nanobind/stl/vector.h>
 
+#include <map>
 #include <memory>
 #include <mutex>
 #include <string>
@@ -34,6 +38,14 @@ nb::object errorType;
 void check(kiln_status_t *status) {
   if (status)
     kiln_python::raiseStatus(status, errorType);
+}
+
+/// Raises kiln.Error(message) with code INVALID_ARGUMENT.
+[[noreturn]] void invalid(const std::string &message) {
+  nb::object error = errorType(message);
+  error.attr("code") = "INVALID_ARGUMENT";
+  PyErr_SetObject(errorType.ptr(), error.ptr());
+  throw nb::python_error();
 }
 
 struct DtypeMap {
@@ -84,11 +96,16 @@ class Model {
 public:
   explicit Model(kiln_model_t *m) : model(m, kiln_model_release) {}
 
-  static Model load(const std::string &path, const std::string &weights) {
+  /// `driver` "" and `device` -1: the runtime's defaults.
+  static Model load(const std::string &path, const std::string &weights,
+                    const std::string &driver, int32_t device) {
+    kiln_model_options_t options;
+    kiln_model_options_init(&options);
+    options.weights_path = weights.c_str();
+    options.driver_path = driver.c_str();
+    options.device_ordinal = device;
     kiln_model_t *m = nullptr;
-    check(weights.empty() ? kiln_model_load(path.c_str(), &m)
-                          : kiln_model_load_with_weights(path.c_str(),
-                                                         weights.c_str(), &m));
+    check(kiln_model_load_with_options(path.c_str(), &options, &m));
     return Model(m);
   }
   /// Adopts the model a capsule "kiln_model_t" holds (kiln._compiler's).
@@ -159,17 +176,102 @@ public:
     return result;
   }
 
+  /// Runs on device tensors (DLPack capsules or objects, in signature
+  /// order): every input and output must be on DLPack device `deviceType`
+  /// number `deviceId`, contiguous, of a Kiln dtype. The work goes on
+  /// `stream` (the driver's handle; 0: the instance's own, waited for).
+  /// Returns the device pointers handed to the runtime (inputs, outputs).
+  nb::tuple runDevice(const std::vector<nb::ndarray<>> &inputs,
+                      const std::vector<nb::ndarray<>> &outputs,
+                      int32_t deviceType, int32_t deviceId, uintptr_t stream) {
+    std::vector<kiln_tensor_view_t> ins;
+    std::vector<kiln_output_view_t> outs;
+    std::vector<std::vector<int64_t>> dims(inputs.size() + outputs.size());
+    nb::list inPtrs, outPtrs;
+    for (size_t i = 0; i < inputs.size() + outputs.size(); ++i) {
+      bool isInput = i < inputs.size();
+      size_t index = isInput ? i : i - inputs.size();
+      const nb::ndarray<> &a = isInput ? inputs[i] : outputs[index];
+      std::string what = valueName(isInput, index);
+      if (a.device_type() != deviceType)
+        invalid(what + " is on DLPack device type " +
+                std::to_string(a.device_type()) + ", not the model's (" +
+                std::to_string(deviceType) + ", " + device() + ")");
+      if (a.device_id() != deviceId)
+        invalid(what + " is on device " + std::to_string(a.device_id()) +
+                "; the model runs on device " + std::to_string(deviceId));
+      kiln_dtype_t dtype = toKiln(a.dtype());
+      if (dtype == KILN_DTYPE_INVALID)
+        invalid(what + " has an element type Kiln has no dtype for");
+      int64_t expected = 1;
+      for (size_t d = a.ndim(); d-- > 0;) {
+        if (a.shape(d) != 1 && a.stride(d) != expected)
+          invalid(what + " is not contiguous (row-major); make it contiguous "
+                         "first");
+        expected *= a.shape(d);
+      }
+      for (size_t d = 0; d < a.ndim(); ++d)
+        dims[i].push_back(a.shape(d));
+      auto ptr = reinterpret_cast<uintptr_t>(a.data());
+      if (isInput) {
+        ins.push_back({dtype, a.ndim(), dims[i].data(), a.data()});
+        inPtrs.append(ptr);
+      } else {
+        outs.push_back({dtype, a.ndim(), dims[i].data(), a.data()});
+        outPtrs.append(ptr);
+      }
+    }
+    kiln_status_t *status = nullptr;
+    {
+      nb::gil_scoped_release released;
+      // An instance stays on the stream it last ran on (switching waits
+      // for the previous stream, which the caller may have destroyed since):
+      // one pool per stream.
+      kiln_instance_t *instance = nullptr;
+      status = acquire(&instance, stream);
+      if (!status) {
+        status = kiln_instance_set_stream(instance,
+                                          reinterpret_cast<void *>(stream));
+        if (status) {
+          kiln_instance_release(instance);
+        } else {
+          status = kiln_instance_run_device(instance, ins.data(), ins.size(),
+                                            outs.data(), outs.size());
+          release(instance, stream);
+        }
+      }
+    }
+    check(status);
+    return nb::make_tuple(inPtrs, outPtrs);
+  }
+
   ~Model() {
-    for (kiln_instance_t *i : pool)
-      kiln_instance_release(i);
+    for (auto &[stream, instances] : pools)
+      for (kiln_instance_t *i : instances)
+        kiln_instance_release(i);
   }
   Model(Model &&o) noexcept
-      : model(std::move(o.model)), pool(std::move(o.pool)) {}
+      : model(std::move(o.model)), pools(std::move(o.pools)) {}
 
 private:
-  kiln_status_t *acquire(kiln_instance_t **out) {
+  /// "input 'x'" / "output 'y'" for messages.
+  std::string valueName(bool input, size_t index) const {
+    kiln_value_info_t v;
+    kiln_status_t *s = input ? kiln_model_input_info(model.get(), index, &v)
+                             : kiln_model_output_info(model.get(), index, &v);
+    std::string kind = input ? "input " : "output ";
+    if (s) {
+      kiln_status_free(s);
+      return kind + std::to_string(index);
+    }
+    return kind + "'" + v.name + "'";
+  }
+
+  /// An idle instance on `stream` (0: the instance's own), else a new one.
+  kiln_status_t *acquire(kiln_instance_t **out, uintptr_t stream = 0) {
     {
       std::lock_guard<std::mutex> lock(mutex);
+      std::vector<kiln_instance_t *> &pool = pools[stream];
       if (!pool.empty()) {
         *out = pool.back();
         pool.pop_back();
@@ -178,14 +280,14 @@ private:
     }
     return kiln_instance_create(model.get(), out);
   }
-  void release(kiln_instance_t *i) {
+  void release(kiln_instance_t *i, uintptr_t stream = 0) {
     std::lock_guard<std::mutex> lock(mutex);
-    pool.push_back(i);
+    pools[stream].push_back(i);
   }
 
   std::shared_ptr<kiln_model_t> model;
   std::mutex mutex;
-  std::vector<kiln_instance_t *> pool;
+  std::map<uintptr_t, std::vector<kiln_instance_t *>> pools;
 };
 } // namespace
 
@@ -197,10 +299,14 @@ NB_MODULE(_runtime, m) {
   m.attr("Error") = errorType;
   nb::class_<Model>(m, "Model")
       .def_static("load", &Model::load, nb::arg("path"),
-                  nb::arg("weights") = "")
+                  nb::arg("weights") = "", nb::arg("driver") = "",
+                  nb::arg("device") = -1)
       .def_static("_adopt", &Model::adopt)
       .def("_inputs", [](const Model &m) { return m.info(true); })
       .def("_outputs", [](const Model &m) { return m.info(false); })
       .def_prop_ro("device", &Model::device)
-      .def("_run", &Model::run, nb::arg("inputs"));
+      .def("_run", &Model::run, nb::arg("inputs"))
+      .def("_run_device", &Model::runDevice, nb::arg("inputs"),
+           nb::arg("outputs"), nb::arg("device_type"), nb::arg("device_id"),
+           nb::arg("stream"));
 }

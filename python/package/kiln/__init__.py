@@ -10,13 +10,16 @@ Two extension modules: kiln._runtime (loading and running; no LLVM or MLIR)
 and kiln._compiler (the compiler, imported on the first kiln.compile).
 Inputs are numpy arrays or anything with __dlpack__ on the CPU (torch
 tensors, ...), read in place; outputs are numpy arrays over the runtime's
-own memory (torch.from_dlpack takes them without a copy). Failures raise
+own memory (torch.from_dlpack takes them without a copy). A device model
+runs on device tensors (torch CUDA tensors, any DLPack producer) in place,
+on torch's current stream or the one given (Model.run). Failures raise
 kiln.Error, whose message is the runtime's or compiler's status (naming
 the ONNX node or the input) and whose .code names the status.
 """
 from __future__ import annotations
 
 import os
+import sys
 import threading
 from typing import Any, Dict, List, NamedTuple, Optional, Sequence, Tuple, Union
 
@@ -52,19 +55,27 @@ def _info(entries) -> List[ValueInfo]:
 class Model:
     """A compiled model. Thread-safe: threads may run it at once."""
 
-    def __init__(self, native: _NativeModel):
+    def __init__(self, native: _NativeModel, device: int = -1):
         self._native = native
+        self._device = device
+        # The device pointers the last device run handed to the runtime:
+        # (inputs, outputs).
+        self.last_device_pointers: Optional[Tuple[List[int], List[int]]] = None
         self.inputs: List[ValueInfo] = _info(native._inputs())
         self.outputs: List[ValueInfo] = _info(native._outputs())
 
     @property
     def device(self) -> str:
-        """"cpu", or "<kind> <chip>" for a device model."""
+        """"cpu", or "<kind>:<chip>" for a device model (e.g. "cuda:sm_90")."""
         return self._native.device
 
-    def run(self, inputs: Union[Sequence[Any], Dict[str, Any]]) -> List[np.ndarray]:
+    def run(self, inputs: Union[Sequence[Any], Dict[str, Any]], out: Optional[Sequence[Any]] = None,
+            stream: Any = None) -> List[Any]:
         """Runs once. `inputs`: arrays in signature order, or a dict by input
-        name (every input once). Returns the outputs in signature order."""
+        name (every input once). Returns the outputs in signature order.
+
+        Device tensors (DLPack, e.g. torch CUDA tensors) run a device model on
+        the device, without copies: see _run_device for `out` and `stream`."""
         if isinstance(inputs, dict):
             names = [i.name for i in self.inputs]
             unknown = sorted(set(inputs) - set(names))
@@ -75,16 +86,191 @@ class Model:
             if missing:
                 raise _error(f"input {missing[0]!r} is missing")
             inputs = [inputs[n] for n in names]
+        inputs = list(inputs)
+        devices = [_dlpack_device(x) for x in inputs]
+        if any(d is not None and d[0] not in _HOST_DEVICES for d in devices) or out is not None:
+            return self._run_device(inputs, devices, out, stream)
+        if stream is not None:
+            raise _error("stream= is for device tensors; these inputs are on the CPU")
         return self._native._run([_as_array(x) for x in inputs])
 
-    def __call__(self, *inputs: Any) -> Union[np.ndarray, Tuple[np.ndarray, ...]]:
+    def __call__(self, *inputs: Any, out: Optional[Sequence[Any]] = None,
+                 stream: Any = None) -> Any:
         """model(x, y, ...): the output, or a tuple of them."""
-        out = self.run(list(inputs))
-        return out[0] if len(out) == 1 else tuple(out)
+        result = self.run(list(inputs), out=out, stream=stream)
+        return result[0] if len(result) == 1 else tuple(result)
 
-    def __repr__(self) -> str:
-        return (f"kiln.Model(device={self.device!r}, inputs={[i.name for i in self.inputs]}, "
-                f"outputs={[o.name for o in self.outputs]})")
+    def _run_device(self, inputs: List[Any], devices: List[Any], out: Optional[Sequence[Any]],
+                    stream: Any) -> List[Any]:
+        """A device model on device tensors: kiln_instance_run_device.
+
+        Every input must be a DLPack tensor on the model's device (the device
+        it was loaded for), contiguous, of the signature's dtype and shape;
+        it is read in place. `out`: device tensors to write the outputs into
+        (in signature order); without it, when the inputs are torch tensors,
+        each output is a new torch tensor on their device, allocated on the
+        run's stream (Kiln's runtime has no device allocator for callers; any
+        other framework passes `out`). The outputs returned are those
+        tensors, written in place.
+
+        `stream`: where the work is queued: a driver stream handle (an int)
+        or an object with `cuda_stream` (torch.cuda.Stream) or `ptr`
+        (cupy); default: torch's current stream of the inputs' device when
+        they are torch tensors, else the legacy default stream. The call
+        returns once the work is queued; the outputs are ready when that
+        stream gets there (the inputs must stay alive until then). Each
+        input's __dlpack__(stream=...) gets the same stream, so its producer
+        orders its pending writes before the run."""
+        names = [i.name for i in self.inputs]
+        if self.device == "cpu":
+            for name, d in zip(names, devices):
+                if d is not None and d[0] not in _HOST_DEVICES:
+                    raise _error(f"input {name!r} is a device tensor (DLPack device {d}), "
+                                 "but the model runs on the cpu: compile it for a device "
+                                 "target (target='cuda')")
+            raise _error("out= is for device models; this one runs on the cpu")
+        kind = self.device.split(":")[0]
+        device_type = _DEVICE_TYPES.get(kind)
+        if device_type is None:
+            raise _error(f"device tensors are not supported for {kind} models")
+        if len(inputs) != len(names):
+            raise _error(f"the model takes {len(names)} inputs, got {len(inputs)}")
+        for name, d in zip(names, devices):
+            if d is None or d[0] != device_type:
+                raise _error(f"input {name!r} is not a {kind} tensor (DLPack device {d}); "
+                             f"the model runs on {self.device}: pass device tensors for "
+                             "every input")
+        device_id = self._device_ordinal(kind)
+        for name, d in zip(names, devices):
+            if d[1] != device_id:
+                raise _error(f"input {name!r} is on {kind} device {d[1]}; the model runs "
+                             f"on device {device_id} (kiln.load(..., device=N))")
+        handle = _stream_handle(stream, inputs, kind, device_id)
+        capsules = [_dlpack_capsule(x, handle) for x in inputs]
+        if out is None:
+            out = self._allocate_outputs(inputs, device_id, stream, handle)
+        else:
+            out = list(out)
+            if len(out) != len(self.outputs):
+                raise _error(f"out= has {len(out)} tensors; the model has "
+                             f"{len(self.outputs)} outputs")
+        out_capsules = []
+        for o, info in zip(out, self.outputs):
+            if not hasattr(o, "__dlpack__"):
+                raise _error(f"output {info.name!r}: out= takes DLPack device tensors, "
+                             f"not {type(o).__name__}")
+            out_capsules.append(_dlpack_capsule(o, handle))
+        self.last_device_pointers = self._native._run_device(
+            capsules, out_capsules, device_type, device_id, handle)
+        return out
+
+    def _device_ordinal(self, kind: str) -> int:
+        """The device the model was loaded for (the runtime's rule for -1:
+        KILN_<KIND>_DEVICE if set, else 0)."""
+        if self._device >= 0:
+            return self._device
+        return int(os.environ.get(f"KILN_{kind.upper()}_DEVICE") or 0)
+
+    def _allocate_outputs(self, inputs: List[Any], device_id: int, stream: Any,
+                          handle: int) -> List[Any]:
+        """New torch tensors for the outputs, their dims from the signature
+        and the symbols the inputs bind, allocated on the run's stream."""
+        torch = sys.modules.get("torch")
+        if torch is None or not all(isinstance(x, torch.Tensor) for x in inputs):
+            raise _error("out= is needed: without torch tensors as inputs Kiln cannot "
+                         "allocate device outputs (the runtime has no device allocator "
+                         "for callers)")
+        bound: Dict[str, int] = {}
+        for info, x in zip(self.inputs, inputs):
+            for d, n in zip(info.shape, x.shape):
+                if isinstance(d, str):
+                    bound.setdefault(d, int(n))
+        tensors = []
+        device = inputs[0].device
+        with torch.cuda.stream(_torch_stream(torch, stream, handle, device)):
+            for info, (_, kiln_dtype, _) in zip(self.outputs, self._native._outputs()):
+                shape = []
+                for d in info.shape:
+                    if isinstance(d, int):
+                        shape.append(d)
+                    elif d in bound:
+                        shape.append(bound[d])
+                    else:
+                        raise _error(f"output {info.name!r} has a dim the model computes "
+                                     f"({d!r}): pass out= tensors of its shape")
+                dtype = getattr(torch, _TORCH_DTYPES.get(kiln_dtype, ""), None)
+                if dtype is None:
+                    raise _error(f"output {info.name!r}: torch has no dtype for Kiln's "
+                                 f"{kiln_dtype}: pass out= tensors")
+                tensors.append(torch.empty(shape, dtype=dtype, device=device))
+        return tensors
+
+
+# DLPack device types: the CPU and host memory a device can see; each device
+# kind's memory.
+_HOST_DEVICES = (1, 3)
+_DEVICE_TYPES = {"cuda": 2, "rocm": 10}
+# Kiln's dtype names to torch's.
+_TORCH_DTYPES = {"f16": "float16", "bf16": "bfloat16", "f32": "float32", "f64": "float64",
+                 "i8": "int8", "i16": "int16", "i32": "int32", "i64": "int64", "u8": "uint8",
+                 "u16": "uint16", "u32": "uint32", "u64": "uint64", "bool": "bool"}
+
+
+def _dlpack_device(x: Any) -> Optional[Tuple[int, int]]:
+    """(DLPack device type, device id) of an object with
+    __dlpack_device__, else None."""
+    method = getattr(x, "__dlpack_device__", None)
+    if method is None:
+        return None
+    device_type, device_id = method()
+    return int(device_type), int(device_id)
+
+
+def _stream_handle(stream: Any, inputs: List[Any], kind: str, device_id: int) -> int:
+    """The driver stream handle a device run uses: `stream` as given (an int,
+    or an object's cuda_stream / ptr), else torch's current stream when the
+    inputs are torch tensors, else the legacy default stream. The legacy
+    default stream is 1 (CU_STREAM_LEGACY, also DLPack's number for it):
+    handle 0, torch's name for it, becomes 1; other kinds than cuda keep 0,
+    the instance's own stream (waited for before the call returns)."""
+    if stream is None:
+        torch = sys.modules.get("torch")
+        if (kind == "cuda" and torch is not None and inputs
+                and all(isinstance(x, torch.Tensor) for x in inputs)):
+            stream = torch.cuda.current_stream(inputs[0].device).cuda_stream
+        else:
+            stream = 1 if kind == "cuda" else 0
+    elif not isinstance(stream, int):
+        for attr in ("cuda_stream", "ptr"):
+            if hasattr(stream, attr):
+                stream = getattr(stream, attr)
+                break
+        else:
+            raise _error(f"stream= takes a stream handle (int) or an object with cuda_stream, "
+                         f"not {type(stream).__name__}")
+    stream = int(stream)
+    return 1 if kind == "cuda" and stream == 0 else stream
+
+
+def _torch_stream(torch: Any, stream: Any, handle: int, device: Any) -> Any:
+    """The torch stream a run's outputs are allocated on."""
+    if stream is not None and isinstance(stream, torch.cuda.Stream):
+        return stream
+    if handle in (0, 1):
+        return torch.cuda.default_stream(device)
+    current = torch.cuda.current_stream(device)
+    if current.cuda_stream == handle:
+        return current
+    return torch.cuda.ExternalStream(handle, device=device)
+
+
+def _dlpack_capsule(x: Any, handle: int) -> Any:
+    """x.__dlpack__ with the run's stream (the producer orders its pending
+    work before it), or without for producers that take no stream."""
+    try:
+        return x.__dlpack__(stream=handle)
+    except TypeError:
+        return x.__dlpack__()
 
 
 def _error(message: str, code: str = "INVALID_ARGUMENT") -> Error:
@@ -104,10 +290,15 @@ def _as_array(x: Any) -> Any:
     return np.ascontiguousarray(x)
 
 
-def load(path: Union[str, os.PathLike], weights: Optional[str] = None) -> Model:
+def load(path: Union[str, os.PathLike], weights: Optional[str] = None,
+         device: Optional[int] = None, driver: Optional[str] = None) -> Model:
     """Loads a model.so written by kilnc (its weights file: `weights`, else
-    the one kilnc wrote next to it)."""
-    return Model(_NativeModel.load(os.fspath(path), weights or ""))
+    the one kilnc wrote next to it). Device models: `device` the device
+    index (default: KILN_<KIND>_DEVICE, else 0), `driver` the driver library
+    (default: the system's)."""
+    ordinal = -1 if device is None else int(device)
+    return Model(_NativeModel.load(os.fspath(path), weights or "", driver or "", ordinal),
+                 ordinal)
 
 
 class Compiler:
