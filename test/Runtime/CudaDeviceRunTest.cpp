@@ -83,6 +83,63 @@ TEST_F(CudaBadTileMapTest, BadArgumentsFailTheRun) {
   EXPECT_EQ(driver->stats().tile_maps - before.tile_maps, 0);
 }
 
+/// Im2col maps (kiln_rt_im2col_map: sm_90a convolutions' activations).
+class CudaIm2colMapTest : public CudaTileMapTest {
+protected:
+  void SetUp() override {
+    CudaFakeDriverTest::SetUp();
+    if (HasFatalFailure())
+      return;
+    load(KILN_TEST_CUDA_IM2COL_MAP_MODEL);
+  }
+};
+
+TEST_F(CudaIm2colMapTest, EncodedThroughTheDriver) {
+  ASSERT_EQ(take(kiln_instance_set_graphs(instance, 0)), "");
+  runAndCheck(Case(3, 1.0f));
+  fake_cuda_stats s = driver->stats();
+  EXPECT_EQ(s.im2col_maps - before.im2col_maps, 1);
+  EXPECT_EQ(s.tile_maps - before.tile_maps, 0);
+  EXPECT_EQ(s.last_map_rank, 4);
+  EXPECT_EQ(s.last_map_dims[0], 4u); // channels, then W, H, batch
+  EXPECT_EQ(s.last_map_dims[2], 3u);
+  EXPECT_EQ(s.last_map_strides[1], 16u); // of dim 2 (H)
+  EXPECT_EQ(s.last_im2col_lower[1], -1);
+  EXPECT_EQ(s.last_im2col_upper[1], -2);
+  EXPECT_EQ(s.last_im2col_element_strides[2], 2u);
+  EXPECT_EQ(s.last_im2col_channels, 4u);
+  EXPECT_EQ(s.last_im2col_pixels, 2u);
+}
+
+TEST_F(CudaIm2colMapTest, DriverFailureFailsTheRun) {
+  setenv("FAKE_CUDA_MODE", "tilemapfail", 1);
+  std::string status = runOnce();
+  unsetenv("FAKE_CUDA_MODE");
+  EXPECT_NE(status.find("cuTensorMapEncodeIm2col(rank 4, dtype 3, 2 pixels x "
+                        "4) failed: CUDA_ERROR_INVALID_VALUE"),
+            std::string::npos)
+      << status;
+}
+
+class CudaBadIm2colMapTest : public CudaTileMapTest {
+protected:
+  void SetUp() override {
+    CudaFakeDriverTest::SetUp();
+    if (HasFatalFailure())
+      return;
+    load(KILN_TEST_CUDA_BAD_IM2COL_MAP_MODEL);
+  }
+};
+
+TEST_F(CudaBadIm2colMapTest, BadRankFailsTheRun) {
+  std::string status = runOnce();
+  EXPECT_NE(
+      status.find("kiln_rt_im2col_map: bad arguments (rank 2, swizzle 0)"),
+      std::string::npos)
+      << status;
+  EXPECT_EQ(driver->stats().im2col_maps - before.im2col_maps, 0);
+}
+
 //===----------------------------------------------------------------------===//
 // A model with symbolic dims and a device read (not graph-capturable)
 //===----------------------------------------------------------------------===//

@@ -900,6 +900,48 @@ EXPORT CUresult cuTensorMapEncodeTiled(
   return OK;
 }
 
+EXPORT CUresult cuTensorMapEncodeIm2col(
+    void *map, int type, unsigned rank, void *base,
+    const unsigned long long *dims, const unsigned long long *strides,
+    const int *lower, const int *upper, unsigned channels, unsigned pixels,
+    const unsigned *element_strides, int interleave, int swizzle, int l2,
+    int oob) {
+  if (need_context())
+    return INVALID_CONTEXT;
+  if (mode("tilemapfail"))
+    return INVALID_VALUE;
+  if (!map || ((uintptr_t)map % 64) != 0 || rank < 3 || rank > 5 || !base ||
+      type < 0 || type > 12 || swizzle < 0 || swizzle > 3 || interleave != 0 ||
+      !channels || channels > 256 || !pixels || pixels > 1024)
+    return INVALID_VALUE;
+  for (unsigned d = 0; d < rank; ++d)
+    if (!dims[d] || !element_strides[d] || element_strides[d] > 8 ||
+        (d > 0 && strides[d - 1] % 16 != 0))
+      return INVALID_VALUE;
+  pthread_mutex_lock(&gLock);
+  ++gStats.im2col_maps;
+  gStats.last_map_type = type;
+  gStats.last_map_rank = rank;
+  gStats.last_map_swizzle = swizzle;
+  gStats.last_im2col_channels = channels;
+  gStats.last_im2col_pixels = pixels;
+  for (unsigned d = 0; d < rank; ++d) {
+    gStats.last_map_dims[d] = dims[d];
+    gStats.last_im2col_element_strides[d] = element_strides[d];
+    if (d > 0)
+      gStats.last_map_strides[d - 1] = strides[d - 1];
+    if (d + 2 < rank) {
+      gStats.last_im2col_lower[d] = lower[d];
+      gStats.last_im2col_upper[d] = upper[d];
+    }
+  }
+  pthread_mutex_unlock(&gLock);
+  (void)l2;
+  (void)oob;
+  memset(map, 0xA5, 128);
+  return OK;
+}
+
 /*===--------------------------------------------------------------------===*
  * Test controls
  *===--------------------------------------------------------------------===*/

@@ -33,6 +33,12 @@ typedef struct fake_cuda_stats {
   int64_t last_map_type, last_map_rank, last_map_swizzle;
   uint64_t last_map_dims[5], last_map_strides[4];
   uint32_t last_map_box[5];
+  /* cuTensorMapEncodeIm2col: calls, and the last call's window, box and
+   * element strides (its dims and strides go to last_map_*). */
+  int64_t im2col_maps;
+  int last_im2col_lower[3], last_im2col_upper[3];
+  unsigned last_im2col_channels, last_im2col_pixels;
+  unsigned last_im2col_element_strides[5];
 } fake_cuda_stats;
 
 typedef fake_cuda_stats (*fake_cuda_get_stats_fn)(void);

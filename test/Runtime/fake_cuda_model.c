@@ -13,6 +13,8 @@
  *   tile map of x (f32 [3, 4] seen as `rank` dims: 2 is right, 0 and 6 are
  *   bad arguments) and fails the run unless its 128 bytes are the fake
  *   driver's 0xA5.
+ * -DKILN_FAKE_CUDA_IM2COL_MAP=<rank>: the same with an im2col map of x as a
+ *   [1, 3, 1, 4] channels-last activation (4 is right, 2 a bad rank).
  * -DKILN_FAKE_CUDA_DYNAMIC: x is f32 [?N, 4], not graph-capturable, and a
  *   third output pos f32 [?K] holds the positive values of y, whose count K
  *   the host program reads back with kiln_rt_read_device (as NonZero does).
@@ -176,6 +178,22 @@ int32_t kiln_model_main(kiln_rt_ctx *ctx) {
     const int64_t strides[6] = {4, 16, 48, 48, 48, 48};
     kiln_rt_tile_map(ctx, map, 3 /* KILN_DTYPE_F32 */, KILN_FAKE_CUDA_TILE_MAP,
                      x, dims, strides, box, 0);
+    for (int i = 0; i < 128; ++i)
+      if (map[i] != 0xA5)
+        return 1;
+  }
+#endif
+#ifdef KILN_FAKE_CUDA_IM2COL_MAP
+  {
+    /* x as a [1, 3, 1, 4] channels-last activation (4 channels), a window
+     * of rows [-1, 2 - 1 - 2] for a 3-tall stride-2 filter padded by 1. */
+    _Alignas(64) unsigned char map[128];
+    const int64_t dims[4] = {4, 1, 3, 1}, strides[4] = {4, 16, 16, 48};
+    const int64_t lower[2] = {0, -1}, upper[2] = {0, -2};
+    const int64_t element_strides[4] = {1, 1, 2, 1};
+    kiln_rt_im2col_map(ctx, map, 3 /* KILN_DTYPE_F32 */,
+                       KILN_FAKE_CUDA_IM2COL_MAP, x, dims, strides, lower,
+                       upper, element_strides, 4, 2, 0);
     for (int i = 0; i < 128; ++i)
       if (map[i] != 0xA5)
         return 1;

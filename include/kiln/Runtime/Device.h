@@ -58,6 +58,7 @@ typedef enum kiln_device_op {
   KILN_DEVICE_OP_GRAPH_LAUNCH,   /* graph_launch */
   KILN_DEVICE_OP_TILE_MAP,       /* encode_tile_map */
   KILN_DEVICE_OP_HOST_ALLOC,     /* host_alloc_mapped */
+  KILN_DEVICE_OP_IM2COL_MAP,     /* encode_tile_map of an im2col map */
   KILN_DEVICE_OP_COUNT
 } kiln_device_op;
 
@@ -89,15 +90,28 @@ typedef struct kiln_device_launch {
  * encoded map by value and copy boxes of `box` elements at coordinates they
  * choose; elements outside `dims` read as zeros. Checked by
  * kiln_rt_tile_map: 1 <= rank <= 5, dims and box >= 1, strides of the dims
- * above the innermost (bytes, strides[0] unused) multiples of 16. */
+ * above the innermost (bytes, strides[0] unused) multiples of 16.
+ *
+ * An im2col map (`im2col` 1, kiln_rt_im2col_map) views a channels-last
+ * activation [batch, spatial..., channels] (rank 3 to 5) as the rows of a
+ * convolution's implicit matrix: a copy reads `pixels` consecutive output
+ * pixels of `channels` channels each, walking the spatial dims within the
+ * window [lower, dim - 1 + upper] (per spatial dim, innermost first, shifted
+ * by the copy's filter offsets) in steps of `element_strides` (the
+ * convolution's strides; 1 for the batch and channel dims). `box` is
+ * unused. */
 typedef struct kiln_device_tile_map {
   int32_t dtype; /* kiln_dtype_t of the elements */
   int32_t rank;
   kiln_device_ptr base;
-  uint64_t dims[5];    /* elements, innermost first */
-  uint64_t strides[5]; /* bytes, innermost first */
-  uint32_t box[5];     /* elements, innermost first */
-  int32_t swizzle;     /* bytes: 0 (none), 32, 64 or 128 */
+  uint64_t dims[5];            /* elements, innermost first */
+  uint64_t strides[5];         /* bytes, innermost first */
+  uint32_t box[5];             /* elements, innermost first */
+  int32_t swizzle;             /* bytes: 0 (none), 32, 64 or 128 */
+  int32_t im2col;              /* 0: a tiled map; 1: an im2col map */
+  int32_t lower[3], upper[3];  /* im2col: the window's corners */
+  uint32_t channels, pixels;   /* im2col: a copy's box */
+  uint32_t element_strides[5]; /* im2col: traversal steps, innermost first */
 } kiln_device_tile_map;
 
 /* One timed launch of a run (kiln_device_driver.timing). */

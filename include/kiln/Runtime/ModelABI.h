@@ -145,6 +145,18 @@ void kiln_rt_launch_device(kiln_rt_ctx *ctx, int64_t kernel, const char *name,
 void kiln_rt_tile_map(kiln_rt_ctx *ctx, void *out, int64_t dtype, int64_t rank,
                       void *base, const int64_t *dims, const int64_t *strides,
                       const int64_t *box, int64_t swizzle);
+/* Encodes into `out` (as kiln_rt_tile_map) the im2col map of a
+ * channels-last activation at `base` ([batch, spatial..., channels], rank 3
+ * to 5; dims and strides innermost first): a convolution's copies read
+ * `pixels` output pixels of `channels` channels, the spatial dims walked
+ * within [lower[i], dims[i + 1] - 1 + upper[i]] (i over the rank - 2
+ * spatial dims, innermost first) in steps of element_strides[i + 1]
+ * (element_strides: rank entries, 1 for the channels and the batch). */
+void kiln_rt_im2col_map(kiln_rt_ctx *ctx, void *out, int64_t dtype,
+                        int64_t rank, void *base, const int64_t *dims,
+                        const int64_t *strides, const int64_t *lower,
+                        const int64_t *upper, const int64_t *element_strides,
+                        int64_t channels, int64_t pixels, int64_t swizzle);
 /* Device copy of weight `index` (0 <= index < the signature's "weights"
  * count) whose host data is `host` (`bytes` bytes, in the .so): uploaded on
  * first use, then reused for the instance's lifetime. NULL on failure

@@ -324,89 +324,6 @@ struct WeightOpLowering : public ConvertOpToLLVMPattern<WeightOp> {
   }
 };
 
-/// The kiln_dtype_t (include/kiln-c/runtime.h) of a tile map's elements;
-/// KILN_DTYPE_INVALID for types bulk copies do not move.
-int64_t tileMapDType(Type t) {
-  if (t.isF16())
-    return KILN_DTYPE_F16;
-  if (t.isBF16())
-    return KILN_DTYPE_BF16;
-  if (t.isF32())
-    return KILN_DTYPE_F32;
-  if (t.isF64())
-    return KILN_DTYPE_F64;
-  if (auto i = dyn_cast<IntegerType>(t)) {
-    bool u = i.isUnsigned();
-    switch (i.getWidth()) {
-    case 8:
-      return u ? KILN_DTYPE_U8 : KILN_DTYPE_I8;
-    case 16:
-      return u ? KILN_DTYPE_U16 : KILN_DTYPE_I16;
-    case 32:
-      return u ? KILN_DTYPE_U32 : KILN_DTYPE_I32;
-    case 64:
-      return u ? KILN_DTYPE_U64 : KILN_DTYPE_I64;
-    default:
-      break;
-    }
-  }
-  return KILN_DTYPE_INVALID;
-}
-
-/// `kiln.tile_map`: the runtime encodes the buffer's tile map into a
-/// 64-byte-aligned stack slot of 128 bytes (kiln_rt_tile_map, dims, strides
-/// and box innermost first), loaded as the value the launch passes.
-struct TileMapOpLowering : public ConvertOpToLLVMPattern<TileMapOp> {
-  using ConvertOpToLLVMPattern::ConvertOpToLLVMPattern;
-  LogicalResult
-  matchAndRewrite(TileMapOp op, OpAdaptor adaptor,
-                  ConversionPatternRewriter &rewriter) const override {
-    Location loc = op.getLoc();
-    auto ptrType = LLVM::LLVMPointerType::get(getContext());
-    auto i64Type = rewriter.getI64Type();
-    MemRefType type = op.getBuffer().getType();
-    int64_t dtype = tileMapDType(type.getElementType());
-    if (dtype == KILN_DTYPE_INVALID)
-      return op.emitOpError("has no tile maps of ") << type.getElementType();
-    int64_t rank = type.getRank();
-    MemRefDescriptor desc(adaptor.getBuffer());
-    SmallVector<Value> zeros(rank, i64(rewriter, loc, 0));
-    Value base =
-        getStridedElementPtr(rewriter, loc, type, adaptor.getBuffer(), zeros);
-    Value one = i64(rewriter, loc, 1);
-    auto arrayType = LLVM::LLVMArrayType::get(i64Type, rank);
-    Value dims = LLVM::AllocaOp::create(rewriter, loc, ptrType, arrayType, one);
-    Value strides =
-        LLVM::AllocaOp::create(rewriter, loc, ptrType, arrayType, one);
-    Value box = LLVM::AllocaOp::create(rewriter, loc, ptrType, arrayType, one);
-    Value bytes = i64(rewriter, loc, elementBytes(type));
-    for (int64_t i = 0; i < rank; ++i) {
-      int64_t d = rank - 1 - i; // innermost first
-      auto at = [&](Value array) {
-        return LLVM::GEPOp::create(rewriter, loc, ptrType, i64Type, array,
-                                   ArrayRef<LLVM::GEPArg>{(int32_t)i});
-      };
-      LLVM::StoreOp::create(rewriter, loc, desc.size(rewriter, loc, d),
-                            at(dims));
-      Value stride = LLVM::MulOp::create(rewriter, loc,
-                                         desc.stride(rewriter, loc, d), bytes);
-      LLVM::StoreOp::create(rewriter, loc, stride, at(strides));
-      LLVM::StoreOp::create(rewriter, loc, i64(rewriter, loc, op.getBox()[d]),
-                            at(box));
-    }
-    auto mapType = VectorType::get({16}, i64Type);
-    Value slot =
-        LLVM::AllocaOp::create(rewriter, loc, ptrType, mapType, one, 64);
-    LLVM::CallOp::create(
-        rewriter, loc, TypeRange{}, "kiln_rt_tile_map",
-        ValueRange{adaptor.getCtx(), slot, i64(rewriter, loc, dtype),
-                   i64(rewriter, loc, rank), base, dims, strides, box,
-                   i64(rewriter, loc, op.getSwizzle())});
-    rewriter.replaceOpWithNewOp<LLVM::LoadOp>(op, mapType, slot, 64);
-    return success();
-  }
-};
-
 /// `kiln.external_weight` (--external-weights): the runtime's pointer to the
 /// weight, in the memory-mapped weights file (cpu) or its device copy.
 struct ExternalWeightOpLowering
@@ -682,9 +599,7 @@ struct ConvertHostToLLVMPass
                        {ptrType, i64Type, ptrType, i64Type});
       declareRuntimeFn(module, "kiln_rt_read_device", voidType,
                        {ptrType, ptrType, ptrType, i64Type});
-      declareRuntimeFn(module, "kiln_rt_tile_map", voidType,
-                       {ptrType, ptrType, i64Type, i64Type, ptrType, ptrType,
-                        ptrType, ptrType, i64Type});
+      declareTileMapFns(module);
       declareRuntimeFn(module, "kiln_rt_check_record", ptrType,
                        {ptrType, ptrType, i64Type});
       OpBuilder gb = OpBuilder::atBlockEnd(module.getBody());
@@ -792,7 +707,8 @@ struct ConvertHostToLLVMPass
                  LaunchOpLowering, ParallelForOpLowering, ReadOpLowering,
                  WeightOpLowering, CheckRecordOpLowering>(converter);
     patterns.add<LaunchFuncOpLowering>(converter, kernelIndex);
-    patterns.add<ExternalWeightOpLowering, TileMapOpLowering>(converter);
+    patterns.add<ExternalWeightOpLowering>(converter);
+    populateTileMapLowerings(converter, patterns);
     if (failed(applyPartialConversion(module, target, std::move(patterns))))
       return signalPassFailure();
 

@@ -2,8 +2,10 @@
 #ifndef KILN_LIB_CONVERSION_KILNTOLLVM_HOSTTOLLVM_H
 #define KILN_LIB_CONVERSION_KILNTOLLVM_HOSTTOLLVM_H
 
+#include "mlir/Conversion/LLVMCommon/TypeConverter.h"
 #include "mlir/Dialect/LLVMIR/LLVMDialect.h"
 #include "mlir/IR/BuiltinOps.h"
+#include "mlir/IR/PatternMatch.h"
 
 #include <string>
 
@@ -16,6 +18,13 @@ LLVM::LLVMFuncOp declareRuntimeFn(ModuleOp module, StringRef name, Type result,
 /// Numbers the launch sites and emits their kiln_rt_launch_site calls
 /// (LaunchSites.cpp); returns the signature's `launch` records.
 std::string numberLaunchSites(ModuleOp module);
+
+/// Declares kiln_rt_tile_map and kiln_rt_im2col_map (TileMaps.cpp).
+void declareTileMapFns(ModuleOp module);
+
+/// `kiln.tile_map` and `kiln.im2col_map` to runtime calls (TileMaps.cpp).
+void populateTileMapLowerings(LLVMTypeConverter &converter,
+                              RewritePatternSet &patterns);
 
 } // namespace mlir::kiln
 

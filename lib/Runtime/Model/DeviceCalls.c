@@ -326,58 +326,132 @@ void kiln_rt_launch_device(kiln_rt_ctx *ctx, int64_t kernel, const char *name,
     kiln_rt_profile_device_launch(ctx);
 }
 
+/* Checks the dims and strides of a tile or im2col map (`fn` names it in
+ * failures) and fills `map`'s common fields; 0 on failure (ctx failed). */
+static int map_view(kiln_rt_ctx *ctx, const char *fn, kiln_device_tile_map *map,
+                    void *out, int64_t dtype, int64_t rank, void *base,
+                    const int64_t *dims, const int64_t *strides,
+                    int64_t swizzle, int64_t min_rank) {
+  if (out)
+    memset(out, 0, KILN_DEVICE_TILE_MAP_BYTES);
+  if (ctx->failed || !on_device(ctx, fn))
+    return 0;
+  if (!out || ((uintptr_t)out % 64) != 0 || rank < min_rank || rank > 5 ||
+      !dims || !strides ||
+      !(swizzle == 0 || swizzle == 32 || swizzle == 64 || swizzle == 128)) {
+    kiln_rt_fail(ctx, KILN_STATUS_INTERNAL,
+                 "%s: bad arguments (rank %lld, swizzle %lld)", fn,
+                 (long long)rank, (long long)swizzle);
+    return 0;
+  }
+  memset(map, 0, sizeof(*map));
+  map->dtype = (int32_t)dtype;
+  map->rank = (int32_t)rank;
+  map->base = (kiln_device_ptr)(uintptr_t)base;
+  map->swizzle = (int32_t)swizzle;
+  for (int64_t d = 0; d < rank; ++d) {
+    if (dims[d] < 1 || (d > 0 && (strides[d] < 16 || strides[d] % 16 != 0))) {
+      kiln_rt_fail(ctx, KILN_STATUS_INTERNAL,
+                   "%s: dim %lld has %lld elements and a stride of %lld bytes",
+                   fn, (long long)d, (long long)dims[d], (long long)strides[d]);
+      return 0;
+    }
+    map->dims[d] = (uint64_t)dims[d];
+    map->strides[d] = (uint64_t)strides[d];
+  }
+  return 1;
+}
+
+/* Encodes `map` through the driver; `call` describes it in failures. */
+static void encode_map(kiln_rt_ctx *ctx, const char *fn,
+                       const kiln_device_tile_map *map, void *out,
+                       kiln_device_op op, const char *call) {
+  kiln_dev_instance *di = ctx->instance->dev;
+  if (!di->drv->encode_tile_map) {
+    kiln_rt_fail(ctx, KILN_STATUS_INTERNAL,
+                 "%s: the %s driver has no tile maps", fn, di->drv->kind);
+    return;
+  }
+  kiln_device_result r = di->drv->encode_tile_map(di->queue, map, out);
+  if (r != 0) {
+    memset(out, 0, KILN_DEVICE_TILE_MAP_BYTES);
+    char what[192];
+    snprintf(what, sizeof(what), "%s(%s)", di->drv->op_names[op], call);
+    kiln_dev_fail(ctx, r, what);
+  }
+}
+
 void kiln_rt_tile_map(kiln_rt_ctx *ctx, void *out, int64_t dtype, int64_t rank,
                       void *base, const int64_t *dims, const int64_t *strides,
                       const int64_t *box, int64_t swizzle) {
-  if (out)
-    memset(out, 0, KILN_DEVICE_TILE_MAP_BYTES);
-  if (ctx->failed || !on_device(ctx, "kiln_rt_tile_map"))
-    return;
-  kiln_dev_instance *di = ctx->instance->dev;
-  if (!out || ((uintptr_t)out % 64) != 0 || rank < 1 || rank > 5 || !dims ||
-      !strides || !box ||
-      !(swizzle == 0 || swizzle == 32 || swizzle == 64 || swizzle == 128)) {
-    kiln_rt_fail(ctx, KILN_STATUS_INTERNAL,
-                 "kiln_rt_tile_map: bad arguments (rank %lld, swizzle %lld)",
-                 (long long)rank, (long long)swizzle);
-    return;
-  }
   kiln_device_tile_map map;
-  memset(&map, 0, sizeof(map));
-  map.dtype = (int32_t)dtype;
-  map.rank = (int32_t)rank;
-  map.base = (kiln_device_ptr)(uintptr_t)base;
-  map.swizzle = (int32_t)swizzle;
+  if (!map_view(ctx, "kiln_rt_tile_map", &map, out, dtype, rank, base, dims,
+                strides, swizzle, 1))
+    return;
   for (int64_t d = 0; d < rank; ++d) {
-    if (dims[d] < 1 || box[d] < 1 || box[d] > 256 ||
-        (d > 0 && (strides[d] < 16 || strides[d] % 16 != 0))) {
+    if (!box || box[d] < 1 || box[d] > 256) {
       kiln_rt_fail(ctx, KILN_STATUS_INTERNAL,
                    "kiln_rt_tile_map: dim %lld has %lld elements, a box of "
                    "%lld and a stride of %lld bytes",
-                   (long long)d, (long long)dims[d], (long long)box[d],
-                   (long long)strides[d]);
+                   (long long)d, (long long)dims[d],
+                   (long long)(box ? box[d] : 0), (long long)strides[d]);
       return;
     }
-    map.dims[d] = (uint64_t)dims[d];
-    map.strides[d] = (uint64_t)strides[d];
     map.box[d] = (uint32_t)box[d];
+    map.element_strides[d] = 1;
   }
-  if (!di->drv->encode_tile_map) {
+  char call[96];
+  snprintf(call, sizeof(call), "rank %lld, dtype %lld, %lldx%lld box",
+           (long long)rank, (long long)dtype, (long long)box[0],
+           (long long)(rank > 1 ? box[1] : 1));
+  encode_map(ctx, "kiln_rt_tile_map", &map, out, KILN_DEVICE_OP_TILE_MAP, call);
+}
+
+void kiln_rt_im2col_map(kiln_rt_ctx *ctx, void *out, int64_t dtype,
+                        int64_t rank, void *base, const int64_t *dims,
+                        const int64_t *strides, const int64_t *lower,
+                        const int64_t *upper, const int64_t *element_strides,
+                        int64_t channels, int64_t pixels, int64_t swizzle) {
+  const char *fn = "kiln_rt_im2col_map";
+  kiln_device_tile_map map;
+  if (!map_view(ctx, fn, &map, out, dtype, rank, base, dims, strides, swizzle,
+                3))
+    return;
+  if (!lower || !upper || !element_strides || channels < 1 || channels > 256 ||
+      pixels < 1 || pixels > 1024) {
     kiln_rt_fail(ctx, KILN_STATUS_INTERNAL,
-                 "kiln_rt_tile_map: the %s driver has no tile maps",
-                 di->drv->kind);
+                 "%s: bad arguments (%lld channels, %lld pixels)", fn,
+                 (long long)channels, (long long)pixels);
     return;
   }
-  kiln_device_result r = di->drv->encode_tile_map(di->queue, &map, out);
-  if (r != 0) {
-    memset(out, 0, KILN_DEVICE_TILE_MAP_BYTES);
-    char call[160];
-    snprintf(call, sizeof(call), "%s(rank %lld, dtype %lld, %lldx%lld box)",
-             di->drv->op_names[KILN_DEVICE_OP_TILE_MAP], (long long)rank,
-             (long long)dtype, (long long)box[0],
-             (long long)(rank > 1 ? box[1] : 1));
-    kiln_dev_fail(ctx, r, call);
+  map.im2col = 1;
+  map.channels = (uint32_t)channels;
+  map.pixels = (uint32_t)pixels;
+  for (int64_t d = 0; d < rank; ++d) {
+    if (element_strides[d] < 1 || element_strides[d] > 8) {
+      kiln_rt_fail(ctx, KILN_STATUS_INTERNAL,
+                   "%s: dim %lld has an element stride of %lld", fn,
+                   (long long)d, (long long)element_strides[d]);
+      return;
+    }
+    map.element_strides[d] = (uint32_t)element_strides[d];
   }
+  for (int64_t i = 0; i < rank - 2; ++i) {
+    if (lower[i] < -32768 || lower[i] > 32767 || upper[i] < -32768 ||
+        upper[i] > 32767) {
+      kiln_rt_fail(ctx, KILN_STATUS_INTERNAL,
+                   "%s: spatial dim %lld has a window of [%lld, %lld]", fn,
+                   (long long)i, (long long)lower[i], (long long)upper[i]);
+      return;
+    }
+    map.lower[i] = (int32_t)lower[i];
+    map.upper[i] = (int32_t)upper[i];
+  }
+  char call[96];
+  snprintf(call, sizeof(call), "rank %lld, dtype %lld, %lld pixels x %lld",
+           (long long)rank, (long long)dtype, (long long)pixels,
+           (long long)channels);
+  encode_map(ctx, fn, &map, out, KILN_DEVICE_OP_IM2COL_MAP, call);
 }
 
 /* The device copy in weight cache slot `slot` of `bytes` bytes from `host`:

@@ -65,6 +65,12 @@ public:
       : chip(chip), gpu(gpu) {}
   std::string getSpec() const override { return ("cuda:" + chip.chip).str(); }
   bool isDevice() const override { return true; }
+  /// Channels-last where convolutions run on warpgroup MMA (sm_90a: the
+  /// bulk copies' im2col mode reads NHWC activations, WarpgroupMatch.cpp);
+  /// the mma.sync chips keep NCHW (docs/layout.md).
+  ConvLayout getConvLayout() const override {
+    return chip.chip == "sm_90a" ? ConvLayout::NHWC : ConvLayout::NCHW;
+  }
   bool checkToolchain(std::string &error) const override {
     std::string toolkit = cudaToolkitPath();
     for (const char *tool : {"ptxas", "fatbinary"}) {

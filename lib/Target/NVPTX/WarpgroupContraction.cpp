@@ -17,14 +17,20 @@
 //     (BN / 2 f32 per thread) stay in registers and are stored at the end,
 //     with bounds checks.
 // Out-of-bounds rows, columns and K read as zeros (the tile map's bounds).
-// The tile maps are encoded on the host (kiln.tile_map, kiln_rt_tile_map)
-// and passed by value; kiln-nvptx-grid-constants turns them into
+// A channels-last convolution is the same kernel on its implicit GEMM: each
+// K step is one filter tap's 64 channels, A's rows (BM output pixels) read
+// by an im2col copy at the tap's filter offsets (kiln.im2col_map: the
+// copy engine walks the pixels, strides and padding), B's by a tiled copy
+// of the weights at that tap.
+// The tile maps are encoded on the host (kiln.tile_map, kiln.im2col_map,
+// kiln_rt_tile_map / kiln_rt_im2col_map) and passed by value; kiln-nvptx-grid-constants turns them into
 // grid-constant parameters. The design and its measurements:
 // bench/hopper (a generator of the same kernel) and docs/gpu.md.
 //
 //===----------------------------------------------------------------------===//
 
 #include "WarpgroupContraction.h"
+#include "WarpgroupProblem.h"
 
 #include "kiln/Dialect/Kiln/IR/KilnDialect.h"
 
@@ -40,278 +46,9 @@
 
 using namespace mlir;
 using namespace mlir::kiln;
+using namespace mlir::kiln::warpgroup;
 
 namespace {
-
-constexpr int64_t kBK = 64;
-constexpr int64_t kElemBytes = 2;
-/// The SMs a tile choice fills: an H100 SXM's or H200's 132 (an H100 PCIe
-/// has 114; the choice only weighs how full the last wave is).
-constexpr int64_t kSMs = 132;
-
-/// What a dim of an operand's memref indexes.
-enum class Role { M, N, K, Batch };
-struct DimRole {
-  Role role;
-  int64_t batch = 0; // which batch dim (loop order), for Role::Batch
-};
-
-/// The problem a matmul-like op poses: C[batch...][m][n] = fill + sum_k
-/// A * B, all memrefs of identity layout; A's and B's dims may come in any
-/// order (attention's Q [b, s, h, d] times K [b, s, h, d]) as long as A's
-/// innermost is K and B's is N or K (`bKMajor`).
-struct Problem {
-  linalg::LinalgOp op;
-  linalg::FillOp fill;
-  Value a, b, c;
-  int64_t batch = 1, m = 0, n = 0, k = 0;
-  SmallVector<int64_t> batchSizes;   // C's outer dims, in loop order
-  SmallVector<DimRole> aDims, bDims; // per dim of A (as read) and B
-  bool bKMajor = false;
-  /// The sizes of C's dims that make up M (several for a linalg.generic
-  /// such as [batch, seq, K] x [K, N]: contiguous, read as one).
-  SmallVector<int64_t> mSizes;
-  Type elem; // f16 or bf16
-  /// An elementwise op just after that only consumes C (a bias, an
-  /// activation, a residual add, a cast): applied to the accumulators
-  /// before the one store, C itself never written.
-  linalg::GenericOp epilogue;
-  OpOperand *epilogueIn = nullptr;
-};
-
-bool identityStatic(Value v) {
-  auto t = dyn_cast<MemRefType>(v.getType());
-  return t && t.hasStaticShape() && t.getLayout().isIdentity();
-}
-
-/// The fill of `c` just before `op` (nothing in between writes it).
-linalg::FillOp fillBefore(Operation *op, Value c) {
-  auto fill = dyn_cast_or_null<linalg::FillOp>(op->getPrevNode());
-  if (!fill || fill.getDpsInitOperand(0)->get() != c ||
-      !fill.getInputs()[0].getDefiningOp<arith::ConstantOp>())
-    return {};
-  return fill;
-}
-
-/// The elementwise linalg.generic right after `op` that reads its output `c`
-/// (identity map) where nothing else reads or writes `c`, with inputs and
-/// output indexed by projected permutations of the output's dims.
-std::pair<linalg::GenericOp, OpOperand *> epilogueAfter(Problem &p) {
-  auto g = dyn_cast_or_null<linalg::GenericOp>(p.op->getNextNode());
-  if (!g || !g.hasPureBufferSemantics() || g.getNumReductionLoops() ||
-      g.getNumDpsInits() != 1 ||
-      !g.getBody()->getOps<linalg::IndexOp>().empty())
-    return {};
-  OpOperand *in = nullptr;
-  for (OpOperand *o : g.getDpsInputOperands()) {
-    AffineMap map = g.getMatchingIndexingMap(o);
-    if (!map.isProjectedPermutation())
-      return {};
-    if (o->get() == p.c) {
-      if (in || !map.isIdentity())
-        return {};
-      in = o;
-    }
-  }
-  OpOperand *out = g.getDpsInitOperand(0);
-  if (!in || out->get() == p.c || !g.getMatchingIndexingMap(out).isIdentity() ||
-      !identityStatic(out->get()) ||
-      cast<MemRefType>(out->get().getType()).getShape() !=
-          cast<MemRefType>(p.c.getType()).getShape())
-    return {};
-  for (Operation *u : p.c.getUsers())
-    if (u != p.op && u != p.fill && u != g)
-      return {};
-  for (Operation &o : g.getBody()->without_terminator())
-    if (o.getNumRegions() || !isMemoryEffectFree(&o))
-      return {};
-  return {g, in};
-}
-
-/// `v` without an arith.extf from f16/bf16 to f32 (or `v` itself).
-Value skipExt(Value v) {
-  if (auto ext = v.getDefiningOp<arith::ExtFOp>())
-    return ext.getIn();
-  return v;
-}
-
-/// Whether `op`'s body is out + ext(a) * ext(b) in f32.
-bool isMulAddBody(linalg::LinalgOp op) {
-  Block &body = *op.getBlock();
-  auto yield = cast<linalg::YieldOp>(body.getTerminator());
-  auto add = yield.getOperand(0).getDefiningOp<arith::AddFOp>();
-  if (!add || !add.getType().isF32() || body.getOperations().size() > 6)
-    return false;
-  Value out = body.getArgument(2);
-  Value prod = add.getLhs() == out ? add.getRhs() : add.getLhs();
-  if ((add.getLhs() != out && add.getRhs() != out) || prod == out)
-    return false;
-  auto mul = prod.getDefiningOp<arith::MulFOp>();
-  if (!mul)
-    return false;
-  Value x = skipExt(mul.getLhs()), y = skipExt(mul.getRhs());
-  return (x == body.getArgument(0) && y == body.getArgument(1)) ||
-         (x == body.getArgument(1) && y == body.getArgument(0));
-}
-
-/// A matmul (linalg.matmul, batch_matmul, or a linalg.generic as ONNX's
-/// MatMul and attention lower to): C[batch..., m..., n] += A * B where C is
-/// indexed [batch..., m..., n]; A [batch..., m..., k] (several m dims,
-/// contiguous, read as one M) or, with one m dim, any order of the batch
-/// dims, m and k with k innermost; B any order of the batch dims, k and n
-/// with n or k innermost.
-bool matchContraction(linalg::LinalgOp g, Problem &p) {
-  if (!g.hasPureBufferSemantics() || g.getNumDpsInputs() != 2 ||
-      g.getNumDpsInits() != 1 || !isMulAddBody(g))
-    return false;
-  FailureOr<linalg::ContractionDimensions> dims =
-      linalg::inferContractionDims(g);
-  if (failed(dims) || dims->k.size() != 1 || dims->n.size() != 1 ||
-      dims->m.empty() || dims->batch.size() > 3)
-    return false;
-  MLIRContext *ctx = g.getContext();
-  auto exprs = [&](std::initializer_list<ArrayRef<unsigned>> groups) {
-    SmallVector<AffineExpr> e;
-    for (ArrayRef<unsigned> ds : groups)
-      for (unsigned d : ds)
-        e.push_back(getAffineDimExpr(d, ctx));
-    return e;
-  };
-  unsigned mDim = dims->m.front(), nDim = dims->n.front(),
-           kDim = dims->k.front();
-  /// The roles of an operand's dims, or nothing when it indexes a dim twice,
-  /// an expression, or the wrong set of dims.
-  auto roles = [&](AffineMap map, unsigned inner) {
-    SmallVector<DimRole> r;
-    std::optional<SmallVector<DimRole>> none;
-    for (AffineExpr e : map.getResults()) {
-      auto d = dyn_cast<AffineDimExpr>(e);
-      if (!d)
-        return none;
-      unsigned pos = d.getPosition();
-      auto it = llvm::find(dims->batch, pos);
-      if (it != dims->batch.end())
-        r.push_back({Role::Batch, it - dims->batch.begin()});
-      else if (pos == mDim)
-        r.push_back({Role::M});
-      else if (pos == nDim)
-        r.push_back({Role::N});
-      else if (pos == kDim)
-        r.push_back({Role::K});
-      else
-        return none;
-    }
-    if (map.getNumResults() != dims->batch.size() + 2 ||
-        cast<AffineDimExpr>(map.getResults().back()).getPosition() != inner)
-      return none;
-    return std::optional(r);
-  };
-  OpOperand *a = g.getDpsInputOperand(0), *b = g.getDpsInputOperand(1);
-  if (!llvm::is_contained(g.getMatchingIndexingMap(a).getResults(),
-                          getAffineDimExpr(mDim, ctx)))
-    std::swap(a, b);
-  AffineMap aMap = g.getMatchingIndexingMap(a),
-            bMap = g.getMatchingIndexingMap(b);
-  if (g.getMatchingIndexingMap(g.getDpsInitOperand(0)).getResults() !=
-      ArrayRef(exprs({dims->batch, dims->m, dims->n})))
-    return false;
-  SmallVector<int64_t> loops = g.getStaticLoopRanges();
-  if (dims->m.size() > 1) {
-    // Several m dims: A exactly [batch..., m..., k], collapsed on the host.
-    if (aMap.getResults() != ArrayRef(exprs({dims->batch, dims->m, dims->k})))
-      return false;
-    for (size_t i = 0; i < dims->batch.size(); ++i)
-      p.aDims.push_back({Role::Batch, int64_t(i)});
-    p.aDims.push_back({Role::M});
-    p.aDims.push_back({Role::K});
-  } else {
-    std::optional<SmallVector<DimRole>> r = roles(aMap, kDim);
-    if (!r)
-      return false;
-    p.aDims = *r;
-  }
-  std::optional<SmallVector<DimRole>> rb = roles(bMap, nDim);
-  if (!rb) {
-    rb = roles(bMap, kDim);
-    p.bKMajor = true;
-  }
-  if (!rb)
-    return false;
-  p.bDims = *rb;
-  p.op = g;
-  p.a = a->get();
-  p.b = b->get();
-  p.c = g.getDpsInitOperand(0)->get();
-  for (unsigned d : dims->batch)
-    p.batchSizes.push_back(loops[d]);
-  for (unsigned d : dims->m)
-    p.mSizes.push_back(loops[d]);
-  p.k = loops[kDim];
-  p.n = loops[nDim];
-  return true;
-}
-
-std::optional<Problem> analyze(Operation *operation) {
-  Problem p;
-  auto op = dyn_cast<linalg::LinalgOp>(operation);
-  if (!op || !matchContraction(op, p))
-    return std::nullopt;
-  if (!identityStatic(p.a) || !identityStatic(p.b) || !identityStatic(p.c))
-    return std::nullopt;
-  auto at = cast<MemRefType>(p.a.getType());
-  auto bt = cast<MemRefType>(p.b.getType());
-  auto ct = cast<MemRefType>(p.c.getType());
-  p.elem = at.getElementType();
-  if (!(p.elem.isF16() || p.elem.isBF16()) || bt.getElementType() != p.elem ||
-      !ct.getElementType().isF32())
-    return std::nullopt;
-  for (int64_t size : p.batchSizes)
-    p.batch *= size;
-  p.m = 1;
-  for (int64_t size : p.mSizes)
-    p.m *= size;
-  // The tile maps' strides are multiples of 16 bytes; the stores write
-  // pairs of columns.
-  if (p.k % 8 != 0 || p.n % 8 != 0 || p.m < 1 || p.batch > 65535 ||
-      (p.n + 63) / 64 > 65535 || (p.m + 127) / 128 > 65535)
-    return std::nullopt;
-  p.fill = fillBefore(p.op, p.c);
-  if (!p.fill ||
-      !isa<FloatAttr>(
-          p.fill.getInputs()[0].getDefiningOp<arith::ConstantOp>().getValue()))
-    return std::nullopt;
-  std::tie(p.epilogue, p.epilogueIn) = epilogueAfter(p);
-  return p;
-}
-
-struct Tile {
-  int64_t bm, bn, stages;
-  /// Its throughput relative to 256 x 128 on a problem that fills every
-  /// wave (bench/hopper, 8192^3 fp16: 0.88x torch.matmul, 0.77x, 0.52x).
-  double rate;
-};
-
-/// The tile of least estimated time: waves of kSMs blocks times the tile's
-/// elements over its rate. Larger tiles load less per product; smaller ones
-/// fill the last wave of a small problem. On bench/hopper's 20 shapes this
-/// picks the fastest of the measured tiles or one within 6% of it.
-Tile chooseTile(const Problem &p) {
-  SmallVector<Tile> candidates;
-  if (p.n > 64)
-    candidates = {{256, 128, 4, 1.0}, {128, 128, 4, 0.88}, {128, 64, 6, 0.6}};
-  else
-    candidates = {{256, 64, 4, 0.75}, {128, 64, 6, 0.6}};
-  auto cost = [&](const Tile &t) {
-    int64_t tm = (p.m + t.bm - 1) / t.bm, tn = (p.n + t.bn - 1) / t.bn;
-    int64_t waves = (tm * tn * p.batch + kSMs - 1) / kSMs;
-    return double(waves) * double(t.bm * t.bn) / t.rate;
-  };
-  Tile best = candidates.front();
-  for (const Tile &t : candidates)
-    if (cost(t) < cost(best))
-      best = t;
-  return best;
-}
 
 /// Builds the kernel's body: i32 arithmetic on shared-memory addresses, the
 /// NVVM ops of mbarriers, bulk copies and wgmma.
@@ -358,6 +95,59 @@ public:
   Location loc;
 };
 
+/// A bulk tensor copy into shared memory at `dst` completing on `bar`:
+/// coordinates innermost first; im2col offsets (16-bit) for im2col maps.
+void bulkCopy(Emitter &e, Value dst, Value desc, ArrayRef<Value> coords,
+              Value bar, ArrayRef<Value> offsets = {}) {
+  OpBuilder &b = e.b;
+  auto ptr7 = LLVM::LLVMPointerType::get(b.getContext(), 7);
+  Value dst7 = LLVM::AddrSpaceCastOp::create(b, e.loc, ptr7, e.shared(dst));
+  NVVM::CpAsyncBulkTensorGlobalToSharedClusterOp::create(
+      b, e.loc, dst7, desc, coords, bar, offsets, Value(), Value(),
+      offsets.empty() ? NVVM::TMALoadMode::TILE : NVVM::TMALoadMode::IM2COL,
+      false, NVVM::CTAGroupKindAttr(), Value());
+}
+
+/// The im2col coordinates (W, H, batch: innermost first after the
+/// channels) of output row `m0`'s window corner: (ow * sw, oh * sh, n).
+SmallVector<Value> firstPixel(Emitter &e, const Convolution &cv, Value m0) {
+  int64_t plane = cv.out[0] * cv.out[1];
+  Value n = e.divu(m0, plane), rest = e.remu(m0, plane);
+  Value oh = e.divu(rest, cv.out[1]), ow = e.remu(rest, cv.out[1]);
+  return {e.add(e.mul(ow, cv.strides[1]), -cv.pad[1]),
+          e.add(e.mul(oh, cv.strides[0]), -cv.pad[0]), n};
+}
+
+/// K step `kt` of a convolution: filter tap kt / C64 (row-major over
+/// KH x KW), channels 64 (kt % C64) .. + 63 where C64 = ceil(C / 64). A:
+/// the im2col copy of the tile's pixels at the tap's offsets (kw * dw,
+/// kh * dh); B: the tap's channels x filters from HWCF weights (BN / 64
+/// boxes of 64 x 64) or FHWC ones (one BN x 64 box).
+void copyConvolutionStep(Emitter &e, const Convolution &cv, bool bKMajor,
+                         ArrayRef<Value> pixel, Value stage, int64_t aBytes,
+                         int64_t bn, Value descA, Value descB, Value full,
+                         Value kt, Value n0) {
+  OpBuilder &b = e.b;
+  int64_t chunks = (cv.channels + kBK - 1) / kBK;
+  Value tap = e.divu(kt, chunks);
+  Value c0 = e.mul(e.remu(kt, chunks), kBK);
+  Value kh = e.divu(tap, cv.filter[1]), kw = e.remu(tap, cv.filter[1]);
+  auto i16 = [&](Value v, int64_t scale) {
+    return arith::TruncIOp::create(b, e.loc, b.getI16Type(), e.mul(v, scale))
+        .getResult();
+  };
+  bulkCopy(e, stage, descA, {c0, pixel[0], pixel[1], pixel[2]}, full,
+           {i16(kw, cv.dilations[1]), i16(kh, cv.dilations[0])});
+  Value bStage = e.add(stage, aBytes);
+  if (bKMajor) {
+    bulkCopy(e, bStage, descB, {c0, kw, kh, n0}, full);
+    return;
+  }
+  for (int64_t j = 0; j < bn / 64; ++j)
+    bulkCopy(e, e.add(bStage, j * 64 * kBK * kElemBytes), descB,
+             {e.add(n0, 64 * j), c0, kw, kh}, full);
+}
+
 } // namespace
 
 LogicalResult mlir::kiln::lowerWarpgroupContraction(RewriterBase &rewriter,
@@ -395,7 +185,7 @@ LogicalResult mlir::kiln::lowerWarpgroupContraction(RewriterBase &rewriter,
   SmallVector<int64_t> aBox = boxOf(p.aDims), bBox = boxOf(p.bDims);
   // Several m dims (contiguous in A): A read as [batch...,] M x K.
   Value aView = p.a;
-  if (p.mSizes.size() > 1) {
+  if (p.mSizes.size() > 1 && !p.conv) {
     int64_t nb = p.batchSizes.size(), rank = nb + p.mSizes.size() + 1;
     SmallVector<ReassociationIndices> groups;
     for (int64_t d = 0; d < nb; ++d)
@@ -408,12 +198,36 @@ LogicalResult mlir::kiln::lowerWarpgroupContraction(RewriterBase &rewriter,
     aView = memref::CollapseShapeOp::create(rewriter, loc, p.a, groups);
   }
   auto mapType = VectorType::get({16}, rewriter.getI64Type());
-  Value mapA = TileMapOp::create(rewriter, loc, mapType, ctx, aView,
-                                 rewriter.getDenseI64ArrayAttr(aBox),
-                                 rewriter.getI64IntegerAttr(128));
-  Value mapB = TileMapOp::create(rewriter, loc, mapType, ctx, p.b,
-                                 rewriter.getDenseI64ArrayAttr(bBox),
-                                 rewriter.getI64IntegerAttr(128));
+  Value mapA, mapB;
+  if (const std::optional<Convolution> &cv = p.conv) {
+    // A: BM pixels of 64 channels per copy, walking each spatial dim's
+    // window of output positions ((out - 1) * stride + 1 wide from 0); B: a
+    // 64 (C) x 64 (F) box of one tap (BN x 64 for FHWC weights).
+    // A padded copy's source reads its padding as the out-of-bounds zeros
+    // of a window that starts `pad` before it.
+    SmallVector<int64_t> lower, upper, strides;
+    for (int i = 0; i < 2; ++i) {
+      lower.push_back(-cv->pad[i]);
+      upper.push_back((cv->out[i] - 1) * cv->strides[i] - cv->pad[i] -
+                      (cv->in[i] - 1));
+      strides.push_back(cv->strides[i]);
+    }
+    mapA = Im2colMapOp::create(
+        rewriter, loc, mapType, ctx, p.a, rewriter.getI64IntegerAttr(bm),
+        rewriter.getI64IntegerAttr(kBK), rewriter.getDenseI64ArrayAttr(lower),
+        rewriter.getDenseI64ArrayAttr(upper),
+        rewriter.getDenseI64ArrayAttr(strides),
+        rewriter.getI64IntegerAttr(128));
+    bBox = p.bKMajor ? SmallVector<int64_t>{bn, 1, 1, kBK}
+                     : SmallVector<int64_t>{1, 1, kBK, 64};
+  } else {
+    mapA = TileMapOp::create(rewriter, loc, mapType, ctx, aView,
+                             rewriter.getDenseI64ArrayAttr(aBox),
+                             rewriter.getI64IntegerAttr(128));
+  }
+  mapB = TileMapOp::create(rewriter, loc, mapType, ctx, p.b,
+                           rewriter.getDenseI64ArrayAttr(bBox),
+                           rewriter.getI64IntegerAttr(128));
   auto cIndex = [&](int64_t v) {
     return arith::ConstantIndexOp::create(rewriter, loc, v);
   };
@@ -447,7 +261,7 @@ LogicalResult mlir::kiln::lowerWarpgroupContraction(RewriterBase &rewriter,
     }
   }
   Value wg = e.divu(tid, 128);
-  Value kTiles = e.i32((p.k + kBK - 1) / kBK);
+  Value kTiles = e.i32(p.kSteps());
   // The tile maps' addresses (grid-constant parameters).
   Value descA =
       UnrealizedConversionCastOp::create(b, loc, ptrType, mapA).getResult(0);
@@ -494,6 +308,9 @@ LogicalResult mlir::kiln::lowerWarpgroupContraction(RewriterBase &rewriter,
     auto issuer = scf::IfOp::create(b, loc, TypeRange{}, isT0,
                                     /*withElseRegion=*/false);
     b.setInsertionPoint(issuer.thenBlock()->getTerminator());
+    SmallVector<Value> pixel;
+    if (p.conv)
+      pixel = firstPixel(e, *p.conv, m0);
     auto loop = scf::ForOp::create(b, loc, e.i32(0), kTiles, e.i32(1));
     b.setInsertionPoint(loop.getBody()->getTerminator());
     Value kt = loop.getInductionVar();
@@ -522,13 +339,18 @@ LogicalResult mlir::kiln::lowerWarpgroupContraction(RewriterBase &rewriter,
           b, loc, dst7, desc, coords, full, ValueRange{}, Value(), Value(),
           NVVM::TMALoadMode::TILE, false, NVVM::CTAGroupKindAttr(), Value());
     };
-    copy(stageAddr, descA, p.aDims, m0);
-    if (p.bKMajor)
-      copy(e.add(stageAddr, aBytes), descB, p.bDims, n0);
-    else
-      for (int64_t j = 0; j < bn / 64; ++j)
-        copy(e.add(stageAddr, aBytes + j * 64 * kBK * kElemBytes), descB,
-             p.bDims, e.add(n0, 64 * j));
+    if (p.conv) {
+      copyConvolutionStep(e, *p.conv, p.bKMajor, pixel, stageAddr, aBytes, bn,
+                          descA, descB, full, kt, n0);
+    } else {
+      copy(stageAddr, descA, p.aDims, m0);
+      if (p.bKMajor)
+        copy(e.add(stageAddr, aBytes), descB, p.bDims, n0);
+      else
+        for (int64_t j = 0; j < bn / 64; ++j)
+          copy(e.add(stageAddr, aBytes + j * 64 * kBK * kElemBytes), descB,
+               p.bDims, e.add(n0, 64 * j));
+    }
   }
 
   // Consumers.
@@ -750,6 +572,9 @@ LogicalResult mlir::kiln::lowerWarpgroupContraction(RewriterBase &rewriter,
   }
   rewriter.eraseOp(p.op);
   rewriter.eraseOp(p.fill);
+  if (p.conv)
+    for (Operation *op : llvm::reverse(p.conv->padOps))
+      rewriter.eraseOp(op);
   if (p.epilogue)
     rewriter.eraseOp(p.epilogue);
   return success();

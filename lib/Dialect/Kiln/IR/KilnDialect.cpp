@@ -257,6 +257,33 @@ LogicalResult TileMapOp::verify() {
   return success();
 }
 
+LogicalResult Im2colMapOp::verify() {
+  MemRefType type = getBuffer().getType();
+  int64_t rank = type.getRank(), spatial = rank - 2;
+  if (rank < 3 || rank > 5)
+    return emitOpError("expects a buffer of rank 3 to 5, got ") << type;
+  if (getPixels() < 1 || getPixels() > 1024 || getChannels() < 1 ||
+      getChannels() > 256)
+    return emitOpError("expects 1 to 1024 pixels and 1 to 256 channels");
+  for (ArrayRef<int64_t> list : {getLower(), getUpper(), getStrides()})
+    if (static_cast<int64_t>(list.size()) != spatial)
+      return emitOpError("expects ")
+             << spatial << " window corners and strides for " << type;
+  if (llvm::any_of(getStrides(), [](int64_t s) { return s < 1 || s > 8; }))
+    return emitOpError("strides must be in [1, 8]");
+  int64_t swizzle = getSwizzle();
+  if (swizzle != 0 && swizzle != 32 && swizzle != 64 && swizzle != 128)
+    return emitOpError("swizzle must be 0, 32, 64 or 128 bytes, got ")
+           << swizzle;
+  SmallVector<int64_t> strides;
+  int64_t offset;
+  if (failed(type.getStridesAndOffset(strides, offset)) || strides.back() != 1)
+    return emitOpError("expects a buffer whose innermost dim is contiguous, "
+                       "got ")
+           << type;
+  return success();
+}
+
 LogicalResult WeightOp::verifySymbolUses(SymbolTableCollection &symbolTable) {
   auto global = symbolTable.lookupNearestSymbolFrom<memref::GlobalOp>(
       *this, getGlobalAttr());

@@ -438,8 +438,6 @@ static kiln_device_result encode_tile_map(kiln_device_queue *q,
                                           const kiln_device_tile_map *map,
                                           void *out) {
   const kiln_cuda_driver *cu = q->cu;
-  if (!cu->cuTensorMapEncodeTiled)
-    return CUDA_ERROR_NOT_SUPPORTED;
   int type = tensor_map_type(map->dtype);
   int swizzle = map->swizzle == 0     ? 0
                 : map->swizzle == 32  ? 1
@@ -453,12 +451,24 @@ static kiln_device_result encode_tile_map(kiln_device_queue *q,
   for (int d = 0; d < map->rank; ++d) {
     dims[d] = map->dims[d];
     box[d] = map->box[d];
-    element_strides[d] = 1;
+    element_strides[d] = map->im2col ? map->element_strides[d] : 1;
     if (d > 0)
       strides[d - 1] = map->strides[d];
   }
   /* Interleave none, L2 promotion of 256 bytes, out-of-bounds elements
    * read as zeros. */
+  if (map->im2col) {
+    if (!cu->cuTensorMapEncodeIm2col)
+      return CUDA_ERROR_NOT_SUPPORTED;
+    if (map->rank < 3)
+      return CUDA_ERROR_INVALID_VALUE;
+    return cu->cuTensorMapEncodeIm2col(
+        out, type, (unsigned)map->rank, (void *)(uintptr_t)map->base, dims,
+        strides, map->lower, map->upper, map->channels, map->pixels,
+        element_strides, 0, swizzle, 3, 0);
+  }
+  if (!cu->cuTensorMapEncodeTiled)
+    return CUDA_ERROR_NOT_SUPPORTED;
   return cu->cuTensorMapEncodeTiled(out, type, (unsigned)map->rank,
                                     (void *)(uintptr_t)map->base, dims, strides,
                                     box, element_strides, 0, swizzle, 3, 0);
@@ -536,6 +546,7 @@ KILN_HIDDEN const kiln_device_driver kiln_device_driver_cuda = {
             [KILN_DEVICE_OP_ENTER] = "cuCtxPushCurrent",
             [KILN_DEVICE_OP_GRAPH_LAUNCH] = "cuGraphLaunch",
             [KILN_DEVICE_OP_TILE_MAP] = "cuTensorMapEncodeTiled",
+            [KILN_DEVICE_OP_IM2COL_MAP] = "cuTensorMapEncodeIm2col",
             [KILN_DEVICE_OP_HOST_ALLOC] = "cuMemHostAlloc",
         },
     .open = device_open,

@@ -60,6 +60,7 @@ static const struct {
                   "cuEventElapsedTime"),
     KILN_OPTIONAL(cuEventDestroy, "cuEventDestroy_v2", NULL),
     KILN_OPTIONAL(cuTensorMapEncodeTiled, "cuTensorMapEncodeTiled", NULL),
+    KILN_OPTIONAL(cuTensorMapEncodeIm2col, "cuTensorMapEncodeIm2col", NULL),
 };
 
 int kiln_cuda_driver_open(kiln_cuda_driver *driver, const char *path,

@@ -119,6 +119,13 @@ typedef struct kiln_cuda_driver {
                                      const unsigned *elementStrides,
                                      int interleave, int swizzle,
                                      int l2Promotion, int oobFill);
+  CUresult (*cuTensorMapEncodeIm2col)(
+      void *tensorMap, int dataType, unsigned rank, void *globalAddress,
+      const unsigned long long *globalDim,
+      const unsigned long long *globalStrides, const int *pixelBoxLowerCorner,
+      const int *pixelBoxUpperCorner, unsigned channelsPerPixel,
+      unsigned pixelsPerColumn, const unsigned *elementStrides, int interleave,
+      int swizzle, int l2Promotion, int oobFill);
 } kiln_cuda_driver;
 
 /* Opens the driver library (`path`, e.g. "libcuda.so.1") and resolves every

@@ -508,6 +508,7 @@ KILN_HIDDEN const kiln_device_driver kiln_device_driver_rocm = {
             [KILN_DEVICE_OP_ENTER] = "hipSetDevice",
             [KILN_DEVICE_OP_GRAPH_LAUNCH] = "hipGraphLaunch",
             [KILN_DEVICE_OP_TILE_MAP] = "tile maps (none on AMD GPUs)",
+            [KILN_DEVICE_OP_IM2COL_MAP] = "im2col maps (none on AMD GPUs)",
             [KILN_DEVICE_OP_HOST_ALLOC] = "hipHostMalloc",
         },
     .open = device_open,

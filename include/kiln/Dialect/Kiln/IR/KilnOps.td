@@ -313,6 +313,42 @@ def Kiln_TileMapOp : Kiln_Op<"tile_map", [Pure]> {
   let hasVerifier = 1;
 }
 
+def Kiln_Im2colMapOp : Kiln_Op<"im2col_map", [Pure]> {
+  let summary = "The im2col map of a channels-last activation, for convolutions";
+  let description = [{
+    On a device target with a bulk tensor copy engine, the descriptor of a
+    channels-last activation `buffer` ([batch, spatial..., channels], rank 3
+    to 5) that a convolution's copies read the rows of its implicit matrix
+    from: one copy gives `pixels` consecutive output pixels (batch-major, as
+    the output's rows) of `channels` channels each, the copy's coordinates
+    naming the first pixel's window corner and its filter offsets the tap.
+    Along each spatial dim the copies walk the window
+    [`lower`, size - 1 + `upper`] (shifted by the filter offset) in steps of
+    `strides` (the convolution's); `lower`, `upper` and `strides` list the
+    spatial dims in the memref's order. Elements outside the buffer read as
+    zeros (a convolution's padding). The runtime encodes it
+    (`kiln_rt_im2col_map`); the result is 128 bytes passed by value, like
+    `kiln.tile_map`'s.
+
+    ```mlir
+    // A 3x3 convolution of stride 1 over an input padded by 1 (58 x 58).
+    %m = kiln.im2col_map %ctx, %x pixels 128 channels 64 lower [0, 0]
+        upper [-2, -2] strides [1, 1] swizzle 128 : memref<8x58x58x64xf16>
+    ```
+  }];
+  let arguments = (ins Kiln_Context:$ctx, AnyMemRef:$buffer, I64Attr:$pixels,
+                       I64Attr:$channels, DenseI64ArrayAttr:$lower,
+                       DenseI64ArrayAttr:$upper, DenseI64ArrayAttr:$strides,
+                       I64Attr:$swizzle);
+  let results = (outs Kiln_TileMap:$map);
+  let assemblyFormat = [{
+    $ctx `,` $buffer `pixels` $pixels `channels` $channels `lower` $lower
+    `upper` $upper `strides` $strides `swizzle` $swizzle attr-dict `:`
+    type($buffer)
+  }];
+  let hasVerifier = 1;
+}
+
 def Kiln_ExternalWeightOp : Kiln_Op<"external_weight", [Pure]> {
   let summary = "The buffer of an external weight (--external-weights)";
   let description = [{

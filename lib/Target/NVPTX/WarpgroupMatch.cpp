@@ -1,0 +1,460 @@
+//===- WarpgroupMatch.cpp - The problems sm_90a contractions solve --------===//
+//
+// Recognizes what the warpgroup-MMA kernel (WarpgroupContraction.cpp)
+// computes: matmul-like linalg ops (matmul, batch_matmul, ONNX MatMul's and
+// attention's generics) and channels-last 2-D convolutions as implicit
+// GEMMs, after a constant fill of their f32 output, with an elementwise
+// epilogue after them; and chooses each problem's tile.
+//
+//===----------------------------------------------------------------------===//
+
+#include "WarpgroupProblem.h"
+
+#include "mlir/Dialect/Arith/IR/Arith.h"
+#include "mlir/Dialect/MemRef/IR/MemRef.h"
+#include "mlir/Interfaces/SideEffectInterfaces.h"
+
+using namespace mlir;
+using namespace mlir::kiln;
+using namespace mlir::kiln::warpgroup;
+
+namespace {
+
+/// The SMs a tile choice fills: an H100 SXM's or H200's 132 (an H100 PCIe
+/// has 114; the choice only weighs how full the last wave is).
+constexpr int64_t kSMs = 132;
+
+bool identityStatic(Value v) {
+  auto t = dyn_cast<MemRefType>(v.getType());
+  return t && t.hasStaticShape() && t.getLayout().isIdentity();
+}
+
+/// The fill of `c` just before `op` (nothing in between writes it).
+linalg::FillOp fillBefore(Operation *op, Value c) {
+  auto fill = dyn_cast_or_null<linalg::FillOp>(op->getPrevNode());
+  if (!fill || fill.getDpsInitOperand(0)->get() != c ||
+      !fill.getInputs()[0].getDefiningOp<arith::ConstantOp>())
+    return {};
+  return fill;
+}
+
+/// The elementwise linalg.generic right after `op` that reads its output `c`
+/// (identity map) where nothing else reads or writes `c`, with inputs and
+/// output indexed by projected permutations of the output's dims.
+std::pair<linalg::GenericOp, OpOperand *> epilogueAfter(Problem &p) {
+  auto g = dyn_cast_or_null<linalg::GenericOp>(p.op->getNextNode());
+  if (!g || !g.hasPureBufferSemantics() || g.getNumReductionLoops() ||
+      g.getNumDpsInits() != 1 ||
+      !g.getBody()->getOps<linalg::IndexOp>().empty())
+    return {};
+  OpOperand *in = nullptr;
+  for (OpOperand *o : g.getDpsInputOperands()) {
+    AffineMap map = g.getMatchingIndexingMap(o);
+    if (!map.isProjectedPermutation())
+      return {};
+    if (o->get() == p.c) {
+      if (in || !map.isIdentity())
+        return {};
+      in = o;
+    }
+  }
+  OpOperand *out = g.getDpsInitOperand(0);
+  if (!in || out->get() == p.c || !g.getMatchingIndexingMap(out).isIdentity() ||
+      !identityStatic(out->get()) ||
+      cast<MemRefType>(out->get().getType()).getShape() !=
+          cast<MemRefType>(p.c.getType()).getShape())
+    return {};
+  for (Operation *u : p.c.getUsers())
+    if (u != p.op && u != p.fill && u != g)
+      return {};
+  for (Operation &o : g.getBody()->without_terminator())
+    if (o.getNumRegions() || !isMemoryEffectFree(&o))
+      return {};
+  return {g, in};
+}
+
+/// `v` without an arith.extf from f16/bf16 to f32 (or `v` itself).
+Value skipExt(Value v) {
+  if (auto ext = v.getDefiningOp<arith::ExtFOp>())
+    return ext.getIn();
+  return v;
+}
+
+/// Whether `op`'s body is out + ext(a) * ext(b) in f32.
+bool isMulAddBody(linalg::LinalgOp op) {
+  Block &body = *op.getBlock();
+  auto yield = cast<linalg::YieldOp>(body.getTerminator());
+  auto add = yield.getOperand(0).getDefiningOp<arith::AddFOp>();
+  if (!add || !add.getType().isF32() || body.getOperations().size() > 6)
+    return false;
+  Value out = body.getArgument(2);
+  Value prod = add.getLhs() == out ? add.getRhs() : add.getLhs();
+  if ((add.getLhs() != out && add.getRhs() != out) || prod == out)
+    return false;
+  auto mul = prod.getDefiningOp<arith::MulFOp>();
+  if (!mul)
+    return false;
+  Value x = skipExt(mul.getLhs()), y = skipExt(mul.getRhs());
+  return (x == body.getArgument(0) && y == body.getArgument(1)) ||
+         (x == body.getArgument(1) && y == body.getArgument(0));
+}
+
+/// A matmul (linalg.matmul, batch_matmul, or a linalg.generic as ONNX's
+/// MatMul and attention lower to): C[batch..., m..., n] += A * B where C is
+/// indexed [batch..., m..., n]; A [batch..., m..., k] (several m dims,
+/// contiguous, read as one M) or, with one m dim, any order of the batch
+/// dims, m and k with k innermost; B any order of the batch dims, k and n
+/// with n or k innermost.
+bool matchContraction(linalg::LinalgOp g, Problem &p) {
+  if (!g.hasPureBufferSemantics() || g.getNumDpsInputs() != 2 ||
+      g.getNumDpsInits() != 1 || !isMulAddBody(g))
+    return false;
+  FailureOr<linalg::ContractionDimensions> dims =
+      linalg::inferContractionDims(g);
+  if (failed(dims) || dims->k.size() != 1 || dims->n.size() != 1 ||
+      dims->m.empty() || dims->batch.size() > 3)
+    return false;
+  MLIRContext *ctx = g.getContext();
+  auto exprs = [&](std::initializer_list<ArrayRef<unsigned>> groups) {
+    SmallVector<AffineExpr> e;
+    for (ArrayRef<unsigned> ds : groups)
+      for (unsigned d : ds)
+        e.push_back(getAffineDimExpr(d, ctx));
+    return e;
+  };
+  unsigned mDim = dims->m.front(), nDim = dims->n.front(),
+           kDim = dims->k.front();
+  /// The roles of an operand's dims, or nothing when it indexes a dim twice,
+  /// an expression, or the wrong set of dims.
+  auto roles = [&](AffineMap map, unsigned inner) {
+    SmallVector<DimRole> r;
+    std::optional<SmallVector<DimRole>> none;
+    for (AffineExpr e : map.getResults()) {
+      auto d = dyn_cast<AffineDimExpr>(e);
+      if (!d)
+        return none;
+      unsigned pos = d.getPosition();
+      auto it = llvm::find(dims->batch, pos);
+      if (it != dims->batch.end())
+        r.push_back({Role::Batch, it - dims->batch.begin()});
+      else if (pos == mDim)
+        r.push_back({Role::M});
+      else if (pos == nDim)
+        r.push_back({Role::N});
+      else if (pos == kDim)
+        r.push_back({Role::K});
+      else
+        return none;
+    }
+    if (map.getNumResults() != dims->batch.size() + 2 ||
+        cast<AffineDimExpr>(map.getResults().back()).getPosition() != inner)
+      return none;
+    return std::optional(r);
+  };
+  OpOperand *a = g.getDpsInputOperand(0), *b = g.getDpsInputOperand(1);
+  if (!llvm::is_contained(g.getMatchingIndexingMap(a).getResults(),
+                          getAffineDimExpr(mDim, ctx)))
+    std::swap(a, b);
+  AffineMap aMap = g.getMatchingIndexingMap(a),
+            bMap = g.getMatchingIndexingMap(b);
+  if (g.getMatchingIndexingMap(g.getDpsInitOperand(0)).getResults() !=
+      ArrayRef(exprs({dims->batch, dims->m, dims->n})))
+    return false;
+  SmallVector<int64_t> loops = g.getStaticLoopRanges();
+  if (dims->m.size() > 1) {
+    // Several m dims: A exactly [batch..., m..., k], collapsed on the host.
+    if (aMap.getResults() != ArrayRef(exprs({dims->batch, dims->m, dims->k})))
+      return false;
+    for (size_t i = 0; i < dims->batch.size(); ++i)
+      p.aDims.push_back({Role::Batch, int64_t(i)});
+    p.aDims.push_back({Role::M});
+    p.aDims.push_back({Role::K});
+  } else {
+    std::optional<SmallVector<DimRole>> r = roles(aMap, kDim);
+    if (!r)
+      return false;
+    p.aDims = *r;
+  }
+  std::optional<SmallVector<DimRole>> rb = roles(bMap, nDim);
+  if (!rb) {
+    rb = roles(bMap, kDim);
+    p.bKMajor = true;
+  }
+  if (!rb)
+    return false;
+  p.bDims = *rb;
+  p.op = g;
+  p.a = a->get();
+  p.b = b->get();
+  p.c = g.getDpsInitOperand(0)->get();
+  for (unsigned d : dims->batch)
+    p.batchSizes.push_back(loops[d]);
+  for (unsigned d : dims->m)
+    p.mSizes.push_back(loops[d]);
+  p.k = loops[kDim];
+  p.n = loops[nDim];
+  return true;
+}
+
+/// `e` as `d * stride + d' * dilation` (either order, coefficients of 1
+/// omitted): the output dim `d`, the filter dim `d'` and the two constants.
+/// The output dim is the one in `outDims`.
+bool windowExpr(AffineExpr e, ArrayRef<unsigned> outDims, unsigned &out,
+                unsigned &filter, int64_t &stride, int64_t &dilation) {
+  auto sum = dyn_cast<AffineBinaryOpExpr>(e);
+  if (!sum || sum.getKind() != AffineExprKind::Add)
+    return false;
+  auto term = [](AffineExpr t, unsigned &dim, int64_t &coeff) {
+    if (auto d = dyn_cast<AffineDimExpr>(t)) {
+      dim = d.getPosition();
+      coeff = 1;
+      return true;
+    }
+    auto mul = dyn_cast<AffineBinaryOpExpr>(t);
+    if (!mul || mul.getKind() != AffineExprKind::Mul)
+      return false;
+    auto d = dyn_cast<AffineDimExpr>(mul.getLHS());
+    auto c = dyn_cast<AffineConstantExpr>(mul.getRHS());
+    if (!d || !c || c.getValue() < 1)
+      return false;
+    dim = d.getPosition();
+    coeff = c.getValue();
+    return true;
+  };
+  unsigned d0, d1;
+  int64_t c0, c1;
+  if (!term(sum.getLHS(), d0, c0) || !term(sum.getRHS(), d1, c1))
+    return false;
+  if (!llvm::is_contained(outDims, d0)) {
+    std::swap(d0, d1);
+    std::swap(c0, c1);
+  }
+  if (!llvm::is_contained(outDims, d0) || llvm::is_contained(outDims, d1))
+    return false;
+  out = d0;
+  filter = d1;
+  stride = c0;
+  dilation = c1;
+  return true;
+}
+
+/// Whether `op` writes zeros to all of `buffer` (a linalg.fill or a
+/// linalg.map yielding a zero constant).
+bool zeroFills(Operation *op, Value buffer) {
+  auto isZero = [](Value v) {
+    auto c = v.getDefiningOp<arith::ConstantOp>();
+    auto f = c ? dyn_cast<FloatAttr>(c.getValue()) : FloatAttr();
+    return f && f.getValue().isZero();
+  };
+  if (auto fill = dyn_cast<linalg::FillOp>(op))
+    return fill.getDpsInitOperand(0)->get() == buffer &&
+           isZero(fill.getInputs()[0]);
+  auto map = dyn_cast<linalg::MapOp>(op);
+  if (!map || map.getDpsInitOperand(0)->get() != buffer ||
+      map.getNumDpsInputs() != 0)
+    return false;
+  auto yield = cast<linalg::YieldOp>(map.getMapper().front().getTerminator());
+  return isZero(yield.getOperand(0));
+}
+
+/// A read of a zero-padded copy (a buffer filled with zeros, then a copy of
+/// `src` into its [0, ph, pw, 0] subview, all in the op's block before it)
+/// reads `src` through a window padded by (ph, pw) instead: the fill and
+/// the copy go away with the op.
+void foldPaddedCopy(Problem &p, Convolution &conv) {
+  Value padded = p.a;
+  Operation *fill = nullptr, *copy = nullptr;
+  memref::SubViewOp view;
+  Value src;
+  for (Operation *u : padded.getUsers()) {
+    if (u == p.op.getOperation())
+      continue;
+    if (!fill && zeroFills(u, padded)) {
+      fill = u;
+      continue;
+    }
+    auto sv = dyn_cast<memref::SubViewOp>(u);
+    if (view || !sv || !sv->hasOneUse())
+      return;
+    view = sv;
+    Operation *c = *sv->user_begin();
+    if (auto mc = dyn_cast<memref::CopyOp>(c))
+      src = mc.getSource();
+    else if (auto lc = dyn_cast<linalg::CopyOp>(c);
+             lc && lc.getDpsInitOperand(0)->get() == sv.getResult())
+      src = lc.getDpsInputOperand(0)->get();
+    else
+      return;
+    copy = c;
+  }
+  if (!fill || !copy || !identityStatic(src) ||
+      fill->getBlock() != p.op->getBlock() ||
+      copy->getBlock() != p.op->getBlock() || !fill->isBeforeInBlock(copy) ||
+      !copy->isBeforeInBlock(p.op) || !view.hasUnitStride())
+    return;
+  ArrayRef<int64_t> offsets = view.getStaticOffsets();
+  auto srcType = cast<MemRefType>(src.getType());
+  auto paddedType = cast<MemRefType>(padded.getType());
+  if (ShapedType::isDynamicShape(offsets) || offsets[0] != 0 ||
+      offsets[3] != 0 || srcType.getShape() != view.getType().getShape() ||
+      srcType.getDimSize(0) != paddedType.getDimSize(0) ||
+      srcType.getDimSize(3) != paddedType.getDimSize(3) ||
+      srcType.getElementType() != paddedType.getElementType())
+    return;
+  // The window's corners are 8-bit signed for 4-D im2col maps.
+  if (offsets[1] > 127 || offsets[2] > 127)
+    return;
+  for (int i = 0; i < 2; ++i) {
+    conv.pad[i] = offsets[1 + i];
+    conv.in[i] = srcType.getDimSize(1 + i);
+  }
+  p.a = src;
+  conv.padOps = {fill, view, copy};
+}
+
+/// A channels-last 2-D convolution (Convolution): C indexed [n, oh, ow, f]
+/// by four parallel loops, A [n, oh * s + kh * d, ow * s + kw * d, c] and B
+/// [kh, kw, c, f] or [f, kh, kw, c] over the three reduction loops.
+bool matchConvolution(linalg::LinalgOp g, Problem &p) {
+  if (!g.hasPureBufferSemantics() || g.getNumDpsInputs() != 2 ||
+      g.getNumDpsInits() != 1 || g.getNumLoops() != 7 ||
+      g.getNumParallelLoops() != 4 || !isMulAddBody(g))
+    return false;
+  OpOperand *a = g.getDpsInputOperand(0), *b = g.getDpsInputOperand(1);
+  if (g.getMatchingIndexingMap(a).getNumResults() != 4 ||
+      isa<AffineDimExpr>(g.getMatchingIndexingMap(a).getResult(1)))
+    std::swap(a, b);
+  AffineMap aMap = g.getMatchingIndexingMap(a),
+            bMap = g.getMatchingIndexingMap(b),
+            cMap = g.getMatchingIndexingMap(g.getDpsInitOperand(0));
+  if (aMap.getNumResults() != 4 || bMap.getNumResults() != 4 ||
+      !cMap.isProjectedPermutation() || cMap.getNumResults() != 4)
+    return false;
+  SmallVector<unsigned> outDims;
+  for (AffineExpr e : cMap.getResults())
+    outDims.push_back(cast<AffineDimExpr>(e).getPosition());
+  auto dimAt = [](AffineMap map, unsigned i) -> std::optional<unsigned> {
+    if (auto d = dyn_cast<AffineDimExpr>(map.getResult(i)))
+      return d.getPosition();
+    return std::nullopt;
+  };
+  std::optional<unsigned> aN = dimAt(aMap, 0), aC = dimAt(aMap, 3);
+  Convolution conv;
+  unsigned oh, ow, kh, kw;
+  if (!aN || !aC || *aN != outDims[0] ||
+      !windowExpr(aMap.getResult(1), outDims, oh, kh, conv.strides[0],
+                  conv.dilations[0]) ||
+      !windowExpr(aMap.getResult(2), outDims, ow, kw, conv.strides[1],
+                  conv.dilations[1]) ||
+      oh != outDims[1] || ow != outDims[2])
+    return false;
+  // Every loop but the output's is a reduction read by A and B.
+  SmallVector<unsigned> hwcf = {kh, kw, *aC, outDims[3]};
+  SmallVector<unsigned> fhwc = {outDims[3], kh, kw, *aC};
+  SmallVector<unsigned> bDims;
+  for (unsigned i = 0; i < 4; ++i) {
+    std::optional<unsigned> d = dimAt(bMap, i);
+    if (!d)
+      return false;
+    bDims.push_back(*d);
+  }
+  if (bDims == fhwc)
+    p.bKMajor = true;
+  else if (bDims != hwcf)
+    return false;
+  if (llvm::is_contained(outDims, *aC) || kh == kw || kh == *aC || kw == *aC)
+    return false;
+  SmallVector<int64_t> loops = g.getStaticLoopRanges();
+  conv.filter[0] = loops[kh];
+  conv.filter[1] = loops[kw];
+  conv.out[0] = loops[oh];
+  conv.out[1] = loops[ow];
+  conv.channels = loops[*aC];
+  auto at = dyn_cast<MemRefType>(a->get().getType());
+  if (!at || !at.hasStaticShape())
+    return false;
+  conv.in[0] = at.getDimSize(1);
+  conv.in[1] = at.getDimSize(2);
+  for (int i = 0; i < 2; ++i)
+    if (conv.in[i] < (conv.out[i] - 1) * conv.strides[i] +
+                         (conv.filter[i] - 1) * conv.dilations[i] + 1 ||
+        conv.strides[i] > 8)
+      return false;
+  p.op = g;
+  p.a = a->get();
+  p.b = b->get();
+  p.c = g.getDpsInitOperand(0)->get();
+  foldPaddedCopy(p, conv);
+  // 4-D im2col maps hold 8-bit window corners and filter offsets.
+  for (int i = 0; i < 2; ++i) {
+    int64_t upper =
+        (conv.out[i] - 1) * conv.strides[i] - conv.pad[i] - (conv.in[i] - 1);
+    if (upper < -128 || upper > 127 ||
+        (conv.filter[i] - 1) * conv.dilations[i] > 255)
+      return false;
+  }
+  p.mSizes = {loops[outDims[0]], conv.out[0], conv.out[1]};
+  p.n = loops[outDims[3]];
+  // K as the copies see it: the channels, read 64 at a time per tap (at
+  // least one full slice: the im2col copies' boxes do not exceed them).
+  p.k = conv.channels;
+  p.conv = conv;
+  return conv.channels >= kBK;
+}
+
+} // namespace
+
+std::optional<Problem> warpgroup::analyze(Operation *operation) {
+  Problem p;
+  auto op = dyn_cast<linalg::LinalgOp>(operation);
+  if (!op || !(matchContraction(op, p) || matchConvolution(op, p)))
+    return std::nullopt;
+  if (!identityStatic(p.a) || !identityStatic(p.b) || !identityStatic(p.c))
+    return std::nullopt;
+  auto at = cast<MemRefType>(p.a.getType());
+  auto bt = cast<MemRefType>(p.b.getType());
+  auto ct = cast<MemRefType>(p.c.getType());
+  p.elem = at.getElementType();
+  if (!(p.elem.isF16() || p.elem.isBF16()) || bt.getElementType() != p.elem ||
+      !ct.getElementType().isF32())
+    return std::nullopt;
+  for (int64_t size : p.batchSizes)
+    p.batch *= size;
+  p.m = 1;
+  for (int64_t size : p.mSizes)
+    p.m *= size;
+  // The tile maps' strides are multiples of 16 bytes; the stores write
+  // pairs of columns.
+  if (p.k % 8 != 0 || p.n % 8 != 0 || p.m < 1 || p.batch > 65535 ||
+      (p.n + 63) / 64 > 65535 || (p.m + 127) / 128 > 65535)
+    return std::nullopt;
+  p.fill = fillBefore(p.op, p.c);
+  if (!p.fill ||
+      !isa<FloatAttr>(
+          p.fill.getInputs()[0].getDefiningOp<arith::ConstantOp>().getValue()))
+    return std::nullopt;
+  std::tie(p.epilogue, p.epilogueIn) = epilogueAfter(p);
+  return p;
+}
+
+/// The tile of least estimated time: waves of kSMs blocks times the tile's
+/// elements over its rate. Larger tiles load less per product; smaller ones
+/// fill the last wave of a small problem. On bench/hopper's 20 shapes this
+/// picks the fastest of the measured tiles or one within 6% of it.
+Tile warpgroup::chooseTile(const Problem &p) {
+  SmallVector<Tile> candidates;
+  if (p.n > 64)
+    candidates = {{256, 128, 4, 1.0}, {128, 128, 4, 0.88}, {128, 64, 6, 0.6}};
+  else
+    candidates = {{256, 64, 4, 0.75}, {128, 64, 6, 0.6}};
+  auto cost = [&](const Tile &t) {
+    int64_t tm = (p.m + t.bm - 1) / t.bm, tn = (p.n + t.bn - 1) / t.bn;
+    int64_t waves = (tm * tn * p.batch + kSMs - 1) / kSMs;
+    return double(waves) * double(t.bm * t.bn) / t.rate;
+  };
+  Tile best = candidates.front();
+  for (const Tile &t : candidates)
+    if (cost(t) < cost(best))
+      best = t;
+  return best;
+}

@@ -1,0 +1,102 @@
+//===- WarpgroupProblem.h - What an sm_90a contraction computes -*- C++ -*-===//
+//
+// Private to lib/Target/NVPTX: the problem a matmul-like op or a
+// channels-last convolution poses to the warpgroup-MMA kernel
+// (WarpgroupMatch.cpp recognizes it and chooses the tile;
+// WarpgroupContraction.cpp builds the kernel).
+//
+//===----------------------------------------------------------------------===//
+#ifndef KILN_LIB_TARGET_NVPTX_WARPGROUPPROBLEM_H
+#define KILN_LIB_TARGET_NVPTX_WARPGROUPPROBLEM_H
+
+#include "mlir/Dialect/Linalg/IR/Linalg.h"
+
+#include <optional>
+
+namespace mlir::kiln::warpgroup {
+
+/// K advances 64 elements (128 bytes of f16/bf16: one swizzle row) per
+/// pipeline stage.
+constexpr int64_t kBK = 64;
+constexpr int64_t kElemBytes = 2;
+
+/// What a dim of an operand's memref indexes.
+enum class Role { M, N, K, Batch };
+struct DimRole {
+  Role role;
+  int64_t batch = 0; // which batch dim (loop order), for Role::Batch
+};
+
+/// A 2-D convolution over a channels-last activation A [batch, H, W, C]
+/// (already padded: the op reads A[n, oh * stride + kh * dilation, ...])
+/// with weights B [KH, KW, C, F] (HWCF; `bKMajor` false) or [F, KH, KW, C]
+/// (FHWC; `bKMajor` true) into C [batch, OH, OW, F]: an implicit GEMM of
+/// M = batch * OH * OW, N = F and K = KH * KW * C, its A rows read by the
+/// bulk copies' im2col mode.
+struct Convolution {
+  int64_t filter[2];    // KH, KW
+  int64_t strides[2];   // along H, W
+  int64_t dilations[2]; // along H, W
+  int64_t in[2];        // A's H, W
+  int64_t out[2];       // OH, OW
+  int64_t channels;     // C
+  /// The padding the copies' window adds before A's first row and column:
+  /// 0 when the op reads a padded copy, else that copy's offsets (A is then
+  /// the copy's source and `padOps` the zero fill and the copy, erased).
+  int64_t pad[2] = {0, 0};
+  SmallVector<Operation *> padOps;
+};
+
+/// The problem a matmul-like op poses: C[batch...][m][n] = fill + sum_k
+/// A * B, all memrefs of identity layout; A's and B's dims may come in any
+/// order (attention's Q [b, s, h, d] times K [b, s, h, d]) as long as A's
+/// innermost is K and B's is N or K (`bKMajor`). A convolution sets `conv`
+/// (A, B and C as Convolution says; `aDims`/`bDims` unused).
+struct Problem {
+  linalg::LinalgOp op;
+  linalg::FillOp fill;
+  Value a, b, c;
+  int64_t batch = 1, m = 0, n = 0, k = 0;
+  SmallVector<int64_t> batchSizes;   // C's outer dims, in loop order
+  SmallVector<DimRole> aDims, bDims; // per dim of A (as read) and B
+  bool bKMajor = false;
+  /// The sizes of C's dims that make up M (several for a linalg.generic
+  /// such as [batch, seq, K] x [K, N] or a convolution's [batch, OH, OW]:
+  /// contiguous, read as one).
+  SmallVector<int64_t> mSizes;
+  std::optional<Convolution> conv;
+  Type elem; // f16 or bf16
+  /// An elementwise op just after that only consumes C (a bias, an
+  /// activation, a residual add, a cast): applied to the accumulators
+  /// before the one store, C itself never written.
+  linalg::GenericOp epilogue;
+  OpOperand *epilogueIn = nullptr;
+
+  /// The pipeline's K steps: 64-wide slices of K, or of the channels per
+  /// filter tap.
+  int64_t kSteps() const {
+    if (conv)
+      return conv->filter[0] * conv->filter[1] *
+             ((conv->channels + kBK - 1) / kBK);
+    return (k + kBK - 1) / kBK;
+  }
+};
+
+/// The problem `op` poses, when the kernel computes it: f16 or bf16
+/// operands into f32 after a constant fill, static identity-layout memrefs,
+/// K (the channels) and N multiples of 8.
+std::optional<Problem> analyze(Operation *op);
+
+struct Tile {
+  int64_t bm, bn, stages;
+  /// Its throughput relative to 256 x 128 on a problem that fills every
+  /// wave (bench/hopper, 8192^3 fp16: 0.88x torch.matmul, 0.77x, 0.52x).
+  double rate;
+};
+
+/// The tile of least estimated time for `p`.
+Tile chooseTile(const Problem &p);
+
+} // namespace mlir::kiln::warpgroup
+
+#endif // KILN_LIB_TARGET_NVPTX_WARPGROUPPROBLEM_H
