@@ -24,7 +24,7 @@ if [ ${#missing[@]} -gt 0 ]; then
 fi
 
 VENV="$ROOT/.venv"
-if [ ! -x "$VENV/bin/python" ] || ! "$VENV/bin/python" -c "import onnx, onnxruntime, numpy, lit, pytest, nanobind" 2>/dev/null; then
+if [ ! -x "$VENV/bin/python" ] || ! "$VENV/bin/python" -c "import onnx, onnxruntime, numpy, lit, pytest, nanobind, scikit_build_core" 2>/dev/null; then
   echo "== creating Python environment in $VENV"
   /usr/bin/python3 -m venv --system-site-packages "$VENV"
   "$VENV/bin/pip" install -q --upgrade pip
