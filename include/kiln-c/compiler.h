@@ -76,7 +76,8 @@ kiln_compile_options_free(kiln_compile_options_t *options);
  *                     to the model (needs a cache folder, or a *_to_file
  *                     compile); or the weights FILE's path, for the
  *                     *_to_file compiles (a file named like a boolean: ./1)
- *   gpu-tiled-contractions, gpu-warp-reductions, gpu-tensor-cores
+ *   gpu-tiled-contractions, gpu-warp-reductions, gpu-row-fusion,
+ *   gpu-tensor-cores
  *                     1 or 0
  *   gpu-block-size, gpu-fill-blocks, gpu-min-threads
  *                     integers, as kilnc's --gpu-* flags

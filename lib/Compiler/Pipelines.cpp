@@ -149,6 +149,11 @@ struct StagePipelineOptions : public PassPipelineOptions<StagePipelineOptions> {
       *this, "gpu-warp-reductions",
       llvm::cl::desc("GPU: one warp per output for row reductions"),
       llvm::cl::init(GPUCodegenOptions().warpReductions)};
+  Option<bool> gpuRowFusion{
+      *this, "gpu-row-fusion",
+      llvm::cl::desc("GPU: chains of row-local ops (normalizations, softmax) "
+                     "as one launch"),
+      llvm::cl::init(GPUCodegenOptions().rowFusion)};
   Option<bool> gpuTensorCores{
       *this, "gpu-tensor-cores",
       llvm::cl::desc("GPU: half contractions on tensor cores"),
@@ -184,6 +189,7 @@ struct StagePipelineOptions : public PassPipelineOptions<StagePipelineOptions> {
     o.gpu.tiledContractions = gpuTiledContractions;
     o.gpu.warpReductions = gpuWarpReductions;
     o.gpu.tensorCores = gpuTensorCores;
+    o.gpu.rowFusion = gpuRowFusion;
     o.gpu.blockSize = gpuBlockSize;
     o.gpu.fillBlocks = gpuFillBlocks;
     o.gpu.minThreads = gpuMinThreads;

@@ -222,6 +222,10 @@ const OptionRow kOptions[] = {
        return parseBool("gpu-warp-reductions", v, o.compile.gpu.warpReductions,
                         e);
      }},
+    {"gpu-row-fusion", false,
+     [](kiln_compile_options &o, llvm::StringRef v, std::string &e) {
+       return parseBool("gpu-row-fusion", v, o.compile.gpu.rowFusion, e);
+     }},
     {"gpu-tensor-cores", false,
      [](kiln_compile_options &o, llvm::StringRef v, std::string &e) {
        return parseBool("gpu-tensor-cores", v, o.compile.gpu.tensorCores, e);

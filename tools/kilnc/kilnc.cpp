@@ -49,6 +49,12 @@ static cl::opt<bool> gpuWarpReductions(
     cl::desc("GPU targets: one warp per output for row reductions (default "
              "on; =false: one thread per output)"),
     cl::init(true));
+static cl::opt<bool> gpuRowFusion(
+    "gpu-row-fusion",
+    cl::desc("GPU targets: chains of row-local ops around row reductions "
+             "(normalizations, softmax) as one launch of a block per row "
+             "(default on)"),
+    cl::init(true));
 static cl::opt<bool> gpuTensorCores(
     "gpu-tensor-cores",
     cl::desc("GPU targets: f16/bf16 contractions (--precision=fp16|bf16) on "
@@ -268,6 +274,7 @@ bool setOptions(kiln_compile_options_t *options) {
       !setString("calibrate", calibrateDir) ||
       !setBool("gpu-tiled-contractions", gpuTiledContractions) ||
       !setBool("gpu-warp-reductions", gpuWarpReductions) ||
+      !setBool("gpu-row-fusion", gpuRowFusion) ||
       !setBool("gpu-tensor-cores", gpuTensorCores) ||
       !setInt("gpu-block-size", gpuBlockSize) ||
       !setInt("gpu-fill-blocks", gpuFillBlocks) ||

@@ -66,6 +66,8 @@ struct GPUCodegenOptions {
   bool tiledContractions = true;
   /// Row reductions one warp per output (--gpu-warp-reductions).
   bool warpReductions = true;
+  /// Normalizations and softmax as one launch per chain (--gpu-row-fusion).
+  bool rowFusion = true;
   /// Half contractions on the matrix instruction (--gpu-tensor-cores).
   bool tensorCores = true;
   /// Threads per block of a parallel loop nest (--gpu-block-size).

@@ -160,6 +160,48 @@ private:
   int64_t minThreads;
 };
 
+/// The op that combines a reduction body's accumulator with the value the
+/// body computes from the inputs (acc = combine(acc, x)), when the fill
+/// `init` is its identity and the accumulator 32-bit; null otherwise
+/// (Reductions.cpp).
+Operation *warpCombiner(Block &body, Value init);
+
+/// Chains of row-local linalg.generic ops (a normalization's or softmax's
+/// row reductions along the innermost dim and the elementwise ops between
+/// them, over the same rows) as one launch of a block per row
+/// (RowFusion.cpp).
+class RowFusion : public LoweringBase {
+public:
+  RowFusion(RewriterBase &rewriter, const GPUTargetInfo &info)
+      : LoweringBase(rewriter), info(info) {}
+  /// Fuses the chains around the row reductions of `block` (a launcher's
+  /// body); returns how many launches it built.
+  int64_t run(Block &block);
+
+  /// The rows a chain iterates: the outer dims' sizes and the row's length.
+  struct Shape {
+    SmallVector<int64_t> outer;
+    int64_t row = 0;
+  };
+  /// One op of a chain: over the row's elements, over the row itself (a
+  /// per-row scalar), or a row reduction with the fill of its initial value.
+  struct Member {
+    linalg::GenericOp op;
+    enum Kind { Row, Scalar, Reduction } kind;
+    linalg::FillOp fill;
+    Operation *combiner = nullptr;
+  };
+
+private:
+  /// The rows of a reduction along its innermost dim that a block can take.
+  std::optional<Shape> rowReduction(linalg::GenericOp op) const;
+  LogicalResult fuseAround(linalg::GenericOp seed,
+                           SmallPtrSetImpl<Operation *> &taken);
+  void emit(MutableArrayRef<Member> chain, const Shape &shape);
+
+  const GPUTargetInfo &info;
+};
+
 struct MulAccBody;
 
 /// Contractions (matmul, batched matmul, convolution: the output indexed by

@@ -613,12 +613,27 @@ struct MapKernelsToGPUPass
       // (a warp per output would read one operand with a stride), then a
       // warp per output for the other reductions along a contiguous dim,
       // else a thread per output tile.
+      SmallVector<linalg::LinalgOp> rest;
       for (linalg::LinalgOp op : reductions) {
         if (tensorCores &&
             succeeded(target->lowerContraction(rewriter, op, ctx)))
           continue;
         if (tiledContractions && succeeded(tiled.lower(op)))
           continue;
+        rest.push_back(op);
+      }
+      // Normalizations and softmax: a launch per chain of row-local ops.
+      if (warpReductions && rowFusion && !rest.empty()) {
+        RowFusion rows(rewriter, *target);
+        if (rows.run(fn.getBody().front()) > 0) {
+          rest.clear();
+          fn.walk([&](linalg::LinalgOp op) {
+            if (op.getNumReductionLoops() > 0)
+              rest.push_back(op);
+          });
+        }
+      }
+      for (linalg::LinalgOp op : rest) {
         if (warpReductions && succeeded(lowering.lowerWarp(op)))
           continue;
         (void)lowering.lower(op);
@@ -694,6 +709,7 @@ std::unique_ptr<Pass> mlir::kiln::createKilnMapKernelsToGPU(
   options.tiledContractions = gpu.tiledContractions;
   options.warpReductions = gpu.warpReductions;
   options.tensorCores = gpu.tensorCores;
+  options.rowFusion = gpu.rowFusion;
   options.fillBlocks = gpu.fillBlocks;
   options.minThreads = gpu.minThreads;
   return std::make_unique<MapKernelsToGPUPass>(options, std::move(info));

@@ -54,7 +54,9 @@ static void chooseUnroll(linalg::LinalgOp op, ArrayRef<unsigned> par,
 
 LogicalResult ReductionLowering::lower(linalg::LinalgOp op) {
   SmallVector<unsigned> par, red;
-  if (!isLowerableReduction(op, par, red))
+  // Kept reduced dims (a channels-last global pool's [N, 1, 1, C]) are the
+  // constant 0 of the output's map, at every point.
+  if (!isLowerableReduction(op, par, red, /*allowZeroResults=*/true))
     return failure();
   unsigned numLoops = op.getNumLoops();
   Block &body = *op.getBlock();
@@ -139,10 +141,7 @@ LogicalResult ReductionLowering::lower(linalg::LinalgOp op) {
   return success();
 }
 
-/// The op that combines a reduction body's accumulator with the value the
-/// body computes from the inputs (acc = combine(acc, x)), when the fill
-/// `init` is its identity; null otherwise.
-static Operation *warpCombiner(Block &body, Value init) {
+Operation *mlir::kiln::gpumap::warpCombiner(Block &body, Value init) {
   Value acc = body.getArgument(body.getNumArguments() - 1);
   Operation *yielded = body.getTerminator()->getOperand(0).getDefiningOp();
   if (!yielded || yielded->getNumOperands() != 2 ||

@@ -43,6 +43,9 @@ def KilnMapKernelsToGPU : Pass<"kiln-map-kernels-to-gpu", "ModuleOp"> {
     Option<"warpReductions", "warp-reductions", "bool", /*default=*/"true",
            "Reduce along a contiguous dim with one warp (wave) per output "
            "and shuffles">,
+    Option<"rowFusion", "row-fusion", "bool", /*default=*/"true",
+           "Chains of row-local ops around row reductions (normalizations, "
+           "softmax) as one launch of a block per row">,
     Option<"tensorCores", "tensor-cores", "bool", /*default=*/"true",
            "Contractions of f16 or bf16 operands accumulated in f32 on "
            "the target's matrix instruction, where it has one">,

@@ -305,9 +305,11 @@ struct FuseKernelsPass
   }
 
   /// Whether kernel `k` computes only from external weights (arguments of
-  /// the model function marked `kiln.weight_offset`) and constants: it runs
-  /// once per instance (kiln-hoist-weight-kernels), so fusing it into a
-  /// consumer that runs every time would redo it on every run.
+  /// the model function marked `kiln.weight_offset`), constants and the
+  /// results of such kernels (a weight's cast to half, then its permutation
+  /// to channels-last): it runs once per instance
+  /// (kiln-hoist-weight-kernels), so fusing it into a consumer that runs
+  /// every time would redo it on every run.
   static bool isWeightOnly(KernelOp k) {
     bool anyWeight = false;
     for (Value in : k.getInputs()) {
@@ -325,6 +327,12 @@ struct FuseKernelsPass
         continue;
       }
       Operation *def = in.getDefiningOp();
+      if (auto producer = dyn_cast_or_null<KernelOp>(def)) {
+        if (!isWeightOnly(producer))
+          return false;
+        anyWeight = true;
+        continue;
+      }
       if (!def || !def->hasTrait<OpTrait::ConstantLike>())
         return false;
     }

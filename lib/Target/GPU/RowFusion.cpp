@@ -1,0 +1,359 @@
+//===- RowFusion.cpp - Normalizations and softmax as one launch -----------===//
+//
+// RowFusion (Lowering.h): a chain of row-local linalg.generic ops of a
+// launcher (LayerNormalization's mean, centering, variance and scaling;
+// softmax's max, exponentials, sum and division) becomes one launch with a
+// block per row instead of a launch per op. All ops of the chain iterate
+// the same rows (the same outer dims) and either the row's R elements (the
+// innermost dim, reduced by the row reductions) or the row itself (a
+// per-row scalar); a buffer the chain writes is accessed by the chain only
+// at the row being computed, so the blocks are independent. In the block,
+// the threads stride over the row for each op in turn, a row reduction
+// combines the threads' partial results with a butterfly of the target's
+// shuffles and then the warps' through shared memory, and a barrier
+// separates the ops (the rows the block wrote stay in its cache).
+//
+//===----------------------------------------------------------------------===//
+
+#include "Lowering.h"
+
+#include "mlir/Dialect/GPU/IR/GPUDialect.h"
+#include "mlir/Dialect/SCF/IR/SCF.h"
+
+#include <limits>
+
+using namespace mlir;
+using namespace mlir::kiln;
+using namespace mlir::kiln::gpumap;
+
+namespace {
+
+/// The longest row a block takes (R elements per op, strided by its
+/// threads); longer rows keep one launch per op.
+constexpr int64_t kMaxRow = 16384;
+
+/// Whether `map`'s results, constants 0 dropped, are the first `outer` dims
+/// in order, optionally followed by dim `outer` (the row's element).
+bool rowForm(AffineMap map, unsigned outer) {
+  SmallVector<unsigned> dims;
+  for (AffineExpr e : map.getResults()) {
+    if (auto c = dyn_cast<AffineConstantExpr>(e)) {
+      if (c.getValue() != 0)
+        return false;
+      continue;
+    }
+    auto d = dyn_cast<AffineDimExpr>(e);
+    if (!d)
+      return false;
+    dims.push_back(d.getPosition());
+  }
+  if (dims.size() != outer && dims.size() != outer + 1)
+    return false;
+  for (auto [i, d] : llvm::enumerate(dims))
+    if (d != i)
+      return false;
+  return true;
+}
+
+} // namespace
+
+using Member = RowFusion::Member;
+
+std::optional<RowFusion::Shape>
+RowFusion::rowReduction(linalg::GenericOp op) const {
+  SmallVector<unsigned> par, red;
+  if (!isLowerableReduction(op, par, red, /*allowZeroResults=*/true) ||
+      red.size() != 1 || red.front() != op.getNumLoops() - 1)
+    return std::nullopt;
+  SmallVector<int64_t> sizes = op.getStaticLoopRanges();
+  if (ShapedType::isDynamicShape(sizes) || sizes.back() < 32 ||
+      sizes.back() > kMaxRow)
+    return std::nullopt;
+  // Every input reads its row contiguously (or not at all along it): not
+  // a contraction's operand read across rows.
+  unsigned r = red.front();
+  for (OpOperand *in : op.getDpsInputOperands()) {
+    AffineMap m = op.getMatchingIndexingMap(in);
+    if (!m.isFunctionOfDim(r))
+      continue;
+    if (m.getResults().back() != getAffineDimExpr(r, op.getContext()))
+      return std::nullopt;
+    for (AffineExpr e : m.getResults().drop_back())
+      if (e.isFunctionOfDim(r))
+        return std::nullopt;
+  }
+  Shape s;
+  s.outer.assign(sizes.begin(), sizes.end() - 1);
+  s.row = sizes.back();
+  return s;
+}
+
+int64_t RowFusion::run(Block &block) {
+  int64_t fused = 0;
+  SmallVector<linalg::GenericOp> candidates;
+  for (Operation &op : block)
+    if (auto g = dyn_cast<linalg::GenericOp>(op))
+      if (rowReduction(g))
+        candidates.push_back(g);
+  SmallPtrSet<Operation *, 16> taken;
+  for (linalg::GenericOp seed : candidates) {
+    if (taken.contains(seed))
+      continue;
+    if (succeeded(fuseAround(seed, taken)))
+      ++fused;
+  }
+  return fused;
+}
+
+LogicalResult RowFusion::fuseAround(linalg::GenericOp seed,
+                                    SmallPtrSetImpl<Operation *> &taken) {
+  Shape shape = *rowReduction(seed);
+  unsigned outer = shape.outer.size();
+  // Classifies `op` as a member of a chain of `shape`.
+  auto classify = [&](Operation *o) -> std::optional<Member> {
+    auto g = dyn_cast<linalg::GenericOp>(o);
+    if (!g || taken.contains(o) || !g.hasPureBufferSemantics() ||
+        g.getNumDpsInits() != 1 ||
+        g.getBlock()->getTerminator()->getNumOperands() != 1)
+      return std::nullopt;
+    SmallVector<int64_t> sizes = g.getStaticLoopRanges();
+    if (ShapedType::isDynamicShape(sizes))
+      return std::nullopt;
+    Member m{g, Member::Row, {}, nullptr};
+    if (std::optional<Shape> s = rowReduction(g)) {
+      if (s->outer != shape.outer || s->row != shape.row)
+        return std::nullopt;
+      auto fill = dyn_cast_or_null<linalg::FillOp>(g->getPrevNode());
+      if (!fill || fill.getOutputs()[0] != g.getDpsInitOperand(0)->get())
+        return std::nullopt;
+      m.kind = Member::Reduction;
+      m.fill = fill;
+      m.combiner = warpCombiner(*g.getBlock(), fill.getInputs()[0]);
+      return m.combiner ? std::optional(m) : std::nullopt;
+    }
+    if (g.getNumReductionLoops() != 0)
+      return std::nullopt;
+    ArrayRef<int64_t> s(sizes);
+    if (s == ArrayRef(shape.outer) ||
+        (s.size() == outer + 1 &&
+         s.take_front(outer) == ArrayRef(shape.outer) && s.back() == 1))
+      m.kind = Member::Scalar;
+    else if (!(s.size() == outer + 1 &&
+               s.take_front(outer) == ArrayRef(shape.outer) &&
+               s.back() == shape.row))
+      return std::nullopt;
+    return m;
+  };
+  // Ops that may sit between members: moved before the launch.
+  auto movable = [](Operation *o) {
+    if (auto b = dyn_cast<BufferOp>(o))
+      return b.getDynamicSizes().empty();
+    return isa<arith::ConstantOp>(o);
+  };
+  // The chain: the seed's neighbours in its block while they classify.
+  SmallVector<Member> chain;
+  std::optional<Member> m0 = classify(seed);
+  if (!m0)
+    return failure();
+  chain.push_back(*m0);
+  Operation *first = m0->fill ? m0->fill.getOperation() : seed.getOperation();
+  for (Operation *o = first->getPrevNode(); o; o = o->getPrevNode()) {
+    if (movable(o))
+      continue;
+    std::optional<Member> m = classify(o);
+    if (!m)
+      break;
+    chain.insert(chain.begin(), *m);
+    o = m->fill ? m->fill.getOperation() : o;
+  }
+  for (Operation *o = seed->getNextNode(); o; o = o->getNextNode()) {
+    if (movable(o))
+      continue;
+    // A fill starts the next reduction (its initial value).
+    Operation *op = isa<linalg::FillOp>(o) ? o->getNextNode() : o;
+    std::optional<Member> m = op ? classify(op) : std::nullopt;
+    if (!m || (m->kind == Member::Reduction) != (op != o))
+      break;
+    chain.push_back(*m);
+    o = op;
+  }
+  int64_t rows = 1;
+  for (int64_t size : shape.outer)
+    rows *= size;
+  // One reduction and per-row scalars after it are one launch already
+  // (ReductionLowering::lowerWarp's epilogue).
+  int64_t reductions = 0, rowOps = 0;
+  for (Member &m : chain) {
+    reductions += m.kind == Member::Reduction;
+    rowOps += m.kind == Member::Row;
+  }
+  if ((reductions < 2 && rowOps == 0) ||
+      rows > std::numeric_limits<int32_t>::max())
+    return failure();
+  // Row-locality: every access to a buffer the chain writes is to the row
+  // being computed.
+  DenseSet<Value> written;
+  for (Member &m : chain)
+    written.insert(m.op.getDpsInitOperand(0)->get());
+  for (Member &m : chain)
+    for (OpOperand &o : m.op->getOpOperands())
+      if (written.contains(o.get()) &&
+          !rowForm(m.op.getMatchingIndexingMap(&o), outer))
+        return failure();
+  emit(chain, shape);
+  for (Member &m : chain)
+    taken.insert(m.op);
+  return success();
+}
+
+void RowFusion::emit(MutableArrayRef<Member> chain, const Shape &shape) {
+  linalg::GenericOp head = chain.front().op;
+  Operation *start =
+      chain.front().fill ? chain.front().fill.getOperation() : head;
+  Location loc = head.getLoc();
+  // Constants and buffers between the members go before the launch.
+  for (Operation *o = start->getNextNode(), *next; o != chain.back().op;
+       o = next) {
+    next = o->getNextNode();
+    if (!isa<linalg::LinalgOp>(o))
+      o->moveBefore(start);
+  }
+  rewriter.setInsertionPoint(start);
+  int64_t warp = info.getWarpSize();
+  int64_t threads = shape.row >= 2048 ? 512 : shape.row >= 512 ? 256 : 128;
+  threads = std::max(threads, warp);
+  int64_t rows = 1;
+  for (int64_t s : shape.outer)
+    rows *= s;
+  auto launch = gpu::LaunchOp::create(
+      rewriter, loc, index(loc, rows), index(loc, 1), index(loc, 1),
+      index(loc, threads), index(loc, 1), index(loc, 1));
+  // One shared slot per warp for each reduction's partial results.
+  SmallVector<Value> partials;
+  for (Member &m : chain)
+    if (m.kind == Member::Reduction) {
+      Type t = m.fill.getInputs()[0].getType();
+      auto type = MemRefType::get(
+          {threads / warp}, t, MemRefLayoutAttrInterface(),
+          gpu::AddressSpaceAttr::get(rewriter.getContext(),
+                                     gpu::AddressSpace::Workgroup));
+      partials.push_back(launch.addWorkgroupAttribution(type, loc));
+    }
+  Block &body = launch.getBody().front();
+  rewriter.setInsertionPointToEnd(&body);
+  auto term = gpu::TerminatorOp::create(rewriter, loc);
+  rewriter.setInsertionPoint(term);
+  Value tid = launch.getThreadIds().x;
+  // The row's outer indices (the last fastest).
+  unsigned outer = shape.outer.size();
+  SmallVector<Value> outerIdx(outer);
+  {
+    Value rest = launch.getBlockIds().x;
+    for (int64_t d = outer - 1; d >= 0; --d) {
+      Value size = index(loc, shape.outer[d]);
+      outerIdx[d] =
+          d ? arith::RemUIOp::create(rewriter, loc, rest, size).getResult()
+            : rest;
+      if (d)
+        rest = arith::DivUIOp::create(rewriter, loc, rest, size);
+    }
+  }
+  Value zero = index(loc, 0);
+  Value isFirst =
+      arith::CmpIOp::create(rewriter, loc, arith::CmpIPredicate::eq, tid, zero);
+  auto argsAt = [&](linalg::GenericOp g, ArrayRef<Value> dims, Value acc) {
+    SmallVector<Value> args;
+    for (OpOperand *in : g.getDpsInputOperands())
+      args.push_back(
+          isa<MemRefType>(in->get().getType())
+              ? load(loc, in->get(), g.getMatchingIndexingMap(in), dims)
+              : in->get());
+    OpOperand *out = g.getDpsInitOperand(0);
+    BlockArgument outArg = g.getBlock()->getArguments().back();
+    if (acc)
+      args.push_back(acc);
+    else if (!outArg.use_empty())
+      args.push_back(
+          load(loc, out->get(), g.getMatchingIndexingMap(out), dims));
+    else
+      args.push_back(ub::PoisonOp::create(rewriter, loc, outArg.getType()));
+    return args;
+  };
+  unsigned partial = 0;
+  for (size_t i = 0; i < chain.size(); ++i) {
+    Member &m = chain[i];
+    linalg::GenericOp g = m.op;
+    OpOperand *out = g.getDpsInitOperand(0);
+    if (i)
+      info.buildBarrier(rewriter, loc);
+    if (m.kind == Member::Scalar) {
+      auto guard = scf::IfOp::create(rewriter, loc, isFirst, false);
+      OpBuilder::InsertionGuard ig(rewriter);
+      rewriter.setInsertionPoint(guard.thenBlock()->getTerminator());
+      SmallVector<Value> dims = outerIdx;
+      if (g.getNumLoops() == outer + 1)
+        dims.push_back(zero);
+      Value v = inlineBody(*g.getBlock(), argsAt(g, dims, {}), dims);
+      store(loc, v, out->get(), g.getMatchingIndexingMap(out), dims);
+      continue;
+    }
+    Value init = m.kind == Member::Reduction ? m.fill.getInputs()[0] : Value();
+    auto loop = scf::ForOp::create(rewriter, loc, tid, index(loc, shape.row),
+                                   index(loc, threads),
+                                   init ? ValueRange{init} : ValueRange{});
+    {
+      OpBuilder::InsertionGuard ig(rewriter);
+      rewriter.setInsertionPointToStart(loop.getBody());
+      SmallVector<Value> dims = outerIdx;
+      dims.push_back(loop.getInductionVar());
+      Value acc = init ? loop.getRegionIterArgs()[0] : Value();
+      Value v = inlineBody(*g.getBlock(), argsAt(g, dims, acc), dims);
+      if (init) {
+        scf::YieldOp::create(rewriter, loc, v);
+      } else {
+        store(loc, v, out->get(), g.getMatchingIndexingMap(out), dims);
+        rewriter.setInsertionPoint(loop.getBody()->getTerminator());
+      }
+    }
+    if (!init)
+      continue;
+    // Block-wide: a butterfly in each warp, the warps' results through
+    // shared memory, combined by the first thread.
+    auto combine = [&](Value a, Value b) {
+      OperationState state(loc, m.combiner->getName(), ValueRange{a, b},
+                           a.getType(), m.combiner->getAttrs());
+      return rewriter.create(state)->getResult(0);
+    };
+    Value acc = loop.getResult(0);
+    for (int32_t offset = warp / 2; offset >= 1; offset /= 2)
+      acc =
+          combine(acc, info.buildShuffleXor(rewriter, loc, acc, offset, warp));
+    Value slots = partials[partial++];
+    Value lane = arith::RemUIOp::create(rewriter, loc, tid, index(loc, warp));
+    Value warpId = arith::DivUIOp::create(rewriter, loc, tid, index(loc, warp));
+    Value isLane0 = arith::CmpIOp::create(rewriter, loc,
+                                          arith::CmpIPredicate::eq, lane, zero);
+    {
+      auto guard = scf::IfOp::create(rewriter, loc, isLane0, false);
+      OpBuilder::InsertionGuard ig(rewriter);
+      rewriter.setInsertionPoint(guard.thenBlock()->getTerminator());
+      memref::StoreOp::create(rewriter, loc, acc, slots, ValueRange{warpId});
+    }
+    info.buildBarrier(rewriter, loc);
+    auto guard = scf::IfOp::create(rewriter, loc, isFirst, false);
+    OpBuilder::InsertionGuard ig(rewriter);
+    rewriter.setInsertionPoint(guard.thenBlock()->getTerminator());
+    Value total = memref::LoadOp::create(rewriter, loc, slots, zero);
+    for (int64_t w = 1; w < threads / warp; ++w)
+      total = combine(total, memref::LoadOp::create(rewriter, loc, slots,
+                                                    ValueRange{index(loc, w)}));
+    SmallVector<Value> pt = outerIdx;
+    pt.push_back(zero);
+    store(loc, total, out->get(), g.getMatchingIndexingMap(out), pt);
+  }
+  for (Member &m : llvm::reverse(chain)) {
+    rewriter.eraseOp(m.op);
+    if (m.fill)
+      rewriter.eraseOp(m.fill);
+  }
+}

@@ -1,0 +1,176 @@
+// RUN: kiln-opt %s --kiln-map-kernels-to-gpu --split-input-file | FileCheck %s
+// RUN: kiln-opt %s --kiln-map-kernels-to-gpu="row-fusion=0" --split-input-file | FileCheck %s --check-prefix=OFF
+// RUN: kiln-opt %s --pass-pipeline="builtin.module(kiln-map-kernels-to-gpu, canonicalize, gpu-launch-sink-index-computations, gpu-kernel-outlining, kiln-merge-gpu-modules, nvvm-attach-target{chip=sm_90 features=+ptx80 O=3}, gpu.module(lower-affine, arith-expand, expand-strided-metadata, convert-scf-to-cf, kiln-finalize-device-memrefs{stage=before}, convert-gpu-to-nvvm, kiln-finalize-device-memrefs, canonicalize, cse, reconcile-unrealized-casts), gpu-module-to-binary{format=isa})" --split-input-file | sed -e 's/\\0A/\n/g' -e 's/\\09/ /g' | FileCheck %s --check-prefix=PTX
+
+// A residual add and LayerNormalization as ONNX lowers them (the add, the
+// mean's sum, the centering, the variance's sum of squares, the scaling):
+// one launch of a block per row (32 x 128 rows of 768, 256 threads), each
+// op in turn with the threads striding over the row, a barrier between
+// them; each sum is a butterfly of xor shuffles in the warps, the 8 warps'
+// partial sums through shared memory, combined and stored by thread 0.
+// CHECK-LABEL: func.func private @add_layernorm
+// CHECK: gpu.launch blocks({{.*}}) in (%{{.*}} = %c4096, {{.*}}) threads({{.*}}) in (%{{.*}} = %c256, {{.*}}) workgroup(%[[P0:.*]] : memref<8xf32, #gpu.address_space<workgroup>>, %[[P1:.*]] : memref<8xf32, #gpu.address_space<workgroup>>)
+// The add.
+// CHECK: scf.for %{{.*}} = %[[TID:.*]] to %c768{{[_0-9]*}} step %c256{{[_0-9]*}}
+// CHECK: arith.addf
+// CHECK: memref.store
+// CHECK: gpu.barrier
+// The mean's sum: the threads' partial sums, the warps' butterfly, then
+// shared memory.
+// CHECK: scf.for %{{.*}} = %[[TID]] to %c768{{[_0-9]*}} step %c256{{[_0-9]*}}{{.*}} iter_args
+// CHECK-COUNT-5: gpu.shuffle xor
+// CHECK: memref.store %{{.*}}, %[[P0]]
+// CHECK: gpu.barrier
+// CHECK: scf.if
+// CHECK-COUNT-8: memref.load %[[P0]]
+// CHECK: gpu.barrier
+// The centering, the variance, the scaling.
+// CHECK: scf.for %{{.*}} = %[[TID]] to %c768{{[_0-9]*}} step %c256{{[_0-9]*}}
+// CHECK: gpu.barrier
+// CHECK: scf.for %{{.*}} = %[[TID]] to %c768{{[_0-9]*}} step %c256{{[_0-9]*}}{{.*}} iter_args
+// CHECK: memref.store %{{.*}}, %[[P1]]
+// CHECK: gpu.barrier
+// CHECK: scf.for %{{.*}} = %[[TID]] to %c768{{[_0-9]*}} step %c256{{[_0-9]*}}
+// CHECK: math.sqrt
+// CHECK-NOT: gpu.launch
+// CHECK: return
+// Off: a launch per op (the sums a warp per row).
+// OFF-LABEL: func.func private @add_layernorm
+// OFF-COUNT-5: gpu.launch
+// PTX-LABEL: .visible .entry add_layernorm_kernel(
+// PTX: .shared .align 16 .b8 __wg_add_layernorm_kernel_0[32];
+// PTX-DAG: shfl.sync.bfly.b32
+// PTX-DAG: bar.sync 0
+
+#id = affine_map<(d0, d1, d2) -> (d0, d1, d2)>
+#row = affine_map<(d0, d1, d2) -> (d0, d1, 0)>
+#bcast = affine_map<(d0, d1, d2) -> (0, 0, d2)>
+module {
+  func.func private @add_layernorm(%x: memref<32x128x768xf32>, %r: memref<32x128x768xf32>, %s: memref<1x1x768xf32>, %b: memref<1x1x768xf32>, %y: memref<32x128x768xf32>) attributes {kiln.kernel} {
+    %zero = arith.constant 0.000000e+00 : f32
+    %n = arith.constant 7.680000e+02 : f32
+    %one = arith.constant 1.000000e+00 : f32
+    %eps = arith.constant 9.99999974E-6 : f32
+    %a = memref.alloc() : memref<32x128x768xf32>
+    linalg.generic {indexing_maps = [#id, #id, #id], iterator_types = ["parallel", "parallel", "parallel"]} ins(%x, %r : memref<32x128x768xf32>, memref<32x128x768xf32>) outs(%a : memref<32x128x768xf32>) {
+    ^bb0(%in: f32, %in_6: f32, %out: f32):
+      %0 = arith.addf %in, %in_6 : f32
+      linalg.yield %0 : f32
+    }
+    %sum = memref.alloc() : memref<32x128x1xf32>
+    linalg.fill ins(%zero : f32) outs(%sum : memref<32x128x1xf32>)
+    linalg.generic {indexing_maps = [#id, #row], iterator_types = ["parallel", "parallel", "reduction"]} ins(%a : memref<32x128x768xf32>) outs(%sum : memref<32x128x1xf32>) {
+    ^bb0(%in: f32, %out: f32):
+      %0 = arith.addf %out, %in : f32
+      linalg.yield %0 : f32
+    }
+    %c = memref.alloc() : memref<32x128x768xf32>
+    linalg.generic {indexing_maps = [#id, #row, #id], iterator_types = ["parallel", "parallel", "parallel"]} ins(%a, %sum : memref<32x128x768xf32>, memref<32x128x1xf32>) outs(%c : memref<32x128x768xf32>) {
+    ^bb0(%in: f32, %in_6: f32, %out: f32):
+      %0 = arith.divf %in_6, %n : f32
+      %1 = arith.subf %in, %0 : f32
+      linalg.yield %1 : f32
+    }
+    %sq = memref.alloc() : memref<32x128x1xf32>
+    linalg.fill ins(%zero : f32) outs(%sq : memref<32x128x1xf32>)
+    linalg.generic {indexing_maps = [#id, #row], iterator_types = ["parallel", "parallel", "reduction"]} ins(%c : memref<32x128x768xf32>) outs(%sq : memref<32x128x1xf32>) {
+    ^bb0(%in: f32, %out: f32):
+      %0 = arith.mulf %in, %in : f32
+      %1 = arith.addf %out, %0 : f32
+      linalg.yield %1 : f32
+    }
+    linalg.generic {indexing_maps = [#id, #row, #bcast, #bcast, #id], iterator_types = ["parallel", "parallel", "parallel"]} ins(%c, %sq, %s, %b : memref<32x128x768xf32>, memref<32x128x1xf32>, memref<1x1x768xf32>, memref<1x1x768xf32>) outs(%y : memref<32x128x768xf32>) {
+    ^bb0(%in: f32, %in_6: f32, %in_7: f32, %in_8: f32, %out: f32):
+      %0 = arith.divf %in_6, %n : f32
+      %1 = arith.addf %0, %eps : f32
+      %2 = math.sqrt %1 : f32
+      %3 = arith.divf %one, %2 : f32
+      %4 = arith.mulf %in, %3 : f32
+      %5 = arith.mulf %4, %in_7 : f32
+      %6 = arith.addf %5, %in_8 : f32
+      linalg.yield %6 : f32
+    }
+    memref.dealloc %a : memref<32x128x768xf32>
+    memref.dealloc %sum : memref<32x128x1xf32>
+    memref.dealloc %c : memref<32x128x768xf32>
+    memref.dealloc %sq : memref<32x128x1xf32>
+    return
+  }
+}
+
+// -----
+
+// Softmax over rows of 128 (attention's scores): the max, the
+// exponentials, their sum and the division in one launch of 128 threads per
+// row; the max's fill (-inf) is its identity.
+// CHECK-LABEL: func.func private @softmax
+// CHECK: gpu.launch blocks({{.*}}) in (%{{.*}} = %c49152, {{.*}}) threads({{.*}}) in (%{{.*}} = %c128,
+// CHECK: iter_args(%{{.*}} = %cst
+// CHECK: arith.maximumf
+// CHECK: gpu.barrier
+// CHECK: math.exp
+// CHECK: gpu.barrier
+// CHECK: arith.divf
+// CHECK-NOT: gpu.launch
+// A row op that reads another row (a shifted window) keeps a launch per op.
+// CHECK-LABEL: func.func private @not_row_local
+// CHECK-COUNT-3: gpu.launch
+#id2 = affine_map<(d0, d1, d2, d3) -> (d0, d1, d2, d3)>
+#row2 = affine_map<(d0, d1, d2, d3) -> (d0, d1, d2, 0)>
+#prev = affine_map<(d0, d1, d2, d3) -> (d0, d1, 0, d3)>
+module {
+  func.func private @softmax(%x: memref<32x12x128x128xf32>, %y: memref<32x12x128x128xf16>) attributes {kiln.kernel} {
+    %ninf = arith.constant 0xFF800000 : f32
+    %zero = arith.constant 0.000000e+00 : f32
+    %m = memref.alloc() : memref<32x12x128x1xf32>
+    linalg.fill ins(%ninf : f32) outs(%m : memref<32x12x128x1xf32>)
+    linalg.generic {indexing_maps = [#id2, #row2], iterator_types = ["parallel", "parallel", "parallel", "reduction"]} ins(%x : memref<32x12x128x128xf32>) outs(%m : memref<32x12x128x1xf32>) {
+    ^bb0(%in: f32, %out: f32):
+      %0 = arith.maximumf %out, %in : f32
+      linalg.yield %0 : f32
+    }
+    %e = memref.alloc() : memref<32x12x128x128xf32>
+    linalg.generic {indexing_maps = [#id2, #row2, #id2], iterator_types = ["parallel", "parallel", "parallel", "parallel"]} ins(%x, %m : memref<32x12x128x128xf32>, memref<32x12x128x1xf32>) outs(%e : memref<32x12x128x128xf32>) {
+    ^bb0(%in: f32, %in_0: f32, %out: f32):
+      %0 = arith.subf %in, %in_0 : f32
+      %1 = math.exp %0 : f32
+      linalg.yield %1 : f32
+    }
+    %s = memref.alloc() : memref<32x12x128x1xf32>
+    linalg.fill ins(%zero : f32) outs(%s : memref<32x12x128x1xf32>)
+    linalg.generic {indexing_maps = [#id2, #row2], iterator_types = ["parallel", "parallel", "parallel", "reduction"]} ins(%e : memref<32x12x128x128xf32>) outs(%s : memref<32x12x128x1xf32>) {
+    ^bb0(%in: f32, %out: f32):
+      %0 = arith.addf %out, %in : f32
+      linalg.yield %0 : f32
+    }
+    linalg.generic {indexing_maps = [#id2, #row2, #id2], iterator_types = ["parallel", "parallel", "parallel", "parallel"]} ins(%e, %s : memref<32x12x128x128xf32>, memref<32x12x128x1xf32>) outs(%y : memref<32x12x128x128xf16>) {
+    ^bb0(%in: f32, %in_0: f32, %out: f16):
+      %0 = arith.divf %in, %in_0 : f32
+      %1 = arith.truncf %0 : f32 to f16
+      linalg.yield %1 : f16
+    }
+    return
+  }
+  func.func private @not_row_local(%x: memref<32x12x128x128xf32>, %y: memref<32x12x128x128xf32>) attributes {kiln.kernel} {
+    %zero = arith.constant 0.000000e+00 : f32
+    %s = memref.alloc() : memref<32x12x128x1xf32>
+    %e = memref.alloc() : memref<32x12x128x128xf32>
+    linalg.generic {indexing_maps = [#id2, #id2], iterator_types = ["parallel", "parallel", "parallel", "parallel"]} ins(%x : memref<32x12x128x128xf32>) outs(%e : memref<32x12x128x128xf32>) {
+    ^bb0(%in: f32, %out: f32):
+      %0 = math.exp %in : f32
+      linalg.yield %0 : f32
+    }
+    linalg.fill ins(%zero : f32) outs(%s : memref<32x12x128x1xf32>)
+    linalg.generic {indexing_maps = [#id2, #row2], iterator_types = ["parallel", "parallel", "parallel", "reduction"]} ins(%e : memref<32x12x128x128xf32>) outs(%s : memref<32x12x128x1xf32>) {
+    ^bb0(%in: f32, %out: f32):
+      %0 = arith.addf %out, %in : f32
+      linalg.yield %0 : f32
+    }
+    linalg.generic {indexing_maps = [#prev, #row2, #id2], iterator_types = ["parallel", "parallel", "parallel", "parallel"]} ins(%e, %s : memref<32x12x128x128xf32>, memref<32x12x128x1xf32>) outs(%y : memref<32x12x128x128xf32>) {
+    ^bb0(%in: f32, %in_0: f32, %out: f32):
+      %0 = arith.divf %in, %in_0 : f32
+      linalg.yield %0 : f32
+    }
+    return
+  }
+}
