@@ -31,6 +31,9 @@ namespace {
 /// The longest row a block takes (R elements per op, strided by its
 /// threads); longer rows keep one launch per op.
 constexpr int64_t kMaxRow = 16384;
+/// Rows up to this long take a warp each (their elements and row scalars in
+/// the lanes' registers, no barriers); longer ones a block each.
+constexpr int64_t kWarpRow = 2048;
 
 /// Whether `map`'s results, constants 0 dropped, are the first `outer` dims
 /// in order, optionally followed by dim `outer` (the row's element).
@@ -220,18 +223,23 @@ void RowFusion::emit(MutableArrayRef<Member> chain, const Shape &shape) {
   }
   rewriter.setInsertionPoint(start);
   int64_t warp = info.getWarpSize();
-  int64_t threads = shape.row >= 2048 ? 512 : shape.row >= 512 ? 256 : 128;
-  threads = std::max(threads, warp);
   int64_t rows = 1;
   for (int64_t s : shape.outer)
     rows *= s;
+  // Rows up to kWarpRow elements: a warp each (8 per block), no barriers;
+  // longer ones: a block each.
+  bool warpRows = shape.row <= kWarpRow;
+  int64_t threads = warpRows ? 8 * warp : shape.row >= 4096 ? 512 : 256;
+  int64_t rowsPerBlock = warpRows ? threads / warp : 1;
+  int64_t stride = warpRows ? warp : threads;
   auto launch = gpu::LaunchOp::create(
-      rewriter, loc, index(loc, rows), index(loc, 1), index(loc, 1),
-      index(loc, threads), index(loc, 1), index(loc, 1));
-  // One shared slot per warp for each reduction's partial results.
+      rewriter, loc, index(loc, (rows + rowsPerBlock - 1) / rowsPerBlock),
+      index(loc, 1), index(loc, 1), index(loc, threads), index(loc, 1),
+      index(loc, 1));
+  // Block rows: one shared slot per warp for each reduction's partials.
   SmallVector<Value> partials;
   for (Member &m : chain)
-    if (m.kind == Member::Reduction) {
+    if (m.kind == Member::Reduction && !warpRows) {
       Type t = m.fill.getInputs()[0].getType();
       auto type = MemRefType::get(
           {threads / warp}, t, MemRefLayoutAttrInterface(),
@@ -243,12 +251,30 @@ void RowFusion::emit(MutableArrayRef<Member> chain, const Shape &shape) {
   rewriter.setInsertionPointToEnd(&body);
   auto term = gpu::TerminatorOp::create(rewriter, loc);
   rewriter.setInsertionPoint(term);
+  Value zero = index(loc, 0);
   Value tid = launch.getThreadIds().x;
+  Value lane = arith::RemUIOp::create(rewriter, loc, tid, index(loc, warp));
+  Value warpId = arith::DivUIOp::create(rewriter, loc, tid, index(loc, warp));
+  // The thread's first element of the row and its row.
+  Value first = warpRows ? lane : tid;
+  Value row = launch.getBlockIds().x;
+  if (warpRows) {
+    row = arith::AddIOp::create(
+        rewriter, loc,
+        arith::MulIOp::create(rewriter, loc, row, index(loc, rowsPerBlock)),
+        warpId);
+    if (rows % rowsPerBlock) {
+      Value inRange = arith::CmpIOp::create(
+          rewriter, loc, arith::CmpIPredicate::ult, row, index(loc, rows));
+      auto guard = scf::IfOp::create(rewriter, loc, inRange, false);
+      rewriter.setInsertionPoint(guard.thenBlock()->getTerminator());
+    }
+  }
   // The row's outer indices (the last fastest).
   unsigned outer = shape.outer.size();
   SmallVector<Value> outerIdx(outer);
   {
-    Value rest = launch.getBlockIds().x;
+    Value rest = row;
     for (int64_t d = outer - 1; d >= 0; --d) {
       Value size = index(loc, shape.outer[d]);
       outerIdx[d] =
@@ -258,16 +284,29 @@ void RowFusion::emit(MutableArrayRef<Member> chain, const Shape &shape) {
         rest = arith::DivUIOp::create(rewriter, loc, rest, size);
     }
   }
-  Value zero = index(loc, 0);
-  Value isFirst =
-      arith::CmpIOp::create(rewriter, loc, arith::CmpIPredicate::eq, tid, zero);
+  // The thread that stores a row's scalars: the first of the row's.
+  Value isFirst = arith::CmpIOp::create(rewriter, loc, arith::CmpIPredicate::eq,
+                                        first, zero);
+  // Warp rows: the row scalars the chain computed, in every lane's
+  // registers (read instead of their buffers).
+  DenseMap<Value, Value> scalars;
+  // (A member over the row reads a row scalar's buffer at its one element
+  // when its map leaves out the row's dim; a per-row member always does.)
   auto argsAt = [&](linalg::GenericOp g, ArrayRef<Value> dims, Value acc) {
+    bool perRow =
+        g.getNumLoops() == outer || g.getStaticLoopRanges().back() != shape.row;
     SmallVector<Value> args;
-    for (OpOperand *in : g.getDpsInputOperands())
-      args.push_back(
-          isa<MemRefType>(in->get().getType())
-              ? load(loc, in->get(), g.getMatchingIndexingMap(in), dims)
-              : in->get());
+    for (OpOperand *in : g.getDpsInputOperands()) {
+      Value v = in->get();
+      AffineMap map = g.getMatchingIndexingMap(in);
+      if (auto it = scalars.find(v);
+          it != scalars.end() && (perRow || !map.isFunctionOfDim(outer)))
+        args.push_back(it->second);
+      else if (isa<MemRefType>(v.getType()))
+        args.push_back(load(loc, v, map, dims));
+      else
+        args.push_back(v);
+    }
     OpOperand *out = g.getDpsInitOperand(0);
     BlockArgument outArg = g.getBlock()->getArguments().back();
     if (acc)
@@ -279,27 +318,43 @@ void RowFusion::emit(MutableArrayRef<Member> chain, const Shape &shape) {
       args.push_back(ub::PoisonOp::create(rewriter, loc, outArg.getType()));
     return args;
   };
+  // Stores row scalar `v` of member `g` at `dims` from the row's first
+  // thread.
+  auto storeScalar = [&](linalg::GenericOp g, Value v, ArrayRef<Value> dims) {
+    auto guard = scf::IfOp::create(rewriter, loc, isFirst, false);
+    OpBuilder::InsertionGuard ig(rewriter);
+    rewriter.setInsertionPoint(guard.thenBlock()->getTerminator());
+    OpOperand *out = g.getDpsInitOperand(0);
+    store(loc, v, out->get(), g.getMatchingIndexingMap(out), dims);
+  };
   unsigned partial = 0;
   for (size_t i = 0; i < chain.size(); ++i) {
     Member &m = chain[i];
     linalg::GenericOp g = m.op;
     OpOperand *out = g.getDpsInitOperand(0);
-    if (i)
+    if (i && !warpRows)
       info.buildBarrier(rewriter, loc);
     if (m.kind == Member::Scalar) {
-      auto guard = scf::IfOp::create(rewriter, loc, isFirst, false);
-      OpBuilder::InsertionGuard ig(rewriter);
-      rewriter.setInsertionPoint(guard.thenBlock()->getTerminator());
       SmallVector<Value> dims = outerIdx;
       if (g.getNumLoops() == outer + 1)
         dims.push_back(zero);
+      if (warpRows) {
+        // Every lane computes it; the first stores it.
+        Value v = inlineBody(*g.getBlock(), argsAt(g, dims, {}), dims);
+        scalars[out->get()] = v;
+        storeScalar(g, v, dims);
+        continue;
+      }
+      auto guard = scf::IfOp::create(rewriter, loc, isFirst, false);
+      OpBuilder::InsertionGuard ig(rewriter);
+      rewriter.setInsertionPoint(guard.thenBlock()->getTerminator());
       Value v = inlineBody(*g.getBlock(), argsAt(g, dims, {}), dims);
       store(loc, v, out->get(), g.getMatchingIndexingMap(out), dims);
       continue;
     }
     Value init = m.kind == Member::Reduction ? m.fill.getInputs()[0] : Value();
-    auto loop = scf::ForOp::create(rewriter, loc, tid, index(loc, shape.row),
-                                   index(loc, threads),
+    auto loop = scf::ForOp::create(rewriter, loc, first, index(loc, shape.row),
+                                   index(loc, stride),
                                    init ? ValueRange{init} : ValueRange{});
     {
       OpBuilder::InsertionGuard ig(rewriter);
@@ -317,8 +372,7 @@ void RowFusion::emit(MutableArrayRef<Member> chain, const Shape &shape) {
     }
     if (!init)
       continue;
-    // Block-wide: a butterfly in each warp, the warps' results through
-    // shared memory, combined by the first thread.
+    // A butterfly in each warp (every lane then holds its warp's value).
     auto combine = [&](Value a, Value b) {
       OperationState state(loc, m.combiner->getName(), ValueRange{a, b},
                            a.getType(), m.combiner->getAttrs());
@@ -328,9 +382,16 @@ void RowFusion::emit(MutableArrayRef<Member> chain, const Shape &shape) {
     for (int32_t offset = warp / 2; offset >= 1; offset /= 2)
       acc =
           combine(acc, info.buildShuffleXor(rewriter, loc, acc, offset, warp));
+    SmallVector<Value> pt = outerIdx;
+    pt.push_back(zero);
+    if (warpRows) {
+      scalars[out->get()] = acc;
+      storeScalar(g, acc, pt);
+      continue;
+    }
+    // Block rows: the warps' values through shared memory, combined and
+    // stored by the first thread.
     Value slots = partials[partial++];
-    Value lane = arith::RemUIOp::create(rewriter, loc, tid, index(loc, warp));
-    Value warpId = arith::DivUIOp::create(rewriter, loc, tid, index(loc, warp));
     Value isLane0 = arith::CmpIOp::create(rewriter, loc,
                                           arith::CmpIPredicate::eq, lane, zero);
     {
@@ -347,8 +408,6 @@ void RowFusion::emit(MutableArrayRef<Member> chain, const Shape &shape) {
     for (int64_t w = 1; w < threads / warp; ++w)
       total = combine(total, memref::LoadOp::create(rewriter, loc, slots,
                                                     ValueRange{index(loc, w)}));
-    SmallVector<Value> pt = outerIdx;
-    pt.push_back(zero);
     store(loc, total, out->get(), g.getMatchingIndexingMap(out), pt);
   }
   for (Member &m : llvm::reverse(chain)) {

@@ -4,33 +4,30 @@
 
 // A residual add and LayerNormalization as ONNX lowers them (the add, the
 // mean's sum, the centering, the variance's sum of squares, the scaling):
-// one launch of a block per row (32 x 128 rows of 768, 256 threads), each
-// op in turn with the threads striding over the row, a barrier between
-// them; each sum is a butterfly of xor shuffles in the warps, the 8 warps'
-// partial sums through shared memory, combined and stored by thread 0.
+// one launch; rows of 768 take a warp each (8 per block of 256 threads:
+// 512 blocks for 32 x 128 rows), each op in turn with the lanes striding
+// over the row, no barriers. Each sum is a butterfly of xor shuffles after
+// which every lane holds it: the first lane stores it, the later ops read
+// it from registers (the centering and the scaling load no row scalar).
 // CHECK-LABEL: func.func private @add_layernorm
-// CHECK: gpu.launch blocks({{.*}}) in (%{{.*}} = %c4096, {{.*}}) threads({{.*}}) in (%{{.*}} = %c256, {{.*}}) workgroup(%[[P0:.*]] : memref<8xf32, #gpu.address_space<workgroup>>, %[[P1:.*]] : memref<8xf32, #gpu.address_space<workgroup>>)
+// CHECK: gpu.launch blocks({{.*}}) in (%{{.*}} = %c512, {{.*}}) threads({{.*}}) in (%{{.*}} = %c256, {{.*}}) {
+// CHECK-NOT: gpu.barrier
 // The add.
-// CHECK: scf.for %{{.*}} = %[[TID:.*]] to %c768{{[_0-9]*}} step %c256{{[_0-9]*}}
+// CHECK: scf.for %{{.*}} = %[[LANE:.*]] to %c768{{[_0-9]*}} step %c32{{[_0-9]*}} {
 // CHECK: arith.addf
 // CHECK: memref.store
-// CHECK: gpu.barrier
-// The mean's sum: the threads' partial sums, the warps' butterfly, then
-// shared memory.
-// CHECK: scf.for %{{.*}} = %[[TID]] to %c768{{[_0-9]*}} step %c256{{[_0-9]*}}{{.*}} iter_args
+// The mean's sum.
+// CHECK: scf.for %{{.*}} = %[[LANE]] to %c768{{[_0-9]*}} step %c32{{[_0-9]*}} iter_args
 // CHECK-COUNT-5: gpu.shuffle xor
-// CHECK: memref.store %{{.*}}, %[[P0]]
-// CHECK: gpu.barrier
 // CHECK: scf.if
-// CHECK-COUNT-8: memref.load %[[P0]]
-// CHECK: gpu.barrier
-// The centering, the variance, the scaling.
-// CHECK: scf.for %{{.*}} = %[[TID]] to %c768{{[_0-9]*}} step %c256{{[_0-9]*}}
-// CHECK: gpu.barrier
-// CHECK: scf.for %{{.*}} = %[[TID]] to %c768{{[_0-9]*}} step %c256{{[_0-9]*}}{{.*}} iter_args
-// CHECK: memref.store %{{.*}}, %[[P1]]
-// CHECK: gpu.barrier
-// CHECK: scf.for %{{.*}} = %[[TID]] to %c768{{[_0-9]*}} step %c256{{[_0-9]*}}
+// CHECK: memref.store %[[MEAN:[^,]*]], %{{.*}} : memref<32x128x1xf32>
+// The centering reads the mean from registers.
+// CHECK: scf.for %{{.*}} = %[[LANE]] to %c768{{[_0-9]*}} step %c32{{[_0-9]*}} {
+// CHECK-NOT: memref<32x128x1xf32>
+// CHECK: arith.divf %[[MEAN]]
+// CHECK: scf.for %{{.*}} = %[[LANE]] to %c768{{[_0-9]*}} step %c32{{[_0-9]*}} iter_args
+// CHECK-COUNT-5: gpu.shuffle xor
+// CHECK: scf.for %{{.*}} = %[[LANE]] to %c768{{[_0-9]*}} step %c32{{[_0-9]*}} {
 // CHECK: math.sqrt
 // CHECK-NOT: gpu.launch
 // CHECK: return
@@ -38,9 +35,9 @@
 // OFF-LABEL: func.func private @add_layernorm
 // OFF-COUNT-5: gpu.launch
 // PTX-LABEL: .visible .entry add_layernorm_kernel(
-// PTX: .shared .align 16 .b8 __wg_add_layernorm_kernel_0[32];
 // PTX-DAG: shfl.sync.bfly.b32
-// PTX-DAG: bar.sync 0
+// PTX-NOT: bar.sync
+// PTX: ret;
 
 #id = affine_map<(d0, d1, d2) -> (d0, d1, d2)>
 #row = affine_map<(d0, d1, d2) -> (d0, d1, 0)>
@@ -101,15 +98,26 @@ module {
 // -----
 
 // Softmax over rows of 128 (attention's scores): the max, the
-// exponentials, their sum and the division in one launch of 128 threads per
-// row; the max's fill (-inf) is its identity.
+// exponentials, their sum and the division in one launch of a warp per row
+// (6144 blocks of 8); the max's fill (-inf) is its identity.
 // CHECK-LABEL: func.func private @softmax
-// CHECK: gpu.launch blocks({{.*}}) in (%{{.*}} = %c49152, {{.*}}) threads({{.*}}) in (%{{.*}} = %c128,
+// CHECK: gpu.launch blocks({{.*}}) in (%{{.*}} = %c6144, {{.*}}) threads({{.*}}) in (%{{.*}} = %c256,
 // CHECK: iter_args(%{{.*}} = %cst
 // CHECK: arith.maximumf
-// CHECK: gpu.barrier
 // CHECK: math.exp
+// CHECK: arith.divf
+// CHECK-NOT: gpu.launch
+// Rows longer than 2048 take a block each: the warps' partial sums go
+// through shared memory between barriers, the first thread combines them.
+// CHECK-LABEL: func.func private @long_rows
+// CHECK: gpu.launch blocks({{.*}}) in (%{{.*}} = %c64, {{.*}}) threads({{.*}}) in (%{{.*}} = %c512, {{.*}}) workgroup(%[[P:.*]] : memref<16xf32, #gpu.address_space<workgroup>>)
+// CHECK: scf.for %{{.*}} = %{{.*}} to %c8192{{[_0-9]*}} step %c512{{[_0-9]*}} iter_args
+// CHECK-COUNT-5: gpu.shuffle xor
+// CHECK: memref.store %{{.*}}, %[[P]]
 // CHECK: gpu.barrier
+// CHECK-COUNT-16: memref.load %[[P]]
+// CHECK: gpu.barrier
+// CHECK: scf.for %{{.*}} = %{{.*}} to %c8192{{[_0-9]*}} step %c512{{[_0-9]*}} {
 // CHECK: arith.divf
 // CHECK-NOT: gpu.launch
 // A row op that reads another row (a shifted window) keeps a launch per op.
@@ -148,6 +156,22 @@ module {
       %0 = arith.divf %in, %in_0 : f32
       %1 = arith.truncf %0 : f32 to f16
       linalg.yield %1 : f16
+    }
+    return
+  }
+  func.func private @long_rows(%x: memref<64x8192xf32>, %y: memref<64x8192xf32>) attributes {kiln.kernel} {
+    %zero = arith.constant 0.000000e+00 : f32
+    %s = memref.alloc() : memref<64x1xf32>
+    linalg.fill ins(%zero : f32) outs(%s : memref<64x1xf32>)
+    linalg.generic {indexing_maps = [affine_map<(d0, d1) -> (d0, d1)>, affine_map<(d0, d1) -> (d0, 0)>], iterator_types = ["parallel", "reduction"]} ins(%x : memref<64x8192xf32>) outs(%s : memref<64x1xf32>) {
+    ^bb0(%in: f32, %out: f32):
+      %0 = arith.addf %out, %in : f32
+      linalg.yield %0 : f32
+    }
+    linalg.generic {indexing_maps = [affine_map<(d0, d1) -> (d0, d1)>, affine_map<(d0, d1) -> (d0, 0)>, affine_map<(d0, d1) -> (d0, d1)>], iterator_types = ["parallel", "parallel"]} ins(%x, %s : memref<64x8192xf32>, memref<64x1xf32>) outs(%y : memref<64x8192xf32>) {
+    ^bb0(%in: f32, %in_0: f32, %out: f32):
+      %0 = arith.divf %in, %in_0 : f32
+      linalg.yield %0 : f32
     }
     return
   }
