@@ -35,6 +35,7 @@
 #include "kiln/Dialect/Kiln/IR/KilnDialect.h"
 
 #include "mlir/Dialect/Arith/IR/Arith.h"
+#include "mlir/Dialect/Func/IR/FuncOps.h"
 #include "mlir/Dialect/GPU/IR/GPUDialect.h"
 #include "mlir/Dialect/LLVMIR/LLVMDialect.h"
 #include "mlir/Dialect/LLVMIR/NVVMDialect.h"
@@ -148,6 +149,101 @@ void copyConvolutionStep(Emitter &e, const Convolution &cv, bool bKMajor,
              {e.add(n0, 64 * j), c0, kw, kh}, full);
 }
 
+/// C's dims (index-typed) at batch indices `batchIdx`, row `row` of its
+/// M x N view and column `col` (i32): the row is (r / (m1 m2 ..), ..,
+/// r % m_last) over C's m dims.
+SmallVector<Value> cPoint(OpBuilder &b, Location loc, const Problem &p,
+                          ArrayRef<Value> batchIdx, Value row, Value col) {
+  auto toIndex = [&](Value v) {
+    return v.getType().isIndex()
+               ? v
+               : arith::IndexCastUIOp::create(b, loc, b.getIndexType(), v)
+                     .getResult();
+  };
+  SmallVector<Value> dims;
+  for (Value i : batchIdx)
+    dims.push_back(toIndex(i));
+  Value rowIndex = toIndex(row);
+  SmallVector<Value> mIndices(p.mSizes.size());
+  for (int64_t d = p.mSizes.size() - 1; d >= 0; --d) {
+    if (d == 0) {
+      mIndices[d] = rowIndex;
+      break;
+    }
+    Value size = arith::ConstantIndexOp::create(b, loc, p.mSizes[d]);
+    mIndices[d] = arith::RemUIOp::create(b, loc, rowIndex, size);
+    rowIndex = arith::DivUIOp::create(b, loc, rowIndex, size);
+  }
+  llvm::append_range(dims, mIndices);
+  dims.push_back(toIndex(col));
+  return dims;
+}
+
+/// The indices of `map` (a projected permutation of C's dims) at `dims`.
+SmallVector<Value> indicesAt(AffineMap map, ArrayRef<Value> dims) {
+  SmallVector<Value> idx;
+  for (AffineExpr r : map.getResults())
+    idx.push_back(dims[cast<AffineDimExpr>(r).getPosition()]);
+  return idx;
+}
+
+/// C's value `v` at `dims` through the epilogue's body (its other inputs
+/// loaded at the point); `v` itself without an epilogue.
+Value throughEpilogue(OpBuilder &b, Location loc, const Problem &p, Value v,
+                      ArrayRef<Value> dims) {
+  linalg::GenericOp g = p.epilogue;
+  if (!g)
+    return v;
+  Block &gb = *g.getBody();
+  IRMapping map;
+  for (OpOperand *in : g.getDpsInputOperands()) {
+    Value arg = gb.getArgument(in->getOperandNumber());
+    if (in == p.epilogueIn)
+      map.map(arg, v);
+    else if (!isa<MemRefType>(in->get().getType()))
+      map.map(arg, in->get());
+    else
+      map.map(arg, memref::LoadOp::create(
+                       b, loc, in->get(),
+                       indicesAt(g.getMatchingIndexingMap(in), dims)));
+  }
+  OpOperand *out = g.getDpsInitOperand(0);
+  BlockArgument outArg = gb.getArgument(gb.getNumArguments() - 1);
+  if (!outArg.use_empty())
+    map.map(outArg, memref::LoadOp::create(
+                        b, loc, out->get(),
+                        indicesAt(g.getMatchingIndexingMap(out), dims)));
+  for (Operation &o : gb.without_terminator())
+    b.clone(o, map);
+  return map.lookupOrDefault(gb.getTerminator()->getOperand(0));
+}
+
+/// Stores the final value `r` at `dims`: into the epilogue's output, or C.
+void storeFinal(OpBuilder &b, Location loc, const Problem &p, Value r,
+                ArrayRef<Value> dims) {
+  if (!p.epilogue) {
+    memref::StoreOp::create(b, loc, r, p.c, dims);
+    return;
+  }
+  linalg::GenericOp g = p.epilogue;
+  OpOperand *out = g.getDpsInitOperand(0);
+  memref::StoreOp::create(b, loc, r, out->get(),
+                          indicesAt(g.getMatchingIndexingMap(out), dims));
+}
+
+/// The K split of a problem whose tiles leave most SMs idle: K steps per
+/// part and the parts (1: no split). Each part keeps at least 4 steps.
+std::pair<int64_t, int64_t> splitK(const Problem &p, int64_t bm, int64_t bn) {
+  int64_t steps = p.kSteps();
+  int64_t tiles = ((p.m + bm - 1) / bm) * ((p.n + bn - 1) / bn) * p.batch;
+  int64_t splits = 1;
+  if (2 * tiles <= kSMs && steps >= 8)
+    splits = std::min({steps / 4, kSMs / tiles, int64_t(16)});
+  splits = std::max<int64_t>(splits, 1);
+  int64_t per = (steps + splits - 1) / splits;
+  return {per, (steps + per - 1) / per};
+}
+
 } // namespace
 
 LogicalResult mlir::kiln::lowerWarpgroupContraction(RewriterBase &rewriter,
@@ -167,6 +263,20 @@ LogicalResult mlir::kiln::lowerWarpgroupContraction(RewriterBase &rewriter,
   // + 1024: the base is aligned up to the swizzle atom in the kernel.
   const int64_t smemBytes = barOff + 16 * stages + 1024;
   const int64_t nAcc = bn / 2;
+  // Split K: each part's sums go to a scratch buffer [batch x parts][M][N];
+  // a second launch adds them and applies the epilogue.
+  const auto [kPer, splits] = splitK(p, bm, bn);
+  Value parts;
+  if (splits > 1) {
+    OpBuilder::InsertionGuard g(rewriter);
+    rewriter.setInsertionPointToStart(
+        &p.op->getParentOfType<func::FuncOp>().getBody().front());
+    parts = BufferOp::create(rewriter, loc,
+                             MemRefType::get({p.batch * splits, p.m, p.n},
+                                             rewriter.getF32Type()),
+                             ctx, ValueRange{}, IntegerAttr())
+                .getBuffer();
+  }
 
   rewriter.setInsertionPoint(p.op);
   // Host: the tile maps. A's boxes are BM x 64 (K innermost); B's are
@@ -235,7 +345,8 @@ LogicalResult mlir::kiln::lowerWarpgroupContraction(RewriterBase &rewriter,
       rewriter, loc, rewriter.getI32Type(), smemBytes);
   auto launch = gpu::LaunchOp::create(
       rewriter, loc, cIndex((p.n + bn - 1) / bn), cIndex((p.m + bm - 1) / bm),
-      cIndex(p.batch), cIndex(threads), cIndex(1), cIndex(1), smemSize);
+      cIndex(p.batch * splits), cIndex(threads), cIndex(1), cIndex(1),
+      smemSize);
   Block &body = launch.getBody().front();
   rewriter.setInsertionPointToEnd(&body);
   auto term = gpu::TerminatorOp::create(rewriter, loc);
@@ -249,7 +360,12 @@ LogicalResult mlir::kiln::lowerWarpgroupContraction(RewriterBase &rewriter,
   Value tid = e.toI32(launch.getThreadIds().x);
   Value n0 = e.mul(e.toI32(launch.getBlockIds().x), bn);
   Value m0 = e.mul(e.toI32(launch.getBlockIds().y), bm);
-  Value bz = e.toI32(launch.getBlockIds().z);
+  // Grid z: the batch (the last batch dim fastest), then the K part.
+  Value bzAll = e.toI32(launch.getBlockIds().z);
+  Value bz = splits > 1 ? e.divu(bzAll, splits) : bzAll;
+  Value kBegin = splits > 1 ? e.mul(e.remu(bzAll, splits), kPer) : e.i32(0);
+  Value kEnd =
+      arith::MinUIOp::create(b, loc, e.add(kBegin, kPer), e.i32(p.kSteps()));
   // The batch indices of this block (the last batch dim fastest).
   SmallVector<Value> bIdx(p.batchSizes.size());
   {
@@ -261,7 +377,6 @@ LogicalResult mlir::kiln::lowerWarpgroupContraction(RewriterBase &rewriter,
     }
   }
   Value wg = e.divu(tid, 128);
-  Value kTiles = e.i32(p.kSteps());
   // The tile maps' addresses (grid-constant parameters).
   Value descA =
       UnrealizedConversionCastOp::create(b, loc, ptrType, mapA).getResult(0);
@@ -311,11 +426,13 @@ LogicalResult mlir::kiln::lowerWarpgroupContraction(RewriterBase &rewriter,
     SmallVector<Value> pixel;
     if (p.conv)
       pixel = firstPixel(e, *p.conv, m0);
-    auto loop = scf::ForOp::create(b, loc, e.i32(0), kTiles, e.i32(1));
+    auto loop = scf::ForOp::create(b, loc, kBegin, kEnd, e.i32(1));
     b.setInsertionPoint(loop.getBody()->getTerminator());
+    // kt: the K step; kl: this block's count of steps (the ring's).
     Value kt = loop.getInductionVar();
-    Value s = e.remu(kt, stages), round = e.divu(kt, stages);
-    Value reuse = e.cmp(arith::CmpIPredicate::uge, kt, e.i32(stages));
+    Value kl = arith::SubIOp::create(b, loc, kt, kBegin);
+    Value s = e.remu(kl, stages), round = e.divu(kl, stages);
+    Value reuse = e.cmp(arith::CmpIPredicate::uge, kl, e.i32(stages));
     e.ifThen(reuse, [&] {
       Value parity = arith::AndIOp::create(b, loc, e.add(round, 1), e.i32(1));
       NVVM::MBarrierTryWaitParityOp::create(b, loc, barrier(s, true), parity,
@@ -363,10 +480,10 @@ LogicalResult mlir::kiln::lowerWarpgroupContraction(RewriterBase &rewriter,
         LLVM::LLVMStructType::getLiteral(context, SmallVector<Type>(nAcc, f32));
     Value init = LLVM::UndefOp::create(b, loc, accType);
     auto fillConst = p.fill.getInputs()[0].getDefiningOp<arith::ConstantOp>();
+    double fillDouble =
+        cast<FloatAttr>(fillConst.getValue()).getValueAsDouble();
     Value fillValue = LLVM::ConstantOp::create(
-        b, loc, f32,
-        b.getF32FloatAttr(
-            cast<FloatAttr>(fillConst.getValue()).getValueAsDouble()));
+        b, loc, f32, b.getF32FloatAttr(splits > 1 ? 0.0 : fillDouble));
     for (int64_t i = 0; i < nAcc; ++i)
       init = LLVM::InsertValueOp::create(b, loc, init, fillValue,
                                          ArrayRef<int64_t>{i});
@@ -394,16 +511,16 @@ LogicalResult mlir::kiln::lowerWarpgroupContraction(RewriterBase &rewriter,
     Value aRowOff = e.mul(cw, 64 * kBK * kElemBytes);
     NVVM::WGMMATypes wt =
         p.elem.isBF16() ? NVVM::WGMMATypes::bf16 : NVVM::WGMMATypes::f16;
-    auto loop = scf::ForOp::create(b, loc, e.i32(0), kTiles, e.i32(1),
-                                   ValueRange{init});
+    auto loop =
+        scf::ForOp::create(b, loc, kBegin, kEnd, e.i32(1), ValueRange{init});
     {
       OpBuilder::InsertionGuard lg(b);
       b.setInsertionPointToStart(loop.getBody());
-      Value kt = loop.getInductionVar();
+      Value kl = arith::SubIOp::create(b, loc, loop.getInductionVar(), kBegin);
       Value acc = loop.getRegionIterArgs()[0];
-      Value s = e.remu(kt, stages);
+      Value s = e.remu(kl, stages);
       Value parity =
-          arith::AndIOp::create(b, loc, e.divu(kt, stages), e.i32(1));
+          arith::AndIOp::create(b, loc, e.divu(kl, stages), e.i32(1));
       NVVM::MBarrierTryWaitParityOp::create(b, loc, barrier(s, false), parity,
                                             ticks);
       Value stageAddr = e.add(base, e.mul(s, stageBytes));
@@ -425,8 +542,8 @@ LogicalResult mlir::kiln::lowerWarpgroupContraction(RewriterBase &rewriter,
       // done, its stage goes back to the producer.
       NVVM::WgmmaGroupSyncAlignedOp::create(b, loc);
       NVVM::WgmmaWaitGroupSyncOp::create(b, loc, 1);
-      e.ifThen(e.cmp(arith::CmpIPredicate::ugt, kt, e.i32(0)), [&] {
-        Value prev = e.remu(e.add(kt, stages - 1), stages);
+      e.ifThen(e.cmp(arith::CmpIPredicate::ugt, kl, e.i32(0)), [&] {
+        Value prev = e.remu(e.add(kl, stages - 1), stages);
         NVVM::MBarrierArriveOp::create(b, loc, b.getI64Type(),
                                        barrier(prev, true), Value());
       });
@@ -441,9 +558,9 @@ LogicalResult mlir::kiln::lowerWarpgroupContraction(RewriterBase &rewriter,
                        e.add(e.mul(warp, 16), e.divu(lane, 4)));
     Value col0 = e.add(n0, e.mul(e.remu(lane, 4), 2));
     Value cPtr;
-    if (!p.epilogue) {
-      Value cPtrIndex =
-          memref::ExtractAlignedPointerAsIndexOp::create(b, loc, p.c);
+    if (!p.epilogue || splits > 1) {
+      Value cPtrIndex = memref::ExtractAlignedPointerAsIndexOp::create(
+          b, loc, splits > 1 ? parts : p.c);
       cPtr = LLVM::IntToPtrOp::create(
           b, loc, ptrType,
           arith::IndexCastUIOp::create(b, loc, b.getI64Type(), cPtrIndex)
@@ -451,7 +568,7 @@ LogicalResult mlir::kiln::lowerWarpgroupContraction(RewriterBase &rewriter,
     }
     Value mBound = e.i32(p.m), nBound = e.i32(p.n);
     Value batchOff = arith::MulIOp::create(
-        b, loc, arith::ExtUIOp::create(b, loc, b.getI64Type(), bz),
+        b, loc, arith::ExtUIOp::create(b, loc, b.getI64Type(), bzAll),
         LLVM::ConstantOp::create(b, loc, b.getI64Type(),
                                  b.getI64IntegerAttr(p.m * p.n)));
     // With an epilogue: each accumulator through its body (the other
@@ -472,60 +589,14 @@ LogicalResult mlir::kiln::lowerWarpgroupContraction(RewriterBase &rewriter,
       }
     }
     auto storeEpilogue = [&](Value v, Value row, Value col, bool store) {
-      linalg::GenericOp g = p.epilogue;
-      SmallVector<Value> dims;
-      for (Value i : bIdx)
-        dims.push_back(
-            arith::IndexCastUIOp::create(b, loc, b.getIndexType(), i));
-      // Row r of the M x N view is (r / (m1 m2 ..), .., r % m_last) in C.
-      Value rowIndex =
-          arith::IndexCastUIOp::create(b, loc, b.getIndexType(), row);
-      SmallVector<Value> mIndices(p.mSizes.size());
-      for (int64_t d = p.mSizes.size() - 1; d >= 0; --d) {
-        if (d == 0) {
-          mIndices[d] = rowIndex;
-          break;
-        }
-        Value size = arith::ConstantIndexOp::create(b, loc, p.mSizes[d]);
-        mIndices[d] = arith::RemUIOp::create(b, loc, rowIndex, size);
-        rowIndex = arith::DivUIOp::create(b, loc, rowIndex, size);
-      }
-      llvm::append_range(dims, mIndices);
-      dims.push_back(
-          arith::IndexCastUIOp::create(b, loc, b.getIndexType(), col));
-      auto at = [&](AffineMap map) {
-        SmallVector<Value> idx;
-        for (AffineExpr r : map.getResults())
-          idx.push_back(dims[cast<AffineDimExpr>(r).getPosition()]);
-        return idx;
-      };
-      Block &gb = *g.getBody();
-      IRMapping map;
-      for (OpOperand *in : g.getDpsInputOperands()) {
-        Value arg = gb.getArgument(in->getOperandNumber());
-        if (in == p.epilogueIn)
-          map.map(arg, v);
-        else if (!isa<MemRefType>(in->get().getType()))
-          map.map(arg, in->get());
-        else
-          map.map(arg,
-                  memref::LoadOp::create(b, loc, in->get(),
-                                         at(g.getMatchingIndexingMap(in))));
-      }
-      OpOperand *out = g.getDpsInitOperand(0);
-      BlockArgument outArg = gb.getArgument(gb.getNumArguments() - 1);
-      if (!outArg.use_empty())
-        map.map(outArg,
-                memref::LoadOp::create(b, loc, out->get(),
-                                       at(g.getMatchingIndexingMap(out))));
-      for (Operation &o : gb.without_terminator())
-        b.clone(o, map);
-      Value r = map.lookupOrDefault(gb.getTerminator()->getOperand(0));
+      SmallVector<Value> dims = cPoint(b, loc, p, bIdx, row, col);
+      Value r = throughEpilogue(b, loc, p, v, dims);
       if (store)
-        memref::StoreOp::create(b, loc, r, out->get(),
-                                at(g.getMatchingIndexingMap(out)));
+        storeFinal(b, loc, p, r, dims);
       return r;
     };
+    // Split K: the raw sums of this part, two columns per store.
+    bool raw = splits > 1;
     for (int64_t h = 0; h < 2; ++h) {
       Value row = e.add(row0, 8 * h);
       Value rowOk = e.cmp(arith::CmpIPredicate::ult, row, mBound);
@@ -544,17 +615,17 @@ LogicalResult mlir::kiln::lowerWarpgroupContraction(RewriterBase &rewriter,
             return LLVM::ExtractValueOp::create(
                 b, loc, acc, ArrayRef<int64_t>{4 * j + 2 * h + x});
           };
-          if (p.epilogue && !outPtr) { // stored element by element
+          if (!raw && p.epilogue && !outPtr) { // stored element by element
             for (int64_t x = 0; x < 2; ++x)
               storeEpilogue(accAt(x), row, e.add(col, x), /*store=*/true);
             return;
           }
-          Type elem = p.epilogue ? outElem : f32;
-          Value base = p.epilogue ? outPtr : cPtr;
+          Type elem = p.epilogue && !raw ? outElem : f32;
+          Value base = p.epilogue && !raw ? outPtr : cPtr;
           Value v = LLVM::UndefOp::create(b, loc, VectorType::get({2}, elem));
           for (int64_t x = 0; x < 2; ++x) {
             Value a = accAt(x);
-            if (p.epilogue)
+            if (p.epilogue && !raw)
               a = storeEpilogue(a, row, e.add(col, x), /*store=*/false);
             v = LLVM::InsertElementOp::create(b, loc, v, a, e.i32(x));
           }
@@ -569,6 +640,62 @@ LogicalResult mlir::kiln::lowerWarpgroupContraction(RewriterBase &rewriter,
         });
       }
     }
+  }
+  if (splits > 1) {
+    // The parts added to the fill, one thread per output, then the
+    // epilogue.
+    rewriter.setInsertionPoint(p.op);
+    int64_t total = p.batch * p.m * p.n, block = 256;
+    auto sum = gpu::LaunchOp::create(
+        rewriter, loc, cIndex((total + block - 1) / block), cIndex(1),
+        cIndex(1), cIndex(block), cIndex(1), cIndex(1));
+    Block &sb = sum.getBody().front();
+    rewriter.setInsertionPointToEnd(&sb);
+    auto sterm = gpu::TerminatorOp::create(rewriter, loc);
+    rewriter.setInsertionPoint(sterm);
+    OpBuilder &b = rewriter;
+    Value g = arith::AddIOp::create(
+        b, loc,
+        arith::MulIOp::create(b, loc, sum.getBlockIds().x, cIndex(block)),
+        sum.getThreadIds().x);
+    auto guard = scf::IfOp::create(
+        b, loc,
+        arith::CmpIOp::create(b, loc, arith::CmpIPredicate::ult, g,
+                              cIndex(total)),
+        /*withElseRegion=*/false);
+    b.setInsertionPoint(guard.thenBlock()->getTerminator());
+    Value col = arith::RemUIOp::create(b, loc, g, cIndex(p.n));
+    Value rest = arith::DivUIOp::create(b, loc, g, cIndex(p.n));
+    Value row = arith::RemUIOp::create(b, loc, rest, cIndex(p.m));
+    Value bl = arith::DivUIOp::create(b, loc, rest, cIndex(p.m));
+    Value v = arith::ConstantOp::create(
+        b, loc,
+        b.getF32FloatAttr(
+            cast<FloatAttr>(p.fill.getInputs()[0]
+                                .getDefiningOp<arith::ConstantOp>()
+                                .getValue())
+                .getValueAsDouble()));
+    for (int64_t k = 0; k < splits; ++k) {
+      Value z = arith::AddIOp::create(
+          b, loc, arith::MulIOp::create(b, loc, bl, cIndex(splits)), cIndex(k));
+      v = arith::AddFOp::create(
+          b, loc, v,
+          memref::LoadOp::create(b, loc, parts, ValueRange{z, row, col}));
+    }
+    SmallVector<Value> batchIdx(p.batchSizes.size());
+    {
+      Value r = bl;
+      for (int64_t d = p.batchSizes.size() - 1; d >= 0; --d) {
+        batchIdx[d] =
+            d ? arith::RemUIOp::create(b, loc, r, cIndex(p.batchSizes[d]))
+                    .getResult()
+              : r;
+        if (d)
+          r = arith::DivUIOp::create(b, loc, r, cIndex(p.batchSizes[d]));
+      }
+    }
+    SmallVector<Value> dims = cPoint(b, loc, p, batchIdx, row, col);
+    storeFinal(b, loc, p, throughEpilogue(b, loc, p, v, dims), dims);
   }
   rewriter.eraseOp(p.op);
   rewriter.eraseOp(p.fill);

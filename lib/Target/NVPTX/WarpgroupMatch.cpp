@@ -20,10 +20,6 @@ using namespace mlir::kiln::warpgroup;
 
 namespace {
 
-/// The SMs a tile choice fills: an H100 SXM's or H200's 132 (an H100 PCIe
-/// has 114; the choice only weighs how full the last wave is).
-constexpr int64_t kSMs = 132;
-
 bool identityStatic(Value v) {
   auto t = dyn_cast<MemRefType>(v.getType());
   return t && t.hasStaticShape() && t.getLayout().isIdentity();

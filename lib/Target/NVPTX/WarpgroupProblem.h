@@ -19,6 +19,9 @@ namespace mlir::kiln::warpgroup {
 /// pipeline stage.
 constexpr int64_t kBK = 64;
 constexpr int64_t kElemBytes = 2;
+/// The SMs a tile choice fills: an H100 SXM's or H200's 132 (an H100 PCIe
+/// has 114; the choices only weigh how full the last wave is).
+constexpr int64_t kSMs = 132;
 
 /// What a dim of an operand's memref indexes.
 enum class Role { M, N, K, Batch };

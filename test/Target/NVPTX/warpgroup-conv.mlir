@@ -17,8 +17,9 @@
 // IR-DAG: %[[MA:.*]] = kiln.im2col_map %{{.*}}, %{{.*}} pixels 256 channels 64 lower [0, 0] upper [-2, -2] strides [1, 1] swizzle 128 : memref<8x58x58x64xf16>
 // IR-DAG: %[[MB:.*]] = kiln.tile_map %{{.*}}, %{{.*}} box [1, 1, 64, 64] swizzle 128 : memref<3x3x64x128xf16>
 // IR: gpu.launch {{.*}} in (%{{.*}} = %c1, %{{.*}} = %c98, %{{.*}} = %c1{{.*}}) threads({{.*}}) in (%{{.*}} = %c640,
-// 9 taps x 1 slice of 64 channels.
-// IR: scf.for %{{.*}} = %c0_i32{{.*}} to %c9_i32
+// 9 taps x 1 slice of 64 channels (98 tiles fill the GPU: no K split).
+// IR: %[[END:.*]] = arith.minui %{{.*}}, %c9_i32
+// IR: scf.for %{{.*}} = %c0_i32 to %[[END]]
 // IR: nvvm.cp.async.bulk.tensor.shared.cluster.global {{.*}} box[{{.*}}] im2col[{{.*}}] {mode = #nvvm.tma_load_mode<im2col>}
 // IR: nvvm.cp.async.bulk.tensor.shared.cluster.global
 // IR-COUNT-4: nvvm.wgmma.mma_async {{.*}}, <m = 64, n = 128, k = 16>, D[<f32>, <one>], A[<f16>, <one>, <row>], B[<f16>, <one>, <row>]
@@ -31,7 +32,8 @@
 // IR: kiln.im2col_map %{{.*}}, %{{.*}} pixels 128 channels 64 lower [0, 0] upper [-1, -1] strides [2, 2] swizzle 128 : memref<4x56x56x256xf16>
 // IR: kiln.tile_map %{{.*}}, %{{.*}} box [128, 1, 1, 64] swizzle 128 : memref<512x1x1x256xf16>
 // 4 slices of 64 channels.
-// IR: scf.for %{{.*}} = %c0_i32{{.*}} to %c4_i32
+// IR: %[[END:.*]] = arith.minui %{{.*}}, %c4_i32
+// IR: scf.for %{{.*}} = %c0_i32 to %[[END]]
 // IR-COUNT-4: nvvm.wgmma.mma_async {{.*}}, <m = 64, n = 128, k = 16>, D[<f32>, <one>], A[<f16>, <one>, <row>], B[<f16>, <one>, <col>]
 // A read of a zero-padded copy reads the copy's source through a window
 // that starts 1 before it (the padding as out-of-bounds zeros): the fill

@@ -29,6 +29,19 @@
 // IR: nvvm.wgmma.wait.group.sync.aligned 0
 // IR: llvm.store {{.*}} {alignment = 8 : i64} : vector<2xf32>, !llvm.ptr
 // IR-NOT: linalg.matmul
+// Few tiles and a long K (BERT's FFN down-projection at batch 1): 12 tiles
+// of 128 x 64 leave most SMs idle, so K splits into 10 parts of 5 steps
+// (grid z); each part's sums go to a scratch buffer from 0, and a second
+// launch (a thread per output) adds the parts to the fill and applies the
+// epilogue (bias, cast to f16).
+// IR-LABEL: func.func private @mm_split_k(
+// IR: %[[PARTS:.*]] = kiln.buffer %{{.*}} : memref<10x128x768xf32>
+// IR: gpu.launch {{.*}} in (%{{.*}} = %c12, %{{.*}} = %c1, %{{.*}} = %c10) threads
+// IR: arith.minui %{{.*}}, %c48_i32
+// IR: gpu.launch {{.*}} in (%{{.*}} = %c384{{.*}}) threads({{.*}}) in (%{{.*}} = %c256,
+// IR-COUNT-10: memref.load %[[PARTS]]
+// IR: arith.truncf
+// IR: memref.store %{{.*}} : memref<128x768xf16>
 // Many tiles: 256 x 128 (4 consumer warpgroups, 4 stages of 48 KiB).
 // IR-LABEL: func.func private @mm_large(
 // IR: kiln.tile_map %{{.*}}, %{{.*}} box [256, 64] swizzle 128 : memref<4096x64xf16>
@@ -124,6 +137,20 @@ module {
     %zero = arith.constant 0.0 : f32
     linalg.fill ins(%zero : f32) outs(%y : memref<512x384xf32>)
     linalg.matmul ins(%a, %b : memref<512x256xf16>, memref<256x384xf16>) outs(%y : memref<512x384xf32>)
+    return
+  }
+  func.func private @mm_split_k(%a: memref<128x3072xf16>, %b: memref<3072x768xf16>, %bias: memref<768xf32>, %y: memref<128x768xf16>) attributes {kiln.kernel} {
+    %zero = arith.constant 0.0 : f32
+    %t = memref.alloc() : memref<128x768xf32>
+    linalg.fill ins(%zero : f32) outs(%t : memref<128x768xf32>)
+    linalg.matmul ins(%a, %b : memref<128x3072xf16>, memref<3072x768xf16>) outs(%t : memref<128x768xf32>)
+    linalg.generic {indexing_maps = [#id, #bias, #id], iterator_types = ["parallel", "parallel"]} ins(%t, %bias : memref<128x768xf32>, memref<768xf32>) outs(%y : memref<128x768xf16>) {
+    ^bb0(%in: f32, %bi: f32, %out: f16):
+      %s = arith.addf %in, %bi : f32
+      %h = arith.truncf %s : f32 to f16
+      linalg.yield %h : f16
+    }
+    memref.dealloc %t : memref<128x768xf32>
     return
   }
   func.func private @mm_large(%a: memref<4096x64xf16>, %b: memref<64x4096xf16>, %y: memref<4096x4096xf32>) attributes {kiln.kernel} {
