@@ -347,6 +347,29 @@ LogicalResult mlir::kiln::lowerWarpgroupContraction(RewriterBase &rewriter,
       rewriter, loc, cIndex((p.n + bn - 1) / bn), cIndex((p.m + bm - 1) / bm),
       cIndex(p.batch * splits), cIndex(threads), cIndex(1), cIndex(1),
       smemSize);
+  // What was chosen, for kilnc --report (the kernel's "gpu_contractions").
+  {
+    std::string what;
+    llvm::raw_string_ostream os(what);
+    os << p.m << "x" << p.n << "x"
+       << (p.conv ? p.conv->filter[0] * p.conv->filter[1] * p.conv->channels
+                  : p.k);
+    if (p.batch > 1)
+      os << " (batch " << p.batch << ")";
+    if (p.conv)
+      os << " (convolution " << p.conv->filter[0] << "x" << p.conv->filter[1]
+         << ", im2col copies)";
+    os << ": tile " << bm << "x" << bn << "x" << kBK << ", wgmma m64n" << bn
+       << "k16, " << stages << " stages, " << consumers + 1 << " warpgroups";
+    if (splits > 1)
+      os << ", split-K " << splits;
+    auto fn = launch->getParentOfType<func::FuncOp>();
+    SmallVector<Attribute> list;
+    if (auto old = fn->getAttrOfType<ArrayAttr>("kiln.gpu_contractions"))
+      llvm::append_range(list, old.getValue());
+    list.push_back(rewriter.getStringAttr(what));
+    fn->setAttr("kiln.gpu_contractions", rewriter.getArrayAttr(list));
+  }
   Block &body = launch.getBody().front();
   rewriter.setInsertionPointToEnd(&body);
   auto term = gpu::TerminatorOp::create(rewriter, loc);
