@@ -197,7 +197,9 @@ private:
   std::optional<Shape> rowReduction(linalg::GenericOp op) const;
   LogicalResult fuseAround(linalg::GenericOp seed,
                            SmallPtrSetImpl<Operation *> &taken);
-  void emit(MutableArrayRef<Member> chain, const Shape &shape);
+  /// Builds the chain's launch: a warp per row when it is `laneLocal` (each
+  /// element read back by the lane that wrote it) and short, else a block.
+  void emit(MutableArrayRef<Member> chain, const Shape &shape, bool laneLocal);
 
   const GPUTargetInfo &info;
 };

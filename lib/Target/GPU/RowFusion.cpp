@@ -34,6 +34,9 @@ constexpr int64_t kMaxRow = 16384;
 /// Rows up to this long take a warp each (their elements and row scalars in
 /// the lanes' registers, no barriers); longer ones a block each.
 constexpr int64_t kWarpRow = 2048;
+/// Warp rows of up to this many elements per lane are unrolled: a buffer
+/// only the chain reads then stays in the lanes' registers.
+constexpr int64_t kRegisterSteps = 32;
 
 /// Whether `map`'s results, constants 0 dropped, are the first `outer` dims
 /// in order, optionally followed by dim `outer` (the row's element).
@@ -198,18 +201,33 @@ LogicalResult RowFusion::fuseAround(linalg::GenericOp seed,
   DenseSet<Value> written;
   for (Member &m : chain)
     written.insert(m.op.getDpsInitOperand(0)->get());
+  // Lane-locality (for a warp per row): a buffer written over the row's
+  // elements is accessed only at the element being computed, so each lane
+  // reads back what it wrote.
+  DenseSet<Value> rowWritten;
   for (Member &m : chain)
-    for (OpOperand &o : m.op->getOpOperands())
-      if (written.contains(o.get()) &&
-          !rowForm(m.op.getMatchingIndexingMap(&o), outer))
+    if (m.kind == Member::Row)
+      rowWritten.insert(m.op.getDpsInitOperand(0)->get());
+  bool laneLocal = true;
+  for (Member &m : chain)
+    for (OpOperand &o : m.op->getOpOperands()) {
+      AffineMap map = m.op.getMatchingIndexingMap(&o);
+      if (written.contains(o.get()) && !rowForm(map, outer))
         return failure();
-  emit(chain, shape);
+      if (rowWritten.contains(o.get()) &&
+          (m.kind == Member::Scalar || map.getNumResults() == 0 ||
+           map.getResults().back() !=
+               getAffineDimExpr(outer, m.op.getContext())))
+        laneLocal = false;
+    }
+  emit(chain, shape, laneLocal);
   for (Member &m : chain)
     taken.insert(m.op);
   return success();
 }
 
-void RowFusion::emit(MutableArrayRef<Member> chain, const Shape &shape) {
+void RowFusion::emit(MutableArrayRef<Member> chain, const Shape &shape,
+                     bool laneLocal) {
   linalg::GenericOp head = chain.front().op;
   Operation *start =
       chain.front().fill ? chain.front().fill.getOperation() : head;
@@ -228,7 +246,7 @@ void RowFusion::emit(MutableArrayRef<Member> chain, const Shape &shape) {
     rows *= s;
   // Rows up to kWarpRow elements: a warp each (8 per block), no barriers;
   // longer ones: a block each.
-  bool warpRows = shape.row <= kWarpRow;
+  bool warpRows = laneLocal && shape.row <= kWarpRow;
   int64_t threads = warpRows ? 8 * warp : shape.row >= 4096 ? 512 : 256;
   int64_t rowsPerBlock = warpRows ? threads / warp : 1;
   int64_t stride = warpRows ? warp : threads;
@@ -290,6 +308,25 @@ void RowFusion::emit(MutableArrayRef<Member> chain, const Shape &shape) {
   // Warp rows: the row scalars the chain computed, in every lane's
   // registers (read instead of their buffers).
   DenseMap<Value, Value> scalars;
+  // Unrolled warp rows: the row buffers only the chain reads, their
+  // elements in the lanes' registers (element lane + warp * step), and the
+  // step being built.
+  int64_t steps = shape.row / warp;
+  bool unroll = warpRows && shape.row % warp == 0 && steps <= kRegisterSteps;
+  DenseMap<Value, SmallVector<Value>> registers;
+  int64_t step = 0;
+  llvm::SmallPtrSet<Operation *, 8> members;
+  DenseSet<Value> writes;
+  for (Member &m : chain) {
+    members.insert(m.op);
+    writes.insert(m.op.getDpsInitOperand(0)->get());
+  }
+  DenseMap<std::pair<Value, int64_t>, Value> loaded;
+  auto chainLocal = [&](Value buffer) {
+    return unroll && buffer.getDefiningOp<BufferOp>() &&
+           llvm::all_of(buffer.getUsers(),
+                        [&](Operation *u) { return members.contains(u); });
+  };
   // (A member over the row reads a row scalar's buffer at its one element
   // when its map leaves out the row's dim; a per-row member always does.)
   auto argsAt = [&](linalg::GenericOp g, ArrayRef<Value> dims, Value acc) {
@@ -302,7 +339,16 @@ void RowFusion::emit(MutableArrayRef<Member> chain, const Shape &shape) {
       if (auto it = scalars.find(v);
           it != scalars.end() && (perRow || !map.isFunctionOfDim(outer)))
         args.push_back(it->second);
-      else if (isa<MemRefType>(v.getType()))
+      else if (auto r = registers.find(v); r != registers.end())
+        args.push_back(r->second[step]);
+      else if (unroll && isa<MemRefType>(v.getType()) && !writes.contains(v) &&
+               rowForm(map, outer) && map.isFunctionOfDim(outer)) {
+        // An input row read by several ops: loaded once per element.
+        Value &cached = loaded[{v, step}];
+        if (!cached)
+          cached = load(loc, v, map, dims);
+        args.push_back(cached);
+      } else if (isa<MemRefType>(v.getType()))
         args.push_back(load(loc, v, map, dims));
       else
         args.push_back(v);
@@ -353,22 +399,44 @@ void RowFusion::emit(MutableArrayRef<Member> chain, const Shape &shape) {
       continue;
     }
     Value init = m.kind == Member::Reduction ? m.fill.getInputs()[0] : Value();
-    auto loop = scf::ForOp::create(rewriter, loc, first, index(loc, shape.row),
-                                   index(loc, stride),
-                                   init ? ValueRange{init} : ValueRange{});
-    {
+    Value result; // a reduction's lane value
+    if (unroll) {
+      // Every step of the lane's row, in registers where the chain keeps
+      // the buffer.
+      bool keep = !init && chainLocal(out->get());
+      SmallVector<Value> kept;
+      Value acc = init;
+      for (step = 0; step < steps; ++step) {
+        SmallVector<Value> dims = outerIdx;
+        dims.push_back(arith::AddIOp::create(rewriter, loc, first,
+                                             index(loc, step * warp)));
+        Value v = inlineBody(*g.getBlock(), argsAt(g, dims, acc), dims);
+        if (init)
+          acc = v;
+        else if (keep)
+          kept.push_back(v);
+        else
+          store(loc, v, out->get(), g.getMatchingIndexingMap(out), dims);
+      }
+      if (keep)
+        registers[out->get()] = std::move(kept);
+      result = acc;
+    } else {
+      auto loop = scf::ForOp::create(rewriter, loc, first,
+                                     index(loc, shape.row), index(loc, stride),
+                                     init ? ValueRange{init} : ValueRange{});
       OpBuilder::InsertionGuard ig(rewriter);
       rewriter.setInsertionPointToStart(loop.getBody());
       SmallVector<Value> dims = outerIdx;
       dims.push_back(loop.getInductionVar());
       Value acc = init ? loop.getRegionIterArgs()[0] : Value();
       Value v = inlineBody(*g.getBlock(), argsAt(g, dims, acc), dims);
-      if (init) {
+      if (init)
         scf::YieldOp::create(rewriter, loc, v);
-      } else {
+      else
         store(loc, v, out->get(), g.getMatchingIndexingMap(out), dims);
-        rewriter.setInsertionPoint(loop.getBody()->getTerminator());
-      }
+      if (init)
+        result = loop.getResult(0);
     }
     if (!init)
       continue;
@@ -378,7 +446,7 @@ void RowFusion::emit(MutableArrayRef<Member> chain, const Shape &shape) {
                            a.getType(), m.combiner->getAttrs());
       return rewriter.create(state)->getResult(0);
     };
-    Value acc = loop.getResult(0);
+    Value acc = result;
     for (int32_t offset = warp / 2; offset >= 1; offset /= 2)
       acc =
           combine(acc, info.buildShuffleXor(rewriter, loc, acc, offset, warp));

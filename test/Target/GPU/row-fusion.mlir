@@ -5,30 +5,25 @@
 // A residual add and LayerNormalization as ONNX lowers them (the add, the
 // mean's sum, the centering, the variance's sum of squares, the scaling):
 // one launch; rows of 768 take a warp each (8 per block of 256 threads:
-// 512 blocks for 32 x 128 rows), each op in turn with the lanes striding
-// over the row, no barriers. Each sum is a butterfly of xor shuffles after
-// which every lane holds it: the first lane stores it, the later ops read
-// it from registers (the centering and the scaling load no row scalar).
+// 512 blocks for 32 x 128 rows), no barriers. A lane's 24 elements are
+// unrolled: the sum and the centered rows, which only the chain reads, stay
+// in registers (never stored), each sum ends in a butterfly of xor shuffles
+// after which every lane holds it, the first lane stores it, and the later
+// ops read it from registers.
 // CHECK-LABEL: func.func private @add_layernorm
 // CHECK: gpu.launch blocks({{.*}}) in (%{{.*}} = %c512, {{.*}}) threads({{.*}}) in (%{{.*}} = %c256, {{.*}}) {
 // CHECK-NOT: gpu.barrier
-// The add.
-// CHECK: scf.for %{{.*}} = %[[LANE:.*]] to %c768{{[_0-9]*}} step %c32{{[_0-9]*}} {
-// CHECK: arith.addf
-// CHECK: memref.store
-// The mean's sum.
-// CHECK: scf.for %{{.*}} = %[[LANE]] to %c768{{[_0-9]*}} step %c32{{[_0-9]*}} iter_args
+// The add: x and r loaded once per element, the sums kept.
+// CHECK-COUNT-48: memref.load %{{.*}} : memref<32x128x768xf32>
+// CHECK-NOT: memref.store
 // CHECK-COUNT-5: gpu.shuffle xor
-// CHECK: scf.if
-// CHECK: memref.store %[[MEAN:[^,]*]], %{{.*}} : memref<32x128x1xf32>
-// The centering reads the mean from registers.
-// CHECK: scf.for %{{.*}} = %[[LANE]] to %c768{{[_0-9]*}} step %c32{{[_0-9]*}} {
-// CHECK-NOT: memref<32x128x1xf32>
-// CHECK: arith.divf %[[MEAN]]
-// CHECK: scf.for %{{.*}} = %[[LANE]] to %c768{{[_0-9]*}} step %c32{{[_0-9]*}} iter_args
+// CHECK: memref.store %{{.*}} : memref<32x128x1xf32>
+// CHECK-NOT: memref.load %{{.*}} : memref<32x128x768xf32>
 // CHECK-COUNT-5: gpu.shuffle xor
-// CHECK: scf.for %{{.*}} = %[[LANE]] to %c768{{[_0-9]*}} step %c32{{[_0-9]*}} {
+// CHECK: memref.store %{{.*}} : memref<32x128x1xf32>
+// CHECK-NOT: memref.load %{{.*}} : memref<32x128x768xf32>
 // CHECK: math.sqrt
+// CHECK-COUNT-24: memref.store %{{.*}} : memref<32x128x768xf32>
 // CHECK-NOT: gpu.launch
 // CHECK: return
 // Off: a launch per op (the sums a warp per row).
@@ -100,12 +95,18 @@ module {
 // Softmax over rows of 128 (attention's scores): the max, the
 // exponentials, their sum and the division in one launch of a warp per row
 // (6144 blocks of 8); the max's fill (-inf) is its identity.
+// The scores are loaded once (4 per lane, for the max and the
+// exponentials), the exponentials stay in registers for the sum and the
+// division: only the f16 result is stored per element.
 // CHECK-LABEL: func.func private @softmax
 // CHECK: gpu.launch blocks({{.*}}) in (%{{.*}} = %c6144, {{.*}}) threads({{.*}}) in (%{{.*}} = %c256,
-// CHECK: iter_args(%{{.*}} = %cst
-// CHECK: arith.maximumf
-// CHECK: math.exp
+// CHECK-COUNT-4: memref.load %{{.*}} : memref<32x12x128x128xf32>
+// CHECK-COUNT-4: arith.maximumf
+// CHECK-NOT: memref.load %{{.*}} : memref<32x12x128x128xf32>
+// CHECK-COUNT-4: math.exp
+// CHECK-NOT: memref.store %{{.*}} : memref<32x12x128x128xf32>
 // CHECK: arith.divf
+// CHECK-COUNT-4: memref.store %{{.*}} : memref<32x12x128x128xf16>
 // CHECK-NOT: gpu.launch
 // Rows longer than 2048 take a block each: the warps' partial sums go
 // through shared memory between barriers, the first thread combines them.
