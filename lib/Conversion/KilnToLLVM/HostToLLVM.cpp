@@ -43,14 +43,7 @@ using namespace mlir::kiln;
 namespace {
 
 Value i64(OpBuilder &b, Location loc, int64_t v) {
-  return LLVM::ConstantOp::create(b, loc, b.getI64Type(), v);
-}
-
-/// Bytes per element of `type` (index as the target's 64 bits).
-int64_t elementBytes(MemRefType type) {
-  Type elem = type.getElementType();
-  int64_t bits = elem.isIndex() ? 64 : elem.getIntOrFloatBitWidth();
-  return (bits + 7) / 8;
+  return i64Constant(b, loc, v);
 }
 
 /// Builds a row-major descriptor of `type` over `ptr` with `sizes` (one i64

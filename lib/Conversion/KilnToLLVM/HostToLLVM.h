@@ -11,6 +11,18 @@
 
 namespace mlir::kiln {
 
+/// An i64 constant.
+inline Value i64Constant(OpBuilder &b, Location loc, int64_t v) {
+  return LLVM::ConstantOp::create(b, loc, b.getI64Type(), v);
+}
+
+/// Bytes per element of `type` (index as the target's 64 bits).
+inline int64_t elementBytes(MemRefType type) {
+  Type elem = type.getElementType();
+  int64_t bits = elem.isIndex() ? 64 : elem.getIntOrFloatBitWidth();
+  return (bits + 7) / 8;
+}
+
 /// Declares runtime function `name` in `module` if it is not there.
 LLVM::LLVMFuncOp declareRuntimeFn(ModuleOp module, StringRef name, Type result,
                                   ArrayRef<Type> params);

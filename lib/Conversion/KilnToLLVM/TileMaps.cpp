@@ -22,7 +22,7 @@ using namespace mlir::kiln;
 namespace {
 
 Value i64(OpBuilder &b, Location loc, int64_t v) {
-  return LLVM::ConstantOp::create(b, loc, b.getI64Type(), v);
+  return i64Constant(b, loc, v);
 }
 
 /// The kiln_dtype_t (include/kiln-c/runtime.h) of a tile map's elements;
@@ -96,7 +96,7 @@ FailureOr<MapView> mapView(ConversionPatternRewriter &rewriter, Operation *op,
   MapView v;
   v.base =
       LLVM::getStridedElementPtr(rewriter, loc, converter, type, buffer, zeros);
-  int64_t bytes = (type.getElementTypeBitWidth() + 7) / 8;
+  int64_t bytes = elementBytes(type);
   SmallVector<Value> sizes, strides;
   for (int64_t d = rank - 1; d >= 0; --d) {
     sizes.push_back(desc.size(rewriter, loc, d));
@@ -115,6 +115,15 @@ FailureOr<MapView> mapView(ConversionPatternRewriter &rewriter, Operation *op,
   return v;
 }
 
+/// Calls runtime function `fn` with `args` (the slot second) and loads the
+/// encoded map as `op`'s value.
+void encodeInto(ConversionPatternRewriter &rewriter, Operation *op,
+                StringRef fn, const MapView &v, ValueRange args) {
+  LLVM::CallOp::create(rewriter, op->getLoc(), TypeRange{}, fn, args);
+  rewriter.replaceOpWithNewOp<LLVM::LoadOp>(
+      op, VectorType::get({16}, rewriter.getI64Type()), v.slot, 64);
+}
+
 /// `kiln.tile_map` -> kiln_rt_tile_map(ctx, slot, dtype, rank, base, dims,
 /// strides, box, swizzle).
 struct TileMapOpLowering : public ConvertOpToLLVMPattern<TileMapOp> {
@@ -130,12 +139,9 @@ struct TileMapOpLowering : public ConvertOpToLLVMPattern<TileMapOp> {
       return failure();
     Value box =
         stackArray(rewriter, loc, innermostFirst(rewriter, loc, op.getBox()));
-    LLVM::CallOp::create(rewriter, loc, TypeRange{}, "kiln_rt_tile_map",
-                         ValueRange{adaptor.getCtx(), v->slot, v->dtype,
-                                    v->rank, v->base, v->dims, v->strides, box,
-                                    i64(rewriter, loc, op.getSwizzle())});
-    rewriter.replaceOpWithNewOp<LLVM::LoadOp>(
-        op, VectorType::get({16}, rewriter.getI64Type()), v->slot, 64);
+    encodeInto(rewriter, op, "kiln_rt_tile_map", *v,
+               {adaptor.getCtx(), v->slot, v->dtype, v->rank, v->base, v->dims,
+                v->strides, box, i64(rewriter, loc, op.getSwizzle())});
     return success();
   }
 };
@@ -163,15 +169,12 @@ struct Im2colMapOpLowering : public ConvertOpToLLVMPattern<Im2colMapOp> {
         stackArray(rewriter, loc, innermostFirst(rewriter, loc, op.getUpper()));
     Value elementStrides =
         stackArray(rewriter, loc, innermostFirst(rewriter, loc, steps));
-    LLVM::CallOp::create(rewriter, loc, TypeRange{}, "kiln_rt_im2col_map",
-                         ValueRange{adaptor.getCtx(), v->slot, v->dtype,
-                                    v->rank, v->base, v->dims, v->strides,
-                                    lower, upper, elementStrides,
-                                    i64(rewriter, loc, op.getChannels()),
-                                    i64(rewriter, loc, op.getPixels()),
-                                    i64(rewriter, loc, op.getSwizzle())});
-    rewriter.replaceOpWithNewOp<LLVM::LoadOp>(
-        op, VectorType::get({16}, rewriter.getI64Type()), v->slot, 64);
+    encodeInto(rewriter, op, "kiln_rt_im2col_map", *v,
+               {adaptor.getCtx(), v->slot, v->dtype, v->rank, v->base, v->dims,
+                v->strides, lower, upper, elementStrides,
+                i64(rewriter, loc, op.getChannels()),
+                i64(rewriter, loc, op.getPixels()),
+                i64(rewriter, loc, op.getSwizzle())});
     return success();
   }
 };

@@ -2,6 +2,7 @@
 
 #include "kiln/Target/GPU/TargetInfo.h"
 
+#include "mlir/Dialect/Func/IR/FuncOps.h"
 #include "mlir/Dialect/GPU/IR/GPUDialect.h"
 
 #include "llvm/ADT/StringExtras.h"
@@ -97,4 +98,16 @@ mlir::kiln::lookupGPUTargetInfo(StringRef device, std::string &resolved,
   }
   resolved = chip.empty() ? entry->kind : entry->kind + " " + chip.str();
   return info;
+}
+
+void mlir::kiln::noteGPUContraction(Operation *op, StringRef what) {
+  auto fn = op->getParentOfType<func::FuncOp>();
+  if (!fn)
+    return;
+  SmallVector<Attribute> list;
+  if (auto old = fn->getAttrOfType<ArrayAttr>("kiln.gpu_contractions"))
+    llvm::append_range(list, old.getValue());
+  Builder b(op->getContext());
+  list.push_back(b.getStringAttr(what));
+  fn->setAttr("kiln.gpu_contractions", b.getArrayAttr(list));
 }

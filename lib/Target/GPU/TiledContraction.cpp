@@ -295,12 +295,7 @@ LogicalResult TiledContraction::lower(linalg::LinalgOp op) {
        << ", " << warps << " warps of " << warpSize;
     if (splits > 1)
       os << ", split-K " << splits;
-    auto fn = launch->getParentOfType<func::FuncOp>();
-    SmallVector<Attribute> list;
-    if (auto old = fn->getAttrOfType<ArrayAttr>("kiln.gpu_contractions"))
-      llvm::append_range(list, old.getValue());
-    list.push_back(rewriter.getStringAttr(what));
-    fn->setAttr("kiln.gpu_contractions", rewriter.getArrayAttr(list));
+    noteGPUContraction(launch, what);
   }
   Block &lb = launch.getBody().front();
   rewriter.setInsertionPointToEnd(&lb);

@@ -33,6 +33,7 @@
 #include "WarpgroupProblem.h"
 
 #include "kiln/Dialect/Kiln/IR/KilnDialect.h"
+#include "kiln/Target/GPU/TargetInfo.h"
 
 #include "mlir/Dialect/Arith/IR/Arith.h"
 #include "mlir/Dialect/Func/IR/FuncOps.h"
@@ -363,12 +364,7 @@ LogicalResult mlir::kiln::lowerWarpgroupContraction(RewriterBase &rewriter,
        << "k16, " << stages << " stages, " << consumers + 1 << " warpgroups";
     if (splits > 1)
       os << ", split-K " << splits;
-    auto fn = launch->getParentOfType<func::FuncOp>();
-    SmallVector<Attribute> list;
-    if (auto old = fn->getAttrOfType<ArrayAttr>("kiln.gpu_contractions"))
-      llvm::append_range(list, old.getValue());
-    list.push_back(rewriter.getStringAttr(what));
-    fn->setAttr("kiln.gpu_contractions", rewriter.getArrayAttr(list));
+    noteGPUContraction(launch, what);
   }
   Block &body = launch.getBody().front();
   rewriter.setInsertionPointToEnd(&body);

@@ -139,6 +139,11 @@ public:
   virtual void getDependentDialects(DialectRegistry &registry) const {}
 };
 
+/// Appends `what` (a contraction's problem and the kernel chosen for it) to
+/// the `kiln.gpu_contractions` of the function holding `op`: kilnc
+/// --report lists them under the kernel.
+void noteGPUContraction(Operation *op, StringRef what);
+
 /// Creates the target-info of one chip of a GPU kind; null when the chip is
 /// not one of the kind's.
 using GPUTargetInfoFactory =

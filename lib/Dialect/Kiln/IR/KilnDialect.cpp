@@ -234,6 +234,22 @@ LogicalResult ReadOp::verify() {
   return success();
 }
 
+/// What tile and im2col maps share: a swizzle the copy engine has and a
+/// buffer whose innermost dim is contiguous.
+static LogicalResult verifyCopyView(Operation *op, MemRefType type,
+                                    int64_t swizzle) {
+  if (swizzle != 0 && swizzle != 32 && swizzle != 64 && swizzle != 128)
+    return op->emitOpError("swizzle must be 0, 32, 64 or 128 bytes, got ")
+           << swizzle;
+  SmallVector<int64_t> strides;
+  int64_t offset;
+  if (failed(type.getStridesAndOffset(strides, offset)) || strides.back() != 1)
+    return op->emitOpError("expects a buffer whose innermost dim is "
+                           "contiguous, got ")
+           << type;
+  return success();
+}
+
 LogicalResult TileMapOp::verify() {
   MemRefType type = getBuffer().getType();
   ArrayRef<int64_t> box = getBox();
@@ -244,17 +260,7 @@ LogicalResult TileMapOp::verify() {
                                    << type << ", got " << box.size();
   if (llvm::any_of(box, [](int64_t b) { return b < 1 || b > 256; }))
     return emitOpError("box sizes must be in [1, 256]");
-  int64_t swizzle = getSwizzle();
-  if (swizzle != 0 && swizzle != 32 && swizzle != 64 && swizzle != 128)
-    return emitOpError("swizzle must be 0, 32, 64 or 128 bytes, got ")
-           << swizzle;
-  SmallVector<int64_t> strides;
-  int64_t offset;
-  if (failed(type.getStridesAndOffset(strides, offset)) || strides.back() != 1)
-    return emitOpError("expects a buffer whose innermost dim is contiguous, "
-                       "got ")
-           << type;
-  return success();
+  return verifyCopyView(*this, type, getSwizzle());
 }
 
 LogicalResult Im2colMapOp::verify() {
@@ -271,17 +277,7 @@ LogicalResult Im2colMapOp::verify() {
              << spatial << " window corners and strides for " << type;
   if (llvm::any_of(getStrides(), [](int64_t s) { return s < 1 || s > 8; }))
     return emitOpError("strides must be in [1, 8]");
-  int64_t swizzle = getSwizzle();
-  if (swizzle != 0 && swizzle != 32 && swizzle != 64 && swizzle != 128)
-    return emitOpError("swizzle must be 0, 32, 64 or 128 bytes, got ")
-           << swizzle;
-  SmallVector<int64_t> strides;
-  int64_t offset;
-  if (failed(type.getStridesAndOffset(strides, offset)) || strides.back() != 1)
-    return emitOpError("expects a buffer whose innermost dim is contiguous, "
-                       "got ")
-           << type;
-  return success();
+  return verifyCopyView(*this, type, getSwizzle());
 }
 
 LogicalResult WeightOp::verifySymbolUses(SymbolTableCollection &symbolTable) {
