@@ -64,3 +64,21 @@ feeds = [feed(100, True, 7.0),             # stops after 4 steps
          feed(100, True, -1.0)]            # stops after the first step
 kiln_tools.check(model, work, feeds, "loop_scan_condition")
 print("loop with a computed condition and scan outputs: all feeds match onnxruntime")
+
+# The same loop for the GPUs: the while loop runs as one device thread whose
+# scan outputs' rows are views at a loop-dependent offset (their expansion
+# left affine ops in the device code, which no GPU target could translate).
+import os  # noqa: E402
+
+import onnx  # noqa: E402
+
+path = os.path.join(work, "loop_scan_condition.onnx")
+onnx.save(model, path)
+targets = ["rocm:gfx942"]
+if os.path.exists(os.path.join(os.environ.get("CUDA_HOME", "/usr/local/cuda"), "bin", "ptxas")):
+    targets.append("cuda")
+for target in targets:
+    p = kiln_tools.compile_model(path, os.path.join(work, f"lsc_{target.split(':')[0]}.so"),
+                                 flags=[f"--target={target}"])
+    assert p.returncode == 0, (target, p.stderr)
+    print(f"loop with a computed condition and scan outputs: compiles for {target}")

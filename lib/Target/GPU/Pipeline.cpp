@@ -34,6 +34,9 @@ void mlir::kiln::addDeviceLoweringPrologue(OpPassManager &dev) {
   dev.addPass(createLowerAffinePass());
   dev.addPass(arith::createArithExpandOpsPass());
   dev.addPass(memref::createExpandStridedMetadataPass());
+  // Expanding a view whose offset depends on a loop (a scan output's row
+  // written in a serial loop) leaves affine.apply ops.
+  dev.addPass(createLowerAffinePass());
   dev.addPass(createSCFToControlFlowPass());
   KilnFinalizeDeviceMemRefsOptions before;
   before.stage = "before";
