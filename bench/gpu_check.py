@@ -39,6 +39,9 @@ holds its models, kiln-run and its manifest). `run --corpus-only --dry-run`
 checks the carried parts' files without a GPU. Both halves import
 python/kiln_tools from the working tree; the archive holds a copy of it as
 of prepare (payload/python), next to the libraries it compiled.
+The Python package is checked there too (bench/python_gpu.py: its runtime
+module built with that machine's Python, torch CUDA tensors in and out
+through DLPack with the data pointers compared, streams, errors).
 """
 from __future__ import annotations
 
@@ -248,6 +251,11 @@ def prepare(args):
     if args.bench:
         import gpu_bench
         gpu_bench.prepare(kilnc, payload, manifest, compile_one, log)
+    # The Python package on the device: its runtime module built there,
+    # CUDA tensors in and out through DLPack (bench/python_gpu.py).
+    python_gpu = kiln_tools.project_module("bench/python_gpu.py")
+    python_gpu.prepare(os.path.join(payload, "pygpu"))
+    manifest["python_gpu"] = "pygpu"
     # The loader library, for timing through the C API (ctypes) there.
     for lib in ("libkiln_runtime.so",):
         shutil.copy2(os.path.join(ROOT, "build", "lib", lib), os.path.join(payload, "bin", lib))
@@ -398,6 +406,18 @@ def run(args):
     if manifest.get("bench") and not args.skip_bench:
         import gpu_bench
         report["bench"] = gpu_bench.run(payload, manifest, log, out)
+    if manifest.get("python_gpu") and not args.skip_models:
+        python_gpu = kiln_tools.project_module("bench/python_gpu.py")
+        log("python package (kiln._runtime built here, torch CUDA tensors through DLPack):")
+        try:
+            rc = python_gpu.run(os.path.join(payload, manifest["python_gpu"]), out)
+            with open(os.path.join(out, "python_gpu.json")) as f:
+                report["python_gpu"] = dict(json.load(f), rc=rc)
+            log(f"  {'all checks passed' if rc == 0 else 'FAILED'} "
+                f"(details: {os.path.join(out, 'python_gpu.json')})")
+        except Exception as ex:  # noqa: BLE001 - recorded in the report
+            report["python_gpu"] = {"error": str(ex)[:500]}
+            log(f"  ERROR {ex}")
     if not args.skip_corpus and (manifest.get("corpus") or os.path.isdir(os.path.join(stage, "corpus"))):
         # numpy and onnx only: inputs and onnxruntime's outputs came from prepare.
         corpus_gpu = kiln_tools.project_module("utils/models/corpus_gpu.py")
