@@ -53,8 +53,11 @@
 #include "mlir/Transforms/Passes.h"
 
 #include "llvm/ADT/ScopeExit.h"
+#include "llvm/IR/Constants.h"
+#include "llvm/IR/GlobalVariable.h"
 #include "llvm/IR/LegacyPassManager.h"
 #include "llvm/IR/Module.h"
+#include "llvm/Linker/Linker.h"
 #include "llvm/MC/TargetRegistry.h"
 #include "llvm/Support/FileSystem.h"
 #include "llvm/Support/MemoryBuffer.h"
@@ -67,20 +70,16 @@
 using namespace mlir;
 using namespace mlir::kiln;
 
-LogicalResult mlir::kiln::emitObjectFile(ModuleOp module, StringRef objPath,
-                                         int optLevel, bool assembly,
-                                         TimingScope *timing) {
-  Location loc = module.getLoc();
+/// Optimizes `llvmModule` and writes its object file (or assembly) to
+/// `objPath`: x86-64-v2 (a portable baseline) unless `cpu`/`features` name
+/// the CPU target's machine, vectors `vectorBits` wide when non-zero.
+static LogicalResult emitLLVMModule(Location loc, llvm::Module &llvmModule,
+                                    StringRef objPath, int optLevel,
+                                    bool assembly, StringRef cpuName,
+                                    StringRef features, int64_t vectorBits,
+                                    TimingScope &parent) {
   llvm::InitializeNativeTarget();
   llvm::InitializeNativeTargetAsmPrinter();
-  TimingScope untimed;
-  TimingScope &parent = timing ? *timing : untimed;
-  TimingScope phase = parent.nest("llvm-translate");
-  llvm::LLVMContext llvmContext;
-  std::unique_ptr<llvm::Module> llvmModule =
-      translateModuleToLLVMIR(module, llvmContext, "kiln_model");
-  if (!llvmModule)
-    return emitError(loc) << "translation to LLVM IR failed";
   std::string tripleStr = llvm::sys::getDefaultTargetTriple();
   llvm::Triple triple(tripleStr);
   std::string err;
@@ -93,11 +92,8 @@ LogicalResult mlir::kiln::emitObjectFile(ModuleOp module, StringRef objPath,
   // host code is a portable baseline: the .so must also load on other
   // x86-64 hosts (the GPU machine).
   std::string cpu = triple.isX86() ? "x86-64-v2" : "generic";
-  std::string features;
-  if (auto c = module->getAttrOfType<StringAttr>("kiln.cpu"))
-    cpu = c.str();
-  if (auto f = module->getAttrOfType<StringAttr>("kiln.cpu_features"))
-    features = f.str();
+  if (!cpuName.empty())
+    cpu = cpuName.str();
   std::unique_ptr<llvm::TargetMachine> tm(target->createTargetMachine(
       triple, cpu, features, topts, llvm::Reloc::PIC_, std::nullopt,
       optLevel >= 2 ? llvm::CodeGenOptLevel::Aggressive
@@ -106,16 +102,15 @@ LogicalResult mlir::kiln::emitObjectFile(ModuleOp module, StringRef objPath,
     return emitError(loc) << "cannot create a target machine for " << tripleStr;
   // Kernels' vectors are as wide as the CPU's registers: without this LLVM
   // splits 512-bit vectors in two on CPUs it tunes for 256 bits.
-  if (auto bits = module->getAttrOfType<IntegerAttr>("kiln.cpu_vector_bits"))
-    for (llvm::Function &fn : *llvmModule)
+  if (vectorBits)
+    for (llvm::Function &fn : llvmModule)
       if (!fn.isDeclaration())
-        fn.addFnAttr("prefer-vector-width", std::to_string(bits.getInt()));
-  llvmModule->setDataLayout(tm->createDataLayout());
-  llvmModule->setTargetTriple(triple);
-  phase.stop();
-  phase = parent.nest("llvm-optimize");
+        fn.addFnAttr("prefer-vector-width", std::to_string(vectorBits));
+  llvmModule.setDataLayout(tm->createDataLayout());
+  llvmModule.setTargetTriple(triple);
+  TimingScope phase = parent.nest("llvm-optimize");
   auto opt = makeOptimizingTransformer(optLevel, /*sizeLevel=*/0, tm.get());
-  if (llvm::Error e = opt(llvmModule.get()))
+  if (llvm::Error e = opt(&llvmModule))
     return emitError(loc) << "LLVM optimization failed: "
                           << llvm::toString(std::move(e));
   std::error_code ec;
@@ -130,9 +125,34 @@ LogicalResult mlir::kiln::emitObjectFile(ModuleOp module, StringRef objPath,
                               assembly ? llvm::CodeGenFileType::AssemblyFile
                                        : llvm::CodeGenFileType::ObjectFile))
     return emitError(loc) << "the target cannot emit object files";
-  codegen.run(*llvmModule);
+  codegen.run(llvmModule);
   os.flush();
   return success();
+}
+
+LogicalResult mlir::kiln::emitObjectFile(ModuleOp module, StringRef objPath,
+                                         int optLevel, bool assembly,
+                                         TimingScope *timing) {
+  Location loc = module.getLoc();
+  TimingScope untimed;
+  TimingScope &parent = timing ? *timing : untimed;
+  TimingScope phase = parent.nest("llvm-translate");
+  llvm::LLVMContext llvmContext;
+  std::unique_ptr<llvm::Module> llvmModule =
+      translateModuleToLLVMIR(module, llvmContext, "kiln_model");
+  if (!llvmModule)
+    return emitError(loc) << "translation to LLVM IR failed";
+  phase.stop();
+  StringRef cpu, features;
+  if (auto c = module->getAttrOfType<StringAttr>("kiln.cpu"))
+    cpu = c.getValue();
+  if (auto f = module->getAttrOfType<StringAttr>("kiln.cpu_features"))
+    features = f.getValue();
+  int64_t vectorBits = 0;
+  if (auto bits = module->getAttrOfType<IntegerAttr>("kiln.cpu_vector_bits"))
+    vectorBits = bits.getInt();
+  return emitLLVMModule(loc, *llvmModule, objPath, optLevel, assembly, cpu,
+                        features, vectorBits, parent);
 }
 
 LogicalResult mlir::kiln::linkSharedLibrary(MLIRContext *ctx, StringRef objPath,
@@ -219,9 +239,154 @@ LogicalResult mlir::kiln::linkSharedLibrary(MLIRContext *ctx, StringRef objPath,
   return success();
 }
 
+/// What generated code defines for one program (ModelABI.h), in the order
+/// of kiln_model_program's fields.
+static constexpr StringRef kProgramSymbols[] = {"kiln_model_signature",
+                                                "kiln_model_main",
+                                                "kiln_model_init",
+                                                "kiln_model_device_image",
+                                                "kiln_model_device_image_size",
+                                                "kiln_model_device_image_kind"};
+
+/// Makes image `index`'s module linkable beside the others: its program
+/// symbols get names of their own (`<symbol>.image<index>`, kept external
+/// so the linker keeps them; returned, null where it defines none) and
+/// every other symbol it defines becomes internal (the linker renames
+/// clashes).
+static SmallVector<llvm::GlobalValue *> internalizeProgram(llvm::Module &module,
+                                                           unsigned index) {
+  SmallVector<llvm::GlobalValue *> program(std::size(kProgramSymbols));
+  for (auto [i, name] : llvm::enumerate(kProgramSymbols)) {
+    llvm::GlobalValue *gv = module.getNamedValue(name);
+    if (gv && !gv->isDeclaration()) {
+      gv->setName((name + ".image" + Twine(index)).str());
+      program[i] = gv;
+    }
+  }
+  for (llvm::GlobalValue &gv : module.global_values())
+    if (!gv.isDeclaration() && !gv.hasLocalLinkage() &&
+        !llvm::is_contained(program, &gv) &&
+        gv.getName() != "llvm.global_ctors" &&
+        gv.getName() != "llvm.global_dtors") {
+      gv.setLinkage(llvm::GlobalValue::InternalLinkage);
+      gv.setVisibility(llvm::GlobalValue::DefaultVisibility);
+    }
+  // Constant data (weights, names) is never compared by address: the
+  // optimizer's constant merging then keeps one copy of what images share.
+  for (llvm::GlobalVariable &gv : module.globals())
+    if (gv.isConstant() && gv.hasLocalLinkage() &&
+        !llvm::is_contained(program, &gv))
+      gv.setUnnamedAddr(llvm::GlobalValue::UnnamedAddr::Global);
+  return program;
+}
+
+/// Defines kiln_model_programs and kiln_model_num_programs (ModelABI.h)
+/// in `module` from each image's program symbols.
+static void
+defineProgramTable(llvm::Module &module,
+                   ArrayRef<SmallVector<llvm::GlobalValue *>> programs) {
+  llvm::LLVMContext &ctx = module.getContext();
+  auto *ptr = llvm::PointerType::get(ctx, 0);
+  auto *i64 = llvm::Type::getInt64Ty(ctx);
+  // {signature, main, init, image, image_size, image_kind}: pointers.
+  auto *entryType = llvm::StructType::get(
+      ctx, SmallVector<llvm::Type *>(std::size(kProgramSymbols), ptr));
+  SmallVector<llvm::Constant *> entries;
+  for (ArrayRef<llvm::GlobalValue *> program : programs) {
+    SmallVector<llvm::Constant *> fields;
+    for (llvm::GlobalValue *gv : program)
+      fields.push_back(gv ? static_cast<llvm::Constant *>(gv)
+                          : llvm::ConstantPointerNull::get(ptr));
+    entries.push_back(llvm::ConstantStruct::get(entryType, fields));
+  }
+  auto *tableType = llvm::ArrayType::get(entryType, entries.size());
+  auto *table = new llvm::GlobalVariable(
+      module, tableType, /*isConstant=*/true,
+      llvm::GlobalValue::ExternalLinkage,
+      llvm::ConstantArray::get(tableType, entries), "kiln_model_programs");
+  table->setVisibility(llvm::GlobalValue::HiddenVisibility);
+  auto *count = new llvm::GlobalVariable(
+      module, i64, /*isConstant=*/true, llvm::GlobalValue::ExternalLinkage,
+      llvm::ConstantInt::get(i64, entries.size()), "kiln_model_num_programs");
+  count->setVisibility(llvm::GlobalValue::HiddenVisibility);
+}
+
+/// A library of several images (getTargetImages): the stages run once per
+/// image on a copy of the imported module, each program's host code keeps
+/// its symbols to itself, and a program table lists them for the runtime.
+/// Dumps, the pipeline listing and the report hooks see the first image.
+static LogicalResult compileImages(ModuleOp module, StringRef soPath,
+                                   const CompileOptions &options,
+                                   ArrayRef<std::string> images) {
+  Location loc = module.getLoc();
+  TimingScope untimed;
+  TimingScope &parent = options.timing ? *options.timing : untimed;
+  llvm::LLVMContext llvmContext;
+  std::unique_ptr<llvm::Module> linked;
+  SmallVector<SmallVector<llvm::GlobalValue *>> programs;
+  for (auto [index, image] : llvm::enumerate(images)) {
+    OwningOpRef<ModuleOp> copy = module.clone();
+    CompileOptions o = options;
+    o.target = image;
+    if (index > 0) {
+      o.dump = nullptr;
+      o.dumpAfter.clear();
+      o.printPipelineTo = nullptr;
+      o.afterHost = nullptr;
+      o.afterCodegen = nullptr;
+    }
+    TimingScope imageTiming = parent.nest(image);
+    o.timing = &imageTiming;
+    if (failed(lowerToLLVMDialect(*copy, o)))
+      return emitError(loc) << "the " << image << " image failed";
+    TimingScope phase = imageTiming.nest("llvm-translate");
+    std::unique_ptr<llvm::Module> llvmModule =
+        translateModuleToLLVMIR(*copy, llvmContext, "kiln_model");
+    if (!llvmModule)
+      return emitError(loc)
+             << "translation to LLVM IR failed (" << image << ")";
+    SmallVector<llvm::GlobalValue *> program =
+        internalizeProgram(*llvmModule, index);
+    // The linker moves the first image's values into `linked` and copies
+    // the others' (external, uniquely named): look them up by name after.
+    SmallVector<std::string> names =
+        llvm::map_to_vector(program, [](llvm::GlobalValue *gv) {
+          return gv ? gv->getName().str() : std::string();
+        });
+    if (!linked) {
+      linked = std::move(llvmModule);
+    } else if (llvm::Linker::linkModules(*linked, std::move(llvmModule))) {
+      return emitError(loc)
+             << "linking the " << image << " image's host code failed";
+    }
+    SmallVector<llvm::GlobalValue *> resolved;
+    for (const std::string &name : names)
+      resolved.push_back(name.empty() ? nullptr : linked->getNamedValue(name));
+    programs.push_back(std::move(resolved));
+  }
+  defineProgramTable(*linked, programs);
+  // Only the table refers to the programs now.
+  for (ArrayRef<llvm::GlobalValue *> program : programs)
+    for (llvm::GlobalValue *gv : program)
+      if (gv)
+        gv->setLinkage(llvm::GlobalValue::InternalLinkage);
+  SmallString<128> obj;
+  if (llvm::sys::fs::createTemporaryFile("kiln-model", "o", obj))
+    return emitError(loc) << "cannot create a temporary file";
+  auto cleanup = llvm::scope_exit([&] { llvm::sys::fs::remove(obj); });
+  if (failed(emitLLVMModule(loc, *linked, obj, /*optLevel=*/2,
+                            /*assembly=*/false, "", "", 0, parent)))
+    return failure();
+  TimingScope link = parent.nest("link");
+  return linkSharedLibrary(module.getContext(), obj, soPath, options);
+}
+
 LogicalResult
 mlir::kiln::compileToSharedLibrary(ModuleOp module, StringRef soPath,
                                    const CompileOptions &options) {
+  SmallVector<std::string> images = getTargetImages(options.target);
+  if (images.size() > 1)
+    return compileImages(module, soPath, options, images);
   if (failed(lowerToLLVMDialect(module, options)))
     return failure();
   SmallString<128> obj;

@@ -182,8 +182,12 @@ void addReportHooks(const kiln_compile_options &opts, CompileOptions &compile,
     compile.afterHost = [report](ModuleOp m) {
       *report = buildCompileReport(m);
     };
+    // A library of several images reports its first (the one the other
+    // outputs show; compileToSharedLibrary runs the hooks for it alone).
     std::string targetError;
-    std::shared_ptr<Target> target = createTarget(compile, targetError);
+    CompileOptions first = compile;
+    first.target = getTargetImages(compile.target).front();
+    std::shared_ptr<Target> target = createTarget(first, targetError);
     std::string path = opts.reportFile;
     compile.afterCodegen = [report, target, path, addLate,
                             &listing](ModuleOp m) {
@@ -275,6 +279,10 @@ kiln_status_t *runStages(MLIRContext &context, const Diagnostics &diags,
   compile.runtimeLibrary = opts.modelRuntime.empty()
                                ? capi::libraryDir() + "/libKilnModelRuntime.a"
                                : opts.modelRuntime;
+  // Only a shared library holds several images (--target=cuda): the
+  // stages alone and the assembly are those of the first.
+  if (files.soPath.empty() || opts.emitAssembly)
+    compile.target = getTargetImages(compile.target).front();
   std::string late;
   addReportHooks(opts, compile, listing, late);
 

@@ -17,12 +17,18 @@
 using namespace mlir;
 using namespace mlir::kiln;
 
+/// `--target=cuda`: Hopper's warpgroup-MMA kernels where they run
+/// (compute capability 9.0 exactly), else the portable image (mma.sync,
+/// with PTX the driver compiles for newer GPUs).
+static const StringRef kCudaImages[] = {"sm_90a", "sm_80"};
+
 static const TargetEntry kTargets[] = {
     {/*kind=*/"cpu", /*chipFamily=*/"CPU", getCPUChips, /*defaultChip=*/"host",
      createCPUTarget, registerCPUDialects, registerCPUPasses,
      /*createGPUTargetInfo=*/nullptr},
-    {"cuda", "CUDA", getCudaChips, "sm_90", createNVPTXTarget,
-     registerNVPTXDialects, registerNVPTXPasses, createNVPTXTargetInfo},
+    {"cuda", "CUDA", getCudaChips, "sm_90a", createNVPTXTarget,
+     registerNVPTXDialects, registerNVPTXPasses, createNVPTXTargetInfo,
+     kCudaImages},
     {"rocm", "ROCm", getRocmChips, "gfx942", createAMDGPUTarget,
      registerAMDGPUDialects, registerAMDGPUPasses, createAMDGPUTargetInfo},
 };

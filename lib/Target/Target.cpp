@@ -61,6 +61,15 @@ std::unique_ptr<Target> mlir::kiln::parseTarget(StringRef spec,
   return nullptr;
 }
 
+SmallVector<std::string> mlir::kiln::getTargetImages(StringRef spec) {
+  for (const TargetEntry &t : getTargetTable())
+    if (t.kind == spec && !t.defaultImages.empty())
+      return llvm::map_to_vector(t.defaultImages, [&](StringRef chip) {
+        return (spec + ":" + chip).str();
+      });
+  return {spec.str()};
+}
+
 void mlir::kiln::registerTargetDialects(DialectRegistry &registry) {
   for (const TargetEntry &t : getTargetTable())
     if (t.registerDialects)

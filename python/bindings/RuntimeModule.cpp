@@ -96,14 +96,16 @@ class Model {
 public:
   explicit Model(kiln_model_t *m) : model(m, kiln_model_release) {}
 
-  /// `driver` "" and `device` -1: the runtime's defaults.
+  /// `driver` "", `device` -1 and `chip` "": the runtime's defaults.
   static Model load(const std::string &path, const std::string &weights,
-                    const std::string &driver, int32_t device) {
+                    const std::string &driver, int32_t device,
+                    const std::string &chip) {
     kiln_model_options_t options;
     kiln_model_options_init(&options);
     options.weights_path = weights.c_str();
     options.driver_path = driver.c_str();
     options.device_ordinal = device;
+    options.device_chip = chip.c_str();
     kiln_model_t *m = nullptr;
     check(kiln_model_load_with_options(path.c_str(), &options, &m));
     return Model(m);
@@ -300,7 +302,7 @@ NB_MODULE(_runtime, m) {
   nb::class_<Model>(m, "Model")
       .def_static("load", &Model::load, nb::arg("path"),
                   nb::arg("weights") = "", nb::arg("driver") = "",
-                  nb::arg("device") = -1)
+                  nb::arg("device") = -1, nb::arg("chip") = "")
       .def_static("_adopt", &Model::adopt)
       .def("_inputs", [](const Model &m) { return m.info(true); })
       .def("_outputs", [](const Model &m) { return m.info(false); })

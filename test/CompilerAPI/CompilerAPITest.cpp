@@ -330,6 +330,70 @@ TEST_F(CompilerAPI, CompileToFile) {
   kiln_compiler_free(c);
 }
 
+// --target=cuda writes one library with an sm_90a and an sm_80 image; the
+// runtime takes the first the device runs (the fake driver plays an H200,
+// an A100 or a T4), or the one the device_chip option names.
+TEST_F(CompilerAPI, CudaImages) {
+  kiln_compiler_t *c = makeCompiler("");
+  std::string bytes = makeModel(3, "", /*bigConstant=*/true);
+  auto compile = [&](const char *target) {
+    kiln_compile_options_t *o = makeOptions({{"target", target}});
+    fs::path so = dir / (std::string(target).replace(4, 1, "_") + ".so");
+    Status s(kiln_compiler_compile_to_file(c, bytes.data(), bytes.size(),
+                                           nullptr, "m", o, so.c_str()));
+    EXPECT_EQ(s.code, KILN_STATUS_OK) << s.message;
+    kiln_compile_options_free(o);
+    return so;
+  };
+  fs::path fat = compile("cuda"), one = compile("cuda:sm_90a");
+  // "<code>: <device>" for a load with `chip` as the device_chip option.
+  auto load = [](const fs::path &so, const char *chip = nullptr) {
+    kiln_model_options_t options;
+    kiln_model_options_init(&options);
+    options.driver_path = KILN_TEST_FAKE_CUDA_DRIVER;
+    options.device_chip = chip;
+    kiln_model_t *model = nullptr;
+    Status s(kiln_model_load_with_options(so.c_str(), &options, &model));
+    std::string result = s.code == KILN_STATUS_OK
+                             ? std::string(kiln_model_device(model))
+                             : std::to_string(int(s.code)) + ": " + s.message;
+    kiln_model_release(model);
+    return result;
+  };
+  const char *mode = getenv("FAKE_CUDA_MODE");
+  std::string saved = mode ? mode : "";
+  auto setMode = [](const char *m) { setenv("FAKE_CUDA_MODE", m, 1); };
+  setMode("");
+  EXPECT_EQ(load(fat), "cuda:sm_90a");
+  EXPECT_EQ(load(fat, "sm_80"), "cuda:sm_80");
+  EXPECT_EQ(load(fat, "sm_75"),
+            std::to_string(int(KILN_STATUS_INVALID_ARGUMENT)) +
+                ": the device_chip option is 'sm_75': the model has device "
+                "images for sm_90a, sm_80");
+  setenv("KILN_CUDA_CHIP", "sm_80", 1);
+  EXPECT_EQ(load(fat), "cuda:sm_80");
+  EXPECT_EQ(load(fat, "sm_90a"), "cuda:sm_90a"); // the option wins
+  unsetenv("KILN_CUDA_CHIP");
+  // A library of one image ignores the chip.
+  EXPECT_EQ(load(one, "sm_80"), "cuda:sm_90a");
+  setMode("cc80");
+  EXPECT_EQ(load(fat), "cuda:sm_80");
+  setMode("cc75");
+  EXPECT_EQ(load(fat),
+            std::to_string(int(KILN_STATUS_FAILED_PRECONDITION)) +
+                ": none of the model's device images (sm_90a, sm_80) runs "
+                "here: model compiled for cuda sm_90a: CUDA device 0 (Fake "
+                "T4) has compute capability 7.5, the model needs sm_90a "
+                "(compute capability 9.0 exactly); model compiled for cuda "
+                "sm_80: CUDA device 0 (Fake T4) has compute capability 7.5, "
+                "the model needs sm_80 (compute capability 8.0 or newer)");
+  if (mode)
+    setMode(saved.c_str());
+  else
+    unsetenv("FAKE_CUDA_MODE");
+  kiln_compiler_free(c);
+}
+
 TEST_F(CompilerAPI, ExternalWeights) {
   std::string bytes = makeModel(2, "", /*bigConstant=*/true);
   kiln_compile_options_t *o = makeOptions({{"external-weights", "1"}});

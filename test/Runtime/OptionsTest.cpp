@@ -274,7 +274,7 @@ TEST(AbiVersionTest, ModelFromBeforeVersion4) {
   EXPECT_EQ(withCode(kiln_model_load(KILN_TEST_BAD_ABI_MODEL, &model)),
             std::string("INCOMPATIBLE: model '") + KILN_TEST_BAD_ABI_MODEL +
                 "' was built for Kiln runtime ABI version 3 "
-                "(kiln_model_api_v1), this runtime supports version 6 "
+                "(kiln_model_api_v1), this runtime supports version 7 "
                 "(kiln_model_api_v2); recompile it with a matching kilnc");
   EXPECT_EQ(model, nullptr);
 }
@@ -284,25 +284,25 @@ TEST(AbiVersionTest, ModelFromALaterRuntime) {
   EXPECT_EQ(withCode(kiln_model_load(KILN_TEST_FUTURE_ABI_MODEL, &model)),
             std::string("INCOMPATIBLE: model '") + KILN_TEST_FUTURE_ABI_MODEL +
                 "' was built for Kiln runtime ABI version 999 "
-                "(kiln_model_api_v2), this runtime supports version 6 "
+                "(kiln_model_api_v2), this runtime supports version 7 "
                 "(kiln_model_api_v2); recompile it with a matching kilnc");
   EXPECT_EQ(model, nullptr);
 }
 
 // What a loader of ABI versions 1 to 3 sees in a model of today: its
-// kiln_model_api_v1 returns a table whose version (checked first) is 6.
+// kiln_model_api_v1 returns a table whose version (checked first) is 7.
 TEST(AbiVersionTest, OlderLoadersSeeTodaysVersion) {
   void *library = dlopen(KILN_TEST_FAKE_MODEL, RTLD_NOW | RTLD_LOCAL);
   ASSERT_NE(library, nullptr) << dlerror();
   auto v1 = reinterpret_cast<kiln_model_api_header_fn>(
       dlsym(library, KILN_MODEL_API_V1_SYMBOL));
   ASSERT_NE(v1, nullptr);
-  EXPECT_EQ(v1()->abi_version, 6u);
+  EXPECT_EQ(v1()->abi_version, 7u);
   EXPECT_EQ(v1()->struct_size, sizeof(kiln_model_api_header));
   auto v2 = reinterpret_cast<kiln_model_api_v2_fn>(
       dlsym(library, KILN_MODEL_API_SYMBOL));
   ASSERT_NE(v2, nullptr);
-  EXPECT_EQ(v2()->abi_version, 6u);
+  EXPECT_EQ(v2()->abi_version, 7u);
   EXPECT_GT(v2()->struct_size, sizeof(kiln_model_api_header));
   dlclose(library);
 }

@@ -139,7 +139,7 @@ TEST(RuntimeLoadTest, AbiVersionMismatch) {
   EXPECT_EQ(kiln_status_code(status), KILN_STATUS_INCOMPATIBLE);
   EXPECT_NE(take(status).find("was built for Kiln runtime ABI version 3 "
                               "(kiln_model_api_v1), this runtime supports "
-                              "version 6 (kiln_model_api_v2)"),
+                              "version 7 (kiln_model_api_v2)"),
             std::string::npos);
   EXPECT_EQ(model, nullptr);
 }

@@ -15,6 +15,7 @@
  *   initfail  cuInit fails with CUDA_ERROR_NO_DEVICE
  *   nodevice  cuDeviceGetCount reports 0 devices
  *   cc80      the device has compute capability 8.0
+ *   cc75      the device has compute capability 7.5
  *   badimage  cuModuleLoadData fails with CUDA_ERROR_INVALID_IMAGE
  *   nofunction  cuModuleGetFunction fails with CUDA_ERROR_NOT_FOUND
  *   launchfail  cuLaunchKernel fails with CUDA_ERROR_LAUNCH_FAILED
@@ -429,7 +430,9 @@ EXPORT CUresult cuDeviceGet(int *device, int ordinal) {
 }
 
 EXPORT CUresult cuDeviceGetName(char *name, int len, int dev) {
-  const char *text = mode("cc80") ? "Fake A100" : "Fake H200";
+  const char *text = mode("cc80")   ? "Fake A100"
+                     : mode("cc75") ? "Fake T4"
+                                    : "Fake H200";
   if (dev != 0 || len <= 0)
     return INVALID_VALUE;
   strncpy(name, text, (size_t)len - 1);
@@ -441,9 +444,9 @@ EXPORT CUresult cuDeviceGetAttribute(int *value, int attrib, int dev) {
   if (dev != 0)
     return INVALID_DEVICE;
   if (attrib == 75)
-    *value = mode("cc80") ? 8 : 9;
+    *value = mode("cc80") ? 8 : mode("cc75") ? 7 : 9;
   else if (attrib == 76)
-    *value = 0;
+    *value = mode("cc75") ? 5 : 0;
   else
     return INVALID_VALUE;
   return OK;

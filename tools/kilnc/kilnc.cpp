@@ -1,6 +1,6 @@
 //===- kilnc.cpp - Kiln's ahead-of-time compiler --------------------------===//
 //
-//   kilnc model.onnx -o model.so [--target=cpu|cuda[:sm_90]] [--dump-after=STAGE] [-O N]
+//   kilnc model.onnx -o model.so [--target=cpu|cuda[:sm_90a]] [--dump-after=STAGE] [-O N]
 //         [--external-weights[=FILE]] [--external-weights-min-bytes=N]
 //   kilnc --check model.onnx
 //   kilnc --print-pipeline=STAGE [flags]
@@ -36,8 +36,10 @@ static cl::opt<bool> emitAssembly(
 static cl::opt<std::string> outputFile("o", cl::desc("Output shared library"),
                                        cl::value_desc("model.so"));
 static cl::opt<std::string> target("target",
-                                   cl::desc("Target: cpu, cuda, cuda:<chip> "
-                                            "(default chip sm_90)"),
+                                   cl::desc("Target: cpu, cuda (one .so "
+                                            "with an sm_90a and an sm_80 "
+                                            "image, picked at load), "
+                                            "cuda:<chip> (one image)"),
                                    cl::init("cpu"));
 static cl::opt<bool> gpuTiledContractions(
     "gpu-tiled-contractions",

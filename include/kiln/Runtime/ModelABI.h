@@ -199,6 +199,24 @@ extern const unsigned char kiln_model_device_image[];
 extern const int64_t kiln_model_device_image_size;
 extern const char kiln_model_device_image_kind[];
 
+/* A model of several device images (kilnc --target=cuda: one whole
+ * compile per chip, sm_90a first) defines, instead of the six symbols
+ * above, one program per image and the two symbols below; the runtime
+ * takes the first program whose image the device runs (its driver opens
+ * the signature's chip), or the one the model option device_chip
+ * (KILN_<KIND>_CHIP) names. Every program has the same inputs, outputs and
+ * weights file; each has its own signature (arena, chip, kernels). */
+typedef struct kiln_model_program {
+  const char *signature;             /* as kiln_model_signature */
+  int32_t (*main)(kiln_rt_ctx *ctx); /* as kiln_model_main */
+  int32_t (*init)(kiln_rt_ctx *ctx); /* as kiln_model_init; or NULL */
+  const unsigned char *image;        /* NULL: no kernels */
+  const int64_t *image_size;         /* NULL: no kernels */
+  const char *image_kind;            /* NULL: no kernels */
+} kiln_model_program;
+extern const kiln_model_program kiln_model_programs[];
+extern const int64_t kiln_model_num_programs;
+
 #ifdef __cplusplus
 }
 #endif

@@ -41,8 +41,10 @@ extern "C" {
  * 5: CPU kernels on a thread pool the loader hands over (set_thread_pool),
  *    the model's required CPU features checked in model_create.
  * 6: profiling (instance_set_profiling, instance_last_profile); the
- *    environment no longer sets the profile_path option. */
-#define KILN_MODEL_ABI_VERSION 6u
+ *    environment no longer sets the profile_path option.
+ * 7: models of several device images (kiln_model_programs), the model
+ *    option device_chip. */
+#define KILN_MODEL_ABI_VERSION 7u
 #define KILN_MODEL_API_SYMBOL "kiln_model_api_v2"
 /* What models of ABI versions 1 to 3 export. */
 #define KILN_MODEL_API_V1_SYMBOL "kiln_model_api_v1"

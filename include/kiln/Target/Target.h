@@ -99,6 +99,10 @@ struct TargetEntry {
   void (*registerPasses)();
   /// The target-info of a chip, for GPU kinds (null for others).
   std::shared_ptr<const GPUTargetInfo> (*createGPUTargetInfo)(StringRef chip);
+  /// The chips a shared library for `<kind>` alone embeds, one whole
+  /// compile (and device image) per chip, in the order the runtime tries
+  /// them at load; empty: one image, for defaultChip.
+  ArrayRef<StringRef> defaultImages = {};
 };
 
 /// Every target, in the order messages list them.
@@ -108,6 +112,11 @@ ArrayRef<TargetEntry> getTargetTable();
 /// returns null and writes a message listing what is supported into `error`.
 std::unique_ptr<Target> parseTarget(StringRef spec, std::string &error,
                                     const GPUCodegenOptions &gpu = {});
+
+/// The targets a shared library for `spec` is compiled for, one image
+/// each: `<kind>:<chip>` for each of the kind's defaultImages when `spec`
+/// is a kind alone that has them, else `spec` itself.
+SmallVector<std::string> getTargetImages(StringRef spec);
 
 /// Registers the dialects, translations and target attributes every
 /// target's codegen needs.

@@ -55,6 +55,13 @@ size_t kiln_dev_round(size_t bytes) {
  * Models
  *===--------------------------------------------------------------------===*/
 
+void kiln_dev_single_image(kiln_model_program *program) {
+  program->image = kiln_model_device_image;
+  program->image_size =
+      &kiln_model_device_image_size ? &kiln_model_device_image_size : NULL;
+  program->image_kind = kiln_model_device_image_kind;
+}
+
 kiln_status_t *kiln_dev_model_create(kiln_model_impl *model,
                                      const kiln_rt_options *opts) {
   const kiln_device_driver *drv = NULL;
@@ -72,8 +79,9 @@ kiln_status_t *kiln_dev_model_create(kiln_model_impl *model,
         "model compiled for device '%s': this runtime runs cpu%s models",
         model->device_name, kinds);
   /* A model without kernels (only copies) needs no device image. */
-  int has_image = kiln_model_device_image && &kiln_model_device_image_size &&
-                  kiln_model_device_image_size > 0;
+  const kiln_model_program *program = &model->program;
+  int has_image =
+      program->image && program->image_size && *program->image_size > 0;
   if (model->num_kernels > 0 && !has_image)
     return kiln_rtc_make_status(
         KILN_STATUS_INCOMPATIBLE,
@@ -82,8 +90,7 @@ kiln_status_t *kiln_dev_model_create(kiln_model_impl *model,
         model->device_kind, model->chip,
         (unsigned long long)model->num_kernels);
   if (model->num_kernels > 0) {
-    const char *image_kind =
-        kiln_model_device_image_kind ? kiln_model_device_image_kind : "";
+    const char *image_kind = program->image_kind ? program->image_kind : "";
     if (strcmp(image_kind, drv->kind) != 0)
       return kiln_rtc_make_status(
           KILN_STATUS_INCOMPATIBLE,
@@ -98,8 +105,8 @@ kiln_status_t *kiln_dev_model_create(kiln_model_impl *model,
   model->driver = drv;
   dm->driver = drv;
   if (model->num_kernels > 0) {
-    dm->image = kiln_model_device_image;
-    dm->image_size = kiln_model_device_image_size;
+    dm->image = program->image;
+    dm->image_size = *program->image_size;
   }
   kiln_device_open_args args;
   args.chip = model->chip;

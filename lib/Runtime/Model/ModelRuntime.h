@@ -51,6 +51,9 @@ typedef struct kiln_rt_options {
   int32_t device_ordinal;     /* >= 0 */
   const char *ordinal_source; /* for messages; NULL for the default */
   char ordinal_env[48];       /* "KILN_<KIND>_DEVICE" when it came from there */
+  char chip_env[48];          /* "KILN_<KIND>_CHIP" */
+  const char *device_chip;    /* NULL: the first image the device runs */
+  const char *chip_source;    /* for messages: the option or KILN_<KIND>_CHIP */
   int graphs;                 /* 0 or 1 */
   const char *profile_path;   /* NULL: no profiling */
 } kiln_rt_options;
@@ -58,8 +61,8 @@ typedef struct kiln_rt_options {
 /* THE place the runtime reads the environment: fills `out` from `model`
  * and/or `instance` (either may be NULL: those fields get defaults), taking
  * unset fields from KILN_WEIGHTS and, when `kind` (the device kind, NULL
- * for the cpu) is given, KILN_<KIND>_DRIVER, KILN_<KIND>_DEVICE and
- * KILN_<KIND>_GRAPHS. Returns FAILED_PRECONDITION
+ * for the cpu) is given, KILN_<KIND>_DRIVER, KILN_<KIND>_DEVICE,
+ * KILN_<KIND>_CHIP and KILN_<KIND>_GRAPHS. Returns FAILED_PRECONDITION
  * for a device index that is not a non-negative integer. */
 KILN_HIDDEN kiln_status_t *
 kiln_rt_options_from_env(const char *kind, const kiln_model_options_t *model,
@@ -91,6 +94,9 @@ typedef struct kiln_dev_model kiln_dev_model;       /* DeviceRuntime.c */
 typedef struct kiln_dev_instance kiln_dev_instance; /* DeviceRuntime.c */
 
 struct kiln_model_impl {
+  /* The generated program this model runs: the model's only one, or the
+   * one of kiln_model_programs model_create chose. */
+  kiln_model_program program;
   uint64_t arena_size;
   size_t num_inputs, num_outputs;
   kiln_value_sig *inputs, *outputs;
@@ -252,6 +258,10 @@ KILN_HIDDEN kiln_status_t *kiln_rt_map_weights(kiln_model_impl *model,
 /*===--------------------------------------------------------------------===*
  * Device models (DeviceRuntime.c, DeviceRun.c), through model->driver
  *===--------------------------------------------------------------------===*/
+
+/* Fills the image fields of a model's only program from the symbols
+ * generated code defines for a device target (all NULL on the cpu). */
+KILN_HIDDEN void kiln_dev_single_image(kiln_model_program *program);
 
 /* Finds the driver of model->device_kind, checks the device image, opens
  * the driver and the device; on failure returns a status

@@ -8,6 +8,7 @@
  *   KILN_WEIGHTS          model option weights_path
  *   KILN_<KIND>_DRIVER    model option driver_path     (device models)
  *   KILN_<KIND>_DEVICE    model option device_ordinal  (device models)
+ *   KILN_<KIND>_CHIP      model option device_chip     (device models)
  *   KILN_<KIND>_GRAPHS    instance option graphs: "0" is off
  *
  * (The instance option profile_path has no variable: profiles are asked
@@ -86,6 +87,16 @@ kiln_status_t *kiln_rt_options_from_env(const char *kind,
             text);
       out->device_ordinal = (int32_t)ordinal;
       out->ordinal_source = out->ordinal_env;
+    }
+  }
+  if (model) {
+    if (model->device_chip && *model->device_chip) {
+      out->device_chip = model->device_chip;
+      out->chip_source = "the device_chip option";
+    } else {
+      out->device_chip =
+          kind_env(kind, "CHIP", out->chip_env, sizeof(out->chip_env));
+      out->chip_source = out->chip_env;
     }
   }
   if (instance) {

@@ -291,13 +291,17 @@ def _as_array(x: Any) -> Any:
 
 
 def load(path: Union[str, os.PathLike], weights: Optional[str] = None,
-         device: Optional[int] = None, driver: Optional[str] = None) -> Model:
+         device: Optional[int] = None, driver: Optional[str] = None,
+         chip: Optional[str] = None) -> Model:
     """Loads a model.so written by kilnc (its weights file: `weights`, else
     the one kilnc wrote next to it). Device models: `device` the device
     index (default: KILN_<KIND>_DEVICE, else 0), `driver` the driver library
-    (default: the system's)."""
+    (default: the system's), `chip` the image of a model built for several
+    (kilnc --target=cuda: "sm_90a" or "sm_80"; default: KILN_<KIND>_CHIP,
+    else the first the device runs)."""
     ordinal = -1 if device is None else int(device)
-    return Model(_NativeModel.load(os.fspath(path), weights or "", driver or "", ordinal),
+    return Model(_NativeModel.load(os.fspath(path), weights or "", driver or "", ordinal,
+                                   chip or ""),
                  ordinal)
 
 

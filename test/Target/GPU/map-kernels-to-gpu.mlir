@@ -1,5 +1,5 @@
-// RUN: kiln-opt %s --kiln-map-kernels-to-gpu="min-threads=2048 warp-reductions=0" --split-input-file | FileCheck %s
-// RUN: not kiln-opt %s --kiln-map-kernels-to-gpu="block-size=100" --split-input-file 2>&1 | FileCheck %s --check-prefix=BAD
+// RUN: kiln-opt %s --kiln-map-kernels-to-gpu="device='cuda sm_90' min-threads=2048 warp-reductions=0" --split-input-file | FileCheck %s
+// RUN: not kiln-opt %s --kiln-map-kernels-to-gpu="device='cuda sm_90' block-size=100" --split-input-file 2>&1 | FileCheck %s --check-prefix=BAD
 
 // BAD: block-size must be a multiple of 32
 
