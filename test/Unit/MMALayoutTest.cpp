@@ -1,10 +1,12 @@
-//===- MMALayoutTest.cpp - AMD matrix-instruction layouts, emulated -------===//
+//===- MMALayoutTest.cpp - Matrix-instruction layouts, emulated -----------===//
 //
 // The fragment layouts Kiln assumes for MFMA 16x16x16 (gfx9, waves of 64)
-// and WMMA 16x16x16 (gfx11, waves of 32) (getAMDGPUMMALayout, the
-// MMALayout that kiln-map-kernels-to-gpu distributes operands and reads
-// results with) against the lane maps of AMD's published tables, written out
-// here independently of the layout code:
+// and WMMA 16x16x16 (gfx11, waves of 32) (getAMDGPUMMALayout), and for
+// NVIDIA's mma.sync m16n8k16 (f16/bf16) and m16n8k8 (tf32) (the NVPTX
+// target-info's getMMA and getTF32MMA): the MMALayout that
+// kiln-map-kernels-to-gpu distributes operands and reads results with,
+// against the lane maps of the vendors' published tables, written out here
+// independently of the layout code:
 //
 // - v_mfma_f32_16x16x16_f16 (AMD Instinct MI300 "CDNA3" ISA, section 7.1,
 //   and AMD's matrix instruction calculator): A[i][k] in lane i + 16 (k / 4),
@@ -15,6 +17,15 @@
 // - v_wmma_f32_16x16x16_f16 ("RDNA3" ISA, section 7.9): A[i][k] in lanes i
 //   and i + 16 (both must hold it), element k; B[k][j] in lanes j and j + 16,
 //   element k; C/D[i][j] in lane j + 16 (i % 2), register i / 2.
+// - mma.m16n8k16 .f16/.bf16 (PTX ISA, "Matrix Fragments for mma.m16n8k16
+//   with floating point type"; groupID = lane / 4, threadID_in_group =
+//   lane % 4): A[i][k] in lane 4 (i % 8) + (k % 8) / 2, element
+//   k % 2 + 2 (i / 8) + 4 (k / 8); B[k][j] in lane 4 j + (k % 8) / 2,
+//   element k % 2 + 2 (k / 8); C/D[i][j] in lane 4 (i % 8) + j / 2,
+//   element j % 2 + 2 (i / 8).
+// - mma.m16n8k8 .tf32 (PTX ISA, "Matrix Fragments for mma.m16n8k8",
+//   .tf32): A[i][k] in lane 4 (i % 8) + k % 4, element i / 8 + 2 (k / 4);
+//   B[k][j] in lane 4 j + k % 4, element k / 4; C/D as for m16n8k16.
 //
 // One fragment multiply is emulated on the CPU: Kiln's layout places A, B
 // and C in the lanes' registers, the instruction (per the table) computes D
@@ -25,6 +36,8 @@
 //===----------------------------------------------------------------------===//
 
 #include "kiln/Target/AMDGPU/AMDGPUTarget.h"
+#include "kiln/Target/GPU/TargetInfo.h"
+#include "kiln/Target/NVPTX/NVPTXTarget.h"
 
 #include "mlir/IR/Builders.h"
 #include "mlir/IR/MLIRContext.h"
@@ -133,27 +146,32 @@ std::vector<double> emulate(const MMALayout &l, const Table &t,
   return out;
 }
 
-void check(const MMALayout &l, const Table &t, int64_t k) {
-  ASSERT_EQ(l.m, 16);
-  ASSERT_EQ(l.n, 16);
+void check(const MMALayout &l, const Table &t, int64_t m, int64_t n,
+           int64_t k) {
+  ASSERT_EQ(l.m, m);
+  ASSERT_EQ(l.n, n);
   ASSERT_EQ(l.k, k);
-  const int K = k;
+  const int M = m, N = n, K = k;
   // One accumulator per element of C over the wave.
-  EXPECT_EQ((int64_t)l.cElems.size() * t.waveSize, 16 * 16);
+  EXPECT_EQ((int64_t)l.cElems.size() * t.waveSize, M * N);
   std::mt19937 rng(7);
   std::uniform_int_distribution<int> small(-4, 4);
-  std::vector<double> A(16 * K), B(K * 16), C(256);
-  for (std::vector<double> *m : {&A, &B, &C})
-    for (double &x : *m)
-      x = small(rng);
+  std::vector<double> A(M * K), B(K * N), C(M * N);
+  for (std::vector<double> *x : {&A, &B, &C})
+    for (double &v : *x)
+      v = small(rng);
   std::vector<double> D = emulate(l, t, A, B, C);
-  for (int i = 0; i < 16; ++i)
-    for (int j = 0; j < 16; ++j) {
-      double ref = C[i * 16 + j];
+  for (int i = 0; i < M; ++i)
+    for (int j = 0; j < N; ++j) {
+      double ref = C[i * N + j];
       for (int kk = 0; kk < K; ++kk)
-        ref += A[i * K + kk] * B[kk * 16 + j];
-      EXPECT_EQ(D[i * 16 + j], ref) << "D " << i << "," << j;
+        ref += A[i * K + kk] * B[kk * N + j];
+      EXPECT_EQ(D[i * N + j], ref) << "D " << i << "," << j;
     }
+}
+
+void check(const MMALayout &l, const Table &t, int64_t k) {
+  check(l, t, 16, 16, k);
 }
 
 Table mfmaTable() {
@@ -186,6 +204,35 @@ Table wmmaTable() {
   t.a = [](int i, int k) { return std::vector<Slot>{{i, k}, {i + 16, k}}; };
   t.b = [](int k, int j) { return std::vector<Slot>{{j, k}, {j + 16, k}}; };
   t.cd = [](int i, int j) { return Slot{j + 16 * (i % 2), i / 2}; };
+  return t;
+}
+
+/// mma.m16n8k16 .f16/.bf16: 4 A registers of 2 elements (8 per lane), 2 B
+/// registers (4), 4 accumulators.
+Table mmaM16N8K16Table() {
+  Table t;
+  t.waveSize = 32;
+  t.a = [](int i, int k) {
+    return std::vector<Slot>{
+        {4 * (i % 8) + (k % 8) / 2, k % 2 + 2 * (i / 8) + 4 * (k / 8)}};
+  };
+  t.b = [](int k, int j) {
+    return std::vector<Slot>{{4 * j + (k % 8) / 2, k % 2 + 2 * (k / 8)}};
+  };
+  t.cd = [](int i, int j) {
+    return Slot{4 * (i % 8) + j / 2, j % 2 + 2 * (i / 8)};
+  };
+  return t;
+}
+
+/// mma.m16n8k8 .tf32: 4 A registers and 2 B registers of one element each,
+/// 4 accumulators.
+Table mmaM16N8K8TF32Table() {
+  Table t = mmaM16N8K16Table();
+  t.a = [](int i, int k) {
+    return std::vector<Slot>{{4 * (i % 8) + k % 4, i / 8 + 2 * (k / 4)}};
+  };
+  t.b = [](int k, int j) { return std::vector<Slot>{{4 * j + k % 4, k / 4}}; };
   return t;
 }
 
@@ -246,4 +293,62 @@ TEST_F(AMDGPUMMALayout, ChipTable) {
   EXPECT_EQ(gfx1100->waveSize, 32);
   EXPECT_EQ(gfx1100->matrix, RocmChip::Matrix::WMMA);
   EXPECT_EQ(lookupRocmChip("gfx940"), nullptr);
+}
+
+class NVPTXMMALayout : public ::testing::Test {
+protected:
+  MLIRContext context;
+  Builder b{&context};
+  std::shared_ptr<const GPUTargetInfo> sm80 = createNVPTXTargetInfo("sm_80");
+};
+
+TEST_F(NVPTXMMALayout, MmaM16N8K16F16) {
+  ASSERT_TRUE(sm80);
+  std::optional<MMALayout> l = sm80->getMMA(b.getF16Type(), b.getF32Type());
+  ASSERT_TRUE(l);
+  EXPECT_FALSE(l->tf32);
+  check(*l, mmaM16N8K16Table(), 16, 8, 16);
+}
+
+TEST_F(NVPTXMMALayout, MmaM16N8K16BF16) {
+  ASSERT_TRUE(sm80);
+  std::optional<MMALayout> l = sm80->getMMA(b.getBF16Type(), b.getF32Type());
+  ASSERT_TRUE(l);
+  check(*l, mmaM16N8K16Table(), 16, 8, 16);
+}
+
+TEST_F(NVPTXMMALayout, MmaM16N8K8TF32) {
+  ASSERT_TRUE(sm80);
+  std::optional<MMALayout> l = sm80->getTF32MMA(b.getF32Type());
+  ASSERT_TRUE(l);
+  EXPECT_TRUE(l->tf32);
+  EXPECT_TRUE(l->operand.isF32());
+  EXPECT_EQ(l->kPack, 1);
+  check(*l, mmaM16N8K8TF32Table(), 16, 8, 8);
+}
+
+TEST_F(NVPTXMMALayout, ExactF32HasNoInstruction) {
+  // f32 without the TF32 mark stays off the tensor cores (NVIDIA has no
+  // f32 mma.sync), and chips before sm_80 have no TF32 one.
+  ASSERT_TRUE(sm80);
+  EXPECT_FALSE(sm80->getMMA(b.getF32Type(), b.getF32Type()));
+  std::shared_ptr<const GPUTargetInfo> sm75 = createNVPTXTargetInfo("sm_75");
+  ASSERT_TRUE(sm75);
+  EXPECT_FALSE(sm75->getTF32MMA(b.getF32Type()));
+}
+
+TEST_F(NVPTXMMALayout, WrongTableFails) {
+  // The check can fail: the tf32 layout against the f16 table's A map.
+  std::optional<MMALayout> l = sm80->getTF32MMA(b.getF32Type());
+  ASSERT_TRUE(l);
+  Table t = mmaM16N8K16Table();
+  int mismatches = 0;
+  for (int lane = 0; lane < 32; ++lane)
+    for (size_t r = 0; r < l->aRegs.size(); ++r) {
+      int64_t i = coord(l->aRow, lane, l->groupSize) + l->aRegs[r].outer;
+      int64_t k = coord(l->aK, lane, l->groupSize) + l->aRegs[r].inner;
+      Slot s = t.a(i, k).front();
+      mismatches += s.lane != lane || s.index != (int)r;
+    }
+  EXPECT_GT(mismatches, 0);
 }

@@ -4,6 +4,7 @@
 
 #include "kiln/Conversion/Passes.h"
 #include "kiln/Dialect/Kiln/IR/KilnDialect.h"
+#include "kiln/Dialect/Kiln/IR/Precision.h"
 #include "kiln/Dialect/Onnx/IR/OnnxDialect.h"
 #include "kiln/Dialect/Onnx/IR/OnnxOps.h"
 
@@ -407,6 +408,26 @@ static thread_local Operation *currentNode = nullptr;
 
 Operation *lowering::loweringNode() { return currentNode; }
 
+/// Whether `op` is a contraction of f32 values into an f32 accumulator: a
+/// linalg op with reduction loops whose body yields `acc + a * b` (either
+/// order) with a, b and acc f32.
+static bool isF32Contraction(Operation *op) {
+  auto linalgOp = dyn_cast<linalg::LinalgOp>(op);
+  if (!linalgOp || linalgOp.getNumReductionLoops() == 0 ||
+      linalgOp.getNumDpsInits() != 1 || !linalgOp.getBlock())
+    return false;
+  Block &body = *linalgOp.getBlock();
+  Value acc = body.getArguments().back();
+  auto add = body.getTerminator()->getOperand(0).getDefiningOp<arith::AddFOp>();
+  if (!acc.getType().isF32() || !add || add->getBlock() != &body ||
+      (add.getLhs() != acc && add.getRhs() != acc))
+    return false;
+  auto mul = (add.getLhs() == acc ? add.getRhs() : add.getLhs())
+                 .getDefiningOp<arith::MulFOp>();
+  return mul && mul->getBlock() == &body && mul.getLhs().getType().isF32() &&
+         mul.getRhs().getType().isF32();
+}
+
 /// Lowers the onnx ops of `region` in order. The regions of onnx ops that
 /// have some (If, Loop, Scan) are left to those ops' lowerings, which lower
 /// them with this function when they move them into their replacement.
@@ -441,6 +462,8 @@ LogicalResult lowering::lowerOnnxOpsIn(Region &region) {
       failed = true;
       continue;
     }
+    // The lowering inserts its ops just before the node.
+    Operation *before = op->getPrevNode();
     Operation *outerNode = currentNode;
     currentNode = op;
     LogicalResult lowered = pattern->matchAndRewrite(op, rewriter);
@@ -449,6 +472,16 @@ LogicalResult lowering::lowerOnnxOpsIn(Region &region) {
       failed = true;
       continue;
     }
+    // A node kiln-mixed-precision allowed TF32: its f32 contractions carry
+    // the mark to the targets (kTF32Attr).
+    if (isMarkedTF32(op))
+      for (Operation *o = before ? before->getNextNode()
+                                 : &op->getBlock()->front();
+           o != op; o = o->getNextNode())
+        o->walk([&](Operation *inner) {
+          if (isF32Contraction(inner))
+            inner->setAttr(kTF32Attr, rewriter.getUnitAttr());
+        });
     if (!failed)
       op->erase();
   }

@@ -9,6 +9,8 @@
 
 #include "Lowering.h"
 
+#include "kiln/Dialect/Kiln/IR/Precision.h"
+
 #include "mlir/Dialect/Func/IR/FuncOps.h"
 #include "mlir/Dialect/GPU/IR/GPUDialect.h"
 #include "mlir/Dialect/SCF/IR/SCF.h"
@@ -153,14 +155,18 @@ LogicalResult TiledContraction::lower(linalg::LinalgOp op) {
   int64_t warpSize = info.getWarpSize(), warps = kThreads / warpSize;
   int64_t warpsN = warps / 2;
   std::optional<MMALayout> mmaLayout;
-  // The instruction's operands: the half values, or (a chip with a matrix
-  // instruction of full f32 precision) the f32 product operands.
+  // The instruction's operands: the half values, or the f32 product
+  // operands: rounded to TF32 when the contraction allows it and the chip
+  // has such an instruction, else on an instruction of full f32 precision.
   Value xMMA = aHalf, wMMA = bHalf;
   if (tensorCores && isa<arith::MulFOp>(ma->mul)) {
     if (aHalf && bHalf && aHalf.getType() == bHalf.getType()) {
       mmaLayout = info.getMMA(aHalf.getType(), accType);
     } else if (ma->a.getType() == accType && ma->b.getType() == accType) {
-      mmaLayout = info.getMMA(accType, accType);
+      if (accType.isF32() && op->hasAttr(kTF32Attr))
+        mmaLayout = info.getTF32MMA(accType);
+      if (!mmaLayout)
+        mmaLayout = info.getMMA(accType, accType);
       xMMA = ma->a, wMMA = ma->b;
     }
   }
@@ -213,10 +219,14 @@ LogicalResult TiledContraction::lower(linalg::LinalgOp op) {
   auto ceil = [](int64_t a, int64_t b) { return (a + b - 1) / b; };
   auto blocksFor = [&](int64_t t) { return ceil(M, t) * ceil(N, t) * B; };
   int64_t tile = blocksFor(128) * 2 >= fillBlocks ? 128 : 64;
-  // The instruction's slabs ([2][T][BK + 8] per operand) stay within 48
-  // KiB of shared memory: 128 tiles only for 16-bit operands.
-  if (mma && std::max(xElem.getIntOrFloatBitWidth(),
-                      wElem.getIntOrFloatBitWidth()) > 16)
+  int64_t elemBits =
+      std::max(xElem.getIntOrFloatBitWidth(), wElem.getIntOrFloatBitWidth());
+  // The instruction's slabs ([2][T][BK + 16 bytes] per operand, 40 KiB for
+  // both at T = 128) stay within 48 KiB of shared memory. 32-bit operands
+  // take 128 tiles only on TF32, whose instruction (one K element per
+  // register) needs their fragment reuse; an f32 one keeps 64 tiles (24
+  // KiB: two blocks per 64 KiB of shared memory).
+  if (mma && elemBits > 16 && !mmaLayout->tf32)
     tile = 64;
   int64_t bk = 1024 / tile, runs = tile / kChunk, perThread = runs * kRun;
   int64_t blocks = blocksFor(tile);
@@ -224,12 +234,8 @@ LogicalResult TiledContraction::lower(linalg::LinalgOp op) {
   // the tile in mTiles x nTiles tiles of the instruction.
   int64_t mTiles = 0, nTiles = 0;
   if (mma) {
-    // 32-bit operands: slabs of half the K (24 KiB for both operands of a
-    // 64 tile instead of 40: two blocks per 64 KiB of shared memory).
-    bk = std::max(xElem.getIntOrFloatBitWidth(),
-                  wElem.getIntOrFloatBitWidth()) > 16
-             ? kMMASlabK / 2
-             : kMMASlabK;
+    // 32-bit operands: slabs of half the K, the same bytes per row.
+    bk = elemBits > 16 ? kMMASlabK / 2 : kMMASlabK;
     if (bk % mmaLayout->k != 0)
       return failure();
     mTiles = tile / (2 * mmaLayout->m);
@@ -265,12 +271,13 @@ LogicalResult TiledContraction::lower(linalg::LinalgOp op) {
   Value one = index(loc, 1);
   Attribute wg = info.getSharedMemorySpace(ctxt);
   // Shared slabs [2][BK][T + 4] (a thread's columns read 4 at a time), or
-  // for the matrix instruction [2][T][BK + 8] (fragments read as K runs);
-  // the padding keeps both the stores and the reads free of bank
+  // for the matrix instruction [2][T][BK + 16 bytes] (fragments read as K
+  // runs; rows of 80 bytes: 8 rows of a fragment read start 20 banks
+  // apart); the padding keeps both the stores and the reads free of bank
   // conflicts.
   SmallVector<int64_t> slabShape = {2, bk, tile + 4};
   if (mma)
-    slabShape = {2, tile, bk + 8};
+    slabShape = {2, tile, bk + 128 / elemBits};
   auto xsType =
       MemRefType::get(slabShape, xElem, MemRefLayoutAttrInterface(), wg);
   auto wsType =
@@ -290,7 +297,8 @@ LogicalResult TiledContraction::lower(linalg::LinalgOp op) {
     os << ": tile " << tile << "x" << tile << "x" << bk << ", "
        << (mma ? "matrix instruction " + std::to_string(mmaLayout->m) + "x" +
                      std::to_string(mmaLayout->n) + "x" +
-                     std::to_string(mmaLayout->k)
+                     std::to_string(mmaLayout->k) +
+                     (mmaLayout->tf32 ? " tf32" : "")
                : std::string("FMA"))
        << ", " << warps << " warps of " << warpSize;
     if (splits > 1)
@@ -543,10 +551,15 @@ LogicalResult TiledContraction::lower(linalg::LinalgOp op) {
     int64_t i = 0;
     for (Stage *s : {&sx, &sw})
       for (auto [kr, col] : llvm::zip(s->kr, s->col)) {
+        // For the matrix instruction, as it wants the values staged (e.g.
+        // rounded to TF32): here, where the stores wait for the loads
+        // anyway, not where they are issued.
         Value v = staged[i++];
+        if (mma)
+          v = info.buildMMAStaged(rewriter, loc, *mmaLayout, v);
         if (s->vec > 1 && s->vecK) {
           // K runs are contiguous in the slab's rows (16-byte aligned: rows
-          // of BK + 8 elements, runs at multiples of V).
+          // of BK elements + 16 bytes, runs at multiples of V).
           auto st = vector::StoreOp::create(rewriter, loc, v, s->dst,
                                             ValueRange{buf, col, kr});
           st.setAlignment(16);

@@ -4,8 +4,9 @@
 // bar.sync after convert-gpu-to-nvvm), shared memory as the gpu dialect's
 // workgroup space (NVVM's address space 3, kiln-finalize-device-memrefs),
 // and on sm_80 and newer mma.sync m16n8k16 (row x col) for f16 and bf16
-// operands accumulated in f32; on sm_90a matmuls get a kernel of their own
-// (warpgroup MMA fed by TMA, WarpgroupContraction.cpp).
+// operands accumulated in f32, and mma.sync m16n8k8 for f32 operands
+// rounded to TF32 (contractions marked kiln.tf32); on sm_90a matmuls get a
+// kernel of their own (warpgroup MMA fed by TMA, WarpgroupContraction.cpp).
 //
 //===----------------------------------------------------------------------===//
 
@@ -16,6 +17,7 @@
 
 #include "mlir/Dialect/LLVMIR/LLVMDialect.h"
 #include "mlir/Dialect/LLVMIR/NVVMDialect.h"
+#include "mlir/Dialect/Vector/IR/VectorOps.h"
 
 #include "llvm/ADT/StringExtras.h"
 
@@ -53,9 +55,60 @@ public:
     return l;
   }
 
-  /// f16 pairs as they are, bf16 ones as i32.
+  /// mma.sync m16n8k8 .tf32 (PTX ISA, "Matrix Fragments for mma.m16n8k8",
+  /// .tf32): lane = (g, t) as above, one element per register. A (16 x 8,
+  /// row): a0 (g, t), a1 (g + 8, t), a2 (g, t + 4), a3 (g + 8, t + 4).
+  /// B (8 x 8, col): b0 K t, b1 K t + 4, column g. C (16 x 8) as for
+  /// m16n8k16: c0, c1 row g, columns 2t, 2t + 1; c2, c3 row g + 8.
+  std::optional<MMALayout> getTF32MMA(Type acc) const override {
+    if (!hasMMA || !acc.isF32())
+      return std::nullopt;
+    MMALayout l;
+    l.m = 16, l.n = 8, l.k = 8;
+    l.operand = acc, l.acc = acc;
+    l.tf32 = true;
+    l.groupSize = 4;
+    l.kPack = 1;
+    l.aRow = {1, 0}, l.aK = {0, 1};
+    l.aRegs = {{0, 0}, {8, 0}, {0, 4}, {8, 4}};
+    l.bCol = {1, 0}, l.bK = {0, 1};
+    l.bRegs = {{0, 0}, {0, 4}};
+    l.cRow = {1, 0}, l.cCol = {0, 2};
+    l.cElems = {{0, 0}, {0, 1}, {8, 0}, {8, 1}};
+    return l;
+  }
+
+  /// TF32: each f32 rounded to nearest (ties away: cvt.rna.tf32.f32, the
+  /// rounding PTX defines for .tf32 operands), kept as the f32 whose low 13
+  /// mantissa bits are zero. Once per staged element; the fragments then
+  /// read the bits as they are.
+  Value buildMMAStaged(OpBuilder &b, Location loc, const MMALayout &layout,
+                       Value value) const override {
+    if (!layout.tf32)
+      return value;
+    auto round = [&](Value f) -> Value {
+      Value bits = NVVM::ConvertFloatToTF32Op::create(
+          b, loc, b.getI32Type(), f, NVVM::FPRoundingMode::RNA,
+          NVVM::SaturationMode::NONE, /*relu=*/false);
+      return LLVM::BitcastOp::create(b, loc, b.getF32Type(), bits);
+    };
+    auto vec = dyn_cast<VectorType>(value.getType());
+    if (!vec)
+      return round(value);
+    Value out = value;
+    for (int64_t i = 0, n = vec.getNumElements(); i < n; ++i)
+      out = vector::InsertOp::create(
+          b, loc, round(vector::ExtractOp::create(b, loc, value, i)), out, i);
+    return out;
+  }
+
+  /// f16 pairs as they are, bf16 ones as i32, TF32 (vector<1xf32>) as the
+  /// i32 of its bits.
   Value buildMMAOperand(OpBuilder &b, Location loc, const MMALayout &layout,
                         Value loaded) const override {
+    if (layout.tf32)
+      return LLVM::BitcastOp::create(
+          b, loc, b.getI32Type(), vector::ExtractOp::create(b, loc, loaded, 0));
     if (!layout.operand.isBF16())
       return loaded;
     return LLVM::BitcastOp::create(b, loc, b.getI32Type(), loaded);
@@ -67,11 +120,13 @@ public:
     Type f32 = b.getF32Type();
     auto resType =
         LLVM::LLVMStructType::getLiteral(b.getContext(), {f32, f32, f32, f32});
-    NVVM::MMATypes ptx =
-        layout.operand.isBF16() ? NVVM::MMATypes::bf16 : NVVM::MMATypes::f16;
+    NVVM::MMATypes ptx = layout.tf32               ? NVVM::MMATypes::tf32
+                         : layout.operand.isBF16() ? NVVM::MMATypes::bf16
+                                                   : NVVM::MMATypes::f16;
     auto mma = NVVM::MmaOp::create(
-        b, loc, resType, a, bRegs, c, {16, 8, 16}, std::nullopt, std::nullopt,
-        std::array<NVVM::MMATypes, 2>{ptx, ptx},
+        b, loc, resType, a, bRegs, c,
+        ArrayRef<int64_t>{layout.m, layout.n, layout.k}, std::nullopt,
+        std::nullopt, std::array<NVVM::MMATypes, 2>{ptx, ptx},
         std::array<NVVM::MMALayout, 2>{NVVM::MMALayout::row,
                                        NVVM::MMALayout::col});
     SmallVector<Value> acc;
@@ -89,7 +144,8 @@ public:
   }
 
   void getDependentDialects(DialectRegistry &registry) const override {
-    registry.insert<NVVM::NVVMDialect, LLVM::LLVMDialect>();
+    registry
+        .insert<NVVM::NVVMDialect, LLVM::LLVMDialect, vector::VectorDialect>();
   }
 
 private:
@@ -101,7 +157,8 @@ std::shared_ptr<const GPUTargetInfo>
 mlir::kiln::createNVPTXTargetInfo(StringRef chip) {
   if (!llvm::is_contained(getCudaChips(), chip))
     return nullptr;
-  // mma.sync m16n8k16 on f16/bf16 needs sm_80; wgmma and its kernels the
+  // mma.sync m16n8k16 on f16/bf16 and m16n8k8 on tf32 need sm_80; wgmma and
+  // its kernels the
   // architecture-specific sm_90a (ptxas rejects them for sm_90).
   unsigned sm = 0;
   (void)chip.drop_front(3).take_while(llvm::isDigit).getAsInteger(10, sm);

@@ -120,19 +120,20 @@ SmallVector<Value> firstPixel(Emitter &e, const Convolution &cv, Value m0) {
           e.add(e.mul(oh, cv.strides[0]), -cv.pad[0]), n};
 }
 
-/// K step `kt` of a convolution: filter tap kt / C64 (row-major over
-/// KH x KW), channels 64 (kt % C64) .. + 63 where C64 = ceil(C / 64). A:
-/// the im2col copy of the tile's pixels at the tap's offsets (kw * dw,
-/// kh * dh); B: the tap's channels x filters from HWCF weights (BN / 64
-/// boxes of 64 x 64) or FHWC ones (one BN x 64 box).
+/// K step `kt` of a convolution: filter tap kt / CB (row-major over
+/// KH x KW), channels BK (kt % CB) .. + BK - 1 where CB = ceil(C / BK) and BK
+/// the channels of a 128-byte row (64 f16, 32 tf32). A: the im2col copy of
+/// the tile's pixels at the tap's offsets (kw * dw, kh * dh); B: the tap's
+/// channels x filters from HWCF weights (BN / 64 boxes of 64 x 64, f16 only)
+/// or FHWC ones (one BN x BK box).
 void copyConvolutionStep(Emitter &e, const Convolution &cv, bool bKMajor,
-                         ArrayRef<Value> pixel, Value stage, int64_t aBytes,
-                         int64_t bn, Value descA, Value descB, Value full,
-                         Value kt, Value n0) {
+                         int64_t bk, ArrayRef<Value> pixel, Value stage,
+                         int64_t aBytes, int64_t bn, Value descA, Value descB,
+                         Value full, Value kt, Value n0) {
   OpBuilder &b = e.b;
-  int64_t chunks = (cv.channels + kBK - 1) / kBK;
+  int64_t chunks = (cv.channels + bk - 1) / bk;
   Value tap = e.divu(kt, chunks);
-  Value c0 = e.mul(e.remu(kt, chunks), kBK);
+  Value c0 = e.mul(e.remu(kt, chunks), bk);
   Value kh = e.divu(tap, cv.filter[1]), kw = e.remu(tap, cv.filter[1]);
   auto i16 = [&](Value v, int64_t scale) {
     return arith::TruncIOp::create(b, e.loc, b.getI16Type(), e.mul(v, scale))
@@ -146,7 +147,7 @@ void copyConvolutionStep(Emitter &e, const Convolution &cv, bool bKMajor,
     return;
   }
   for (int64_t j = 0; j < bn / 64; ++j)
-    bulkCopy(e, e.add(bStage, j * 64 * kBK * kElemBytes), descB,
+    bulkCopy(e, e.add(bStage, j * 64 * kStepBytes), descB,
              {e.add(n0, 64 * j), c0, kw, kh}, full);
 }
 
@@ -245,6 +246,120 @@ std::pair<int64_t, int64_t> splitK(const Problem &p, int64_t bm, int64_t bn) {
   return {per, (steps + per - 1) / per};
 }
 
+/// Replaces the N-major `p.b` by a K-major copy that a launch before the
+/// kernel writes (TF32: wgmma reads both operands K-major): B viewed as
+/// [batch][R][C] (its two innermost dims K x N, or HWCF weights as
+/// [KH KW C][F]) into [batch][C][R] (N x K, or FHWC), through 32 x 33 tiles
+/// of shared memory so that both the reads and the writes coalesce.
+void transposeB(RewriterBase &rewriter, Problem &p, Value ctx) {
+  Location loc = p.op.getLoc();
+  auto bt = cast<MemRefType>(p.b.getType());
+  SmallVector<int64_t> shape(bt.getShape()), tShape = shape;
+  int64_t rank = shape.size(), outer = 1, rows, cols;
+  if (p.conv) {
+    tShape = {shape[3], shape[0], shape[1], shape[2]};
+    rows = shape[0] * shape[1] * shape[2];
+    cols = shape[3];
+  } else {
+    std::swap(tShape[rank - 2], tShape[rank - 1]);
+    std::swap(p.bDims[rank - 2], p.bDims[rank - 1]);
+    rows = shape[rank - 2];
+    cols = shape[rank - 1];
+    for (int64_t d = 0; d < rank - 2; ++d)
+      outer *= shape[d];
+  }
+  Value t;
+  {
+    OpBuilder::InsertionGuard g(rewriter);
+    rewriter.setInsertionPointToStart(
+        &p.op->getParentOfType<func::FuncOp>().getBody().front());
+    t = BufferOp::create(rewriter, loc,
+                         MemRefType::get(tShape, bt.getElementType()), ctx,
+                         ValueRange{}, IntegerAttr())
+            .getBuffer();
+  }
+  ReassociationIndices all;
+  for (int64_t d = 0; d < rank; ++d)
+    all.push_back(d);
+  Value src = memref::CollapseShapeOp::create(
+      rewriter, loc, p.b, ArrayRef<ReassociationIndices>{all});
+  Value dst = memref::CollapseShapeOp::create(
+      rewriter, loc, t, ArrayRef<ReassociationIndices>{all});
+  auto idx = [&](int64_t v) {
+    return arith::ConstantIndexOp::create(rewriter, loc, v).getResult();
+  };
+  const int64_t side = 32, rowsPerPass = 8;
+  auto launch =
+      gpu::LaunchOp::create(rewriter, loc, idx((cols + side - 1) / side),
+                            idx((rows + side - 1) / side), idx(outer),
+                            idx(side), idx(rowsPerPass), idx(1));
+  Value tile = launch.addWorkgroupAttribution(
+      MemRefType::get({side, side + 1}, bt.getElementType(),
+                      MemRefLayoutAttrInterface(),
+                      gpu::AddressSpaceAttr::get(rewriter.getContext(),
+                                                 gpu::AddressSpace::Workgroup)),
+      loc);
+  noteGPUContraction(
+      launch,
+      "B transposed to K-major for TF32 wgmma: " + std::to_string(outer) +
+          " x " + std::to_string(rows) + " x " + std::to_string(cols));
+  OpBuilder::InsertionGuard g(rewriter);
+  Block &body = launch.getBody().front();
+  rewriter.setInsertionPointToEnd(&body);
+  auto term = gpu::TerminatorOp::create(rewriter, loc);
+  rewriter.setInsertionPoint(term);
+  OpBuilder &b = rewriter;
+  auto add = [&](Value x, Value y) {
+    return arith::AddIOp::create(b, loc, x, y).getResult();
+  };
+  auto mul = [&](Value x, int64_t y) {
+    return arith::MulIOp::create(b, loc, x, idx(y)).getResult();
+  };
+  auto inside = [&](Value r, Value c) {
+    Value rOk =
+        arith::CmpIOp::create(b, loc, arith::CmpIPredicate::ult, r, idx(rows));
+    Value cOk =
+        arith::CmpIOp::create(b, loc, arith::CmpIPredicate::ult, c, idx(cols));
+    return arith::AndIOp::create(b, loc, rOk, cOk).getResult();
+  };
+  auto guarded = [&](Value cond, function_ref<void()> fn) {
+    auto op = scf::IfOp::create(b, loc, TypeRange{}, cond,
+                                /*withElseRegion=*/false);
+    OpBuilder::InsertionGuard ig(b);
+    b.setInsertionPoint(op.thenBlock()->getTerminator());
+    fn();
+  };
+  Value tx = launch.getThreadIds().x, ty = launch.getThreadIds().y;
+  Value c0 = mul(launch.getBlockIds().x, side);
+  Value r0 = mul(launch.getBlockIds().y, side);
+  Value base = mul(launch.getBlockIds().z, rows * cols);
+  // Rows r0 + ty + 8j of the source, columns c0 + tx: tile[row][col].
+  for (int64_t j = 0; j < side / rowsPerPass; ++j) {
+    Value tr = add(ty, idx(rowsPerPass * j));
+    Value r = add(r0, tr), c = add(c0, tx);
+    guarded(inside(r, c), [&] {
+      Value v = memref::LoadOp::create(
+          b, loc, src, ValueRange{add(base, add(mul(r, cols), c))});
+      memref::StoreOp::create(b, loc, v, tile, ValueRange{tr, tx});
+    });
+  }
+  gpu::BarrierOp::create(b, loc);
+  // Columns c0 + ty + 8j, rows r0 + tx: the destination's rows are the
+  // source's columns.
+  for (int64_t j = 0; j < side / rowsPerPass; ++j) {
+    Value tc = add(ty, idx(rowsPerPass * j));
+    Value r = add(r0, tx), c = add(c0, tc);
+    guarded(inside(r, c), [&] {
+      Value v = memref::LoadOp::create(b, loc, tile, ValueRange{tx, tc});
+      memref::StoreOp::create(b, loc, v, dst,
+                              ValueRange{add(base, add(mul(c, rows), r))});
+    });
+  }
+  p.b = t;
+  p.bKMajor = true;
+  p.transposeB = false;
+}
+
 } // namespace
 
 LogicalResult mlir::kiln::lowerWarpgroupContraction(RewriterBase &rewriter,
@@ -259,7 +374,8 @@ LogicalResult mlir::kiln::lowerWarpgroupContraction(RewriterBase &rewriter,
   const Tile tile = chooseTile(p);
   const int64_t bm = tile.bm, bn = tile.bn, stages = tile.stages;
   const int64_t consumers = bm / 64, threads = 128 * (1 + consumers);
-  const int64_t aBytes = bm * kBK * kElemBytes, bBytes = bn * kBK * kElemBytes;
+  const int64_t bk = p.bk();
+  const int64_t aBytes = bm * kStepBytes, bBytes = bn * kStepBytes;
   const int64_t stageBytes = aBytes + bBytes, barOff = stages * stageBytes;
   // + 1024: the base is aligned up to the swizzle atom in the kernel.
   const int64_t smemBytes = barOff + 16 * stages + 1024;
@@ -280,15 +396,18 @@ LogicalResult mlir::kiln::lowerWarpgroupContraction(RewriterBase &rewriter,
   }
 
   rewriter.setInsertionPoint(p.op);
-  // Host: the tile maps. A's boxes are BM x 64 (K innermost); B's are
-  // 64 (K) x 64 (N), bn / 64 of them per stage (N innermost), or bn (N) x 64
-  // (K) when K is innermost; 1 along the batch dims.
+  const bool transposedB = p.transposeB;
+  if (transposedB)
+    transposeB(rewriter, p, ctx);
+  // Host: the tile maps. A's boxes are BM x BK (K innermost); B's are
+  // 64 (K) x 64 (N), bn / 64 of them per stage (N innermost, f16/bf16), or
+  // bn (N) x BK (K) when K is innermost; 1 along the batch dims.
   auto boxOf = [&](ArrayRef<DimRole> dims) {
     SmallVector<int64_t> box;
     for (DimRole d : dims)
       box.push_back(d.role == Role::Batch ? 1
                     : d.role == Role::M   ? bm
-                    : d.role == Role::K   ? kBK
+                    : d.role == Role::K   ? bk
                     : p.bKMajor           ? bn
                                           : 64);
     return box;
@@ -325,12 +444,12 @@ LogicalResult mlir::kiln::lowerWarpgroupContraction(RewriterBase &rewriter,
     }
     mapA = Im2colMapOp::create(
         rewriter, loc, mapType, ctx, p.a, rewriter.getI64IntegerAttr(bm),
-        rewriter.getI64IntegerAttr(kBK), rewriter.getDenseI64ArrayAttr(lower),
+        rewriter.getI64IntegerAttr(bk), rewriter.getDenseI64ArrayAttr(lower),
         rewriter.getDenseI64ArrayAttr(upper),
         rewriter.getDenseI64ArrayAttr(strides),
         rewriter.getI64IntegerAttr(128));
-    bBox = p.bKMajor ? SmallVector<int64_t>{bn, 1, 1, kBK}
-                     : SmallVector<int64_t>{1, 1, kBK, 64};
+    bBox = p.bKMajor ? SmallVector<int64_t>{bn, 1, 1, bk}
+                     : SmallVector<int64_t>{1, 1, bk, 64};
   } else {
     mapA = TileMapOp::create(rewriter, loc, mapType, ctx, aView,
                              rewriter.getDenseI64ArrayAttr(aBox),
@@ -360,8 +479,11 @@ LogicalResult mlir::kiln::lowerWarpgroupContraction(RewriterBase &rewriter,
     if (p.conv)
       os << " (convolution " << p.conv->filter[0] << "x" << p.conv->filter[1]
          << ", im2col copies)";
-    os << ": tile " << bm << "x" << bn << "x" << kBK << ", wgmma m64n" << bn
-       << "k16, " << stages << " stages, " << consumers + 1 << " warpgroups";
+    os << ": tile " << bm << "x" << bn << "x" << bk << ", wgmma m64n" << bn
+       << "k" << p.mmaK() << (p.tf32() ? " tf32" : "") << ", " << stages
+       << " stages, " << consumers + 1 << " warpgroups";
+    if (transposedB)
+      os << ", B transposed to K-major first";
     if (splits > 1)
       os << ", split-K " << splits;
     noteGPUContraction(launch, what);
@@ -462,7 +584,7 @@ LogicalResult mlir::kiln::lowerWarpgroupContraction(RewriterBase &rewriter,
         b, loc, Type(), full, e.i32(stageBytes), NVVM::MemScopeKind::CTA, false,
         Value());
     Value stageAddr = e.add(base, e.mul(s, stageBytes));
-    Value kc = e.mul(kt, kBK);
+    Value kc = e.mul(kt, bk);
     // Coordinates innermost first, as the tile map's dims.
     auto copy = [&](Value dst, Value desc, ArrayRef<DimRole> dims, Value mn) {
       SmallVector<Value> coords;
@@ -476,16 +598,16 @@ LogicalResult mlir::kiln::lowerWarpgroupContraction(RewriterBase &rewriter,
           NVVM::TMALoadMode::TILE, false, NVVM::CTAGroupKindAttr(), Value());
     };
     if (p.conv) {
-      copyConvolutionStep(e, *p.conv, p.bKMajor, pixel, stageAddr, aBytes, bn,
-                          descA, descB, full, kt, n0);
+      copyConvolutionStep(e, *p.conv, p.bKMajor, bk, pixel, stageAddr, aBytes,
+                          bn, descA, descB, full, kt, n0);
     } else {
       copy(stageAddr, descA, p.aDims, m0);
       if (p.bKMajor)
         copy(e.add(stageAddr, aBytes), descB, p.bDims, n0);
       else
         for (int64_t j = 0; j < bn / 64; ++j)
-          copy(e.add(stageAddr, aBytes + j * 64 * kBK * kElemBytes), descB,
-               p.bDims, e.add(n0, 64 * j));
+          copy(e.add(stageAddr, aBytes + j * 64 * kStepBytes), descB, p.bDims,
+               e.add(n0, 64 * j));
     }
   }
 
@@ -517,8 +639,7 @@ LogicalResult mlir::kiln::lowerWarpgroupContraction(RewriterBase &rewriter,
     };
     // B K-major (rows of 64 K, as A): the same bits as A.
     Value hiA = hiBits(16, 1024),
-          hiB = p.bKMajor ? hiBits(16, 1024)
-                          : hiBits(64 * kBK * kElemBytes, 1024);
+          hiB = p.bKMajor ? hiBits(16, 1024) : hiBits(64 * kStepBytes, 1024);
     const int64_t bStep = p.bKMajor ? 32 : 16 * 128;
     auto descriptor = [&](Value addr, Value hi) {
       Value field = arith::AndIOp::create(
@@ -527,9 +648,12 @@ LogicalResult mlir::kiln::lowerWarpgroupContraction(RewriterBase &rewriter,
       Value wide = arith::ExtUIOp::create(b, loc, b.getI64Type(), field);
       return arith::OrIOp::create(b, loc, wide, hi).getResult();
     };
-    Value aRowOff = e.mul(cw, 64 * kBK * kElemBytes);
-    NVVM::WGMMATypes wt =
-        p.elem.isBF16() ? NVVM::WGMMATypes::bf16 : NVVM::WGMMATypes::f16;
+    Value aRowOff = e.mul(cw, 64 * kStepBytes);
+    // TF32 operands are the f32 bits the copies brought: the tensor core
+    // reads their TF32 part (no conversion pass over shared memory).
+    NVVM::WGMMATypes wt = p.tf32()          ? NVVM::WGMMATypes::tf32
+                          : p.elem.isBF16() ? NVVM::WGMMATypes::bf16
+                                            : NVVM::WGMMATypes::f16;
     auto loop =
         scf::ForOp::create(b, loc, kBegin, kEnd, e.i32(1), ValueRange{init});
     {
@@ -546,8 +670,9 @@ LogicalResult mlir::kiln::lowerWarpgroupContraction(RewriterBase &rewriter,
       Value aAddr = e.add(stageAddr, aRowOff);
       Value bAddr = e.add(stageAddr, aBytes);
       NVVM::WgmmaFenceAlignedOp::create(b, loc);
-      auto shape = NVVM::MMAShapeAttr::get(context, 64, bn, 16);
-      for (int64_t kk = 0; kk < kBK / 16; ++kk) {
+      auto shape = NVVM::MMAShapeAttr::get(context, 64, bn, p.mmaK());
+      // Each wgmma takes the next 32 bytes of every row.
+      for (int64_t kk = 0; kk < bk / p.mmaK(); ++kk) {
         Value da = descriptor(e.add(aAddr, 32 * kk), hiA);
         Value db = descriptor(e.add(bAddr, bStep * kk), hiB);
         acc = NVVM::WgmmaMmaAsyncOp::create(

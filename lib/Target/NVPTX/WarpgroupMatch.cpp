@@ -3,12 +3,15 @@
 // Recognizes what the warpgroup-MMA kernel (WarpgroupContraction.cpp)
 // computes: matmul-like linalg ops (matmul, batch_matmul, ONNX MatMul's and
 // attention's generics) and channels-last 2-D convolutions as implicit
-// GEMMs, after a constant fill of their f32 output, with an elementwise
-// epilogue after them; and chooses each problem's tile.
+// GEMMs of f16/bf16 (or, marked kiln.tf32, f32) operands, after a constant
+// fill of their f32 output, with an elementwise epilogue after them; and
+// chooses each problem's tile.
 //
 //===----------------------------------------------------------------------===//
 
 #include "WarpgroupProblem.h"
+
+#include "kiln/Dialect/Kiln/IR/Precision.h"
 
 #include "mlir/Dialect/Arith/IR/Arith.h"
 #include "mlir/Dialect/MemRef/IR/MemRef.h"
@@ -76,7 +79,8 @@ Value skipExt(Value v) {
   return v;
 }
 
-/// Whether `op`'s body is out + ext(a) * ext(b) in f32.
+/// Whether `op`'s body is out + ext(a) * ext(b) in f32 (a, b f32 themselves
+/// or extended from f16/bf16).
 bool isMulAddBody(linalg::LinalgOp op) {
   Block &body = *op.getBlock();
   auto yield = cast<linalg::YieldOp>(body.getTerminator());
@@ -395,7 +399,7 @@ bool matchConvolution(linalg::LinalgOp g, Problem &p) {
   // least one full slice: the im2col copies' boxes do not exceed them).
   p.k = conv.channels;
   p.conv = conv;
-  return conv.channels >= kBK;
+  return true;
 }
 
 } // namespace
@@ -411,9 +415,22 @@ std::optional<Problem> warpgroup::analyze(Operation *operation) {
   auto bt = cast<MemRefType>(p.b.getType());
   auto ct = cast<MemRefType>(p.c.getType());
   p.elem = at.getElementType();
-  if (!(p.elem.isF16() || p.elem.isBF16()) || bt.getElementType() != p.elem ||
-      !ct.getElementType().isF32())
+  bool tf32 = p.elem.isF32() && op->hasAttr(kTF32Attr);
+  if (!(p.elem.isF16() || p.elem.isBF16() || tf32) ||
+      bt.getElementType() != p.elem || !ct.getElementType().isF32())
     return std::nullopt;
+  // The copies of a convolution's A bring at least one full slice of
+  // channels.
+  if (p.conv && p.conv->channels < p.bk())
+    return std::nullopt;
+  // wgmma reads TF32 operands K-major only: an N-major B is transposed
+  // first, when its K and N are its two innermost dims (or it is HWCF).
+  if (tf32 && !p.bKMajor) {
+    size_t r = p.bDims.size();
+    if (!p.conv && (r < 2 || p.bDims[r - 2].role != Role::K))
+      return std::nullopt;
+    p.transposeB = true;
+  }
   for (int64_t size : p.batchSizes)
     p.batch *= size;
   p.m = 1;

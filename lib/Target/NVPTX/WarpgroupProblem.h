@@ -15,10 +15,9 @@
 
 namespace mlir::kiln::warpgroup {
 
-/// K advances 64 elements (128 bytes of f16/bf16: one swizzle row) per
-/// pipeline stage.
-constexpr int64_t kBK = 64;
-constexpr int64_t kElemBytes = 2;
+/// K advances 128 bytes (one swizzle row) per pipeline stage: 64 f16/bf16
+/// elements or 32 tf32 ones (Problem::bk).
+constexpr int64_t kStepBytes = 128;
 /// The SMs a tile choice fills: an H100 SXM's or H200's 132 (an H100 PCIe
 /// has 114; the choices only weigh how full the last wave is).
 constexpr int64_t kSMs = 132;
@@ -55,6 +54,11 @@ struct Convolution {
 /// order (attention's Q [b, s, h, d] times K [b, s, h, d]) as long as A's
 /// innermost is K and B's is N or K (`bKMajor`). A convolution sets `conv`
 /// (A, B and C as Convolution says; `aDims`/`bDims` unused).
+///
+/// f16/bf16 operands, or f32 ones of a contraction marked kiln.tf32, which
+/// wgmma multiplies as TF32 with both operands K-major only: an N-major B
+/// ([batch..., K, N], or HWCF weights) then sets `transposeB` and the kernel
+/// reads a K-major copy of it.
 struct Problem {
   linalg::LinalgOp op;
   linalg::FillOp fill;
@@ -68,26 +72,37 @@ struct Problem {
   /// contiguous, read as one).
   SmallVector<int64_t> mSizes;
   std::optional<Convolution> conv;
-  Type elem; // f16 or bf16
+  Type elem; // f16, bf16, or f32 (multiplied as TF32)
+  /// B is N-major and the kernel needs it K-major (TF32): a launch before
+  /// the kernel transposes it (its two innermost dims, or HWCF to FHWC).
+  bool transposeB = false;
   /// An elementwise op just after that only consumes C (a bias, an
   /// activation, a residual add, a cast): applied to the accumulators
   /// before the one store, C itself never written.
   linalg::GenericOp epilogue;
   OpOperand *epilogueIn = nullptr;
 
-  /// The pipeline's K steps: 64-wide slices of K, or of the channels per
+  bool tf32() const { return elem.isF32(); }
+  int64_t elemBytes() const { return tf32() ? 4 : 2; }
+  /// K elements per pipeline stage (one 128-byte swizzle row).
+  int64_t bk() const { return kStepBytes / elemBytes(); }
+  /// K of one wgmma (32 bytes of each row: k16 for f16/bf16, k8 for tf32).
+  int64_t mmaK() const { return 32 / elemBytes(); }
+  /// The pipeline's K steps: bk-wide slices of K, or of the channels per
   /// filter tap.
   int64_t kSteps() const {
     if (conv)
       return conv->filter[0] * conv->filter[1] *
-             ((conv->channels + kBK - 1) / kBK);
-    return (k + kBK - 1) / kBK;
+             ((conv->channels + bk() - 1) / bk());
+    return (k + bk() - 1) / bk();
   }
 };
 
 /// The problem `op` poses, when the kernel computes it: f16 or bf16
-/// operands into f32 after a constant fill, static identity-layout memrefs,
-/// K (the channels) and N multiples of 8.
+/// operands (or f32 ones of a kiln.tf32 contraction, whose N-major B has
+/// its K and N as its two innermost dims, or is HWCF) into f32 after a
+/// constant fill, static identity-layout memrefs, K (the channels) and N
+/// multiples of 8.
 std::optional<Problem> analyze(Operation *op);
 
 struct Tile {

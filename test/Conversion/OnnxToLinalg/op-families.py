@@ -33,6 +33,7 @@ import sys
 CROSS_FAMILY_TESTS = {
     "unsupported.mlir",        # the driver's error for an op without a lowering
     "half-accumulation.mlir",  # the f32 accumulator of contractions of several families
+    "tf32-mark.mlir",          # the TF32 mark on contractions of several families
 }
 # Files of the lowering that are not a family.
 LOWERING_NON_FAMILY = {"OnnxToLinalg.cpp", "Helpers.cpp"}

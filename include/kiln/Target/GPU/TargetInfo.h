@@ -58,6 +58,10 @@ struct MMALayout {
   int64_t m = 0, n = 0, k = 0;
   /// The element type of A and B, and of C.
   Type operand, acc;
+  /// f32 A and B that the instruction multiplies as TF32 (8-bit exponent,
+  /// 10-bit mantissa): a getTF32MMA layout, only for contractions that allow
+  /// it (kTF32Attr, --precision=tf32).
+  bool tf32 = false;
   /// Lanes per group (the `lane % groupSize` of LaneCoord).
   int64_t groupSize = 1;
   /// K elements per A or B register (a vector<kPack x elem> load).
@@ -108,6 +112,21 @@ public:
   /// `acc`, if the chip has one.
   virtual std::optional<MMALayout> getMMA(Type operand, Type acc) const {
     return std::nullopt;
+  }
+  /// The matrix instruction for f32 A and B rounded to TF32 and accumulated
+  /// in `acc`, if the chip has one (its layout has `tf32` set). Asked only
+  /// for contractions marked kTF32Attr; an unmarked f32 contraction gets
+  /// getMMA(f32, f32), an instruction of full f32 precision, or none.
+  virtual std::optional<MMALayout> getTF32MMA(Type acc) const {
+    return std::nullopt;
+  }
+  /// The value staged in shared memory for the instruction from an element
+  /// (or a vector of elements) of A or B as the contraction computes it,
+  /// once per element and block: by default `value`; e.g. f32 rounded to
+  /// TF32, kept in f32 storage.
+  virtual Value buildMMAStaged(OpBuilder &b, Location loc,
+                               const MMALayout &layout, Value value) const {
+    return value;
   }
   /// The A or B register from the vector<kPack x operand> loaded for it.
   virtual Value buildMMAOperand(OpBuilder &b, Location loc,

@@ -20,6 +20,7 @@
 //
 //===----------------------------------------------------------------------===//
 
+#include "kiln/Dialect/Kiln/IR/Precision.h"
 #include "kiln/Dialect/Kiln/Transforms/Passes.h"
 
 #include "mlir/Dialect/Linalg/IR/Linalg.h"
@@ -227,6 +228,20 @@ struct FuseKernelsPass
       if (failed(linalg::generalizeNamedOp(rewriter, t)))
         return failure();
     }
+    // Fusion replaces a consumer by a new op built from clones of both
+    // bodies: a contraction's TF32 mark rides on its multiply meanwhile.
+    auto multiplies = [](linalg::LinalgOp op) {
+      SmallVector<Operation *> muls;
+      if (Block *body = op.getBlock())
+        for (auto mul : body->getOps<arith::MulFOp>())
+          muls.push_back(mul);
+      return muls;
+    };
+    kernel.walk([&](linalg::LinalgOp op) {
+      if (op->removeAttr(kTF32Attr))
+        for (Operation *mul : multiplies(op))
+          mul->setAttr(kTF32Attr, UnitAttr::get(ctx));
+    });
     RewritePatternSet patterns(ctx);
     linalg::populateElementwiseOpsFusionPatterns(
         patterns, [](OpOperand *fused) {
@@ -234,7 +249,14 @@ struct FuseKernelsPass
           Operation *producer = fused->get().getDefiningOp();
           return producer && producer->hasOneUse();
         });
-    return applyPatternsGreedily(kernel.getBody(), std::move(patterns));
+    LogicalResult result =
+        applyPatternsGreedily(kernel.getBody(), std::move(patterns));
+    kernel.walk([&](linalg::LinalgOp op) {
+      for (Operation *mul : multiplies(op))
+        if (mul->removeAttr(kTF32Attr))
+          op->setAttr(kTF32Attr, UnitAttr::get(ctx));
+    });
+    return result;
   }
 
   /// `tensor.dim` of a kernel result is the kernel's own dims operand (or a

@@ -20,6 +20,11 @@
 // (MixedPrecisionCleanup.cpp), and the decisions are recorded for the
 // compile report (`kiln.precision_plan` on the module).
 //
+// precision=tf32 keeps f32 storage and places no casts: it only marks the
+// contractions "tf32"; their lowering carries the mark to the f32
+// contraction it builds (kTF32Attr, kiln/Dialect/Kiln/IR/Precision.h),
+// which NVIDIA targets run on TF32 tensor cores.
+//
 //===----------------------------------------------------------------------===//
 
 #include "kiln/Dialect/Onnx/Transforms/Passes.h"
@@ -27,6 +32,7 @@
 #include "MixedPrecision.h"
 #include "NodeKeys.h"
 
+#include "kiln/Dialect/Kiln/IR/Precision.h"
 #include "kiln/Dialect/Onnx/IR/OnnxOps.h"
 #include "kiln/Dialect/Onnx/IR/OnnxUtils.h"
 
@@ -465,9 +471,9 @@ struct MixedPrecisionPass
       Builder b(ctx);
       for (Operation *op : order) {
         const Decision &d = decided[op];
-        op->setAttr("kiln.precision", b.getStringAttr(d.half   ? halfName
-                                                      : d.tf32 ? "tf32"
-                                                               : "fp32"));
+        op->setAttr(kPrecisionAttr, b.getStringAttr(d.half   ? halfName
+                                                    : d.tf32 ? "tf32"
+                                                             : "fp32"));
         if (!d.half && !d.tf32)
           op->setAttr("kiln.fp32_reason",
                       b.getStringAttr(d.category + ": " + d.reason));
@@ -567,7 +573,7 @@ struct MixedPrecisionPass
           ++casts;
           continue;
         }
-        auto p = op.getAttrOfType<StringAttr>("kiln.precision");
+        auto p = op.getAttrOfType<StringAttr>(kPrecisionAttr);
         if (!p)
           continue;
         SmallVector<NamedAttribute> fields = {

@@ -109,7 +109,10 @@ def KilnMixedPrecision : Pass<"kiln-mixed-precision", "::mlir::ModuleOp"> {
     for contractions in tf32 mode) and, when kept fp32, `kiln.fp32_reason`;
     the module gets `kiln.precision_plan` (what the compile report lists).
     `tf32` keeps fp32 storage and only marks the contractions as allowed
-    TF32 math (no target acts on the mark yet).
+    TF32 math; kiln-convert-onnx-to-linalg puts the unit attribute
+    `kiln.tf32` on the f32 contractions they lower to, which a GPU target
+    with a TF32 matrix instruction runs on it (NVIDIA's tensor cores:
+    docs/gpu.md); other targets compute them in exact fp32.
   }];
   let options = [
     Option<"precision", "precision", "std::string", "\"fp16\"",
