@@ -2,8 +2,13 @@
 """Issue 12's network rows: Kiln fp16 on the H200 against PyTorch eager and
 torch.compile(mode="reduce-overhead") fp16 in the same process.
 
-  here:  .venv/bin/python bench/hopper/networks.py prepare DIR [--chip sm_90a] [--only ROWS]
-  there: python3 bench/hopper/networks.py run DIR [--json F]
+  here:  .venv/bin/python bench/hopper/networks.py prepare DIR [--chip all|sm_90a|...] [--only ROWS]
+  there: python3 bench/hopper/networks.py run DIR [--json F] [--image sm_80 [--no-torch]]
+
+--chip all (the default) builds what `kilnc --target=cuda` writes: one .so
+with an sm_90a and a portable sm_80 image; the runtime takes sm_90a on the
+H200, and run --image sm_80 (KILN_CUDA_CHIP) measures the portable image
+there (--no-torch skips the PyTorch columns, already measured).
 
 prepare exports each network with a symbolic batch (and sequence), compiles
 one model.so per row with `kilnc --precision=fp16 --external-weights` (the
@@ -74,7 +79,8 @@ def prepare(a):
             if n != net:
                 continue
             so = os.path.join(a.dir, tag(net, dims) + ".so")
-            cmd = [kilnc, src, "-o", so, f"--target=cuda:{a.chip}", "--precision=fp16",
+            target = "cuda" if a.chip == "all" else f"cuda:{a.chip}"
+            cmd = [kilnc, src, "-o", so, f"--target={target}", "--precision=fp16",
                    f"--external-weights={weights}", "--external-weights-min-bytes=64"]
             cmd += [f"--dim={k}={v}" for k, v in dims.items()]
             t0 = time.time()
@@ -127,6 +133,8 @@ def run(a):
     fill_weights = kiln_tools.project_module("utils/models/fill_weights.py")
     man = json.load(open(os.path.join(a.dir, "manifest.json")))
     lib = os.path.join(a.dir, "libkiln_runtime.so")
+    if a.image:
+        os.environ["KILN_CUDA_CHIP"] = a.image  # read when a model loads
     stream = torch.cuda.current_stream()
     print(f"torch {torch.__version__}, onnxruntime {ort.__version__}, "
           f"{torch.cuda.get_device_name()}", flush=True)
@@ -161,6 +169,7 @@ def run(a):
             ref = sess.run(None, feeds)[0]
             try:
                 km = KilnModel(lib, os.path.join(a.dir, r["so"]))
+                row["device"] = km.device
                 km.set_stream(stream.cuda_stream)
                 ins = [torch.from_numpy(np.ascontiguousarray(v)).cuda() for v in feeds.values()]
                 out = torch.full(ref.shape, float("nan"), device="cuda", dtype=torch.float32)
@@ -180,6 +189,12 @@ def run(a):
             except Exception as ex:  # noqa: BLE001 - recorded in the table
                 row["error"] = str(ex)[:300]
             # PyTorch on the same architecture, fp16.
+            if a.no_torch:
+                print(f"{row['label']:20s} kiln {row.get('kiln_ms', float('nan')):7.3f} ms "
+                      f"({row.get('device', '?')})  rel L2 {row.get('rel_l2', float('nan')):.1e}"
+                      f"  max rel {row.get('max_rel', float('nan')):.1e} {row.get('error', '')}",
+                      flush=True)
+                continue
             if tm is None:
                 tm = torch_model(net)
             x = ins[0] if net == "bert" else ins[0].half().to(memory_format=torch.channels_last)
@@ -193,7 +208,8 @@ def run(a):
             if "kiln_ms" in row:
                 row["kiln_vs_compile"] = row["kiln_ms"] / row["compile_ms"]
                 row["kiln_vs_eager"] = row["kiln_ms"] / row["eager_ms"]
-            print(f"{row['label']:20s} kiln {row.get('kiln_ms', float('nan')):7.3f} ms  eager "
+            print(f"{row['label']:20s} ({row.get('device', '?')}) kiln "
+                  f"{row.get('kiln_ms', float('nan')):7.3f} ms  eager "
                   f"{row['eager_ms']:7.3f}  compile {row['compile_ms']:7.3f}  kiln/compile "
                   f"{row.get('kiln_vs_compile', float('nan')):5.2f}  rel L2 "
                   f"{row.get('rel_l2', float('nan')):.1e}  max rel {row.get('max_rel', float('nan')):.1e} "
@@ -214,7 +230,10 @@ def main():
     ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     ap.add_argument("mode", choices=["prepare", "run"])
     ap.add_argument("dir")
-    ap.add_argument("--chip", default="sm_90a")
+    ap.add_argument("--chip", default="all",
+                    help="prepare: all (--target=cuda, both images) or one chip")
+    ap.add_argument("--image", help="run: the image of a two-image .so (KILN_CUDA_CHIP)")
+    ap.add_argument("--no-torch", action="store_true", help="run: Kiln's columns only")
     ap.add_argument("--only", help="comma-separated row labels")
     ap.add_argument("--json")
     a = ap.parse_args()

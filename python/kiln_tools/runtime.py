@@ -37,6 +37,10 @@ class KilnModel:
         self.lib = lib
         self.model = ctypes.c_void_p()
         self.check(lib.kiln_model_load(so_path.encode(), ctypes.byref(self.model)))
+        lib.kiln_model_device.restype = ctypes.c_char_p
+        lib.kiln_model_device.argtypes = [ctypes.c_void_p]
+        # "cuda:sm_90a": the image a library of several took (KILN_CUDA_CHIP).
+        self.device = lib.kiln_model_device(self.model).decode()
         self.inst = ctypes.c_void_p()
         opts = self.InstanceOptions()
         lib.kiln_instance_options_init(ctypes.byref(opts))

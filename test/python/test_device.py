@@ -232,3 +232,28 @@ def test_cpu_model_refuses_device_tensors(tmp_path):
     with pytest.raises(kiln.Error) as e:
         cpu(np.zeros((3, 4), np.float32), stream=5)
     assert "stream= is for device tensors" in str(e.value)
+
+
+def test_cuda_library_of_two_images(tmp_path, monkeypatch):
+    """kilnc --target=cuda writes an sm_90a and an sm_80 program: the fake
+    driver (an H200, or an A100 with FAKE_CUDA_MODE=cc80) gets the first it
+    runs; chip= picks one and names the images when it has none such."""
+    pytest.importorskip("onnx")
+    from onnx import TensorProto, helper
+    graph = helper.make_graph(
+        [helper.make_node("Relu", ["x"], ["y"], name="act")], "g",
+        [helper.make_tensor_value_info("x", TensorProto.FLOAT, [3, 4])],
+        [helper.make_tensor_value_info("y", TensorProto.FLOAT, [3, 4])])
+    proto = helper.make_model(graph, opset_imports=[helper.make_opsetid("", 17)], ir_version=8)
+    so = tmp_path / "relu.so"
+    kiln.Compiler("").compile(proto, target="cuda", output=so)
+    monkeypatch.delenv("FAKE_CUDA_MODE", raising=False)
+    monkeypatch.delenv("KILN_CUDA_CHIP", raising=False)
+    assert kiln.load(so, driver=DRIVER).device == "cuda:sm_90a"
+    assert kiln.load(so, driver=DRIVER, chip="sm_80").device == "cuda:sm_80"
+    with pytest.raises(kiln.Error) as e:
+        kiln.load(so, driver=DRIVER, chip="sm_86")
+    assert "the device_chip option is 'sm_86': the model has device images for sm_90a, sm_80" \
+        in str(e.value)
+    monkeypatch.setenv("FAKE_CUDA_MODE", "cc80")
+    assert kiln.load(so, driver=DRIVER).device == "cuda:sm_80"
