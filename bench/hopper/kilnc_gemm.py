@@ -2,7 +2,7 @@
 """Single-MatMul ONNX models compiled by kilnc, timed on the GPU against
 torch.matmul in the same process (issue 12's GEMM measurement).
 
-  here:  python3 bench/hopper/kilnc_gemm.py prepare DIR [--chip sm_90a]
+  here:  .venv/bin/python bench/hopper/kilnc_gemm.py prepare DIR [--chip sm_90a]
   there: python3 bench/hopper/kilnc_gemm.py run DIR [--json F]
 
 Each model is Y = MatMul(A, B) with A [M, K] and B [K, N] graph inputs
@@ -11,10 +11,23 @@ it on torch's stream on device tensors (kiln_instance_run_device, CUDA
 graphs on). The result is checked against an fp32 product of the same
 inputs before timing; the runtime's per-kernel times show what the MatMul
 kernel itself takes.
+
+TF32 rows (--tf32 shapes, --tf32-chips): float32 models compiled with
+--precision=tf32, for sm_90a (wgmma m64nNk8 .tf32 from TMA; B, N-major here,
+transposed to K-major by a launch first) and for sm_80 (mma.sync m16n8k8
+.tf32; its PTX is compiled for the H200 when the model loads). They are
+checked against a float64 product of the same inputs: relative L2 error and
+max |Y - ref| / max |ref| at most 2^-9 (twice TF32's unit roundoff when the
+operands are truncated, as wgmma does, 2^-10; on these inputs rounding gives
+about 3e-4, truncation about 8e-4, simulated on the CPU), and
+timed against torch.matmul with torch.backends.cuda.matmul.allow_tf32 = True
+(torch's own TF32 error is listed next to Kiln's). One exact float32 row
+(--fp32, no --precision) shows what the tensor cores replace.
 """
 import argparse
 import json
 import os
+import shutil
 import subprocess
 import sys
 import time
@@ -27,6 +40,12 @@ sys.path.insert(0, HERE)
 from shapes import SHAPES  # noqa: E402
 
 
+# A TF32 result's bound against the float64 product (see the docstring).
+TF32_TOL = 2.0 ** -9
+# An exact float32 build's.
+FP32_TOL = 1e-5
+
+
 def prepare(a):
     import onnx
     from onnx import TensorProto, helper
@@ -34,30 +53,70 @@ def prepare(a):
     os.makedirs(a.dir, exist_ok=True)
     kilnc = os.path.join(ROOT, "build", "bin", "kilnc")
     man = []
-    for name, (M, N, K) in SHAPES.items():
-        for dt, tp in (("float16", TensorProto.FLOAT16), ("bfloat16", TensorProto.BFLOAT16)):
-            if dt == "bfloat16" and name not in a.bf16:
-                continue
-            g = helper.make_graph(
-                [helper.make_node("MatMul", ["A", "B"], ["Y"], name="matmul")], "gemm",
-                [helper.make_tensor_value_info("A", tp, [M, K]),
-                 helper.make_tensor_value_info("B", tp, [K, N])],
-                [helper.make_tensor_value_info("Y", tp, [M, N])])
-            model = helper.make_model(g, opset_imports=[helper.make_opsetid("", 17)])
-            tag = f"{name.replace(' ', '_').replace('^', 'p')}_{dt}"
-            path = os.path.join(a.dir, tag + ".onnx")
-            onnx.save(model, path)
-            so = os.path.join(a.dir, tag + ".so")
-            t0 = time.time()
-            p = subprocess.run([kilnc, path, f"--target=cuda:{a.chip}", "-o", so],
-                               capture_output=True, text=True)
-            ok = p.returncode == 0
-            print(f"{tag}: {'ok' if ok else 'FAILED ' + p.stderr[:300]} ({time.time() - t0:.1f} s)",
-                  flush=True)
-            if ok:
-                os.remove(path)
-            man.append(dict(shape=name, M=M, N=N, K=K, dtype=dt, so=tag + ".so", ok=ok))
+    # (shape, dtype, precision flag, chip): fp16 everywhere, bf16 on a few,
+    # TF32 on a few for each of --tf32-chips, exact fp32 on --fp32.
+    rows = []
+    for name in SHAPES:
+        rows.append((name, "float16", None, a.chip))
+        if name in a.bf16:
+            rows.append((name, "bfloat16", None, a.chip))
+    for name in a.tf32:
+        for chip in a.tf32_chips.split(","):
+            rows.append((name, "float32", "tf32", chip))
+    for name in a.fp32:
+        rows.append((name, "float32", None, a.chip))
+    types = {"float16": TensorProto.FLOAT16, "bfloat16": TensorProto.BFLOAT16,
+             "float32": TensorProto.FLOAT}
+    for name, dt, precision, chip in rows:
+        M, N, K = SHAPES[name]
+        tp = types[dt]
+        g = helper.make_graph(
+            [helper.make_node("MatMul", ["A", "B"], ["Y"], name="matmul")], "gemm",
+            [helper.make_tensor_value_info("A", tp, [M, K]),
+             helper.make_tensor_value_info("B", tp, [K, N])],
+            [helper.make_tensor_value_info("Y", tp, [M, N])])
+        model = helper.make_model(g, opset_imports=[helper.make_opsetid("", 17)])
+        tag = f"{name.replace(' ', '_').replace('^', 'p')}_{dt}"
+        if precision:
+            tag += f"_{precision}"
+        if chip != a.chip or precision:
+            tag += f"_{chip}"
+        path = os.path.join(a.dir, tag + ".onnx")
+        onnx.save(model, path)
+        so = os.path.join(a.dir, tag + ".so")
+        cmd = [kilnc, path, f"--target=cuda:{chip}", "-o", so]
+        if precision:
+            cmd.append(f"--precision={precision}")
+        t0 = time.time()
+        p = subprocess.run(cmd, capture_output=True, text=True)
+        ok = p.returncode == 0
+        print(f"{tag}: {'ok' if ok else 'FAILED ' + p.stderr[:300]} ({time.time() - t0:.1f} s)",
+              flush=True)
+        if ok:
+            os.remove(path)
+        man.append(dict(shape=name, M=M, N=N, K=K, dtype=dt, precision=precision or dt,
+                        chip=chip, so=tag + ".so", ok=ok))
     json.dump(man, open(os.path.join(a.dir, "manifest.json"), "w"), indent=1)
+    # run loads the models through this build's runtime library.
+    runtime = os.path.join(ROOT, "build", "lib", "libkiln_runtime.so")
+    if os.path.exists(runtime):
+        shutil.copy(runtime, os.path.join(a.dir, "libkiln_runtime.so"))
+    else:
+        print(f"no {runtime}: copy the runtime library into {a.dir} before run")
+    bad = [m["so"] for m in man if not m["ok"]]
+    if bad:
+        sys.exit(f"{len(bad)} of {len(man)} models failed to compile: {', '.join(bad)}")
+
+
+def errors(out, ref):
+    """max |out - ref| / max |ref| and the relative L2 error (inf when out
+    is not finite)."""
+    import torch
+
+    if not torch.isfinite(out).all().item():
+        return float("inf"), float("inf")
+    d = out.to(ref.dtype) - ref
+    return (d.abs().max() / ref.abs().max()).item(), (d.norm() / ref.norm()).item()
 
 
 def run(a):
@@ -75,19 +134,30 @@ def run(a):
             continue
         M, N, K = m["M"], m["N"], m["K"]
         dt = getattr(torch, m["dtype"])
+        precision = m.get("precision", m["dtype"])
+        f32 = m["dtype"] == "float32"
+        # TF32 rows: torch.matmul on TF32 tensor cores too; exact rows not.
+        torch.backends.cuda.matmul.allow_tf32 = precision == "tf32"
         A = (torch.randn(M, K, device="cuda") * 0.5).to(dt)
         B = (torch.randn(K, N, device="cuda") / K ** 0.5).to(dt)
-        ref = A.float() @ B.float()
+        # float32 models against a float64 product (what TF32 and fp32 are
+        # measured against), half ones against fp32.
+        ref = A.double() @ B.double() if f32 else A.float() @ B.float()
         Y = torch.full((M, N), float("nan"), device="cuda", dtype=dt)
         row = dict(m)
         try:
             km = KilnModel(lib, os.path.join(a.dir, m["so"]))
+            row["device"] = getattr(km, "device", m.get("chip"))
             km.set_stream(stream.cuda_stream)
             km.prepare([A, B], [Y])
             km.run()
             torch.cuda.synchronize()
-            err = ((Y.float() - ref).abs().max() / ref.abs().max()).item()
-            row["max_rel_err"] = err if torch.isfinite(Y.float()).all().item() else float("inf")
+            row["max_rel_err"], row["rel_l2"] = errors(Y, ref)
+            if f32:
+                row["torch_max_rel_err"], row["torch_rel_l2"] = errors(torch.matmul(A, B), ref)
+                tol = TF32_TOL if precision == "tf32" else FP32_TOL
+                row["tol"] = tol
+                row["within_tol"] = row["max_rel_err"] <= tol and row["rel_l2"] <= tol
             row["kiln_ms"] = time_cuda(km.run, iters=50)
             row["kiln_pipelined_ms"] = time_cuda_pipelined(km.run, iters=50)
             km.release()
@@ -112,17 +182,34 @@ def run(a):
             row["ratio_pipelined"] = row["torch_pipelined_ms"] / row["kiln_pipelined_ms"]
         row["torch_tflops"] = flops / row["torch_ms"] / 1e9
         rows.append(row)
-        print(f"{m['shape']:20s} {m['dtype']:9s} kiln {row.get('kiln_ms', float('nan')):8.3f} ms "
+        label = precision if precision == m["dtype"] else f"{m['dtype']} {precision}"
+        if f32:
+            label += f" {m.get('chip', '')}"
+        check = ""
+        if "within_tol" in row:
+            check = (f" rel L2 {row['rel_l2']:.1e} (torch {row['torch_rel_l2']:.1e}) "
+                     f"{'ok' if row['within_tol'] else 'OVER'} {row['tol']:.1e}")
+        print(f"{m['shape']:20s} {label:20s} kiln {row.get('kiln_ms', float('nan')):8.3f} ms "
               f"{row.get('kiln_tflops', 0):5.0f} TF/s  torch {row['torch_ms']:8.3f} ms "
               f"{row['torch_tflops']:5.0f} TF/s  x{row.get('ratio', 0):.2f}  pipelined "
               f"x{row.get('ratio_pipelined', 0):.2f}  no graph {row.get('kiln_nograph_ms', 0):.3f} ms  "
-              f"err {row.get('max_rel_err', float('nan')):.1e} {row.get('error', '')}", flush=True)
+              f"err {row.get('max_rel_err', float('nan')):.1e}{check} {row.get('error', '')}",
+              flush=True)
+    torch.backends.cuda.matmul.allow_tf32 = False
     import statistics
-    for dt in ("float16", "bfloat16"):
+    groups = [("float16", None), ("bfloat16", None)]
+    groups += [("tf32", chip) for chip in sorted({r.get("chip") for r in rows
+                                                  if r.get("precision") == "tf32"})]
+    for prec, chip in groups:
         for key in ("ratio", "ratio_pipelined"):
-            vals = [r[key] for r in rows if r["dtype"] == dt and key in r]
+            vals = [r[key] for r in rows if r.get("precision", r["dtype"]) == prec
+                    and (chip is None or r.get("chip") == chip) and key in r]
             if vals:
-                print(f"{dt} {key}: median over {len(vals)} shapes x{statistics.median(vals):.2f}")
+                print(f"{prec}{' ' + chip if chip else ''} {key}: median over {len(vals)} "
+                      f"shapes x{statistics.median(vals):.2f}")
+    over = [f"{r['shape']} {r.get('chip')}" for r in rows if r.get("within_tol") is False]
+    if over:
+        print(f"float32 rows over their tolerance: {', '.join(over)}")
     if a.json:
         json.dump(rows, open(a.json, "w"), indent=1)
 
@@ -133,6 +220,15 @@ def main():
     ap.add_argument("dir")
     ap.add_argument("--chip", default="sm_90a")
     ap.add_argument("--bf16", nargs="*", default=["4096^3", "bert-ffn1 b32", "odd 2000x3000x1000"])
+    ap.add_argument("--tf32", nargs="*",
+                    default=["4096^3", "bert-qkv b32", "bert-ffn1 b32", "bert-ffn2 b32",
+                             "bert-fused-qkv b32", "bert b1 qkv", "bert b1 ffn1",
+                             "odd 2000x3000x1000"],
+                    help="shapes compiled as float32 with --precision=tf32")
+    ap.add_argument("--tf32-chips", default="sm_90a,sm_80",
+                    help="the chips each TF32 shape is compiled for")
+    ap.add_argument("--fp32", nargs="*", default=["4096^3"],
+                    help="shapes compiled as exact float32 (no --precision)")
     ap.add_argument("--json")
     a = ap.parse_args()
     (prepare if a.mode == "prepare" else run)(a)

@@ -59,8 +59,9 @@ static cl::opt<bool> gpuRowFusion(
     cl::init(true));
 static cl::opt<bool> gpuTensorCores(
     "gpu-tensor-cores",
-    cl::desc("GPU targets: f16/bf16 contractions (--precision=fp16|bf16) on "
-             "tensor cores, mma.sync (default on; sm_80 and newer)"),
+    cl::desc("GPU targets: f16/bf16 contractions (--precision=fp16|bf16) "
+             "and TF32 ones (--precision=tf32) on tensor cores: mma.sync on "
+             "sm_80 and newer, wgmma on sm_90a (default on)"),
     cl::init(true));
 static cl::opt<int64_t> gpuBlockSize(
     "gpu-block-size",
@@ -126,9 +127,11 @@ static cl::opt<bool>
 static cl::opt<std::string>
     precision("precision",
               cl::desc("Compute precision: fp32 (default), tf32 (fp32 "
-                       "storage; contractions marked TF32-tolerant, which no "
-                       "target uses yet), fp16 or bf16 "
-                       "(mixed: half with fp32 accumulation and fp32 islands; "
+                       "storage; contractions on NVIDIA tensor cores, sm_80 "
+                       "and newer, with operands cut to TF32's 10-bit "
+                       "mantissa and fp32 accumulation; exact fp32 "
+                       "elsewhere), fp16 or bf16 (mixed: half with fp32 "
+                       "accumulation and fp32 islands; "
                        "docs/mixed-precision.md)"),
               cl::init("fp32"));
 static cl::opt<std::string>

@@ -47,8 +47,9 @@ def KilnMapKernelsToGPU : Pass<"kiln-map-kernels-to-gpu", "ModuleOp"> {
            "Chains of row-local ops around row reductions (normalizations, "
            "softmax) as one launch of a block per row">,
     Option<"tensorCores", "tensor-cores", "bool", /*default=*/"true",
-           "Contractions of f16 or bf16 operands accumulated in f32 on "
-           "the target's matrix instruction, where it has one">,
+           "Contractions of f16 or bf16 operands accumulated in f32, and "
+           "f32 ones marked kiln.tf32, on the target's matrix instruction, "
+           "where it has one">,
     Option<"fillBlocks", "fill-blocks", "int64_t", /*default=*/"0",
            "Blocks that fill the GPU: tiled contractions with fewer split "
            "their K (0: the target-info's, two per multiprocessor or "
