@@ -1,24 +1,27 @@
 //===- WarpgroupContraction.cpp - sm_90a matmuls on warpgroup MMA ---------===//
 //
 // NVPTXTargetInfo::lowerContraction on sm_90a: a matmul (or batched matmul)
-// of f16 or bf16 operands accumulated in f32 becomes one kernel that feeds
+// of f16 or bf16 operands accumulated in f32 (or of f32 operands marked
+// kiln.tf32, multiplied as TF32) becomes one kernel that feeds
 // wgmma.mma_async from shared memory filled by the Tensor Memory
 // Accelerator. A block computes a BM x BN tile of C (256 x 128, 128 x 128
 // or 128 x 64, chosen per problem: chooseTile) with 1 + BM/64 warpgroups:
-//   - warpgroup 0 is the producer: one thread issues, for each 64-wide K
-//     step, cp.async.bulk.tensor loads of A's BM x 64 box and B's boxes into
-//     one of 4-6 shared-memory stages (128-byte swizzle, as wgmma reads
-//     it), completing on that stage's `full` mbarrier; before reusing a
-//     stage it waits on its `empty` mbarrier;
+//   - warpgroup 0 is the producer: one thread issues, for each K step of
+//     128 bytes (BK = 64 f16/bf16 or 32 f32), cp.async.bulk.tensor loads of
+//     A's BM x BK box and B's boxes into one of 4-6 shared-memory stages
+//     (128-byte swizzle, as wgmma reads it), completing on that stage's
+//     `full` mbarrier; before reusing a stage it waits on its `empty`
+//     mbarrier;
 //   - warpgroup 1 + c computes rows 64c .. 64c + 63 of the tile: it waits on
-//     `full`, issues four m64nBNk16 wgmmas (K 16 each) from shared-memory
-//     descriptors as one group, waits for the previous step's group and
-//     arrives on that step's `empty`; its accumulators
+//     `full`, issues four m64nBNk16 wgmmas (K 16 each; m64nBNk8 .tf32 for
+//     f32, whose operands wgmma reads K-major only and truncates to TF32)
+//     from shared-memory descriptors as one group, waits for the previous
+//     step's group and arrives on that step's `empty`; its accumulators
 //     (BN / 2 f32 per thread) stay in registers and are stored at the end,
 //     with bounds checks.
 // Out-of-bounds rows, columns and K read as zeros (the tile map's bounds).
 // A channels-last convolution is the same kernel on its implicit GEMM: each
-// K step is one filter tap's 64 channels, A's rows (BM output pixels) read
+// K step is one filter tap's BK channels, A's rows (BM output pixels) read
 // by an im2col copy at the tap's filter offsets (kiln.im2col_map: the
 // copy engine walks the pixels, strides and padding), B's by a tiled copy
 // of the weights at that tap.

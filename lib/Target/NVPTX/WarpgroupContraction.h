@@ -13,9 +13,11 @@
 namespace mlir::kiln {
 
 /// Replaces `op` (a linalg.matmul or linalg.batch_matmul of f16 or bf16
-/// memrefs into an f32 one, after a linalg.fill of its output) and that
-/// fill with tile maps built on the host and one gpu.launch of the
-/// warpgroup-MMA kernel, inside a launcher whose runtime context is `ctx`.
+/// memrefs, or of f32 ones marked kiln.tf32, into an f32 one, after a
+/// linalg.fill of its output) and that fill with tile maps built on the
+/// host and one gpu.launch of the warpgroup-MMA kernel (after a launch that
+/// transposes an N-major TF32 B), inside a launcher whose runtime context
+/// is `ctx`.
 /// Failure (another op, layout or type) leaves the IR unchanged.
 LogicalResult lowerWarpgroupContraction(RewriterBase &rewriter, Operation *op,
                                         Value ctx);
