@@ -215,10 +215,10 @@ typedef struct kiln_model_options {
   /* Device models: the device index. -1: KILN_<KIND>_DEVICE if set, else 0.
    * FAILED_PRECONDITION when there is no such device. */
   int32_t device_ordinal;
-  /* Device models built for several chips (kilnc --target=cuda embeds an
-   * sm_90a and an sm_80 image): the chip whose image runs, e.g. "sm_80".
-   * NULL or "": KILN_<KIND>_CHIP if set, else the first of the model's
-   * images the device runs (sm_90a on compute capability 9.0, else sm_80).
+  /* Device models built for several chips (kilnc --target=<kind> without a
+   * chip, for kinds that embed several images; docs/runtime.md): the chip
+   * whose image runs. NULL or "": KILN_<KIND>_CHIP if set, else the first
+   * of the model's images the device runs (in the order kilnc wrote them).
    * A chip the model has no image for is INVALID_ARGUMENT naming the
    * images it has; models of one image ignore it. kiln_model_device()
    * names the image taken. */

@@ -279,7 +279,7 @@ kiln_status_t *runStages(MLIRContext &context, const Diagnostics &diags,
   compile.runtimeLibrary = opts.modelRuntime.empty()
                                ? capi::libraryDir() + "/libKilnModelRuntime.a"
                                : opts.modelRuntime;
-  // Only a shared library holds several images (--target=cuda): the
+  // Only a shared library holds several images (a kind alone): the
   // stages alone and the assembly are those of the first.
   if (files.soPath.empty() || opts.emitAssembly)
     compile.target = getTargetImages(compile.target).front();

@@ -199,8 +199,9 @@ extern const unsigned char kiln_model_device_image[];
 extern const int64_t kiln_model_device_image_size;
 extern const char kiln_model_device_image_kind[];
 
-/* A model of several device images (kilnc --target=cuda: one whole
- * compile per chip, sm_90a first) defines, instead of the six symbols
+/* A model of several device images (kilnc --target=<kind> for a kind whose
+ * target table row lists default images: one whole compile per chip, in
+ * that order) defines, instead of the six symbols
  * above, one program per image and the two symbols below; the runtime
  * takes the first program whose image the device runs (its driver opens
  * the signature's chip), or the one the model option device_chip
