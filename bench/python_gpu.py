@@ -90,6 +90,11 @@ def make_model():
 
 def prepare(outdir):
     import numpy as np
+    # The package as the build wrote it (build/python), unless one is
+    # importable already (PYTHONPATH, an installed wheel).
+    build_python = os.path.join(ROOT, "build", "python")
+    if os.path.isdir(build_python) and build_python not in sys.path:
+        sys.path.append(build_python)
     import kiln
     if os.path.exists(outdir):
         shutil.rmtree(outdir)
