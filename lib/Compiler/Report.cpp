@@ -11,6 +11,7 @@
 #include "kiln/Compiler/Compiler.h"
 
 #include "kiln/Dialect/Kiln/IR/KilnDialect.h"
+#include "kiln/Dialect/Kiln/Transforms/Chunk.h"
 #include "kiln/Dialect/Kiln/Transforms/KernelCost.h"
 #include "kiln/Dialect/Kiln/Transforms/MemoryPlan.h"
 #include "kiln/Dialect/Kiln/Transforms/NodeNames.h"
@@ -105,7 +106,8 @@ static llvm::json::Array memoryTimeline(func::FuncOp host) {
 
 /// What kiln-remat did (kilnc --max-memory): the budget, peak and arena
 /// before and after, the launches it added (recomputed, or moved to a later
-/// use) with their FLOPs, and the timeline before.
+/// use) with their FLOPs, the launches it split into batch chunks (each
+/// once, with the number of chunks), and the timeline before.
 static std::optional<llvm::json::Object>
 rematReport(ModuleOp module, const llvm::json::Object &report) {
   auto remat = module->getAttrOfType<DictionaryAttr>("kiln.remat");
@@ -115,11 +117,19 @@ rematReport(ModuleOp module, const llvm::json::Object &report) {
     auto i = remat.getAs<IntegerAttr>(key);
     return i ? i.getInt() : 0;
   };
-  llvm::json::Array recomputed, moved;
+  llvm::json::Array recomputed, moved, chunked;
   int64_t extra = 0;
   if (const llvm::json::Array *kernels = report.getArray("kernels"))
     for (const llvm::json::Value &k : *kernels) {
       const llvm::json::Object *ko = k.getAsObject();
+      // A chunked launch, once (its first chunk): the kernel it replaces.
+      if (const llvm::json::Array *chunk = ko->getArray("chunk");
+          chunk && chunk->size() == 2 && (*chunk)[0].getAsInteger() == 0)
+        chunked.push_back(llvm::json::Object{
+            {"kernel", ko->getString("chunk_of").value_or("")},
+            {"chunk_kernel", *ko->getString("name")},
+            {"onnx_nodes", *ko->get("onnx_nodes")},
+            {"chunks", (*chunk)[1].getAsInteger().value_or(0)}});
       std::optional<StringRef> what = ko->getString("remat");
       if (!what)
         continue;
@@ -154,6 +164,7 @@ rematReport(ModuleOp module, const llvm::json::Object &report) {
       {"arena_after", report.getInteger("arena_bytes").value_or(0)},
       {"recomputed", std::move(recomputed)},
       {"moved", std::move(moved)},
+      {"chunked", std::move(chunked)},
       {"extra_flops", extra},
       {"timeline_before", std::move(before)},
   };
@@ -203,6 +214,13 @@ llvm::json::Value mlir::kiln::buildCompileReport(ModuleOp module) {
       };
       if (auto remat = launch->getAttrOfType<StringAttr>("kiln.remat"))
         k["remat"] = remat.str();
+      if (auto chunk = launch->getAttrOfType<DenseI64ArrayAttr>(kChunkAttr);
+          chunk && chunk.size() == 2) {
+        k["chunk"] = llvm::json::Array{chunk[0], chunk[1]};
+        if (auto of =
+                fn ? fn->getAttrOfType<StringAttr>(kChunkOfAttr) : StringAttr())
+          k["chunk_of"] = of.str();
+      }
       kernels.push_back(std::move(k));
     });
   }
@@ -422,6 +440,7 @@ static void printRematSummary(const llvm::json::Object &r, int64_t totalFlops,
   auto num = [&](StringRef key) { return r.getInteger(key).value_or(0); };
   const llvm::json::Array *re = r.getArray("recomputed");
   const llvm::json::Array *mv = r.getArray("moved");
+  const llvm::json::Array *ch = r.getArray("chunked");
   int64_t extra = num("extra_flops");
   os << "  memory budget " << humanBytes(num("budget_bytes")) << ": peak "
      << humanBytes(num("peak_before")) << " -> "
@@ -433,20 +452,34 @@ static void printRematSummary(const llvm::json::Object &r, int64_t totalFlops,
   if (totalFlops > extra && extra > 0)
     os << ", +" << llvm::format("%.1f", 100.0 * extra / (totalFlops - extra))
        << "%";
-  os << "), " << (mv ? mv->size() : 0) << " moved\n";
-  for (const llvm::json::Array *list : {re, mv}) {
+  os << "), " << (mv ? mv->size() : 0) << " moved";
+  if (ch && !ch->empty())
+    os << ", " << ch->size() << " chunked";
+  os << "\n";
+  for (const llvm::json::Array *list : {re, mv, ch}) {
     if (!list)
       continue;
     for (const llvm::json::Value &k : *list) {
       const llvm::json::Object *ko = k.getAsObject();
-      os << "    " << (list == re ? "recomputed " : "moved ")
-         << ko->getString("kernel").value_or("?") << ":";
+      os << "    "
+         << (list == re   ? "recomputed "
+             : list == mv ? "moved "
+                          : "chunked ")
+         << ko->getString("kernel").value_or("?");
+      if (list == ch)
+        os << " (" << ko->getInteger("chunks").value_or(0) << " x "
+           << ko->getString("chunk_kernel").value_or("?") << ")";
+      os << ":";
       if (const llvm::json::Array *nodes = ko->getArray("onnx_nodes")) {
         bool first = true;
         for (const llvm::json::Value &n : *nodes) {
           os << (first ? " " : ", ") << n.getAsString().value_or("");
           first = false;
         }
+      }
+      if (list == ch) {
+        os << "\n";
+        continue;
       }
       os << " ["
          << llvm::format("%.3f", ko->getInteger("flops").value_or(0) / 1e6)

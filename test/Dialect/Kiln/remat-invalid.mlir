@@ -107,3 +107,129 @@ module {
     return %z : i32
   }
 }
+
+// -----
+
+// Batch chunking refused: the kernel at the peak (t and u, 32 KiB) reads
+// row 3 - b for row b, so no chunk of rows computes its own rows; the
+// kernels around it are batch-parallel, but a run must contain the peak.
+#id3 = affine_map<(d0, d1, d2) -> (d0, d1, d2)>
+#row3 = affine_map<(d0, d1, d2) -> (d0, d2)>
+#revb = affine_map<(d0, d1, d2) -> (-d0 + 3, d1, d2)>
+module {
+  func.func private @expand(%x: memref<4x256xf32>, %o: memref<4x4x256xf32>) attributes {kiln.num_outputs = 1 : i64} {
+    %0 = bufferization.to_tensor %x restrict : memref<4x256xf32> to tensor<4x256xf32>
+    %1 = tensor.empty() : tensor<4x4x256xf32>
+    %2 = linalg.generic {indexing_maps = [#row3, #id3], iterator_types = ["parallel", "parallel", "parallel"]} ins(%0 : tensor<4x256xf32>) outs(%1 : tensor<4x4x256xf32>) {
+    ^bb0(%in: f32, %out: f32):
+      linalg.yield %in : f32
+    } -> tensor<4x4x256xf32>
+    bufferization.materialize_in_destination %2 in restrict writable %o : (tensor<4x4x256xf32>, memref<4x4x256xf32>) -> ()
+    return
+  }
+  func.func private @reverse(%x: memref<4x4x256xf32>, %o: memref<4x4x256xf32>) attributes {kiln.num_outputs = 1 : i64} {
+    %0 = bufferization.to_tensor %x restrict : memref<4x4x256xf32> to tensor<4x4x256xf32>
+    %1 = tensor.empty() : tensor<4x4x256xf32>
+    %2 = linalg.generic {indexing_maps = [#revb, #id3], iterator_types = ["parallel", "parallel", "parallel"]} ins(%0 : tensor<4x4x256xf32>) outs(%1 : tensor<4x4x256xf32>) {
+    ^bb0(%in: f32, %out: f32):
+      linalg.yield %in : f32
+    } -> tensor<4x4x256xf32>
+    bufferization.materialize_in_destination %2 in restrict writable %o : (tensor<4x4x256xf32>, memref<4x4x256xf32>) -> ()
+    return
+  }
+  func.func private @sum(%x: memref<4x4x256xf32>, %o: memref<4x256xf32>) attributes {kiln.num_outputs = 1 : i64} {
+    %cst = arith.constant 0.0 : f32
+    %0 = bufferization.to_tensor %x restrict : memref<4x4x256xf32> to tensor<4x4x256xf32>
+    %1 = tensor.empty() : tensor<4x256xf32>
+    %2 = linalg.fill ins(%cst : f32) outs(%1 : tensor<4x256xf32>) -> tensor<4x256xf32>
+    %3 = linalg.generic {indexing_maps = [#id3, #row3], iterator_types = ["parallel", "reduction", "parallel"]} ins(%0 : tensor<4x4x256xf32>) outs(%2 : tensor<4x256xf32>) {
+    ^bb0(%in: f32, %out: f32):
+      %4 = arith.addf %in, %out : f32
+      linalg.yield %4 : f32
+    } -> tensor<4x256xf32>
+    bufferization.materialize_in_destination %3 in restrict writable %o : (tensor<4x256xf32>, memref<4x256xf32>) -> ()
+    return
+  }
+  // expected-error @+1 {{the smallest peak reached is 32768 bytes (32.00 KiB) (1.00x the unconstrained peak) after recomputing 0 tensors (+0 FLOPs), an arena of 32768 bytes (32.00 KiB) (--max-memory=32768 or 1.00x fits); the largest tensors live at the peak: 't' 16384 bytes (16.00 KiB), 'u' 16384 bytes (16.00 KiB)}}
+  func.func @kiln_model_main(%ctx: !llvm.ptr) -> i32 attributes {kiln.signature_io = "input x f32 2 4 256\0Aoutput y f32 2 4 256\0A"} {
+    %x = kiln.input %ctx [0] : memref<4x256xf32>
+    %t = kiln.buffer %ctx : memref<4x4x256xf32>
+    kiln.launch %ctx @expand(%x, %t) {kiln.launch_nodes = "t"} : memref<4x256xf32>, memref<4x4x256xf32>
+    %u = kiln.buffer %ctx : memref<4x4x256xf32>
+    kiln.launch %ctx @reverse(%t, %u) {kiln.launch_nodes = "u"} : memref<4x4x256xf32>, memref<4x4x256xf32>
+    %y = kiln.output %ctx [0] : memref<4x256xf32>
+    kiln.launch %ctx @sum(%u, %y) {kiln.launch_nodes = "y"} : memref<4x4x256xf32>, memref<4x256xf32>
+    %z = arith.constant 0 : i32
+    return %z : i32
+  }
+}
+
+// -----
+
+// Batch chunking refused: the kernel at the peak folds the batch into its
+// rows (collapse_shape [[0, 1], [2]] to 16x256), which a retyped clone
+// would compute differently.
+#id2 = affine_map<(d0, d1) -> (d0, d1)>
+#rev2 = affine_map<(d0, d1) -> (-d0 + 15, d1)>
+module {
+  func.func private @fold(%x: memref<4x4x256xf32>, %o: memref<4x4x256xf32>) attributes {kiln.num_outputs = 1 : i64} {
+    %0 = bufferization.to_tensor %x restrict : memref<4x4x256xf32> to tensor<4x4x256xf32>
+    %1 = tensor.collapse_shape %0 [[0, 1], [2]] : tensor<4x4x256xf32> into tensor<16x256xf32>
+    %2 = tensor.empty() : tensor<16x256xf32>
+    %3 = linalg.generic {indexing_maps = [#rev2, #id2], iterator_types = ["parallel", "parallel"]} ins(%1 : tensor<16x256xf32>) outs(%2 : tensor<16x256xf32>) {
+    ^bb0(%in: f32, %out: f32):
+      linalg.yield %in : f32
+    } -> tensor<16x256xf32>
+    %4 = tensor.expand_shape %3 [[0, 1], [2]] output_shape [4, 4, 256] : tensor<16x256xf32> into tensor<4x4x256xf32>
+    bufferization.materialize_in_destination %4 in restrict writable %o : (tensor<4x4x256xf32>, memref<4x4x256xf32>) -> ()
+    return
+  }
+  // expected-error @+1 {{the smallest peak reached is 32768 bytes (32.00 KiB) (1.00x the unconstrained peak) after recomputing 0 tensors (+0 FLOPs), an arena of 32768 bytes}}
+  func.func @kiln_model_main(%ctx: !llvm.ptr) -> i32 attributes {kiln.signature_io = "input x f32 3 4 4 256\0Aoutput y f32 3 4 4 256\0A"} {
+    %x = kiln.input %ctx [0] : memref<4x4x256xf32>
+    %t = kiln.buffer %ctx : memref<4x4x256xf32>
+    kiln.launch %ctx @fold(%x, %t) {kiln.launch_nodes = "t"} : memref<4x4x256xf32>, memref<4x4x256xf32>
+    %u = kiln.buffer %ctx : memref<4x4x256xf32>
+    kiln.launch %ctx @fold(%t, %u) {kiln.launch_nodes = "u"} : memref<4x4x256xf32>, memref<4x4x256xf32>
+    %y = kiln.output %ctx [0] : memref<4x4x256xf32>
+    kiln.launch %ctx @fold(%u, %y) {kiln.launch_nodes = "y"} : memref<4x4x256xf32>, memref<4x4x256xf32>
+    %z = arith.constant 0 : i32
+    return %z : i32
+  }
+}
+
+// -----
+
+// Batch chunking refused: the kernel at the peak uses the batch index as a
+// value (row b, reversed, + b), which a chunk would see as its own local
+// row number.
+#id3 = affine_map<(d0, d1, d2) -> (d0, d1, d2)>
+#rev3 = affine_map<(d0, d1, d2) -> (d0, d1, -d2 + 255)>
+module {
+  func.func private @addrow(%x: memref<4x4x256xf32>, %o: memref<4x4x256xf32>) attributes {kiln.num_outputs = 1 : i64} {
+    %0 = bufferization.to_tensor %x restrict : memref<4x4x256xf32> to tensor<4x4x256xf32>
+    %1 = tensor.empty() : tensor<4x4x256xf32>
+    %2 = linalg.generic {indexing_maps = [#rev3, #id3], iterator_types = ["parallel", "parallel", "parallel"]} ins(%0 : tensor<4x4x256xf32>) outs(%1 : tensor<4x4x256xf32>) {
+    ^bb0(%in: f32, %out: f32):
+      %b = linalg.index 0 : index
+      %i = arith.index_cast %b : index to i32
+      %f = arith.sitofp %i : i32 to f32
+      %s = arith.addf %in, %f : f32
+      linalg.yield %s : f32
+    } -> tensor<4x4x256xf32>
+    bufferization.materialize_in_destination %2 in restrict writable %o : (tensor<4x4x256xf32>, memref<4x4x256xf32>) -> ()
+    return
+  }
+  // expected-error @+1 {{the smallest peak reached is 32768 bytes (32.00 KiB) (1.00x the unconstrained peak) after recomputing 0 tensors (+0 FLOPs), an arena of 32768 bytes}}
+  func.func @kiln_model_main(%ctx: !llvm.ptr) -> i32 attributes {kiln.signature_io = "input x f32 3 4 4 256\0Aoutput y f32 3 4 4 256\0A"} {
+    %x = kiln.input %ctx [0] : memref<4x4x256xf32>
+    %t = kiln.buffer %ctx : memref<4x4x256xf32>
+    kiln.launch %ctx @addrow(%x, %t) {kiln.launch_nodes = "t"} : memref<4x4x256xf32>, memref<4x4x256xf32>
+    %u = kiln.buffer %ctx : memref<4x4x256xf32>
+    kiln.launch %ctx @addrow(%t, %u) {kiln.launch_nodes = "u"} : memref<4x4x256xf32>, memref<4x4x256xf32>
+    %y = kiln.output %ctx [0] : memref<4x4x256xf32>
+    kiln.launch %ctx @addrow(%u, %y) {kiln.launch_nodes = "y"} : memref<4x4x256xf32>, memref<4x4x256xf32>
+    %z = arith.constant 0 : i32
+    return %z : i32
+  }
+}

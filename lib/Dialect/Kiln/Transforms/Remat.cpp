@@ -49,6 +49,7 @@
 //
 //===----------------------------------------------------------------------===//
 
+#include "kiln/Dialect/Kiln/Transforms/Chunk.h"
 #include "kiln/Dialect/Kiln/Transforms/KernelCost.h"
 #include "kiln/Dialect/Kiln/Transforms/MemoryPlan.h"
 #include "kiln/Dialect/Kiln/Transforms/NodeNames.h"
@@ -530,7 +531,8 @@ static LogicalResult checkStaticShapes(func::FuncOp host) {
 /// tensors live there.
 static void reportUnreachable(func::FuncOp host, const MemoryPlan &plan,
                               int64_t budget, int64_t arena, int64_t persistent,
-                              int64_t natural, const Rematerializer &remat) {
+                              int64_t natural, const Rematerializer &remat,
+                              int64_t chunked) {
   SmallVector<int64_t> timeline = liveBytesTimeline(plan);
   int64_t p =
       timeline.empty() ? 0 : llvm::max_element(timeline) - timeline.begin();
@@ -554,8 +556,10 @@ static void reportUnreachable(func::FuncOp host, const MemoryPlan &plan,
       << formatBytes(plan.peakLiveBytes) << " ("
       << ratio(plan.peakLiveBytes, natural)
       << "x the unconstrained peak) after recomputing " << remat.recomputed
-      << " tensors (+" << remat.extraFlops << " FLOPs), an arena of "
-      << formatBytes(arena);
+      << " tensors (+" << remat.extraFlops << " FLOPs)";
+  if (chunked > 0)
+    d << " and splitting " << chunked << " launches into batch chunks";
+  d << ", an arena of " << formatBytes(arena);
   if (persistent > 0)
     d << " with " << formatBytes(persistent)
       << " of persistent buffers (kiln_model_init)";
@@ -631,14 +635,52 @@ struct RematPass : public kiln::impl::KilnRematBase<RematPass> {
              b.getNamedAttr("arena_before", b.getI64IntegerAttr(arenaBefore)),
              b.getNamedAttr("timeline_before", b.getArrayAttr(before))}));
 
+    // First recomputation alone; when it cannot reach the budget, again
+    // from the original program with batch chunking first wherever it
+    // lowers the peak, recomputation elsewhere.
+    auto original = cast<func::FuncOp>(host->clone());
     Rematerializer remat(host, inPlace);
-    for (unsigned steps = 0; arenaOf(plan) > budget; ++steps) {
-      if (steps == kMaxSteps || !remat.step(plan)) {
-        reportUnreachable(host, plan, budget, arenaOf(plan), persistent,
-                          peakBefore, remat);
-        return failure();
+    auto greedy = [&](Rematerializer &r, BatchChunker *chunker) {
+      for (unsigned steps = 0; arenaOf(plan) > budget; ++steps) {
+        if (steps == kMaxSteps ||
+            !((chunker && chunker->step(plan, budget)) || r.step(plan)))
+          return false;
+        plan = computeMemoryPlan(host, alignment, inPlace);
       }
+      return true;
+    };
+    if (greedy(remat, nullptr) || !chunk) {
+      original->erase();
+      if (arenaOf(plan) <= budget)
+        return success();
+      reportUnreachable(host, plan, budget, arenaOf(plan), persistent,
+                        peakBefore, remat, 0);
+      return failure();
+    }
+    auto rematOnly = cast<func::FuncOp>(host->clone());
+    int64_t rematOnlyArena = arenaOf(plan);
+    host.getBody().takeBody(original.getBody());
+    original->erase();
+    plan = computeMemoryPlan(host, alignment, inPlace);
+    Rematerializer mixed(host, inPlace);
+    BatchChunker chunker(host, inPlace, alignment, persistent);
+    bool fits = greedy(mixed, &chunker);
+    if (!fits && rematOnlyArena <= arenaOf(plan)) {
+      // Recomputation alone went lower: that is the smallest peak reached.
+      host.getBody().takeBody(rematOnly.getBody());
       plan = computeMemoryPlan(host, alignment, inPlace);
+      chunker.finish();
+      rematOnly->erase();
+      reportUnreachable(host, plan, budget, arenaOf(plan), persistent,
+                        peakBefore, remat, 0);
+      return failure();
+    }
+    rematOnly->erase();
+    chunker.finish();
+    if (!fits) {
+      reportUnreachable(host, plan, budget, arenaOf(plan), persistent,
+                        peakBefore, mixed, chunker.chunkedLaunches);
+      return failure();
     }
     return success();
   }

@@ -99,6 +99,15 @@ def KilnRemat : Pass<"kiln-remat", "ModuleOp"> {
     the original became dead); the module gets `kiln.remat` (budget, peak
     and arena before, the timeline before). Runs before kiln-plan-memory;
     needs static shapes.
+
+    When recomputation alone cannot reach the budget, the pass starts again
+    from the original program and splits the batch first: a run of
+    consecutive launches around the peak whose kernels compute each batch
+    element on its own is launched c times on B/c rows (c the fewest chunks
+    that fit, a divisor of B), its intermediates in buffers of B/c rows, the
+    tensors it reads from before or writes for later read and written in
+    slices (`kiln.chunk = array<i64: k, c>` on the launches, kernels cloned
+    for B/c with `kiln.chunk_of`); recomputation then handles the peaks left.
   }];
   let options = [
     Option<"budgetBytes", "budget-bytes", "int64_t", /*default=*/"0",
@@ -109,8 +118,14 @@ def KilnRemat : Pass<"kiln-remat", "ModuleOp"> {
            "Alignment of each arena slot in bytes (as kiln-plan-memory)">,
     Option<"inPlace", "in-place", "bool", /*default=*/"true",
            "Plan in-place reuse as kiln-plan-memory does">,
+    Option<"chunk", "chunk", "bool", /*default=*/"true",
+           "Split runs of batch-parallel launches into batch chunks when "
+           "recomputation alone cannot reach the budget">,
   ];
-  let dependentDialects = ["::mlir::kiln::KilnDialect"];
+  let dependentDialects = ["::mlir::kiln::KilnDialect",
+                           "::mlir::arith::ArithDialect",
+                           "::mlir::memref::MemRefDialect",
+                           "::mlir::tensor::TensorDialect"];
 }
 
 def KilnPlanMemory : Pass<"kiln-plan-memory", "ModuleOp"> {
