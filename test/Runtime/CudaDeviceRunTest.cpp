@@ -168,6 +168,74 @@ TEST_F(CudaDynamicRunTest, ReadsDeviceResults) {
 }
 
 //===----------------------------------------------------------------------===//
+// Graphs per input shape: a graph-capturable model with a symbolic dim gets
+// a graph for each N (captured on its second run, replayed after), up to
+// KILN_GRAPH_CACHE of them; the scratch buffer each graph's kernels use
+// stays allocated while the graph lives.
+//===----------------------------------------------------------------------===//
+
+class CudaShapeGraphTest : public CudaRunTest {
+protected:
+  void SetUp() override {
+    CudaFakeDriverTest::SetUp();
+    if (HasFatalFailure())
+      return;
+    load(KILN_TEST_CUDA_SYMBOLIC_MODEL);
+  }
+};
+
+TEST_F(CudaShapeGraphTest, OneGraphPerShape) {
+  // Two shapes interleaved: each warms up, is captured, then replays.
+  for (int64_t n : {3, 5, 3, 5, 3, 5, 3, 5}) {
+    runAndCheck(Case(n, float(n)));
+    if (HasFatalFailure())
+      return;
+  }
+  fake_cuda_stats d = delta();
+  EXPECT_EQ(d.captures, 2);
+  EXPECT_EQ(d.graph_launches, 6); // runs 3 to 8: two captured, four replayed
+  EXPECT_EQ(d.launches, 8);       // the kernels of the two plain runs and
+                                  // the two captures (2 each)
+  EXPECT_EQ(d.bad_pointers, 0);
+  // The first shape's graph again after another shape: still replayed.
+  runAndCheck(Case(3, 7.0f));
+  EXPECT_EQ(delta().graph_launches, 7);
+  EXPECT_EQ(delta().captures, 2);
+}
+
+TEST_F(CudaShapeGraphTest, BoundedCache) {
+  // KILN_GRAPH_CACHE (8) shapes fit; a ninth drops the least recently run.
+  for (int round = 0; round < 2; ++round)
+    for (int64_t n = 1; n <= 8; ++n) {
+      runAndCheck(Case(n, 1.0f));
+      if (HasFatalFailure())
+        return;
+    }
+  EXPECT_EQ(delta().captures, 8);
+  for (int64_t n = 1; n <= 8; ++n)
+    runAndCheck(Case(n, 2.0f));
+  EXPECT_EQ(delta().captures, 8);
+  EXPECT_EQ(delta().graph_launches, 16);
+  // N = 9 warms up (dropping N = 1's graph), then is captured.
+  runAndCheck(Case(9, 1.0f));
+  runAndCheck(Case(9, 1.0f));
+  EXPECT_EQ(delta().captures, 9);
+  EXPECT_EQ(driver->stats().live_graph_execs - before.live_graph_execs, 8);
+  // N = 1 again: a plain run (its graph went), then a new capture.
+  runAndCheck(Case(1, 3.0f));
+  runAndCheck(Case(1, 3.0f));
+  EXPECT_EQ(delta().captures, 10);
+  EXPECT_EQ(delta().bad_pointers, 0);
+}
+
+TEST_F(CudaShapeGraphTest, GraphsOffRunsPlainly) {
+  ASSERT_EQ(take(kiln_instance_set_graphs(instance, 0)), "");
+  for (int64_t n : {3, 3, 4, 4})
+    runAndCheck(Case(n, 1.0f));
+  EXPECT_EQ(delta().capture_attempts, 0);
+}
+
+//===----------------------------------------------------------------------===//
 // Device checks (kiln_rt_check_record): the record kernels write, read once
 // the run has synchronized
 //===----------------------------------------------------------------------===//

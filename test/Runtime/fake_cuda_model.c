@@ -18,6 +18,8 @@
  * -DKILN_FAKE_CUDA_DYNAMIC: x is f32 [?N, 4], not graph-capturable, and a
  *   third output pos f32 [?K] holds the positive values of y, whose count K
  *   the host program reads back with kiln_rt_read_device (as NonZero does).
+ * -DKILN_FAKE_CUDA_SYMBOLIC: x is f32 [?N, 4] and the model is
+ *   graph-capturable (no host reads): the runtime captures a graph per N.
  * -DKILN_FAKE_CUDA_CHECK: a device check after the kernels (as kilnc makes
  *   of a check of device data, an index range): kernel check_large writes
  *   the check record (kiln_rt_check_record) when some y is above 1000.
@@ -63,6 +65,17 @@ const char kiln_model_signature[] =
     "output y f32 2 ?N 4\n"
     "output total f32 0\n"
     "output pos f32 1 ?K\n";
+#elif defined(KILN_FAKE_CUDA_SYMBOLIC)
+const char kiln_model_signature[] =
+    "kiln-signature 1\n"
+    "arena 64\n"
+    "device " KILN_FAKE_DEVICE_KIND " " KILN_FAKE_CUDA_CHIP "\n"
+    "kernels 2\n"
+    "weights 1\n"
+    "graph-capturable\n"
+    "input x f32 2 ?N 4\n"
+    "output y f32 2 ?N 4\n"
+    "output total f32 0\n";
 #elif defined(KILN_FAKE_CUDA_CHECK)
 const char kiln_model_signature[] =
     "kiln-signature 1\n"

@@ -729,9 +729,10 @@ struct ConvertHostToLLVMPass
       text += "device " + device + "\nkernels " +
               std::to_string(kernelIndex.size()) + "\nweights " +
               std::to_string(weights) + "\n";
-      // A run the runtime may capture into a device graph: fixed shapes, no
-      // host reads of device data.
-      if (!hostReads && io.find('?') == std::string::npos)
+      // A run the runtime may capture into a device graph (one per input
+      // shape when dims are symbolic): no host reads of device data, so
+      // the symbols' values decide every launch and allocation.
+      if (!hostReads)
         text += "graph-capturable\n";
     }
     text.push_back('\0');

@@ -18,11 +18,12 @@
  * Device memory of a run
  *===--------------------------------------------------------------------===*/
 
-int kiln_dev_abort_capture(kiln_rt_ctx *ctx, const char *what) {
+int kiln_dev_abort_capture(kiln_rt_ctx *ctx, const char *what, int retry) {
   kiln_dev_instance *di = ctx->instance->dev;
   if (!di->capturing)
     return 0;
   di->capture_aborted = 1;
+  di->capture_retry |= retry;
   kiln_rt_fail(ctx, KILN_STATUS_INTERNAL, "%s during %s capture", what,
                di->drv->graph_name);
   return 1;
@@ -35,7 +36,7 @@ static int reserve(kiln_rt_ctx *ctx, kiln_dev_buffer *buffer, size_t bytes,
   kiln_dev_instance *di = ctx->instance->dev;
   if (buffer->ptr && buffer->capacity >= bytes)
     return 1;
-  if (kiln_dev_abort_capture(ctx, "a device allocation"))
+  if (kiln_dev_abort_capture(ctx, "a device allocation", 1))
     return 0;
   if (buffer->ptr) {
     kiln_device_result r = di->drv->synchronize(di->queue);
@@ -209,7 +210,7 @@ void *kiln_dev_alloc(kiln_rt_ctx *ctx, size_t bytes) {
     best->in_use = 1;
     return best->ptr;
   }
-  if (kiln_dev_abort_capture(ctx, "a device allocation"))
+  if (kiln_dev_abort_capture(ctx, "a device allocation", 1))
     return NULL;
   if (di->num_scratch == di->cap_scratch) {
     size_t cap = di->cap_scratch ? 2 * di->cap_scratch : 16;
@@ -236,6 +237,7 @@ void *kiln_dev_alloc(kiln_rt_ctx *ctx, size_t bytes) {
   s->ptr = (void *)(uintptr_t)ptr;
   s->size = size;
   s->in_use = 1;
+  s->pins = 0;
   return s->ptr;
 }
 
@@ -244,13 +246,13 @@ void *kiln_dev_alloc(kiln_rt_ctx *ctx, size_t bytes) {
 void kiln_dev_scratch_end_run(kiln_dev_instance *di) {
   int any_free = 0;
   for (size_t i = 0; i < di->num_scratch; ++i)
-    any_free |= !di->scratch[i].in_use;
+    any_free |= !di->scratch[i].in_use && di->scratch[i].pins == 0;
   if (any_free)
     di->drv->synchronize(di->queue);
   size_t kept = 0;
   for (size_t i = 0; i < di->num_scratch; ++i) {
     kiln_scratch s = di->scratch[i];
-    if (!s.in_use) {
+    if (!s.in_use && s.pins == 0) {
       di->drv->free(di->queue, (kiln_device_ptr)(uintptr_t)s.ptr);
       continue;
     }
@@ -470,7 +472,7 @@ static void *cached_weight(kiln_rt_ctx *ctx, size_t slot, const void *host,
     }
     return (void *)(uintptr_t)w->ptr;
   }
-  if (kiln_dev_abort_capture(ctx, "a weight upload"))
+  if (kiln_dev_abort_capture(ctx, "a weight upload", 1))
     return NULL;
   const kiln_device_driver *drv = di->drv;
   char call[384];
@@ -537,7 +539,7 @@ void kiln_rt_read_device(kiln_rt_ctx *ctx, void *dst, const void *src,
   if (bytes <= 0)
     return;
   if (!ctx->failed && on_device(ctx, "kiln_rt_read_device") &&
-      !kiln_dev_abort_capture(ctx, "a read of device memory")) {
+      !kiln_dev_abort_capture(ctx, "a read of device memory", 0)) {
     kiln_dev_instance *di = ctx->instance->dev;
     kiln_device_result r = di->drv->copy_to_host(
         di->queue, dst, (kiln_device_ptr)(uintptr_t)src, (size_t)bytes);
@@ -580,7 +582,7 @@ void *kiln_rt_check_record(kiln_rt_ctx *ctx, const char *messages,
   kiln_dev_instance *di = ctx->instance->dev;
   if (!di->check_record) {
     /* The first run allocates it; a capture (a later run) never does. */
-    if (kiln_dev_abort_capture(ctx, "the allocation of the check record"))
+    if (kiln_dev_abort_capture(ctx, "the allocation of the check record", 1))
       return NULL;
     void *host = NULL;
     kiln_device_ptr ptr = 0;

@@ -129,13 +129,6 @@ void kiln_dev_model_destroy(kiln_model_impl *model) {
  * Instances
  *===--------------------------------------------------------------------===*/
 
-void kiln_dev_drop_graph(kiln_dev_instance *di) {
-  if (di->graph)
-    di->drv->graph_destroy(di->queue, di->graph);
-  di->graph = NULL;
-  di->graph_warm = 0;
-}
-
 static void free_buffer(kiln_dev_instance *di, kiln_dev_buffer *buffer) {
   if (buffer->ptr)
     di->drv->free(di->queue, buffer->ptr);
@@ -178,9 +171,11 @@ void kiln_dev_instance_destroy(kiln_instance_impl *inst) {
   free(di->output_direct);
   free(di->output_dims);
   free(di->output_dims_at);
-  free(di->graph_input_ptr);
-  free(di->graph_output_ptr);
-  free(di->graph_output_direct);
+  for (size_t i = 0; i < KILN_GRAPH_CACHE; ++i) {
+    free(di->graphs[i].key);
+    free(di->graphs[i].pins);
+  }
+  free(di->graph_key);
   free(di);
   inst->dev = NULL;
 }
@@ -211,14 +206,10 @@ kiln_status_t *kiln_dev_instance_create(kiln_instance_impl *inst,
   di->output_direct = (char *)calloc(outs, 1);
   di->output_dims = (int64_t *)calloc(total_rank, sizeof(int64_t));
   di->output_dims_at = (size_t *)calloc(outs, sizeof(size_t));
-  di->graph_input_ptr = (kiln_device_ptr *)calloc(ins, sizeof(kiln_device_ptr));
-  di->graph_output_ptr =
-      (kiln_device_ptr *)calloc(outs, sizeof(kiln_device_ptr));
-  di->graph_output_direct = (char *)calloc(outs, 1);
+  di->graph_key = (int64_t *)calloc(model->num_symbols + 1, sizeof(int64_t));
   if (!di->weights || !di->inputs || !di->outputs || !di->input_ptr ||
       !di->output_ptr || !di->output_done || !di->output_direct ||
-      !di->output_dims || !di->output_dims_at || !di->graph_input_ptr ||
-      !di->graph_output_ptr || !di->graph_output_direct)
+      !di->output_dims || !di->output_dims_at || !di->graph_key)
     return kiln_rtc_oom_status();
   for (size_t i = 0, at = 0; i < model->num_outputs; ++i) {
     di->output_dims_at[i] = at;
@@ -262,7 +253,8 @@ kiln_status_t *kiln_dev_set_stream(kiln_instance_impl *inst, void *stream) {
 
 kiln_status_t *kiln_dev_set_graphs(kiln_instance_impl *inst, int enable) {
   kiln_dev_instance *di = inst->dev;
-  if (!enable && di->graph) {
+  /* Off: the graphs go; on after a failure: each shape warms up again. */
+  if ((!enable || di->graph_failed) && kiln_dev_has_graph(di, 1)) {
     kiln_device_result r = di->drv->enter(di->queue);
     if (r != 0)
       return kiln_dev_status(di, KILN_STATUS_INTERNAL, r,
@@ -273,7 +265,6 @@ kiln_status_t *kiln_dev_set_graphs(kiln_instance_impl *inst, int enable) {
   }
   di->graphs_enabled = enable != 0;
   di->graph_failed = 0;
-  di->graph_warm = 0;
   di->graph_moves = 0;
   return NULL;
 }

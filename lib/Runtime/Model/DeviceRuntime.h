@@ -7,9 +7,12 @@
  *
  * Each instance owns its device memory: the arena, weights (uploaded on
  * first use), input staging buffers, output buffers and a scratch cache.
- * Graph-capturable models are captured into a device graph on their second
- * run and replayed after that; runs on device buffers are captured on the
- * caller's buffers, and a new capture follows when those move. Every device
+ * Graph-capturable models are captured into a device graph on the second
+ * run of each input shape (the values of the signature's symbols) and
+ * replayed after that, up to KILN_GRAPH_CACHE shapes per instance (the
+ * least recently run is dropped for a new one); runs on device buffers are
+ * captured on the caller's buffers, and a new capture follows when those
+ * move. Every device
  * call made while generated code runs records its failure in the run
  * context (the call, the driver's error text); after the first failure the
  * remaining launches and copies of the run do nothing.
@@ -38,6 +41,30 @@ typedef struct kiln_dev_buffer {
   size_t capacity;
 } kiln_dev_buffer;
 
+/* Shapes of a graph-capturable model with a graph (or about to get one). */
+#define KILN_GRAPH_CACHE 8
+
+/* One input shape's graph: warm after a plain staged run of the shape
+ * (which allocated what a capture needs), then captured on its next run.
+ * Its scratch buffers are pinned (kiln_scratch.pins) while it lives, so
+ * its kernels' pointers stay valid and its capture allocates nothing. */
+typedef struct kiln_dev_graph_entry {
+  int live;
+  int64_t *key; /* the values of the model's symbols */
+  int warm;
+  int failures; /* captures that needed an allocation: 2 stop trying */
+  kiln_device_graph *graph;
+  /* The device pointers the graph was captured with: a replay must see the
+   * same ones (its kernels and tile maps hold them). */
+  kiln_device_ptr *input_ptr;  /* per input */
+  kiln_device_ptr *output_ptr; /* per output */
+  char *output_direct;         /* per output */
+  int64_t *output_dims;        /* the outputs' dims, as the instance's */
+  kiln_device_ptr *pins;       /* the scratch buffers it holds */
+  size_t num_pins;
+  uint64_t last_run;
+} kiln_dev_graph_entry;
+
 struct kiln_dev_instance {
   const kiln_device_driver *drv;
   kiln_device *device;
@@ -60,19 +87,17 @@ struct kiln_dev_instance {
   /* Graphs. */
   int graphs_enabled; /* the instance option / kiln_instance_set_graphs */
   int graph_failed;   /* capture or instantiation failed: plain runs */
-  int graph_warm;     /* a staged plain run allocated everything */
   int capturing;      /* kiln_model_main runs under stream capture */
   int capture_aborted;
-  kiln_device_graph *graph;
-  /* The device pointers the graph was captured with: a replay must see the
-   * same ones (its kernels and tile maps hold them). Runs on the caller's
-   * device buffers are captured in place; after KILN_GRAPH_MOVES_MAX
-   * changes of those buffers they go through the instance's buffers. */
-  kiln_device_ptr *graph_input_ptr;  /* per input */
-  kiln_device_ptr *graph_output_ptr; /* per output */
-  char *graph_output_direct;         /* per output */
-  int graph_moves;                   /* replays refused for moved buffers */
-  int profiling; /* the instance option profile_path: no graphs then */
+  int capture_retry; /* the capture needed an allocation: warm up again */
+  /* The graphs, by input shape. Runs on the caller's device buffers are
+   * captured in place; after KILN_GRAPH_MOVES_MAX changes of those buffers
+   * they go through the instance's buffers. */
+  kiln_dev_graph_entry graphs[KILN_GRAPH_CACHE];
+  int64_t *graph_key; /* this run's symbol values */
+  uint64_t graph_clock;
+  int graph_moves; /* replays refused for moved buffers */
+  int profiling;   /* the instance option profile_path: no graphs then */
   /* kiln_instance_set_profiling: every launch timed (no graphs then);
    * phase marks recorded (drv->mark). */
   int timing_kernels, timing_marks;
@@ -112,8 +137,11 @@ KILN_HIDDEN size_t kiln_dev_view_bytes(kiln_dtype_t dtype, size_t rank,
                                        const int64_t *dims);
 /* Work that cannot be captured in a graph (allocation, freeing, host
  * synchronization) was needed while capturing: the capture is abandoned
- * and the run redone without it. Returns 1 when that happened. */
-KILN_HIDDEN int kiln_dev_abort_capture(kiln_rt_ctx *ctx, const char *what);
+ * and the run redone without it. `retry`: work a plain run of the shape
+ * does once (an allocation), after which a capture may succeed. Returns 1
+ * when that happened. */
+KILN_HIDDEN int kiln_dev_abort_capture(kiln_rt_ctx *ctx, const char *what,
+                                       int retry);
 /* Sets input_ptr: host inputs are copied into the staging buffers; device
  * inputs are used in place unless the run is staged (graphs) or they are
  * not aligned to their element size. */
@@ -125,7 +153,10 @@ KILN_HIDDEN kiln_device_ptr kiln_dev_output_in_place(const kiln_rt_ctx *ctx,
 /* Ends a run: keeps the scratch buffers it used, frees the others (after
  * the stream is done with them). */
 KILN_HIDDEN void kiln_dev_scratch_end_run(kiln_dev_instance *di);
+/* Drops every shape's graph (and unpins its scratch buffers). */
 KILN_HIDDEN void kiln_dev_drop_graph(kiln_dev_instance *di);
+/* Whether any shape has a graph (`or_warm`: or is about to get one). */
+KILN_HIDDEN int kiln_dev_has_graph(const kiln_dev_instance *di, int or_warm);
 
 #ifdef __cplusplus
 }

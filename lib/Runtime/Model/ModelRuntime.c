@@ -384,6 +384,7 @@ static void *scratch_alloc(kiln_rt_ctx *ctx, size_t bytes) {
   s->ptr = ptr;
   s->size = size ? size : KILN_ALIGNMENT;
   s->in_use = 1;
+  s->pins = 0;
   return ptr;
 }
 

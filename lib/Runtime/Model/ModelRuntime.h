@@ -135,6 +135,7 @@ typedef struct kiln_scratch {
   void *ptr;
   size_t size;
   int in_use;
+  int pins; /* device graphs that hold it (DeviceRuntime.h): kept */
 } kiln_scratch;
 
 typedef struct kiln_binding {

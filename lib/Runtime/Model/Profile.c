@@ -99,7 +99,8 @@ kiln_status_t *kiln_rt_set_profiling(kiln_instance_impl *inst, int flags) {
     /* Runs whose launches are timed are plain: a graph made before would
      * hold scratch buffers those runs may give back, so it goes (the next
      * run without kernel timing captures a new one). */
-    if (!status && (flags & KILN_PROFILE_KERNELS) && di->graph) {
+    if (!status && (flags & KILN_PROFILE_KERNELS) &&
+        kiln_dev_has_graph(di, 0)) {
       drv->synchronize(di->queue);
       kiln_dev_drop_graph(di);
     }
