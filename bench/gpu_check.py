@@ -119,7 +119,8 @@ def prepare_models(args, kilnc, payload, manifest):
     # utils/models/make_models.py (needs Debian's torch here)
     make_models = kiln_tools.project_module("utils/models/make_models.py")
 
-    for name in SMALL_MODELS:
+    names = args.model_names.split(",") if args.model_names else SMALL_MODELS
+    for name in names:
         d = os.path.join(payload, "models", name)
         os.makedirs(d, exist_ok=True)
         onnx_path = os.path.join(d, "model.onnx")
@@ -441,6 +442,9 @@ def main(argv=None):
     pp.add_argument("--filter", help="only node tests matching this regex")
     pp.add_argument("--jobs", type=int, default=2)
     pp.add_argument("--models", choices=["small", "none"], default="small")
+    pp.add_argument("--model-names", help="comma-separated subset of the small models "
+                    "(the .so of --target=cuda holds two images: ResNet-50's fp32 one "
+                    "is 29 MB, which may not fit a device call's 64 MiB)")
     pp.add_argument("--differential", action=argparse.BooleanOptionalAction, default=True,
                     help="the run-time error cases (test/hardening/differential.py) for cuda")
     pp.add_argument("--bench", action=argparse.BooleanOptionalAction, default=True,
