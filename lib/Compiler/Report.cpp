@@ -118,31 +118,65 @@ rematReport(ModuleOp module, const llvm::json::Object &report) {
     return i ? i.getInt() : 0;
   };
   llvm::json::Array recomputed, moved, chunked;
-  int64_t extra = 0;
+  // A chunked launch is one entry, from its first chunk (the others add
+  // their FLOPs to a recomputed or moved one's): its chunks follow it with
+  // the same kernel of origin, count and remat.
+  std::map<std::tuple<std::string, int64_t, std::string>,
+           std::pair<llvm::json::Array *, size_t>>
+      open;
+  int64_t recomputedFlops = 0;
   if (const llvm::json::Array *kernels = report.getArray("kernels"))
     for (const llvm::json::Value &k : *kernels) {
       const llvm::json::Object *ko = k.getAsObject();
-      // A chunked launch, once (its first chunk): the kernel it replaces.
-      if (const llvm::json::Array *chunk = ko->getArray("chunk");
-          chunk && chunk->size() == 2 && (*chunk)[0].getAsInteger() == 0)
-        chunked.push_back(llvm::json::Object{
-            {"kernel", ko->getString("chunk_of").value_or("")},
-            {"chunk_kernel", *ko->getString("name")},
-            {"onnx_nodes", *ko->get("onnx_nodes")},
-            {"chunks", (*chunk)[1].getAsInteger().value_or(0)}});
-      std::optional<StringRef> what = ko->getString("remat");
-      if (!what)
+      std::string what = ko->getString("remat").value_or("").str();
+      int64_t flops = std::max<int64_t>(ko->getInteger("flops").value_or(0), 0);
+      if (what == "recompute")
+        recomputedFlops += flops;
+      llvm::json::Array *list = what == "recompute" ? &recomputed
+                                : what.empty()      ? nullptr
+                                                    : &moved;
+      const llvm::json::Array *chunk = ko->getArray("chunk");
+      if (chunk && chunk->size() == 2) {
+        int64_t c = (*chunk)[1].getAsInteger().value_or(0);
+        std::string of = ko->getString("chunk_of").value_or("").str();
+        auto key = std::make_tuple(of, c, what);
+        if ((*chunk)[0].getAsInteger() != 0) {
+          if (auto it = open.find(key); list && it != open.end()) {
+            llvm::json::Object *entry =
+                (*it->second.first)[it->second.second].getAsObject();
+            (*entry)["flops"] = entry->getInteger("flops").value_or(0) + flops;
+          }
+          continue;
+        }
+        llvm::json::Object entry{{"kernel", of},
+                                 {"chunk_kernel", *ko->getString("name")},
+                                 {"onnx_nodes", *ko->get("onnx_nodes")},
+                                 {"chunks", c}};
+        if (ko->get("rows"))
+          entry["rows"] = true;
+        chunked.push_back(std::move(entry));
+        if (list) {
+          list->push_back(
+              llvm::json::Object{{"kernel", of},
+                                 {"onnx_nodes", *ko->get("onnx_nodes")},
+                                 {"flops", flops},
+                                 {"chunks", c}});
+          open[key] = {list, list->size() - 1};
+        }
         continue;
-      llvm::json::Object entry{{"kernel", *ko->getString("name")},
-                               {"onnx_nodes", *ko->get("onnx_nodes")},
-                               {"flops", *ko->get("flops")}};
-      if (*what == "recompute") {
-        extra += std::max<int64_t>(ko->getInteger("flops").value_or(0), 0);
-        recomputed.push_back(std::move(entry));
-      } else {
-        moved.push_back(std::move(entry));
       }
+      if (!list)
+        continue;
+      list->push_back(llvm::json::Object{{"kernel", *ko->getString("name")},
+                                         {"onnx_nodes", *ko->get("onnx_nodes")},
+                                         {"flops", flops}});
     }
+  // Every FLOP added (recomputations, and the rows two bands compute) when
+  // the pass recorded the program's FLOPs before.
+  int64_t extra = recomputedFlops;
+  if (auto before = remat.getAs<IntegerAttr>("program_flops_before");
+      before && report.getInteger("total_flops").value_or(-1) >= 0)
+    extra = *report.getInteger("total_flops") - before.getInt();
   llvm::json::Array before;
   if (auto list = remat.getAs<ArrayAttr>("timeline_before"))
     for (auto [step, a] : llvm::enumerate(list)) {
@@ -220,6 +254,10 @@ llvm::json::Value mlir::kiln::buildCompileReport(ModuleOp module) {
         if (auto of =
                 fn ? fn->getAttrOfType<StringAttr>(kChunkOfAttr) : StringAttr())
           k["chunk_of"] = of.str();
+        if (auto rows =
+                launch->getAttrOfType<DenseI64ArrayAttr>(kChunkRowsAttr);
+            rows && rows.size() == 3)
+          k["rows"] = llvm::json::Array{rows[0], rows[1], rows[2]};
       }
       kernels.push_back(std::move(k));
     });
@@ -466,9 +504,15 @@ static void printRematSummary(const llvm::json::Object &r, int64_t totalFlops,
              : list == mv ? "moved "
                           : "chunked ")
          << ko->getString("kernel").value_or("?");
-      if (list == ch)
-        os << " (" << ko->getInteger("chunks").value_or(0) << " x "
+      int64_t chunks = ko->getInteger("chunks").value_or(0);
+      if (list == ch && ko->get("rows"))
+        os << " (" << chunks << " bands of rows, "
+           << ko->getString("chunk_kernel").value_or("?") << "...)";
+      else if (list == ch)
+        os << " (" << chunks << " x "
            << ko->getString("chunk_kernel").value_or("?") << ")";
+      else if (chunks)
+        os << " (in " << chunks << " chunks)";
       os << ":";
       if (const llvm::json::Array *nodes = ko->getArray("onnx_nodes")) {
         bool first = true;

@@ -46,32 +46,9 @@
 
 using namespace mlir;
 using namespace mlir::kiln;
+using namespace mlir::kiln::chunk;
 
 namespace {
-/// What a chunking changed on the host program, so it can be undone.
-struct HostChange {
-  SmallVector<Operation *> created;
-  /// Ops unlinked, each with the op that followed it.
-  SmallVector<std::pair<Operation *, Operation *>> removed;
-
-  void remove(Operation *op) {
-    removed.push_back({op, op->getNextNode()});
-    op->remove();
-  }
-  void undo() {
-    for (auto &[op, next] : llvm::reverse(removed))
-      next->getBlock()->getOperations().insert(Block::iterator(next), op);
-    for (Operation *op : llvm::reverse(created))
-      op->erase();
-  }
-  void commit() {
-    for (auto &[op, next] : removed) {
-      op->dropAllUses();
-      op->destroy();
-    }
-  }
-};
-
 /// A run of launches and how each argument of each is passed.
 struct RunRoles {
   SmallVector<SmallVector<ChunkRole>> roles;
@@ -86,18 +63,81 @@ struct Outcome {
 };
 } // namespace
 
-/// The kernel's number of outputs (its trailing arguments), or -1.
-static int64_t numOutputs(func::FuncOp fn) {
+void chunk::HostChange::remove(Operation *op) {
+  removed.push_back({op, op->getNextNode()});
+  op->remove();
+}
+
+void chunk::HostChange::undo() {
+  for (auto &[op, next] : llvm::reverse(removed))
+    next->getBlock()->getOperations().insert(Block::iterator(next), op);
+  for (Operation *op : llvm::reverse(created))
+    op->erase();
+}
+
+void chunk::HostChange::commit() {
+  for (auto &[op, next] : removed) {
+    op->dropAllUses();
+    op->destroy();
+  }
+}
+
+int64_t chunk::numOutputs(func::FuncOp fn) {
   auto n =
       fn ? fn->getAttrOfType<IntegerAttr>("kiln.num_outputs") : IntegerAttr();
   return n ? n.getInt() : -1;
 }
 
-/// A view op of the host program and its source, or null.
-static Value viewSource(Operation *op) {
+Value chunk::viewSource(Operation *op) {
   if (auto view = dyn_cast_or_null<ViewLikeOpInterface>(op))
     return view.getViewSource();
   return {};
+}
+
+void chunk::collectUsers(Value v, SmallVectorImpl<Operation *> &users,
+                         SmallVectorImpl<Operation *> *views) {
+  for (Operation *user : v.getUsers()) {
+    if (viewSource(user) == v) {
+      if (views)
+        views->push_back(user);
+      for (Value r : user->getResults())
+        collectUsers(r, users, views);
+      continue;
+    }
+    users.push_back(user);
+  }
+}
+
+bool chunk::isInert(Operation *op) {
+  return isa<BufferOp, OutputOp>(op) || isMemoryEffectFree(op);
+}
+
+void chunk::eraseUnused(SymbolTable &symbols, ArrayRef<func::FuncOp> clones) {
+  Operation *module = symbols.getOp();
+  SmallVector<func::FuncOp> originals, kept;
+  for (func::FuncOp fn : clones) {
+    if (!fn)
+      continue;
+    if (auto of = fn->getAttrOfType<StringAttr>(kChunkOfAttr))
+      if (auto orig = symbols.lookup<func::FuncOp>(of.getValue());
+          orig && !llvm::is_contained(originals, orig))
+        originals.push_back(orig);
+    if (SymbolTable::symbolKnownUseEmpty(fn, module))
+      symbols.erase(fn);
+    else
+      kept.push_back(fn);
+  }
+  for (func::FuncOp fn : originals)
+    if (SymbolTable::symbolKnownUseEmpty(fn, module))
+      symbols.erase(fn);
+  // A kept clone takes its plain name where a dropped trial had it.
+  for (func::FuncOp fn : kept) {
+    auto plain = fn->getAttrOfType<StringAttr>(kChunkNameAttr);
+    fn->removeAttr(kChunkNameAttr);
+    if (plain && plain != fn.getSymNameAttr() &&
+        !symbols.lookup(plain.getValue()))
+      (void)symbols.rename(fn, plain);
+  }
 }
 
 /// The op that owns the memory `v` views when it is an activation (an
@@ -122,27 +162,6 @@ static Operation *activationRoot(Value v, int64_t batch) {
     if (!v)
       return nullptr;
   }
-}
-
-/// The ops that use `v` other than views, through views.
-static void collectUsers(Value v, SmallVectorImpl<Operation *> &users,
-                         SmallVectorImpl<Operation *> *views = nullptr) {
-  for (Operation *user : v.getUsers()) {
-    if (viewSource(user) == v) {
-      if (views)
-        views->push_back(user);
-      for (Value r : user->getResults())
-        collectUsers(r, users, views);
-      continue;
-    }
-    users.push_back(user);
-  }
-}
-
-/// Ops that may sit between the launches of a run: allocations, views and
-/// constants (nothing that reads or writes a tensor).
-static bool isInert(Operation *op) {
-  return isa<BufferOp, OutputOp>(op) || isMemoryEffectFree(op);
 }
 
 static Type withDim0(Type t, int64_t n) {
@@ -482,34 +501,9 @@ bool BatchChunker::step(const MemoryPlan &plan, int64_t budget) {
 }
 
 void BatchChunker::finish() {
-  // Clones no launch uses (tried and dropped), and kernels whose every
-  // launch was chunked.
-  Operation *module = impl->symbols.getOp();
-  SmallVector<func::FuncOp> originals, kept;
-  for (auto &entry : impl->clones) {
-    func::FuncOp fn = entry.second;
-    if (!fn)
-      continue;
-    if (auto of = fn->getAttrOfType<StringAttr>(kChunkOfAttr))
-      if (auto orig = impl->symbols.lookup<func::FuncOp>(of.getValue());
-          orig && !llvm::is_contained(originals, orig))
-        originals.push_back(orig);
-    if (SymbolTable::symbolKnownUseEmpty(fn, module))
-      impl->symbols.erase(fn);
-    else
-      kept.push_back(fn);
-  }
+  SmallVector<func::FuncOp> clones;
+  for (auto &entry : impl->clones)
+    clones.push_back(entry.second);
   impl->clones.clear();
-  for (func::FuncOp fn : originals)
-    if (SymbolTable::symbolKnownUseEmpty(fn, module))
-      impl->symbols.erase(fn);
-  // A kept clone takes its plain name (`<kernel>_b<n>`) where a dropped
-  // trial had it.
-  for (func::FuncOp fn : kept) {
-    auto plain = fn->getAttrOfType<StringAttr>(kChunkNameAttr);
-    fn->removeAttr(kChunkNameAttr);
-    if (plain && plain != fn.getSymNameAttr() &&
-        !impl->symbols.lookup(plain.getValue()))
-      (void)impl->symbols.rename(fn, plain);
-  }
+  eraseUnused(impl->symbols, clones);
 }

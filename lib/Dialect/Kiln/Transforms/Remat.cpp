@@ -38,6 +38,13 @@
 //     plan lowers the peak: then an error names the smallest peak reached and
 //     the largest tensors live there.
 //
+// When recomputation alone cannot reach the budget, the pass starts again
+// from the original program with chunking (Chunk.h): at each step batch
+// chunking first (a run of batch-parallel launches launched on slices of
+// the batch; no FLOPs added), then recomputation, and, once neither lowers
+// the peak, bands of rows too (a run launched once per band of rows, each
+// kernel on the rows its band needs; the halos add FLOPs).
+//
 // Greedy rather than a knapsack (PyTorch's activation-checkpointing
 // partitioner solves one for training): here the peak is one step of a
 // straight-line program whose timeline changes with every choice (a
@@ -55,6 +62,9 @@
 #include "kiln/Dialect/Kiln/Transforms/NodeNames.h"
 #include "kiln/Dialect/Kiln/Transforms/Passes.h"
 
+#include "mlir/Dialect/Affine/IR/AffineOps.h"
+#include "mlir/Dialect/Linalg/Transforms/TilingInterfaceImpl.h"
+#include "mlir/Dialect/SCF/IR/SCF.h"
 #include "mlir/IR/IRMapping.h"
 #include "mlir/Interfaces/ViewLikeInterface.h"
 #include "llvm/ADT/DenseSet.h"
@@ -532,7 +542,8 @@ static LogicalResult checkStaticShapes(func::FuncOp host) {
 static void reportUnreachable(func::FuncOp host, const MemoryPlan &plan,
                               int64_t budget, int64_t arena, int64_t persistent,
                               int64_t natural, const Rematerializer &remat,
-                              int64_t chunked) {
+                              int64_t chunked, int64_t banded,
+                              int64_t haloFlops) {
   SmallVector<int64_t> timeline = liveBytesTimeline(plan);
   int64_t p =
       timeline.empty() ? 0 : llvm::max_element(timeline) - timeline.begin();
@@ -550,15 +561,19 @@ static void reportUnreachable(func::FuncOp host, const MemoryPlan &plan,
       "%.2f",
       std::ceil(100.0 * arena / std::max<int64_t>(natural + persistent, 1)) /
           100);
-  InFlightDiagnostic d =
-      host.emitError("memory budget of ")
-      << formatBytes(budget) << " cannot be met: the smallest peak reached is "
-      << formatBytes(plan.peakLiveBytes) << " ("
-      << ratio(plan.peakLiveBytes, natural)
-      << "x the unconstrained peak) after recomputing " << remat.recomputed
-      << " tensors (+" << remat.extraFlops << " FLOPs)";
+  InFlightDiagnostic d = host.emitError("memory budget of ")
+                         << formatBytes(budget)
+                         << " cannot be met: the smallest peak reached is "
+                         << formatBytes(plan.peakLiveBytes) << " ("
+                         << ratio(plan.peakLiveBytes, natural)
+                         << "x the unconstrained peak) after recomputing "
+                         << remat.recomputed << " tensors";
   if (chunked > 0)
-    d << " and splitting " << chunked << " launches into batch chunks";
+    d << (banded > 0 ? ", " : " and ") << "splitting " << chunked
+      << " launches into batch chunks";
+  if (banded > 0)
+    d << " and splitting " << banded << " launches into bands of rows";
+  d << " (+" << remat.extraFlops + haloFlops << " FLOPs)";
   d << ", an arena of " << formatBytes(arena);
   if (persistent > 0)
     d << " with " << formatBytes(persistent)
@@ -577,6 +592,12 @@ static void reportUnreachable(func::FuncOp host, const MemoryPlan &plan,
 namespace {
 struct RematPass : public kiln::impl::KilnRematBase<RematPass> {
   using Base::Base;
+  void getDependentDialects(DialectRegistry &registry) const override {
+    Base::getDependentDialects(registry);
+    // Row chunking slices kernels through their TilingInterface.
+    registry.insert<affine::AffineDialect, scf::SCFDialect>();
+    linalg::registerTilingInterfaceExternalModels(registry);
+  }
   void runOnOperation() override {
     ModuleOp module = getOperation();
     if (budgetBytes < 0 || budgetFraction < 0 ||
@@ -627,34 +648,48 @@ struct RematPass : public kiln::impl::KilnRematBase<RematPass> {
         before.push_back(b.getDictionaryAttr(
             {b.getNamedAttr("kernel", launch.getKernelAttr().getAttr()),
              b.getNamedAttr("live_bytes", b.getI64IntegerAttr(timeline[t]))}));
+    // The program's FLOPs before, as the report counts them (each launch's
+    // kernel): the report's extra FLOPs are the difference.
+    SymbolTable symbols(module);
+    int64_t flopsBefore = 0;
+    host.walk([&](LaunchOp launch) {
+      if (auto fn = symbols.lookup<func::FuncOp>(launch.getKernel()))
+        flopsBefore += std::max<int64_t>(estimateFlops(fn), 0);
+    });
     module->setAttr(
         "kiln.remat",
         b.getDictionaryAttr(
             {b.getNamedAttr("budget_bytes", b.getI64IntegerAttr(budget)),
+             b.getNamedAttr("program_flops_before",
+                            b.getI64IntegerAttr(flopsBefore)),
              b.getNamedAttr("peak_before", b.getI64IntegerAttr(peakBefore)),
              b.getNamedAttr("arena_before", b.getI64IntegerAttr(arenaBefore)),
              b.getNamedAttr("timeline_before", b.getArrayAttr(before))}));
 
-    // First recomputation alone; when it cannot reach the budget, again
-    // from the original program with batch chunking first wherever it
-    // lowers the peak, recomputation elsewhere.
+    // 1. Recomputation alone. 2. When it cannot reach the budget, again
+    // from the original program, batch chunking first wherever it lowers
+    // the peak (it adds no FLOPs), recomputation elsewhere. 3. From there,
+    // bands of rows too (their halos add FLOPs) where neither lowers the
+    // peak.
     auto original = cast<func::FuncOp>(host->clone());
     Rematerializer remat(host, inPlace);
-    auto greedy = [&](Rematerializer &r, BatchChunker *chunker) {
+    auto greedy = [&](Rematerializer &r, BatchChunker *chunker,
+                      RowChunker *rows) {
       for (unsigned steps = 0; arenaOf(plan) > budget; ++steps) {
         if (steps == kMaxSteps ||
-            !((chunker && chunker->step(plan, budget)) || r.step(plan)))
+            !((chunker && chunker->step(plan, budget)) || r.step(plan) ||
+              (rows && rows->step(plan, budget))))
           return false;
         plan = computeMemoryPlan(host, alignment, inPlace);
       }
       return true;
     };
-    if (greedy(remat, nullptr) || !chunk) {
+    if (greedy(remat, nullptr, nullptr) || !chunk) {
       original->erase();
       if (arenaOf(plan) <= budget)
         return success();
       reportUnreachable(host, plan, budget, arenaOf(plan), persistent,
-                        peakBefore, remat, 0);
+                        peakBefore, remat, 0, 0, 0);
       return failure();
     }
     auto rematOnly = cast<func::FuncOp>(host->clone());
@@ -664,22 +699,27 @@ struct RematPass : public kiln::impl::KilnRematBase<RematPass> {
     plan = computeMemoryPlan(host, alignment, inPlace);
     Rematerializer mixed(host, inPlace);
     BatchChunker chunker(host, inPlace, alignment, persistent);
-    bool fits = greedy(mixed, &chunker);
+    RowChunker rows(host, inPlace, alignment, persistent);
+    bool fits =
+        greedy(mixed, &chunker, nullptr) || greedy(mixed, &chunker, &rows);
     if (!fits && rematOnlyArena <= arenaOf(plan)) {
       // Recomputation alone went lower: that is the smallest peak reached.
       host.getBody().takeBody(rematOnly.getBody());
       plan = computeMemoryPlan(host, alignment, inPlace);
       chunker.finish();
+      rows.finish();
       rematOnly->erase();
       reportUnreachable(host, plan, budget, arenaOf(plan), persistent,
-                        peakBefore, remat, 0);
+                        peakBefore, remat, 0, 0, 0);
       return failure();
     }
     rematOnly->erase();
     chunker.finish();
+    rows.finish();
     if (!fits) {
       reportUnreachable(host, plan, budget, arenaOf(plan), persistent,
-                        peakBefore, mixed, chunker.chunkedLaunches);
+                        peakBefore, mixed, chunker.chunkedLaunches,
+                        rows.chunkedLaunches, rows.extraFlops);
       return failure();
     }
     return success();

@@ -107,7 +107,10 @@ def KilnRemat : Pass<"kiln-remat", "ModuleOp"> {
     that fit, a divisor of B), its intermediates in buffers of B/c rows, the
     tensors it reads from before or writes for later read and written in
     slices (`kiln.chunk = array<i64: k, c>` on the launches, kernels cloned
-    for B/c with `kiln.chunk_of`); recomputation then handles the peaks left.
+    for B/c with `kiln.chunk_of`); recomputation then handles the peaks left,
+    and, where neither lowers the peak, a run is launched once per band of
+    rows, each kernel cloned for the rows its band needs (with the halo its
+    convolutions read; `kiln.chunk_rows = array<i64: dim, lo, hi>`).
   }];
   let options = [
     Option<"budgetBytes", "budget-bytes", "int64_t", /*default=*/"0",
@@ -119,7 +122,7 @@ def KilnRemat : Pass<"kiln-remat", "ModuleOp"> {
     Option<"inPlace", "in-place", "bool", /*default=*/"true",
            "Plan in-place reuse as kiln-plan-memory does">,
     Option<"chunk", "chunk", "bool", /*default=*/"true",
-           "Split runs of batch-parallel launches into batch chunks when "
+           "Split runs of launches into batch chunks or bands of rows when "
            "recomputation alone cannot reach the budget">,
   ];
   let dependentDialects = ["::mlir::kiln::KilnDialect",
