@@ -214,6 +214,19 @@ def test_device_errors_name_the_input(model, stream):
     assert "stream= takes a stream handle" in str(e.value)
 
 
+def test_host_arrays_on_a_device_model(model):
+    """Host inputs (numpy, or a torch CPU tensor through DLPack) run a device
+    model through the instance's device buffers and return numpy arrays."""
+    x = case(7)
+    y, total = model(x)
+    np.testing.assert_array_equal(y, 2 * x + WEIGHT)
+    torch = pytest.importorskip("torch")
+    y, total = model(torch.from_numpy(x))
+    assert isinstance(y, np.ndarray)
+    np.testing.assert_array_equal(y, 2 * x + WEIGHT)
+    np.testing.assert_allclose(total, (2 * x + WEIGHT).sum(), rtol=1e-6)
+
+
 def test_cpu_model_refuses_device_tensors(tmp_path):
     onnx = pytest.importorskip("onnx")
     from onnx import TensorProto, helper
