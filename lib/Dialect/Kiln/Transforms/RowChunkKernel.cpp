@@ -130,12 +130,20 @@ static FailureOr<bool> swapWithProducer(tensor::ExtractSliceOp slice) {
   return true;
 }
 
-/// Canonicalization and CSE of a kernel clone.
+/// Canonicalization and CSE of a kernel clone; then every static slice of
+/// an argument moves up to its to_tensor, as an argument read is in any
+/// kernel (before all computation: codegen fuses an epilogue into its
+/// contraction assuming what the epilogue reads is defined there).
 static void simplify(func::FuncOp fn, const FrozenRewritePatternSet &patterns) {
   (void)applyPatternsGreedily(fn, patterns);
   IRRewriter rewriter(fn.getContext());
   DominanceInfo dom;
   eliminateCommonSubExpressions(rewriter, dom, fn);
+  fn.walk([](tensor::ExtractSliceOp s) {
+    auto t = s.getSource().getDefiningOp<bufferization::ToTensorOp>();
+    if (t && s->getNumOperands() == 1 && t->getBlock() == s->getBlock())
+      s->moveAfter(t);
+  });
 }
 
 /// What `fn` reads of argument `arg`: nullopt when nothing; a RowRange with
