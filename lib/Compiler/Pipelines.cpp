@@ -127,6 +127,10 @@ struct StagePipelineOptions : public PassPipelineOptions<StagePipelineOptions> {
       *this, "layout",
       llvm::cl::desc("Convolution layout: target, nchw or nhwc"),
       llvm::cl::init("target")};
+  Option<bool> fuseAttention{
+      *this, "fuse-attention",
+      llvm::cl::desc("Exported attention chains as one onnx.Attention each"),
+      llvm::cl::init(false)};
   Option<std::string> precision{*this, "precision",
                                 llvm::cl::desc("fp32, tf32, fp16 or bf16"),
                                 llvm::cl::init("fp32")};
@@ -183,6 +187,7 @@ struct StagePipelineOptions : public PassPipelineOptions<StagePipelineOptions> {
     o.optLevel = optLevel;
     o.precision = precision;
     o.layout = layout;
+    o.fuseAttention = fuseAttention;
     o.keepFp32.assign(keepFp32.begin(), keepFp32.end());
     o.calibrationRanges = calibrationRanges;
     setExposeIntermediates(o, exposeIntermediates);
@@ -245,6 +250,11 @@ LogicalResult mlir::kiln::buildStagePipeline(OpPassManager &pm, StringRef stage,
         pm.addPass(createCSEPass());
         pm.addNestedPass<func::FuncOp>(createKilnOnnxInferShapes());
       }
+    }
+    if (options.fuseAttention) {
+      pm.addNestedPass<func::FuncOp>(createKilnOnnxFuseAttention());
+      pm.addPass(createCanonicalizerPass());
+      pm.addNestedPass<func::FuncOp>(createKilnOnnxInferShapes());
     }
     buildPrecisionPasses(pm, options);
     std::string layout = options.layout;

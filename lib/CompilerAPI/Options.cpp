@@ -222,6 +222,10 @@ const OptionRow kOptions[] = {
        return parseBool("gpu-warp-reductions", v, o.compile.gpu.warpReductions,
                         e);
      }},
+    {"fuse-attention", false,
+     [](kiln_compile_options &o, llvm::StringRef v, std::string &e) {
+       return parseBool("fuse-attention", v, o.compile.fuseAttention, e);
+     }},
     {"gpu-row-fusion", false,
      [](kiln_compile_options &o, llvm::StringRef v, std::string &e) {
        return parseBool("gpu-row-fusion", v, o.compile.gpu.rowFusion, e);

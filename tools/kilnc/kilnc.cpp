@@ -51,6 +51,11 @@ static cl::opt<bool> gpuWarpReductions(
     cl::desc("GPU targets: one warp per output for row reductions (default "
              "on; =false: one thread per output)"),
     cl::init(true));
+static cl::opt<bool> fuseAttention(
+    "fuse-attention",
+    cl::desc("Rewrite exported attention chains (MatMul, scale, mask, "
+             "Softmax, MatMul) into one onnx.Attention each (default off)"),
+    cl::init(false));
 static cl::opt<bool> gpuRowFusion(
     "gpu-row-fusion",
     cl::desc("GPU targets: chains of row-local ops around row reductions "
@@ -280,6 +285,7 @@ bool setOptions(kiln_compile_options_t *options) {
       !setBool("gpu-tiled-contractions", gpuTiledContractions) ||
       !setBool("gpu-warp-reductions", gpuWarpReductions) ||
       !setBool("gpu-row-fusion", gpuRowFusion) ||
+      !setBool("fuse-attention", fuseAttention) ||
       !setBool("gpu-tensor-cores", gpuTensorCores) ||
       !setInt("gpu-block-size", gpuBlockSize) ||
       !setInt("gpu-fill-blocks", gpuFillBlocks) ||

@@ -73,6 +73,9 @@ struct CompileOptions {
   /// Layout of convolutions and pools (kiln-onnx-convert-layout): "target"
   /// (the target's choice, Target::getConvLayout), "nchw" or "nhwc".
   std::string layout = "target";
+  /// Exported attention chains as one onnx.Attention each
+  /// (kiln-onnx-fuse-attention; off until targets run it as one kernel).
+  bool fuseAttention = false;
   std::vector<std::string> keepFp32;
   std::string calibrationRanges;
   /// Return intermediate float values as extra outputs

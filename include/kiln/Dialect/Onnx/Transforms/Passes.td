@@ -31,6 +31,18 @@ def KilnOnnxSimplify : Pass<"kiln-onnx-simplify", "func::FuncOp"> {
                            "::mlir::tensor::TensorDialect"];
 }
 
+def KilnOnnxFuseAttention : Pass<"kiln-onnx-fuse-attention", "func::FuncOp"> {
+  let summary = "Rewrite exported attention chains into one onnx.Attention";
+  let description = [{
+    Softmax(Q·Kᵀ·scale [+ mask])·V chains as exporters write them (the
+    scale as Div or Mul after the product or folded into Q, an additive
+    float mask, Kᵀ from a head-splitting Transpose) become one
+    `onnx.Attention` with that scale and mask, so a target can compute it
+    as one kernel (lib/Dialect/Onnx/Transforms/FuseAttention.cpp lists the
+    spellings). Other chains are left alone.
+  }];
+}
+
 def KilnOnnxConvertLayout
     : Pass<"kiln-onnx-convert-layout", "func::FuncOp"> {
   let summary = "Convolutions and pools in the target's activation layout";

@@ -1,0 +1,180 @@
+//===- FuseAttention.cpp - Attention subgraphs as one Attention op --------===//
+//
+// Exporters write scaled dot-product attention as a chain of ops; this pass
+// rewrites each such chain into one `onnx.Attention` (opset 23/24 semantics:
+// Y = softmax(Q·Kᵀ·scale + mask)·V over [B, H, S, D] operands), so that a
+// target can run it as one kernel whose S×L scores never reach memory. The
+// spellings recognized, around a Softmax over the last axis whose only user
+// is the MatMul by V:
+//   - the scale after the product: Div(Q·Kᵀ, c) (torch.onnx) or
+//     Mul(Q·Kᵀ, c) (tf2onnx, HF), or none (scale 1);
+//   - the scale folded into Q before it: MatMul(Mul(Q, c), Kᵀ);
+//   - an additive float mask: Add(scores, mask) in either operand order;
+//   - Kᵀ as Transpose([B, L, H, D], perm [0, 2, 3, 1]) (heads split from
+//     [B, L, H·D]), Transpose([B, H, L, D], perm [0, 1, 3, 2]), or any
+//     [B, H, D, L] value (transposed back here).
+// The scales must be scalar constants; Q, K and V rank 4 with one element
+// type. Anything else is left as it is.
+//
+//===----------------------------------------------------------------------===//
+
+#include "kiln/Dialect/Onnx/Transforms/Passes.h"
+
+#include "kiln/Dialect/Onnx/IR/OnnxOps.h"
+#include "kiln/Dialect/Onnx/IR/OnnxUtils.h"
+
+#include "mlir/Dialect/Func/IR/FuncOps.h"
+#include "mlir/IR/Builders.h"
+
+namespace mlir::kiln {
+#define GEN_PASS_DEF_KILNONNXFUSEATTENTION
+#include "kiln/Dialect/Onnx/Transforms/Passes.h.inc"
+} // namespace mlir::kiln
+
+using namespace mlir;
+using namespace mlir::kiln;
+using namespace mlir::kiln::onnxops;
+
+namespace {
+
+/// The value of a scalar (one-element) float constant.
+std::optional<double> scalarOf(Value v) {
+  std::optional<SmallVector<double>> values = getConstantFloatValues(v);
+  if (!values || values->size() != 1)
+    return std::nullopt;
+  return values->front();
+}
+
+/// `x` times a scalar constant: its other operand and the constant.
+std::optional<std::pair<Value, double>> scaledBy(Value x) {
+  if (auto div = x.getDefiningOp<DivOp>())
+    if (std::optional<double> c = scalarOf(div.getB()); c && *c != 0.0)
+      return std::make_pair(div.getA(), 1.0 / *c);
+  if (auto mul = x.getDefiningOp<MulOp>()) {
+    if (std::optional<double> c = scalarOf(mul.getB()))
+      return std::make_pair(mul.getA(), *c);
+    if (std::optional<double> c = scalarOf(mul.getA()))
+      return std::make_pair(mul.getB(), *c);
+  }
+  return std::nullopt;
+}
+
+bool isRank4(Value v, Type elem) {
+  auto t = dyn_cast<RankedTensorType>(v.getType());
+  return t && t.getRank() == 4 && t.getElementType() == elem;
+}
+
+bool hasPerm(TransposeOp t, ArrayRef<int64_t> perm) {
+  std::optional<ArrayAttr> attr = t.getPerm();
+  if (!attr || attr->size() != perm.size())
+    return false;
+  for (auto [a, p] : llvm::zip(*attr, perm))
+    if (cast<IntegerAttr>(a).getInt() != p)
+      return false;
+  return true;
+}
+
+Value transpose(OpBuilder &b, Location loc, Value x, ArrayRef<int64_t> perm) {
+  auto t = cast<RankedTensorType>(x.getType());
+  SmallVector<int64_t> shape;
+  for (int64_t p : perm)
+    shape.push_back(t.getDimSize(p));
+  return TransposeOp::create(b, loc, t.clone(shape), x,
+                             b.getI64ArrayAttr(perm));
+}
+
+/// Rewrites the attention chain ending in `softmax`; false when it is not
+/// one.
+bool fuse(SoftmaxOp softmax) {
+  Value probs = softmax.getResult();
+  auto probsType = dyn_cast<RankedTensorType>(probs.getType());
+  if (!probsType || probsType.getRank() != 4 || !probs.hasOneUse())
+    return false;
+  Type elem = probsType.getElementType();
+  if (!isa<FloatType>(elem))
+    return false;
+  int64_t axis = softmax.getAxis();
+  if (axis != -1 && axis != 3)
+    return false;
+  auto pv = dyn_cast<MatMulOp>(*probs.getUsers().begin());
+  if (!pv || pv.getA() != probs || !isRank4(pv.getB(), elem))
+    return false;
+
+  // softmax(scores [+ mask]): the mask is the Add's other operand.
+  Value x = softmax.getInput();
+  Value mask;
+  auto matmulBehind = [&](Value v) {
+    while (std::optional<std::pair<Value, double>> s = scaledBy(v))
+      v = s->first;
+    return v.getDefiningOp<MatMulOp>() != nullptr;
+  };
+  if (auto add = x.getDefiningOp<AddOp>()) {
+    if (!add->hasOneUse())
+      return false;
+    bool aIsScores = matmulBehind(add.getA());
+    Value scores = aIsScores ? add.getA() : add.getB();
+    mask = aIsScores ? add.getB() : add.getA();
+    auto maskType = dyn_cast<RankedTensorType>(mask.getType());
+    if (!matmulBehind(scores) || !maskType || maskType.getRank() > 4 ||
+        maskType.getElementType() != elem)
+      return false;
+    x = scores;
+  }
+  double scale = 1.0;
+  while (std::optional<std::pair<Value, double>> s = scaledBy(x)) {
+    if (!x.hasOneUse())
+      return false;
+    scale *= s->second;
+    x = s->first;
+  }
+  auto qk = x.getDefiningOp<MatMulOp>();
+  if (!qk || !x.hasOneUse() || !isRank4(qk.getA(), elem) ||
+      !isRank4(qk.getB(), elem))
+    return false;
+  Value q = qk.getA(), kt = qk.getB();
+  // Q pre-scaled by a constant (a scale split between Q and the scores).
+  while (std::optional<std::pair<Value, double>> s = scaledBy(q)) {
+    if (!q.hasOneUse() || !isRank4(s->first, elem))
+      break;
+    scale *= s->second;
+    q = s->first;
+  }
+
+  OpBuilder b(pv);
+  Location loc = pv.getLoc();
+  // K as [B, H, L, D].
+  Value k;
+  auto t = kt.getDefiningOp<TransposeOp>();
+  if (t && hasPerm(t, {0, 1, 3, 2}))
+    k = t.getData();
+  else if (t && hasPerm(t, {0, 2, 3, 1}))
+    k = transpose(b, loc, t.getData(), {0, 2, 1, 3});
+  else
+    k = transpose(b, loc, kt, {0, 1, 3, 2});
+  Value none = NoValueOp::create(b, loc, b.getNoneType());
+  auto yType = cast<RankedTensorType>(pv.getResult().getType());
+  auto attention = AttentionOp::create(
+      b, loc,
+      TypeRange{yType, b.getNoneType(), b.getNoneType(), b.getNoneType()}, q, k,
+      pv.getB(), mask ? mask : none, none, none, none,
+      /*is_causal=*/b.getI64IntegerAttr(0), /*kv_num_heads=*/nullptr,
+      /*q_num_heads=*/nullptr, /*qk_matmul_output_mode=*/b.getI64IntegerAttr(0),
+      b.getF32FloatAttr(scale), /*softcap=*/b.getF32FloatAttr(0.0f),
+      /*softmax_precision=*/nullptr);
+  pv.getResult().replaceAllUsesWith(attention.getY());
+  pv.erase();
+  return true;
+}
+
+struct FuseAttentionPass
+    : public kiln::impl::KilnOnnxFuseAttentionBase<FuseAttentionPass> {
+  void runOnOperation() override {
+    SmallVector<SoftmaxOp> softmaxes;
+    getOperation().walk([&](SoftmaxOp op) { softmaxes.push_back(op); });
+    for (SoftmaxOp op : softmaxes)
+      fuse(op);
+    // The chains' ops are Pure: the pipeline's canonicalizer removes them.
+  }
+};
+
+} // namespace
