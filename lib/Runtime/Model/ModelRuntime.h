@@ -260,6 +260,14 @@ KILN_HIDDEN kiln_status_t *kiln_rt_map_weights(kiln_model_impl *model,
  * Device models (DeviceRuntime.c, DeviceRun.c), through model->driver
  *===--------------------------------------------------------------------===*/
 
+/* Programs.c: creates a model (the program its device runs, its options,
+ * weights and device), and destroys one (also a partly created one). */
+KILN_HIDDEN kiln_status_t *
+kiln_rt_model_create(const char *model_path,
+                     const kiln_model_options_t *options,
+                     kiln_model_impl **out_model);
+KILN_HIDDEN void kiln_rt_model_destroy(kiln_model_impl *model);
+
 /* Fills the image fields of a model's only program from the symbols
  * generated code defines for a device target (all NULL on the cpu). */
 KILN_HIDDEN void kiln_dev_single_image(kiln_model_program *program);
