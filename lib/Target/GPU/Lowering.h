@@ -154,6 +154,12 @@ public:
   /// shuffles. Needs a fill whose value is the identity of the body's
   /// combining op (add, max, min) and a 32-bit accumulator.
   LogicalResult lowerWarp(linalg::LinalgOp op);
+  /// A reduction of every dim to one value (an index range's least and
+  /// largest, a sum): one block whose threads stride over the flattened
+  /// iteration space, a butterfly in each warp, the warps' values combined
+  /// through shared memory by the first thread in a fixed order. Needs a
+  /// fill that is the identity of the combining op; any scalar width.
+  LogicalResult lowerFull(linalg::LinalgOp op);
 
 private:
   const GPUTargetInfo &info;
@@ -162,9 +168,9 @@ private:
 
 /// The op that combines a reduction body's accumulator with the value the
 /// body computes from the inputs (acc = combine(acc, x)), when the fill
-/// `init` is its identity and the accumulator 32-bit; null otherwise
-/// (Reductions.cpp).
-Operation *warpCombiner(Block &body, Value init);
+/// `init` is its identity and the accumulator 32-bit (any integer or float
+/// scalar up to 64 bits with `anyWidth`); null otherwise (Reductions.cpp).
+Operation *warpCombiner(Block &body, Value init, bool anyWidth = false);
 
 /// Chains of row-local linalg.generic ops (a normalization's or softmax's
 /// row reductions along the innermost dim and the elementwise ops between

@@ -636,6 +636,8 @@ struct MapKernelsToGPUPass
       for (linalg::LinalgOp op : rest) {
         if (warpReductions && succeeded(lowering.lowerWarp(op)))
           continue;
+        if (warpReductions && succeeded(lowering.lowerFull(op)))
+          continue;
         (void)lowering.lower(op);
       }
       // Buffers the fusion left unused (an epilogue's intermediate).

@@ -3,7 +3,8 @@
 // ReductionLowering (Lowering.h): linalg ops with reduction dims that the
 // tiled contractions leave, as one thread per tile of outputs with the
 // accumulators in registers, or, along one contiguous dim, one warp (wave)
-// per output combined by a butterfly of the target's xor shuffles.
+// per output combined by a butterfly of the target's xor shuffles, or, for
+// a reduction to one value, one block combining its warps' butterflies.
 //
 //===----------------------------------------------------------------------===//
 
@@ -141,7 +142,8 @@ LogicalResult ReductionLowering::lower(linalg::LinalgOp op) {
   return success();
 }
 
-Operation *mlir::kiln::gpumap::warpCombiner(Block &body, Value init) {
+Operation *mlir::kiln::gpumap::warpCombiner(Block &body, Value init,
+                                            bool anyWidth) {
   Value acc = body.getArgument(body.getNumArguments() - 1);
   Operation *yielded = body.getTerminator()->getOperand(0).getDefiningOp();
   if (!yielded || yielded->getNumOperands() != 2 ||
@@ -152,7 +154,8 @@ Operation *mlir::kiln::gpumap::warpCombiner(Block &body, Value init) {
   if (!acc.hasOneUse())
     return nullptr;
   Type t = acc.getType();
-  if (!t.isF32() && !t.isInteger(32))
+  bool scalar = t.isIntOrFloat() && t.getIntOrFloatBitWidth() <= 64;
+  if (anyWidth ? !scalar : !t.isF32() && !t.isInteger(32))
     return nullptr;
   auto cst = init.getDefiningOp<arith::ConstantOp>();
   if (!cst)
@@ -271,6 +274,149 @@ LogicalResult ReductionLowering::lowerWarp(linalg::LinalgOp op) {
   auto guard = scf::IfOp::create(rewriter, loc, first, /*withElse=*/false);
   rewriter.setInsertionPoint(guard.thenBlock()->getTerminator());
   storeResult(loc, acc, op, par, pt, fusion);
+  eraseFused(op, fusion);
+  return success();
+}
+
+/// `v` of lane `lane ^ offset`: 32-bit values directly, narrower ones
+/// widened to 32 bits, 64-bit ones as their two halves.
+static Value shuffleXorAnyWidth(OpBuilder &b, Location loc,
+                                const GPUTargetInfo &info, Value v,
+                                int32_t offset, int32_t width) {
+  Type t = v.getType();
+  unsigned bits = t.getIntOrFloatBitWidth();
+  if (bits == 32)
+    return info.buildShuffleXor(b, loc, v, offset, width);
+  Type i32 = b.getI32Type();
+  Type it = b.getIntegerType(bits);
+  Value x = isa<FloatType>(t) ? arith::BitcastOp::create(b, loc, it, v) : v;
+  Value r;
+  if (bits < 32) {
+    Value w = arith::ExtUIOp::create(b, loc, i32, x);
+    r = arith::TruncIOp::create(b, loc, it,
+                                info.buildShuffleXor(b, loc, w, offset, width));
+  } else {
+    Value c32 = arith::ConstantIntOp::create(b, loc, it, 32);
+    Value lo = arith::TruncIOp::create(b, loc, i32, x);
+    Value hi = arith::TruncIOp::create(b, loc, i32,
+                                       arith::ShRUIOp::create(b, loc, x, c32));
+    lo = arith::ExtUIOp::create(
+        b, loc, it, info.buildShuffleXor(b, loc, lo, offset, width));
+    hi = arith::ExtUIOp::create(
+        b, loc, it, info.buildShuffleXor(b, loc, hi, offset, width));
+    r = arith::OrIOp::create(b, loc, arith::ShLIOp::create(b, loc, hi, c32),
+                             lo);
+  }
+  return isa<FloatType>(t) ? arith::BitcastOp::create(b, loc, t, r) : r;
+}
+
+LogicalResult ReductionLowering::lowerFull(linalg::LinalgOp op) {
+  if (!op.hasPureBufferSemantics() || op.getNumDpsInits() != 1 ||
+      op->getNumResults() != 0 || op.getNumParallelLoops() != 0 ||
+      op.getNumLoops() == 0 ||
+      op.getBlock()->getTerminator()->getNumOperands() != 1)
+    return failure();
+  OpOperand *init = op.getDpsInitOperand(0);
+  AffineMap outMap = op.getMatchingIndexingMap(init);
+  for (AffineExpr e : outMap.getResults()) {
+    auto c = dyn_cast<AffineConstantExpr>(e);
+    if (!c || c.getValue() != 0)
+      return failure();
+  }
+  Block &body = *op.getBlock();
+  ReductionFusion fusion = detectFusion(op, {});
+  if (!fusion.fillValue)
+    return failure();
+  Operation *combiner = warpCombiner(body, fusion.fillValue, /*anyWidth=*/true);
+  if (!combiner)
+    return failure();
+
+  Location loc = op.getLoc();
+  unsigned numLoops = op.getNumLoops();
+  int64_t warp = info.getWarpSize();
+  int64_t threads = 16 * warp;
+  rewriter.setInsertionPoint(op);
+  SmallVector<Range> ranges = op.createLoopRanges(rewriter, loc);
+  SmallVector<Value> sizes;
+  Value total = index(loc, 1);
+  for (Range &r : ranges) {
+    sizes.push_back(getValueOrCreateConstantIndexOp(rewriter, loc, r.size));
+    total = arith::MulIOp::create(rewriter, loc, total, sizes.back());
+  }
+  Type accType = fusion.fillValue.getType();
+  auto launch = gpu::LaunchOp::create(
+      rewriter, loc, index(loc, 1), index(loc, 1), index(loc, 1),
+      index(loc, threads), index(loc, 1), index(loc, 1));
+  auto slotsType =
+      MemRefType::get({threads / warp}, accType, MemRefLayoutAttrInterface(),
+                      gpu::AddressSpaceAttr::get(rewriter.getContext(),
+                                                 gpu::AddressSpace::Workgroup));
+  Value slots = launch.addWorkgroupAttribution(slotsType, loc);
+  Block &launchBody = launch.getBody().front();
+  rewriter.setInsertionPointToEnd(&launchBody);
+  auto term = gpu::TerminatorOp::create(rewriter, loc);
+  rewriter.setInsertionPoint(term);
+  Value zero = index(loc, 0);
+  Value tid = launch.getThreadIds().x;
+  Value lane = arith::RemUIOp::create(rewriter, loc, tid, index(loc, warp));
+  Value warpId = arith::DivUIOp::create(rewriter, loc, tid, index(loc, warp));
+  // Each thread strides over the flattened iteration space (neighbouring
+  // threads read neighbouring elements of the innermost dim).
+  auto loop = scf::ForOp::create(rewriter, loc, tid, total, index(loc, threads),
+                                 ValueRange{fusion.fillValue});
+  {
+    OpBuilder::InsertionGuard ig(rewriter);
+    rewriter.setInsertionPointToStart(loop.getBody());
+    SmallVector<Value> dims(numLoops);
+    Value rest = loop.getInductionVar();
+    for (int64_t d = numLoops - 1; d >= 0; --d) {
+      if (d == 0) {
+        dims[d] = rest;
+        break;
+      }
+      dims[d] = arith::RemUIOp::create(rewriter, loc, rest, sizes[d]);
+      rest = arith::DivUIOp::create(rewriter, loc, rest, sizes[d]);
+    }
+    SmallVector<Value> args;
+    for (OpOperand *in : op.getDpsInputOperands())
+      args.push_back(
+          isa<MemRefType>(in->get().getType())
+              ? load(loc, in->get(), op.getMatchingIndexingMap(in), dims)
+              : in->get());
+    args.push_back(loop.getRegionIterArgs()[0]);
+    scf::YieldOp::create(rewriter, loc, inlineBody(body, args, dims));
+  }
+  auto combine = [&](Value a, Value b) {
+    OperationState state(loc, combiner->getName(), ValueRange{a, b},
+                         a.getType(), combiner->getAttrs());
+    return rewriter.create(state)->getResult(0);
+  };
+  Value acc = loop.getResult(0);
+  for (int32_t offset = warp / 2; offset >= 1; offset /= 2)
+    acc = combine(acc,
+                  shuffleXorAnyWidth(rewriter, loc, info, acc, offset, warp));
+  {
+    Value isLane0 = arith::CmpIOp::create(rewriter, loc,
+                                          arith::CmpIPredicate::eq, lane, zero);
+    auto guard = scf::IfOp::create(rewriter, loc, isLane0, false);
+    OpBuilder::InsertionGuard ig(rewriter);
+    rewriter.setInsertionPoint(guard.thenBlock()->getTerminator());
+    memref::StoreOp::create(rewriter, loc, acc, slots, ValueRange{warpId});
+  }
+  info.buildBarrier(rewriter, loc);
+  // The first thread combines the warps' values in order (the same order
+  // every run: the result does not depend on timing).
+  Value isFirst =
+      arith::CmpIOp::create(rewriter, loc, arith::CmpIPredicate::eq, tid, zero);
+  auto guard = scf::IfOp::create(rewriter, loc, isFirst, false);
+  rewriter.setInsertionPoint(guard.thenBlock()->getTerminator());
+  Value result = memref::LoadOp::create(rewriter, loc, slots, zero);
+  for (int64_t w = 1; w < threads / warp; ++w)
+    result = combine(result, memref::LoadOp::create(rewriter, loc, slots,
+                                                    ValueRange{index(loc, w)}));
+  SmallVector<Value> pt(numLoops, zero);
+  storeResult(loc, result, op, {}, pt, fusion);
+  rewriter.setInsertionPointAfter(launch);
   eraseFused(op, fusion);
   return success();
 }
