@@ -210,6 +210,24 @@ private:
   const GPUTargetInfo &info;
 };
 
+/// 2-D convolutions of few input channels (a stem's RGB image) as an
+/// im2col copy and a matmul the tensor-core lowerings take
+/// (SmallChannelConv.cpp).
+class SmallChannelConv {
+public:
+  /// Channels below which (and not a multiple of 8) a convolution is
+  /// rewritten, and the largest padded window K.
+  static constexpr int64_t kMaxChannels = 16, kMaxK = 512;
+  explicit SmallChannelConv(RewriterBase &rewriter) : rewriter(rewriter) {}
+  /// Rewrites the convolutions of `block` (a kernel's body; `ctx` its
+  /// context argument for the new buffers); returns how many.
+  int64_t run(Block &block, Value ctx);
+
+private:
+  LogicalResult rewrite(linalg::GenericOp g, Value ctx);
+  RewriterBase &rewriter;
+};
+
 struct MulAccBody;
 
 /// Contractions (matmul, batched matmul, convolution: the output indexed by

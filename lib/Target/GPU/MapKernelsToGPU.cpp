@@ -597,6 +597,9 @@ struct MapKernelsToGPUPass
       });
       for (Operation *op : hoist)
         op->moveBefore(&entry, entry.begin());
+      // A stem's few-channel convolutions become im2col GEMMs first.
+      if (tensorCores)
+        (void)SmallChannelConv(rewriter).run(fn.getBody().front(), ctx);
       // Reductions and contractions first (they absorb the fill before and
       // the elementwise op after them), then every other linalg op →
       // parallel loops.

@@ -1,0 +1,260 @@
+//===- SmallChannelConv.cpp - Few-channel convolutions as im2col GEMMs ----===//
+//
+// SmallChannelConv (Lowering.h): a 2-D convolution whose input has fewer
+// channels than a tensor-core tile reads per tap (a network's stem: RGB
+// images, 3 channels) cannot be staged per tap by the tiled or warpgroup
+// kernels, and as a plain reduction it runs one thread per output. It
+// becomes an explicit GEMM: the windows are copied into an im2col buffer
+// [pixels..., K'] (K = KH * KW * C padded with zeros to a multiple of 8),
+// the filter into [K', F] (zeros past K), and the contraction of the two is
+// a matmul the tensor-core lowerings take. The output, its fill and its
+// epilogue are the convolution's own.
+//
+//===----------------------------------------------------------------------===//
+
+#include "Lowering.h"
+
+#include "mlir/Dialect/Func/IR/FuncOps.h"
+
+using namespace mlir;
+using namespace mlir::kiln;
+using namespace mlir::kiln::gpumap;
+
+namespace {
+
+/// The dims of a 2-D convolution: four parallel loops (the output's), of
+/// which A reads three (its pixels) and B one (the filters); three
+/// reduction loops: the window's rows and columns (in A's expressions) and
+/// the channels (a plain dim of A and B).
+struct ConvDims {
+  OpOperand *a = nullptr, *b = nullptr;
+  SmallVector<unsigned> pixels; // loop order
+  unsigned filters = 0, kh = 0, kw = 0, channels = 0;
+};
+
+std::optional<ConvDims> matchConv(linalg::GenericOp g) {
+  if (!g.hasPureBufferSemantics() || g.getNumDpsInputs() != 2 ||
+      g.getNumDpsInits() != 1 || g.getNumLoops() != 7 ||
+      g.getNumParallelLoops() != 4 || g.getNumReductionLoops() != 3)
+    return std::nullopt;
+  ConvDims c;
+  c.a = g.getDpsInputOperand(0);
+  c.b = g.getDpsInputOperand(1);
+  auto isWindowed = [&](OpOperand *o) {
+    return llvm::any_of(g.getMatchingIndexingMap(o).getResults(),
+                        [](AffineExpr e) { return !isa<AffineDimExpr>(e); });
+  };
+  if (!isWindowed(c.a))
+    std::swap(c.a, c.b);
+  AffineMap aMap = g.getMatchingIndexingMap(c.a);
+  AffineMap bMap = g.getMatchingIndexingMap(c.b);
+  AffineMap cMap = g.getMatchingIndexingMap(g.getDpsInitOperand(0));
+  if (!isWindowed(c.a) || isWindowed(c.b) || !bMap.isProjectedPermutation() ||
+      !cMap.isProjectedPermutation() || cMap.getNumResults() != 4)
+    return std::nullopt;
+  // The body: out + a * b (in f32 from the operands' extensions or not).
+  Block &body = *g.getBlock();
+  auto add = dyn_cast_or_null<arith::AddFOp>(
+      body.getTerminator()->getOperand(0).getDefiningOp());
+  if (!add || body.getNumArguments() != 3)
+    return std::nullopt;
+  Value acc = body.getArgument(2);
+  Value prod = add.getLhs() == acc ? add.getRhs() : add.getLhs();
+  if ((add.getLhs() != acc && add.getRhs() != acc) ||
+      !prod.getDefiningOp<arith::MulFOp>())
+    return std::nullopt;
+  SmallVector<utils::IteratorType> iters = g.getIteratorTypesArray();
+  SmallVector<unsigned> windowed;
+  for (unsigned d = 0; d < 7; ++d) {
+    bool inA = aMap.isFunctionOfDim(d), inB = bMap.isFunctionOfDim(d);
+    if (iters[d] == utils::IteratorType::parallel) {
+      if (inA && !inB)
+        c.pixels.push_back(d);
+      else if (inB && !inA)
+        c.filters = d;
+      else
+        return std::nullopt;
+      continue;
+    }
+    if (!inA || !inB)
+      return std::nullopt;
+    // A plain result of A: the channels; inside an expression: the window.
+    bool plain = llvm::any_of(aMap.getResults(), [&](AffineExpr e) {
+      auto de = dyn_cast<AffineDimExpr>(e);
+      return de && de.getPosition() == d;
+    });
+    if (plain)
+      c.channels = d;
+    else
+      windowed.push_back(d);
+  }
+  if (c.pixels.size() != 3 || windowed.size() != 2)
+    return std::nullopt;
+  // kh is the one in the earlier result of A.
+  auto firstResult = [&](unsigned d) {
+    for (auto [i, e] : llvm::enumerate(aMap.getResults()))
+      if (e.isFunctionOfDim(d))
+        return (int64_t)i;
+    return (int64_t)-1;
+  };
+  c.kh = windowed[0], c.kw = windowed[1];
+  if (firstResult(c.kh) > firstResult(c.kw))
+    std::swap(c.kh, c.kw);
+  if (firstResult(c.kh) == firstResult(c.kw))
+    return std::nullopt;
+  return c;
+}
+
+} // namespace
+
+int64_t SmallChannelConv::run(Block &block, Value ctx) {
+  SmallVector<linalg::GenericOp> convs;
+  block.walk([&](linalg::GenericOp g) { convs.push_back(g); });
+  int64_t rewritten = 0;
+  for (linalg::GenericOp g : convs)
+    rewritten += succeeded(rewrite(g, ctx));
+  return rewritten;
+}
+
+LogicalResult SmallChannelConv::rewrite(linalg::GenericOp g, Value ctx) {
+  std::optional<ConvDims> c = matchConv(g);
+  if (!c)
+    return failure();
+  SmallVector<int64_t> loops = g.getStaticLoopRanges();
+  if (llvm::any_of(loops, ShapedType::isDynamic))
+    return failure();
+  Type aElem = getElementTypeOrSelf(c->a->get().getType());
+  Type bElem = getElementTypeOrSelf(c->b->get().getType());
+  if (aElem != bElem || !(aElem.isF16() || aElem.isBF16()))
+    return failure();
+  int64_t C = loops[c->channels], KH = loops[c->kh], KW = loops[c->kw];
+  int64_t K = KH * KW * C, Kp = (K + 7) / 8 * 8;
+  // Few channels (what a tap's tile would read mostly as padding), a short
+  // K (the whole window fits a few K steps), and an im2col buffer of at
+  // most 1 GiB.
+  int64_t pixels = 1;
+  for (unsigned d : c->pixels)
+    pixels *= loops[d];
+  int64_t bytes = aElem.getIntOrFloatBitWidth() / 8;
+  if (C >= kMaxChannels || C % 8 == 0 || Kp > kMaxK ||
+      pixels * Kp * bytes > (int64_t(1) << 30) || loops[c->filters] % 8 != 0)
+    return failure();
+
+  Location loc = g.getLoc();
+  MLIRContext *context = g.getContext();
+  // The buffers go to the kernel's entry block (static shapes: the arena).
+  auto makeBuffer = [&](ArrayRef<int64_t> shape, Type elem) {
+    OpBuilder::InsertionGuard ig(rewriter);
+    Block *entry = &g->getParentOfType<func::FuncOp>().getBody().front();
+    rewriter.setInsertionPointToStart(entry);
+    return BufferOp::create(rewriter, loc, MemRefType::get(shape, elem), ctx,
+                            ValueRange{}, IntegerAttr())
+        .getBuffer();
+  };
+  SmallVector<int64_t> colShape;
+  for (unsigned d : c->pixels)
+    colShape.push_back(loops[d]);
+  colShape.push_back(Kp);
+  Value cols = makeBuffer(colShape, aElem);
+  Value filters = makeBuffer({Kp, loops[c->filters]}, bElem);
+
+  // The new ops go before the output's fill (the matmul stays right after
+  // it), else before the convolution.
+  Operation *anchor = g;
+  if (auto fill = dyn_cast_or_null<linalg::FillOp>(g->getPrevNode());
+      fill && fill.getDpsInitOperand(0)->get() == g.getDpsInitOperand(0)->get())
+    anchor = fill;
+  rewriter.setInsertionPoint(anchor);
+
+  // A point of the convolution's loops from (pixels or filter, k): the
+  // window position and channel of k (clamped to K - 1; the value is
+  // replaced by zero past K).
+  auto windowPoint = [&](OpBuilder &b, Location l, Value k,
+                         SmallVectorImpl<Value> &pt) {
+    Value last = arith::ConstantIndexOp::create(b, l, K - 1);
+    Value kk = arith::MinUIOp::create(b, l, k, last);
+    Value cC = arith::ConstantIndexOp::create(b, l, C);
+    Value cKWC = arith::ConstantIndexOp::create(b, l, KW * C);
+    Value cKW = arith::ConstantIndexOp::create(b, l, KW);
+    pt[c->kh] = arith::DivUIOp::create(b, l, kk, cKWC);
+    pt[c->kw] =
+        arith::RemUIOp::create(b, l, arith::DivUIOp::create(b, l, kk, cC), cKW);
+    pt[c->channels] = arith::RemUIOp::create(b, l, kk, cC);
+    return arith::CmpIOp::create(b, l, arith::CmpIPredicate::ult, k,
+                                 arith::ConstantIndexOp::create(b, l, K));
+  };
+  auto loadAt = [&](OpBuilder &b, Location l, OpOperand *operand,
+                    ArrayRef<Value> pt, Value inRange) -> Value {
+    AffineMap map = g.getMatchingIndexingMap(operand);
+    SmallVector<Value> idx;
+    for (AffineExpr e : map.getResults())
+      idx.push_back(affine::AffineApplyOp::create(
+          b, l, AffineMap::get(map.getNumDims(), 0, e), pt));
+    Value v = memref::LoadOp::create(b, l, operand->get(), idx);
+    Value zero = arith::ConstantOp::create(b, l, v.getType(),
+                                           b.getZeroAttr(v.getType()));
+    return arith::SelectOp::create(b, l, inRange, v, zero);
+  };
+  auto parallel = [&](int64_t n) {
+    return SmallVector<utils::IteratorType>(n, utils::IteratorType::parallel);
+  };
+  // cols[pixels..., k] = A at the pixels and k's window position.
+  linalg::GenericOp::create(
+      rewriter, loc, TypeRange{}, ValueRange{}, ValueRange{cols},
+      ArrayRef<AffineMap>{AffineMap::getMultiDimIdentityMap(4, context)},
+      parallel(4), [&](OpBuilder &b, Location l, ValueRange) {
+        SmallVector<Value> pt(7);
+        for (auto [i, d] : llvm::enumerate(c->pixels))
+          pt[d] = linalg::IndexOp::create(b, l, i);
+        pt[c->filters] = arith::ConstantIndexOp::create(b, l, 0);
+        Value inRange = windowPoint(b, l, linalg::IndexOp::create(b, l, 3), pt);
+        linalg::YieldOp::create(b, l, loadAt(b, l, c->a, pt, inRange));
+      });
+  // filters[k, f] = B at k's window position and f.
+  linalg::GenericOp::create(
+      rewriter, loc, TypeRange{}, ValueRange{}, ValueRange{filters},
+      ArrayRef<AffineMap>{AffineMap::getMultiDimIdentityMap(2, context)},
+      parallel(2), [&](OpBuilder &b, Location l, ValueRange) {
+        SmallVector<Value> pt(7);
+        Value zero = arith::ConstantIndexOp::create(b, l, 0);
+        for (unsigned d : c->pixels)
+          pt[d] = zero;
+        pt[c->filters] = linalg::IndexOp::create(b, l, 1);
+        Value inRange = windowPoint(b, l, linalg::IndexOp::create(b, l, 0), pt);
+        linalg::YieldOp::create(b, l, loadAt(b, l, c->b, pt, inRange));
+      });
+  // The matmul over (pixels..., f, k) into the convolution's output.
+  rewriter.setInsertionPoint(g);
+  SmallVector<unsigned> newDim(7, 0);
+  for (auto [i, d] : llvm::enumerate(c->pixels))
+    newDim[d] = i;
+  newDim[c->filters] = 3;
+  auto dim = [&](unsigned i) { return getAffineDimExpr(i, context); };
+  AffineMap colsMap =
+      AffineMap::get(5, 0, {dim(0), dim(1), dim(2), dim(4)}, context);
+  AffineMap filtersMap = AffineMap::get(5, 0, {dim(4), dim(3)}, context);
+  SmallVector<AffineExpr> outExprs;
+  OpOperand *out = g.getDpsInitOperand(0);
+  for (AffineExpr e : g.getMatchingIndexingMap(out).getResults())
+    outExprs.push_back(dim(newDim[cast<AffineDimExpr>(e).getPosition()]));
+  AffineMap outMap = AffineMap::get(5, 0, outExprs, context);
+  bool aFirst = c->a == g.getDpsInputOperand(0);
+  SmallVector<Value> ins = {cols, filters};
+  SmallVector<AffineMap> maps = {colsMap, filtersMap};
+  if (!aFirst) {
+    std::swap(ins[0], ins[1]);
+    std::swap(maps[0], maps[1]);
+  }
+  maps.push_back(outMap);
+  SmallVector<utils::IteratorType> iters = parallel(4);
+  iters.push_back(utils::IteratorType::reduction);
+  auto matmul = linalg::GenericOp::create(rewriter, loc, TypeRange{}, ins,
+                                          ValueRange{out->get()}, maps, iters);
+  rewriter.cloneRegionBefore(g.getRegion(), matmul.getRegion(),
+                             matmul.getRegion().end());
+  // Attributes the lowerings read (a precision mark) carry over.
+  for (NamedAttribute attr : g->getDiscardableAttrs())
+    matmul->setAttr(attr.getName(), attr.getValue());
+  rewriter.eraseOp(g);
+  return success();
+}
