@@ -302,8 +302,18 @@ LogicalResult GPUMapper::mapBlock(Block &block) {
       });
     if (!usesGroupValue) {
       if (hostLoads && isa<memref::LoadOp>(op)) {
-        // A host read of device data.
+        // A host read of device data. It must see what the pending group
+        // stores there (a scalar the host program moves through a buffer,
+        // as a Loop's next condition): the group launches first, or the
+        // read copies the value of the previous iteration.
         auto load = cast<memref::LoadOp>(op);
+        if (llvm::any_of(group, [&](Operation *pending) {
+              return mayWrite(pending, load.getMemRef());
+            })) {
+          if (failed(flush(group)))
+            return failure();
+          inGroup.clear();
+        }
         OpBuilder b(op);
         Value read = ReadOp::create(b, op->getLoc(), load.getType(), ctx,
                                     load.getMemRef(), load.getIndices());

@@ -235,3 +235,62 @@ module {
     return
   }
 }
+
+// -----
+
+// A Loop whose body computes its next condition (slanet's decoder): the
+// loop stays on the host (its body sizes a buffer at run time), the
+// condition is read on the host, stored into a fresh scalar buffer and
+// copied into the carried one by one-thread launches. Each host read of a
+// buffer comes after the launch that stores into it: reading the scalar
+// buffer before the store's launch got the previous iteration's condition.
+// CHECK-LABEL: func.func private @loop_condition
+// CHECK-SAME: (%[[CTX:.*]]: !llvm.ptr,
+// CHECK: scf.for
+// CHECK: %[[GO:.*]] = kiln.read %[[CTX]], %[[COND:.*]][] : memref<i1>
+// CHECK: scf.if %[[GO]]
+// CHECK: %[[C:.*]] = kiln.read %[[CTX]], %{{.*}}[%{{.*}}] : memref<1xi1>
+// CHECK: gpu.launch
+// CHECK-NEXT: memref.store %[[C]], %[[TMP:.*]][]
+// CHECK-NEXT: gpu.terminator
+// CHECK: %[[NEXT:.*]] = kiln.read %[[CTX]], %[[TMP]][] : memref<i1>
+// CHECK: gpu.launch
+// CHECK-NEXT: memref.store %[[NEXT]], %[[COND]][]
+// CHECK-NEXT: gpu.terminator
+#map = affine_map<(d0) -> (d0)>
+module {
+  func.func private @loop_condition(%cond0: memref<i1>, %n: memref<1xindex>, %t: memref<1xi64>, %x: memref<?xf32>, %out: memref<i1>) attributes {kiln.kernel} {
+    %c0 = arith.constant 0 : index
+    %c1 = arith.constant 1 : index
+    %c8 = arith.constant 8 : index
+    %c5 = arith.constant 5 : i64
+    %cond = memref.alloc() : memref<i1>
+    memref.copy %cond0, %cond : memref<i1> to memref<i1>
+    scf.for %i = %c0 to %c8 step %c1 {
+      %go = memref.load %cond[] : memref<i1>
+      scf.if %go {
+        %size = memref.load %n[%c0] : memref<1xindex>
+        %buf = memref.alloc(%size) : memref<?xf32>
+        linalg.generic {indexing_maps = [#map, #map], iterator_types = ["parallel"]}
+            ins(%x : memref<?xf32>) outs(%buf : memref<?xf32>) {
+        ^bb0(%a: f32, %b: f32):
+          %w = arith.addf %a, %a : f32
+          linalg.yield %w : f32
+        }
+        %lt = memref.alloc() : memref<1xi1>
+        linalg.generic {indexing_maps = [#map, #map], iterator_types = ["parallel"]}
+            ins(%t : memref<1xi64>) outs(%lt : memref<1xi1>) {
+        ^bb0(%a: i64, %b: i1):
+          %l = arith.cmpi slt, %a, %c5 : i64
+          linalg.yield %l : i1
+        }
+        %c = memref.load %lt[%c0] : memref<1xi1>
+        %tmp = memref.alloc() : memref<i1>
+        memref.store %c, %tmp[] : memref<i1>
+        linalg.copy ins(%tmp : memref<i1>) outs(%cond : memref<i1>)
+      }
+    }
+    memref.copy %cond, %out : memref<i1> to memref<i1>
+    return
+  }
+}
