@@ -311,6 +311,11 @@ static Value shuffleXorAnyWidth(OpBuilder &b, Location loc,
 }
 
 LogicalResult ReductionLowering::lowerFull(linalg::LinalgOp op) {
+  // Only at the top of a kernel function: inside a loop or branch the op
+  // may end up in a device launch of its own (a loop that runs on the
+  // device as a whole), where a launch cannot nest.
+  if (!isa_and_nonnull<FunctionOpInterface>(op->getParentOp()))
+    return failure();
   if (!op.hasPureBufferSemantics() || op.getNumDpsInits() != 1 ||
       op->getNumResults() != 0 || op.getNumParallelLoops() != 0 ||
       op.getNumLoops() == 0 ||

@@ -107,3 +107,32 @@ module {
     return
   }
 }
+
+// -----
+
+// A reduction to one value inside a loop keeps its one-thread form: the loop
+// may run on the device as a whole (a single-thread launch), where another
+// launch cannot nest.
+// CHECK-LABEL: func.func private @in_loop
+// CHECK-NOT: gpu.shuffle
+// CHECK: return
+#v2 = affine_map<(d0) -> (d0)>
+#s2 = affine_map<(d0) -> ()>
+module {
+  func.func private @in_loop(%x: memref<64xi64>, %y: memref<i64>) attributes {kiln.kernel} {
+    %c0 = arith.constant 0 : index
+    %c1 = arith.constant 1 : index
+    %c4 = arith.constant 4 : index
+    %max = arith.constant 9223372036854775807 : i64
+    scf.for %i = %c0 to %c4 step %c1 {
+      linalg.fill ins(%max : i64) outs(%y : memref<i64>)
+      linalg.generic {indexing_maps = [#v2, #s2], iterator_types = ["reduction"]}
+          ins(%x : memref<64xi64>) outs(%y : memref<i64>) {
+      ^bb0(%a: i64, %acc: i64):
+        %m = arith.minsi %a, %acc : i64
+        linalg.yield %m : i64
+      }
+    }
+    return
+  }
+}
