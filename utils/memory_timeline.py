@@ -6,8 +6,9 @@
 REPORT.json is `kilnc --report`'s: its "timeline" (live arena bytes at each
 kernel launch) is drawn as a step line; with `--max-memory`, the report's
 "remat" section adds the timeline before rematerialization and the budget
-as a dashed line, and the recomputed launches are marked. Steps on the x
-axis, MiB on the y axis.
+as a dashed line (with `--max-memory-weights`, the arena's share: the
+budget less the weights), and the recomputed launches are marked. Steps on
+the x axis, MiB on the y axis.
 """
 import argparse
 import json
@@ -34,7 +35,8 @@ def svg(report, title):
                  "model with a host program)")
     remat = report.get("remat") or {}
     before = [t["live_bytes"] for t in remat.get("timeline_before", [])]
-    budget = remat.get("budget_bytes")
+    budget = remat.get("arena_budget_bytes", remat.get("budget_bytes"))
+    weights = remat.get("weights_bytes")
     steps = max(len(after), len(before))
     top = max(after + before + ([budget] if budget else []))
     top = top * 1.08 or 1
@@ -76,7 +78,12 @@ def svg(report, title):
     if budget:
         out.append(f'<line x1="{LEFT}" y1="{y(budget):.1f}" x2="{W - RIGHT}" '
                    f'y2="{y(budget):.1f}" stroke="#c33" stroke-dasharray="6,4"/>')
-        legend.append(("#c33", f"budget {budget / mib:.2f} MiB", "6,4"))
+        label = f"budget {budget / mib:.2f} MiB"
+        if weights is not None:
+            label = (f"arena budget {budget / mib:.2f} MiB (budget "
+                     f"{remat['budget_bytes'] / mib:.2f} less weights "
+                     f"{weights / mib:.2f})")
+        legend.append(("#c33", label, "6,4"))
     # Recomputed (or moved) launches: a tick under their step.
     kernels = report.get("kernels", [])
     for i, k in enumerate(kernels[:len(after)]):

@@ -82,6 +82,8 @@ kiln_compile_options_free(kiln_compile_options_t *options);
  *   gpu-block-size, gpu-fill-blocks, gpu-min-threads
  *                     integers, as kilnc's --gpu-* flags
  *   max-memory        SIZE: bytes with K/M/G, or a fraction such as 0.6x
+ *   max-memory-weights
+ *                     1 or 0: the max-memory budget covers the weights too
  *   external-weights-min-bytes
  *                     N >= 0: smaller initializers stay embedded (1024)
  *   expose-intermediates

@@ -180,6 +180,10 @@ struct StagePipelineOptions : public PassPipelineOptions<StagePipelineOptions> {
       llvm::cl::desc("Arena budget for kiln-remat: bytes with K/M/G, or a "
                      "fraction of the unconstrained peak such as 0.6x"),
       llvm::cl::init("")};
+  Option<bool> maxMemoryWeights{
+      *this, "max-memory-weights",
+      llvm::cl::desc("The max-memory budget covers the weights too"),
+      llvm::cl::init(false)};
 
   CompileOptions toCompileOptions() const {
     CompileOptions o;
@@ -199,6 +203,7 @@ struct StagePipelineOptions : public PassPipelineOptions<StagePipelineOptions> {
     o.gpu.fillBlocks = gpuFillBlocks;
     o.gpu.minThreads = gpuMinThreads;
     o.maxMemory = maxMemory;
+    o.maxMemoryWeights = maxMemoryWeights;
     return o;
   }
 };
@@ -292,6 +297,11 @@ LogicalResult mlir::kiln::buildStagePipeline(OpPassManager &pm, StringRef stage,
       std::string error;
       (void)parseMaxMemory(options.maxMemory, remat.budgetBytes,
                            remat.budgetFraction, error);
+      remat.weights = options.maxMemoryWeights;
+      // A device target uploads each weight into an allocation of its own,
+      // rounded up to the runtime's KILN_DEVICE_ALIGNMENT (256 bytes).
+      if (target->isDevice())
+        remat.weightAlignment = 256;
       pm.addPass(createKilnRemat(remat));
     }
     pm.addPass(createKilnPlanMemory());
@@ -413,6 +423,10 @@ LogicalResult CompileOptions::verify(std::string &error) const {
   if (!maxMemory.empty() &&
       !parseMaxMemory(maxMemory, budgetBytes, budgetFraction, error))
     return failure();
+  if (maxMemoryWeights && maxMemory.empty()) {
+    error = "--max-memory-weights needs --max-memory";
+    return failure();
+  }
   if (precision == "fp32" &&
       (!keepFp32.empty() || !calibrationRanges.empty())) {
     error = "--keep-fp32, --calibrate and --calibration-ranges need "

@@ -107,7 +107,8 @@ static llvm::json::Array memoryTimeline(func::FuncOp host) {
 /// What kiln-remat did (kilnc --max-memory): the budget, peak and arena
 /// before and after, the launches it added (recomputed, or moved to a later
 /// use) with their FLOPs, the launches it split into batch chunks (each
-/// once, with the number of chunks), and the timeline before.
+/// once, with the number of chunks), the timeline before, and with
+/// --max-memory-weights the weights counted and weights + arena.
 static std::optional<llvm::json::Object>
 rematReport(ModuleOp module, const llvm::json::Object &report) {
   auto remat = module->getAttrOfType<DictionaryAttr>("kiln.remat");
@@ -190,18 +191,30 @@ rematReport(ModuleOp module, const llvm::json::Object &report) {
                              {"kernel", kernel ? kernel.str() : std::string()},
                              {"live_bytes", live ? live.getInt() : 0}});
     }
-  return llvm::json::Object{
+  int64_t arenaAfter = report.getInteger("arena_bytes").value_or(0);
+  llvm::json::Object out{
       {"budget_bytes", num("budget_bytes")},
       {"peak_before", num("peak_before")},
       {"arena_before", num("arena_before")},
       {"peak_after", report.getInteger("peak_live_bytes").value_or(0)},
-      {"arena_after", report.getInteger("arena_bytes").value_or(0)},
+      {"arena_after", arenaAfter},
       {"recomputed", std::move(recomputed)},
       {"moved", std::move(moved)},
       {"chunked", std::move(chunked)},
       {"extra_flops", extra},
       {"timeline_before", std::move(before)},
   };
+  // --max-memory-weights: the weights the budget counted, the arena's share
+  // of the budget, and weights plus arena before and after.
+  if (remat.get("weights_bytes")) {
+    int64_t weights = num("weights_bytes");
+    out["weights_bytes"] = weights;
+    out["num_weights"] = num("num_weights");
+    out["arena_budget_bytes"] = num("arena_budget_bytes");
+    out["total_before"] = weights + num("arena_before");
+    out["total_after"] = weights + arenaAfter;
+  }
+  return out;
 }
 
 llvm::json::Value mlir::kiln::buildCompileReport(ModuleOp module) {
@@ -494,6 +507,12 @@ static void printRematSummary(const llvm::json::Object &r, int64_t totalFlops,
   if (ch && !ch->empty())
     os << ", " << ch->size() << " chunked";
   os << "\n";
+  if (r.get("weights_bytes"))
+    os << "    weights in the budget: " << num("num_weights") << " weights "
+       << humanBytes(num("weights_bytes")) << ", arena budget "
+       << humanBytes(num("arena_budget_bytes")) << "; weights + arena "
+       << humanBytes(num("total_before")) << " -> "
+       << humanBytes(num("total_after")) << "\n";
   for (const llvm::json::Array *list : {re, mv, ch}) {
     if (!list)
       continue;

@@ -212,6 +212,10 @@ const OptionRow kOptions[] = {
        o.compile.maxMemory = v.str();
        return true;
      }},
+    {"max-memory-weights", false,
+     [](kiln_compile_options &o, llvm::StringRef v, std::string &e) {
+       return parseBool("max-memory-weights", v, o.compile.maxMemoryWeights, e);
+     }},
     {"gpu-tiled-contractions", false,
      [](kiln_compile_options &o, llvm::StringRef v, std::string &e) {
        return parseBool("gpu-tiled-contractions", v,

@@ -44,6 +44,8 @@ CONFIGS = [
     (["--precision=bf16", "-O1"], "precision=bf16 opt-level=1"),
     (["--expose-intermediates=all"], "expose-intermediates=all"),
     (["--max-memory=64M"], "max-memory=64M"),
+    (["--max-memory=64M", "--max-memory-weights"],
+     "max-memory=64M max-memory-weights=true"),
     (["--target=cuda"], "target=cuda"),
     (["--target=cuda:sm_80", "--precision=fp16", "--gpu-tensor-cores=false",
       "--gpu-warp-reductions=false", "--gpu-tiled-contractions=false"],

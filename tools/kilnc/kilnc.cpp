@@ -177,6 +177,13 @@ static cl::opt<std::string> maxMemory(
              "as 0.6x; needs static shapes (--dim, --shapes); "
              "docs/remat.md"),
     cl::value_desc("SIZE"), cl::init(""));
+static cl::opt<bool> maxMemoryWeights(
+    "max-memory-weights",
+    cl::desc("With --max-memory: the budget covers the weights too "
+             "(embedded and external); the arena gets SIZE less their bytes, "
+             "a fraction is of the unconstrained peak plus the weights, and "
+             "weights that alone reach SIZE are an error"),
+    cl::init(false));
 
 static cl::opt<bool>
     timing("timing",
@@ -279,7 +286,9 @@ bool setOptions(kiln_compile_options_t *options) {
       !setString("print-pipeline", printPipeline) ||
       !setString("target", target) || !setInt("O", optLevel) ||
       !setString("precision", precision) || !setString("layout", layout) ||
-      !setString("max-memory", maxMemory) || !setList("keep-fp32", keepFp32) ||
+      !setString("max-memory", maxMemory) ||
+      !setBool("max-memory-weights", maxMemoryWeights) ||
+      !setList("keep-fp32", keepFp32) ||
       !setString("calibration-ranges", calibrationRanges) ||
       !setString("calibrate", calibrateDir) ||
       !setBool("gpu-tiled-contractions", gpuTiledContractions) ||

@@ -87,13 +87,17 @@ struct CompileOptions {
   /// suffix (powers of 1024), or a fraction of the unconstrained peak such
   /// as `0.6x` (parseMaxMemory); "" for none.
   std::string maxMemory;
+  /// `--max-memory-weights`: the budget covers the weights too (the arena
+  /// gets the budget less their bytes; kiln-remat's `weights`).
+  bool maxMemoryWeights = false;
   /// Where the external weights file was written (kilnc --external-weights):
   /// the calibration build loads its weights from there.
   std::string externalWeightsPath;
 
   /// Checks what a user can get wrong: the target's spelling, the -O range,
   /// the precision's name, and options that need another (--keep-fp32 and
-  /// calibration ranges need a precision other than fp32). On failure
+  /// calibration ranges need a precision other than fp32,
+  /// --max-memory-weights needs --max-memory). On failure
   /// `error` holds one message.
   LogicalResult verify(std::string &error) const;
 };

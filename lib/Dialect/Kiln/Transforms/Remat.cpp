@@ -54,6 +54,11 @@
 // exact where a knapsack over a fixed timeline would be an estimate, and
 // the number of steps is small (each removes a tensor from the peak).
 //
+// With `weights` (kilnc --max-memory-weights) the budget covers the weights
+// too: the arena's budget is the budget less the bytes of the weights the
+// run keeps in memory (collectWeights), and a budget they alone reach is an
+// error naming the largest.
+//
 //===----------------------------------------------------------------------===//
 
 #include "kiln/Dialect/Kiln/Transforms/Chunk.h"
@@ -65,6 +70,8 @@
 #include "mlir/Dialect/Affine/IR/AffineOps.h"
 #include "mlir/Dialect/Linalg/Transforms/TilingInterfaceImpl.h"
 #include "mlir/Dialect/SCF/IR/SCF.h"
+#include "mlir/IR/BuiltinDialect.h"
+#include "mlir/IR/DialectResourceBlobManager.h"
 #include "mlir/IR/IRMapping.h"
 #include "mlir/Interfaces/ViewLikeInterface.h"
 #include "llvm/ADT/DenseSet.h"
@@ -72,6 +79,7 @@
 #include "llvm/Support/Format.h"
 
 #include <cmath>
+#include <map>
 
 namespace mlir::kiln {
 #define GEN_PASS_DEF_KILNREMAT
@@ -537,10 +545,97 @@ static LogicalResult checkStaticShapes(func::FuncOp host) {
   return failure(r.wasInterrupted());
 }
 
+namespace {
+/// A weight a run keeps in memory, with its bytes as laid out (rounded up to
+/// the weight alignment: 64 in the .so and the weights file, 256 for a
+/// device's allocations).
+struct Weight {
+  std::string name;
+  int64_t bytes = 0;
+};
+
+/// The weights of a run (--max-memory-weights), largest first, and their
+/// total.
+struct Weights {
+  SmallVector<Weight> list;
+  int64_t bytes = 0;
+};
+} // namespace
+
+/// The weights the model keeps in memory for its runs (in device memory on a
+/// device target, uploaded once per instance; in host memory on the CPU):
+/// every constant `memref.global` the module reads, named by its resource
+/// (the ONNX initializer, or the constant folded from it) or else by its
+/// symbol, except index arrays (the shapes of host reshapes), and every
+/// external weight (`kiln.external_weight`), named by its signature record.
+/// Weights only `kiln_model_init` reads count too: they stay uploaded (its
+/// persistent outputs are in the arena).
+static Weights collectWeights(ModuleOp module, func::FuncOp host,
+                              int64_t alignment) {
+  auto aligned = [&](int64_t b) {
+    return (b + alignment - 1) / alignment * alignment;
+  };
+  Weights w;
+  for (auto global : module.getOps<memref::GlobalOp>()) {
+    MemRefType type = global.getType();
+    std::optional<Attribute> init = global.getInitialValue();
+    if (!global.getConstant() || !init || isa<UnitAttr>(*init) ||
+        !type.hasStaticShape() || type.getElementType().isIndex() ||
+        SymbolTable::symbolKnownUseEmpty(global, module))
+      continue;
+    std::string name = global.getSymName().str();
+    if (auto r = dyn_cast<DenseResourceElementsAttr>(*init))
+      name = r.getRawHandle().getKey().str();
+    w.list.push_back({name, aligned(bufferBytes(type))});
+  }
+  // External weights: the signature's `weight` records, in index order.
+  SmallVector<std::string> names;
+  if (auto io = host->getAttrOfType<StringAttr>("kiln.signature_io")) {
+    SmallVector<StringRef> lines;
+    io.getValue().split(lines, '\n', -1, false);
+    for (StringRef line : lines)
+      if (line.starts_with("weight "))
+        names.push_back(unescape(line.drop_front(7).split(' ').first));
+  }
+  std::map<int64_t, int64_t> external;
+  module.walk([&](ExternalWeightOp op) {
+    external[op.getIndex()] = bufferBytes(op.getBuffer().getType());
+  });
+  for (auto [index, bytes] : external)
+    w.list.push_back({index < static_cast<int64_t>(names.size())
+                          ? names[index]
+                          : "external weight " + std::to_string(index),
+                      aligned(bytes)});
+  llvm::stable_sort(w.list, [](const Weight &a, const Weight &b) {
+    return a.bytes > b.bytes;
+  });
+  for (const Weight &x : w.list)
+    w.bytes += x.bytes;
+  return w;
+}
+
+/// The error when the weights alone reach the budget: their total and the
+/// largest.
+static void reportWeightsExceed(func::FuncOp host, int64_t budget,
+                                const Weights &weights, int64_t arena) {
+  InFlightDiagnostic d =
+      host.emitError("memory budget of ")
+      << formatBytes(budget) << " leaves nothing for the arena: the "
+      << weights.list.size() << " weights alone take "
+      << formatBytes(weights.bytes)
+      << " (--max-memory-weights counts them; the unconstrained arena is "
+      << formatBytes(arena) << "); the largest weights:";
+  for (auto [k, x] : llvm::enumerate(ArrayRef(weights.list).take_front(3)))
+    d << (k ? "," : "") << " '" << x.name << "' " << formatBytes(x.bytes);
+}
+
 /// The error when no plan fits: the smallest peak reached and the largest
-/// tensors live there.
+/// tensors live there. `budget` is the arena's; with the weights in the
+/// budget (`weightBytes` > 0) the message names the whole budget and the
+/// sizes that fit count the weights.
 static void reportUnreachable(func::FuncOp host, const MemoryPlan &plan,
-                              int64_t budget, int64_t arena, int64_t persistent,
+                              int64_t budget, int64_t weightBytes,
+                              int64_t arena, int64_t persistent,
                               int64_t natural, const Rematerializer &remat,
                               int64_t chunked, int64_t banded,
                               int64_t haloFlops) {
@@ -556,18 +651,22 @@ static void reportUnreachable(func::FuncOp host, const MemoryPlan &plan,
   });
   // The greedy path does not depend on the budget (only where it stops), so
   // this arena is a budget that fits.
-  std::string fits = std::to_string(arena), fraction;
+  std::string fits = std::to_string(arena + weightBytes), fraction;
   llvm::raw_string_ostream(fraction) << llvm::format(
       "%.2f",
-      std::ceil(100.0 * arena / std::max<int64_t>(natural + persistent, 1)) /
+      std::ceil(100.0 * (arena + weightBytes) /
+                std::max<int64_t>(natural + persistent + weightBytes, 1)) /
           100);
   InFlightDiagnostic d = host.emitError("memory budget of ")
-                         << formatBytes(budget)
-                         << " cannot be met: the smallest peak reached is "
-                         << formatBytes(plan.peakLiveBytes) << " ("
-                         << ratio(plan.peakLiveBytes, natural)
-                         << "x the unconstrained peak) after recomputing "
-                         << remat.recomputed << " tensors";
+                         << formatBytes(budget + weightBytes);
+  if (weightBytes > 0)
+    d << ", of which the weights take " << formatBytes(weightBytes)
+      << " and leave " << formatBytes(budget) << " for the arena,";
+  d << " cannot be met: the smallest peak reached is "
+    << formatBytes(plan.peakLiveBytes) << " ("
+    << ratio(plan.peakLiveBytes, natural)
+    << "x the unconstrained peak) after recomputing " << remat.recomputed
+    << " tensors";
   if (chunked > 0)
     d << (banded > 0 ? ", " : " and ") << "splitting " << chunked
       << " launches into batch chunks";
@@ -578,7 +677,10 @@ static void reportUnreachable(func::FuncOp host, const MemoryPlan &plan,
   if (persistent > 0)
     d << " with " << formatBytes(persistent)
       << " of persistent buffers (kiln_model_init)";
-  d << " (--max-memory=" << fits << " or " << fraction << "x fits)";
+  d << " (--max-memory=" << fits << " or " << fraction << "x fits";
+  if (weightBytes > 0)
+    d << ", weights included";
+  d << ")";
   d << "; the largest tensors live at the peak:";
   for (auto [k, bp] : llvm::enumerate(ArrayRef(live).take_front(5))) {
     auto producer =
@@ -608,8 +710,10 @@ struct RematPass : public kiln::impl::KilnRematBase<RematPass> {
     }
     if (budgetBytes == 0 && budgetFraction == 0)
       return;
-    if (alignment <= 0 || (alignment & (alignment - 1))) {
-      module.emitError("kiln-remat: alignment must be a power of two");
+    if (alignment <= 0 || (alignment & (alignment - 1)) ||
+        weightAlignment <= 0 || (weightAlignment & (weightAlignment - 1))) {
+      module.emitError("kiln-remat: alignment and weight-alignment must be "
+                       "powers of two");
       return signalPassFailure();
     }
     int64_t persistent = 0;
@@ -635,10 +739,21 @@ struct RematPass : public kiln::impl::KilnRematBase<RematPass> {
       return p.arenaBytes + persistent;
     };
     int64_t peakBefore = plan.peakLiveBytes, arenaBefore = arenaOf(plan);
-    int64_t budget =
+    // With the weights in the budget, the arena gets what they leave (a
+    // fraction is of the unconstrained peak plus the weights).
+    Weights w;
+    if (weights)
+      w = collectWeights(module, host, weightAlignment);
+    int64_t total =
         budgetBytes > 0
             ? static_cast<int64_t>(budgetBytes)
-            : static_cast<int64_t>(budgetFraction * (peakBefore + persistent));
+            : static_cast<int64_t>(budgetFraction *
+                                   (peakBefore + persistent + w.bytes));
+    if (weights && w.bytes >= total) {
+      reportWeightsExceed(host, total, w, arenaBefore);
+      return failure();
+    }
+    int64_t budget = total - w.bytes;
     // The timeline before, per launch, for the report.
     Builder b(module.getContext());
     SmallVector<Attribute> before;
@@ -656,15 +771,22 @@ struct RematPass : public kiln::impl::KilnRematBase<RematPass> {
       if (auto fn = symbols.lookup<func::FuncOp>(launch.getKernel()))
         flopsBefore += std::max<int64_t>(estimateFlops(fn), 0);
     });
-    module->setAttr(
-        "kiln.remat",
-        b.getDictionaryAttr(
-            {b.getNamedAttr("budget_bytes", b.getI64IntegerAttr(budget)),
-             b.getNamedAttr("program_flops_before",
-                            b.getI64IntegerAttr(flopsBefore)),
-             b.getNamedAttr("peak_before", b.getI64IntegerAttr(peakBefore)),
-             b.getNamedAttr("arena_before", b.getI64IntegerAttr(arenaBefore)),
-             b.getNamedAttr("timeline_before", b.getArrayAttr(before))}));
+    SmallVector<NamedAttribute> record = {
+        b.getNamedAttr("budget_bytes", b.getI64IntegerAttr(total)),
+        b.getNamedAttr("program_flops_before",
+                       b.getI64IntegerAttr(flopsBefore)),
+        b.getNamedAttr("peak_before", b.getI64IntegerAttr(peakBefore)),
+        b.getNamedAttr("arena_before", b.getI64IntegerAttr(arenaBefore)),
+        b.getNamedAttr("timeline_before", b.getArrayAttr(before))};
+    if (weights) {
+      record.push_back(
+          b.getNamedAttr("weights_bytes", b.getI64IntegerAttr(w.bytes)));
+      record.push_back(
+          b.getNamedAttr("num_weights", b.getI64IntegerAttr(w.list.size())));
+      record.push_back(
+          b.getNamedAttr("arena_budget_bytes", b.getI64IntegerAttr(budget)));
+    }
+    module->setAttr("kiln.remat", b.getDictionaryAttr(record));
 
     // 1. Recomputation alone. 2. When it cannot reach the budget, again
     // from the original program, batch chunking first wherever it lowers
@@ -688,7 +810,7 @@ struct RematPass : public kiln::impl::KilnRematBase<RematPass> {
       original->erase();
       if (arenaOf(plan) <= budget)
         return success();
-      reportUnreachable(host, plan, budget, arenaOf(plan), persistent,
+      reportUnreachable(host, plan, budget, w.bytes, arenaOf(plan), persistent,
                         peakBefore, remat, 0, 0, 0);
       return failure();
     }
@@ -709,7 +831,7 @@ struct RematPass : public kiln::impl::KilnRematBase<RematPass> {
       chunker.finish();
       rows.finish();
       rematOnly->erase();
-      reportUnreachable(host, plan, budget, arenaOf(plan), persistent,
+      reportUnreachable(host, plan, budget, w.bytes, arenaOf(plan), persistent,
                         peakBefore, remat, 0, 0, 0);
       return failure();
     }
@@ -717,7 +839,7 @@ struct RematPass : public kiln::impl::KilnRematBase<RematPass> {
     chunker.finish();
     rows.finish();
     if (!fits) {
-      reportUnreachable(host, plan, budget, arenaOf(plan), persistent,
+      reportUnreachable(host, plan, budget, w.bytes, arenaOf(plan), persistent,
                         peakBefore, mixed, chunker.chunkedLaunches,
                         rows.chunkedLaunches, rows.extraFlops);
       return failure();

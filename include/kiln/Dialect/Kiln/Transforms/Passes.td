@@ -111,12 +111,22 @@ def KilnRemat : Pass<"kiln-remat", "ModuleOp"> {
     and, where neither lowers the peak, a run is launched once per band of
     rows, each kernel cloned for the rows its band needs (with the halo its
     convolutions read; `kiln.chunk_rows = array<i64: dim, lo, hi>`).
+
+    With `weights`, the budget covers the weights too (kilnc
+    `--max-memory-weights`): the constant `memref.global`s the module reads
+    and its `kiln.external_weight`s, each rounded up to `weight-alignment`
+    (64 as the .so and the weights file lay them out, 256 for a device's
+    allocations). The arena's budget is the budget less their bytes (a
+    fraction is then of the unconstrained peak plus the weights), and a
+    budget the weights alone reach is an error naming the largest of them.
   }];
   let options = [
     Option<"budgetBytes", "budget-bytes", "int64_t", /*default=*/"0",
-           "Budget of the arena in bytes (0: none)">,
+           "Budget of the arena in bytes, or with weights of the weights "
+           "and the arena (0: none)">,
     Option<"budgetFraction", "budget-fraction", "double", /*default=*/"0.0",
-           "Budget as a fraction of the unconstrained peak (0: none)">,
+           "Budget as a fraction of the unconstrained peak (with weights: "
+           "plus the weights) (0: none)">,
     Option<"alignment", "alignment", "int64_t", /*default=*/"64",
            "Alignment of each arena slot in bytes (as kiln-plan-memory)">,
     Option<"inPlace", "in-place", "bool", /*default=*/"true",
@@ -124,6 +134,13 @@ def KilnRemat : Pass<"kiln-remat", "ModuleOp"> {
     Option<"chunk", "chunk", "bool", /*default=*/"true",
            "Split runs of launches into batch chunks or bands of rows when "
            "recomputation alone cannot reach the budget">,
+    Option<"weights", "weights", "bool", /*default=*/"false",
+           "The budget covers the weights too (embedded constants and "
+           "external weights): the arena gets the budget less their bytes">,
+    Option<"weightAlignment", "weight-alignment", "int64_t",
+           /*default=*/"64",
+           "With weights: each weight's bytes are rounded up to this (the "
+           "runtime's device allocations: 256)">,
   ];
   let dependentDialects = ["::mlir::kiln::KilnDialect",
                            "::mlir::arith::ArithDialect",
