@@ -287,8 +287,16 @@ private:
   /// `linear` delinearized over `dims` (outermost first) into `pt`.
   void delinearize(Location loc, Value linear, ArrayRef<unsigned> dims,
                    ArrayRef<int64_t> sizes, SmallVectorImpl<Value> &pt) {
+    delinearize(
+        loc, linear, dims, [&](unsigned d) { return index(loc, sizes[d]); },
+        pt);
+  }
+  /// The same with the dims' sizes as values (`size(d)`; run-time sizes).
+  void delinearize(Location loc, Value linear, ArrayRef<unsigned> dims,
+                   function_ref<Value(unsigned)> size,
+                   SmallVectorImpl<Value> &pt) {
     for (int64_t i = dims.size() - 1; i >= 0; --i) {
-      Value sz = index(loc, sizes[dims[i]]);
+      Value sz = size(dims[i]);
       pt[dims[i]] =
           i == 0
               ? linear

@@ -181,9 +181,11 @@ LogicalResult TiledContraction::lower(linalg::LinalgOp op) {
   for (Type t : {xElem, wElem})
     if (!t.isIntOrFloat() || t.getIntOrFloatBitWidth() < 8)
       return failure();
+  // Run-time sizes (symbolic dims) are read before the launch; the tile
+  // and the K split are then chosen without them (below), and every tile's
+  // loads and stores are bounds-checked as a partial tile's are.
   SmallVector<int64_t> sizes = op.getStaticLoopRanges();
-  if (llvm::any_of(sizes, ShapedType::isDynamic))
-    return failure();
+  bool dynamic = llvm::any_of(sizes, ShapedType::isDynamic);
   ReductionFusion fusion = detectFusion(op, par);
   if (!fusion.fillValue)
     return failure();
@@ -199,14 +201,20 @@ LogicalResult TiledContraction::lower(linalg::LinalgOp op) {
     bool x = reads(ma->xInputs, d), w = reads(ma->wInputs, d);
     (x && !w ? mDims : !x && w ? nDims : bDims).push_back(d);
   }
+  // A product of sizes, or kDynamic when one of them is.
   auto prod = [&](ArrayRef<unsigned> dims) {
     int64_t p = 1;
-    for (unsigned d : dims)
+    for (unsigned d : dims) {
+      if (ShapedType::isDynamic(sizes[d]))
+        return ShapedType::kDynamic;
       p *= sizes[d];
+    }
     return p;
   };
   int64_t M = prod(mDims), N = prod(nDims), B = prod(bDims), K = prod(red);
-  if (mDims.empty() || nDims.empty() || M < 16 || N < 16 || K < 1)
+  auto known = [](int64_t v) { return !ShapedType::isDynamic(v); };
+  if (mDims.empty() || nDims.empty() || (known(M) && M < 16) ||
+      (known(N) && N < 16) || (known(K) && K < 1))
     return failure();
   // The thread x direction follows the output's innermost dim.
   unsigned innermost =
@@ -218,7 +226,7 @@ LogicalResult TiledContraction::lower(linalg::LinalgOp op) {
   // The tile: 128 when its blocks still fill the GPU once, else 64.
   auto ceil = [](int64_t a, int64_t b) { return (a + b - 1) / b; };
   auto blocksFor = [&](int64_t t) { return ceil(M, t) * ceil(N, t) * B; };
-  int64_t tile = blocksFor(128) * 2 >= fillBlocks ? 128 : 64;
+  int64_t tile = !dynamic && blocksFor(128) * 2 >= fillBlocks ? 128 : 64;
   int64_t elemBits =
       std::max(xElem.getIntOrFloatBitWidth(), wElem.getIntOrFloatBitWidth());
   // The instruction's slabs ([2][T][BK + 16 bytes] per operand, 40 KiB for
@@ -229,7 +237,7 @@ LogicalResult TiledContraction::lower(linalg::LinalgOp op) {
   if (mma && elemBits > 16 && !mmaLayout->tf32)
     tile = 64;
   int64_t bk = 1024 / tile, runs = tile / kChunk, perThread = runs * kRun;
-  int64_t blocks = blocksFor(tile);
+  int64_t blocks = dynamic ? 0 : blocksFor(tile);
   // The matrix instruction: K advances 32 (16) at a time; each warp's part of
   // the tile in mTiles x nTiles tiles of the instruction.
   int64_t mTiles = 0, nTiles = 0;
@@ -244,18 +252,44 @@ LogicalResult TiledContraction::lower(linalg::LinalgOp op) {
   // Split K while the blocks do not fill the GPU and each part keeps at
   // least 128 steps.
   int64_t splits = 1, kPart = K;
-  if (blocks < fillBlocks) {
+  if (!dynamic && blocks < fillBlocks) {
     splits = std::max<int64_t>(1, std::min(ceil(fillBlocks, blocks), K / 128));
     kPart = ceil(ceil(K, splits), bk) * bk;
     splits = ceil(K, kPart);
   }
-  if (blocks * splits < minBlocks || B * splits > 65535)
+  if (!dynamic && (blocks * splits < minBlocks || B * splits > 65535))
     return failure();
-  int64_t slabs = ceil(kPart, bk);
+  if (dynamic && known(B) && B > 65535)
+    return failure();
+  int64_t slabs = known(kPart) ? ceil(kPart, bk) : 0;
 
   Location loc = op.getLoc();
   MLIRContext *ctxt = op.getContext();
   rewriter.setInsertionPoint(op);
+  // The loops' run-time sizes (before the launch), and a size as a value:
+  // a constant when static.
+  SmallVector<Value> dynSizes(sizes.size());
+  if (dynamic) {
+    SmallVector<Range> ranges = op.createLoopRanges(rewriter, loc);
+    for (auto [d, r] : llvm::enumerate(ranges))
+      if (ShapedType::isDynamic(sizes[d]))
+        dynSizes[d] = getValueOrCreateConstantIndexOp(rewriter, loc, r.size);
+  }
+  auto sizeOf = [&](unsigned d) -> Value {
+    return dynSizes[d] ? dynSizes[d] : index(loc, sizes[d]);
+  };
+  auto prodOf = [&](ArrayRef<unsigned> dims, int64_t p) -> Value {
+    if (known(p))
+      return index(loc, p);
+    Value v;
+    for (unsigned d : dims)
+      v = v ? arith::MulIOp::create(rewriter, loc, v, sizeOf(d)).getResult()
+            : sizeOf(d);
+    return v;
+  };
+  auto ceilOf = [&](Value v, int64_t t) -> Value {
+    return arith::CeilDivUIOp::create(rewriter, loc, v, index(loc, t));
+  };
   // Split K: the parts go through a scratch buffer [B * S][Y][X].
   int64_t X = xIsM ? M : N, Y = xIsM ? N : M;
   Value parts;
@@ -282,18 +316,31 @@ LogicalResult TiledContraction::lower(linalg::LinalgOp op) {
       MemRefType::get(slabShape, xElem, MemRefLayoutAttrInterface(), wg);
   auto wsType =
       MemRefType::get(slabShape, wElem, MemRefLayoutAttrInterface(), wg);
-  auto launch = gpu::LaunchOp::create(
-      rewriter, loc, index(loc, ceil(X, tile)), index(loc, ceil(Y, tile)),
-      index(loc, B * splits), index(loc, kThreads), one, one);
+  SmallVector<unsigned> xDims = xIsM ? mDims : nDims,
+                        yDims = xIsM ? nDims : mDims;
+  Value gridX =
+      known(X) ? index(loc, ceil(X, tile)) : ceilOf(prodOf(xDims, X), tile);
+  Value gridY =
+      known(Y) ? index(loc, ceil(Y, tile)) : ceilOf(prodOf(yDims, Y), tile);
+  Value gridZ = known(B) ? index(loc, B * splits) : prodOf(bDims, B);
+  // The K loop's trip count (slabs of BK).
+  Value slabCount = known(K) ? Value() : ceilOf(prodOf(red, K), bk);
+  Value mTotal = prodOf(mDims, M), nTotal = prodOf(nDims, N),
+        kTotal = prodOf(red, K);
+  auto launch = gpu::LaunchOp::create(rewriter, loc, gridX, gridY, gridZ,
+                                      index(loc, kThreads), one, one);
   Value xs = launch.addWorkgroupAttribution(xsType, loc);
   Value ws = launch.addWorkgroupAttribution(wsType, loc);
   // What was chosen, for kilnc --report (the kernel's "gpu_contractions").
   {
     std::string what;
     llvm::raw_string_ostream os(what);
-    os << M << "x" << N << "x" << K;
-    if (B > 1)
-      os << " (batch " << B << ")";
+    auto dim = [&](int64_t v) {
+      return known(v) ? std::to_string(v) : std::string("?");
+    };
+    os << dim(M) << "x" << dim(N) << "x" << dim(K);
+    if (!known(B) || B > 1)
+      os << " (batch " << dim(B) << ")";
     os << ": tile " << tile << "x" << tile << "x" << bk << ", "
        << (mma ? "matrix instruction " + std::to_string(mmaLayout->m) + "x" +
                      std::to_string(mmaLayout->n) + "x" +
@@ -319,7 +366,7 @@ LogicalResult TiledContraction::lower(linalg::LinalgOp op) {
   Value mThr = xIsM ? lx : ly, nThr = xIsM ? ly : lx;
   // The batch point and the K part of this block.
   Value bz = launch.getBlockIds().z, batch = bz, kBegin = index(loc, 0);
-  Value kEnd = index(loc, K);
+  Value kEnd = kTotal;
   if (splits > 1) {
     batch = arith::DivUIOp::create(rewriter, loc, bz, index(loc, splits));
     kBegin =
@@ -330,7 +377,7 @@ LogicalResult TiledContraction::lower(linalg::LinalgOp op) {
   }
   SmallVector<Value> base(op.getNumLoops(), index(loc, 0));
   if (!bDims.empty())
-    delinearize(loc, batch, bDims, sizes, base);
+    delinearize(loc, batch, bDims, sizeOf, base);
 
   // Staging one operand: the slot r of a thread holds element
   // e = tid + 256 r of the BK x T slab, (k, col) = (e / T, e % T) when the
@@ -386,12 +433,12 @@ LogicalResult TiledContraction::lower(linalg::LinalgOp op) {
     // The innermost non-unit dim of `dims` (delinearized innermost last).
     auto innermost = [&](ArrayRef<unsigned> dims) -> int64_t {
       for (int64_t i = dims.size() - 1; i >= 0; --i)
-        if (sizes[dims[i]] > 1)
+        if (sizes[dims[i]] != 1)
           return dims[i];
       return -1;
     };
     unsigned d = dim.getPosition();
-    if (sizes[d] % v != 0)
+    if (ShapedType::isDynamic(sizes[d]) || sizes[d] % v != 0)
       return;
     if (innermost(red) == d) {
       if (bk % v != 0 || (bk * tile) % (kThreads * v) != 0)
@@ -404,8 +451,7 @@ LogicalResult TiledContraction::lower(linalg::LinalgOp op) {
     }
   };
   auto makeStage = [&](Value root, ArrayRef<unsigned> inputs, Value dst,
-                       ArrayRef<unsigned> cols, Value colBase,
-                       int64_t colSize) {
+                       ArrayRef<unsigned> cols, Value colBase, Value colSize) {
     Stage s;
     s.root = root;
     s.dst = dst;
@@ -460,11 +506,11 @@ LogicalResult TiledContraction::lower(linalg::LinalgOp op) {
         cc = arith::RemUIOp::create(rewriter, loc, e, index(loc, tile));
       }
       Value c = add(loc, colBase, cc);
-      Value ok = ult(loc, c, index(loc, colSize));
+      Value ok = ult(loc, c, colSize);
       Value clamped =
           arith::SelectOp::create(rewriter, loc, ok, c, index(loc, 0));
       SmallVector<Value> pt = base;
-      delinearize(loc, clamped, cols, sizes, pt);
+      delinearize(loc, clamped, cols, sizeOf, pt);
       s.kr.push_back(kr);
       s.col.push_back(cc);
       s.colOk.push_back(ok);
@@ -472,8 +518,8 @@ LogicalResult TiledContraction::lower(linalg::LinalgOp op) {
     }
     return s;
   };
-  Stage sx = makeStage(xRoot, ma->xInputs, xs, mDims, mBase, M);
-  Stage sw = makeStage(wRoot, ma->wInputs, ws, nDims, nBase, N);
+  Stage sx = makeStage(xRoot, ma->xInputs, xs, mDims, mBase, mTotal);
+  Stage sw = makeStage(wRoot, ma->wInputs, ws, nDims, nBase, nTotal);
   // The slab at k0 into registers: zero outside [kBegin, kEnd) and outside
   // the problem (the point clamped to one inside it).
   auto loadSlab = [&](Value k0, SmallVectorImpl<Value> &vals) {
@@ -483,7 +529,7 @@ LogicalResult TiledContraction::lower(linalg::LinalgOp op) {
         Value ok = ult(loc, k, kEnd);
         Value kc = arith::SelectOp::create(rewriter, loc, ok, k, kBegin);
         SmallVector<Value> pt = s->pt[r];
-        delinearize(loc, kc, red, sizes, pt);
+        delinearize(loc, kc, red, sizeOf, pt);
         if (s->vec > 1) {
           OpOperand *in = op.getDpsInputOperand(s->inputs[0]);
           Value v = vector::LoadOp::create(
@@ -539,8 +585,9 @@ LogicalResult TiledContraction::lower(linalg::LinalgOp op) {
   SmallVector<Value> first;
   loadSlab(kBegin, first);
   inits.append(first);
-  auto kLoop = scf::ForOp::create(rewriter, loc, index(loc, 0),
-                                  index(loc, slabs), one, inits);
+  Value slabsV = slabCount ? slabCount : index(loc, slabs);
+  auto kLoop =
+      scf::ForOp::create(rewriter, loc, index(loc, 0), slabsV, one, inits);
   rewriter.setInsertionPointToStart(kLoop.getBody());
   Value t = kLoop.getInductionVar();
   Value buf = arith::AndIOp::create(rewriter, loc, t, one);
@@ -579,7 +626,7 @@ LogicalResult TiledContraction::lower(linalg::LinalgOp op) {
   // The next slab's loads are issued before this one's products.
   Value tNext = add(loc, t, one);
   auto more = scf::IfOp::create(rewriter, loc, ValueRange(staged).getTypes(),
-                                ult(loc, tNext, index(loc, slabs)),
+                                ult(loc, tNext, slabsV),
                                 /*withElseRegion=*/true);
   rewriter.setInsertionPointToStart(more.thenBlock());
   SmallVector<Value> next;
@@ -742,8 +789,8 @@ LogicalResult TiledContraction::lower(linalg::LinalgOp op) {
   }
   for (Out &o : outs) {
     Value m = o.m, n = o.n;
-    Value ok = arith::AndIOp::create(rewriter, loc, ult(loc, m, index(loc, M)),
-                                     ult(loc, n, index(loc, N)));
+    Value ok = arith::AndIOp::create(rewriter, loc, ult(loc, m, mTotal),
+                                     ult(loc, n, nTotal));
     auto guard = scf::IfOp::create(rewriter, loc, ok, /*withElse=*/false);
     rewriter.setInsertionPoint(guard.thenBlock()->getTerminator());
     Value v = kLoop.getResult(o.acc);
@@ -752,8 +799,8 @@ LogicalResult TiledContraction::lower(linalg::LinalgOp op) {
                               ValueRange{bz, xIsM ? n : m, xIsM ? m : n});
     } else {
       SmallVector<Value> pt = base;
-      delinearize(loc, m, mDims, sizes, pt);
-      delinearize(loc, n, nDims, sizes, pt);
+      delinearize(loc, m, mDims, sizeOf, pt);
+      delinearize(loc, n, nDims, sizeOf, pt);
       storeResult(loc, v, op, par, pt, fusion);
     }
     rewriter.setInsertionPointAfter(guard);
