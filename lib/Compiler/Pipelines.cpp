@@ -256,6 +256,13 @@ LogicalResult mlir::kiln::buildStagePipeline(OpPassManager &pm, StringRef stage,
         pm.addNestedPass<func::FuncOp>(createKilnOnnxInferShapes());
       }
     }
+    // Quantized (QDQ) layers as integer products: what such a model asks
+    // for, and exact where the float form rounds (docs/int8.md).
+    if (optLevel >= 1) {
+      pm.addNestedPass<func::FuncOp>(createKilnOnnxFuseQDQ());
+      pm.addPass(createCanonicalizerPass());
+      pm.addPass(createCSEPass());
+    }
     if (options.fuseAttention) {
       pm.addNestedPass<func::FuncOp>(createKilnOnnxFuseAttention());
       pm.addPass(createCanonicalizerPass());

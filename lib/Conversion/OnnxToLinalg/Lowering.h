@@ -215,6 +215,21 @@ Value argReduce(OpBuilder &b, Location loc, Value x, int64_t axis, bool isMax,
 Value withKept(OpBuilder &b, Location loc, Value x, ValueRange kept, Type elem,
                ScalarFn fn);
 
+/// The arithmetic of a convolution's generic (NN.cpp): the accumulator's
+/// element type, the scalar the input is padded with, and the body's new
+/// accumulator from an input element, a weight element and the old one.
+struct ConvArith {
+  Type accElem;
+  Value padValue;
+  std::function<Value(OpBuilder &, Location, Value x, Value w, Value acc)> body;
+};
+/// The convolution of Conv or ConvInteger `op` (its window attributes and
+/// group; channels-last with kiln.channels_last) of `x` by `w` as one
+/// linalg.generic: a tensor of `arith.accElem`, the op's result shape
+/// (NN.cpp).
+FailureOr<Value> buildConvolution(Operation *op, OpBuilder &b, Value x, Value w,
+                                  const ConvArith &arith);
+
 /// How reduceKeepDims combines (NN.cpp).
 enum class ReduceKind { Sum, Mean, Max };
 /// Reduces `x` over `axes` (sorted, normalized) keeping them as size-1 dims;

@@ -127,8 +127,7 @@ FailureOr<WindowParams> getWindowParams(OpTy op, RankedTensorType in,
 /// (begin, end + extra) with `value`; an extra known only at run time (a
 /// pooling window over a dynamic dim with ceil_mode) is a Value.
 Value padSpatial(OpBuilder &b, Location loc, Value x, const WindowParams &p,
-                 ArrayRef<OpFoldResult> extraEnd, TypedAttr value,
-                 DimLayout dl) {
+                 ArrayRef<OpFoldResult> extraEnd, Value pad, DimLayout dl) {
   bool any = false;
   for (size_t i = 0; i < p.padBegin.size(); ++i)
     any |= p.padBegin[i] || p.padEnd[i] || !isZeroInteger(extraEnd[i]) ||
@@ -158,8 +157,20 @@ Value padSpatial(OpBuilder &b, Location loc, Value x, const WindowParams &p,
       shape[d] += p.padBegin[i] + p.padEnd[i] + *extra;
   }
   auto type = RankedTensorType::get(shape, t.getElementType());
-  Value pad = arith::ConstantOp::create(b, loc, value);
   return tensor::PadOp::create(b, loc, type, x, lo, hi, pad);
+}
+
+Value padSpatial(OpBuilder &b, Location loc, Value x, const WindowParams &p,
+                 ArrayRef<OpFoldResult> extraEnd, TypedAttr value,
+                 DimLayout dl) {
+  bool any = false;
+  for (size_t i = 0; i < p.padBegin.size(); ++i)
+    any |= p.padBegin[i] || p.padEnd[i] || !isZeroInteger(extraEnd[i]) ||
+           p.dynBegin[i];
+  if (!any)
+    return x;
+  return padSpatial(b, loc, x, p, extraEnd,
+                    arith::ConstantOp::create(b, loc, value), dl);
 }
 
 /// Output spatial size.
@@ -173,59 +184,54 @@ int64_t windowOut(int64_t in, int64_t k, int64_t s, int64_t d, int64_t pb,
   return (ceil ? (span + s - 1) / s : span / s) + 1;
 }
 
-/// Conv of any spatial rank with groups, as one linalg.generic over
-/// (n, f, o..., c, k...) (channels-last: (n, o..., f, k..., c) on N<o>F
-/// outputs and <k>CF weights), plus a bias add.
-LogicalResult lowerConv(onnxops::ConvOp op, OpBuilder &b,
-                        SmallVectorImpl<Value> &results) {
+/// Conv and ConvInteger of any spatial rank with groups, as one
+/// linalg.generic over (n, f, o..., c, k...) (channels-last: (n, o..., f,
+/// k..., c) on N<o>F outputs and <k>CF weights) accumulating `arith`'s
+/// products into a tensor of its accumulator type.
+template <typename OpTy>
+FailureOr<Value> buildConvolutionOf(OpTy op, OpBuilder &b, Value xIn, Value w,
+                                    const ConvArith &arith) {
   Location loc = op->getLoc();
-  FailureOr<RankedTensorType> tx = rankedOperand(op, 0);
-  FailureOr<RankedTensorType> tw = rankedOperand(op, 1);
+  auto tx = cast<RankedTensorType>(xIn.getType());
+  auto tw = cast<RankedTensorType>(w.getType());
   FailureOr<RankedTensorType> ty = rankedResult(op);
-  if (failed(tx) || failed(tw) || failed(ty))
+  if (failed(ty))
     return failure();
-  int64_t rank = tx->getRank(), ns = rank - 2;
-  if (ns < 1 || tw->getRank() != rank)
+  int64_t rank = tx.getRank(), ns = rank - 2;
+  if (ns < 1 || tw.getRank() != rank)
     return nodeError(op) << "input and weight must have the same rank >= 3",
            failure();
   DimLayout dl{rank, onnxops::isChannelsLast(op)};
-  if (!tw->hasStaticShape())
+  if (!tw.hasStaticShape())
     return nodeError(op) << "the weights must have a static shape", failure();
   // Input channels the shape arithmetic lost: the weights fix them (group x
   // weight channels), checked at run time.
-  Value xIn = op->getOperand(0);
-  if (tx->isDynamicDim(dl.channel())) {
+  if (tx.isDynamicDim(dl.channel())) {
     int64_t G0 = asInt(op.getGroup());
     xIn = withStaticDim(b, op, xIn, dl.channel(),
-                        G0 * tw->getDimSize(dl.last ? rank - 2 : 1),
+                        G0 * tw.getDimSize(dl.last ? rank - 2 : 1),
                         "the input's channel count");
     tx = cast<RankedTensorType>(xIn.getType());
   }
-  Type elem = ty->getElementType();
-  if (!isa<FloatType>(elem))
-    return nodeError(op) << "Conv supports float types only", failure();
-  // Half-precision operands accumulate in f32; the bias is added in f32 and
-  // the result rounds once.
-  bool halfInputs = elem.isF16() || elem.isBF16();
-  Type accElem = halfInputs ? Type(b.getF32Type()) : elem;
+  Type accElem = arith.accElem;
   int64_t G = asInt(op.getGroup());
-  int64_t C = tx->getDimSize(dl.channel());
-  int64_t F = tw->getDimSize(dl.last ? rank - 1 : 0);
-  int64_t wC = tw->getDimSize(dl.last ? rank - 2 : 1);
+  int64_t C = tx.getDimSize(dl.channel());
+  int64_t F = tw.getDimSize(dl.last ? rank - 1 : 0);
+  int64_t wC = tw.getDimSize(dl.last ? rank - 2 : 1);
   ArrayRef<int64_t> kernelShape =
-      dl.last ? tw->getShape().take_front(ns) : tw->getShape().drop_front(2);
+      dl.last ? tw.getShape().take_front(ns) : tw.getShape().drop_front(2);
   if (G <= 0 || C % G || F % G || wC != C / G)
     return nodeError(op) << "group " << G << " does not divide input channels "
-                         << C << " and filters " << F << " (weight " << *tw
+                         << C << " and filters " << F << " (weight " << tw
                          << ")",
            failure();
   FailureOr<WindowParams> p =
-      getWindowParams(op, *tx, kernelShape, false, dl, b);
+      getWindowParams(op, tx, kernelShape, false, dl, b);
   if (failed(p))
     return failure();
   Value x = padSpatial(b, loc, xIn, *p,
                        SmallVector<OpFoldResult>(ns, b.getIndexAttr(0)),
-                       scalarAttr(elem, 0), dl);
+                       arith.padValue, dl);
 
   // Output type from the window arithmetic (matches shape inference).
   SmallVector<int64_t> outShape = {ty->getDimSize(0)};
@@ -233,7 +239,7 @@ LogicalResult lowerConv(onnxops::ConvOp op, OpBuilder &b,
     outShape.push_back(F);
   for (int64_t i = 0; i < ns; ++i) {
     int64_t o =
-        windowOut(tx->getDimSize(dl.spatial(i)), p->kernel[i], p->strides[i],
+        windowOut(tx.getDimSize(dl.spatial(i)), p->kernel[i], p->strides[i],
                   p->dilations[i], p->padBegin[i], p->padEnd[i], false);
     if (o == -1)
       return nodeError(op) << "the kernel is larger than the padded input",
@@ -242,12 +248,12 @@ LogicalResult lowerConv(onnxops::ConvOp op, OpBuilder &b,
   }
   if (dl.last)
     outShape.push_back(F);
-  auto outType = RankedTensorType::get(outShape, elem);
+  auto accType = RankedTensorType::get(outShape, accElem);
   SmallVector<Value> dyn;
-  if (outType.isDynamicDim(0))
+  if (accType.isDynamicDim(0))
     dyn.push_back(tensor::DimOp::create(b, loc, x, 0));
   for (int64_t i = 0; i < ns; ++i)
-    if (outType.isDynamicDim(dl.spatial(i))) {
+    if (accType.isDynamicDim(dl.spatial(i))) {
       // (in + pads - (k-1)*d - 1) / s + 1, with the padded input (x is
       // padded already) at least the dilated kernel.
       Value in = tensor::DimOp::create(b, loc, x, dl.spatial(i));
@@ -264,7 +270,6 @@ LogicalResult lowerConv(onnxops::ConvOp op, OpBuilder &b,
       dyn.push_back(arith::AddIOp::create(
           b, loc, q, arith::ConstantIndexOp::create(b, loc, 1)));
     }
-  auto accType = RankedTensorType::get(outShape, accElem);
   Value init = filledTensor(b, loc, accType, dyn, scalarAttr(accElem, 0));
 
   // Loops: n, f, o_0..o_{ns-1}, c, k_0..k_{ns-1} (channels-last: n,
@@ -296,7 +301,6 @@ LogicalResult lowerConv(onnxops::ConvOp op, OpBuilder &b,
   }
   // One input channel per group: the weights as <k>F (their size-1
   // channel dim folded away).
-  Value w = op->getOperand(1);
   if (dl.last) {
     xe.push_back(xc);
     if (!oneChannel)
@@ -316,6 +320,53 @@ LogicalResult lowerConv(onnxops::ConvOp op, OpBuilder &b,
                                  AffineMap::get(nLoops, 0, ye, ctx)};
   SmallVector<IteratorType> iters(2 + ns, IteratorType::parallel);
   iters.append(nLoops - 2 - ns, IteratorType::reduction);
+  return linalg::GenericOp::create(
+             b, loc, TypeRange{accType}, ValueRange{x, w}, ValueRange{init},
+             maps, iters,
+             [&](OpBuilder &nb, Location l, ValueRange a) {
+               linalg::YieldOp::create(nb, l,
+                                       arith.body(nb, l, a[0], a[1], a[2]));
+             })
+      .getResult(0);
+}
+
+/// Conv: the float convolution plus a bias add.
+LogicalResult lowerConv(onnxops::ConvOp op, OpBuilder &b,
+                        SmallVectorImpl<Value> &results) {
+  Location loc = op->getLoc();
+  FailureOr<RankedTensorType> tx = rankedOperand(op, 0);
+  FailureOr<RankedTensorType> tw = rankedOperand(op, 1);
+  FailureOr<RankedTensorType> ty = rankedResult(op);
+  if (failed(tx) || failed(tw) || failed(ty))
+    return failure();
+  Type elem = ty->getElementType();
+  if (!isa<FloatType>(elem))
+    return nodeError(op) << "Conv supports float types only", failure();
+  // Half-precision operands accumulate in f32; the bias is added in f32 and
+  // the result rounds once.
+  bool halfInputs = elem.isF16() || elem.isBF16();
+  ConvArith arith;
+  arith.accElem = halfInputs ? Type(b.getF32Type()) : elem;
+  arith.padValue =
+      arith::ConstantOp::create(b, loc, scalarAttr(tx->getElementType(), 0));
+  arith.body = [&](OpBuilder &nb, Location l, Value xv, Value wv, Value acc) {
+    if (halfInputs) {
+      xv = arith::ExtFOp::create(nb, l, acc.getType(), xv);
+      wv = arith::ExtFOp::create(nb, l, acc.getType(), wv);
+    }
+    Value m = arith::MulFOp::create(nb, l, xv, wv);
+    return arith::AddFOp::create(nb, l, acc, m).getResult();
+  };
+  FailureOr<Value> convOr =
+      buildConvolutionOf(op, b, op->getOperand(0), op->getOperand(1), arith);
+  if (failed(convOr))
+    return failure();
+  Value conv = *convOr;
+  auto outType = cast<RankedTensorType>(conv.getType()).clone(elem);
+  DimLayout dl{outType.getRank(), onnxops::isChannelsLast(op)};
+  int64_t ns = outType.getRank() - 2;
+  int64_t F = outType.getDimSize(dl.channel());
+
   // The bias [F] broadcasts against NC<o> as [F, 1, ..., 1]; against N<o>F
   // as it is.
   auto biasView = [&](Value bias) -> Value {
@@ -328,22 +379,6 @@ LogicalResult lowerConv(onnxops::ConvOp op, OpBuilder &b,
       sizes.push_back(arith::ConstantIndexOp::create(b, loc, s));
     return reshapeTo(b, loc, bias, RankedTensorType::get(bshape, elem), sizes);
   };
-  Value conv =
-      linalg::GenericOp::create(
-          b, loc, TypeRange{accType}, ValueRange{x, w}, ValueRange{init}, maps,
-          iters,
-          [&](OpBuilder &nb, Location l, ValueRange a) {
-            Value xv = a[0], wv = a[1];
-            if (halfInputs) {
-              xv = arith::ExtFOp::create(nb, l, accElem, xv);
-              wv = arith::ExtFOp::create(nb, l, accElem, wv);
-            }
-            Value m = arith::MulFOp::create(nb, l, xv, wv);
-            linalg::YieldOp::create(
-                nb, l, arith::AddFOp::create(nb, l, a[2], m).getResult());
-          })
-          .getResult(0);
-
   Value bias = op->getOperand(2);
   bool hasBias = !onnxops::isNoValue(bias);
   if (halfInputs) {
@@ -357,7 +392,7 @@ LogicalResult lowerConv(onnxops::ConvOp op, OpBuilder &b,
           Value v = a[0];
           if (hasBias)
             v = arith::AddFOp::create(
-                nb, l, v, arith::ExtFOp::create(nb, l, accElem, a[1]));
+                nb, l, v, arith::ExtFOp::create(nb, l, arith.accElem, a[1]));
           return arith::TruncFOp::create(nb, l, elem, v);
         }));
     return success();
@@ -372,6 +407,20 @@ LogicalResult lowerConv(onnxops::ConvOp op, OpBuilder &b,
   results.push_back(conv);
   return success();
 }
+
+} // namespace
+
+FailureOr<Value> lowering::buildConvolution(Operation *op, OpBuilder &b,
+                                            Value x, Value w,
+                                            const ConvArith &arith) {
+  if (auto conv = dyn_cast<onnxops::ConvOp>(op))
+    return buildConvolutionOf(conv, b, x, w, arith);
+  if (auto conv = dyn_cast<onnxops::ConvIntegerOp>(op))
+    return buildConvolutionOf(conv, b, x, w, arith);
+  return nodeError(op) << "not a convolution", failure();
+}
+
+namespace {
 
 /// MaxPool and AveragePool of any spatial rank.
 /// MaxPool, AveragePool and (with `lpP` > 0) LpPool: (sum |x|^p)^(1/p).

@@ -12,6 +12,10 @@
 
 #include "kiln/Dialect/Onnx/IR/OnnxUtils.h"
 
+#include "mlir/IR/DialectResourceBlobManager.h"
+
+#include <cstring>
+
 using namespace mlir;
 using namespace mlir::kiln;
 using namespace mlir::kiln::lowering;
@@ -83,9 +87,13 @@ Value saturate(OpBuilder &b, Location loc, Value v, IntegerType intTy,
       b, loc, v, arith::ConstantOp::create(b, loc, FloatAttr::get(f32, lo)));
   v = arith::MinimumFOp::create(
       b, loc, v, arith::ConstantOp::create(b, loc, FloatAttr::get(f32, hi)));
-  // Through i64 so unsigned maxima fit.
-  Value i = arith::FPToSIOp::create(b, loc, b.getI64Type(), v);
-  return w == 64 ? i : arith::TruncIOp::create(b, loc, intTy, i).getResult();
+  // Through i64 so unsigned 32-bit maxima fit; narrower types through i32
+  // (one vector conversion, then a narrowing).
+  Type via = w > 16 ? b.getI64Type() : b.getI32Type();
+  Value i = arith::FPToSIOp::create(b, loc, via, v);
+  return w == via.getIntOrFloatBitWidth()
+             ? i
+             : arith::TruncIOp::create(b, loc, intTy, i).getResult();
 }
 
 /// Reads the scale/zero-point element for output position `iv` of a tensor
@@ -386,6 +394,157 @@ LogicalResult lowerDynamicQuantize(onnxops::DynamicQuantizeLinearOp op,
   return success();
 }
 
+/// The values of zero point operand `i` of `op`: {0} when absent, nullopt
+/// when not a constant.
+std::optional<SmallVector<int64_t>> constantZeroPoints(Operation *op,
+                                                       unsigned i) {
+  if (!operandPresent(op, i))
+    return SmallVector<int64_t>{0};
+  return onnxops::getConstantIntValues(op->getOperand(i));
+}
+
+/// Constant integer weights with their zero points subtracted at compile
+/// time, and per channel their sum (what the zero point of the other
+/// operand multiplies).
+struct FoldedWeights {
+  /// The weights to multiply (signless), and whether they extend as
+  /// unsigned.
+  Value w;
+  bool isUnsigned = false;
+  SmallVector<int64_t> sums;
+};
+
+/// `w` (constant values `values`, static `shape`) minus its zero points
+/// `zp` (one, or one per index of `channelDim`): the 8-bit weights as they
+/// are when every zero point is 0, else an i16 constant of the
+/// differences.
+FoldedWeights foldWeights(OpBuilder &b, Location loc, Value w,
+                          ArrayRef<int64_t> values, ArrayRef<int64_t> shape,
+                          int64_t channelDim, ArrayRef<int64_t> zp) {
+  int64_t channels = shape[channelDim], inner = 1;
+  for (int64_t d = channelDim + 1; d < static_cast<int64_t>(shape.size()); ++d)
+    inner *= shape[d];
+  auto channelOf = [&](int64_t i) { return (i / inner) % channels; };
+  auto zpOf = [&](int64_t c) { return zp.size() == 1 ? zp[0] : zp[c]; };
+  FoldedWeights f;
+  f.sums.assign(channels, 0);
+  bool zero = llvm::all_of(zp, [](int64_t z) { return z == 0; });
+  std::vector<int16_t> diff(zero ? 0 : values.size());
+  for (auto [i, v] : llvm::enumerate(values)) {
+    int64_t c = channelOf(i), d = v - zpOf(c);
+    f.sums[c] += d;
+    if (!zero)
+      diff[i] = static_cast<int16_t>(d);
+  }
+  if (zero) {
+    f.isUnsigned = isUnsigned(w.getType());
+    f.w = signless(b, loc, w);
+    return f;
+  }
+  auto type = RankedTensorType::get(shape, b.getI16Type());
+  ArrayRef<char> bytes(reinterpret_cast<const char *>(diff.data()),
+                       diff.size() * sizeof(int16_t));
+  AsmResourceBlob blob =
+      HeapAsmResourceBlob::allocateAndCopyWithAlign(bytes, alignof(int64_t));
+  f.w = arith::ConstantOp::create(
+      b, loc,
+      DenseResourceElementsAttr::get(type, "weights_minus_zero_point",
+                                     std::move(blob)));
+  return f;
+}
+
+/// `acc` (i32) plus `c[channel]`, the per-channel constant broadcast along
+/// dim `channelDim` of `acc`; `acc` itself when every entry is 0.
+Value addPerChannel(OpBuilder &b, Location loc, Value acc, ArrayRef<int64_t> c,
+                    int64_t channelDim) {
+  if (llvm::all_of(c, [](int64_t v) { return v == 0; }))
+    return acc;
+  auto t = cast<RankedTensorType>(acc.getType());
+  SmallVector<int64_t> shape = {static_cast<int64_t>(c.size())};
+  shape.append(t.getRank() - 1 - channelDim, 1);
+  SmallVector<int32_t> v32(c.begin(), c.end());
+  auto ct = RankedTensorType::get(shape, b.getI32Type());
+  Value cv = arith::ConstantOp::create(
+      b, loc, DenseElementsAttr::get(ct, ArrayRef<int32_t>(v32)));
+  return buildElementwise(b, loc, t, {acc, cv},
+                          [](OpBuilder &nb, Location l, ValueRange a) -> Value {
+                            return arith::AddIOp::create(nb, l, a[0], a[1]);
+                          });
+}
+
+/// `acc + ext(x) * ext(w)` in i32.
+Value mulAddI32(OpBuilder &b, Location loc, Value acc, Value x, bool xUns,
+                Value w, bool wUns) {
+  Value p = arith::MulIOp::create(b, loc, toI32(b, loc, x, xUns),
+                                  toI32(b, loc, w, wUns));
+  return arith::AddIOp::create(b, loc, acc, p);
+}
+
+/// MatMulInteger with constant weights B ([K, N]) and constant zero points
+/// (a_zero_point one value, b_zero_point one or one per column):
+///   sum_k (a - za)(b - zb[n]) = sum_k a (b - zb[n]) - za colsum[n]
+/// with b - zb[n] and colsum[n] = sum_k (b - zb[n]) computed here. The
+/// product is a plain `acc + ext(a) * ext(b)` contraction (the CPU codegen
+/// runs uint8 x int8 ones as VNNI dot products); the column term is a
+/// per-column constant added after it. Fails (nothing built) when the
+/// operands are not such constants.
+FailureOr<Value> lowerMatMulIntegerConstB(Operation *op, OpBuilder &b,
+                                          RankedTensorType ta,
+                                          RankedTensorType tb,
+                                          RankedTensorType ty) {
+  std::optional<SmallVector<int64_t>> bv =
+      onnxops::getConstantIntValues(op->getOperand(1));
+  std::optional<SmallVector<int64_t>> za = constantZeroPoints(op, 2);
+  std::optional<SmallVector<int64_t>> zb = constantZeroPoints(op, 3);
+  if (!bv || !za || !zb || tb.getRank() != 2 || !tb.hasStaticShape() ||
+      za->size() != 1 ||
+      (zb->size() != 1 &&
+       static_cast<int64_t>(zb->size()) != tb.getDimSize(1)) ||
+      getElementTypeOrSelf(tb).getIntOrFloatBitWidth() != 8)
+    return failure();
+  Location loc = op->getLoc();
+  MLIRContext *ctx = b.getContext();
+  FoldedWeights w =
+      foldWeights(b, loc, op->getOperand(1), *bv, tb.getShape(), 1, *zb);
+  bool ua = isUnsigned(ta.getElementType());
+  Value A = signless(b, loc, op->getOperand(0));
+  int64_t ra = ta.getRank(), ry = ty.getRank(), nBatch = ry - 2;
+  int64_t nl = ry + 1;
+  auto d = [&](int64_t i) { return getAffineDimExpr(i, ctx); };
+  SmallVector<AffineExpr> ae, be = {d(nBatch + 2), d(nBatch + 1)}, ye;
+  for (int64_t i = 0; i < ra - 2; ++i)
+    ae.push_back(ta.getDimSize(i) == 1 && ty.getDimSize(i) != 1
+                     ? getAffineConstantExpr(0, ctx)
+                     : d(i));
+  ae.append({d(nBatch), d(nBatch + 2)});
+  for (int64_t i = 0; i < ry; ++i)
+    ye.push_back(d(i));
+  auto accT = ty.clone(b.getI32Type());
+  SmallVector<Value> dyn;
+  for (int64_t i = 0; i < ry; ++i)
+    if (accT.isDynamicDim(i))
+      dyn.push_back(tensor::DimOp::create(b, loc, A, i));
+  Value init =
+      filledTensor(b, loc, accT, dyn, IntegerAttr::get(b.getI32Type(), 0));
+  SmallVector<IteratorType> iters(ry, IteratorType::parallel);
+  iters.push_back(IteratorType::reduction);
+  Value acc =
+      linalg::GenericOp::create(
+          b, loc, TypeRange{accT}, ValueRange{A, w.w}, ValueRange{init},
+          {AffineMap::get(nl, 0, ae, ctx), AffineMap::get(nl, 0, be, ctx),
+           AffineMap::get(nl, 0, ye, ctx)},
+          iters,
+          [&](OpBuilder &nb, Location l, ValueRange a) {
+            linalg::YieldOp::create(
+                nb, l, mulAddI32(nb, l, a[2], a[0], ua, a[1], w.isUnsigned));
+          })
+          .getResult(0);
+  SmallVector<int64_t> c;
+  for (int64_t s : w.sums)
+    c.push_back(-(*za)[0] * s);
+  return addPerChannel(b, loc, acc, c, ry - 1);
+}
+
 /// MatMulInteger and QLinearMatMul: 2-D or batched (equal batch dims)
 /// products of zero-point-shifted integers, accumulated in i32.
 LogicalResult lowerIntMatMul(Operation *op, OpBuilder &b,
@@ -404,6 +563,15 @@ LogicalResult lowerIntMatMul(Operation *op, OpBuilder &b,
       !supportedInt(tb->getElementType()))
     return nodeError(op) << "operands must be integer tensors of rank >= 2",
            failure();
+  if (!qlinear) {
+    if (ty->getElementType() != b.getI32Type())
+      return nodeError(op) << "result must be int32", failure();
+    FailureOr<Value> acc = lowerMatMulIntegerConstB(op, b, *ta, *tb, *ty);
+    if (succeeded(acc)) {
+      results.push_back(*acc);
+      return success();
+    }
+  }
   bool ua = isUnsigned(ta->getElementType()),
        ub = isUnsigned(tb->getElementType());
   Value A = signless(b, loc, op->getOperand(ia));
@@ -533,6 +701,104 @@ LogicalResult lowerIntMatMul(Operation *op, OpBuilder &b,
   return success();
 }
 
+/// ConvInteger: the convolution of x - x_zero_point (the padding is the
+/// zero point: zero after the subtraction) by w - w_zero_point (per tensor
+/// or per filter), accumulated in i32. Constant weights and zero points
+/// take the algebra of lowerMatMulIntegerConstB (the product of the raw
+/// 8-bit input, the filter sums times the input's zero point subtracted
+/// after it); otherwise the zero points are subtracted in the loop body.
+LogicalResult lowerConvInteger(onnxops::ConvIntegerOp op, OpBuilder &b,
+                               SmallVectorImpl<Value> &results) {
+  FailureOr<RankedTensorType> tx = rankedOperand(op, 0);
+  FailureOr<RankedTensorType> tw = rankedOperand(op, 1);
+  FailureOr<RankedTensorType> ty = rankedResult(op);
+  if (failed(tx) || failed(tw) || failed(ty))
+    return failure();
+  if (!supportedInt(tx->getElementType()) ||
+      tx->getElementType().getIntOrFloatBitWidth() != 8 ||
+      !supportedInt(tw->getElementType()) ||
+      tw->getElementType().getIntOrFloatBitWidth() != 8 ||
+      !ty->getElementType().isInteger(32))
+    return nodeError(op) << "ConvInteger takes 8-bit integer input and "
+                            "weights and gives int32",
+           failure();
+  if (!tw->hasStaticShape())
+    return nodeError(op) << "the weights must have a static shape", failure();
+  Location loc = op->getLoc();
+  bool last = onnxops::isChannelsLast(op);
+  int64_t rank = tw->getRank();
+  int64_t fDim = last ? rank - 1 : 0;
+  int64_t F = tw->getDimSize(fDim);
+  bool ux = isUnsigned(tx->getElementType());
+  Value x = signless(b, loc, op->getOperand(0));
+  Type xElem = cast<RankedTensorType>(x.getType()).getElementType();
+  std::optional<SmallVector<int64_t>> wv =
+      onnxops::getConstantIntValues(op->getOperand(1));
+  std::optional<SmallVector<int64_t>> zx = constantZeroPoints(op, 2);
+  std::optional<SmallVector<int64_t>> zw = constantZeroPoints(op, 3);
+  if (zx && zx->size() != 1)
+    return nodeError(op) << "x_zero_point must hold one value", failure();
+  if (zw && zw->size() != 1 && static_cast<int64_t>(zw->size()) != F)
+    return nodeError(op) << "w_zero_point must hold one value or one per "
+                            "filter",
+           failure();
+  ConvArith arith;
+  arith.accElem = b.getI32Type();
+  if (wv && zx && zw) {
+    FoldedWeights w =
+        foldWeights(b, loc, op->getOperand(1), *wv, tw->getShape(), fDim, *zw);
+    arith.padValue = arith::ConstantOp::create(
+        b, loc,
+        IntegerAttr::get(xElem, APInt(8, (*zx)[0], /*isSigned=*/!ux,
+                                      /*implicitTrunc=*/true)));
+    arith.body = [&](OpBuilder &nb, Location l, Value xv, Value wv_,
+                     Value acc) {
+      return mulAddI32(nb, l, acc, xv, ux, wv_, w.isUnsigned);
+    };
+    FailureOr<Value> conv = buildConvolution(op, b, x, w.w, arith);
+    if (failed(conv))
+      return failure();
+    SmallVector<int64_t> c;
+    for (int64_t s : w.sums)
+      c.push_back(-(*zx)[0] * s);
+    results.push_back(addPerChannel(b, loc, *conv, c, last ? rank - 1 : 1));
+    return success();
+  }
+  // Zero points at run time: one each.
+  auto scalar = [&](unsigned i) -> Value {
+    if (!operandPresent(op, i))
+      return Value();
+    auto t = cast<RankedTensorType>(op->getOperand(i).getType());
+    if (t.hasStaticShape() && t.getNumElements() != 1)
+      return Value();
+    return extractScalarOperand(b, op, signless(b, loc, op->getOperand(i)),
+                                "the zero point");
+  };
+  if (operandPresent(op, 3) && !scalar(3))
+    return nodeError(op) << "a per-filter w_zero_point must be a constant",
+           failure();
+  Value zxv = scalar(2), zwv = scalar(3);
+  bool uw = isUnsigned(tw->getElementType());
+  arith.padValue =
+      zxv ? zxv : arith::ConstantOp::create(b, loc, IntegerAttr::get(xElem, 0));
+  arith.body = [&](OpBuilder &nb, Location l, Value xv, Value wv_, Value acc) {
+    Value xi = toI32(nb, l, xv, ux), wi = toI32(nb, l, wv_, uw);
+    if (zxv)
+      xi = arith::SubIOp::create(nb, l, xi, toI32(nb, l, zxv, ux));
+    if (zwv)
+      wi = arith::SubIOp::create(nb, l, wi, toI32(nb, l, zwv, uw));
+    return arith::AddIOp::create(nb, l, acc,
+                                 arith::MulIOp::create(nb, l, xi, wi))
+        .getResult();
+  };
+  FailureOr<Value> conv =
+      buildConvolution(op, b, x, signless(b, loc, op->getOperand(1)), arith);
+  if (failed(conv))
+    return failure();
+  results.push_back(*conv);
+  return success();
+}
+
 } // namespace
 
 void lowering::populateQuantizeLoweringPatterns(RewritePatternSet &patterns) {
@@ -544,6 +810,7 @@ void lowering::populateQuantizeLoweringPatterns(RewritePatternSet &patterns) {
       [](onnxops::MatMulIntegerOp op, OpBuilder &b, SmallVectorImpl<Value> &r) {
         return lowerIntMatMul(op, b, r, /*qlinear=*/false);
       });
+  t.add<onnxops::ConvIntegerOp>(lowerConvInteger);
   t.add<onnxops::QLinearMatMulOp>(
       [](onnxops::QLinearMatMulOp op, OpBuilder &b, SmallVectorImpl<Value> &r) {
         return lowerIntMatMul(op, b, r, /*qlinear=*/true);

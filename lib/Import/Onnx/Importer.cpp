@@ -345,6 +345,21 @@ LogicalResult Importer::importNode(const onnx::NodeProto &node, int64_t index) {
     defaultElem = builder.getF32Type();
   else if (node.op_type() == "ArgMax" || node.op_type() == "ArgMin")
     defaultElem = builder.getI64Type();
+  // Quantization (models quantized by onnxruntime declare no intermediate
+  // types): DequantizeLinear gives its scale's type, QuantizeLinear its zero
+  // point's (uint8 without one), the integer products int32, the QLinear
+  // ops their output zero point's. `output_dtype` is read by inference.
+  else if (node.op_type() == "DequantizeLinear")
+    defaultElem = operandElem(1) ? operandElem(1) : builder.getF32Type();
+  else if (node.op_type() == "QuantizeLinear" ||
+           node.op_type() == "DynamicQuantizeLinear")
+    defaultElem = operandElem(2)
+                      ? operandElem(2)
+                      : IntegerType::get(ctx, 8, IntegerType::Unsigned);
+  else if (node.op_type() == "MatMulInteger" || node.op_type() == "ConvInteger")
+    defaultElem = builder.getI32Type();
+  else if (node.op_type() == "QLinearMatMul" || node.op_type() == "QLinearConv")
+    defaultElem = operandElem(7) ? operandElem(7) : defaultElem;
   for (const NamedAttribute &a : attrs) {
     if (node.op_type() == "ConstantOfShape" && a.getName() == "value")
       if (auto e = dyn_cast<ElementsAttr>(a.getValue()))
@@ -368,6 +383,8 @@ LogicalResult Importer::importNode(const onnx::NodeProto &node, int64_t index) {
       if (node.op_type() == "TopK" && i == 1)
         t = UnrankedTensorType::get(builder.getI64Type());
       if (node.op_type() == "LayerNormalization" && i > 0)
+        t = UnrankedTensorType::get(builder.getF32Type());
+      if (node.op_type() == "DynamicQuantizeLinear" && i == 1)
         t = UnrankedTensorType::get(builder.getF32Type());
       if (Type hinted = declaredType(node.output(i))) {
         auto rt = dyn_cast<RankedTensorType>(hinted);

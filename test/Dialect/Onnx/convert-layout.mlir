@@ -118,3 +118,42 @@ func.func @depthwise_dynamic(%x: tensor<?x4x?x?xf32>) -> tensor<?x4x?x?xf32> {
   %r = "onnx.Relu"(%c) : (tensor<?x4x?x?xf32>) -> tensor<?x4x?x?xf32>
   return %r : tensor<?x4x?x?xf32>
 }
+
+// -----
+
+// A quantized layer after kiln-onnx-fuse-qdq: ConvInteger becomes
+// channels-last like Conv (its zero points stay), and the transposes sink
+// through its rescaling (an int32 Add, Cast, Mul, QuantizeLinear with one
+// scale and zero point), a per-tensor DequantizeLinear and MaxPool, up to
+// the next ConvInteger, where they cancel.
+// CHECK-LABEL: func.func @quantized
+// CHECK: "onnx.Transpose"(%{{.*}}) <{perm = [0, 2, 3, 1]}> : (tensor<1x4x8x8xui8>)
+// CHECK: %[[C:.*]] = "onnx.ConvInteger"(%{{.*}}, %{{.*}}, %{{.*}}, %{{.*}}) {{.*}} {kiln.channels_last} : (tensor<1x8x8x4xui8>, tensor<1x1x4x4xi8>, tensor<ui8>, none) -> tensor<1x8x8x4xi32>
+// CHECK: %[[A:.*]] = "onnx.Add"(%[[C]], %{{.*}}) : (tensor<1x8x8x4xi32>, tensor<1x1x1x4xi32>)
+// CHECK: "onnx.Cast"(%[[A]]) {{.*}} -> tensor<1x8x8x4xf32>
+// CHECK: %[[Q:.*]] = "onnx.QuantizeLinear"({{.*}}) {{.*}} -> tensor<1x8x8x4xui8>
+// CHECK: %[[D:.*]] = "onnx.DequantizeLinear"(%[[Q]], {{.*}} -> tensor<1x8x8x4xf32>
+// CHECK: "onnx.MaxPool"(%[[D]]) {{.*}} {kiln.channels_last}
+// CHECK: "onnx.QuantizeLinear"({{.*}}) {{.*}} -> tensor<1x4x4x4xui8>
+// CHECK: "onnx.ConvInteger"({{.*}}) {{.*}} {kiln.channels_last} : (tensor<1x4x4x4xui8>
+// CHECK: "onnx.Transpose"(%{{.*}}) <{perm = [0, 3, 1, 2]}> : (tensor<1x4x4x4xi32>)
+// CHECK-NOT: onnx.Transpose
+func.func @quantized(%x: tensor<1x4x8x8xui8>) -> tensor<1x4x4x4xi32> {
+  %w = arith.constant dense<1> : tensor<4x4x1x1xi8>
+  %zx = arith.constant dense<3> : tensor<ui8>
+  %none = onnx.NoValue
+  %b = arith.constant dense<[[[1]], [[2]], [[3]], [[4]]]> : tensor<4x1x1xi32>
+  %m = arith.constant dense<0.5> : tensor<f32>
+  %one = arith.constant dense<1.0> : tensor<f32>
+  %zy = arith.constant dense<0> : tensor<ui8>
+  %c = "onnx.ConvInteger"(%x, %w, %zx, %none) <{auto_pad = "NOTSET", group = 1 : i64}> : (tensor<1x4x8x8xui8>, tensor<4x4x1x1xi8>, tensor<ui8>, none) -> tensor<1x4x8x8xi32>
+  %a = "onnx.Add"(%c, %b) : (tensor<1x4x8x8xi32>, tensor<4x1x1xi32>) -> tensor<1x4x8x8xi32>
+  %f = "onnx.Cast"(%a) <{to = 1 : i64}> : (tensor<1x4x8x8xi32>) -> tensor<1x4x8x8xf32>
+  %y = "onnx.Mul"(%f, %m) : (tensor<1x4x8x8xf32>, tensor<f32>) -> tensor<1x4x8x8xf32>
+  %q = "onnx.QuantizeLinear"(%y, %one, %zy) : (tensor<1x4x8x8xf32>, tensor<f32>, tensor<ui8>) -> tensor<1x4x8x8xui8>
+  %d = "onnx.DequantizeLinear"(%q, %m, %zy) : (tensor<1x4x8x8xui8>, tensor<f32>, tensor<ui8>) -> tensor<1x4x8x8xf32>
+  %p, %i = "onnx.MaxPool"(%d) <{kernel_shape = [2, 2], strides = [2, 2]}> : (tensor<1x4x8x8xf32>) -> (tensor<1x4x4x4xf32>, none)
+  %q2 = "onnx.QuantizeLinear"(%p, %m, %zy) : (tensor<1x4x4x4xf32>, tensor<f32>, tensor<ui8>) -> tensor<1x4x4x4xui8>
+  %c2 = "onnx.ConvInteger"(%q2, %w, %zx, %none) <{auto_pad = "NOTSET", group = 1 : i64}> : (tensor<1x4x4x4xui8>, tensor<4x4x1x1xi8>, tensor<ui8>, none) -> tensor<1x4x4x4xi32>
+  return %c2 : tensor<1x4x4x4xi32>
+}

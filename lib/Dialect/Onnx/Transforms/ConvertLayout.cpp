@@ -58,6 +58,20 @@ const llvm::StringSet<> &layoutFreeOps() {
   return kOps;
 }
 
+/// QuantizeLinear and DequantizeLinear with one scale and zero point: an
+/// elementwise op of their first operand.
+bool isPerTensorQDQ(Operation *op) {
+  if (!isa<QuantizeLinearOp, DequantizeLinearOp>(op))
+    return false;
+  for (unsigned i = 1; i < op->getNumOperands(); ++i) {
+    auto t = dyn_cast<RankedTensorType>(op->getOperand(i).getType());
+    if (!isNoValue(op->getOperand(i)) &&
+        (!t || !t.hasStaticShape() || t.getNumElements() != 1))
+      return false;
+  }
+  return true;
+}
+
 bool isPool(Operation *op) {
   return isa<MaxPoolOp, AveragePoolOp, GlobalAveragePoolOp, GlobalMaxPoolOp>(
       op);
@@ -216,14 +230,17 @@ struct ConvertLayoutPass
   }
 
   /// Conv → Transpose(channels-first, Conv'(Transpose(channels-last, x),
-  /// W permuted)).
-  void convertConv(ConvOp op) {
+  /// W permuted)); ConvInteger alike (its zero points are per tensor or
+  /// per filter: they stay).
+  template <typename OpTy> void convertConv(OpTy op) {
     auto xt = dyn_cast<RankedTensorType>(op.getX().getType());
     auto wt = dyn_cast<RankedTensorType>(op.getW().getType());
-    auto yt = dyn_cast<RankedTensorType>(op.getResult().getType());
+    auto yt = dyn_cast<RankedTensorType>(op->getResult(0).getType());
     if (!xt || !wt || !yt || !wt.hasStaticShape() || isChannelsLast(op) ||
         xt.getRank() < 3 || xt.getRank() > 5 || wt.getRank() != xt.getRank() ||
-        yt.getRank() != xt.getRank() || !isa<FloatType>(yt.getElementType()))
+        yt.getRank() != xt.getRank())
+      return;
+    if (isa<ConvOp>(op) && !isa<FloatType>(yt.getElementType()))
       return;
     int64_t rank = xt.getRank();
     OpBuilder b(op);
@@ -238,7 +255,7 @@ struct ConvertLayoutPass
     conv->getResult(0).setType(permuteType(yt, channelsLastPermutation(rank)));
     Value y =
         transpose(b, loc, conv->getResult(0), channelsFirstPermutation(rank));
-    op.getResult().replaceAllUsesWith(y);
+    op->getResult(0).replaceAllUsesWith(y);
     op.erase();
   }
 
@@ -302,8 +319,9 @@ struct ConvertLayoutPass
           below.push_back(d);
         continue;
       }
+      bool qdq = isPerTensorQDQ(user);
       bool layoutFree =
-          layoutFreeOps().contains(user->getName().getStringRef());
+          qdq || layoutFreeOps().contains(user->getName().getStringRef());
       bool concat = isa<ConcatOp>(user);
       bool pool = isPool(user) && !isChannelsLast(user) &&
                   perm == channelsFirstPermutation(rank);
@@ -322,7 +340,11 @@ struct ConvertLayoutPass
         operands.push_back(x);
       } else {
         for (Value v : user->getOperands()) {
-          Value before = operandBefore(b, loc, v, perm, rank);
+          // A QuantizeLinear's or DequantizeLinear's scale and zero point
+          // stay as they are.
+          Value before = qdq && !operands.empty()
+                             ? v
+                             : operandBefore(b, loc, v, perm, rank);
           if (!before)
             break;
           operands.push_back(before);
@@ -370,10 +392,17 @@ struct ConvertLayoutPass
                                  << layout << "' (expected nchw or nhwc)";
       return signalPassFailure();
     }
-    SmallVector<ConvOp> convs;
-    getOperation().walk([&](ConvOp op) { convs.push_back(op); });
-    for (ConvOp op : convs)
-      convertConv(op);
+    SmallVector<Operation *> convs;
+    getOperation().walk([&](Operation *op) {
+      if (isa<ConvOp, ConvIntegerOp>(op))
+        convs.push_back(op);
+    });
+    for (Operation *op : convs) {
+      if (auto conv = dyn_cast<ConvOp>(op))
+        convertConv(conv);
+      else
+        convertConv(cast<ConvIntegerOp>(op));
+    }
     // Sink until nothing moves; each step removes a transpose or moves one
     // below an op, so this ends.
     SmallVector<Operation *> work(made.begin(), made.end());

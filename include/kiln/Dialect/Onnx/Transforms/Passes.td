@@ -43,6 +43,28 @@ def KilnOnnxFuseAttention : Pass<"kiln-onnx-fuse-attention", "func::FuncOp"> {
   }];
 }
 
+def KilnOnnxFuseQDQ : Pass<"kiln-onnx-fuse-qdq", "func::FuncOp"> {
+  let summary = "Quantized (QDQ) layers as integer products";
+  let description = [{
+    DequantizeLinear of an 8-bit activation and of constant 8-bit weights
+    (per tensor or per output channel) into MatMul, Gemm or Conv, with an
+    optional bias (Gemm's C, Conv's B, or an Add of a per-channel constant),
+    Relu or Clip, and QuantizeLinear of the result (one scale and zero
+    point), become MatMulInteger or ConvInteger (uint8 activations, int8
+    weights, int32 accumulation) followed by their rescaling: an int32 bias
+    add when its scale is the accumulator's, a Cast to float, a Mul by
+    sx·sw[c]/sy, the float bias, the activation and a QuantizeLinear of
+    scale 1 (round half to even, then the zero point, then saturation).
+    Without a QuantizeLinear after it the layer's float value is computed
+    (the scale sx·sw[c]). uint8 weights become int8 (w - 128), int8
+    activations produced by a QuantizeLinear are produced as uint8
+    (zero point + 128). Anything else (non-constant scales or weights,
+    per-channel axes other than the output channels', blocked
+    quantization) is left as it is. docs/int8.md has the arithmetic.
+  }];
+  let dependentDialects = ["::mlir::arith::ArithDialect"];
+}
+
 def KilnOnnxConvertLayout
     : Pass<"kiln-onnx-convert-layout", "func::FuncOp"> {
   let summary = "Convolutions and pools in the target's activation layout";
