@@ -11,6 +11,8 @@
   nodetests ONNX backend node tests: discovery, materialization, one case
             through kilnc and kiln-run --expect
   graphs    small ONNX models for tests
+  quantize  QDQ models from float ones (onnxruntime's quantize_static,
+            seeded calibration), for the int8 tests and benchmarks
   runtime   the runtime's C API through ctypes (libkiln_runtime.so)
   scripts   importing a project script that is not part of the package
             (utils/models/make_models.py, ...) by its path

@@ -74,15 +74,17 @@ Value toI32(OpBuilder &b, Location loc, Value v, bool isUns) {
                : arith::ExtSIOp::create(b, loc, i32, v).getResult();
 }
 
-/// Rounds f32 `v` half to even, saturates to the range of the integer type
-/// `intTy` (signedness from `isUns`) and converts.
+/// Rounds f32 `v` half to even (unless `rounded`: it holds an integer
+/// already), saturates to the range of the integer type `intTy`
+/// (signedness from `isUns`) and converts.
 Value saturate(OpBuilder &b, Location loc, Value v, IntegerType intTy,
-               bool isUns) {
+               bool isUns, bool rounded = false) {
   unsigned w = intTy.getWidth();
   double lo = isUns ? 0.0 : -std::ldexp(1.0, w - 1);
   double hi = isUns ? std::ldexp(1.0, w) - 1 : std::ldexp(1.0, w - 1) - 1;
   Type f32 = b.getF32Type();
-  v = math::RoundEvenOp::create(b, loc, v);
+  if (!rounded)
+    v = math::RoundEvenOp::create(b, loc, v);
   v = arith::MaximumFOp::create(
       b, loc, v, arith::ConstantOp::create(b, loc, FloatAttr::get(f32, lo)));
   v = arith::MinimumFOp::create(
@@ -146,6 +148,34 @@ template <typename OpTy> FailureOr<int64_t> paramAxis(OpTy op, int64_t rank) {
   if (failed(a) && !perTensor)
     return nodeError(op) << "axis out of range", failure();
   return succeeded(a) ? *a : 0;
+}
+
+/// Whether the scale (operand 1) and zero point (operand 2, if any) of a
+/// QuantizeLinear or DequantizeLinear hold one element each and it is not
+/// blocked: the op is then elementwise with scalar parameters, lowered as a
+/// broadcasting generic (which kernel fusion and the CPU codegen's fused
+/// epilogues take) instead of an indexed one.
+bool isPerTensor(Operation *op, int64_t block) {
+  if (block != 0)
+    return false;
+  for (unsigned i = 1; i < 3; ++i) {
+    if (i == 2 && !operandPresent(op, i))
+      continue;
+    auto t = dyn_cast<RankedTensorType>(op->getOperand(i).getType());
+    if (!t || !t.hasStaticShape() || t.getNumElements() != 1)
+      return false;
+  }
+  return true;
+}
+
+/// The operands of a per-tensor QuantizeLinear or DequantizeLinear, for
+/// buildElementwise: x, the scale, the zero point (signless) if present.
+SmallVector<Value> perTensorInputs(OpBuilder &b, Location loc, Operation *op,
+                                   Value x) {
+  SmallVector<Value> ins = {x, op->getOperand(1)};
+  if (operandPresent(op, 2))
+    ins.push_back(signless(b, loc, op->getOperand(2)));
+  return ins;
 }
 
 /// DequantizeLinear of 8-bit floats: y = (x - zp) * scale in f32.
@@ -251,10 +281,25 @@ LogicalResult lowerDequantize(onnxops::DequantizeLinearOp op, OpBuilder &b,
   int64_t block = asInt(op.getBlockSize());
   bool uns = isUnsigned(xe);
   Value x = signless(b, loc, op->getOperand(0));
+  FloatType outF = cast<FloatType>(ty->getElementType());
+  if (isPerTensor(op, block)) {
+    results.push_back(buildElementwise(
+        b, loc, *ty, perTensorInputs(b, loc, op, x),
+        [&](OpBuilder &nb, Location l, ValueRange a) -> Value {
+          Value v = toI32(nb, l, a[0], uns);
+          if (a.size() > 2)
+            v = arith::SubIOp::create(nb, l, v, toI32(nb, l, a[2], uns));
+          Value r = arith::MulFOp::create(nb, l, toF32(nb, l, v, false),
+                                          toF32(nb, l, a[1], false));
+          if (outF.getWidth() < 32)
+            r = arith::TruncFOp::create(nb, l, outF, r);
+          return r;
+        }));
+    return success();
+  }
   Value scale = op->getOperand(1);
   Value zp =
       operandPresent(op, 2) ? signless(b, loc, op->getOperand(2)) : Value();
-  FloatType outF = cast<FloatType>(ty->getElementType());
   results.push_back(generate(
       b, loc, *ty, x, [&](OpBuilder &nb, Location l, ArrayRef<Value> iv) {
         Value v = toI32(nb, l, tensor::ExtractOp::create(nb, l, x, iv), uns);
@@ -296,9 +341,23 @@ LogicalResult lowerQuantize(onnxops::QuantizeLinearOp op, OpBuilder &b,
   bool uns = isUnsigned(ye);
   auto intTy = IntegerType::get(b.getContext(), ye.getIntOrFloatBitWidth());
   Value x = op->getOperand(0), scale = op->getOperand(1);
+  auto st = ty->clone(intTy);
+  if (isPerTensor(op, block)) {
+    Value r = buildElementwise(
+        b, loc, st, perTensorInputs(b, loc, op, x),
+        [&](OpBuilder &nb, Location l, ValueRange a) -> Value {
+          Value v = arith::DivFOp::create(nb, l, toF32(nb, l, a[0], false),
+                                          toF32(nb, l, a[1], false));
+          v = math::RoundEvenOp::create(nb, l, v);
+          if (a.size() > 2)
+            v = arith::AddFOp::create(nb, l, v, toF32(nb, l, a[2], uns));
+          return saturate(nb, l, v, intTy, uns, /*rounded=*/true);
+        });
+    results.push_back(toType(b, loc, r, *ty));
+    return success();
+  }
   Value zp =
       operandPresent(op, 2) ? signless(b, loc, op->getOperand(2)) : Value();
-  auto st = ty->clone(intTy);
   Value r = generate(
       b, loc, st, x, [&](OpBuilder &nb, Location l, ArrayRef<Value> iv) {
         Value v = toF32(nb, l, tensor::ExtractOp::create(nb, l, x, iv), false);

@@ -14,6 +14,7 @@
 
 #include "mlir/Dialect/Affine/IR/AffineOps.h"
 #include "mlir/Dialect/Arith/IR/Arith.h"
+#include "mlir/Dialect/LLVMIR/LLVMDialect.h"
 #include "mlir/Dialect/MemRef/IR/MemRef.h"
 #include "mlir/Dialect/SCF/IR/SCF.h"
 #include "mlir/Dialect/Vector/IR/VectorOps.h"
@@ -475,7 +476,7 @@ struct CPUCodegenPass : public kiln::impl::KilnCPUCodegenBase<CPUCodegenPass> {
     IRRewriter rewriter(ctx);
     // Constant weights read as a contraction's vectors, packed once.
     if (vectorize && pack)
-      packWeights(module, vectorBits, bf16Dot);
+      packWeights(module, vectorBits, bf16Dot, int8Dot);
     SmallVector<func::FuncOp> kernels;
     for (auto fn : module.getOps<func::FuncOp>())
       if (fn->hasAttr("kiln.kernel") && !fn.isExternal())

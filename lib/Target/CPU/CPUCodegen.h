@@ -38,6 +38,11 @@ struct ContractionRoles {
   /// Broadcast: bf16 operands with the vector operand packed in pairs
   /// along k (`k` is its reduction): AVX512-BF16 dot products of pairs.
   bool pairs = false;
+  /// Broadcast: a uint8 row operand and an int8 vector operand packed in
+  /// quads along k (QuadsLayout): VNNI dot products of four bytes.
+  bool quads = false;
+  /// Per input: an integer extended as unsigned (extui) in the body.
+  bool unsignedInput[2] = {false, false};
 };
 
 /// A packed operand's index of loop dim `dim`: its panel (`dim floordiv
@@ -58,6 +63,16 @@ struct PairsLayout {
 };
 std::optional<PairsLayout> matchPairsLayout(AffineMap map);
 
+/// An int8 B packed in quads for VNNI dot products: read at (n floordiv
+/// NR, d..., k floordiv 4, (n mod NR) * 4 + k mod 4) (d...: its other
+/// dims, a convolution's window), each panel row the NR columns' values at
+/// k .. k + 3 side by side (one 32-bit lane of `vpdpbusd` per column).
+struct QuadsLayout {
+  unsigned n, k;
+  int64_t panel;
+};
+std::optional<QuadsLayout> matchQuadsLayout(AffineMap map);
+
 /// Packs the constant weights that contractions read as vectors (a
 /// matmul's B, `k x n`) into panels of the register tile's columns,
 /// contiguous along everything else (`n/NR x k x NR`, zero-padded), once,
@@ -67,7 +82,12 @@ std::optional<PairsLayout> matchPairsLayout(AffineMap map);
 /// Returns the number of kernel operands packed.
 /// With `bf16Pairs` (the chip has AVX512-BF16), a bf16 matmul's B is
 /// packed in pairs (PairsLayout) instead.
-int64_t packWeights(ModuleOp module, int64_t vectorBits, bool bf16Pairs);
+/// With `int8Quads` (the chip has VNNI at `vectorBits`), an int8 B read by
+/// a uint8 x int8 contraction along a k of a multiple of 4 that the row
+/// operand reads innermost is packed in quads (QuadsLayout), whatever its
+/// size (the dot products need the layout).
+int64_t packWeights(ModuleOp module, int64_t vectorBits, bool bf16Pairs,
+                    bool int8Quads = false);
 
 /// The register tile of a contraction: rows × vectors of `lanes`.
 struct RegisterTile {
@@ -77,7 +97,11 @@ struct RegisterTile {
 /// Matches `out + a * b` (a, b maybe extended to the output type) with
 /// projected-permutation maps, static shapes, and operands whose dims the
 /// tile reads contiguously have unit stride.
+/// Integer ones: `out + ext(a) * ext(b)` in i32 (i8/i16 inputs); packed in
+/// quads (uint8 rows, int8 vectors), VNNI dot products.
 std::optional<ContractionRoles> matchContraction(linalg::LinalgOp op);
+/// matchContraction without the inputs' extensions (unsignedInput).
+std::optional<ContractionRoles> matchRoles(linalg::LinalgOp op);
 RegisterTile chooseRegisterTile(linalg::LinalgOp op,
                                 const ContractionRoles &roles,
                                 int64_t vectorBits);

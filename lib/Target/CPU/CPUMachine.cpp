@@ -130,5 +130,7 @@ CPUMachine mlir::kiln::getCPUMachine(StringRef chip) {
   m.vectorBits = has("avx512f") ? 512 : has("avx") ? 256 : 128;
   m.f16c = has("f16c");
   m.bf16 = has("avx512bf16");
+  m.int8Dot = m.vectorBits == 512 ? has("avx512vnni")
+                                  : m.vectorBits == 256 && has("avxvnni");
   return m;
 }

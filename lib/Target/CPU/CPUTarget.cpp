@@ -47,6 +47,7 @@ public:
     = llvm::join(m.requires_, " ");
     o.vectorBits = m.vectorBits;
     o.bf16Dot = m.bf16;
+    o.int8Dot = m.int8Dot;
     o.l1Bytes = m.l1Bytes;
     o.l2Bytes = m.l2Bytes;
     pm.addPass(createKilnCPUCodegen(o));

@@ -11,8 +11,11 @@
 //     per step of `lanes` along k, one vector of each operand per row and
 //     column and an FMA per pair, one horizontal sum per output at the end.
 // Partial tiles (the ends of m, n and k) get fewer rows or columns and
-// out-of-bounds transfers (masked). Which ops get which roles is
-// MatchContraction.cpp's.
+// out-of-bounds transfers (masked). Integer contractions (i8/i16 into i32)
+// widen their inputs to i32 lanes and multiply-add; a uint8 x int8 one
+// whose int8 operand is packed in quads takes VNNI dot products instead
+// (`vpdpbusd`: per 32-bit lane, four byte products summed into it). Which
+// ops get which roles is MatchContraction.cpp's.
 //
 //===----------------------------------------------------------------------===//
 
@@ -20,6 +23,7 @@
 
 #include "mlir/Dialect/Affine/IR/AffineOps.h"
 #include "mlir/Dialect/Arith/IR/Arith.h"
+#include "mlir/Dialect/LLVMIR/LLVMDialect.h"
 #include "mlir/Dialect/MemRef/IR/MemRef.h"
 #include "mlir/Dialect/SCF/IR/SCF.h"
 #include "mlir/Dialect/Vector/IR/VectorOps.h"
@@ -88,6 +92,8 @@ public:
                      int64_t kBlock, Value fillValue, EpilogueWriter *epilogue)
       : b(b), op(op), roles(roles), tile(tile), loc(op.getLoc()),
         kBlock(kBlock), fillValue(fillValue), epilogue(epilogue) {
+    isInt = isa<IntegerType>(
+        cast<MemRefType>(op.getDpsInits()[0].getType()).getElementType());
     ranges = op.getStaticLoopRanges();
     iters = op.getIteratorTypesArray();
     vecIn = op.getDpsInputs()[roles.vectorOperand];
@@ -239,9 +245,7 @@ private:
           lanes.push_back(i * a);
         v = vector::ShuffleOp::create(b, loc, v, v, lanes);
       }
-      if (type.getElementType() != accType)
-        v = arith::ExtFOp::create(b, loc, accVector, v);
-      return v;
+      return widen(v, memref);
     }
     if (memref == vecIn && dense) {
       idx.back() = arith::MulIOp::create(b, loc, idx.back(),
@@ -258,9 +262,7 @@ private:
       for (int64_t i = 0; i < tile.lanes; ++i)
         lanes.push_back(i * denseStride);
       Value v = vector::ShuffleOp::create(b, loc, w, w, lanes);
-      if (type.getElementType() != accType)
-        v = arith::ExtFOp::create(b, loc, accVector, v);
-      return v;
+      return widen(v, memref);
     }
     AffineMap perm = AffineMap::get(
         map.getNumResults(), 0,
@@ -268,9 +270,32 @@ private:
         b.getContext());
     Value v = vector::TransferReadOp::create(b, loc, type, memref, idx, pad,
                                              perm, ArrayRef<bool>{inBounds});
-    if (type.getElementType() != accType)
-      v = arith::ExtFOp::create(b, loc, accVector, v);
-    return v;
+    return widen(v, memref);
+  }
+
+  /// `v` (a scalar or vector read from input `memref`) in the accumulator's
+  /// type: extf, or extsi/extui as the body extends that input.
+  Value widen(Value v, Value memref) {
+    Type to = accType;
+    if (auto vt = dyn_cast<VectorType>(v.getType()))
+      to = vt.clone(accType);
+    if (v.getType() == to)
+      return v;
+    if (!isInt)
+      return arith::ExtFOp::create(b, loc, to, v);
+    unsigned operand =
+        memref == vecIn ? roles.vectorOperand : 1 - roles.vectorOperand;
+    if (roles.unsignedInput[operand])
+      return arith::ExtUIOp::create(b, loc, to, v);
+    return arith::ExtSIOp::create(b, loc, to, v);
+  }
+
+  /// `acc + a * c`: an FMA, or an integer multiply and add.
+  Value mulAdd(Value a, Value c, Value acc) {
+    if (!isInt)
+      return vector::FMAOp::create(b, loc, a, c, acc);
+    return arith::AddIOp::create(b, loc, acc,
+                                 arith::MulIOp::create(b, loc, a, c));
   }
 
   void writeVector(Value v, bool inBounds) {
@@ -286,9 +311,7 @@ private:
   Value readScalar(Value memref, AffineMap map) {
     Value s = memref::LoadOp::create(b, loc, memref,
                                      indicesOf(b, loc, map, dimValues));
-    if (s.getType() != accType)
-      s = arith::ExtFOp::create(b, loc, accType, s);
-    return s;
+    return widen(s, memref);
   }
 
   VectorType inputVector(Value memref) {
@@ -323,7 +346,7 @@ private:
     Value lb = blocked ? kBlockStart : indexConst(b, loc, 0);
     Value ub = blocked ? addIndex(b, loc, kBlockStart, kBlockSize)
                        : indexConst(b, loc, ranges[d]);
-    int64_t stride = roles.pairs && d == roles.k ? 2 : 1;
+    int64_t stride = d != roles.k ? 1 : roles.pairs ? 2 : roles.quads ? 4 : 1;
     auto loop = scf::ForOp::create(
         b, loc, lb, ub, indexConst(b, loc, stride), acc,
         [&](OpBuilder &, Location, Value iv, ValueRange args) {
@@ -355,6 +378,8 @@ private:
         reductionLoops(reductions(), acc, [&](ValueRange args) {
           if (roles.pairs)
             return pairsStep(m0, rows, n0, vectors, args);
+          if (roles.quads)
+            return quadsStep(m0, rows, n0, vectors, args);
           // The vector operand's vectors: one set for all rows, or (rows
           // along the vector operand: a depthwise convolution's output
           // rows) one per row.
@@ -394,9 +419,9 @@ private:
               readRow();
             Value a = shared || roles.sharedVectors ? shared : scalar();
             for (int64_t v = 0; v < vectors; ++v)
-              next[i * vectors + v] = vector::FMAOp::create(
-                  b, loc, roles.sharedVectors ? sharedVectors[v] : a, bv[v],
-                  next[i * vectors + v]);
+              next[i * vectors + v] =
+                  mulAdd(roles.sharedVectors ? sharedVectors[v] : a, bv[v],
+                         next[i * vectors + v]);
           }
           return next;
         });
@@ -444,6 +469,43 @@ private:
     return next;
   }
 
+  /// One step of four along k with VNNI dot products (roles.quads): per
+  /// vector of lanes columns one load of 4 x lanes int8 (each column's k ..
+  /// k + 3 side by side in the packed B), per row A's four uint8 at k
+  /// broadcast as one 32-bit word, and a `vpdpbusd` per accumulator (each
+  /// lane: its four u8 x s8 products summed into it, no saturation).
+  SmallVector<Value> quadsStep(Value m0, int64_t rows, Value n0,
+                               int64_t vectors, ValueRange args) {
+    Type i8 = b.getI8Type(), i32 = b.getI32Type();
+    auto bytes = VectorType::get({4 * tile.lanes}, i8);
+    auto words = VectorType::get({tile.lanes}, i32);
+    SmallVector<Value> bv;
+    for (int64_t v = 0; v < vectors; ++v) {
+      dimValues[roles.n] = addIndex(b, loc, n0, v * tile.lanes);
+      bv.push_back(vector::LoadOp::create(
+          b, loc, bytes, vecIn, indicesOf(b, loc, vecMap, dimValues)));
+    }
+    auto intrinsic = b.getStringAttr("llvm.x86.avx512.vpdpbusd." +
+                                     std::to_string(tile.lanes * 32));
+    SmallVector<Value> next(args.begin(), args.end());
+    for (int64_t i = 0; i < rows; ++i) {
+      dimValues[roles.m] = addIndex(b, loc, m0, i);
+      Value four =
+          vector::LoadOp::create(b, loc, VectorType::get({4}, i8), rowIn,
+                                 indicesOf(b, loc, rowMap, dimValues));
+      Value word =
+          vector::BitCastOp::create(b, loc, VectorType::get({1}, i32), four);
+      Value a = vector::BitCastOp::create(
+          b, loc, bytes, vector::BroadcastOp::create(b, loc, words, word));
+      for (int64_t v = 0; v < vectors; ++v)
+        next[i * vectors + v] = LLVM::CallIntrinsicOp::create(
+                                    b, loc, accVector, intrinsic,
+                                    ValueRange{next[i * vectors + v], a, bv[v]})
+                                    .getResult(0);
+    }
+    return next;
+  }
+
   void emitDotTile(Value m0, int64_t rows, Value n0, int64_t cols) {
     Value zero =
         arith::ConstantOp::create(b, loc, accVector, b.getZeroAttr(accVector));
@@ -468,8 +530,7 @@ private:
       SmallVector<Value> next(args.begin(), args.end());
       for (int64_t i = 0; i < rows; ++i)
         for (int64_t j = 0; j < cols; ++j)
-          next[i * cols + j] =
-              vector::FMAOp::create(b, loc, av[i], bv[j], next[i * cols + j]);
+          next[i * cols + j] = mulAdd(av[i], bv[j], next[i * cols + j]);
       return next;
     };
     SmallVector<Value> result =
@@ -496,7 +557,9 @@ private:
             b, loc, vector::CombiningKind::ADD, result[i * cols + j]);
         SmallVector<Value> idx = indicesOf(b, loc, outMap, dimValues);
         Value old = memref::LoadOp::create(b, loc, out, idx);
-        Value updated = arith::AddFOp::create(b, loc, old, sum);
+        Value updated =
+            isInt ? arith::AddIOp::create(b, loc, old, sum).getResult()
+                  : arith::AddFOp::create(b, loc, old, sum).getResult();
         memref::StoreOp::create(b, loc, updated, out, idx);
       }
   }
@@ -504,6 +567,8 @@ private:
   RewriterBase &b;
   linalg::LinalgOp op;
   ContractionRoles roles;
+  /// An integer contraction (i32 accumulators).
+  bool isInt = false;
   RegisterTile tile;
   Location loc;
   SmallVector<int64_t> ranges;
@@ -569,8 +634,10 @@ mlir::kiln::cpu::emitContraction(RewriterBase &rewriter, linalg::LinalgOp op,
   // The reduction block: the largest power of two whose panel (the block
   // x the tile's columns of the vector operand) fills at most two thirds of
   // L1, at least 64 steps.
+  // (Quads: one byte per column and step of k.)
   int64_t columnBytes =
-      tile.vectors * tile.lanes * std::max<int64_t>(elementBits(acc) / 8, 1);
+      tile.vectors * tile.lanes *
+      (roles->quads ? 1 : std::max<int64_t>(elementBits(acc) / 8, 1));
   int64_t kBlock = 64;
   while (kBlock * 2 * columnBytes <= l1Bytes * 2 / 3)
     kBlock *= 2;

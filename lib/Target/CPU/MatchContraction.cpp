@@ -17,45 +17,65 @@ using namespace mlir::kiln::cpu;
 
 namespace {
 
-/// The block argument `v` is, looking through one extension.
-BlockArgument throughExtension(Value v, Type accType) {
-  if (auto ext = v.getDefiningOp<arith::ExtFOp>())
+/// The block argument `v` is, looking through one extension (extf of a
+/// float, extsi/extui of an integer; `isUnsigned` says which).
+BlockArgument throughExtension(Value v, bool &isUnsigned) {
+  isUnsigned = false;
+  if (auto ext = v.getDefiningOp<arith::ExtFOp>()) {
     v = ext.getIn();
-  auto arg = dyn_cast<BlockArgument>(v);
-  return arg;
+  } else if (auto ext = v.getDefiningOp<arith::ExtSIOp>()) {
+    v = ext.getIn();
+  } else if (auto ext = v.getDefiningOp<arith::ExtUIOp>()) {
+    v = ext.getIn();
+    isUnsigned = true;
+  }
+  return dyn_cast<BlockArgument>(v);
 }
 
 /// Whether the body is `yield(out + in0 * in1)` (either order), inputs
-/// maybe extended to the output's float type.
-bool isMulAddBody(linalg::LinalgOp op) {
+/// maybe extended to the output's type: float (addf, mulf, extf) or
+/// integer (addi, muli, extsi/extui). `unsignedIn` gets which inputs
+/// extend as unsigned.
+bool isMulAddBody(linalg::LinalgOp op, bool unsignedIn[2] = nullptr) {
   Block *body = op.getBlock();
   auto yield = cast<linalg::YieldOp>(body->getTerminator());
   if (yield.getNumOperands() != 1)
     return false;
-  auto add = yield.getOperand(0).getDefiningOp<arith::AddFOp>();
-  if (!add)
+  Operation *add = yield.getOperand(0).getDefiningOp();
+  bool isInt = isa_and_nonnull<arith::AddIOp>(add);
+  if (!isa_and_nonnull<arith::AddFOp, arith::AddIOp>(add))
     return false;
   Value out = body->getArgument(2);
   Value other;
-  if (add.getLhs() == out)
-    other = add.getRhs();
-  else if (add.getRhs() == out)
-    other = add.getLhs();
+  if (add->getOperand(0) == out)
+    other = add->getOperand(1);
+  else if (add->getOperand(1) == out)
+    other = add->getOperand(0);
   else
     return false;
-  auto mul = other.getDefiningOp<arith::MulFOp>();
-  if (!mul)
+  Operation *mul = other.getDefiningOp();
+  if (!(isInt ? isa_and_nonnull<arith::MulIOp>(mul)
+              : isa_and_nonnull<arith::MulFOp>(mul)))
     return false;
-  Type acc = out.getType();
-  BlockArgument a = throughExtension(mul.getLhs(), acc);
-  BlockArgument b = throughExtension(mul.getRhs(), acc);
+  bool ua = false, ub = false;
+  BlockArgument a = throughExtension(mul->getOperand(0), ua);
+  BlockArgument b = throughExtension(mul->getOperand(1), ub);
   if (!a || !b || a.getOwner() != body || b.getOwner() != body)
+    return false;
+  if (isInt != isa<IntegerType>(a.getType()) ||
+      isInt != isa<IntegerType>(b.getType()))
     return false;
   unsigned ia = a.getArgNumber(), ib = b.getArgNumber();
   // Only ops in the body: the extensions, the product and the sum.
   size_t ops = body->getOperations().size();
-  size_t expected = 3 + (mul.getLhs() != a) + (mul.getRhs() != b);
-  return ((ia == 0 && ib == 1) || (ia == 1 && ib == 0)) && ops == expected;
+  size_t expected = 3 + (mul->getOperand(0) != a) + (mul->getOperand(1) != b);
+  if (!((ia == 0 && ib == 1) || (ia == 1 && ib == 0)) || ops != expected)
+    return false;
+  if (unsignedIn) {
+    unsignedIn[ia] = ua;
+    unsignedIn[ib] = ub;
+  }
+  return true;
 }
 
 /// Dims a map reads (projected permutation results).
@@ -116,11 +136,100 @@ std::optional<PairsLayout> mlir::kiln::cpu::matchPairsLayout(AffineMap map) {
   return PairsLayout{panel->dim, pair->dim, panel->panel};
 }
 
+std::optional<QuadsLayout> mlir::kiln::cpu::matchQuadsLayout(AffineMap map) {
+  // (n floordiv NR, d..., k floordiv 4, (n mod NR) * 4 + k mod 4)
+  unsigned r = map.getNumResults();
+  if (r < 3)
+    return std::nullopt;
+  std::optional<PackedTerm> panel = matchPackedTerm(map.getResult(0));
+  std::optional<PackedTerm> quad = matchPackedTerm(map.getResult(r - 2));
+  if (!panel || !quad || !panel->isPanel || !quad->isPanel || quad->panel != 4)
+    return std::nullopt;
+  for (unsigned i = 1; i + 2 < r; ++i)
+    if (!isa<AffineDimExpr>(map.getResult(i)))
+      return std::nullopt;
+  MLIRContext *ctx = map.getContext();
+  AffineExpr n = getAffineDimExpr(panel->dim, ctx),
+             k = getAffineDimExpr(quad->dim, ctx);
+  if (map.getResult(r - 1) != (n % panel->panel) * 4 + k % 4)
+    return std::nullopt;
+  return QuadsLayout{panel->dim, quad->dim, panel->panel};
+}
+
+/// The roles of a matmul or convolution whose vector operand (int8) is
+/// packed in quads along k (QuadsLayout, Packing.cpp) and whose row
+/// operand (uint8) is read along k innermost: AVX512-VNNI dot products of
+/// four bytes (`vpdpbusd`).
+static std::optional<ContractionRoles> matchQuads(linalg::LinalgOp op) {
+  SmallVector<AffineMap> maps = op.getIndexingMapsArray();
+  SmallVector<utils::IteratorType> iters = op.getIteratorTypesArray();
+  MLIRContext *ctx = op.getContext();
+  bool unsignedIn[2] = {false, false};
+  for (unsigned v = 0; v < 2; ++v) {
+    std::optional<QuadsLayout> quads = matchQuadsLayout(maps[v]);
+    if (!quads)
+      continue;
+    AffineMap rowMap = maps[1 - v], outMap = maps[2];
+    Value row = op.getDpsInputs()[1 - v];
+    if (rowMap.getNumResults() == 0 || !outMap.isProjectedPermutation() ||
+        rowMap.getResults().back() != getAffineDimExpr(quads->k, ctx) ||
+        outMap.getResults().back() != getAffineDimExpr(quads->n, ctx) ||
+        iters[quads->k] != utils::IteratorType::reduction ||
+        !isMulAddBody(op, unsignedIn) || !unsignedIn[1 - v] || unsignedIn[v] ||
+        !getElementTypeOrSelf(row.getType()).isInteger(8) ||
+        !getElementTypeOrSelf(op.getDpsInputs()[v].getType()).isInteger(8) ||
+        !getElementTypeOrSelf(op.getDpsInits()[0].getType()).isInteger(32) ||
+        innermostStride(row) != 1 ||
+        innermostStride(op.getDpsInits()[0]) != 1 ||
+        llvm::any_of(op.getStaticLoopRanges(), ShapedType::isDynamic))
+      continue;
+    // The row operand's other indices: dims or stencil terms.
+    if (llvm::any_of(rowMap.getResults(), [&](AffineExpr e) {
+          return !isa<AffineDimExpr>(e) && !matchStencilTerm(e, iters);
+        }))
+      continue;
+    // Rows: the longest output dim the row operand reads and the vector
+    // operand does not.
+    SmallVector<int64_t> ranges = op.getStaticLoopRanges();
+    std::optional<unsigned> m;
+    for (AffineExpr e : outMap.getResults()) {
+      unsigned d = cast<AffineDimExpr>(e).getPosition();
+      if (d != quads->n && rowMap.isFunctionOfDim(d) &&
+          !maps[v].isFunctionOfDim(d) && (!m || ranges[d] >= ranges[*m]))
+        m = d;
+    }
+    if (!m)
+      continue;
+    ContractionRoles roles;
+    roles.kind = ContractionRoles::Broadcast;
+    roles.m = *m;
+    roles.n = quads->n;
+    roles.vectorOperand = v;
+    roles.k = quads->k;
+    roles.panel = quads->panel;
+    roles.quads = true;
+    roles.unsignedInput[0] = unsignedIn[0];
+    roles.unsignedInput[1] = unsignedIn[1];
+    return roles;
+  }
+  return std::nullopt;
+}
+
 std::optional<ContractionRoles>
 mlir::kiln::cpu::matchContraction(linalg::LinalgOp op) {
+  std::optional<ContractionRoles> roles = matchRoles(op);
+  if (roles)
+    isMulAddBody(op, roles->unsignedInput);
+  return roles;
+}
+
+std::optional<ContractionRoles>
+mlir::kiln::cpu::matchRoles(linalg::LinalgOp op) {
   if (!op.hasPureBufferSemantics() || op.getNumDpsInputs() != 2 ||
       op.getNumDpsInits() != 1 || op.hasIndexSemantics())
     return std::nullopt;
+  if (std::optional<ContractionRoles> quads = matchQuads(op))
+    return quads;
   // B packed in pairs for bf16 dot products (Packing.cpp): a matmul whose
   // A is read along k.
   SmallVector<utils::IteratorType> iters = op.getIteratorTypesArray();
@@ -177,12 +286,17 @@ mlir::kiln::cpu::matchContraction(linalg::LinalgOp op) {
   if (llvm::any_of(ranges, ShapedType::isDynamic) ||
       op.getNumReductionLoops() == 0)
     return std::nullopt;
+  // Float contractions, and integer ones (i8/i16 inputs, i32 accumulator:
+  // widened to i32 lanes unless packed in quads for VNNI).
   Type acc = getElementTypeOrSelf(op.getDpsInits()[0].getType());
-  if (!isa<FloatType>(acc) || !isMulAddBody(op))
+  bool isInt = acc.isInteger(32);
+  if ((!isa<FloatType>(acc) && !isInt) || !isMulAddBody(op))
     return std::nullopt;
-  for (Value in : op.getDpsInputs())
-    if (!isa<FloatType>(getElementTypeOrSelf(in.getType())))
+  for (Value in : op.getDpsInputs()) {
+    Type t = getElementTypeOrSelf(in.getType());
+    if (isInt ? !(t.isInteger(8) || t.isInteger(16)) : !isa<FloatType>(t))
       return std::nullopt;
+  }
   SmallVector<AffineMap> maps = op.getIndexingMapsArray();
   SmallVector<unsigned> outDims = mapDims(maps[2]);
   if (outDims.empty() || innermostStride(op.getDpsInits()[0]) != 1)

@@ -94,6 +94,52 @@ std::vector<char> packPairs(ArrayRef<char> bytes, int64_t k, int64_t n,
   return out;
 }
 
+/// An int8 B of shape (d..., k, n) (row-major, k a multiple of 4) in
+/// quads: `ceil(n/panel) x d... x k/4 x 4*panel`, element (p, d, kk,
+/// 4c + t) = B[d][4kk + t][p * panel + c], the columns past n zero.
+std::vector<char> packQuads(ArrayRef<char> bytes, ArrayRef<int64_t> shape,
+                            int64_t panel) {
+  int64_t n = shape.back(), k = shape[shape.size() - 2], outer = 1;
+  for (int64_t d : shape.drop_back(2))
+    outer *= d;
+  int64_t panels = (n + panel - 1) / panel;
+  std::vector<char> out(panels * outer * k * panel, 0);
+  for (int64_t p = 0; p < panels; ++p)
+    for (int64_t o = 0; o < outer; ++o)
+      for (int64_t kk = 0; kk < k / 4; ++kk)
+        for (int64_t c = 0; c < panel && p * panel + c < n; ++c)
+          for (int64_t t = 0; t < 4; ++t)
+            out[((p * outer + o) * (k / 4) + kk) * 4 * panel + 4 * c + t] =
+                bytes[(o * k + 4 * kk + t) * n + p * panel + c];
+  return out;
+}
+
+/// Whether `op`'s vector operand `use` (an int8 `d... x k x n` constant,
+/// read at (d..., k, n)) can be packed in quads for VNNI: a uint8 x int8
+/// contraction into i32 whose row operand reads k innermost (unit
+/// stride), k a multiple of 4 and a reduction.
+bool quadsCandidate(linalg::LinalgOp op, OpOperand *use,
+                    const ContractionRoles &roles, MemRefType type) {
+  MLIRContext *ctx = op.getContext();
+  unsigned v = use->getOperandNumber(), row = 1 - v;
+  AffineMap map = op.getMatchingIndexingMap(use);
+  AffineMap rowMap = op.getIndexingMapsArray()[row];
+  int64_t rank = type.getRank();
+  if (rank < 2 || !type.getElementType().isInteger(8) ||
+      !getElementTypeOrSelf(op.getDpsInputs()[row].getType()).isInteger(8) ||
+      !getElementTypeOrSelf(op.getDpsInits()[0].getType()).isInteger(32) ||
+      !roles.unsignedInput[row] || roles.unsignedInput[v] ||
+      rowMap.getNumResults() == 0 || !map.isProjectedPermutation() ||
+      innermostStride(op.getDpsInputs()[row]) != 1)
+    return false;
+  auto k = dyn_cast<AffineDimExpr>(map.getResult(rank - 2));
+  return k && rowMap.getResults().back() == k &&
+         op.getIteratorTypesArray()[k.getPosition()] ==
+             utils::IteratorType::reduction &&
+         type.getShape()[rank - 2] % 4 == 0 &&
+         map.getResults().back() == getAffineDimExpr(roles.n, ctx);
+}
+
 /// The operand of `launch` for kernel argument `i` as a constant global
 /// with stored bytes, or null.
 memref::GlobalOp constantOperand(LaunchOp launch, unsigned i,
@@ -269,7 +315,7 @@ private:
 } // namespace
 
 int64_t mlir::kiln::cpu::packWeights(ModuleOp module, int64_t vectorBits,
-                                     bool bf16Pairs) {
+                                     bool bf16Pairs, bool int8Quads) {
   MLIRContext *ctx = module.getContext();
   SymbolTable symbols(module);
   llvm::StringMap<SmallVector<LaunchOp>> launches;
@@ -293,7 +339,10 @@ int64_t mlir::kiln::cpu::packWeights(ModuleOp module, int64_t vectorBits,
           type.getElementTypeBitWidth() % 8 != 0)
         continue;
       int64_t elt = type.getElementTypeBitWidth() / 8;
-      if (type.getNumElements() * elt < kMinPackedBytes)
+      // int8 weights of VNNI dot products are packed whatever their size
+      // (the instruction needs the layout); others when they are large.
+      if (type.getNumElements() * elt < kMinPackedBytes &&
+          !(int8Quads && type.getElementType().isInteger(8)))
         continue;
       auto op = dyn_cast<linalg::LinalgOp>(*arg.getUsers().begin());
       if (!op || !op.hasPureBufferSemantics())
@@ -312,7 +361,9 @@ int64_t mlir::kiln::cpu::packWeights(ModuleOp module, int64_t vectorBits,
         continue;
       RegisterTile tile = chooseRegisterTile(op, *roles, vectorBits);
       int64_t panel = tile.vectors * tile.lanes;
-      if (type.getShape().back() < 2 * panel)
+      bool quads = int8Quads && quadsCandidate(op, use, *roles, type);
+      if (!quads && (type.getNumElements() * elt < kMinPackedBytes ||
+                     type.getShape().back() < 2 * panel))
         continue;
       // Every launch passes a constant of stored bytes, or every launch
       // one the host program reads from the weights file (packed at load,
@@ -329,7 +380,7 @@ int64_t mlir::kiln::cpu::packWeights(ModuleOp module, int64_t vectorBits,
                               "kiln.signature_io") &&
                           loadTimeSource(l.getArgs()[index]);
                  });
-        if (!atLoad)
+        if (!atLoad || quads)
           continue;
       }
 
@@ -373,6 +424,9 @@ int64_t mlir::kiln::cpu::packWeights(ModuleOp module, int64_t vectorBits,
                                     panel};
       if (pairs) {
         shape.append({type.getShape()[0] / 2, 2 * panel});
+      } else if (quads) {
+        llvm::append_range(shape, type.getShape().drop_back(2));
+        shape.append({type.getShape()[type.getRank() - 2] / 4, 4 * panel});
       } else {
         llvm::append_range(shape, type.getShape().drop_back());
         shape.push_back(panel);
@@ -387,18 +441,21 @@ int64_t mlir::kiln::cpu::packWeights(ModuleOp module, int64_t vectorBits,
         }
         memref::GlobalOp global = constantOperand(l, index, symbols);
         memref::GlobalOp &p =
-            packed[{global.getOperation(), pairs ? -panel : panel}];
+            packed[{global.getOperation(), pairs || quads ? -panel : panel}];
         if (!p) {
           std::vector<char> bytes =
-              pairs ? packPairs(*globalBytes(global), type.getShape()[0],
-                                type.getShape()[1], panel)
-                    : packPanels(*globalBytes(global), type.getShape(), elt,
-                                 panel);
+              pairs   ? packPairs(*globalBytes(global), type.getShape()[0],
+                                  type.getShape()[1], panel)
+              : quads ? packQuads(*globalBytes(global), type.getShape(), panel)
+                      : packPanels(*globalBytes(global), type.getShape(), elt,
+                                   panel);
           auto tensorType = RankedTensorType::get(shape, type.getElementType());
-          std::string name =
-              (global.getSymName() + (pairs ? "_pairs" : "_panels") +
-               std::to_string(panel))
-                  .str();
+          std::string name = (global.getSymName() +
+                              (pairs   ? "_pairs"
+                               : quads ? "_quads"
+                                       : "_panels") +
+                              std::to_string(panel))
+                                 .str();
           auto blob = HeapAsmResourceBlob::allocateAndCopyWithAlign(
               ArrayRef<char>(bytes), alignof(std::max_align_t));
           auto value =
@@ -426,6 +483,10 @@ int64_t mlir::kiln::cpu::packWeights(ModuleOp module, int64_t vectorBits,
       if (pairs) {
         AffineExpr k = getAffineDimExpr(kDim, ctx);
         results.append({k.floorDiv(2), (n % panel) * 2 + k % 2});
+      } else if (quads) {
+        llvm::append_range(results, map.getResults().drop_back(2));
+        AffineExpr k = map.getResult(map.getNumResults() - 2);
+        results.append({k.floorDiv(4), (n % panel) * 4 + k % 4});
       } else {
         llvm::append_range(results, map.getResults().drop_back());
         results.push_back(n % panel);

@@ -1,10 +1,12 @@
 // RUN: kiln-opt %s -split-input-file --kiln-fuse-kernels | FileCheck %s
 
 // A TF32 contraction (kiln.tf32, --precision=tf32) keeps its mark when
-// fusion inside the kernel replaces it by a new op (a transpose and a
-// scaling folded into its operands); the mark rides on the contraction's
-// multiply meanwhile and is gone from the body afterwards. An unmarked
-// contraction stays unmarked.
+// fusion inside the kernel replaces it by a new op (a transpose folded
+// into its operand); the mark rides on the contraction's multiply
+// meanwhile and is gone from the body afterwards. The scaling of its other
+// operand stays an op of its own: folded in, it would be computed again
+// for every column of the product (and the body would no longer be a
+// plain multiply-add). An unmarked contraction stays unmarked.
 
 #qk = affine_map<(b, i, j, d) -> (b, i, d)>
 #kt = affine_map<(b, i, j, d) -> (b, d, j)>
@@ -14,9 +16,11 @@
 // CHECK-LABEL: func @scores
 // CHECK: kiln.kernel "kernel_0"
 // CHECK-NOT: linalg.transpose
-// CHECK: linalg.generic {{.*}} ins(%{{.*}}, %{{.*}} : tensor<2x16x8xf32>, tensor<2x16x8xf32>) outs(%{{.*}} : tensor<2x16x16xf32>) attrs = {kiln.tf32}
+// CHECK: %[[S:.*]] = linalg.generic {{.*}}iterator_types = ["parallel", "parallel", "parallel"]
 // CHECK: arith.mulf %{{.*}}, %{{.*}} : f32
+// CHECK: linalg.generic {{.*}} ins(%[[S]], %{{.*}} : tensor<2x16x8xf32>, tensor<2x16x8xf32>) outs(%{{.*}} : tensor<2x16x16xf32>) attrs = {kiln.tf32}
 // CHECK: arith.mulf %{{.*}}, %{{.*}} : f32
+// CHECK-NEXT: arith.addf
 // CHECK: kiln.yield
 // CHECK-LABEL: func @scores_fp32
 // CHECK: kiln.kernel "kernel_0"

@@ -31,6 +31,9 @@ struct CPUMachine {
   unsigned vectorBits = 128;
   /// Half conversions in hardware (F16C), bf16 dot products (AVX512-BF16).
   bool f16c = false, bf16 = false;
+  /// uint8 x int8 dot products at `vectorBits` (`vpdpbusd`: AVX512-VNNI for
+  /// 512-bit vectors, AVX-VNNI for 256).
+  bool int8Dot = false;
   /// Data caches per core, in bytes: this machine's (Linux's
   /// /sys/devices/system/cpu/cpu0/cache) for `host`, the chip's for a
   /// named one (a table in CPUMachine.cpp; the x86-64 levels take sizes

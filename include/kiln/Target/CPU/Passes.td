@@ -25,7 +25,10 @@ def KilnCPUCodegen : Pass<"kiln-cpu-codegen", "ModuleOp"> {
       partitioning);
     - contractions (`out + a * b`, inputs maybe extended) become register
       tiles of FMAs on `vector-bits`-wide vectors (an accumulator tile of
-      rows × vectors kept in registers across the reduction), other ops are
+      rows × vectors kept in registers across the reduction; integer ones,
+      int8/int16 into int32, of integer multiply-adds, or with `int8-dot`
+      of VNNI dot products of four bytes when the int8 operand is a
+      constant, packed in quads at compile time), other ops are
       tiled and vectorized along their innermost dim (rows of reductions
       whole); a contraction's fill and its elementwise consumer (bias,
       activation, residual) are taken into its tiles: the accumulators
@@ -61,6 +64,9 @@ def KilnCPUCodegen : Pass<"kiln-cpu-codegen", "ModuleOp"> {
            "Pack constant weights read as vectors into panels">,
     Option<"bf16Dot", "bf16-dot", "bool", /*default=*/"false",
            "bf16 matmuls as AVX512-BF16 dot products of pairs">,
+    Option<"int8Dot", "int8-dot", "bool", /*default=*/"false",
+           "uint8 x int8 contractions as VNNI dot products of quads "
+           "(vpdpbusd at vector-bits: AVX512-VNNI for 512, AVX-VNNI for 256)">,
     Option<"l1Bytes", "l1-bytes", "int64_t", /*default=*/"32768",
            "L1 data cache per core (sizes contraction reduction blocks)">,
     Option<"l2Bytes", "l2-bytes", "int64_t", /*default=*/"1048576",
@@ -69,6 +75,7 @@ def KilnCPUCodegen : Pass<"kiln-cpu-codegen", "ModuleOp"> {
   let dependentDialects = [
     "::mlir::affine::AffineDialect", "::mlir::arith::ArithDialect",
     "::mlir::func::FuncDialect", "::mlir::kiln::KilnDialect",
+    "::mlir::LLVM::LLVMDialect",
     "::mlir::linalg::LinalgDialect", "::mlir::memref::MemRefDialect",
     "::mlir::scf::SCFDialect", "::mlir::vector::VectorDialect",
     "::mlir::x86vector::X86VectorDialect"];

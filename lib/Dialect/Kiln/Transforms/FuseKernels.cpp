@@ -216,6 +216,30 @@ struct FuseKernelsPass
           StringAttr::get(&getContext(), "kernel_" + std::to_string(id++)));
   }
 
+  /// Whether fusing `producer` into the op reading it through `fused` would
+  /// compute the producer's elements more than once: the consumer reads
+  /// the operand broadcast along one of its loops (a matmul's A along n)
+  /// and the producer computes something (a quantization before an integer
+  /// matmul would be redone for every column). Producers that only move or
+  /// convert values (transposes, copies, extensions) fold into the
+  /// consumer's indexing for free.
+  static bool recomputes(OpOperand *fused, Operation *producer) {
+    auto consumer = dyn_cast<linalg::LinalgOp>(fused->getOwner());
+    auto p = dyn_cast<linalg::LinalgOp>(producer);
+    if (!consumer || !p)
+      return false;
+    AffineMap map = consumer.getMatchingIndexingMap(fused);
+    bool broadcast = false;
+    for (unsigned d = 0; d < consumer.getNumLoops(); ++d)
+      broadcast |= !map.isFunctionOfDim(d);
+    if (!broadcast)
+      return false;
+    return llvm::any_of(p.getBlock()->without_terminator(), [](Operation &op) {
+      return !isa<arith::ExtFOp, arith::TruncFOp, arith::ExtSIOp,
+                  arith::ExtUIOp, arith::TruncIOp, arith::BitcastOp>(op);
+    });
+  }
+
   static LogicalResult fuseInsideKernel(KernelOp kernel) {
     MLIRContext *ctx = kernel.getContext();
     // Transposes become generics so their permutation can move into the
@@ -245,9 +269,11 @@ struct FuseKernelsPass
     RewritePatternSet patterns(ctx);
     linalg::populateElementwiseOpsFusionPatterns(
         patterns, [](OpOperand *fused) {
-          // Only producers with this one use: fusing never recomputes.
+          // Only producers with this one use, read once per element:
+          // fusing never recomputes.
           Operation *producer = fused->get().getDefiningOp();
-          return producer && producer->hasOneUse();
+          return producer && producer->hasOneUse() &&
+                 !recomputes(fused, producer);
         });
     LogicalResult result =
         applyPatternsGreedily(kernel.getBody(), std::move(patterns));
