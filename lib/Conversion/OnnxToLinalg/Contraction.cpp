@@ -132,7 +132,7 @@ LogicalResult lowerMatMul(onnxops::MatMulOp op, OpBuilder &b,
     for (int64_t i = 0; i < batchRank; ++i) {
       int64_t ja = i - (batchRank - nbA), jb = i - (batchRank - nbB);
       if (ja >= 0 && jb >= 0 && ta->isDynamicDim(ja) && tb->isDynamicDim(jb) &&
-          A != B) {
+          A != B && !sameDynamicDim(A, ja, B, jb)) {
         maskA[ja] = maskB[jb] = true;
         ambiguous = true;
       }

@@ -140,6 +140,11 @@ FailureOr<RankedTensorType> rankedOperand(Operation *op, unsigned i);
 
 /// Index-typed size of dim `d` of `v` (a constant when static).
 Value dimValue(OpBuilder &b, Location loc, Value v, int64_t d);
+/// Whether dim `ia` of `a` and dim `ib` of `b` are the same size by
+/// construction: both traced back (through the sizes the lowering gave
+/// empty tensors and reshapes, and results' inits) to the same dim of one
+/// value or the same size value.
+bool sameDynamicDim(Value a, int64_t ia, Value b, int64_t ib);
 /// `tensor.empty` of `type` whose dynamic sizes come from `dynSizes` (one
 /// per dynamic dim, in order).
 Value emptyTensor(OpBuilder &b, Location loc, RankedTensorType type,

@@ -90,6 +90,79 @@ Value lowering::dimValue(OpBuilder &b, Location loc, Value v, int64_t d) {
   return tensor::DimOp::create(b, loc, v, d);
 }
 
+/// Where the size of `v`'s dim `axis` comes from: a (root value, dim) pair
+/// found by following the lowering's own size bookkeeping back (an op's
+/// result has its init's shape; an empty tensor's dynamic size and a
+/// reshape's shape element are index values, through `tensor.dim` to the
+/// value they measure), or (size value, -1) for a size computed otherwise.
+static std::pair<Value, int64_t> dimOrigin(Value v, int64_t axis) {
+  for (int depth = 0; depth < 256; ++depth) {
+    auto t = dyn_cast<RankedTensorType>(v.getType());
+    if (!t || axis < 0 || axis >= t.getRank())
+      return {v, axis};
+    Operation *def = v.getDefiningOp();
+    if (!def)
+      return {v, axis};
+    // A size value: through index casts and tensor.dim.
+    auto fromSize =
+        [&](Value size) -> std::optional<std::pair<Value, int64_t>> {
+      while (auto cast = size.getDefiningOp<arith::IndexCastOp>())
+        size = cast.getIn();
+      if (auto dim = size.getDefiningOp<tensor::DimOp>())
+        if (std::optional<int64_t> c = dim.getConstantIndex())
+          return std::pair<Value, int64_t>{dim.getSource(), *c};
+      return std::nullopt;
+    };
+    Value size;
+    if (auto empty = dyn_cast<tensor::EmptyOp>(def)) {
+      if (!t.isDynamicDim(axis))
+        return {v, axis};
+      size = empty.getDynamicSize(axis);
+    } else if (auto dps = dyn_cast<DestinationStyleOpInterface>(def)) {
+      auto r = cast<OpResult>(v);
+      if (r.getResultNumber() >= dps.getNumDpsInits())
+        return {v, axis};
+      v = dps.getDpsInitOperand(r.getResultNumber())->get();
+      continue;
+    } else if (auto reshape = dyn_cast<tensor::ReshapeOp>(def)) {
+      auto elems = reshape.getShape().getDefiningOp<tensor::FromElementsOp>();
+      if (!elems || (int64_t)elems.getElements().size() != t.getRank())
+        return {v, axis};
+      size = elems.getElements()[axis];
+    } else if (auto cast = dyn_cast<tensor::CastOp>(def)) {
+      v = cast.getSource();
+      continue;
+    } else if (auto expand = dyn_cast<tensor::ExpandShapeOp>(def)) {
+      std::optional<int64_t> group;
+      for (auto [g, dims] : llvm::enumerate(expand.getReassociationIndices()))
+        if (llvm::is_contained(dims, axis))
+          group = dims.size() == 1 ? std::optional<int64_t>(g) : std::nullopt;
+      if (!group)
+        return {v, axis};
+      v = expand.getSrc(), axis = *group;
+      continue;
+    } else if (auto collapse = dyn_cast<tensor::CollapseShapeOp>(def)) {
+      auto groups = collapse.getReassociationIndices();
+      if (groups[axis].size() != 1)
+        return {v, axis};
+      v = collapse.getSrc(), axis = groups[axis].front();
+      continue;
+    } else {
+      return {v, axis};
+    }
+    if (std::optional<std::pair<Value, int64_t>> from = fromSize(size)) {
+      std::tie(v, axis) = *from;
+      continue;
+    }
+    return {size, -1};
+  }
+  return {v, axis};
+}
+
+bool lowering::sameDynamicDim(Value a, int64_t ia, Value b, int64_t ib) {
+  return dimOrigin(a, ia) == dimOrigin(b, ib);
+}
+
 Value lowering::emptyTensor(OpBuilder &b, Location loc, RankedTensorType type,
                             ValueRange dynSizes) {
   return tensor::EmptyOp::create(b, loc, type.getShape(), type.getElementType(),

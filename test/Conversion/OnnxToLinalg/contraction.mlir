@@ -59,3 +59,36 @@ func.func @einsum_trace(%a: tensor<3x3xf32>) -> tensor<f32> {
   %0 = "onnx.Einsum"(%a) <{equation = "ii"}> : (tensor<3x3xf32>) -> tensor<f32>
   return %0 : tensor<f32>
 }
+
+// -----
+
+// Batch dims that are dynamic in both operands broadcast at run time (one
+// of them may be 1) unless they are the same size by construction: here
+// both come from %x's dim 0 (through an elementwise op and a transpose),
+// so the product reads both operands directly, without the broadcasting
+// copies of the next case.
+// CHECK-LABEL: func @matmul_same_batch
+// CHECK-NOT: linalg.index
+// CHECK: linalg.generic {{.*}}iterator_types = ["parallel", "parallel", "parallel", "reduction"]
+// CHECK-SAME: ins(%{{.*}}, %transposed : tensor<?x?x16xf32>, tensor<?x16x?xf32>)
+func.func @matmul_same_batch(%x: tensor<?x?x16xf32>) -> tensor<?x?x?xf32> {
+  %a = "onnx.Relu"(%x) : (tensor<?x?x16xf32>) -> tensor<?x?x16xf32>
+  %k = "onnx.Transpose"(%x) {perm = [0, 2, 1]} : (tensor<?x?x16xf32>) -> tensor<?x16x?xf32>
+  %0 = "onnx.MatMul"(%a, %k) : (tensor<?x?x16xf32>, tensor<?x16x?xf32>) -> tensor<?x?x?xf32>
+  return %0 : tensor<?x?x?xf32>
+}
+
+// -----
+
+// Two inputs' dynamic batch dims: either may be 1 at run time, so both
+// operands are broadcast to the common batch first (a copy that reads
+// index 0 where an operand's batch dim is 1).
+// CHECK-LABEL: func @matmul_other_batch
+// CHECK: linalg.index 0
+// CHECK: arith.select
+// CHECK: linalg.index 0
+// CHECK: arith.select
+func.func @matmul_other_batch(%x: tensor<?x?x16xf32>, %y: tensor<?x16x?xf32>) -> tensor<?x?x?xf32> {
+  %0 = "onnx.MatMul"(%x, %y) : (tensor<?x?x16xf32>, tensor<?x16x?xf32>) -> tensor<?x?x?xf32>
+  return %0 : tensor<?x?x?xf32>
+}
