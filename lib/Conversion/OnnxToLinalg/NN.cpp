@@ -433,8 +433,17 @@ LogicalResult lowerPool(OpTy op, OpBuilder &b, SmallVectorImpl<Value> &results,
   if (failed(tx) || failed(ty))
     return failure();
   Type elem = ty->getElementType();
-  if (!isa<FloatType>(elem))
+  // MaxPool also takes 8- to 32-bit integers (a quantized tensor's pool:
+  // kiln-onnx-fuse-qdq folds DequantizeLinear/QuantizeLinear around it),
+  // padded with the type's minimum.
+  auto intElem = dyn_cast<IntegerType>(elem);
+  bool intMax = isMax && !lpP && intElem && intElem.getWidth() >= 8 &&
+                intElem.getWidth() <= 32;
+  if (!isa<FloatType>(elem) && !intMax)
     return nodeError(op) << "pooling supports float types only", failure();
+  Type resultElem = elem;
+  if (intMax)
+    elem = signlessType(elem);
   if (isMax && op->getNumResults() > 1 && !op->getResult(1).use_empty())
     return nodeError(op) << "the Indices output of MaxPool is not supported",
            failure();
@@ -530,8 +539,17 @@ LogicalResult lowerPool(OpTy op, OpBuilder &b, SmallVectorImpl<Value> &results,
   }
   auto outType = RankedTensorType::get(outShape, elem);
   double padValue = isMax ? -std::numeric_limits<double>::infinity() : 0.0;
-  Value x = padSpatial(b, loc, op->getOperand(0), *p, extra,
-                       scalarAttr(elem, padValue), dl);
+  TypedAttr padAttr = scalarAttr(elem, padValue);
+  if (intMax) {
+    unsigned w = intElem.getWidth();
+    padAttr = IntegerAttr::get(elem, intElem.isUnsigned()
+                                         ? APInt::getMinValue(w)
+                                         : APInt::getSignedMinValue(w));
+  }
+  Value input = op->getOperand(0);
+  if (intMax)
+    input = toSignless(b, loc, input);
+  Value x = padSpatial(b, loc, input, *p, extra, padAttr, dl);
   SmallVector<Value> dyn;
   for (int64_t i = 0; i < outType.getRank(); ++i) {
     if (!outType.isDynamicDim(i))
@@ -545,7 +563,7 @@ LogicalResult lowerPool(OpTy op, OpBuilder &b, SmallVectorImpl<Value> &results,
     if (!spatial)
       dyn.push_back(tensor::DimOp::create(b, loc, x, i));
   }
-  Value init = filledTensor(b, loc, outType, dyn, scalarAttr(elem, padValue));
+  Value init = filledTensor(b, loc, outType, dyn, padAttr);
   Value window = tensor::EmptyOp::create(b, loc, p->kernel, elem);
 
   MLIRContext *ctx = b.getContext();
@@ -567,26 +585,35 @@ LogicalResult lowerPool(OpTy op, OpBuilder &b, SmallVectorImpl<Value> &results,
                                  AffineMap::get(nLoops, 0, ye, ctx)};
   SmallVector<IteratorType> iters(2 + ns, IteratorType::parallel);
   iters.append(ns, IteratorType::reduction);
-  Value pooled =
-      linalg::GenericOp::create(
-          b, loc, TypeRange{outType}, ValueRange{x, window}, ValueRange{init},
-          maps, iters,
-          [&](OpBuilder &nb, Location l, ValueRange a) {
-            Value v = a[0];
-            if (lpP) {
-              v = math::AbsFOp::create(nb, l, v);
-              if (lpP == 2)
-                v = arith::MulFOp::create(nb, l, v, v);
-              else if (lpP != 1)
-                v = math::PowFOp::create(nb, l, v,
-                                         scalarConstant(nb, l, elem, lpP));
-            }
-            Value r =
-                isMax ? arith::MaximumFOp::create(nb, l, a[2], v).getResult()
-                      : arith::AddFOp::create(nb, l, a[2], v).getResult();
-            linalg::YieldOp::create(nb, l, r);
-          })
-          .getResult(0);
+  Value pooled = linalg::GenericOp::create(
+                     b, loc, TypeRange{outType}, ValueRange{x, window},
+                     ValueRange{init}, maps, iters,
+                     [&](OpBuilder &nb, Location l, ValueRange a) {
+                       Value v = a[0];
+                       if (lpP) {
+                         v = math::AbsFOp::create(nb, l, v);
+                         if (lpP == 2)
+                           v = arith::MulFOp::create(nb, l, v, v);
+                         else if (lpP != 1)
+                           v = math::PowFOp::create(
+                               nb, l, v, scalarConstant(nb, l, elem, lpP));
+                       }
+                       Value r;
+                       if (intMax && intElem.isUnsigned())
+                         r = arith::MaxUIOp::create(nb, l, a[2], v);
+                       else if (intMax)
+                         r = arith::MaxSIOp::create(nb, l, a[2], v);
+                       else if (isMax)
+                         r = arith::MaximumFOp::create(nb, l, a[2], v);
+                       else
+                         r = arith::AddFOp::create(nb, l, a[2], v);
+                       linalg::YieldOp::create(nb, l, r);
+                     })
+                     .getResult(0);
+  if (intMax) {
+    results.push_back(fromSignless(b, loc, pooled, outType.clone(resultElem)));
+    return success();
+  }
   if (isMax || lpP == 1) {
     results.push_back(pooled);
     return success();

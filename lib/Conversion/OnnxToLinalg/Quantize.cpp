@@ -476,39 +476,74 @@ struct FoldedWeights {
 /// `w` (constant values `values`, static `shape`) minus its zero points
 /// `zp` (one, or one per index of `channelDim`): the 8-bit weights as they
 /// are when every zero point is 0, else an i16 constant of the
-/// differences.
+/// differences. With `padDim` >= 0, that dim is padded to `padTo` with
+/// zeros (after the subtraction: the padding adds nothing).
 FoldedWeights foldWeights(OpBuilder &b, Location loc, Value w,
                           ArrayRef<int64_t> values, ArrayRef<int64_t> shape,
-                          int64_t channelDim, ArrayRef<int64_t> zp) {
+                          int64_t channelDim, ArrayRef<int64_t> zp,
+                          int64_t padDim = -1, int64_t padTo = 0) {
+  int64_t rank = shape.size();
   int64_t channels = shape[channelDim], inner = 1;
-  for (int64_t d = channelDim + 1; d < static_cast<int64_t>(shape.size()); ++d)
+  for (int64_t d = channelDim + 1; d < rank; ++d)
     inner *= shape[d];
   auto channelOf = [&](int64_t i) { return (i / inner) % channels; };
   auto zpOf = [&](int64_t c) { return zp.size() == 1 ? zp[0] : zp[c]; };
   FoldedWeights f;
   f.sums.assign(channels, 0);
   bool zero = llvm::all_of(zp, [](int64_t z) { return z == 0; });
-  std::vector<int16_t> diff(zero ? 0 : values.size());
+  bool pad = padDim >= 0 && padTo > shape[padDim];
+  SmallVector<int64_t> outShape(shape);
+  if (pad)
+    outShape[padDim] = padTo;
+  // Where element i lands in the (padded) result.
+  int64_t padInner = 1;
+  for (int64_t d = padDim + 1; pad && d < rank; ++d)
+    padInner *= shape[d];
+  auto dest = [&](int64_t i) -> int64_t {
+    if (!pad)
+      return i;
+    int64_t lo = i % padInner, mid = (i / padInner) % shape[padDim],
+            hi = i / padInner / shape[padDim];
+    return (hi * padTo + mid) * padInner + lo;
+  };
+  int64_t n = 1;
+  for (int64_t d : outShape)
+    n *= d;
+  std::vector<int16_t> diff(zero ? 0 : n, 0);
+  std::vector<int8_t> raw(zero && pad ? n : 0, 0);
   for (auto [i, v] : llvm::enumerate(values)) {
     int64_t c = channelOf(i), d = v - zpOf(c);
     f.sums[c] += d;
     if (!zero)
-      diff[i] = static_cast<int16_t>(d);
+      diff[dest(i)] = static_cast<int16_t>(d);
+    else if (pad)
+      raw[dest(i)] = static_cast<int8_t>(v);
   }
-  if (zero) {
+  if (zero && !pad) {
     f.isUnsigned = isUnsigned(w.getType());
     f.w = signless(b, loc, w);
     return f;
   }
-  auto type = RankedTensorType::get(shape, b.getI16Type());
-  ArrayRef<char> bytes(reinterpret_cast<const char *>(diff.data()),
-                       diff.size() * sizeof(int16_t));
-  AsmResourceBlob blob =
-      HeapAsmResourceBlob::allocateAndCopyWithAlign(bytes, alignof(int64_t));
-  f.w = arith::ConstantOp::create(
-      b, loc,
-      DenseResourceElementsAttr::get(type, "weights_minus_zero_point",
-                                     std::move(blob)));
+  auto make = [&](Type elem, ArrayRef<char> bytes) {
+    AsmResourceBlob blob =
+        HeapAsmResourceBlob::allocateAndCopyWithAlign(bytes, alignof(int64_t));
+    return arith::ConstantOp::create(
+        b, loc,
+        DenseResourceElementsAttr::get(RankedTensorType::get(outShape, elem),
+                                       "weights_minus_zero_point",
+                                       std::move(blob)));
+  };
+  if (zero) {
+    // The 8-bit values, padded with zeros.
+    f.isUnsigned = isUnsigned(w.getType());
+    f.w = make(
+        b.getI8Type(),
+        ArrayRef<char>(reinterpret_cast<const char *>(raw.data()), raw.size()));
+    return f;
+  }
+  f.w = make(b.getI16Type(),
+             ArrayRef<char>(reinterpret_cast<const char *>(diff.data()),
+                            diff.size() * sizeof(int16_t)));
   return f;
 }
 
@@ -804,12 +839,33 @@ LogicalResult lowerConvInteger(onnxops::ConvIntegerOp op, OpBuilder &b,
   ConvArith arith;
   arith.accElem = b.getI32Type();
   if (wv && zx && zw) {
+    // Input channels padded to a multiple of 4 (an RGB image's 3): the
+    // reduction then groups by four bytes, what int8 dot-product
+    // instructions take; the padding is the input's zero point and zero
+    // weights, so it adds nothing.
+    int64_t cDim = last ? rank - 2 : 1, xc = last ? rank - 1 : 1;
+    int64_t C = tw->getDimSize(cDim);
+    bool padChannels =
+        asInt(op.getGroup()) == 1 && C % 4 != 0 && !tx->isDynamicDim(xc);
+    int64_t padTo = padChannels ? (C + 3) / 4 * 4 : 0;
     FoldedWeights w =
-        foldWeights(b, loc, op->getOperand(1), *wv, tw->getShape(), fDim, *zw);
+        foldWeights(b, loc, op->getOperand(1), *wv, tw->getShape(), fDim, *zw,
+                    padChannels ? cDim : -1, padTo);
     arith.padValue = arith::ConstantOp::create(
         b, loc,
         IntegerAttr::get(xElem, APInt(8, (*zx)[0], /*isSigned=*/!ux,
                                       /*implicitTrunc=*/true)));
+    if (padChannels) {
+      auto xt = cast<RankedTensorType>(x.getType());
+      SmallVector<OpFoldResult> lo(rank, b.getIndexAttr(0)),
+          hi(rank, b.getIndexAttr(0));
+      hi[xc] = b.getIndexAttr(padTo - C);
+      SmallVector<int64_t> padded(xt.getShape());
+      padded[xc] = padTo;
+      x = tensor::PadOp::create(b, loc, xt.clone(padded), x, lo, hi,
+                                arith.padValue);
+    }
+
     arith.body = [&](OpBuilder &nb, Location l, Value xv, Value wv_,
                      Value acc) {
       return mulAddI32(nb, l, acc, xv, ux, wv_, w.isUnsigned);

@@ -29,6 +29,33 @@ func.func @maxpool(%x: tensor<1x2x5x5xf32>) -> tensor<1x2x3x3xf32> {
 
 // -----
 
+// MaxPool of uint8 (a quantized pool): padded with 0, the type's minimum,
+// reduced with maxui on the signless view.
+// CHECK-LABEL: func @maxpool_u8
+// CHECK: %[[X:.*]] = tensor.bitcast %{{.*}} : tensor<1x2x5x5xui8> to tensor<1x2x5x5xi8>
+// CHECK: tensor.pad %[[X]]
+// CHECK: arith.constant 0 : i8
+// CHECK: linalg.generic
+// CHECK: arith.maxui
+// CHECK: tensor.bitcast %{{.*}} : tensor<1x2x3x3xi8> to tensor<1x2x3x3xui8>
+func.func @maxpool_u8(%x: tensor<1x2x5x5xui8>) -> tensor<1x2x3x3xui8> {
+  %y, %i = "onnx.MaxPool"(%x) {kernel_shape = [3, 3], pads = [1, 1, 1, 1], strides = [2, 2]} : (tensor<1x2x5x5xui8>) -> (tensor<1x2x3x3xui8>, none)
+  return %y : tensor<1x2x3x3xui8>
+}
+
+// -----
+
+// int8: padded with -128, maxsi.
+// CHECK-LABEL: func @maxpool_i8
+// CHECK: arith.constant -128 : i8
+// CHECK: arith.maxsi
+func.func @maxpool_i8(%x: tensor<1x2x5x5xi8>) -> tensor<1x2x3x3xi8> {
+  %y, %i = "onnx.MaxPool"(%x) {kernel_shape = [3, 3], pads = [1, 1, 1, 1], strides = [2, 2]} : (tensor<1x2x5x5xi8>) -> (tensor<1x2x3x3xi8>, none)
+  return %y : tensor<1x2x3x3xi8>
+}
+
+// -----
+
 // CHECK-LABEL: func @global_max_pool
 // CHECK: linalg.generic
 // CHECK: arith.maximumf

@@ -53,11 +53,12 @@ func.func @matmul_integer_b_zero_points(%a: tensor<3x4xui8>) -> tensor<3x2xi32> 
 // -----
 
 // ConvInteger with constant weights: the input padded with its zero point
-// (5), the raw product, then -5 times each filter's sum (2 * 3 * 3 ones).
+// (5; spatially, and its 2 channels to 4), the raw product, then -5 times
+// each filter's sum (2 * 3 * 3 ones).
 // CHECK-LABEL: func @conv_integer_constant
 // CHECK-DAG: %[[C:.*]] = arith.constant dense<-90> : tensor<3x1x1xi32>
 // CHECK-DAG: %[[Z:.*]] = arith.constant 5 : i8
-// CHECK: tensor.pad %{{.*}} low[0, 0, 1, 1] high[0, 0, 1, 1]
+// CHECK: tensor.pad %{{.*}} low[0, 0, 1, 1] high[0, 2, 1, 1]
 // CHECK: tensor.yield %[[Z]] : i8
 // CHECK: %[[ACC:.*]] = linalg.generic
 // CHECK: arith.extui %{{.*}} : i8 to i32
@@ -84,4 +85,23 @@ func.func @conv_integer_runtime(%x: tensor<1x2x4x4xui8>, %w: tensor<3x2x3x3xui8>
   %none = onnx.NoValue
   %y = "onnx.ConvInteger"(%x, %w, %zx, %none) <{auto_pad = "NOTSET", group = 1 : i64}> : (tensor<1x2x4x4xui8>, tensor<3x2x3x3xui8>, tensor<ui8>, none) -> tensor<1x3x2x2xi32>
   return %y : tensor<1x3x2x2xi32>
+}
+
+// -----
+
+// Three input channels (an RGB image) are padded to four, with the input's
+// zero point and zero weights: the reduction groups by four bytes.
+// CHECK-LABEL: func @conv_integer_rgb
+// CHECK-DAG: %[[Z:.*]] = arith.constant 7 : i8
+// CHECK-DAG: %[[W:.*]] = arith.constant dense_resource<{{.*}}> : tensor<2x4x3x3xi8>
+// CHECK: %[[P:.*]] = tensor.pad %{{.*}} low[0, 0, 0, 0] high[0, 1, 0, 0]
+// CHECK: tensor.yield %[[Z]] : i8
+// CHECK: } : tensor<1x3x5x5xi8> to tensor<1x4x5x5xi8>
+// CHECK: linalg.generic {{.*}} ins(%[[P]], %[[W]] : tensor<1x4x5x5xi8>, tensor<2x4x3x3xi8>)
+func.func @conv_integer_rgb(%x: tensor<1x3x5x5xui8>) -> tensor<1x2x3x3xi32> {
+  %w = arith.constant dense<[[[[1, 2, 3], [4, 5, 6], [7, 8, 9]], [[1, 2, 3], [4, 5, 6], [7, 8, 9]], [[1, 2, 3], [4, 5, 6], [7, 8, 9]]], [[[1, 2, 3], [4, 5, 6], [7, 8, 9]], [[1, 2, 3], [4, 5, 6], [7, 8, 9]], [[1, 2, 3], [4, 5, 6], [7, 8, -9]]]]> : tensor<2x3x3x3xi8>
+  %zx = arith.constant dense<7> : tensor<ui8>
+  %none = onnx.NoValue
+  %y = "onnx.ConvInteger"(%x, %w, %zx, %none) <{auto_pad = "NOTSET", group = 1 : i64}> : (tensor<1x3x5x5xui8>, tensor<2x3x3x3xi8>, tensor<ui8>, none) -> tensor<1x2x3x3xi32>
+  return %y : tensor<1x2x3x3xi32>
 }

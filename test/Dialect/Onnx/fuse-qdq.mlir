@@ -294,3 +294,37 @@ func.func @runtime_weights(%x: tensor<2x4xui8>, %w: tensor<4x2xi8>, %sw: tensor<
   %m2 = "onnx.MatMul"(%xf, %cf) : (tensor<2x4xf32>, tensor<4x2xf32>) -> tensor<2x2xf32>
   return %m, %m2 : tensor<2x2xf32>, tensor<2x2xf32>
 }
+
+// -----
+
+// A MaxPool between a DequantizeLinear and a QuantizeLinear of the same
+// scale and zero point: a MaxPool of the uint8 tensor.
+// CHECK-LABEL: func.func @maxpool_folded
+// CHECK-SAME: (%[[X:.*]]: tensor<1x2x4x4xui8>)
+// CHECK: %[[P:.*]], %{{.*}} = "onnx.MaxPool"(%[[X]]) {{.*}} : (tensor<1x2x4x4xui8>) -> (tensor<1x2x2x2xui8>, none)
+// CHECK: return %[[P]]
+func.func @maxpool_folded(%x: tensor<1x2x4x4xui8>) -> tensor<1x2x2x2xui8> {
+  %s = arith.constant dense<0.5> : tensor<f32>
+  %z = arith.constant dense<3> : tensor<ui8>
+  %xf = "onnx.DequantizeLinear"(%x, %s, %z) : (tensor<1x2x4x4xui8>, tensor<f32>, tensor<ui8>) -> tensor<1x2x4x4xf32>
+  %p, %i = "onnx.MaxPool"(%xf) <{kernel_shape = [2, 2], strides = [2, 2]}> : (tensor<1x2x4x4xf32>) -> (tensor<1x2x2x2xf32>, none)
+  %q = "onnx.QuantizeLinear"(%p, %s, %z) : (tensor<1x2x2x2xf32>, tensor<f32>, tensor<ui8>) -> tensor<1x2x2x2xui8>
+  return %q : tensor<1x2x2x2xui8>
+}
+
+// -----
+
+// Left alone: the QuantizeLinear after the MaxPool has another scale.
+// CHECK-LABEL: func.func @maxpool_rescaled
+// CHECK: "onnx.DequantizeLinear"
+// CHECK: "onnx.MaxPool"(%{{.*}}) {{.*}} : (tensor<1x2x4x4xf32>)
+// CHECK: "onnx.QuantizeLinear"
+func.func @maxpool_rescaled(%x: tensor<1x2x4x4xui8>) -> tensor<1x2x2x2xui8> {
+  %s = arith.constant dense<0.5> : tensor<f32>
+  %s2 = arith.constant dense<0.25> : tensor<f32>
+  %z = arith.constant dense<3> : tensor<ui8>
+  %xf = "onnx.DequantizeLinear"(%x, %s, %z) : (tensor<1x2x4x4xui8>, tensor<f32>, tensor<ui8>) -> tensor<1x2x4x4xf32>
+  %p, %i = "onnx.MaxPool"(%xf) <{kernel_shape = [2, 2], strides = [2, 2]}> : (tensor<1x2x4x4xf32>) -> (tensor<1x2x2x2xf32>, none)
+  %q = "onnx.QuantizeLinear"(%p, %s2, %z) : (tensor<1x2x2x2xf32>, tensor<f32>, tensor<ui8>) -> tensor<1x2x2x2xui8>
+  return %q : tensor<1x2x2x2xui8>
+}

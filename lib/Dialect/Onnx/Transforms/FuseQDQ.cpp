@@ -32,6 +32,9 @@
 // other than the output channels', weights that are not constant, blocked
 // quantization, a non-f32 float type) is left as it is.
 //
+// A MaxPool between a DequantizeLinear and a QuantizeLinear of the same
+// scale and zero point becomes a MaxPool of the quantized tensor.
+//
 // The integer product takes unsigned activations and signed weights (what
 // x86's VNNI `vpdpbusd` and the GPUs' integer matrix instructions take):
 // int8 weights are used as they are, uint8 weights become int8 (w - 128,
@@ -415,6 +418,40 @@ void matchEpilogue(Layer &layer) {
   layer.outZp = zp;
 }
 
+/// DequantizeLinear -> MaxPool -> QuantizeLinear with the same scale, zero
+/// point and type on both sides (how quantizers write a quantized pool) is
+/// MaxPool of the quantized tensor: max commutes with the monotone
+/// dequantization, and quantizing a dequantized value gives it back.
+bool foldMaxPool(MaxPoolOp pool) {
+  std::optional<Dequantized> x = matchDequantize(pool.getX());
+  if (!x || x->scale.size() != 1 || pool->getNumResults() < 1 ||
+      (pool->getNumResults() > 1 && !pool->getResult(1).use_empty()))
+    return false;
+  auto q = dyn_cast_or_null<QuantizeLinearOp>(soleUser(pool->getResult(0)));
+  if (!q || q.getBlockSizeAttr().getInt() != 0 ||
+      getElementTypeOrSelf(q.getResult().getType()) !=
+          getElementTypeOrSelf(x->q.getType()))
+    return false;
+  std::optional<double> s = scalarOf(q.getYScale());
+  int64_t zp = 0;
+  if (!isNoValue(q->getOperand(2))) {
+    std::optional<SmallVector<int64_t>> z =
+        getConstantIntValues(q->getOperand(2));
+    if (!z || z->size() != 1)
+      return false;
+    zp = z->front();
+  }
+  if (!s || static_cast<float>(*s) != static_cast<float>(x->scale[0]) ||
+      zp != x->zp[0])
+    return false;
+  OpBuilder b(pool);
+  Operation *folded = b.clone(*pool);
+  folded->setOperand(0, x->q);
+  folded->getResult(0).setType(q.getResult().getType());
+  q.getResult().replaceAllUsesWith(folded->getResult(0));
+  return true;
+}
+
 std::string hintOf(Operation *op, StringRef suffix) {
   if (auto nl = dyn_cast<NameLoc>(op->getLoc()))
     return (nl.getName().strref() + suffix).str();
@@ -570,6 +607,10 @@ struct FuseQDQPass : public kiln::impl::KilnOnnxFuseQDQBase<FuseQDQPass> {
   }
 
   void runOnOperation() override {
+    SmallVector<MaxPoolOp> pools;
+    getOperation().walk([&](MaxPoolOp op) { pools.push_back(op); });
+    for (MaxPoolOp op : pools)
+      foldMaxPool(op);
     SmallVector<Operation *> contractions;
     getOperation().walk([&](Operation *op) {
       if (isa<MatMulOp, GemmOp, ConvOp>(op))
