@@ -119,8 +119,16 @@ int64_t vectorizeRows(RewriterBase &b, linalg::GenericOp op,
   // A transpose (an input contiguous along another loop dim `a`, the
   // output along the last): tiles of lanes x lanes, read as rows along `a`
   // and transposed in registers, instead of one scalar load per lane.
+  // Only copies and float conversions: the square's 2-D vectors feed the
+  // stores directly (other bodies, a quantization fused with the
+  // transpose, would compute on 2-D vectors the lowering leaves as they
+  // are).
+  bool copyBody =
+      llvm::all_of(op.getBlock()->without_terminator(), [](Operation &o) {
+        return isa<arith::ExtFOp, arith::TruncFOp>(o);
+      });
   std::optional<unsigned> across;
-  if (!reduces && n >= 2)
+  if (!reduces && n >= 2 && copyBody)
     for (OpOperand *in : op.getDpsInputOperands()) {
       AffineMap map = op.getMatchingIndexingMap(in);
       auto type = dyn_cast<MemRefType>(in->get().getType());

@@ -328,3 +328,21 @@ func.func @maxpool_rescaled(%x: tensor<1x2x4x4xui8>) -> tensor<1x2x2x2xui8> {
   %q = "onnx.QuantizeLinear"(%p, %s2, %z) : (tensor<1x2x2x2xf32>, tensor<f32>, tensor<ui8>) -> tensor<1x2x2x2xui8>
   return %q : tensor<1x2x2x2xui8>
 }
+
+// -----
+
+// A Gather of a dequantized (per-tensor) table, as an embedding quantized
+// like a weight: the rows are gathered as int8 and only they dequantized.
+// CHECK-LABEL: func.func @gather_dequantized
+// CHECK-SAME: (%[[IDS:.*]]: tensor<1x3xi64>)
+// CHECK: %[[G:.*]] = "onnx.Gather"(%{{.*}}, %[[IDS]]) <{axis = 0 : i64}> : (tensor<10x4xi8>, tensor<1x3xi64>) -> tensor<1x3x4xi8>
+// CHECK: %[[D:.*]] = "onnx.DequantizeLinear"(%[[G]], %{{.*}}, %{{.*}}) {{.*}} -> tensor<1x3x4xf32>
+// CHECK: return %[[D]]
+func.func @gather_dequantized(%ids: tensor<1x3xi64>) -> tensor<1x3x4xf32> {
+  %t = arith.constant dense<[[1, 2, 3, 4], [5, 6, 7, 8], [1, 2, 3, 4], [5, 6, 7, 8], [1, 2, 3, 4], [5, 6, 7, 8], [1, 2, 3, 4], [5, 6, 7, 8], [1, 2, 3, 4], [5, 6, 7, -8]]> : tensor<10x4xi8>
+  %s = arith.constant dense<0.5> : tensor<f32>
+  %z = arith.constant dense<1> : tensor<i8>
+  %tf = "onnx.DequantizeLinear"(%t, %s, %z) : (tensor<10x4xi8>, tensor<f32>, tensor<i8>) -> tensor<10x4xf32>
+  %g = "onnx.Gather"(%tf, %ids) <{axis = 0 : i64}> : (tensor<10x4xf32>, tensor<1x3xi64>) -> tensor<1x3x4xf32>
+  return %g : tensor<1x3x4xf32>
+}

@@ -29,4 +29,21 @@ module {
     }
     return
   }
+
+  // A transpose fused with computation (a quantization after it): not in
+  // squares (their 2-D vectors go straight to the stores); rows of the
+  // output, which the lowering takes.
+  // CHECK-LABEL: func.func private @tr_quantize(
+  // CHECK-NOT: vector.shuffle
+  // CHECK: math.roundeven {{.*}} : vector<32xf32>
+  // CHECK: return
+  func.func private @tr_quantize(%x: memref<1x32x56x56xf32>, %y: memref<1x56x56x32xi8>) attributes {kiln.kernel} {
+    linalg.generic {indexing_maps = [#in, #id], iterator_types = ["parallel", "parallel", "parallel", "parallel"]} ins(%x : memref<1x32x56x56xf32>) outs(%y : memref<1x56x56x32xi8>) {
+    ^bb0(%a: f32, %b: i8):
+      %r = math.roundeven %a : f32
+      %i = arith.fptosi %r : f32 to i8
+      linalg.yield %i : i8
+    }
+    return
+  }
 }

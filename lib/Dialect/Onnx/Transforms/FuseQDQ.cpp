@@ -33,7 +33,8 @@
 // quantization, a non-f32 float type) is left as it is.
 //
 // A MaxPool between a DequantizeLinear and a QuantizeLinear of the same
-// scale and zero point becomes a MaxPool of the quantized tensor.
+// scale and zero point becomes a MaxPool of the quantized tensor; a Gather
+// of a per-tensor DequantizeLinear, the DequantizeLinear of the Gather.
 //
 // The integer product takes unsigned activations and signed weights (what
 // x86's VNNI `vpdpbusd` and the GPUs' integer matrix instructions take):
@@ -452,6 +453,26 @@ bool foldMaxPool(MaxPoolOp pool) {
   return true;
 }
 
+/// Gather of a per-tensor DequantizeLinear (an embedding table quantized
+/// like a weight) is the DequantizeLinear of the Gather: only the gathered
+/// rows are dequantized, not the whole table on every run.
+bool foldGather(GatherOp gather) {
+  auto dq = gather.getData().getDefiningOp<DequantizeLinearOp>();
+  std::optional<Dequantized> x = matchDequantize(gather.getData());
+  auto yt = dyn_cast<RankedTensorType>(gather.getResult().getType());
+  if (!dq || !x || x->scale.size() != 1 || !yt)
+    return false;
+  OpBuilder b(gather);
+  Location loc = gather.getLoc();
+  auto qt = yt.clone(getElementTypeOrSelf(x->q.getType()));
+  Value q = GatherOp::create(b, loc, qt, x->q, gather.getIndices(),
+                             gather.getAxisAttr());
+  Value y = DequantizeLinearOp::create(b, dq.getLoc(), yt, q, dq.getXScale(),
+                                       dq->getOperand(2), dq.getAxisAttr());
+  gather.getResult().replaceAllUsesWith(y);
+  return true;
+}
+
 std::string hintOf(Operation *op, StringRef suffix) {
   if (auto nl = dyn_cast<NameLoc>(op->getLoc()))
     return (nl.getName().strref() + suffix).str();
@@ -611,6 +632,10 @@ struct FuseQDQPass : public kiln::impl::KilnOnnxFuseQDQBase<FuseQDQPass> {
     getOperation().walk([&](MaxPoolOp op) { pools.push_back(op); });
     for (MaxPoolOp op : pools)
       foldMaxPool(op);
+    SmallVector<GatherOp> gathers;
+    getOperation().walk([&](GatherOp op) { gathers.push_back(op); });
+    for (GatherOp op : gathers)
+      foldGather(op);
     SmallVector<Operation *> contractions;
     getOperation().walk([&](Operation *op) {
       if (isa<MatMulOp, GemmOp, ConvOp>(op))
