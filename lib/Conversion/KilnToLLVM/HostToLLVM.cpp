@@ -25,6 +25,7 @@
 #include "mlir/Conversion/MemRefToLLVM/MemRefToLLVM.h"
 #include "mlir/Conversion/UBToLLVM/UBToLLVM.h"
 #include "mlir/Conversion/VectorToLLVM/ConvertVectorToLLVM.h"
+#include "mlir/Dialect/AMX/Transforms.h"
 #include "mlir/Dialect/ControlFlow/IR/ControlFlowOps.h"
 #include "mlir/Dialect/GPU/IR/GPUDialect.h"
 #include "mlir/Dialect/LLVMIR/LLVMDialect.h"
@@ -696,6 +697,10 @@ struct ConvertHostToLLVMPass
     // dot products) as LLVM's intrinsics.
     populateX86VectorLegalizeForLLVMExportPatterns(converter, patterns);
     configureX86VectorLegalizeForExportTarget(target);
+    // And its AMX tile products (int8 contractions on chips with
+    // AMX-INT8).
+    populateAMXLegalizeForLLVMExportPatterns(converter, patterns);
+    configureAMXLegalizeForExportTarget(target);
     patterns.add<InputOpLowering, OutputOpLowering, BufferOpLowering,
                  LaunchOpLowering, ParallelForOpLowering, ReadOpLowering,
                  WeightOpLowering, CheckRecordOpLowering>(converter);

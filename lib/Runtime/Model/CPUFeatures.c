@@ -6,7 +6,9 @@
  * what is missing, to run it on a CPU (or an OS that does not save the
  * registers) without one of them. Read from cpuid and xgetbv here, not
  * from a compiler's builtins, whose tables differ between compilers;
- * KILN_CPU_DISABLE lists features to treat as absent.
+ * KILN_CPU_DISABLE lists features to treat as absent. AMX's tile data is
+ * state Linux saves only for processes that ask for it: checking amx-tile
+ * asks (arch_prctl ARCH_REQ_XCOMP_PERM), and a refusal makes it absent.
  *===----------------------------------------------------------------------===*/
 #include "ModelRuntime.h"
 
@@ -16,13 +18,18 @@
 
 #if defined(__x86_64__) || defined(__i386__)
 #include <cpuid.h>
+#if defined(__linux__)
+#include <sys/syscall.h>
+#include <unistd.h>
+#endif
 
 typedef struct {
   const char *name;
   unsigned leaf, subleaf;
   int reg; /* 0 eax, 1 ebx, 2 ecx, 3 edx */
   unsigned bit;
-  int state; /* 0: none, 1: AVX (ymm) state, 2: AVX-512 (zmm, k) state */
+  int state; /* 0: none, 1: AVX (ymm) state, 2: AVX-512 (zmm, k) state,
+                3: AMX (tile configuration and data) state */
 } feature_bit;
 
 static const feature_bit kFeatures[] = {
@@ -44,8 +51,23 @@ static const feature_bit kFeatures[] = {
     {"avx512fp16", 7, 0, 3, 23, 2},
     {"avx512bf16", 7, 1, 0, 5, 2},
     {"avxvnni", 7, 1, 0, 4, 1},
+    {"amx-tile", 7, 0, 3, 24, 3},
+    {"amx-int8", 7, 0, 3, 25, 3},
     {"lzcnt", 0x80000001u, 0, 2, 5, 0},
 };
+
+/* Whether this process may use AMX's tile data: enabled in XCR0, and on
+ * Linux granted on request (once per process; asking again is harmless). */
+static int amx_state(unsigned long long xcr0) {
+  if ((xcr0 & 0x60000ull) != 0x60000ull)
+    return 0;
+#if defined(__linux__) && defined(SYS_arch_prctl)
+  const long kReqXcompPerm = 0x1023, kXfeatureXtiledata = 18;
+  if (syscall(SYS_arch_prctl, kReqXcompPerm, kXfeatureXtiledata) != 0)
+    return 0;
+#endif
+  return 1;
+}
 
 static unsigned long long xgetbv0(void) {
   unsigned eax, edx;
@@ -74,6 +96,8 @@ static int has_feature(const char *name, size_t len) {
       if ((xcr0 & 0x6) != 0x6)
         return 0;
       if (f->state == 2 && (xcr0 & 0xe0) != 0xe0)
+        return 0;
+      if (f->state == 3 && !amx_state(xcr0))
         return 0;
     }
     return 1;

@@ -12,6 +12,7 @@
 #include "kiln/Dialect/Kiln/IR/KilnDialect.h"
 #include "kiln/Target/CPU/Passes.h"
 
+#include "mlir/Dialect/AMX/AMXDialect.h"
 #include "mlir/Dialect/Affine/IR/AffineOps.h"
 #include "mlir/Dialect/Arith/IR/Arith.h"
 #include "mlir/Dialect/LLVMIR/LLVMDialect.h"
@@ -590,11 +591,11 @@ struct CPUCodegenPass : public kiln::impl::KilnCPUCodegenBase<CPUCodegenPass> {
             if (!isFusedEnd(op))
               first.push_back(op);
           for (linalg::LinalgOp op : first)
-            bits =
-                std::max(bits, vectorizeOp(rewriter, op, vectorBits, l1Bytes));
+            bits = std::max(bits, vectorizeOp(rewriter, op, vectorBits, l1Bytes,
+                                              int8Tiles));
           for (linalg::LinalgOp op : collectLinalgOps(fn))
-            bits =
-                std::max(bits, vectorizeOp(rewriter, op, vectorBits, l1Bytes));
+            bits = std::max(bits, vectorizeOp(rewriter, op, vectorBits, l1Bytes,
+                                              int8Tiles));
         }
       }
       kernel->setAttr("kiln.cpu_vector_bits",

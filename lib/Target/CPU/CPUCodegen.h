@@ -182,10 +182,13 @@ private:
 /// the fused ends are found on it.
 /// `l1Bytes` (the L1 data cache) sizes the reduction blocks: one block of
 /// the vector operand's panel fills two thirds of it.
+/// With `int8Tiles` (the chip has AMX-INT8), quads contractions take AMX
+/// tile products where their shapes allow (Contraction.cpp).
 std::optional<int64_t>
 emitContraction(RewriterBase &rewriter, linalg::LinalgOp op, int64_t vectorBits,
                 int64_t l1Bytes, Value out = {},
-                ArrayRef<ReassociationIndices> outGroups = {});
+                ArrayRef<ReassociationIndices> outGroups = {},
+                bool int8Tiles = false);
 
 /// The static innermost stride of a memref (1 for rank 0; dynamic when
 /// its layout is not strided).
@@ -203,7 +206,8 @@ int64_t elementBits(Type t);
 /// `vectorBits`-wide vectors. Returns the vector bits it used, 0 when it
 /// left the op for the loop lowering.
 int64_t vectorizeOp(RewriterBase &rewriter, linalg::LinalgOp op,
-                    int64_t vectorBits, int64_t l1Bytes);
+                    int64_t vectorBits, int64_t l1Bytes,
+                    bool int8Tiles = false);
 
 /// Lowers the vector ops vectorizeOp leaves (transfers, masks,
 /// multi-reductions, contractions) to the forms the LLVM lowering takes.

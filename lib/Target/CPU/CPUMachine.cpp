@@ -34,7 +34,8 @@ ArrayRef<StringRef> mlir::kiln::getCheckedCPUFeatures() {
       "sse4.2",     "popcnt",     "avx",        "avx2",     "fma",
       "f16c",       "bmi",        "bmi2",       "lzcnt",    "movbe",
       "avx512f",    "avx512bw",   "avx512dq",   "avx512vl", "avx512cd",
-      "avx512vnni", "avx512bf16", "avx512fp16", "avxvnni"};
+      "avx512vnni", "avx512bf16", "avx512fp16", "avxvnni",  "amx-tile",
+      "amx-int8"};
   return kFeatures;
 }
 
@@ -132,5 +133,7 @@ CPUMachine mlir::kiln::getCPUMachine(StringRef chip) {
   m.bf16 = has("avx512bf16");
   m.int8Dot = m.vectorBits == 512 ? has("avx512vnni")
                                   : m.vectorBits == 256 && has("avxvnni");
+  m.int8Tiles =
+      m.int8Dot && m.vectorBits == 512 && has("amx-tile") && has("amx-int8");
   return m;
 }

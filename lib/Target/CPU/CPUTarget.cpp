@@ -9,6 +9,7 @@
 #include "kiln/Target/CPU/CPUTarget.h"
 #include "kiln/Target/CPU/Passes.h"
 
+#include "mlir/Dialect/AMX/AMXDialect.h"
 #include "mlir/Dialect/Arith/IR/ValueBoundsOpInterfaceImpl.h"
 #include "mlir/Dialect/Func/IR/FuncOps.h"
 #include "mlir/Dialect/Linalg/IR/ValueBoundsOpInterfaceImpl.h"
@@ -48,6 +49,7 @@ public:
     o.vectorBits = m.vectorBits;
     o.bf16Dot = m.bf16;
     o.int8Dot = m.int8Dot;
+    o.int8Tiles = m.int8Tiles;
     o.l1Bytes = m.l1Bytes;
     o.l2Bytes = m.l2Bytes;
     pm.addPass(createKilnCPUCodegen(o));
@@ -67,7 +69,8 @@ std::unique_ptr<Target> mlir::kiln::createCPUTarget(StringRef chip,
 }
 
 void mlir::kiln::registerCPUDialects(DialectRegistry &registry) {
-  registry.insert<vector::VectorDialect, x86vector::X86VectorDialect>();
+  registry.insert<vector::VectorDialect, x86vector::X86VectorDialect,
+                  amx::AMXDialect>();
   linalg::registerTilingInterfaceExternalModels(registry);
   arith::registerValueBoundsOpInterfaceExternalModels(registry);
   linalg::registerValueBoundsOpInterfaceExternalModels(registry);

@@ -14,13 +14,19 @@
 // out-of-bounds transfers (masked). Integer contractions (i8/i16 into i32)
 // widen their inputs to i32 lanes and multiply-add; a uint8 x int8 one
 // whose int8 operand is packed in quads takes VNNI dot products instead
-// (`vpdpbusd`: per 32-bit lane, four byte products summed into it). Which
-// ops get which roles is MatchContraction.cpp's.
+// (`vpdpbusd`: per 32-bit lane, four byte products summed into it), or
+// with AMX (`int8Tiles`) tile products: per block of 2 x 2 tiles of R x 16
+// int32 (R rows, a divisor of m up to 16), for every 64 bytes of k two
+// tiles of the row operand (R rows of 64 uint8, read at the row
+// operand's stride), two of the packed int8 panels (16 quads of 16
+// columns) and four `tdpbusd`; the tiles go through a scratch buffer to
+// the epilogue. Which ops get which roles is MatchContraction.cpp's.
 //
 //===----------------------------------------------------------------------===//
 
 #include "CPUCodegen.h"
 
+#include "mlir/Dialect/AMX/AMXDialect.h"
 #include "mlir/Dialect/Affine/IR/AffineOps.h"
 #include "mlir/Dialect/Arith/IR/Arith.h"
 #include "mlir/Dialect/LLVMIR/LLVMDialect.h"
@@ -28,6 +34,7 @@
 #include "mlir/Dialect/SCF/IR/SCF.h"
 #include "mlir/Dialect/Vector/IR/VectorOps.h"
 #include "mlir/Dialect/X86Vector/X86VectorDialect.h"
+#include "mlir/IR/Matchers.h"
 
 using namespace mlir;
 using namespace mlir::kiln;
@@ -89,9 +96,11 @@ class ContractionEmitter {
 public:
   ContractionEmitter(RewriterBase &b, linalg::LinalgOp op,
                      const ContractionRoles &roles, const RegisterTile &tile,
-                     int64_t kBlock, Value fillValue, EpilogueWriter *epilogue)
+                     int64_t kBlock, Value fillValue, EpilogueWriter *epilogue,
+                     bool int8Tiles = false)
       : b(b), op(op), roles(roles), tile(tile), loc(op.getLoc()),
-        kBlock(kBlock), fillValue(fillValue), epilogue(epilogue) {
+        kBlock(kBlock), fillValue(fillValue), epilogue(epilogue),
+        int8Tiles(int8Tiles) {
     isInt = isa<IntegerType>(
         cast<MemRefType>(op.getDpsInits()[0].getType()).getElementType());
     ranges = op.getStaticLoopRanges();
@@ -125,7 +134,9 @@ public:
       b.setInsertionPointToStart(loop.getBody());
       dimValues[d] = loop.getInductionVar();
     }
-    if (roles.kind == ContractionRoles::Broadcast) {
+    if (roles.kind == ContractionRoles::Broadcast && int8Tiles && planTiles()) {
+      emitTiles();
+    } else if (roles.kind == ContractionRoles::Broadcast) {
       // `first`: the accumulators start at the fused fill's value; `last`:
       // they go through the fused epilogue.
       auto tiles = [&](bool first, bool last) {
@@ -506,6 +517,158 @@ private:
     return next;
   }
 
+  /// The coefficient of dim `d` in the linear map result `e` (0 when it
+  /// does not use it), nullopt when `e` is not linear in the dims.
+  static std::optional<int64_t> coefficient(AffineExpr e, unsigned d) {
+    if (auto dim = dyn_cast<AffineDimExpr>(e))
+      return dim.getPosition() == d ? 1 : 0;
+    if (isa<AffineConstantExpr>(e))
+      return 0;
+    auto bin = dyn_cast<AffineBinaryOpExpr>(e);
+    if (!bin)
+      return std::nullopt;
+    if (bin.getKind() == AffineExprKind::Add) {
+      std::optional<int64_t> l = coefficient(bin.getLHS(), d),
+                             r = coefficient(bin.getRHS(), d);
+      if (!l || !r)
+        return std::nullopt;
+      return *l + *r;
+    }
+    if (bin.getKind() == AffineExprKind::Mul)
+      if (auto c = dyn_cast<AffineConstantExpr>(bin.getRHS())) {
+        std::optional<int64_t> l = coefficient(bin.getLHS(), d);
+        if (!l)
+          return std::nullopt;
+        return *l * c.getValue();
+      }
+    return std::nullopt;
+  }
+
+  /// AMX tiles for a quads contraction (int8Tiles): the accumulators start
+  /// at 0 (a fused zero fill), k is a multiple of 64, m has a divisor of 4
+  /// to 16 (the tiles' rows), and the row operand's rows are a constant
+  /// stride apart in memory. Sets tileRows and the strides.
+  bool planTiles() {
+    if (!roles.quads || roles.panel % 16 != 0 || !fillValue ||
+        !matchPattern(fillValue, m_Zero()) || ranges[roles.k] % 64 != 0)
+      return false;
+    int64_t m = ranges[roles.m];
+    tileRows = 0;
+    for (int64_t r = std::min<int64_t>(16, m); r >= 4; --r)
+      if (m % r == 0) {
+        tileRows = r;
+        break;
+      }
+    if (!tileRows)
+      return false;
+    SmallVector<int64_t> rowStrides, vecStrides;
+    int64_t offset;
+    if (failed(cast<MemRefType>(rowIn.getType())
+                   .getStridesAndOffset(rowStrides, offset)) ||
+        failed(cast<MemRefType>(vecIn.getType())
+                   .getStridesAndOffset(vecStrides, offset)) ||
+        vecStrides.size() < 2 || vecStrides.back() != 1 ||
+        ShapedType::isDynamic(vecStrides[vecStrides.size() - 2]))
+      return false;
+    panelRowStride = vecStrides[vecStrides.size() - 2];
+    rowStride = 0;
+    for (auto [i, e] : llvm::enumerate(rowMap.getResults())) {
+      std::optional<int64_t> c = coefficient(e, roles.m);
+      if (!c || (*c && ShapedType::isDynamic(rowStrides[i])))
+        return false;
+      rowStride += *c * rowStrides[i];
+    }
+    return rowStride > 0;
+  }
+
+  void emitTiles() {
+    MLIRContext *ctx = b.getContext();
+    Type i8 = b.getI8Type(), i32 = b.getI32Type();
+    int64_t r = tileRows;
+    auto aType = amx::TileType::get({r, 64}, i8);
+    auto bType = amx::TileType::get({16, 64}, i8);
+    auto cType = amx::TileType::get({r, 16}, i32);
+    // The tiles' way to the epilogue: one 2R x 32 int32 buffer.
+    Value scratch;
+    {
+      OpBuilder::InsertionGuard guard(b);
+      auto fn = op->getParentOfType<FunctionOpInterface>();
+      b.setInsertionPointToStart(&fn.getFunctionBody().front());
+      scratch =
+          memref::AllocaOp::create(b, loc, MemRefType::get({2 * r, 32}, i32),
+                                   ValueRange{}, b.getI64IntegerAttr(64));
+    }
+    Value rowStrideV = indexConst(b, loc, rowStride);
+    Value panelStrideV = indexConst(b, loc, panelRowStride);
+    unsigned k = roles.k;
+    int64_t kExtent = ranges[k];
+    forBlocks(roles.n, 32, [&](Value n0, int64_t n) {
+      int64_t nt = (n + 15) / 16;
+      forBlocks(roles.m, 2 * r, [&](Value m0, int64_t rows) {
+        int64_t mt = rows / r;
+        SmallVector<Value> acc;
+        for (int64_t t = 0; t < mt * nt; ++t)
+          acc.push_back(amx::TileZeroOp::create(b, loc, cType));
+        SmallVector<Value> result =
+            reductionLoops(reductions(k), acc, [&](ValueRange args) {
+              auto loop = scf::ForOp::create(
+                  b, loc, indexConst(b, loc, 0), indexConst(b, loc, kExtent),
+                  indexConst(b, loc, 64), args,
+                  [&](OpBuilder &, Location, Value k0, ValueRange cs) {
+                    dimValues[k] = k0;
+                    SmallVector<Value> as, bs;
+                    for (int64_t i = 0; i < mt; ++i) {
+                      dimValues[roles.m] = addIndex(b, loc, m0, i * r);
+                      as.push_back(amx::TileLoadOp::create(
+                          b, loc, aType, rowIn,
+                          indicesOf(b, loc, rowMap, dimValues), rowStrideV));
+                    }
+                    for (int64_t j = 0; j < nt; ++j) {
+                      dimValues[roles.n] = addIndex(b, loc, n0, j * 16);
+                      bs.push_back(amx::TileLoadOp::create(
+                          b, loc, bType, vecIn,
+                          indicesOf(b, loc, vecMap, dimValues), panelStrideV));
+                    }
+                    SmallVector<Value> next;
+                    for (int64_t i = 0; i < mt; ++i)
+                      for (int64_t j = 0; j < nt; ++j)
+                        next.push_back(amx::TileMulIOp::create(
+                            b, loc, cType, as[i], bs[j], cs[i * nt + j],
+                            UnitAttr::get(ctx), UnitAttr()));
+                    scf::YieldOp::create(b, loc, next);
+                  });
+              return SmallVector<Value>(loop.getResults());
+            });
+        for (int64_t i = 0; i < mt; ++i)
+          for (int64_t j = 0; j < nt; ++j)
+            amx::TileStoreOp::create(b, loc, scratch,
+                                     ValueRange{indexConst(b, loc, i * r),
+                                                indexConst(b, loc, j * 16)},
+                                     result[i * nt + j]);
+        // Each row of the block through the epilogue (or stored).
+        auto rowLoop =
+            scf::ForOp::create(b, loc, indexConst(b, loc, 0),
+                               indexConst(b, loc, rows), indexConst(b, loc, 1));
+        OpBuilder::InsertionGuard guard(b);
+        b.setInsertionPointToStart(rowLoop.getBody());
+        Value rr = rowLoop.getInductionVar();
+        dimValues[roles.m] = arith::AddIOp::create(b, loc, m0, rr);
+        for (int64_t j = 0; j < nt; ++j) {
+          Value v = vector::LoadOp::create(
+              b, loc, accVector, scratch,
+              ValueRange{rr, indexConst(b, loc, j * 16)});
+          dimValues[roles.n] = addIndex(b, loc, n0, j * 16);
+          bool inBounds = (j + 1) * 16 <= n;
+          if (epilogue)
+            epilogue->write(b, loc, v, indicesOf(b, loc, outMap, dimValues),
+                            inBounds);
+          else
+            writeVector(v, inBounds);
+        }
+      });
+    });
+  }
+
   void emitDotTile(Value m0, int64_t rows, Value n0, int64_t cols) {
     Value zero =
         arith::ConstantOp::create(b, loc, accVector, b.getZeroAttr(accVector));
@@ -588,6 +751,10 @@ private:
   /// Fused ends (Epilogue.cpp): the fill's value, the epilogue.
   Value fillValue;
   EpilogueWriter *epilogue = nullptr;
+  /// AMX tiles (planTiles): their rows, the row operand's stride between
+  /// rows and the packed panels' between quads, in elements.
+  bool int8Tiles = false;
+  int64_t tileRows = 0, rowStride = 0, panelRowStride = 0;
 };
 
 /// Moves the ops `v` needs that follow `before` in its block (views of an
@@ -607,7 +774,8 @@ void hoistBefore(Value v, Operation *before) {
 std::optional<int64_t>
 mlir::kiln::cpu::emitContraction(RewriterBase &rewriter, linalg::LinalgOp op,
                                  int64_t vectorBits, int64_t l1Bytes, Value out,
-                                 ArrayRef<ReassociationIndices> outGroups) {
+                                 ArrayRef<ReassociationIndices> outGroups,
+                                 bool int8Tiles) {
   std::optional<ContractionRoles> roles = matchContraction(op);
   if (!roles)
     return std::nullopt;
@@ -642,7 +810,7 @@ mlir::kiln::cpu::emitContraction(RewriterBase &rewriter, linalg::LinalgOp op,
   while (kBlock * 2 * columnBytes <= l1Bytes * 2 / 3)
     kBlock *= 2;
   ContractionEmitter(rewriter, op, *roles, tile, kBlock, fillValue,
-                     epilogue.get())
+                     epilogue.get(), int8Tiles && tile.lanes == 16)
       .emit();
   if (ends.fill)
     rewriter.eraseOp(ends.fill);

@@ -279,7 +279,7 @@ struct StridedReadAsShuffle : public OpRewritePattern<vector::TransferReadOp> {
 
 int64_t mlir::kiln::cpu::vectorizeOp(RewriterBase &rewriter,
                                      linalg::LinalgOp op, int64_t vectorBits,
-                                     int64_t l1Bytes) {
+                                     int64_t l1Bytes, bool int8Tiles) {
   if (!op.hasPureBufferSemantics() ||
       llvm::any_of(op.getStaticLoopRanges(), ShapedType::isDynamic))
     return 0;
@@ -287,8 +287,8 @@ int64_t mlir::kiln::cpu::vectorizeOp(RewriterBase &rewriter,
   // A named contraction as it is; a generic one after folding its dims
   // (a 1x1 convolution's 7x7 outputs are 49 lanes, not 7 of a row).
   if (!generic) {
-    if (std::optional<int64_t> bits =
-            emitContraction(rewriter, op, vectorBits, l1Bytes))
+    if (std::optional<int64_t> bits = emitContraction(
+            rewriter, op, vectorBits, l1Bytes, {}, {}, int8Tiles))
       return *bits;
     rewriter.setInsertionPoint(op);
     FailureOr<linalg::GenericOp> g = linalg::generalizeNamedOp(rewriter, op);
@@ -317,7 +317,7 @@ int64_t mlir::kiln::cpu::vectorizeOp(RewriterBase &rewriter,
     }
   }
   if (std::optional<int64_t> bits = emitContraction(
-          rewriter, generic, vectorBits, l1Bytes, out, outGroups))
+          rewriter, generic, vectorBits, l1Bytes, out, outGroups, int8Tiles))
     return *bits;
   return vectorizeRows(rewriter, generic, vectorBits);
 }

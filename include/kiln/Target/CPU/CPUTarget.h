@@ -34,6 +34,8 @@ struct CPUMachine {
   /// uint8 x int8 dot products at `vectorBits` (`vpdpbusd`: AVX512-VNNI for
   /// 512-bit vectors, AVX-VNNI for 256).
   bool int8Dot = false;
+  /// uint8 x int8 tile products (AMX-INT8, `tdpbusd`; with int8Dot).
+  bool int8Tiles = false;
   /// Data caches per core, in bytes: this machine's (Linux's
   /// /sys/devices/system/cpu/cpu0/cache) for `host`, the chip's for a
   /// named one (a table in CPUMachine.cpp; the x86-64 levels take sizes

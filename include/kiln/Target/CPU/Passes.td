@@ -28,7 +28,8 @@ def KilnCPUCodegen : Pass<"kiln-cpu-codegen", "ModuleOp"> {
       rows × vectors kept in registers across the reduction; integer ones,
       int8/int16 into int32, of integer multiply-adds, or with `int8-dot`
       of VNNI dot products of four bytes when the int8 operand is a
-      constant, packed in quads at compile time), other ops are
+      constant, packed in quads at compile time, or with `int8-tiles` of
+      AMX tile products where k is a multiple of 64), other ops are
       tiled and vectorized along their innermost dim (rows of reductions
       whole); a contraction's fill and its elementwise consumer (bias,
       activation, residual) are taken into its tiles: the accumulators
@@ -67,6 +68,9 @@ def KilnCPUCodegen : Pass<"kiln-cpu-codegen", "ModuleOp"> {
     Option<"int8Dot", "int8-dot", "bool", /*default=*/"false",
            "uint8 x int8 contractions as VNNI dot products of quads "
            "(vpdpbusd at vector-bits: AVX512-VNNI for 512, AVX-VNNI for 256)">,
+    Option<"int8Tiles", "int8-tiles", "bool", /*default=*/"false",
+           "with int8-dot: uint8 x int8 contractions as AMX tile products "
+           "(tdpbusd) where their shapes allow">,
     Option<"l1Bytes", "l1-bytes", "int64_t", /*default=*/"32768",
            "L1 data cache per core (sizes contraction reduction blocks)">,
     Option<"l2Bytes", "l2-bytes", "int64_t", /*default=*/"1048576",
@@ -75,7 +79,7 @@ def KilnCPUCodegen : Pass<"kiln-cpu-codegen", "ModuleOp"> {
   let dependentDialects = [
     "::mlir::affine::AffineDialect", "::mlir::arith::ArithDialect",
     "::mlir::func::FuncDialect", "::mlir::kiln::KilnDialect",
-    "::mlir::LLVM::LLVMDialect",
+    "::mlir::LLVM::LLVMDialect", "::mlir::amx::AMXDialect",
     "::mlir::linalg::LinalgDialect", "::mlir::memref::MemRefDialect",
     "::mlir::scf::SCFDialect", "::mlir::vector::VectorDialect",
     "::mlir::x86vector::X86VectorDialect"];
