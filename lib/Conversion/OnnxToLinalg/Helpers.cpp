@@ -323,6 +323,18 @@ SmallVector<Value> lowering::readHostIndices(OpBuilder &b, Location loc,
       r.push_back(indexConst(b, loc, i < (int64_t)c->size() ? (*c)[i] : 0));
     return r;
   }
+  // Elements the program already has as values (a shape built from dims).
+  if (auto fe = v.getDefiningOp<tensor::FromElementsOp>();
+      fe && (int64_t)fe.getElements().size() >= n) {
+    for (int64_t i = 0; i < n; ++i) {
+      Value e = fe.getElements()[i];
+      r.push_back(e.getType().isIndex()
+                      ? e
+                      : arith::IndexCastOp::create(b, loc, b.getIndexType(), e)
+                            .getResult());
+    }
+    return r;
+  }
   for (int64_t i = 0; i < n; ++i) {
     Value e =
         tensor::ExtractOp::create(b, loc, v, ValueRange{indexConst(b, loc, i)});

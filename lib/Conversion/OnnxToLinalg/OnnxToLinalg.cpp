@@ -7,6 +7,7 @@
 #include "kiln/Dialect/Kiln/IR/Precision.h"
 #include "kiln/Dialect/Onnx/IR/OnnxDialect.h"
 #include "kiln/Dialect/Onnx/IR/OnnxOps.h"
+#include "kiln/Dialect/Onnx/IR/ShapeValues.h"
 
 #include "mlir/Dialect/Func/IR/FuncOps.h"
 #include "mlir/IR/BuiltinOps.h"
@@ -95,8 +96,67 @@ Value lowering::dimValue(OpBuilder &b, Location loc, Value v, int64_t d) {
 /// result has its init's shape; an empty tensor's dynamic size and a
 /// reshape's shape element are index values, through `tensor.dim` to the
 /// value they measure), or (size value, -1) for a size computed otherwise.
-static std::pair<Value, int64_t> dimOrigin(Value v, int64_t axis) {
-  for (int depth = 0; depth < 256; ++depth) {
+static std::pair<Value, int64_t> dimOrigin(Value v, int64_t axis,
+                                           int depth = 0);
+
+/// A size value without the index casts around it.
+static Value stripCasts(Value size) {
+  while (auto cast = size.getDefiningOp<arith::IndexCastOp>())
+    size = cast.getIn();
+  return size;
+}
+
+/// Whether a size value is never negative: a measured dim, a non-negative
+/// constant, or a select of such values.
+static bool isNonNegative(Value size, int depth) {
+  if (depth > 64)
+    return false;
+  size = stripCasts(size);
+  if (size.getDefiningOp<tensor::DimOp>())
+    return true;
+  if (std::optional<int64_t> c = getConstantIntValue(size))
+    return *c >= 0;
+  if (auto sel = size.getDefiningOp<arith::SelectOp>())
+    return isNonNegative(sel.getTrueValue(), depth + 1) &&
+           isNonNegative(sel.getFalseValue(), depth + 1);
+  return false;
+}
+
+/// The (value, dim) a size value measures: through index casts,
+/// `tensor.dim`, and selects whose two sides measure the same dim or whose
+/// condition cannot hold (a size compared equal to a negative constant: a
+/// Reshape's -1, which a measured dim never is).
+static std::optional<std::pair<Value, int64_t>> sizeOrigin(Value size,
+                                                           int depth) {
+  if (depth > 64)
+    return std::nullopt;
+  size = stripCasts(size);
+  if (auto dim = size.getDefiningOp<tensor::DimOp>()) {
+    if (std::optional<int64_t> c = dim.getConstantIndex())
+      return dimOrigin(dim.getSource(), *c, depth + 1);
+    return std::nullopt;
+  }
+  auto sel = size.getDefiningOp<arith::SelectOp>();
+  if (!sel)
+    return std::nullopt;
+  if (auto cmp = sel.getCondition().getDefiningOp<arith::CmpIOp>()) {
+    std::optional<int64_t> c = getConstantIntValue(cmp.getRhs());
+    Value lhs = stripCasts(cmp.getLhs());
+    if (cmp.getPredicate() == arith::CmpIPredicate::eq && c && *c < 0 &&
+        isNonNegative(lhs, depth) && stripCasts(sel.getFalseValue()) == lhs)
+      return sizeOrigin(sel.getFalseValue(), depth + 1);
+  }
+  std::optional<std::pair<Value, int64_t>> t =
+      sizeOrigin(sel.getTrueValue(), depth + 1);
+  std::optional<std::pair<Value, int64_t>> f =
+      sizeOrigin(sel.getFalseValue(), depth + 1);
+  if (t && f && *t == *f)
+    return t;
+  return std::nullopt;
+}
+
+static std::pair<Value, int64_t> dimOrigin(Value v, int64_t axis, int depth) {
+  for (; depth < 256; ++depth) {
     auto t = dyn_cast<RankedTensorType>(v.getType());
     if (!t || axis < 0 || axis >= t.getRank())
       return {v, axis};
@@ -106,12 +166,7 @@ static std::pair<Value, int64_t> dimOrigin(Value v, int64_t axis) {
     // A size value: through index casts and tensor.dim.
     auto fromSize =
         [&](Value size) -> std::optional<std::pair<Value, int64_t>> {
-      while (auto cast = size.getDefiningOp<arith::IndexCastOp>())
-        size = cast.getIn();
-      if (auto dim = size.getDefiningOp<tensor::DimOp>())
-        if (std::optional<int64_t> c = dim.getConstantIndex())
-          return std::pair<Value, int64_t>{dim.getSource(), *c};
-      return std::nullopt;
+      return sizeOrigin(size, depth);
     };
     Value size;
     if (auto empty = dyn_cast<tensor::EmptyOp>(def)) {
@@ -516,6 +571,42 @@ LogicalResult lowering::lowerOnnxOpsIn(Region &region) {
     ops.push_back(op);
     return op->getNumRegions() ? WalkResult::skip() : WalkResult::advance();
   });
+  // A Reshape whose shape the shape arithmetic knows as constants and dims
+  // of values gets that shape directly (the dims measured where the values
+  // are, so the measured tensors' lowering carries them along): its result
+  // sizes then name the dims they copy, which later lowerings compare (two
+  // attention heads' batch dims are the same, not broadcast).
+  for (Operation *op : ops) {
+    auto reshape = dyn_cast<onnxops::ReshapeOp>(op);
+    if (!reshape)
+      continue;
+    Value shape = reshape->getOperand(1);
+    auto st = dyn_cast<RankedTensorType>(shape.getType());
+    std::optional<SmallVector<onnxops::ShapeElement>> elems =
+        onnxops::evaluateShapeValue(shape);
+    if (!st || !st.getElementType().isInteger(64) || !elems ||
+        shape.getDefiningOp<tensor::FromElementsOp>() ||
+        !llvm::all_of(*elems,
+                      [](const onnxops::ShapeElement &e) {
+                        return e.value || e.isDimOf();
+                      }) ||
+        llvm::none_of(
+            *elems, [](const onnxops::ShapeElement &e) { return e.isDimOf(); }))
+      continue;
+    OpBuilder b(op);
+    Location loc = op->getLoc();
+    SmallVector<Value> values;
+    for (const onnxops::ShapeElement &e : *elems) {
+      if (e.value) {
+        values.push_back(arith::ConstantIntOp::create(b, loc, *e.value, 64));
+        continue;
+      }
+      Value d = tensor::DimOp::create(b, loc, e.source, e.axis);
+      values.push_back(arith::IndexCastOp::create(b, loc, b.getI64Type(), d));
+    }
+    reshape->setOperand(
+        1, tensor::FromElementsOp::create(b, loc, st, values).getResult());
+  }
   bool failed = false;
   SmallVector<Operation *> noValues;
   PatternRewriter rewriter(region.getContext());

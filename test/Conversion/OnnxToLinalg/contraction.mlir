@@ -92,3 +92,40 @@ func.func @matmul_other_batch(%x: tensor<?x?x16xf32>, %y: tensor<?x16x?xf32>) ->
   %0 = "onnx.MatMul"(%x, %y) : (tensor<?x?x16xf32>, tensor<?x16x?xf32>) -> tensor<?x?x?xf32>
   return %0 : tensor<?x?x?xf32>
 }
+
+// -----
+
+// Attention heads as exporters write them: Q and K are Reshapes of two
+// different tensors to [batch, seq, heads, dim] by shapes computed from
+// Shape(x) (each its own Concat), then Transposes. The shape arithmetic
+// knows the shapes' elements as dims of %x, so the Reshapes take them
+// directly, and the product sees both batch dims measure %x's dim 0:
+// no broadcasting copies (the shapes' own arithmetic is left unused).
+// CHECK-LABEL: func @matmul_heads
+// CHECK: %[[D0:.*]] = tensor.dim %arg0, %c0
+// CHECK: arith.index_cast %[[D0]] : index to i64
+// CHECK: tensor.from_elements
+// CHECK-NOT: linalg.index 0
+// CHECK: linalg.generic {{.*}}iterator_types = ["parallel", "parallel", "parallel", "parallel", "reduction"]
+// CHECK-SAME: ins(%transposed{{.*}}, %transposed{{.*}} : tensor<?x2x?x16xf32>, tensor<?x2x16x?xf32>)
+func.func @matmul_heads(%x: tensor<?x?x32xf32>) -> tensor<?x2x?x?xf32> {
+  %s = "onnx.Shape"(%x) : (tensor<?x?x32xf32>) -> tensor<3xi64>
+  %c0 = arith.constant dense<0> : tensor<i64>
+  %c1 = arith.constant dense<1> : tensor<i64>
+  %ax = arith.constant dense<[0]> : tensor<1xi64>
+  %g0 = "onnx.Gather"(%s, %c0) {axis = 0 : i64} : (tensor<3xi64>, tensor<i64>) -> tensor<i64>
+  %g1 = "onnx.Gather"(%s, %c1) {axis = 0 : i64} : (tensor<3xi64>, tensor<i64>) -> tensor<i64>
+  %u0 = "onnx.Unsqueeze"(%g0, %ax) : (tensor<i64>, tensor<1xi64>) -> tensor<1xi64>
+  %u1 = "onnx.Unsqueeze"(%g1, %ax) : (tensor<i64>, tensor<1xi64>) -> tensor<1xi64>
+  %h = arith.constant dense<[2]> : tensor<1xi64>
+  %d = arith.constant dense<[16]> : tensor<1xi64>
+  %shape_q = "onnx.Concat"(%u0, %u1, %h, %d) {axis = 0 : i64} : (tensor<1xi64>, tensor<1xi64>, tensor<1xi64>, tensor<1xi64>) -> tensor<4xi64>
+  %shape_k = "onnx.Concat"(%u0, %u1, %h, %d) {axis = 0 : i64} : (tensor<1xi64>, tensor<1xi64>, tensor<1xi64>, tensor<1xi64>) -> tensor<4xi64>
+  %xr = "onnx.Relu"(%x) : (tensor<?x?x32xf32>) -> tensor<?x?x32xf32>
+  %q = "onnx.Reshape"(%xr, %shape_q) : (tensor<?x?x32xf32>, tensor<4xi64>) -> tensor<?x?x2x16xf32>
+  %k = "onnx.Reshape"(%x, %shape_k) : (tensor<?x?x32xf32>, tensor<4xi64>) -> tensor<?x?x2x16xf32>
+  %qt = "onnx.Transpose"(%q) {perm = [0, 2, 1, 3]} : (tensor<?x?x2x16xf32>) -> tensor<?x2x?x16xf32>
+  %kt = "onnx.Transpose"(%k) {perm = [0, 2, 3, 1]} : (tensor<?x?x2x16xf32>) -> tensor<?x2x16x?xf32>
+  %0 = "onnx.MatMul"(%qt, %kt) : (tensor<?x2x?x16xf32>, tensor<?x2x16x?xf32>) -> tensor<?x2x?x?xf32>
+  return %0 : tensor<?x2x?x?xf32>
+}
