@@ -15,6 +15,7 @@
 
 #include "mlir/Dialect/Affine/Utils.h"
 #include "mlir/Dialect/Arith/IR/Arith.h"
+#include "mlir/Dialect/GPU/IR/GPUDialect.h"
 #include "mlir/Dialect/Linalg/IR/Linalg.h"
 #include "mlir/Dialect/MemRef/IR/MemRef.h"
 #include "mlir/Dialect/UB/IR/UBOps.h"
@@ -44,6 +45,36 @@ public:
 protected:
   Value index(Location loc, int64_t v) {
     return arith::ConstantIndexOp::create(rewriter, loc, v);
+  }
+  /// A shared-memory buffer of `n` values of `type` attributed to
+  /// `launch` (one slot per warp of a block's partial results).
+  Value addSharedSlots(gpu::LaunchOp launch, int64_t n, Type type) {
+    auto slots = MemRefType::get(
+        {n}, type, MemRefLayoutAttrInterface(),
+        gpu::AddressSpaceAttr::get(rewriter.getContext(),
+                                   gpu::AddressSpace::Workgroup));
+    return launch.addWorkgroupAttribution(slots, launch.getLoc());
+  }
+  /// Moves the insertion point into `launch`'s body, before the terminator
+  /// this creates.
+  void enterLaunch(gpu::LaunchOp launch) {
+    Block &body = launch.getBody().front();
+    rewriter.setInsertionPointToEnd(&body);
+    auto term = gpu::TerminatorOp::create(rewriter, launch.getLoc());
+    rewriter.setInsertionPoint(term);
+  }
+  /// `op`'s body at loop point `dims`: its memref inputs loaded there
+  /// through their indexing maps, `acc` as the accumulator.
+  Value bodyAt(Location loc, linalg::LinalgOp op, ArrayRef<Value> dims,
+               Value acc) {
+    SmallVector<Value> args;
+    for (OpOperand *in : op.getDpsInputOperands())
+      args.push_back(
+          isa<MemRefType>(in->get().getType())
+              ? load(loc, in->get(), op.getMatchingIndexingMap(in), dims)
+              : in->get());
+    args.push_back(acc);
+    return inlineBody(*op.getBlock(), args, dims);
   }
   SmallVector<Value> apply(Location loc, AffineMap map, ArrayRef<Value> dims) {
     std::optional<SmallVector<Value, 8>> idx =

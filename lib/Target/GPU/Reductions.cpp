@@ -251,14 +251,8 @@ LogicalResult ReductionLowering::lowerWarp(linalg::LinalgOp op) {
   rewriter.setInsertionPointToStart(loop.getBody());
   SmallVector<Value> dims = pt;
   dims[r] = loop.getInductionVar();
-  SmallVector<Value> args;
-  for (OpOperand *in : op.getDpsInputOperands())
-    args.push_back(
-        isa<MemRefType>(in->get().getType())
-            ? load(loc, in->get(), op.getMatchingIndexingMap(in), dims)
-            : in->get());
-  args.push_back(loop.getRegionIterArgs()[0]);
-  scf::YieldOp::create(rewriter, loc, inlineBody(body, args, dims));
+  scf::YieldOp::create(rewriter, loc,
+                       bodyAt(loc, op, dims, loop.getRegionIterArgs()[0]));
   rewriter.setInsertionPointAfter(loop);
   // Butterfly: after log2(warp size) steps every lane holds the combined
   // value.
@@ -352,15 +346,8 @@ LogicalResult ReductionLowering::lowerFull(linalg::LinalgOp op) {
   auto launch = gpu::LaunchOp::create(
       rewriter, loc, index(loc, 1), index(loc, 1), index(loc, 1),
       index(loc, threads), index(loc, 1), index(loc, 1));
-  auto slotsType =
-      MemRefType::get({threads / warp}, accType, MemRefLayoutAttrInterface(),
-                      gpu::AddressSpaceAttr::get(rewriter.getContext(),
-                                                 gpu::AddressSpace::Workgroup));
-  Value slots = launch.addWorkgroupAttribution(slotsType, loc);
-  Block &launchBody = launch.getBody().front();
-  rewriter.setInsertionPointToEnd(&launchBody);
-  auto term = gpu::TerminatorOp::create(rewriter, loc);
-  rewriter.setInsertionPoint(term);
+  Value slots = addSharedSlots(launch, threads / warp, accType);
+  enterLaunch(launch);
   Value zero = index(loc, 0);
   Value tid = launch.getThreadIds().x;
   Value lane = arith::RemUIOp::create(rewriter, loc, tid, index(loc, warp));
@@ -382,14 +369,8 @@ LogicalResult ReductionLowering::lowerFull(linalg::LinalgOp op) {
       dims[d] = arith::RemUIOp::create(rewriter, loc, rest, sizes[d]);
       rest = arith::DivUIOp::create(rewriter, loc, rest, sizes[d]);
     }
-    SmallVector<Value> args;
-    for (OpOperand *in : op.getDpsInputOperands())
-      args.push_back(
-          isa<MemRefType>(in->get().getType())
-              ? load(loc, in->get(), op.getMatchingIndexingMap(in), dims)
-              : in->get());
-    args.push_back(loop.getRegionIterArgs()[0]);
-    scf::YieldOp::create(rewriter, loc, inlineBody(body, args, dims));
+    scf::YieldOp::create(rewriter, loc,
+                         bodyAt(loc, op, dims, loop.getRegionIterArgs()[0]));
   }
   auto combine = [&](Value a, Value b) {
     OperationState state(loc, combiner->getName(), ValueRange{a, b},

@@ -259,16 +259,9 @@ void RowFusion::emit(MutableArrayRef<Member> chain, const Shape &shape,
   for (Member &m : chain)
     if (m.kind == Member::Reduction && !warpRows) {
       Type t = m.fill.getInputs()[0].getType();
-      auto type = MemRefType::get(
-          {threads / warp}, t, MemRefLayoutAttrInterface(),
-          gpu::AddressSpaceAttr::get(rewriter.getContext(),
-                                     gpu::AddressSpace::Workgroup));
-      partials.push_back(launch.addWorkgroupAttribution(type, loc));
+      partials.push_back(addSharedSlots(launch, threads / warp, t));
     }
-  Block &body = launch.getBody().front();
-  rewriter.setInsertionPointToEnd(&body);
-  auto term = gpu::TerminatorOp::create(rewriter, loc);
-  rewriter.setInsertionPoint(term);
+  enterLaunch(launch);
   Value zero = index(loc, 0);
   Value tid = launch.getThreadIds().x;
   Value lane = arith::RemUIOp::create(rewriter, loc, tid, index(loc, warp));
