@@ -31,7 +31,6 @@ import time
 
 import numpy as np
 import onnx
-import onnxruntime as ort
 from onnx import TensorProto, helper
 
 sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "python"))
@@ -68,22 +67,8 @@ def kiln_ms(so, inputs, runs, threads):
                                          flags=["--threads", str(threads)])
 
 
-def ort_session(path):
-    so = ort.SessionOptions()
-    so.intra_op_num_threads = 2
-    so.inter_op_num_threads = 1
-    return ort.InferenceSession(path, so, providers=["CPUExecutionProvider"])
-
-
-def ort_ms(sess, feeds, runs):
-    for _ in range(5):
-        sess.run(None, feeds)
-    t = []
-    for _ in range(runs):
-        t0 = time.perf_counter()
-        sess.run(None, feeds)
-        t.append((time.perf_counter() - t0) * 1e3)
-    return float(np.median(t))
+ort_session = kiln_tools.tools.ort_session
+ort_ms = kiln_tools.tools.ort_ms
 
 
 def fma_peak_gflops():

@@ -51,22 +51,8 @@ def dim_flags(name):
     return flags
 
 
-def ort_session(path, threads):
-    so = ort.SessionOptions()
-    so.intra_op_num_threads = threads
-    so.inter_op_num_threads = 1
-    return ort.InferenceSession(path, so, providers=["CPUExecutionProvider"])
-
-
-def ort_ms(sess, feeds, runs):
-    for _ in range(5):
-        sess.run(None, feeds)
-    t = []
-    for _ in range(runs):
-        t0 = time.perf_counter()
-        sess.run(None, feeds)
-        t.append((time.perf_counter() - t0) * 1e3)
-    return float(np.median(t))
+ort_session = kiln_tools.tools.ort_session
+ort_ms = kiln_tools.tools.ort_ms
 
 
 def output_step(qdq_path):

@@ -115,3 +115,31 @@ def file_sha256(path):
         for block in iter(lambda: f.read(1 << 20), b""):
             h.update(block)
     return h.hexdigest()
+
+
+def ort_session(path, threads=2):
+    """An onnxruntime CPU session of `path` on `threads` intra-op threads
+    (one inter-op), as the benchmarks compare Kiln with."""
+    import onnxruntime as ort
+
+    so = ort.SessionOptions()
+    so.intra_op_num_threads = threads
+    so.inter_op_num_threads = 1
+    return ort.InferenceSession(path, so, providers=["CPUExecutionProvider"])
+
+
+def ort_ms(sess, feeds, runs):
+    """Median milliseconds of `runs` runs of `sess` on `feeds` (after 5
+    warm-up runs), timed on the host clock."""
+    import time
+
+    import numpy as np
+
+    for _ in range(5):
+        sess.run(None, feeds)
+    t = []
+    for _ in range(runs):
+        t0 = time.perf_counter()
+        sess.run(None, feeds)
+        t.append((time.perf_counter() - t0) * 1e3)
+    return float(np.median(t))
