@@ -18,6 +18,7 @@
 #include "mlir/Dialect/GPU/IR/GPUDialect.h"
 #include "mlir/Dialect/Linalg/IR/Linalg.h"
 #include "mlir/Dialect/MemRef/IR/MemRef.h"
+#include "mlir/Dialect/SCF/IR/SCF.h"
 #include "mlir/Dialect/UB/IR/UBOps.h"
 #include "mlir/IR/IRMapping.h"
 #include "mlir/IR/PatternMatch.h"
@@ -54,6 +55,29 @@ protected:
         gpu::AddressSpaceAttr::get(rewriter.getContext(),
                                    gpu::AddressSpace::Workgroup));
     return launch.addWorkgroupAttribution(slots, launch.getLoc());
+  }
+  /// A block's warps meet in shared memory: lane 0 of each warp stores its
+  /// `acc` to `slots[warpId]`, then every thread waits at a barrier.
+  void storeWarpSlots(Location loc, const GPUTargetInfo &info, Value acc,
+                      Value slots, Value lane, Value warpId) {
+    Value isLane0 = arith::CmpIOp::create(
+        rewriter, loc, arith::CmpIPredicate::eq, lane, index(loc, 0));
+    {
+      auto guard = scf::IfOp::create(rewriter, loc, isLane0, false);
+      OpBuilder::InsertionGuard ig(rewriter);
+      rewriter.setInsertionPoint(guard.thenBlock()->getTerminator());
+      memref::StoreOp::create(rewriter, loc, acc, slots, ValueRange{warpId});
+    }
+    info.buildBarrier(rewriter, loc);
+  }
+  /// The first `n` slots combined in order (the same order every run).
+  Value combineSlots(Location loc, Value slots, int64_t n,
+                     function_ref<Value(Value, Value)> combine) {
+    Value total = memref::LoadOp::create(rewriter, loc, slots, index(loc, 0));
+    for (int64_t w = 1; w < n; ++w)
+      total = combine(total, memref::LoadOp::create(rewriter, loc, slots,
+                                                    ValueRange{index(loc, w)}));
+    return total;
   }
   /// Moves the insertion point into `launch`'s body, before the terminator
   /// this creates.

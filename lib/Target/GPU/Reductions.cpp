@@ -381,25 +381,14 @@ LogicalResult ReductionLowering::lowerFull(linalg::LinalgOp op) {
   for (int32_t offset = warp / 2; offset >= 1; offset /= 2)
     acc = combine(acc,
                   shuffleXorAnyWidth(rewriter, loc, info, acc, offset, warp));
-  {
-    Value isLane0 = arith::CmpIOp::create(rewriter, loc,
-                                          arith::CmpIPredicate::eq, lane, zero);
-    auto guard = scf::IfOp::create(rewriter, loc, isLane0, false);
-    OpBuilder::InsertionGuard ig(rewriter);
-    rewriter.setInsertionPoint(guard.thenBlock()->getTerminator());
-    memref::StoreOp::create(rewriter, loc, acc, slots, ValueRange{warpId});
-  }
-  info.buildBarrier(rewriter, loc);
+  storeWarpSlots(loc, info, acc, slots, lane, warpId);
   // The first thread combines the warps' values in order (the same order
   // every run: the result does not depend on timing).
   Value isFirst =
       arith::CmpIOp::create(rewriter, loc, arith::CmpIPredicate::eq, tid, zero);
   auto guard = scf::IfOp::create(rewriter, loc, isFirst, false);
   rewriter.setInsertionPoint(guard.thenBlock()->getTerminator());
-  Value result = memref::LoadOp::create(rewriter, loc, slots, zero);
-  for (int64_t w = 1; w < threads / warp; ++w)
-    result = combine(result, memref::LoadOp::create(rewriter, loc, slots,
-                                                    ValueRange{index(loc, w)}));
+  Value result = combineSlots(loc, slots, threads / warp, combine);
   SmallVector<Value> pt(numLoops, zero);
   storeResult(loc, result, op, {}, pt, fusion);
   rewriter.setInsertionPointAfter(launch);

@@ -453,22 +453,11 @@ void RowFusion::emit(MutableArrayRef<Member> chain, const Shape &shape,
     // Block rows: the warps' values through shared memory, combined and
     // stored by the first thread.
     Value slots = partials[partial++];
-    Value isLane0 = arith::CmpIOp::create(rewriter, loc,
-                                          arith::CmpIPredicate::eq, lane, zero);
-    {
-      auto guard = scf::IfOp::create(rewriter, loc, isLane0, false);
-      OpBuilder::InsertionGuard ig(rewriter);
-      rewriter.setInsertionPoint(guard.thenBlock()->getTerminator());
-      memref::StoreOp::create(rewriter, loc, acc, slots, ValueRange{warpId});
-    }
-    info.buildBarrier(rewriter, loc);
+    storeWarpSlots(loc, info, acc, slots, lane, warpId);
     auto guard = scf::IfOp::create(rewriter, loc, isFirst, false);
     OpBuilder::InsertionGuard ig(rewriter);
     rewriter.setInsertionPoint(guard.thenBlock()->getTerminator());
-    Value total = memref::LoadOp::create(rewriter, loc, slots, zero);
-    for (int64_t w = 1; w < threads / warp; ++w)
-      total = combine(total, memref::LoadOp::create(rewriter, loc, slots,
-                                                    ValueRange{index(loc, w)}));
+    Value total = combineSlots(loc, slots, threads / warp, combine);
     store(loc, total, out->get(), g.getMatchingIndexingMap(out), pt);
   }
   for (Member &m : llvm::reverse(chain)) {
