@@ -126,13 +126,20 @@ FailureOr<WindowParams> getWindowParams(OpTy op, RankedTensorType in,
 /// Pads the spatial dims of tensor `x` (placed as `dl` says) by
 /// (begin, end + extra) with `value`; an extra known only at run time (a
 /// pooling window over a dynamic dim with ceil_mode) is a Value.
+/// Whether a window pads anything (statically, or by an amount known at run
+/// time).
+static bool padsAnything(const WindowParams &p,
+                         ArrayRef<OpFoldResult> extraEnd) {
+  for (size_t i = 0; i < p.padBegin.size(); ++i)
+    if (p.padBegin[i] || p.padEnd[i] || !isZeroInteger(extraEnd[i]) ||
+        p.dynBegin[i])
+      return true;
+  return false;
+}
+
 Value padSpatial(OpBuilder &b, Location loc, Value x, const WindowParams &p,
                  ArrayRef<OpFoldResult> extraEnd, Value pad, DimLayout dl) {
-  bool any = false;
-  for (size_t i = 0; i < p.padBegin.size(); ++i)
-    any |= p.padBegin[i] || p.padEnd[i] || !isZeroInteger(extraEnd[i]) ||
-           p.dynBegin[i];
-  if (!any)
+  if (!padsAnything(p, extraEnd))
     return x;
   auto t = cast<RankedTensorType>(x.getType());
   SmallVector<OpFoldResult> lo(t.getRank(), b.getIndexAttr(0)),
@@ -163,11 +170,7 @@ Value padSpatial(OpBuilder &b, Location loc, Value x, const WindowParams &p,
 Value padSpatial(OpBuilder &b, Location loc, Value x, const WindowParams &p,
                  ArrayRef<OpFoldResult> extraEnd, TypedAttr value,
                  DimLayout dl) {
-  bool any = false;
-  for (size_t i = 0; i < p.padBegin.size(); ++i)
-    any |= p.padBegin[i] || p.padEnd[i] || !isZeroInteger(extraEnd[i]) ||
-           p.dynBegin[i];
-  if (!any)
+  if (!padsAnything(p, extraEnd))
     return x;
   return padSpatial(b, loc, x, p, extraEnd,
                     arith::ConstantOp::create(b, loc, value), dl);
