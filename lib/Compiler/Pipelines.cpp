@@ -13,6 +13,7 @@
 #include "kiln/Dialect/Kiln/IR/KilnDialect.h"
 #include "kiln/Dialect/Kiln/Transforms/Passes.h"
 #include "kiln/Dialect/Onnx/IR/OnnxDialect.h"
+#include "kiln/Dialect/Onnx/Transforms/CalibrationMethods.h"
 #include "kiln/Dialect/Onnx/Transforms/Passes.h"
 #include "kiln/Target/Target.h"
 
@@ -132,7 +133,7 @@ struct StagePipelineOptions : public PassPipelineOptions<StagePipelineOptions> {
       llvm::cl::desc("Exported attention chains as one onnx.Attention each"),
       llvm::cl::init(false)};
   Option<std::string> precision{*this, "precision",
-                                llvm::cl::desc("fp32, tf32, fp16 or bf16"),
+                                llvm::cl::desc("fp32, tf32, fp16, bf16 or int8"),
                                 llvm::cl::init("fp32")};
   ListOption<std::string> keepFp32{
       *this, "keep-fp32",
@@ -141,6 +142,13 @@ struct StagePipelineOptions : public PassPipelineOptions<StagePipelineOptions> {
       *this, "calibration-ranges",
       llvm::cl::desc("Calibration ranges (JSON) for the mixed precision pass"),
       llvm::cl::init("")};
+  Option<std::string> calibrationMethod{
+      *this, "calibration-method",
+      llvm::cl::desc("int8: minmax, percentile[:P] or entropy"),
+      llvm::cl::init("")};
+  ListOption<std::string> int8Exclude{
+      *this, "int8-exclude",
+      llvm::cl::desc("int8: ONNX node names or op types kept in fp32")};
   ListOption<std::string> exposeIntermediates{
       *this, "expose-intermediates",
       llvm::cl::desc("Return intermediate values as outputs: all, or these "
@@ -194,6 +202,8 @@ struct StagePipelineOptions : public PassPipelineOptions<StagePipelineOptions> {
     o.fuseAttention = fuseAttention;
     o.keepFp32.assign(keepFp32.begin(), keepFp32.end());
     o.calibrationRanges = calibrationRanges;
+    o.calibrationMethod = calibrationMethod;
+    o.int8Exclude.assign(int8Exclude.begin(), int8Exclude.end());
     setExposeIntermediates(o, exposeIntermediates);
     o.gpu.tiledContractions = gpuTiledContractions;
     o.gpu.warpReductions = gpuWarpReductions;
@@ -229,7 +239,8 @@ static void buildPrecisionPasses(OpPassManager &pm,
     o.nodes.assign(options.exposeNodes.begin(), options.exposeNodes.end());
     pm.addPass(createKilnExposeIntermediates(o));
   }
-  if (!options.precision.empty() && options.precision != "fp32") {
+  if (!options.precision.empty() && options.precision != "fp32" &&
+      options.precision != "int8") {
     KilnMixedPrecisionOptions o;
     o.precision = options.precision;
     o.keepFp32.assign(options.keepFp32.begin(), options.keepFp32.end());
@@ -255,6 +266,17 @@ LogicalResult mlir::kiln::buildStagePipeline(OpPassManager &pm, StringRef stage,
         pm.addPass(createCSEPass());
         pm.addNestedPass<func::FuncOp>(createKilnOnnxInferShapes());
       }
+    }
+    // --precision=int8: QDQ around the contractions, from the calibration
+    // (where the calibration build exposed its values: the keys match).
+    if (options.precision == "int8") {
+      KilnOnnxInsertQDQOptions o;
+      o.ranges = options.calibrationRanges;
+      if (!options.calibrationMethod.empty())
+        o.method = options.calibrationMethod;
+      o.exclude.assign(options.int8Exclude.begin(), options.int8Exclude.end());
+      llvm::append_range(o.exclude, options.keepFp32);
+      pm.addPass(createKilnOnnxInsertQDQ(o));
     }
     // Quantized (QDQ) layers as integer products: what such a model asks
     // for, and exact where the float form rounds (docs/int8.md).
@@ -416,10 +438,21 @@ LogicalResult CompileOptions::verify(std::string &error) const {
     error = "-O must be 0, 1, 2 or 3";
     return failure();
   }
-  if (!llvm::is_contained({"fp32", "tf32", "fp16", "bf16"}, precision)) {
+  if (!llvm::is_contained({"fp32", "tf32", "fp16", "bf16", "int8"},
+                          precision)) {
     error = "unknown precision '" + precision +
-            "' (expected fp32, tf32, fp16 or bf16)";
+            "' (expected fp32, tf32, fp16, bf16 or int8)";
     return failure();
+  }
+  if (precision != "int8" &&
+      (!calibrationMethod.empty() || !int8Exclude.empty())) {
+    error = "--calibration-method and --int8-exclude need --precision=int8";
+    return failure();
+  }
+  if (!calibrationMethod.empty()) {
+    int8::Method method;
+    if (!int8::parseMethod(calibrationMethod, method, error))
+      return failure();
   }
   if (!llvm::is_contained({"target", "nchw", "nhwc"}, layout)) {
     error = "unknown layout '" + layout + "' (expected target, nchw or nhwc)";
@@ -437,7 +470,7 @@ LogicalResult CompileOptions::verify(std::string &error) const {
   if (precision == "fp32" &&
       (!keepFp32.empty() || !calibrationRanges.empty())) {
     error = "--keep-fp32, --calibrate and --calibration-ranges need "
-            "--precision=tf32, fp16 or bf16";
+            "--precision=tf32, fp16, bf16 or int8";
     return failure();
   }
   return success();

@@ -5,12 +5,15 @@
 // with every intermediate float value exposed as an output, loaded through the runtime's public C API (kiln-c/runtime.h:
 // the samples are read with kiln_tensor_read_file, the weights file is the
 // weights_path load option), run on the sample inputs, and each tensor's
-// range is written as JSON for kiln-mixed-precision.
+// range is written as JSON for kiln-mixed-precision; for --precision=int8
+// the samples run twice, the second time for histograms of |x| that
+// kiln-onnx-insert-qdq's percentile and entropy methods read.
 //
 //===----------------------------------------------------------------------===//
 
 #include "kiln/Compiler/Compiler.h"
 
+#include "kiln/Dialect/Onnx/Transforms/CalibrationMethods.h"
 #include "kiln/Dialect/Onnx/Transforms/Passes.h"
 
 #include "kiln-c/runtime.h"
@@ -29,6 +32,7 @@
 #include <algorithm>
 #include <cmath>
 #include <cstring>
+#include <functional>
 #include <map>
 #include <memory>
 
@@ -61,6 +65,9 @@ Sample inputFiles(StringRef dir) {
 struct TensorStats {
   double min = INFINITY, max = -INFINITY, absmax = 0;
   int64_t count = 0, nonfinite = 0;
+  /// int8 calibration: counts of |x| in equal bins over [0, absmax] (the
+  /// second run, once absmax is known).
+  std::vector<int64_t> hist;
   void add(double x) {
     ++count;
     if (!std::isfinite(x)) {
@@ -71,6 +78,13 @@ struct TensorStats {
     max = std::max(max, x);
     absmax = std::max(absmax, std::fabs(x));
   }
+  void addToHistogram(double x) {
+    if (!std::isfinite(x) || hist.empty())
+      return;
+    double bins = static_cast<double>(hist.size());
+    double at = absmax > 0 ? std::fabs(x) / absmax * bins : 0;
+    ++hist[static_cast<size_t>(std::clamp(at, 0.0, bins - 1))];
+  }
 };
 
 bool isFloatDtype(kiln_dtype_t t) {
@@ -78,17 +92,19 @@ bool isFloatDtype(kiln_dtype_t t) {
          t == KILN_DTYPE_F64;
 }
 
-void addTensor(TensorStats &r, kiln_dtype_t dtype, const void *data, size_t n) {
+/// Calls `fn` with each value of a float tensor, as a double.
+template <typename Fn>
+void forEachValue(kiln_dtype_t dtype, const void *data, size_t n, Fn fn) {
   if (dtype == KILN_DTYPE_F32) {
     const float *f = static_cast<const float *>(data);
     for (size_t i = 0; i < n; ++i)
-      r.add(f[i]);
+      fn(f[i]);
     return;
   }
   if (dtype == KILN_DTYPE_F64) {
     const double *d = static_cast<const double *>(data);
     for (size_t i = 0; i < n; ++i)
-      r.add(d[i]);
+      fn(d[i]);
     return;
   }
   // f16, bf16: widened exactly.
@@ -101,7 +117,7 @@ void addTensor(TensorStats &r, kiln_dtype_t dtype, const void *data, size_t n) {
     bool lost = false;
     f.convert(llvm::APFloat::IEEEdouble(), llvm::APFloat::rmNearestTiesToEven,
               &lost);
-    r.add(f.convertToDouble());
+    fn(f.convertToDouble());
   }
 }
 
@@ -156,6 +172,8 @@ LogicalResult mlir::kiln::calibrateRanges(ModuleOp module, StringRef dir,
   o.precision = "fp32";
   o.keepFp32.clear();
   o.calibrationRanges.clear();
+  o.calibrationMethod.clear();
+  o.int8Exclude.clear();
   o.exposeIntermediates = true;
   o.exposeNodes.clear();
   o.dumpAfter.clear();
@@ -205,60 +223,85 @@ LogicalResult mlir::kiln::calibrateRanges(ModuleOp module, StringRef dir,
       order.push_back(name);
     return it->second;
   };
-  for (const auto &[where, files] : samples) {
-    if (files.size() != numInputs)
-      return fail("'" + where + "' has " + Twine(files.size()) +
-                  " input files, the model takes " + Twine(numInputs));
-    // By name where the file's tensor names an input, else in order.
-    std::vector<TensorPtr> tensors(files.size());
-    std::vector<int> slotOf(files.size(), -1);
-    std::vector<bool> taken(numInputs, false);
-    for (size_t f = 0; f < files.size(); ++f) {
-      kiln_tensor_t *tensor = nullptr;
-      if (kiln_status_t *st = kiln_tensor_read_file(files[f].c_str(), &tensor))
-        return fail(takeMessage(st));
-      tensors[f].reset(tensor);
-      for (size_t i = 0; i < numInputs; ++i)
-        if (!taken[i] &&
-            std::strcmp(kiln_tensor_name(tensor), inInfo[i].name) == 0) {
-          slotOf[f] = i;
-          taken[i] = true;
-          break;
-        }
+  // Runs every sample and calls `record` with each float tensor: the model's
+  // inputs and outputs (the exposed intermediates among them).
+  using Record =
+      std::function<void(TensorStats &, kiln_dtype_t, const void *, size_t)>;
+  auto runAll = [&](const Record &record) -> LogicalResult {
+    for (const auto &[where, files] : samples) {
+      if (files.size() != numInputs)
+        return fail("'" + where + "' has " + Twine(files.size()) +
+                    " input files, the model takes " + Twine(numInputs));
+      // By name where the file's tensor names an input, else in order.
+      std::vector<TensorPtr> tensors(files.size());
+      std::vector<int> slotOf(files.size(), -1);
+      std::vector<bool> taken(numInputs, false);
+      for (size_t f = 0; f < files.size(); ++f) {
+        kiln_tensor_t *tensor = nullptr;
+        if (kiln_status_t *st =
+                kiln_tensor_read_file(files[f].c_str(), &tensor))
+          return fail(takeMessage(st));
+        tensors[f].reset(tensor);
+        for (size_t i = 0; i < numInputs; ++i)
+          if (!taken[i] &&
+              std::strcmp(kiln_tensor_name(tensor), inInfo[i].name) == 0) {
+            slotOf[f] = i;
+            taken[i] = true;
+            break;
+          }
+      }
+      for (size_t f = 0, next = 0; f < files.size(); ++f) {
+        if (slotOf[f] >= 0)
+          continue;
+        while (taken[next])
+          ++next;
+        slotOf[f] = next;
+        taken[next] = true;
+      }
+      std::vector<kiln_tensor_view_t> views(numInputs);
+      for (size_t f = 0; f < files.size(); ++f) {
+        const kiln_tensor_t *t = tensors[f].get();
+        kiln_dtype_t dtype = kiln_tensor_dtype(t);
+        const kiln_value_info_t &info = inInfo[slotOf[f]];
+        if (dtype != info.dtype)
+          return fail("input '" + Twine(info.name) + "' is " +
+                      kiln_dtype_name(info.dtype) + " but '" + files[f] +
+                      "' holds " + kiln_dtype_name(dtype));
+        views[slotOf[f]] = kiln_tensor_as_view(t);
+        if (isFloatDtype(dtype))
+          record(rangeOf(info.name), dtype, kiln_tensor_data(t),
+                 kiln_tensor_num_elements(t));
+      }
+      std::vector<kiln_tensor_t *> outs(numOutputs, nullptr);
+      if (kiln_status_t *st = kiln_instance_run(
+              instance, views.data(), numInputs, outs.data(), numOutputs))
+        return fail("running '" + where + "': " + takeMessage(st));
+      for (size_t i = 0; i < numOutputs; ++i) {
+        kiln_dtype_t dt = kiln_tensor_dtype(outs[i]);
+        if (isFloatDtype(dt))
+          record(rangeOf(outInfo[i].name), dt, kiln_tensor_data(outs[i]),
+                 kiln_tensor_num_elements(outs[i]));
+        kiln_tensor_release(outs[i]);
+      }
     }
-    for (size_t f = 0, next = 0; f < files.size(); ++f) {
-      if (slotOf[f] >= 0)
-        continue;
-      while (taken[next])
-        ++next;
-      slotOf[f] = next;
-      taken[next] = true;
-    }
-    std::vector<kiln_tensor_view_t> views(numInputs);
-    for (size_t f = 0; f < files.size(); ++f) {
-      const kiln_tensor_t *t = tensors[f].get();
-      kiln_dtype_t dtype = kiln_tensor_dtype(t);
-      const kiln_value_info_t &info = inInfo[slotOf[f]];
-      if (dtype != info.dtype)
-        return fail("input '" + Twine(info.name) + "' is " +
-                    kiln_dtype_name(info.dtype) + " but '" + files[f] +
-                    "' holds " + kiln_dtype_name(dtype));
-      views[slotOf[f]] = kiln_tensor_as_view(t);
-      if (isFloatDtype(dtype))
-        addTensor(rangeOf(info.name), dtype, kiln_tensor_data(t),
-                  kiln_tensor_num_elements(t));
-    }
-    std::vector<kiln_tensor_t *> outs(numOutputs, nullptr);
-    if (kiln_status_t *st = kiln_instance_run(instance, views.data(), numInputs,
-                                              outs.data(), numOutputs))
-      return fail("running '" + where + "': " + takeMessage(st));
-    for (size_t i = 0; i < numOutputs; ++i) {
-      kiln_dtype_t dt = kiln_tensor_dtype(outs[i]);
-      if (isFloatDtype(dt))
-        addTensor(rangeOf(outInfo[i].name), dt, kiln_tensor_data(outs[i]),
-                  kiln_tensor_num_elements(outs[i]));
-      kiln_tensor_release(outs[i]);
-    }
+    return success();
+  };
+  if (failed(runAll(
+          [](TensorStats &r, kiln_dtype_t dt, const void *data, size_t n) {
+            forEachValue(dt, data, n, [&](double x) { r.add(x); });
+          })))
+    return failure();
+  // int8: a second run for the histograms of |x| over [0, absmax] that the
+  // percentile and entropy methods read (int8::TensorRecord).
+  bool histograms = options.precision == "int8";
+  if (histograms) {
+    for (auto &entry : ranges)
+      entry.second.hist.assign(int8::kHistogramBins, 0);
+    if (failed(runAll(
+            [](TensorStats &r, kiln_dtype_t dt, const void *data, size_t n) {
+              forEachValue(dt, data, n, [&](double x) { r.addToHistogram(x); });
+            })))
+      return failure();
   }
 
   llvm::json::Object tensors;
@@ -270,6 +313,8 @@ LogicalResult mlir::kiln::calibrateRanges(ModuleOp module, StringRef dir,
       e["min"] = r.min;
       e["max"] = r.max;
     }
+    if (histograms)
+      e["hist"] = llvm::json::Array(r.hist);
     tensors[name] = std::move(e);
   }
   llvm::json::Object top{{"samples", static_cast<int64_t>(samples.size())},

@@ -70,6 +70,26 @@ static std::optional<llvm::json::Object> precisionReport(ModuleOp module) {
         n["reason"] = reason;
         ++perReason[reason.substr(0, reason.find(':'))];
       }
+      // int8 (kiln-onnx-insert-qdq): the activation's range and
+      // quantization, the weights' channels and scales.
+      for (NamedAttribute f : d) {
+        StringRef k = f.getName().getValue();
+        if (n.find(k) != n.end())
+          continue;
+        if (auto s = dyn_cast<StringAttr>(f.getValue()))
+          n[k] = s.str();
+        else if (auto i = dyn_cast<IntegerAttr>(f.getValue()))
+          n[k] = i.getInt();
+        else if (auto x = dyn_cast<FloatAttr>(f.getValue()))
+          n[k] = x.getValueAsDouble();
+        else if (auto a = dyn_cast<ArrayAttr>(f.getValue())) {
+          llvm::json::Array values;
+          for (Attribute e : a)
+            if (auto x = dyn_cast<FloatAttr>(e))
+              values.push_back(x.getValueAsDouble());
+          n[k] = std::move(values);
+        }
+      }
       nodes.push_back(std::move(n));
     }
   }
@@ -78,7 +98,7 @@ static std::optional<llvm::json::Object> precisionReport(ModuleOp module) {
     counts[k] = v;
   for (auto &[k, v] : perReason)
     reasons[k] = v;
-  return llvm::json::Object{
+  llvm::json::Object section{
       {"mode", str(plan.get("precision"))},
       {"nodes", std::move(nodes)},
       {"counts", std::move(counts)},
@@ -87,6 +107,9 @@ static std::optional<llvm::json::Object> precisionReport(ModuleOp module) {
       {"converted_constants", num("converted_constants")},
       {"converted_bytes", num("converted_bytes")},
   };
+  if (Attribute m = plan.get("calibration_method"))
+    section["calibration_method"] = str(m);
+  return section;
 }
 
 /// The live bytes of the arena at each launch (kiln-plan-memory's ranges
@@ -408,14 +431,41 @@ static void printPrecisionSummary(const llvm::json::Object &p,
     }
     os << ")";
   }
-  os << "; " << p.getInteger("casts").value_or(0) << " casts; "
-     << p.getInteger("converted_constants").value_or(0)
-     << " constants converted ("
-     << llvm::format("%.2f", p.getInteger("converted_bytes").value_or(0) / 1e6)
-     << " MB)\n";
+  bool int8 = p.getString("mode") == "int8";
+  if (int8)
+    os << "; calibration " << p.getString("calibration_method").value_or("?")
+       << "; " << p.getInteger("converted_constants").value_or(0)
+       << " weights quantized per channel ("
+       << llvm::format("%.2f",
+                       p.getInteger("converted_bytes").value_or(0) / 1e6)
+       << " MB int8)\n";
+  else
+    os << "; " << p.getInteger("casts").value_or(0) << " casts; "
+       << p.getInteger("converted_constants").value_or(0)
+       << " constants converted ("
+       << llvm::format("%.2f",
+                       p.getInteger("converted_bytes").value_or(0) / 1e6)
+       << " MB)\n";
   const llvm::json::Array *nodes = p.getArray("nodes");
   if (!nodes)
     return;
+  // int8: each quantized contraction with its activation's range.
+  size_t int8Listed = 0;
+  for (const llvm::json::Value &n : *nodes) {
+    const llvm::json::Object *o = n.getAsObject();
+    const llvm::json::Array *range = o ? o->getArray("range") : nullptr;
+    if (!int8 || !range || range->size() != 2 || int8Listed == kMaxListed)
+      continue;
+    ++int8Listed;
+    os << "    int8 " << o->getString("node").value_or("?") << " ("
+       << o->getString("op").value_or("?") << "): input '"
+       << o->getString("input").value_or("?") << "' ["
+       << llvm::format("%.4g", (*range)[0].getAsNumber().value_or(0)) << ", "
+       << llvm::format("%.4g", (*range)[1].getAsNumber().value_or(0))
+       << "] scale " << llvm::format("%.4g", o->getNumber("scale").value_or(0))
+       << " zero point " << o->getInteger("zero_point").value_or(0) << "; "
+       << o->getInteger("weight_channels").value_or(0) << " weight channels\n";
+  }
   size_t listed = 0, kept = 0;
   for (const llvm::json::Value &n : *nodes) {
     const llvm::json::Object *o = n.getAsObject();

@@ -374,7 +374,14 @@ kiln_status_t *verifyOptions(const kiln_compile_options &opts) {
   if (opts.compile.precision == "fp32" && !opts.calibrateDir.empty())
     return capi::makeStatus(KILN_STATUS_INVALID_ARGUMENT,
                             "--keep-fp32, --calibrate and --calibration-ranges "
-                            "need --precision=tf32, fp16 or bf16");
+                            "need --precision=tf32, fp16, bf16 or int8");
+  if (opts.compile.precision == "int8" && opts.calibrateDir.empty() &&
+      opts.compile.calibrationRanges.empty())
+    return capi::makeStatus(
+        KILN_STATUS_INVALID_ARGUMENT,
+        "--precision=int8 needs --calibrate=DIR (sample inputs to measure "
+        "the activations' ranges on) or --calibration-ranges=FILE.json (the "
+        "ranges an earlier --calibrate saved)");
   if (opts.externalWeightsMinBytesSet && !opts.externalWeights)
     return capi::makeStatus(
         KILN_STATUS_INVALID_ARGUMENT,

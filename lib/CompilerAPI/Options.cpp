@@ -8,6 +8,7 @@
 
 #include "Internal.h"
 
+#include "kiln/Dialect/Onnx/Transforms/CalibrationMethods.h"
 #include "kiln/Target/Target.h"
 
 #include "llvm/ADT/STLExtras.h"
@@ -146,6 +147,26 @@ const OptionRow kOptions[] = {
     {"calibrate", false,
      [](kiln_compile_options &o, llvm::StringRef v, std::string &e) {
        o.calibrateDir = v.str();
+       return true;
+     }},
+    {"calibration-method", false,
+     [](kiln_compile_options &o, llvm::StringRef v, std::string &e) {
+       int8::Method method;
+       if (!int8::parseMethod(v, method, e))
+         return false;
+       o.compile.calibrationMethod = v.str();
+       return true;
+     }},
+    {"int8-exclude", true,
+     [](kiln_compile_options &o, llvm::StringRef v, std::string &e) {
+       SmallVector<StringRef> names;
+       v.split(names, ',', /*MaxSplit=*/-1, /*KeepEmpty=*/false);
+       if (names.empty()) {
+         e = "int8-exclude expects ONNX node names or op types";
+         return false;
+       }
+       for (StringRef n : names)
+         o.compile.int8Exclude.push_back(n.str());
        return true;
      }},
     {"calibration-ranges", false,

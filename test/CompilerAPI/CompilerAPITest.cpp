@@ -183,9 +183,10 @@ TEST_F(CompilerAPI, OptionErrors) {
   EXPECT_NE(unknown.message.find("precision"), std::string::npos);
   Status badPrecision(kiln_compile_options_set(o, "precision", "fp8"));
   EXPECT_EQ(badPrecision.code, KILN_STATUS_INVALID_ARGUMENT);
-  EXPECT_NE(badPrecision.message.find(
-                "unknown precision 'fp8' (expected fp32, tf32, fp16 or bf16)"),
-            std::string::npos)
+  EXPECT_NE(
+      badPrecision.message.find(
+          "unknown precision 'fp8' (expected fp32, tf32, fp16, bf16 or int8)"),
+      std::string::npos)
       << badPrecision.message;
   Status badTarget(kiln_compile_options_set(o, "target", "cuda:sm_42"));
   EXPECT_EQ(badTarget.code, KILN_STATUS_INVALID_ARGUMENT);

@@ -105,7 +105,7 @@ def test_errors_name_the_node(compiler):
     assert "not a valid ONNX model" in str(e.value)
     with pytest.raises(kiln.Error) as e:
         compiler.compile(make_model()[0], precision="fp64")
-    assert "unknown precision 'fp64' (expected fp32, tf32, fp16 or bf16)" in str(e.value)
+    assert "unknown precision 'fp64' (expected fp32, tf32, fp16, bf16 or int8)" in str(e.value)
     with pytest.raises(kiln.Error) as e:
         compiler.compile(make_model()[0], frobnicate=1)
     assert "unknown compile option 'frobnicate'" in str(e.value)

@@ -137,7 +137,8 @@ static cl::opt<std::string>
                        "mantissa and fp32 accumulation; exact fp32 "
                        "elsewhere), fp16 or bf16 (mixed: half with fp32 "
                        "accumulation and fp32 islands; "
-                       "docs/mixed-precision.md)"),
+                       "docs/mixed-precision.md), int8 (Conv, MatMul, Gemm "
+                       "as int8 products, needs --calibrate; docs/int8.md)"),
               cl::init("fp32"));
 static cl::opt<std::string>
     layout("layout",
@@ -156,8 +157,21 @@ static cl::opt<std::string>
                  cl::desc("Run the fp32 model on the samples in DIR "
                           "(input_N.pb, or test_data_set_*/input_N.pb) and "
                           "keep in fp32 the ops whose values would overflow "
-                          "the half type"),
+                          "the half type; with --precision=int8, quantize "
+                          "the activations over the ranges seen"),
                  cl::value_desc("DIR"), cl::init(""));
+static cl::opt<std::string> calibrationMethod(
+    "calibration-method",
+    cl::desc("--precision=int8: the activations' ranges from the "
+             "calibration: minmax, percentile (99.99% of |x|), "
+             "percentile:P or entropy (TensorRT's KL threshold); default "
+             "percentile"),
+    cl::value_desc("METHOD"), cl::init(""));
+static cl::list<std::string>
+    int8Exclude("int8-exclude",
+                cl::desc("--precision=int8: keep these ONNX node names or op "
+                         "types in fp32 (comma-separated, repeatable)"),
+                cl::CommaSeparated, cl::value_desc("NODE|OPTYPE,..."));
 static cl::opt<std::string> calibrationRanges(
     "calibration-ranges",
     cl::desc("With --calibrate: write the recorded ranges to FILE.json; "
@@ -291,6 +305,8 @@ bool setOptions(kiln_compile_options_t *options) {
       !setList("keep-fp32", keepFp32) ||
       !setString("calibration-ranges", calibrationRanges) ||
       !setString("calibrate", calibrateDir) ||
+      !setString("calibration-method", calibrationMethod) ||
+      !setList("int8-exclude", int8Exclude) ||
       !setBool("gpu-tiled-contractions", gpuTiledContractions) ||
       !setBool("gpu-warp-reductions", gpuWarpReductions) ||
       !setBool("gpu-row-fusion", gpuRowFusion) ||

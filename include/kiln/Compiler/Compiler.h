@@ -67,8 +67,9 @@ struct CompileOptions {
   std::string runtimeLibrary;
   int optLevel = 2;
   /// Mixed precision (kiln-mixed-precision, docs/mixed-precision.md): fp32,
-  /// tf32, fp16 or bf16; node names or op types kept fp32; calibration
-  /// ranges (JSON from calibrateRanges) or "".
+  /// tf32, fp16, bf16 or int8 (kiln-onnx-insert-qdq, docs/int8.md); node
+  /// names or op types kept fp32; calibration ranges (JSON from
+  /// calibrateRanges) or "".
   std::string precision = "fp32";
   /// Layout of convolutions and pools (kiln-onnx-convert-layout): "target"
   /// (the target's choice, Target::getConvLayout), "nchw" or "nhwc".
@@ -78,6 +79,11 @@ struct CompileOptions {
   bool fuseAttention = false;
   std::vector<std::string> keepFp32;
   std::string calibrationRanges;
+  /// --precision=int8 (kiln-onnx-insert-qdq, docs/int8.md): how activation
+  /// ranges are taken from the calibration (minmax, percentile[:P],
+  /// entropy; "" for the default) and the nodes or op types kept fp32.
+  std::string calibrationMethod;
+  std::vector<std::string> int8Exclude;
   /// Return intermediate float values as extra outputs
   /// (kiln-expose-intermediates): all, or only `exposeNodes` when not empty.
   bool exposeIntermediates = false;

@@ -65,6 +65,41 @@ def KilnOnnxFuseQDQ : Pass<"kiln-onnx-fuse-qdq", "func::FuncOp"> {
   let dependentDialects = ["::mlir::arith::ArithDialect"];
 }
 
+def KilnOnnxInsertQDQ : Pass<"kiln-onnx-insert-qdq", "::mlir::ModuleOp"> {
+  let summary = "Post-training int8 quantization: QDQ around the contractions";
+  let description = [{
+    kilnc --precision=int8. Each MatMul, Gemm and Conv with constant f32
+    weights and a calibrated f32 activation becomes a QDQ layer that
+    kiln-onnx-fuse-qdq (after it) turns into an int8 product:
+
+    * weights: per output channel, symmetric int8 (scale max|w[c]| / 127,
+      zero point 0), computed here from the constants, and read through a
+      DequantizeLinear;
+    * the activation: QuantizeLinear to uint8 (asymmetric: scale and zero
+      point of the range [lo, hi] that `method` picks from the calibration
+      record in `ranges`: minmax, percentile[:P] or entropy), placed right
+      after its producer and shared by every contraction that reads it,
+      then a DequantizeLinear.
+
+    Everything else stays fp32. A contraction stays fp32 when `exclude`
+    names it (node name or op type), when its weights are not constants,
+    when its activation has no calibration record, or when it is already
+    quantized. Each decided contraction gets `kiln.precision` ("int8" or
+    "fp32", with `kiln.fp32_reason`); the module gets
+    `kiln.precision_plan` with the ranges, scales and zero points
+    (what the compile report lists). docs/int8.md.
+  }];
+  let options = [
+    Option<"ranges", "ranges", "std::string", "\"\"",
+           "Calibration ranges (JSON from kilnc --calibrate)">,
+    Option<"method", "method", "std::string", "\"percentile\"",
+           "Activation range: minmax, percentile, percentile:P or entropy">,
+    ListOption<"exclude", "exclude", "std::string",
+               "Node names or op types kept in fp32">,
+  ];
+  let dependentDialects = ["::mlir::arith::ArithDialect"];
+}
+
 def KilnOnnxConvertLayout
     : Pass<"kiln-onnx-convert-layout", "func::FuncOp"> {
   let summary = "Convolutions and pools in the target's activation layout";

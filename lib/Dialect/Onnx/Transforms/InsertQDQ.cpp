@@ -1,0 +1,436 @@
+//===- InsertQDQ.cpp - Post-training int8 quantization --------------------===//
+//
+// kiln-onnx-insert-qdq (kilnc --precision=int8 --calibrate=DIR) makes a QDQ
+// model of a float one, for kiln-onnx-fuse-qdq to turn into int8 products:
+//
+//   x ─ QuantizeLinear(sx, zx) ─ DequantizeLinear ─┐     (uint8, after x's
+//                                                  Conv / MatMul / Gemm
+//   W_int8 ─ DequantizeLinear(sw[c], 0, axis) ─────┘     producer, shared)
+//
+// The weights are quantized here, per output channel and symmetric
+// (sw[c] = max |W[c]| / 127, round half to even), and the activation to
+// uint8 over the calibrated range the method picks (CalibrationMethods.h):
+// uint8 with a zero point is what the integer products take as they are
+// (u8 x s8, VNNI's and AMX's form), holds a ReLU's [0, t] in all 256 steps
+// and costs nothing at run time (the zero point's term is a compile-time
+// column sum, docs/int8.md). Every other op stays fp32, as does a
+// contraction that `exclude` names, whose weights are not constants, whose
+// activation was not calibrated, or that is quantized already.
+//
+// Ranges are looked up by the keys of kiln-expose-intermediates
+// (NodeKeys.h), which the calibration build records: the pass runs where
+// that build exposes its values, after the graph simplification.
+//
+//===----------------------------------------------------------------------===//
+
+#include "kiln/Dialect/Onnx/Transforms/Passes.h"
+
+#include "NodeKeys.h"
+
+#include "kiln/Dialect/Kiln/IR/Precision.h"
+#include "kiln/Dialect/Onnx/IR/OnnxOps.h"
+#include "kiln/Dialect/Onnx/IR/OnnxUtils.h"
+#include "kiln/Dialect/Onnx/Transforms/CalibrationMethods.h"
+
+#include "mlir/Dialect/Arith/IR/Arith.h"
+#include "mlir/IR/Builders.h"
+#include "mlir/IR/BuiltinOps.h"
+#include "mlir/IR/DialectResourceBlobManager.h"
+#include "llvm/ADT/StringMap.h"
+#include "llvm/ADT/StringSet.h"
+#include "llvm/Support/JSON.h"
+#include "llvm/Support/MemoryBuffer.h"
+
+#include <cmath>
+#include <cstring>
+
+namespace mlir::kiln {
+#define GEN_PASS_DEF_KILNONNXINSERTQDQ
+#include "kiln/Dialect/Onnx/Transforms/Passes.h.inc"
+} // namespace mlir::kiln
+
+using namespace mlir;
+using namespace mlir::kiln;
+using namespace mlir::kiln::onnxops;
+using int8::TensorRecord;
+
+namespace {
+
+/// Constants of more elements than this are resource blobs.
+constexpr int64_t kInlineElements = 16;
+
+Value makeConstant(OpBuilder &b, Location loc, RankedTensorType type,
+                   ArrayRef<char> bytes, StringRef hint) {
+  if (type.getNumElements() <= kInlineElements)
+    return arith::ConstantOp::create(
+        b, loc, DenseElementsAttr::getFromRawBuffer(type, bytes));
+  AsmResourceBlob blob =
+      HeapAsmResourceBlob::allocateAndCopyWithAlign(bytes, alignof(int64_t));
+  return arith::ConstantOp::create(
+      b, loc, DenseResourceElementsAttr::get(type, hint, std::move(blob)));
+}
+
+Value f32Constant(OpBuilder &b, Location loc, ArrayRef<int64_t> shape,
+                  ArrayRef<float> values, StringRef hint) {
+  std::vector<char> bytes(values.size() * 4);
+  std::memcpy(bytes.data(), values.data(), bytes.size());
+  return makeConstant(b, loc, RankedTensorType::get(shape, b.getF32Type()),
+                      bytes, hint);
+}
+
+Value int8Constant(OpBuilder &b, Location loc, ArrayRef<int64_t> shape,
+                   Type elem, ArrayRef<int64_t> values, StringRef hint) {
+  std::vector<char> bytes(values.size());
+  for (auto [i, v] : llvm::enumerate(values))
+    bytes[i] = static_cast<char>(v);
+  return makeConstant(b, loc, RankedTensorType::get(shape, elem), bytes, hint);
+}
+
+bool isF32Tensor(Type t) {
+  auto rt = dyn_cast<RankedTensorType>(t);
+  return rt && rt.getElementType().isF32();
+}
+
+std::string fmt(double v) {
+  char buf[32];
+  std::snprintf(buf, sizeof(buf), "%g", v);
+  return buf;
+}
+
+/// One contraction's decision and, for int8 ones, its parameters (the
+/// report's entry).
+struct Decision {
+  Operation *op = nullptr;
+  std::string node, reason, input;
+  bool int8 = false;
+  double lo = 0, hi = 0, min = 0, max = 0;
+  float scale = 1;
+  int64_t zeroPoint = 0, channels = 0;
+  float weightScaleMin = 0, weightScaleMax = 0;
+};
+
+struct InsertQDQPass : public kiln::impl::KilnOnnxInsertQDQBase<InsertQDQPass> {
+  using Base::Base;
+
+  int8::Method parsedMethod;
+  llvm::StringMap<TensorRecord> records;
+  llvm::StringSet<> usedExcludes;
+  DenseMap<Value, std::string> outputNames;
+  /// The DequantizeLinear of each quantized activation, and of each
+  /// weight constant (by value and channel axis).
+  DenseMap<Value, Value> dequantized;
+  DenseMap<std::pair<Value, int64_t>, Value> weights;
+  SmallVector<Decision> decisions;
+
+  LogicalResult loadRanges() {
+    Location loc = getOperation().getLoc();
+    std::string path = ranges;
+    if (path.empty())
+      return mlir::emitError(loc)
+             << "--precision=int8 needs calibration ranges: --calibrate=DIR "
+                "(samples to run the fp32 model on) or "
+                "--calibration-ranges=FILE.json";
+    auto buf = llvm::MemoryBuffer::getFile(path);
+    if (!buf)
+      return mlir::emitError(loc) << "cannot read calibration ranges '" << path
+                                  << "': " << buf.getError().message();
+    llvm::Expected<llvm::json::Value> json =
+        llvm::json::parse((*buf)->getBuffer());
+    if (!json)
+      return mlir::emitError(loc)
+             << "calibration ranges '" << path
+             << "' are not JSON: " << llvm::toString(json.takeError());
+    const llvm::json::Object *top = json->getAsObject();
+    const llvm::json::Object *tensors =
+        top ? top->getObject("tensors") : nullptr;
+    if (!tensors)
+      return mlir::emitError(loc) << "calibration ranges '" << path
+                                  << "' have no \"tensors\" object";
+    for (const auto &[key, v] : *tensors) {
+      const llvm::json::Object *o = v.getAsObject();
+      std::optional<double> a = o ? o->getNumber("absmax") : std::nullopt;
+      if (!a)
+        return mlir::emitError(loc)
+               << "calibration ranges '" << path << "': tensor '" << key.str()
+               << "' has no \"absmax\"";
+      TensorRecord r;
+      r.absmax = *a;
+      r.min = o->getNumber("min").value_or(-*a);
+      r.max = o->getNumber("max").value_or(*a);
+      if (const llvm::json::Array *h = o->getArray("hist"))
+        for (const llvm::json::Value &c : *h)
+          r.hist.push_back(c.getAsInteger().value_or(0));
+      records[key.str()] = std::move(r);
+    }
+    return success();
+  }
+
+  std::optional<std::string> excludedBy(Operation *op, StringRef key) {
+    std::string raw = onnxNodeName(op);
+    for (const std::string &e : exclude)
+      if (e == onnxOpType(op) || e == key || (!raw.empty() && e == raw)) {
+        usedExcludes.insert(e);
+        return e;
+      }
+    return std::nullopt;
+  }
+
+  /// The weights' output-channel axis, or a reason the op is not a
+  /// contraction the integer products take.
+  FailureOr<int64_t> weightAxis(Operation *op, std::string &why) {
+    auto x = dyn_cast<RankedTensorType>(op->getOperand(0).getType());
+    auto w = dyn_cast<RankedTensorType>(op->getOperand(1).getType());
+    if (!x || !w || !w.hasStaticShape()) {
+      why = "rule: needs ranked operands and static weights";
+      return failure();
+    }
+    if (isa<MatMulOp>(op)) {
+      if (w.getRank() != 2 || x.getRank() < 2) {
+        why = "rule: MatMul weights must be [K, N] with activations of rank "
+              ">= 2";
+        return failure();
+      }
+      return 1;
+    }
+    if (auto gemm = dyn_cast<GemmOp>(op)) {
+      if (gemm.getTransAAttr().getInt() != 0) {
+        why = "rule: Gemm with transA";
+        return failure();
+      }
+      return gemm.getTransBAttr().getInt() != 0 ? 0 : 1;
+    }
+    if (isChannelsLast(op) ||
+        w.getRank() !=
+            cast<RankedTensorType>(op->getResult(0).getType()).getRank()) {
+      why = "rule: Conv weights in an unexpected layout";
+      return failure();
+    }
+    return 0;
+  }
+
+  /// The calibration record of `v`, with the key it was found under.
+  const TensorRecord *recordOf(Value v, const NodeKeys &keys,
+                               std::string &key) {
+    for (const std::string &k : {keys.values.lookup(v), outputNames.lookup(v)})
+      if (!k.empty())
+        if (auto it = records.find(k); it != records.end()) {
+          key = k;
+          return &it->second;
+        }
+    key = keys.values.lookup(v);
+    return nullptr;
+  }
+
+  void decide(Decision &d, const NodeKeys &keys) {
+    Operation *op = d.op;
+    if (std::optional<std::string> e = excludedBy(op, d.node)) {
+      d.reason = "exclude: --int8-exclude=" + *e;
+      return;
+    }
+    Value x = op->getOperand(0), w = op->getOperand(1);
+    if (!isF32Tensor(x.getType()) || !isF32Tensor(op->getResult(0).getType()) ||
+        !isF32Tensor(w.getType())) {
+      d.reason = "rule: not an f32 contraction";
+      return;
+    }
+    if (x.getDefiningOp<DequantizeLinearOp>() ||
+        w.getDefiningOp<DequantizeLinearOp>()) {
+      d.reason = "rule: already quantized";
+      return;
+    }
+    if (!w.getDefiningOp<arith::ConstantOp>() ||
+        !getConstantFloatValues(w).has_value()) {
+      d.reason = "rule: weights are not constants";
+      return;
+    }
+    std::string why;
+    FailureOr<int64_t> axis = weightAxis(op, why);
+    if (failed(axis)) {
+      d.reason = why;
+      return;
+    }
+    const TensorRecord *r = recordOf(x, keys, d.input);
+    if (!r) {
+      d.reason = "calibration: no range recorded for input '" + d.input + "'";
+      return;
+    }
+    std::string error;
+    if (!int8::rangeOf(*r, parsedMethod, d.lo, d.hi, error)) {
+      d.reason = "calibration: input '" + d.input + "' " + error;
+      return;
+    }
+    if (!std::isfinite(d.lo) || !std::isfinite(d.hi) || d.hi - d.lo <= 0) {
+      d.reason = "calibration: input '" + d.input + "' has the range [" +
+                 fmt(d.lo) + ", " + fmt(d.hi) + "]";
+      return;
+    }
+    d.min = r->min;
+    d.max = r->max;
+    int8::uint8Params(d.lo, d.hi, d.scale, d.zeroPoint);
+    d.int8 = true;
+    d.channels = cast<RankedTensorType>(w.getType()).getDimSize(*axis);
+    rewrite(d, *axis);
+  }
+
+  /// QuantizeLinear + DequantizeLinear of activation `x` after its
+  /// producer, once per value.
+  Value dequantizedActivation(const Decision &d) {
+    Value x = d.op->getOperand(0);
+    Value &slot = dequantized[x];
+    if (slot)
+      return slot;
+    OpBuilder b(&getContext());
+    if (Operation *def = x.getDefiningOp())
+      b.setInsertionPointAfter(def);
+    else
+      b.setInsertionPointToStart(x.getParentBlock());
+    std::string base = d.input.empty() ? "x" : d.input;
+    Location qloc = NameLoc::get(b.getStringAttr(base + "_QuantizeLinear"));
+    Location dqloc = NameLoc::get(b.getStringAttr(base + "_DequantizeLinear"));
+    auto u8 = IntegerType::get(&getContext(), 8, IntegerType::Unsigned);
+    Value s = f32Constant(b, qloc, {}, {d.scale}, "");
+    Value z = int8Constant(b, qloc, {}, u8, {d.zeroPoint}, "");
+    auto xt = cast<RankedTensorType>(x.getType());
+    Value q = QuantizeLinearOp::create(b, qloc, Type(xt.clone(u8)), x, s, z,
+                                       uint64_t(1));
+    slot = DequantizeLinearOp::create(b, dqloc, Type(xt), q, s, z, uint64_t(1));
+    return slot;
+  }
+
+  /// Per-channel symmetric int8 weights along `axis`, dequantized.
+  Value dequantizedWeights(Decision &d, int64_t axis) {
+    Value w = d.op->getOperand(1);
+    auto wt = cast<RankedTensorType>(w.getType());
+    Value &slot = weights[{w, axis}];
+    SmallVector<double> values = *getConstantFloatValues(w);
+    int64_t channels = wt.getDimSize(axis);
+    int64_t inner = 1;
+    for (int64_t i = axis + 1; i < wt.getRank(); ++i)
+      inner *= wt.getDimSize(i);
+    auto channelOf = [&](int64_t i) { return (i / inner) % channels; };
+    SmallVector<float> scale(channels, 0.0f);
+    for (auto [i, v] : llvm::enumerate(values))
+      scale[channelOf(i)] =
+          std::max(scale[channelOf(i)], static_cast<float>(std::fabs(v)));
+    for (float &s : scale)
+      s = s > 0 && std::isfinite(s) ? s / 127.0f : 1.0f;
+    d.weightScaleMin = *llvm::min_element(scale);
+    d.weightScaleMax = *llvm::max_element(scale);
+    if (slot)
+      return slot;
+    SmallVector<int64_t> q(values.size());
+    for (auto [i, v] : llvm::enumerate(values)) {
+      double r = std::nearbyint(static_cast<float>(v) / scale[channelOf(i)]);
+      q[i] = static_cast<int64_t>(std::clamp(r, -127.0, 127.0));
+    }
+    OpBuilder b(&getContext());
+    b.setInsertionPointAfter(w.getDefiningOp());
+    Location loc = NameLoc::get(b.getStringAttr(d.node + "_weights_int8"));
+    auto i8 = IntegerType::get(&getContext(), 8);
+    Value wq =
+        int8Constant(b, loc, wt.getShape(), i8, q, d.node + "_weights_int8");
+    Value s = f32Constant(b, loc, {channels}, scale, d.node + "_weights_scale");
+    Value z = int8Constant(b, loc, {channels}, i8,
+                           SmallVector<int64_t>(channels, 0), "");
+    slot = DequantizeLinearOp::create(b, loc, Type(wt), wq, s, z,
+                                      static_cast<uint64_t>(axis));
+    return slot;
+  }
+
+  void rewrite(Decision &d, int64_t axis) {
+    Value x = dequantizedActivation(d);
+    Value w = dequantizedWeights(d, axis);
+    d.op->setOperand(0, x);
+    d.op->setOperand(1, w);
+  }
+
+  void runOnOperation() override {
+    ModuleOp module = getOperation();
+    std::string error;
+    if (!int8::parseMethod(method, parsedMethod, error)) {
+      mlir::emitError(module.getLoc()) << error;
+      return signalPassFailure();
+    }
+    if (failed(loadRanges()))
+      return signalPassFailure();
+    Builder b(&getContext());
+    for (auto func : module.getOps<func::FuncOp>()) {
+      if (func.isExternal())
+        continue;
+      NodeKeys keys = computeNodeKeys(func);
+      outputNames.clear();
+      Operation *ret = func.getBody().back().getTerminator();
+      for (auto [i, v] : llvm::enumerate(ret->getOperands()))
+        if (auto n = func.getResultAttrOfType<StringAttr>(i, "kiln.name"))
+          outputNames.try_emplace(v, n.str());
+      SmallVector<Operation *> contractions;
+      for (Operation &op : func.getBody().front())
+        if (isa<MatMulOp, GemmOp, ConvOp>(op) && keys.nodes.count(&op))
+          contractions.push_back(&op);
+      for (Operation *op : contractions) {
+        Decision d;
+        d.op = op;
+        d.node = keys.nodes.lookup(op);
+        decide(d, keys);
+        op->setAttr(kPrecisionAttr, b.getStringAttr(d.int8 ? "int8" : "fp32"));
+        if (!d.int8)
+          op->setAttr("kiln.fp32_reason", b.getStringAttr(d.reason));
+        decisions.push_back(std::move(d));
+      }
+    }
+    for (const std::string &e : exclude)
+      if (!usedExcludes.contains(e))
+        mlir::emitWarning(module.getLoc())
+            << "--int8-exclude: '" << e
+            << "' names no node or op type of the model";
+    recordPlan();
+  }
+
+  /// `kiln.precision_plan`: the method and, per contraction (program
+  /// order), int8 with its activation's range and parameters, or fp32 and
+  /// why.
+  void recordPlan() {
+    Builder b(&getContext());
+    SmallVector<Attribute> nodes;
+    int64_t quantizedBytes = 0;
+    for (const Decision &d : decisions) {
+      SmallVector<NamedAttribute> f = {
+          b.getNamedAttr("node", b.getStringAttr(d.node)),
+          b.getNamedAttr("op", b.getStringAttr(onnxOpType(d.op))),
+          b.getNamedAttr("precision",
+                         b.getStringAttr(d.int8 ? "int8" : "fp32"))};
+      if (!d.int8) {
+        f.push_back(b.getNamedAttr("reason", b.getStringAttr(d.reason)));
+      } else {
+        f.push_back(b.getNamedAttr("input", b.getStringAttr(d.input)));
+        f.push_back(
+            b.getNamedAttr("calibrated", b.getF64ArrayAttr({d.min, d.max})));
+        f.push_back(b.getNamedAttr("range", b.getF64ArrayAttr({d.lo, d.hi})));
+        f.push_back(b.getNamedAttr("scale", b.getF64FloatAttr(d.scale)));
+        f.push_back(
+            b.getNamedAttr("zero_point", b.getI64IntegerAttr(d.zeroPoint)));
+        f.push_back(
+            b.getNamedAttr("weight_channels", b.getI64IntegerAttr(d.channels)));
+        f.push_back(b.getNamedAttr(
+            "weight_scales",
+            b.getF64ArrayAttr({d.weightScaleMin, d.weightScaleMax})));
+      }
+      nodes.push_back(b.getDictionaryAttr(f));
+    }
+    for (auto &[key, dq] : weights)
+      quantizedBytes += cast<RankedTensorType>(dq.getType()).getNumElements();
+    getOperation()->setAttr(
+        "kiln.precision_plan",
+        b.getDictionaryAttr(
+            {b.getNamedAttr("precision", b.getStringAttr("int8")),
+             b.getNamedAttr("calibration_method",
+                            b.getStringAttr(parsedMethod.str())),
+             b.getNamedAttr("nodes", b.getArrayAttr(nodes)),
+             b.getNamedAttr("casts", b.getI64IntegerAttr(0)),
+             b.getNamedAttr("converted_constants",
+                            b.getI64IntegerAttr(weights.size())),
+             b.getNamedAttr("converted_bytes",
+                            b.getI64IntegerAttr(quantizedBytes))}));
+  }
+};
+} // namespace

@@ -1,0 +1,109 @@
+// RUN: %python -c "import json; h=[1000 if i %% 2 == 0 else 10 for i in range(100)] + [0] * 1947 + [1]; json.dump({'tensors': {'x': {'min': -1.0, 'max': 3.0, 'absmax': 3.0}, 'relu': {'min': 0.0, 'max': 20.48, 'absmax': 20.48, 'hist': h}, 'y': {'min': -2.0, 'max': 2.0, 'absmax': 2.0}}}, open('%t.json', 'w'))"
+// RUN: kiln-opt %s --split-input-file --kiln-onnx-insert-qdq="ranges=%t.json method=minmax" | FileCheck %s
+// RUN: kiln-opt %s --split-input-file --kiln-onnx-insert-qdq="ranges=%t.json method=percentile:99.99" | FileCheck %s --check-prefix=PCT
+// RUN: kiln-opt %s --split-input-file --kiln-onnx-insert-qdq="ranges=%t.json method=entropy" | FileCheck %s --check-prefix=KL
+// RUN: kiln-opt %s --split-input-file --kiln-onnx-insert-qdq="ranges=%t.json method=minmax exclude=mm2,Gemm" | FileCheck %s --check-prefix=EXCL
+// RUN: kiln-opt %s --split-input-file --kiln-onnx-insert-qdq="ranges=%t.json method=minmax" --kiln-onnx-fuse-qdq --canonicalize | FileCheck %s --check-prefix=FUSED
+
+// A MatMul's weights, per output column (axis 1) and symmetric:
+// column 0 max |w| = 1.27 -> scale 0.01, column 1 max 2.54 -> scale 0.02,
+// values rounded to [[127, 127], [-50, 50], [10, -127], [0, 1]]. Its
+// activation x, calibrated to [-1, 3] (minmax): uint8 with scale 4 / 255
+// and zero point round(1 / (4 / 255)) = 64, quantized once after its
+// producer (here the function's argument) and shared by both MatMuls.
+// CHECK: kiln.precision_plan = {calibration_method = "minmax", casts = 0 : i64, converted_bytes = 16 : i64, converted_constants = 2 : i64, nodes = [{calibrated = [-1.000000e+00, 3.000000e+00], input = "x", node = "mm1", op = "MatMul", precision = "int8", range = [-1.000000e+00, 3.000000e+00], scale = 0.015686275{{[0-9]*}} : f64, weight_channels = 2 : i64, weight_scales = [0.0099999997764825821, 0.019999999552965164], zero_point = 64 : i64}, {{.*}}node = "mm2", op = "MatMul", precision = "int8"{{.*}}}]
+// CHECK-LABEL: func.func @matmuls
+// CHECK-SAME: (%[[X:.*]]: tensor<3x4xf32>
+// CHECK-DAG: %[[SX:.*]] = arith.constant dense<0.0156862754> : tensor<f32>
+// CHECK-DAG: %[[ZX:.*]] = arith.constant dense<64> : tensor<ui8>
+// CHECK: %[[Q:.*]] = "onnx.QuantizeLinear"(%[[X]], %[[SX]], %[[ZX]]) <{axis = 1 : i64,{{.*}}> : (tensor<3x4xf32>, tensor<f32>, tensor<ui8>) -> tensor<3x4xui8>
+// CHECK: %[[DQ:.*]] = "onnx.DequantizeLinear"(%[[Q]], %[[SX]], %[[ZX]]) {{.*}} -> tensor<3x4xf32>
+// CHECK-NOT: onnx.QuantizeLinear
+// CHECK-DAG: %[[WQ:.*]] = arith.constant dense<{{\[\[}}127, 127], [-50, 50], [10, -127], [0, 1]]> : tensor<4x2xi8>
+// CHECK-DAG: %[[SW:.*]] = arith.constant dense<[0.00999999977, 2.000000e-02]> : tensor<2xf32>
+// CHECK-DAG: %[[ZW:.*]] = arith.constant dense<0> : tensor<2xi8>
+// CHECK: %[[WF:.*]] = "onnx.DequantizeLinear"(%[[WQ]], %[[SW]], %[[ZW]]) <{axis = 1 : i64,{{.*}}> : (tensor<4x2xi8>, tensor<2xf32>, tensor<2xi8>) -> tensor<4x2xf32>
+// CHECK: "onnx.MatMul"(%[[DQ]], %[[WF]]) {kiln.precision = "int8"}
+// CHECK: "onnx.MatMul"(%[[DQ]], %{{.*}}) {kiln.precision = "int8"}
+// percentile and entropy read histograms, which x's record lacks.
+// PCT-LABEL: func.func @matmuls
+// PCT: "onnx.MatMul"({{.*}}) {kiln.fp32_reason = "calibration: input 'x' has no histogram (ranges recorded for another precision: recalibrate with --precision=int8, or use --calibration-method=minmax)", kiln.precision = "fp32"}
+// Excluded by name: mm2 keeps its float operands.
+// EXCL-LABEL: func.func @matmuls
+// EXCL: "onnx.MatMul"(%{{.*}}, %{{.*}}) {kiln.precision = "int8"}
+// EXCL: "onnx.MatMul"(%[[X:.*]], %{{.*}}) {kiln.fp32_reason = "exclude: --int8-exclude=mm2", kiln.precision = "fp32"} : (tensor<3x4xf32>, tensor<4x2xf32>)
+// The fused form: one integer product per MatMul, both reading the same
+// uint8 activation.
+// FUSED-LABEL: func.func @matmuls
+// FUSED: %[[Q:.*]] = "onnx.QuantizeLinear"
+// FUSED: "onnx.MatMulInteger"(%[[Q]], %{{.*}}, %{{.*}}, %{{.*}}) : (tensor<3x4xui8>, tensor<4x2xi8>, tensor<ui8>, none) -> tensor<3x2xi32>
+// FUSED: "onnx.MatMulInteger"(%[[Q]],
+// FUSED-NOT: "onnx.MatMul"(
+func.func @matmuls(%x: tensor<3x4xf32> {kiln.name = "x"}) -> (tensor<3x2xf32>, tensor<3x2xf32>) {
+  %w = arith.constant dense<[[1.27, 2.54], [-0.5, 1.0], [0.1, -2.54], [0.0, 0.02]]> : tensor<4x2xf32>
+  %w2 = arith.constant dense<[[1.0, 2.0], [3.0, 4.0], [5.0, 6.0], [7.0, 8.0]]> : tensor<4x2xf32>
+  %0 = "onnx.MatMul"(%x, %w) : (tensor<3x4xf32>, tensor<4x2xf32>) -> tensor<3x2xf32> loc("mm1")
+  %1 = "onnx.MatMul"(%x, %w2) : (tensor<3x4xf32>, tensor<4x2xf32>) -> tensor<3x2xf32> loc("mm2")
+  return %0, %1 : tensor<3x2xf32>, tensor<3x2xf32>
+}
+
+// -----
+
+// A Conv after a Relu: its filters per output channel (axis 0: max |w| 2.54
+// and 1.27), its activation's range by the method from the histogram of
+// the Relu's |x| (2048 bins over [0, 20.48]: 100 bins of values below 1
+// and one outlier at 20.48). minmax keeps the outlier (scale 20.48 / 255);
+// percentile 99.99 clips at the bin where 99.99% of the values are
+// (1.0: scale 1 / 255); entropy at the threshold whose 8-bit histogram
+// is closest to the measured one, well below the outlier. A Relu has no
+// negative values: zero point 0, all 256 steps on [0, t]. The Gemm
+// (transB: weights [N, K], channels along axis 0) reads a value with no
+// calibration record and stays fp32.
+// CHECK: range = [0.000000e+00, 2.048000e+01], scale = 0.080313{{[0-9]*}} : f64, weight_channels = 2 : i64, weight_scales = [0.0099999997764825821, 0.019999999552965164], zero_point = 0 : i64
+// CHECK-LABEL: func.func @conv_relu
+// CHECK: %[[WQ:.*]] = "onnx.DequantizeLinear"(%{{.*}}, %{{.*}}, %{{.*}}) <{axis = 0 : i64,{{.*}}> : (tensor<2x2x1x1xi8>, tensor<2xf32>, tensor<2xi8>) -> tensor<2x2x1x1xf32>
+// CHECK: %[[R:.*]] = "onnx.Relu"
+// CHECK: %[[Q:.*]] = "onnx.QuantizeLinear"(%[[R]], %{{.*}}, %{{.*}}) {{.*}} -> tensor<1x2x4x4xui8>
+// CHECK: %[[DQ:.*]] = "onnx.DequantizeLinear"(%[[Q]],
+// CHECK: "onnx.Conv"(%[[DQ]], %[[WQ]], %{{.*}}) {{.*}}kiln.precision = "int8"
+// CHECK: "onnx.Gemm"({{.*}}kiln.fp32_reason = "calibration: no range recorded for input 'flat'", kiln.precision = "fp32"
+// PCT: calibration_method = "percentile:99.99", {{.*}}node = "conv", op = "Conv", precision = "int8", range = [0.000000e+00, 1.000000e+00], scale = 0.0039215688593685627 : f64
+// PCT-LABEL: func.func @conv_relu
+// KL: calibration_method = "entropy", {{.*}}node = "conv", op = "Conv", precision = "int8", range = [0.000000e+00, {{[0-4]\.[0-9]+}}e+00]
+// KL-LABEL: func.func @conv_relu
+// Fused: the Conv is a ConvInteger of the uint8 Relu and the int8 filters.
+// FUSED-LABEL: func.func @conv_relu
+// FUSED: %[[Q:.*]] = "onnx.QuantizeLinear"
+// FUSED: "onnx.ConvInteger"(%[[Q]], %{{.*}}, %{{.*}}, %{{.*}}) {{.*}} : (tensor<1x2x4x4xui8>, tensor<2x2x1x1xi8>, none, none) -> tensor<1x2x4x4xi32>
+// FUSED-NOT: "onnx.Conv"(
+// The Gemm excluded by op type: the same reason as any exclusion.
+// EXCL-LABEL: func.func @conv_relu
+// EXCL: "onnx.Gemm"({{.*}}kiln.fp32_reason = "exclude: --int8-exclude=Gemm"
+func.func @conv_relu(%x: tensor<1x2x4x4xf32>) -> tensor<1x3xf32> {
+  %w = arith.constant dense<[[[[2.54]], [[-1.0]]], [[[0.5]], [[-1.27]]]]> : tensor<2x2x1x1xf32>
+  %b = arith.constant dense<[0.1, -0.1]> : tensor<2xf32>
+  %g = arith.constant dense<0.5> : tensor<3x32xf32>
+  %r = "onnx.Relu"(%x) : (tensor<1x2x4x4xf32>) -> tensor<1x2x4x4xf32> loc("relu")
+  %c = "onnx.Conv"(%r, %w, %b) {kernel_shape = [1, 1]} : (tensor<1x2x4x4xf32>, tensor<2x2x1x1xf32>, tensor<2xf32>) -> tensor<1x2x4x4xf32> loc("conv")
+  %f = "onnx.Flatten"(%c) {axis = 1 : i64} : (tensor<1x2x4x4xf32>) -> tensor<1x32xf32> loc("flat")
+  %none = onnx.NoValue
+  %y = "onnx.Gemm"(%f, %g, %none) {transB = 1 : i64} : (tensor<1x32xf32>, tensor<3x32xf32>, none) -> tensor<1x3xf32> loc("fc")
+  return %y : tensor<1x3xf32>
+}
+
+// -----
+
+// Weights that are not constants (a product of two activations) and a
+// model that is quantized already stay as they are.
+// CHECK-LABEL: func.func @not_taken
+// CHECK: "onnx.MatMul"({{.*}}) {kiln.fp32_reason = "rule: weights are not constants", kiln.precision = "fp32"}
+// CHECK: "onnx.MatMul"({{.*}}) {kiln.fp32_reason = "rule: already quantized", kiln.precision = "fp32"}
+// CHECK-NOT: onnx.QuantizeLinear
+func.func @not_taken(%x: tensor<3x4xf32> {kiln.name = "x"}, %y: tensor<4x2xf32> {kiln.name = "y"}, %q: tensor<4x2xi8>) -> (tensor<3x2xf32>, tensor<3x2xf32>) {
+  %0 = "onnx.MatMul"(%x, %y) : (tensor<3x4xf32>, tensor<4x2xf32>) -> tensor<3x2xf32> loc("act_act")
+  %s = arith.constant dense<0.5> : tensor<f32>
+  %none = onnx.NoValue
+  %wf = "onnx.DequantizeLinear"(%q, %s, %none) : (tensor<4x2xi8>, tensor<f32>, none) -> tensor<4x2xf32>
+  %1 = "onnx.MatMul"(%x, %wf) : (tensor<3x4xf32>, tensor<4x2xf32>) -> tensor<3x2xf32> loc("qdq")
+  return %0, %1 : tensor<3x2xf32>, tensor<3x2xf32>
+}
