@@ -149,6 +149,19 @@ LogicalResult TiledContraction::lower(linalg::LinalgOp op) {
     return t.isF16() || t.isBF16() ? ext.getIn() : Value();
   };
   Value aHalf = halfSource(ma->a), bHalf = halfSource(ma->b);
+  // 8-bit integers extended to the accumulator (an int8 product's u8 x s8):
+  // the 8-bit values and whether each is read signed.
+  auto byteSource = [&](Value v, bool &isSigned) -> Value {
+    Operation *ext = v.getDefiningOp();
+    if (!ext || ext->getBlock() != &body ||
+        !isa<arith::ExtSIOp, arith::ExtUIOp>(ext) ||
+        !ext->getOperand(0).getType().isInteger(8))
+      return {};
+    isSigned = isa<arith::ExtSIOp>(ext);
+    return ext->getOperand(0);
+  };
+  bool aSigned = true, bSigned = true;
+  Value aByte = byteSource(ma->a, aSigned), bByte = byteSource(ma->b, bSigned);
   // The block's warps as 2 x (warps / 2), each a T/2 x T/(warps / 2) part
   // of the tile in M x N tiles of the instruction: it must divide the parts
   // of a 64 tile (and so of a 128 one) and the slab's K.
@@ -159,6 +172,11 @@ LogicalResult TiledContraction::lower(linalg::LinalgOp op) {
   // operands: rounded to TF32 when the contraction allows it and the chip
   // has such an instruction, else on an instruction of full f32 precision.
   Value xMMA = aHalf, wMMA = bHalf;
+  if (tensorCores && isa<arith::MulIOp>(ma->mul) && aByte && bByte &&
+      accType.isInteger(32)) {
+    mmaLayout = info.getIntegerMMA(aSigned, bSigned, accType);
+    xMMA = aByte, wMMA = bByte;
+  }
   if (tensorCores && isa<arith::MulFOp>(ma->mul)) {
     if (aHalf && bHalf && aHalf.getType() == bHalf.getType()) {
       mmaLayout = info.getMMA(aHalf.getType(), accType);
@@ -242,8 +260,9 @@ LogicalResult TiledContraction::lower(linalg::LinalgOp op) {
   // the tile in mTiles x nTiles tiles of the instruction.
   int64_t mTiles = 0, nTiles = 0;
   if (mma) {
-    // 32-bit operands: slabs of half the K, the same bytes per row.
-    bk = elemBits > 16 ? kMMASlabK / 2 : kMMASlabK;
+    // The same bytes per row whatever the operands' width: slabs of half
+    // the K for 32-bit operands, twice the K for 8-bit ones.
+    bk = kMMASlabK * 16 / elemBits;
     if (bk % mmaLayout->k != 0)
       return failure();
     mTiles = tile / (2 * mmaLayout->m);
@@ -345,7 +364,11 @@ LogicalResult TiledContraction::lower(linalg::LinalgOp op) {
        << (mma ? "matrix instruction " + std::to_string(mmaLayout->m) + "x" +
                      std::to_string(mmaLayout->n) + "x" +
                      std::to_string(mmaLayout->k) +
-                     (mmaLayout->tf32 ? " tf32" : "")
+                     (mmaLayout->tf32 ? " tf32" : "") +
+                     (mmaLayout->operand.isInteger(8)
+                          ? std::string(mmaLayout->aSigned ? " s8" : " u8") +
+                                (mmaLayout->bSigned ? "xs8" : "xu8")
+                          : std::string())
                : std::string("FMA"))
        << ", " << warps << " warps of " << warpSize;
     if (splits > 1)

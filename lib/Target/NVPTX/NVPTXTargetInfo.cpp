@@ -78,6 +78,31 @@ public:
     return l;
   }
 
+  /// mma.sync m16n8k32 on 8-bit integers (PTX ISA, "Matrix Fragments for
+  /// mma.m16n8k32", .s8/.u8): lane = (g, t) = (lane / 4, lane % 4), four
+  /// K-consecutive bytes per register. A (16 x 32, row): a0 row g, K 4t;
+  /// a1 row g + 8; a2 row g, K 4t + 16; a3 row g + 8, K 4t + 16. B (32 x 8,
+  /// col): b0 K 4t, b1 K 4t + 16, column g. C (16 x 8, s32) as for
+  /// m16n8k16. The sums wrap as the CPU's i32 ones do (no .satfinite).
+  std::optional<MMALayout> getIntegerMMA(bool aSigned, bool bSigned,
+                                         Type acc) const override {
+    if (!hasMMA || !acc.isInteger(32))
+      return std::nullopt;
+    MMALayout l;
+    l.m = 16, l.n = 8, l.k = 32;
+    l.operand = IntegerType::get(acc.getContext(), 8), l.acc = acc;
+    l.aSigned = aSigned, l.bSigned = bSigned;
+    l.groupSize = 4;
+    l.kPack = 4;
+    l.aRow = {1, 0}, l.aK = {0, 4};
+    l.aRegs = {{0, 0}, {8, 0}, {0, 16}, {8, 16}};
+    l.bCol = {1, 0}, l.bK = {0, 4};
+    l.bRegs = {{0, 0}, {0, 16}};
+    l.cRow = {1, 0}, l.cCol = {0, 2};
+    l.cElems = {{0, 0}, {0, 1}, {8, 0}, {8, 1}};
+    return l;
+  }
+
   /// TF32: each f32 rounded to nearest (ties away: cvt.rna.tf32.f32, the
   /// rounding PTX defines for .tf32 operands), kept as the f32 whose low 13
   /// mantissa bits are zero. Once per staged element; the fragments then
@@ -102,10 +127,12 @@ public:
     return out;
   }
 
-  /// f16 pairs as they are, bf16 ones as i32, TF32 (vector<1xf32>) as the
-  /// i32 of its bits.
+  /// f16 pairs as they are, bf16 ones and 8-bit quadruples as i32, TF32
+  /// (vector<1xf32>) as the i32 of its bits.
   Value buildMMAOperand(OpBuilder &b, Location loc, const MMALayout &layout,
                         Value loaded) const override {
+    if (layout.operand.isInteger(8))
+      return LLVM::BitcastOp::create(b, loc, b.getI32Type(), loaded);
     if (layout.tf32)
       return LLVM::BitcastOp::create(
           b, loc, b.getI32Type(), vector::ExtractOp::create(b, loc, loaded, 0));
@@ -117,16 +144,25 @@ public:
   SmallVector<Value> buildMMA(OpBuilder &b, Location loc,
                               const MMALayout &layout, ValueRange a,
                               ValueRange bRegs, ValueRange c) const override {
-    Type f32 = b.getF32Type();
-    auto resType =
-        LLVM::LLVMStructType::getLiteral(b.getContext(), {f32, f32, f32, f32});
+    Type accType = layout.acc;
+    auto resType = LLVM::LLVMStructType::getLiteral(
+        b.getContext(), {accType, accType, accType, accType});
+    bool bytes = layout.operand.isInteger(8);
+    auto byteType = [](bool isSigned) {
+      return isSigned ? NVVM::MMATypes::s8 : NVVM::MMATypes::u8;
+    };
     NVVM::MMATypes ptx = layout.tf32               ? NVVM::MMATypes::tf32
                          : layout.operand.isBF16() ? NVVM::MMATypes::bf16
                                                    : NVVM::MMATypes::f16;
+    NVVM::MMATypes ptxA = bytes ? byteType(layout.aSigned) : ptx;
+    NVVM::MMATypes ptxB = bytes ? byteType(layout.bSigned) : ptx;
+    std::optional<NVVM::MMAIntOverflow> overflow;
+    if (bytes)
+      overflow = NVVM::MMAIntOverflow::wrapped;
     auto mma = NVVM::MmaOp::create(
         b, loc, resType, a, bRegs, c,
-        ArrayRef<int64_t>{layout.m, layout.n, layout.k}, std::nullopt,
-        std::nullopt, std::array<NVVM::MMATypes, 2>{ptx, ptx},
+        ArrayRef<int64_t>{layout.m, layout.n, layout.k}, std::nullopt, overflow,
+        std::array<NVVM::MMATypes, 2>{ptxA, ptxB},
         std::array<NVVM::MMALayout, 2>{NVVM::MMALayout::row,
                                        NVVM::MMALayout::col});
     SmallVector<Value> acc;

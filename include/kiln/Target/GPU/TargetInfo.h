@@ -62,6 +62,9 @@ struct MMALayout {
   /// 10-bit mantissa): a getTF32MMA layout, only for contractions that allow
   /// it (kTF32Attr, --precision=tf32).
   bool tf32 = false;
+  /// Integer A and B (8-bit, `operand` i8): each one's signedness, from
+  /// the extension the contraction reads it through (u8 x s8 products).
+  bool aSigned = true, bSigned = true;
   /// Lanes per group (the `lane % groupSize` of LaneCoord).
   int64_t groupSize = 1;
   /// K elements per A or B register (a vector<kPack x elem> load).
@@ -118,6 +121,13 @@ public:
   /// for contractions marked kTF32Attr; an unmarked f32 contraction gets
   /// getMMA(f32, f32), an instruction of full f32 precision, or none.
   virtual std::optional<MMALayout> getTF32MMA(Type acc) const {
+    return std::nullopt;
+  }
+  /// The matrix instruction for 8-bit integer A and B (signed or not, as
+  /// the contraction extends them) accumulated in `acc` (i32), if the chip
+  /// has one: `operand` is i8 and aSigned/bSigned say how each is read.
+  virtual std::optional<MMALayout> getIntegerMMA(bool aSigned, bool bSigned,
+                                                 Type acc) const {
     return std::nullopt;
   }
   /// The value staged in shared memory for the instruction from an element
