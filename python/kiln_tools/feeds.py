@@ -85,3 +85,48 @@ def trained_weights(model, seed=0):
             w = 0.02 * n
         feeds[vi.name] = w.astype(np.float32)
     return feeds
+
+
+def smooth_picture(rng, h, w, c=3):
+    """A picture in [0, 1], [c, h, w]: a smooth random field (a 6x6 grid of
+    random colours, bilinearly upsampled), a few flat rectangles and fine
+    noise."""
+    grid = rng.uniform(0, 1, (c, 6, 6))
+    ys, xs = np.linspace(0, 5, h), np.linspace(0, 5, w)
+    y0, x0 = np.minimum(ys.astype(int), 4), np.minimum(xs.astype(int), 4)
+    fy, fx = (ys - y0)[:, None], (xs - x0)[None, :]
+    g = (grid[:, y0][:, :, x0] * (1 - fy) * (1 - fx) + grid[:, y0 + 1][:, :, x0] * fy * (1 - fx)
+         + grid[:, y0][:, :, x0 + 1] * (1 - fy) * fx + grid[:, y0 + 1][:, :, x0 + 1] * fy * fx)
+    for _ in range(int(rng.integers(2, 6))):
+        r0, c0 = int(rng.integers(0, h)), int(rng.integers(0, w))
+        r1, c1 = r0 + int(rng.integers(h // 8, h // 2 + 1)), c0 + int(rng.integers(w // 8, w // 2 + 1))
+        g[:, r0:r1, c0:c1] = rng.uniform(0, 1, (c, 1, 1))
+    return np.clip(g + rng.normal(0, 0.03, g.shape), 0, 1)
+
+
+def image_inputs(model, seed=0, dims=None, mean=(0.485, 0.456, 0.406), std=(0.229, 0.224, 0.225),
+                 picture=None):
+    """Like seeded_inputs, but a float input of rank 4 with 1 or 3 channels
+    (NCHW, or NHWC when its last dim is 3 and its second is not) holds
+    pictures instead of white noise: `picture(rng, h, w)` ([3, h, w] in
+    [0, 1]; smooth_picture by default), normalized by `mean` and `std`
+    (ImageNet's by default). Natural images are spatially correlated,
+    bounded and not zero-mean; N(0, 1) noise is none of these, and
+    calibration ranges measured on noise do not fit images."""
+    m = _model(model)
+    rng = _rng(seed)
+    feeds = seeded_inputs(m, rng, dims)
+    picture = picture or smooth_picture
+    for name, x in feeds.items():
+        if x.dtype.kind != "f" or x.ndim != 4:
+            continue
+        nhwc = x.shape[3] == 3 and x.shape[1] != 3
+        n, c, h, w = (x.shape[0], x.shape[3], x.shape[1], x.shape[2]) if nhwc else x.shape
+        if c not in (1, 3):
+            continue
+        imgs = np.stack([picture(rng, h, w)[:c] for _ in range(n)])
+        mu = np.array(mean[:c]).reshape(1, c, 1, 1)
+        sd = np.array(std[:c]).reshape(1, c, 1, 1)
+        out = (imgs - mu) / sd
+        feeds[name] = (out.transpose(0, 2, 3, 1) if nhwc else out).astype(x.dtype)
+    return feeds

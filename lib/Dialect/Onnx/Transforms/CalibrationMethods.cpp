@@ -66,8 +66,16 @@ double mlir::kiln::int8::percentileThreshold(llvm::ArrayRef<int64_t> hist,
   return absmax;
 }
 
-double mlir::kiln::int8::entropyThreshold(llvm::ArrayRef<int64_t> hist,
+double mlir::kiln::int8::entropyThreshold(llvm::ArrayRef<int64_t> histIn,
                                           double absmax, int64_t levels) {
+  // The first bin is left out: it holds a ReLU's zeros (often half of all
+  // values), which the zero point represents exactly at any threshold, and
+  // whose spike would otherwise dominate the divergence of every candidate
+  // whose first level merges several bins, pulling the threshold down to
+  // the smallest candidate.
+  std::vector<int64_t> hist(histIn.begin(), histIn.end());
+  if (!hist.empty())
+    hist[0] = 0;
   int64_t bins = static_cast<int64_t>(hist.size());
   if (bins <= levels || absmax <= 0)
     return absmax;
