@@ -98,15 +98,42 @@ static const llvm::StringLiteral kStages[] = {"import",  "graph", "lower",
 ArrayRef<llvm::StringLiteral> mlir::kiln::getStageNames() { return kStages; }
 
 namespace {
-/// Decomposes tensor.concat into insert_slices so kernels can bufferize it.
+/// Readies kernels for bufferization: tensor.concat decomposed into
+/// insert_slices, and every side-effect-free op whose results all have no
+/// elements (a dim fixed to 0, e.g. `--dim batch=0`) replaced by
+/// tensor.empty: there is nothing to compute, and bufferizing a pad or slice
+/// of a zero-size dim would build a subview that does not verify.
 struct DecomposeConcatPass
     : public PassWrapper<DecomposeConcatPass, OperationPass<ModuleOp>> {
   MLIR_DEFINE_EXPLICIT_INTERNAL_INLINE_TYPE_ID(DecomposeConcatPass)
   StringRef getArgument() const final { return "kiln-decompose-concat"; }
   StringRef getDescription() const final {
-    return "Decomposes tensor.concat into tensor.insert_slice";
+    return "Decomposes tensor.concat into tensor.insert_slice and folds "
+           "zero-element results to tensor.empty";
+  }
+  static bool isZeroElements(Type t) {
+    auto rt = dyn_cast<RankedTensorType>(t);
+    return rt && rt.hasStaticShape() && rt.getNumElements() == 0;
   }
   void runOnOperation() override {
+    SmallVector<Operation *> empty;
+    getOperation().walk([&](Operation *op) {
+      if (op->getNumResults() == 0 ||
+          isa<tensor::EmptyOp, bufferization::ToTensorOp>(op) ||
+          !llvm::all_of(op->getResultTypes(), isZeroElements) ||
+          !isMemoryEffectFree(op))
+        return;
+      empty.push_back(op);
+    });
+    for (Operation *op : empty) {
+      OpBuilder b(op);
+      for (Value r : op->getResults()) {
+        auto t = cast<RankedTensorType>(r.getType());
+        r.replaceAllUsesWith(tensor::EmptyOp::create(
+            b, op->getLoc(), t.getShape(), t.getElementType()));
+      }
+      op->erase();
+    }
     RewritePatternSet patterns(&getContext());
     tensor::populateDecomposeTensorConcatPatterns(patterns);
     if (failed(applyPatternsGreedily(getOperation(), std::move(patterns))))
