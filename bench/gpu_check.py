@@ -24,10 +24,10 @@
             JSON (gpu_results.json; the corpus under "corpus").
 
   bench/gpu_check.py prepare [--stage .gpu] [--conformance all|ci|none]
-      [--models small|none] [--no-differential] [--no-bench]
+      [--models small|none] [--no-attention] [--no-differential] [--no-bench]
       [--corpus | --no-corpus] [--corpus-part-mib 40]
   bench/gpu_check.py run [--stage .gpu] [--out DIR] [--skip-conformance]
-      [--skip-models] [--skip-bench] [--skip-differential] [--skip-corpus]
+      [--skip-models] [--skip-attention] [--skip-bench] [--skip-differential] [--skip-corpus]
       [--corpus-only] [--corpus-parts 1,2] [--dry-run]
 
 The archive is .gpu/stage.tar.xz (ignored by git); carry it to the device
@@ -136,6 +136,74 @@ def prepare_models(args, kilnc, payload, manifest):
                                        "compile_s": round(dt, 2)})
 
 
+ATTENTION_BOUND = 2e-3  # max rel err of fp16 attention vs onnxruntime fp32
+
+
+def prepare_attention(kilnc, payload, manifest):
+    """The fused attention kernel's cases (docs/gpu.md, "Fused attention";
+    test/Target/NVPTX/Inputs/make_attention_models.py): opset-23 Attention
+    nodes on fp16 Q, K, V (4-D and 3-D, masks, causal, grouped heads, cross
+    attention) and a BERT-like layer compiled with --precision=fp16
+    --fuse-attention (and without, for comparison), with onnxruntime's fp32
+    outputs of the reference chains computed here on the seeded inputs."""
+    import numpy as np
+
+    mam = kiln_tools.project_module("test/Target/NVPTX/Inputs/make_attention_models.py")
+    d = os.path.join(payload, "attention")
+    cases = mam.make(d)
+    for name, ((model, ref), flags) in cases.items():
+        so = os.path.join(d, name + ".so")
+        status, reason, dt = compile_one(kilnc, model, so, flags)
+        feeds = mam.feeds(name, model)
+        refs = kiln_tools.ort_run(ref, {k: v.astype(np.float32) for k, v in feeds.items()})
+        inputs = [os.path.relpath(f, d) for _, f in
+                  kiln_tools.write_inputs(feeds, os.path.join(d, name + "_in"))]
+        np.savez(os.path.join(d, name + ".ref.npz"), *refs)
+        log(f"  attention {name} {' '.join(flags)}: {status} {reason} ({dt:.1f} s)")
+        manifest.setdefault("attention", []).append(
+            {"name": name, "so": name + ".so", "flags": flags, "inputs": inputs,
+             "compile": status, "reason": reason})
+    for f in os.listdir(d):  # the models travel compiled; onnx files stay here
+        if f.endswith(".onnx"):
+            os.remove(os.path.join(d, f))
+
+
+def run_attention(payload, manifest):
+    """kiln-run on each case, on the image the GPU takes (sm_90a on an H200)
+    and on the portable sm_80 image (KILN_CUDA_CHIP=sm_80); max rel err vs
+    the fp32 references, bound ATTENTION_BOUND."""
+    import numpy as np
+
+    kiln_run = os.path.join(payload, "bin", "kiln-run")
+    d = os.path.join(payload, "attention")
+    rows = []
+    for c in manifest.get("attention", []):
+        for chip in ("", "sm_80"):
+            row = {"name": c["name"], "flags": " ".join(c["flags"]), "chip": chip or "default"}
+            rows.append(row)
+            if c["compile"] != "ok":
+                row["error"] = "cuda compile: " + c["reason"]
+                continue
+            refs = list(np.load(os.path.join(d, c["name"] + ".ref.npz")).values())
+            cmd = [kiln_run, os.path.join(d, c["so"])]
+            for f in c["inputs"]:
+                cmd += ["--input", os.path.join(d, f)]
+            outdir = os.path.join(d, f"out_{c['name']}_{row['chip']}")
+            os.makedirs(outdir, exist_ok=True)
+            env = dict(os.environ, **({"KILN_CUDA_CHIP": chip} if chip else {}))
+            p = subprocess.run(cmd + ["--output-dir", outdir], capture_output=True, text=True,
+                               timeout=300, env=env)
+            if p.returncode != 0:
+                row["error"] = "kiln-run: " + (p.stderr.strip().splitlines() or ["failed"])[-1][:200]
+                continue
+            try:
+                row["max_rel"] = kiln_tools.max_rel_errors(kiln_tools.read_outputs(outdir), refs)
+                row["ok"] = row["max_rel"] <= ATTENTION_BOUND
+            except ValueError as e:
+                row["error"] = str(e)
+    return rows
+
+
 EXTW = [("resnet50,bert", "fp32"), ("bert", "fp16")]
 
 
@@ -236,6 +304,8 @@ def prepare(args):
     if args.models != "none":
         prepare_models(args, kilnc, payload, manifest)
         prepare_external_weights(payload, manifest)
+    if args.attention:
+        prepare_attention(kilnc, payload, manifest)
     if args.differential:
         # Run-time errors on the device: every differential case compiled
         # for cuda, onnxruntime's outcome saved beside it.
@@ -366,6 +436,7 @@ def run(args):
     report = {"host": os.uname().nodename}
     if args.corpus_only:
         args.skip_conformance = args.skip_models = args.skip_bench = args.skip_differential = True
+        args.skip_attention = True
     else:
         report["env"] = check_torch()
         log(f"torch {report['env'].get('torch')} on {report['env'].get('device')}: "
@@ -389,6 +460,13 @@ def run(args):
             err = r.get("error")
             log(f"model {r['name']:12s} {r['precision']} " + (f"ERROR {err}" if err else
                 f"max rel err vs onnxruntime {r['max_rel']:.2e}"))
+    if manifest.get("attention") and not args.skip_attention:
+        report["attention"] = run_attention(payload, manifest)
+        for r in report["attention"]:
+            err = r.get("error")
+            log(f"attention {r['name']:20s} {r['chip']:7s} " + (
+                f"ERROR {err}" if err else f"max rel err vs onnxruntime fp32 {r['max_rel']:.2e} "
+                f"({'ok' if r['ok'] else 'OVER'} {ATTENTION_BOUND:g})"))
     if manifest.get("external_weights") and not args.skip_models:
         log("external weights (regenerated here, loaded at run time):")
         report["external_weights"] = run_external_weights(payload, manifest)
@@ -445,6 +523,9 @@ def main(argv=None):
     pp.add_argument("--model-names", help="comma-separated subset of the small models "
                     "(the .so of --target=cuda holds two images: ResNet-50's fp32 one "
                     "is 29 MB, which may not fit a device call's 64 MiB)")
+    pp.add_argument("--attention", action=argparse.BooleanOptionalAction, default=True,
+                    help="the fused attention kernel's cases (fp16 Attention nodes, a "
+                         "BERT-like layer with --fuse-attention)")
     pp.add_argument("--differential", action=argparse.BooleanOptionalAction, default=True,
                     help="the run-time error cases (test/hardening/differential.py) for cuda")
     pp.add_argument("--bench", action=argparse.BooleanOptionalAction, default=True,
@@ -459,6 +540,7 @@ def main(argv=None):
     pr.add_argument("--jobs", type=int, default=8)
     pr.add_argument("--skip-conformance", action="store_true")
     pr.add_argument("--skip-models", action="store_true")
+    pr.add_argument("--skip-attention", action="store_true")
     pr.add_argument("--skip-bench", action="store_true")
     pr.add_argument("--skip-differential", action="store_true")
     pr.add_argument("--skip-corpus", action="store_true")

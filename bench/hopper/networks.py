@@ -3,12 +3,16 @@
 torch.compile(mode="reduce-overhead") fp16 in the same process.
 
   here:  .venv/bin/python bench/hopper/networks.py prepare DIR [--chip all|sm_90a|...] [--only ROWS]
+             [--fuse-attention]
   there: python3 bench/hopper/networks.py run DIR [--json F] [--image sm_80 [--no-torch]]
 
 --chip all (the default) builds what `kilnc --target=cuda` writes: one .so
 with an sm_90a and a portable sm_80 image; the runtime takes sm_90a on the
 H200, and run --image sm_80 (KILN_CUDA_CHIP) measures the portable image
 there (--no-torch skips the PyTorch columns, already measured).
+--fuse-attention adds each BERT row again compiled with `kilnc
+--fuse-attention` (label "... +flash"): its attention chains run as the
+fused kernel (docs/gpu.md, "Fused attention").
 
 prepare exports each network with a symbolic batch (and sequence), compiles
 one model.so per row with `kilnc --precision=fp16 --external-weights` (the
@@ -75,13 +79,19 @@ def prepare(a):
                               input_names=inputs, output_names=outputs,
                               dynamic_axes=DYNAMIC[net], do_constant_folding=True)
         weights = os.path.join(a.dir, net + ".weights")
-        for label, n, dims in rows:
+        variants = [(label, n, dims, []) for label, n, dims in rows]
+        if a.fuse_attention:
+            # The same BERT rows with the attention chains fused into one
+            # kernel each (kilnc --fuse-attention; docs/gpu.md).
+            variants += [(label + " +flash", n, dims, ["--fuse-attention"])
+                         for label, n, dims in rows if n == "bert"]
+        for label, n, dims, extra in variants:
             if n != net:
                 continue
-            so = os.path.join(a.dir, tag(net, dims) + ".so")
+            so = os.path.join(a.dir, tag(net, dims) + ("_flash" if extra else "") + ".so")
             target = "cuda" if a.chip == "all" else f"cuda:{a.chip}"
             cmd = [kilnc, src, "-o", so, f"--target={target}", "--precision=fp16",
-                   f"--external-weights={weights}", "--external-weights-min-bytes=64"]
+                   f"--external-weights={weights}", "--external-weights-min-bytes=64", *extra]
             cmd += [f"--dim={k}={v}" for k, v in dims.items()]
             t0 = time.time()
             p = subprocess.run(cmd, capture_output=True, text=True)
@@ -235,6 +245,9 @@ def main():
     ap.add_argument("--image", help="run: the image of a two-image .so (KILN_CUDA_CHIP)")
     ap.add_argument("--no-torch", action="store_true", help="run: Kiln's columns only")
     ap.add_argument("--only", help="comma-separated row labels")
+    ap.add_argument("--fuse-attention", action="store_true",
+                    help="prepare: also the BERT rows compiled with --fuse-attention "
+                         "(labelled '+flash'; the fused attention kernel)")
     ap.add_argument("--json")
     a = ap.parse_args()
     (prepare if a.mode == "prepare" else run)(a)
