@@ -329,7 +329,9 @@ LogicalResult mlir::kiln::buildStagePipeline(OpPassManager &pm, StringRef stage,
       pm.addPass(createCSEPass());
     }
   } else if (stage == "lower") {
-    pm.addNestedPass<func::FuncOp>(createKilnConvertOnnxToLinalg());
+    KilnConvertOnnxToLinalgOptions lower;
+    lower.fusedAttention = target->hasFusedAttention();
+    pm.addNestedPass<func::FuncOp>(createKilnConvertOnnxToLinalg(lower));
     pm.addPass(createCanonicalizerPass());
     pm.addPass(createCSEPass());
   } else if (stage == "kernels") {

@@ -10,7 +10,16 @@ def KilnConvertOnnxToLinalg : Pass<"kiln-convert-onnx-to-linalg", "func::FuncOp"
     Rewrites each supported `onnx` op into target-independent tensor algebra.
     An op without a lowering is an error that names the ONNX node, its op
     type and the opset it was imported from.
+
+    With `fused-attention` (set from the target's
+    `Target::hasFusedAttention`), an Attention the target's fused kernel
+    takes (f16/bf16 Q, K, V, head size a multiple of 16 up to 128, no
+    past/present or extra outputs, no softcap, an additive float mask, causal
+    or none) becomes one `kiln.attention` instead of its generics.
   }];
+  let options = [
+    Option<"fusedAttention", "fused-attention", "bool", "false",
+           "Attention the target runs fused becomes kiln.attention">];
   let dependentDialects = [
     "::mlir::linalg::LinalgDialect", "::mlir::tensor::TensorDialect",
     "::mlir::arith::ArithDialect", "::mlir::math::MathDialect",

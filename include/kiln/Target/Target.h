@@ -48,6 +48,10 @@ public:
   /// --layout=target, the default); the model's inputs and outputs keep
   /// ONNX's either way.
   virtual ConvLayout getConvLayout() const { return ConvLayout::NCHW; }
+  /// Whether its codegen has a fused kernel for `kiln.attention` (the
+  /// attention lowering then emits that op where its conditions hold,
+  /// instead of the generics that materialize the scores).
+  virtual bool hasFusedAttention() const { return false; }
   /// After codegen: what the device code says of each device kernel (one
   /// object per kernel: "name" and the target's own fields, e.g. registers,
   /// shared memory, occupancy), for `kilnc --report`. Empty when the target

@@ -11,6 +11,7 @@
 
 #include "Lowering.h"
 
+#include "kiln/Dialect/Kiln/IR/KilnDialect.h"
 #include "kiln/Dialect/Onnx/IR/OnnxUtils.h"
 
 using namespace mlir;
@@ -118,6 +119,119 @@ Value concatPast(OpBuilder &b, Location loc, Value past, const HeadView &hv,
       });
 }
 
+/// The static size of a dim, or kDyn.
+int64_t staticDim(Value v, int64_t d) {
+  return cast<RankedTensorType>(v.getType()).getDimSize(d);
+}
+
+/// Attention as one kiln.attention, for a target with a fused kernel, when
+/// its conditions hold: f16/bf16 Q, K, V; static head sizes, multiples of 16
+/// up to 128; a static head group; no past, present, scores output, padding
+/// lengths or softcap; no mask, or an additive float mask of rank 2 to 4
+/// whose leading dims are 1 or the full size. A null value (and no IR)
+/// when they do not (the generics follow); failure after an error.
+FailureOr<Value> buildFusedAttention(onnxops::AttentionOp op, OpBuilder &b,
+                                     HeadView q, HeadView k, HeadView v) {
+  Location loc = op->getLoc();
+  // A head-splitting transpose ([B, S, H, D] → [B, H, S, D], as exporters
+  // write it) is read through: the kernel takes the [B, S, H, D] view with
+  // its strides, and the copy dies.
+  for (HeadView *hv : {&q, &k, &v}) {
+    auto t = hv->v.getDefiningOp<linalg::TransposeOp>();
+    if (!hv->seqMajor && t &&
+        t.getPermutation() == ArrayRef<int64_t>{0, 2, 1, 3}) {
+      hv->v = t.getInput();
+      hv->seqMajor = true;
+    }
+  }
+  Type elem = cast<RankedTensorType>(q.v.getType()).getElementType();
+  if (!elem.isF16() && !elem.isBF16())
+    return Value();
+  for (unsigned i = 1; i < op->getNumResults(); ++i)
+    if (!op->getResult(i).use_empty())
+      return Value();
+  for (unsigned i = 4; i < op->getNumOperands(); ++i)
+    if (!onnxops::isNoValue(op->getOperand(i)))
+      return Value();
+  if (asDouble(op.getSoftcap()) != 0.0)
+    return Value();
+  auto headOk = [](int64_t d) {
+    return !ShapedType::isDynamic(d) && d > 0 && d % 16 == 0 && d <= 128;
+  };
+  int64_t dq = staticDim(q.v, 3), dk = staticDim(k.v, 3),
+          dv = staticDim(v.v, 3);
+  if (!headOk(dq) || dk != dq || !headOk(dv))
+    return Value();
+  auto heads = [](const HeadView &hv) -> int64_t {
+    if (auto c = hv.heads.getDefiningOp<arith::ConstantIndexOp>())
+      return c.value();
+    return kDyn;
+  };
+  int64_t hq = heads(q), hkv = heads(k);
+  if (ShapedType::isDynamic(hq) || ShapedType::isDynamic(hkv) || hkv <= 0 ||
+      hq % hkv != 0 || heads(v) != hkv)
+    return Value();
+  auto ty = cast<RankedTensorType>(op->getResult(0).getType());
+  if (ty.getElementType() != elem || (ty.getRank() != 3 && ty.getRank() != 4))
+    return Value();
+  // The mask as 4-D [B | 1, Hq | 1, S | 1, M].
+  Value mask = op->getOperand(3);
+  if (!onnxops::isNoValue(mask)) {
+    auto mt = dyn_cast<RankedTensorType>(mask.getType());
+    if (!mt || mt.getRank() < 2 || mt.getRank() > 4 ||
+        !isa<FloatType>(mt.getElementType()))
+      return Value();
+    int64_t full[] = {staticDim(q.v, 0), hq,
+                      staticDim(q.v, q.seqMajor ? 1 : 2)};
+    SmallVector<int64_t> shape(4 - mt.getRank(), 1);
+    SmallVector<Value> sizes(4 - mt.getRank(), cidx(b, loc, 1));
+    for (int64_t d = 0; d < mt.getRank(); ++d) {
+      int64_t fd = d + 4 - mt.getRank(), n = mt.getDimSize(d);
+      if (fd < 3 && n != 1 && !ShapedType::isDynamic(n) &&
+          !ShapedType::isDynamic(full[fd]) && n != full[fd])
+        return Value();
+      shape.push_back(n);
+      sizes.push_back(dimValue(b, loc, mask, d));
+    }
+    mask = reshapeTo(b, loc, mask,
+                     RankedTensorType::get(shape, mt.getElementType()), sizes);
+  } else {
+    mask = Value();
+  }
+  double scale;
+  if (std::optional<double> s = asDouble(op.getScale()))
+    scale = *s;
+  else
+    scale = 1.0 / std::sqrt(static_cast<double>(dq));
+  // The output: [B, S, Hq, Dv] (a 3-D output's view) or [B, Hq, S, Dv].
+  bool out3 = ty.getRank() == 3;
+  Value batch = dimValue(b, loc, q.v, 0);
+  SmallVector<Value> sizes =
+      out3 ? SmallVector<Value>{batch, q.seq, q.heads, cidx(b, loc, dv)}
+           : SmallVector<Value>{batch, q.heads, q.seq, cidx(b, loc, dv)};
+  SmallVector<int64_t> shape = {
+      staticDim(q.v, 0), out3 ? staticDim(q.v, q.seqMajor ? 1 : 2) : hq,
+      out3 ? hq : staticDim(q.v, q.seqMajor ? 1 : 2), dv};
+  auto outType = RankedTensorType::get(shape, elem);
+  SmallVector<Value> dyn;
+  for (int64_t d = 0; d < 4; ++d)
+    if (outType.isDynamicDim(d))
+      dyn.push_back(sizes[d]);
+  Value init = tensor::EmptyOp::create(b, loc, shape, elem, dyn);
+  Value y =
+      kiln::AttentionOp::create(
+          b, loc, TypeRange{outType}, q.v, k.v, v.v, mask, init,
+          b.getF64FloatAttr(scale),
+          asInt(op.getIsCausal()) ? b.getUnitAttr() : UnitAttr(),
+          b.getDenseBoolArrayAttr({q.seqMajor, k.seqMajor, v.seqMajor, out3}))
+          .getResult()[0];
+  if (out3)
+    y = reshapeTo(b, loc, y, ty,
+                  {batch, q.seq,
+                   arith::MulIOp::create(b, loc, q.heads, cidx(b, loc, dv))});
+  return y;
+}
+
 LogicalResult lowerAttention(onnxops::AttentionOp op, OpBuilder &b,
                              SmallVectorImpl<Value> &results) {
   Location loc = op->getLoc();
@@ -159,6 +273,15 @@ LogicalResult lowerAttention(onnxops::AttentionOp op, OpBuilder &b,
        hasNonpad = !onnxops::isNoValue(nonpad);
   if (hasPast != !onnxops::isNoValue(pastV))
     return nodeError(op) << "past_key and past_value go together", failure();
+  if (targetHasFusedAttention()) {
+    FailureOr<Value> fused = buildFusedAttention(op, b, *q, *k, *v);
+    if (failed(fused))
+      return failure();
+    if (*fused) {
+      results.push_back(*fused);
+      return success();
+    }
+  }
   // Grouped-query attention reads K/V head h floordiv (Hq / Hkv). With head
   // counts known only at run time the group is checked there and K/V are
   // expanded to Hq heads (below) so the products keep affine maps.

@@ -108,6 +108,11 @@ InFlightDiagnostic nodeError(Operation *op);
 /// The onnx op being lowered (null outside a lowering).
 Operation *loweringNode();
 
+/// Whether the pass runs for a target with a fused attention kernel (its
+/// `fused-attention` option): Attention.cpp then emits kiln.attention where
+/// the kernel's conditions hold.
+bool targetHasFusedAttention();
+
 /// A run-time precondition of `node`: the run fails with INVALID_ARGUMENT
 /// and "node 'NAME' (Type, opset N): `what`" (its `{i}` replaced by
 /// `values[i]`) when `ok` is false (a kiln.check in the host program).

@@ -535,6 +535,9 @@ static thread_local const LoweringTable *currentTable = nullptr;
 static thread_local Operation *currentNode = nullptr;
 
 Operation *lowering::loweringNode() { return currentNode; }
+/// The fused-attention option of the pass run in progress on this thread.
+static thread_local bool fusedAttentionOn = false;
+bool lowering::targetHasFusedAttention() { return fusedAttentionOn; }
 
 /// Whether `op` is a contraction of f32 values into an f32 accumulator: a
 /// linalg op with reduction loops whose body yields `acc + a * b` (either
@@ -660,12 +663,16 @@ LogicalResult lowering::lowerOnnxOpsIn(Region &region) {
 namespace {
 struct ConvertOnnxToLinalgPass
     : public kiln::impl::KilnConvertOnnxToLinalgBase<ConvertOnnxToLinalgPass> {
+  using Base::Base;
   void runOnOperation() override {
     LoweringTable table(&getContext());
     const LoweringTable *outer = currentTable;
+    bool outerFused = fusedAttentionOn;
     currentTable = &table;
+    fusedAttentionOn = fusedAttention;
     LogicalResult result = lowerOnnxOpsIn(getOperation().getBody());
     currentTable = outer;
+    fusedAttentionOn = outerFused;
     if (failed(result))
       return signalPassFailure();
   }

@@ -377,6 +377,33 @@ private:
   Value laneCoord(Location loc, LaneCoord coord, Value group, Value thread);
 };
 
+/// `kiln.attention` (on memrefs) as one launch of a fused kernel: an online
+/// softmax over key tiles on the target's matrix instruction, the scores in
+/// registers (FlashAttention.cpp, whose header says how).
+class FlashAttention : public LoweringBase {
+public:
+  FlashAttention(RewriterBase &rewriter, const GPUTargetInfo &info)
+      : LoweringBase(rewriter), info(info) {}
+  /// Builds the launch in place of `op`; an error at `op` when the target's
+  /// matrix instruction cannot serve it.
+  LogicalResult lower(AttentionOp op);
+
+private:
+  /// Warps of a block (each the instruction's M query rows) and keys a step.
+  static constexpr int64_t kWarps = 4, kKeys = 64;
+  Value add(Location loc, Value a, Value b) {
+    return arith::AddIOp::create(rewriter, loc, a, b);
+  }
+  Value mul(Location loc, Value a, int64_t b) {
+    return arith::MulIOp::create(rewriter, loc, a, index(loc, b));
+  }
+  Value ult(Location loc, Value a, Value b) {
+    return arith::CmpIOp::create(rewriter, loc, arith::CmpIPredicate::ult, a,
+                                 b);
+  }
+  const GPUTargetInfo &info;
+};
+
 } // namespace mlir::kiln::gpumap
 
 #endif // KILN_LIB_TARGET_GPU_LOWERING_H

@@ -607,6 +607,13 @@ struct MapKernelsToGPUPass
       });
       for (Operation *op : hoist)
         op->moveBefore(&entry, entry.begin());
+      // Fused attention: one launch each (the target claimed the op when
+      // the attention lowering asked, Target::hasFusedAttention).
+      SmallVector<AttentionOp> attentions;
+      fn.walk([&](AttentionOp op) { attentions.push_back(op); });
+      for (AttentionOp op : attentions)
+        if (failed(FlashAttention(rewriter, *target).lower(op)))
+          return failure();
       // A stem's few-channel convolutions become im2col GEMMs first.
       if (tensorCores)
         (void)SmallChannelConv(rewriter).run(fn.getBody().front(), ctx);

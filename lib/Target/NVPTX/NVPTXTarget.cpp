@@ -30,6 +30,7 @@
 #include "mlir/Target/LLVMIR/Dialect/NVVM/NVVMToLLVMIRTranslation.h"
 #include "mlir/Transforms/Passes.h"
 
+#include "llvm/ADT/StringExtras.h"
 #include "llvm/Support/FileSystem.h"
 
 #include <cstdlib>
@@ -70,6 +71,16 @@ public:
   /// the mma.sync chips keep NCHW (docs/layout.md).
   ConvLayout getConvLayout() const override {
     return chip.chip == "sm_90a" ? ConvLayout::NHWC : ConvLayout::NCHW;
+  }
+  /// The fused attention kernel (lib/Target/GPU/FlashAttention.cpp) runs
+  /// on the matrix instruction: with tensor cores on, on the chips whose
+  /// target-info has mma.sync for f16 (sm_80 and newer).
+  bool hasFusedAttention() const override {
+    unsigned sm = 0;
+    (void)chip.chip.drop_front(3)
+        .take_while(llvm::isDigit)
+        .getAsInteger(10, sm);
+    return gpu.tensorCores && sm >= 80;
   }
   bool checkToolchain(std::string &error) const override {
     std::string toolkit = cudaToolkitPath();

@@ -63,3 +63,35 @@ func.func @launch_types(%ctx: !llvm.ptr, %m: memref<8xf32>) {
   kiln.launch %ctx @k(%m) : memref<8xf32>
   return
 }
+
+// -----
+
+func.func @attention_heads(%q: tensor<1x3x8x16xf16>, %k: tensor<1x2x8x16xf16>, %o: tensor<1x3x8x16xf16>) -> tensor<1x3x8x16xf16> {
+  // expected-error @+1 {{the query heads (3) must be a multiple of the key/value heads (2)}}
+  %0 = kiln.attention ins(%q, %k, %k : tensor<1x3x8x16xf16>, tensor<1x2x8x16xf16>, tensor<1x2x8x16xf16>) outs(%o : tensor<1x3x8x16xf16>) scale = 1.0 seq_major = [false, false, false, false] -> tensor<1x3x8x16xf16>
+  return %0 : tensor<1x3x8x16xf16>
+}
+
+// -----
+
+func.func @attention_shapes(%q: tensor<1x2x8x16xf16>, %k: tensor<1x2x8x32xf16>, %o: tensor<1x2x8x32xf16>) -> tensor<1x2x8x32xf16> {
+  // expected-error @+1 {{operand shapes disagree}}
+  %0 = kiln.attention ins(%q, %k, %k : tensor<1x2x8x16xf16>, tensor<1x2x8x32xf16>, tensor<1x2x8x32xf16>) outs(%o : tensor<1x2x8x32xf16>) scale = 1.0 seq_major = [false, false, false, false] -> tensor<1x2x8x32xf16>
+  return %0 : tensor<1x2x8x32xf16>
+}
+
+// -----
+
+func.func @attention_mask(%q: tensor<1x2x8x16xf16>, %m: tensor<1x3x8x8xf32>) -> tensor<1x2x8x16xf16> {
+  // expected-error @+1 {{mask dim 1 must be 1 or 2, not 3}}
+  %0 = kiln.attention ins(%q, %q, %q, mask %m : tensor<1x2x8x16xf16>, tensor<1x2x8x16xf16>, tensor<1x2x8x16xf16>, tensor<1x3x8x8xf32>) outs(%q : tensor<1x2x8x16xf16>) scale = 1.0 seq_major = [false, false, false, false] -> tensor<1x2x8x16xf16>
+  return %0 : tensor<1x2x8x16xf16>
+}
+
+// -----
+
+func.func @attention_types(%q: tensor<1x2x8x16xf16>, %k: tensor<1x2x8x16xf32>) -> tensor<1x2x8x16xf16> {
+  // expected-error @+1 {{query, key and value must have one float type}}
+  %0 = kiln.attention ins(%q, %k, %k : tensor<1x2x8x16xf16>, tensor<1x2x8x16xf32>, tensor<1x2x8x16xf32>) outs(%q : tensor<1x2x8x16xf16>) scale = 1.0 seq_major = [false, false, false, false] -> tensor<1x2x8x16xf16>
+  return %0 : tensor<1x2x8x16xf16>
+}

@@ -65,6 +65,8 @@ def KilnMapKernelsToGPU : Pass<"kiln-map-kernels-to-gpu", "ModuleOp"> {
                            "::mlir::affine::AffineDialect",
                            "::mlir::arith::ArithDialect",
                            "::mlir::vector::VectorDialect",
+                           "::mlir::math::MathDialect",
+                           "::mlir::memref::MemRefDialect",
                            "::mlir::kiln::KilnDialect"];
 }
 

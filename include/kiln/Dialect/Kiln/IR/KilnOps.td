@@ -14,6 +14,9 @@ include "mlir/IR/SymbolInterfaces.td"
 include "mlir/Interfaces/SideEffectInterfaces.td"
 include "mlir/Interfaces/ControlFlowInterfaces.td"
 include "mlir/Dialect/LLVMIR/LLVMOpBase.td"
+include "mlir/Dialect/Bufferization/IR/BufferizableOpInterface.td"
+include "mlir/Interfaces/DestinationStyleOpInterface.td"
+include "mlir/Interfaces/InferTypeOpInterface.td"
 
 def Kiln_Dialect : Dialect {
   let name = "kiln";
@@ -93,6 +96,62 @@ def Kiln_YieldOp : Kiln_Op<"yield", [Pure, Terminator,
   let arguments = (ins Variadic<AnyType>:$values);
   let assemblyFormat = "attr-dict ($values^ `:` type($values))?";
   let builders = [OpBuilder<(ins), [{ build($_builder, $_state, {}); }]>];
+}
+
+def Kiln_AttentionOp : Kiln_Op<"attention", [
+    DestinationStyleOpInterface,
+    DeclareOpInterfaceMethods<MemoryEffectsOpInterface>,
+    DeclareOpInterfaceMethods<ReifyRankedShapedTypeOpInterface,
+        ["reifyResultShapes"]>,
+    DeclareOpInterfaceMethods<BufferizableOpInterface,
+        ["bufferizesToMemoryRead", "bufferizesToMemoryWrite",
+         "getAliasingValues", "bufferize"]>]> {
+  let summary = "Scaled dot-product attention as one fused kernel";
+  let description = [{
+    `softmax(Q·Kᵀ·scale + mask)·V` written into `init`, for a target that
+    has a fused kernel for it (`Target::hasFusedAttention`; on the GPU
+    lib/Target/GPU/FlashAttention.cpp): the attention lowering emits it in
+    place of its generics, so the scores never reach memory. Destination
+    style (on tensors it returns the written `init`; on memrefs it has no
+    results), so kernel formation gives it a kernel of its own and memory
+    planning sees one output.
+
+    Every operand is 4-D, [B, H, S, D] or, where `seq_major[i]` is set
+    (query, key, value, output in that order), [B, S, H, D] (a 3-D
+    [B, S, H·D] operand's view). Q has Hq heads and K/V Hkv, Hq a multiple of
+    Hkv (query head h reads K/V head h / (Hq / Hkv)); Q and K share the head
+    size, V and the output may have their own. The optional additive `mask`
+    is [B or 1, Hq or 1, S or 1, M] with M = L, 1, or shorter than L (keys
+    past M masked); `causal` masks key j > query i. Accumulation is f32.
+
+    ```mlir
+    %y = kiln.attention ins(%q, %k, %v : tensor<2x4x128x64xf16>, ...)
+           outs(%init : tensor<2x4x128x64xf16>) scale = 0.125
+           seq_major = [false, false, false, false] -> tensor<2x4x128x64xf16>
+    ```
+  }];
+  let arguments = (ins AnyShaped:$query, AnyShaped:$key, AnyShaped:$value,
+                       Optional<AnyShaped>:$mask, AnyShaped:$init,
+                       F64Attr:$scale, UnitAttr:$causal,
+                       DenseBoolArrayAttr:$seq_major);
+  let results = (outs Variadic<AnyRankedTensor>:$result);
+  let assemblyFormat = [{
+    `ins` `(` $query `,` $key `,` $value (`,` `mask` $mask^)? `:`
+      type($query) `,` type($key) `,` type($value) (`,` type($mask)^)? `)`
+    `outs` `(` $init `:` type($init) `)` `scale` `=` $scale
+    (`causal` $causal^)? `seq_major` `=` $seq_major attr-dict
+    (`->` type($result)^)?
+  }];
+  let hasVerifier = 1;
+  let extraClassDeclaration = [{
+    ::mlir::MutableOperandRange getDpsInitsMutable() {
+      return getInitMutable();
+    }
+    /// Where canonical dim `d` of [B, H, S, D] is among the dims of
+    /// operand `operand` (0 query, 1 key, 2 value, 3 init), by its
+    /// seq_major flag.
+    int64_t canonicalDim(unsigned operand, int64_t d);
+  }];
 }
 
 //===----------------------------------------------------------------------===//

@@ -1,0 +1,514 @@
+//===- FlashAttention.cpp - kiln.attention as one fused kernel ------------===//
+//
+// FlashAttention (Lowering.h): softmax(Q·Kᵀ·scale + mask)·V in one launch
+// with an online softmax, in the style of FlashAttention-2's forward pass.
+// The scores live in the matrix instruction's accumulators and never reach
+// memory. Vendor-neutral: the instruction and its fragment layout come from
+// GPUTargetInfo::getMMA, the shuffles and the barrier from the target-info.
+//
+// A block of kWarps warps takes kWarps * m query rows of one (batch, head),
+// each warp m rows (the instruction's M: 16 on NVIDIA, so 64 rows a block).
+// Each warp loads its Q fragments once. The block walks the keys in tiles
+// of kKeys: the K and V tiles come from global memory 16 bytes at a time
+// (when every base and stride allows it, checked on the host before the
+// launch; else element by element) into registers, one tile ahead of the
+// products, and through shared memory. Per tile, each warp computes its
+// m x kKeys scores S = Q·Kᵀ in f32 accumulators, scales them (in base 2,
+// for exp2), adds the mask, sets keys past L (and, causal, past the query)
+// to -inf, updates each row's running max across the lanes holding the row
+// (xor shuffles), rescales its output accumulators and running sums, and
+// multiplies P = exp2(S - max), rounded to the operand type, by the V tile:
+// P's operand registers are the score accumulators themselves (the C and A
+// fragments of the instruction agree on NVIDIA's m16n8k16). At the end the
+// lanes of a row add their partial sums and the rows are stored divided by
+// them, in the output's type and layout.
+//
+//===----------------------------------------------------------------------===//
+
+#include "Lowering.h"
+
+#include "mlir/Dialect/GPU/IR/GPUDialect.h"
+#include "mlir/Dialect/Math/IR/Math.h"
+#include "mlir/Dialect/SCF/IR/SCF.h"
+#include "mlir/Dialect/Vector/IR/VectorOps.h"
+
+#include <cmath>
+
+using namespace mlir;
+using namespace mlir::kiln;
+using namespace mlir::kiln::gpumap;
+
+namespace {
+/// The lanes of a warp that hold one row of C: the xor offsets of the
+/// butterfly combining them; empty when the layout does not say.
+SmallVector<int32_t> rowLaneOffsets(const MMALayout &l, int64_t warp) {
+  SmallVector<int32_t> offs;
+  if (l.groupSize <= 0 || !llvm::isPowerOf2_64(l.groupSize) ||
+      !llvm::isPowerOf2_64(warp))
+    return offs;
+  if (l.cRow.thread == 0) // the row is the group's: combine its threads
+    for (int64_t o = 1; o < l.groupSize; o *= 2)
+      offs.push_back(o);
+  else if (l.cRow.group == 0) // the row is the thread's: combine groups
+    for (int64_t o = l.groupSize; o < warp; o *= 2)
+      offs.push_back(o);
+  return offs;
+}
+
+/// For each A register of P·V (the k-th key tile of kKeys, `kPack`
+/// elements each), which score accumulator (n-tile, element) holds each of
+/// its elements in the same lane; nullopt when C's and A's fragments do not
+/// line up (the lane coordinates or the offsets differ).
+std::optional<SmallVector<std::pair<int64_t, int64_t>>>
+scoreOperandMap(const MMALayout &l) {
+  if (!(l.aRow == l.cRow) || !(l.aK == l.cCol))
+    return std::nullopt;
+  SmallVector<std::pair<int64_t, int64_t>> map;
+  for (const FragmentOffset &r : l.aRegs)
+    for (int64_t p = 0; p < l.kPack; ++p) {
+      int64_t key = r.inner + p;
+      int64_t tile = key / l.n, within = key % l.n;
+      auto it = llvm::find_if(l.cElems, [&](const FragmentOffset &c) {
+        return c.outer == r.outer && c.inner == within;
+      });
+      if (it == l.cElems.end())
+        return std::nullopt;
+      map.push_back({tile, it - l.cElems.begin()});
+    }
+  return map;
+}
+} // namespace
+
+LogicalResult FlashAttention::lower(AttentionOp op) {
+  Location loc = op.getLoc();
+  MLIRContext *ctxt = op.getContext();
+  auto qType = cast<MemRefType>(op.getQuery().getType());
+  auto oType = cast<MemRefType>(op.getInit().getType());
+  Type elem = qType.getElementType(), outElem = oType.getElementType();
+  Type f32 = rewriter.getF32Type();
+  std::optional<MMALayout> mmaLayout = info.getMMA(elem, f32);
+  if (!mmaLayout)
+    return op.emitError("fused attention needs the target's matrix "
+                        "instruction for ")
+           << elem << " operands and f32 accumulators";
+  const MMALayout &L = *mmaLayout;
+  int64_t warpSize = info.getWarpSize();
+  int64_t headQK = qType.getDimSize(3);
+  int64_t headV = cast<MemRefType>(op.getValue().getType()).getDimSize(3);
+  int64_t bm = kWarps * L.m;
+  SmallVector<int32_t> rowLanes = rowLaneOffsets(L, warpSize);
+  std::optional<SmallVector<std::pair<int64_t, int64_t>>> pMap =
+      scoreOperandMap(L);
+  int64_t elemBytes = elem.getIntOrFloatBitWidth() / 8;
+  int64_t chunk = 16 / elemBytes; // elements per 16-byte load
+  if (ShapedType::isDynamic(headQK) || ShapedType::isDynamic(headV) ||
+      headQK % L.k != 0 || headQK % chunk != 0 || headV % L.n != 0 ||
+      headV % chunk != 0 || kKeys % L.n != 0 || kKeys % L.k != 0 ||
+      (kKeys * headQK / chunk) % (kWarps * warpSize) != 0 ||
+      (kKeys * headV / chunk) % (kWarps * warpSize) != 0)
+    return op.emitError("fused attention: head sizes ")
+           << headQK << " and " << headV
+           << " do not fit the matrix instruction's tiles";
+  if (rowLanes.empty() && L.groupSize > 1)
+    return op.emitError("fused attention: the target's accumulator layout "
+                        "spreads a row over lanes the kernel cannot combine");
+  if (!pMap)
+    return op.emitError(
+        "fused attention: the target's accumulator and operand fragments "
+        "differ (the scores cannot serve as P·V's operands in registers)");
+
+  rewriter.setInsertionPoint(op);
+  auto dim = [&](Value v, unsigned operand, int64_t d) -> Value {
+    return memref::DimOp::create(rewriter, loc, v, op.canonicalDim(operand, d));
+  };
+  Value q = op.getQuery(), k = op.getKey(), v = op.getValue(),
+        out = op.getInit(), mask = op.getMask();
+  Value batch = dim(q, 0, 0), heads = dim(q, 0, 1), seqQ = dim(q, 0, 2);
+  Value kvHeads = dim(k, 1, 1), seqK = dim(k, 1, 2);
+  Value group = arith::DivUIOp::create(rewriter, loc, heads, kvHeads);
+  // 16-byte loads of K and V when their types show every outer stride and
+  // the offset a multiple of 16 bytes and the head dim contiguous (the
+  // bases are: the arena's buffers and staged inputs are 256-byte aligned,
+  // as the bulk tensor copies of the Hopper kernels need them too); else element loads.
+  bool wide = true;
+  for (Value m : {k, v}) {
+    auto [strides, offset] =
+        cast<MemRefType>(m.getType()).getStridesAndOffset();
+    wide &= strides[3] == 1 && !ShapedType::isDynamic(offset) &&
+            offset % chunk == 0;
+    for (int64_t d = 0; d < 3; ++d)
+      wide &= !ShapedType::isDynamic(strides[d]) && strides[d] % chunk == 0;
+  }
+  // The mask's dims; a dim of size 1 broadcasts.
+  SmallVector<Value> maskDims;
+  if (mask)
+    for (int64_t d = 0; d < 4; ++d)
+      maskDims.push_back(memref::DimOp::create(rewriter, loc, mask, d));
+
+  Value one = index(loc, 1);
+  Value gridX = arith::CeilDivUIOp::create(rewriter, loc, seqQ, index(loc, bm));
+  auto launch = gpu::LaunchOp::create(rewriter, loc, gridX, heads, batch,
+                                      index(loc, kWarps * warpSize), one, one);
+  Attribute wg = info.getSharedMemorySpace(ctxt);
+  int64_t pad = chunk; // 16 bytes a row: fragment reads free of conflicts
+  auto kType = MemRefType::get({kKeys, headQK + pad}, elem,
+                               MemRefLayoutAttrInterface(), wg);
+  auto vType = MemRefType::get({kKeys, headV + pad}, elem,
+                               MemRefLayoutAttrInterface(), wg);
+  Value ks = launch.addWorkgroupAttribution(kType, loc);
+  Value vs = launch.addWorkgroupAttribution(vType, loc);
+  {
+    std::string what;
+    llvm::raw_string_ostream os(what);
+    os << "attention head " << headQK << "/" << headV << ": fused, " << bm
+       << " queries x " << kKeys << " keys a step, matrix instruction " << L.m
+       << "x" << L.n << "x" << L.k << ", " << kWarps << " warps of "
+       << warpSize;
+    noteGPUContraction(launch, what);
+  }
+  enterLaunch(launch);
+
+  Value tid = launch.getThreadIds().x;
+  Value lane = arith::RemUIOp::create(rewriter, loc, tid, index(loc, warpSize));
+  Value warp = arith::DivUIOp::create(rewriter, loc, tid, index(loc, warpSize));
+  Value grp =
+      arith::DivUIOp::create(rewriter, loc, lane, index(loc, L.groupSize));
+  Value thr =
+      arith::RemUIOp::create(rewriter, loc, lane, index(loc, L.groupSize));
+  Value b = launch.getBlockIds().z, h = launch.getBlockIds().y;
+  Value kvh = arith::DivUIOp::create(rewriter, loc, h, group);
+  Value qBase = mul(loc, launch.getBlockIds().x, bm);
+  Value row0 = add(loc, qBase, mul(loc, warp, L.m));
+  Value lastQ = arith::SubIOp::create(
+      rewriter, loc, arith::MaxUIOp::create(rewriter, loc, seqQ, one), one);
+  Value lastK = arith::SubIOp::create(
+      rewriter, loc, arith::MaxUIOp::create(rewriter, loc, seqK, one), one);
+  // Operand `operand`'s element at canonical (b, h, s, d).
+  auto at = [&](unsigned operand, Value bi, Value hi, Value si, Value di) {
+    return op.getSeqMajor()[operand] ? SmallVector<Value>{bi, si, hi, di}
+                                     : SmallVector<Value>{bi, hi, si, di};
+  };
+  auto coord = [&](LaneCoord c) -> Value {
+    Value r = index(loc, 0);
+    if (c.group)
+      r = add(loc, r, mul(loc, grp, c.group));
+    if (c.thread)
+      r = add(loc, r, mul(loc, thr, c.thread));
+    return r;
+  };
+  Value aRow = coord(L.aRow), aK = coord(L.aK), bCol = coord(L.bCol),
+        bK = coord(L.bK), cRow = coord(L.cRow), cCol = coord(L.cCol);
+  auto runType = VectorType::get({L.kPack}, elem);
+
+  // Q's fragments, once: rows past S read row S - 1 (their results are
+  // never stored).
+  SmallVector<SmallVector<Value>> qFrag;
+  for (int64_t kt = 0; kt < headQK / L.k; ++kt) {
+    SmallVector<Value> regs;
+    for (const FragmentOffset &r : L.aRegs) {
+      Value row = arith::MinUIOp::create(
+          rewriter, loc, add(loc, add(loc, row0, aRow), index(loc, r.outer)),
+          lastQ);
+      Value d = add(loc, aK, index(loc, kt * L.k + r.inner));
+      SmallVector<Value> elems;
+      for (int64_t p = 0; p < L.kPack; ++p)
+        elems.push_back(memref::LoadOp::create(
+            rewriter, loc, q, at(0, b, h, row, add(loc, d, index(loc, p)))));
+      Value run = vector::FromElementsOp::create(rewriter, loc, runType, elems);
+      regs.push_back(info.buildMMAOperand(rewriter, loc, L, run));
+    }
+    qFrag.push_back(regs);
+  }
+
+  // Staging: chunk c of a tile's kKeys x D elements is key c / (D / V),
+  // elements (c % (D / V)) * V onwards (V = one 16-byte load): consecutive
+  // threads read consecutive 16 bytes of a row.
+  auto chunkType = VectorType::get({chunk}, elem);
+  struct Side {
+    Value src, dst;
+    unsigned operand;
+    int64_t head;
+  };
+  Side sides[] = {{k, ks, 1, headQK}, {v, vs, 2, headV}};
+  int64_t threads = kWarps * warpSize;
+  auto loadTile = [&](Value tile, SmallVectorImpl<Value> &vals) {
+    Value key0 = mul(loc, tile, kKeys);
+    for (Side &s : sides) {
+      int64_t perRow = s.head / chunk;
+      for (int64_t r = 0; r < kKeys * perRow / threads; ++r) {
+        Value c = add(loc, tid, index(loc, r * threads));
+        Value key =
+            add(loc, key0,
+                arith::DivUIOp::create(rewriter, loc, c, index(loc, perRow)));
+        key = arith::MinUIOp::create(rewriter, loc, key, lastK);
+        Value d = mul(
+            loc, arith::RemUIOp::create(rewriter, loc, c, index(loc, perRow)),
+            chunk);
+        if (wide) {
+          auto ld = vector::LoadOp::create(rewriter, loc, chunkType, s.src,
+                                           at(s.operand, b, kvh, key, d));
+          ld.setAlignment(16);
+          vals.push_back(ld);
+          continue;
+        }
+        SmallVector<Value> elems;
+        for (int64_t e = 0; e < chunk; ++e)
+          elems.push_back(memref::LoadOp::create(
+              rewriter, loc, s.src,
+              at(s.operand, b, kvh, key, add(loc, d, index(loc, e)))));
+        vals.push_back(
+            vector::FromElementsOp::create(rewriter, loc, chunkType, elems));
+      }
+    }
+  };
+  auto storeTile = [&](ValueRange vals) {
+    unsigned i = 0;
+    for (Side &s : sides) {
+      int64_t perRow = s.head / chunk;
+      for (int64_t r = 0; r < kKeys * perRow / threads; ++r) {
+        Value c = add(loc, tid, index(loc, r * threads));
+        Value key =
+            arith::DivUIOp::create(rewriter, loc, c, index(loc, perRow));
+        Value d = mul(
+            loc, arith::RemUIOp::create(rewriter, loc, c, index(loc, perRow)),
+            chunk);
+        auto st = vector::StoreOp::create(rewriter, loc, vals[i++], s.dst,
+                                          ValueRange{key, d});
+        st.setAlignment(16);
+      }
+    }
+  };
+
+  // The key tiles: all of them, or (causal) those up to the block's last
+  // query row.
+  Value tiles =
+      arith::CeilDivUIOp::create(rewriter, loc, seqK, index(loc, kKeys));
+  if (op.getCausal()) {
+    Value last = add(loc, qBase, index(loc, bm - 1));
+    Value upTo =
+        add(loc, arith::DivUIOp::create(rewriter, loc, last, index(loc, kKeys)),
+            one);
+    tiles = arith::MinUIOp::create(rewriter, loc, tiles, upTo);
+  }
+  // The lane's row offsets (distinct C element rows).
+  SmallVector<int64_t> rowOffs;
+  for (const FragmentOffset &c : L.cElems)
+    if (!llvm::is_contained(rowOffs, c.outer))
+      rowOffs.push_back(c.outer);
+  int64_t nC = L.cElems.size();
+  int64_t oTiles = headV / L.n, sTiles = kKeys / L.n;
+  Value zeroF =
+      arith::ConstantOp::create(rewriter, loc, rewriter.getF32FloatAttr(0));
+  Value negInf = arith::ConstantOp::create(
+      rewriter, loc,
+      rewriter.getF32FloatAttr(-std::numeric_limits<float>::infinity()));
+  SmallVector<Value> inits(oTiles * nC, zeroF);
+  inits.append(rowOffs.size(), negInf); // running max (base 2)
+  inits.append(rowOffs.size(), zeroF);  // this lane's running sums
+  SmallVector<Value> first;
+  loadTile(index(loc, 0), first);
+  inits.append(first);
+  int64_t nO = oTiles * nC, nR = rowOffs.size();
+  auto loop =
+      scf::ForOp::create(rewriter, loc, index(loc, 0), tiles, one, inits);
+  rewriter.setInsertionPointToStart(loop.getBody());
+  Value t = loop.getInductionVar();
+  ValueRange iter = loop.getRegionIterArgs();
+  SmallVector<Value> o(iter.begin(), iter.begin() + nO);
+  SmallVector<Value> rowMax(iter.begin() + nO, iter.begin() + nO + nR);
+  SmallVector<Value> rowSum(iter.begin() + nO + nR, iter.begin() + nO + 2 * nR);
+  ValueRange staged = iter.drop_front(nO + 2 * nR);
+  // The previous tile's readers are done; this tile into shared memory.
+  info.buildBarrier(rewriter, loc);
+  storeTile(staged);
+  info.buildBarrier(rewriter, loc);
+  Value tNext = add(loc, t, one);
+  auto more = scf::IfOp::create(rewriter, loc, ValueRange(staged).getTypes(),
+                                ult(loc, tNext, tiles),
+                                /*withElseRegion=*/true);
+  rewriter.setInsertionPointToStart(more.thenBlock());
+  SmallVector<Value> next;
+  loadTile(tNext, next);
+  scf::YieldOp::create(rewriter, loc, next);
+  rewriter.setInsertionPointToStart(more.elseBlock());
+  scf::YieldOp::create(rewriter, loc, staged);
+  rewriter.setInsertionPointAfter(more);
+
+  // S = Q·Kᵀ: B's columns are keys, its K the head dim (K-contiguous rows
+  // of the K tile).
+  auto runAt = [&](Value smem, Value r, Value c) {
+    auto ld =
+        vector::LoadOp::create(rewriter, loc, runType, smem, ValueRange{r, c});
+    ld.setAlignment(L.kPack * elemBytes);
+    return info.buildMMAOperand(rewriter, loc, L, ld);
+  };
+  SmallVector<Value> s(sTiles * nC, zeroF);
+  for (int64_t j = 0; j < sTiles; ++j)
+    for (int64_t kt = 0; kt < headQK / L.k; ++kt) {
+      SmallVector<Value> regs;
+      for (const FragmentOffset &r : L.bRegs)
+        regs.push_back(runAt(ks, add(loc, bCol, index(loc, j * L.n + r.outer)),
+                             add(loc, bK, index(loc, kt * L.k + r.inner))));
+      SmallVector<Value> acc =
+          info.buildMMA(rewriter, loc, L, qFrag[kt], regs,
+                        ArrayRef<Value>(s).slice(j * nC, nC));
+      llvm::copy(acc, s.begin() + j * nC);
+    }
+  // Scale (base 2), mask, bounds and causality.
+  double log2e = 1.4426950408889634;
+  Value scale2 = arith::ConstantOp::create(
+      rewriter, loc,
+      rewriter.getF32FloatAttr(op.getScale().convertToDouble() * log2e));
+  Value log2eV =
+      arith::ConstantOp::create(rewriter, loc, rewriter.getF32FloatAttr(log2e));
+  Value key0 = mul(loc, t, kKeys);
+  Value zero = index(loc, 0);
+  auto bcast = [&](int64_t d, Value i) -> Value {
+    Value unit = arith::CmpIOp::create(rewriter, loc, arith::CmpIPredicate::eq,
+                                       maskDims[d], one);
+    return arith::SelectOp::create(rewriter, loc, unit, zero, i);
+  };
+  Value mb, mh;
+  if (mask) {
+    mb = bcast(0, b);
+    mh = bcast(1, h);
+  }
+  for (int64_t j = 0; j < sTiles; ++j)
+    for (int64_t e = 0; e < nC; ++e) {
+      Value &x = s[j * nC + e];
+      Value row = add(loc, add(loc, row0, cRow), index(loc, L.cElems[e].outer));
+      Value key = add(loc, add(loc, key0, cCol),
+                      index(loc, j * L.n + L.cElems[e].inner));
+      x = arith::MulFOp::create(rewriter, loc, x, scale2);
+      if (mask) {
+        Value inCols = ult(loc, key, maskDims[3]);
+        Value mi = bcast(2, arith::MinUIOp::create(rewriter, loc, row, lastQ));
+        Value mj = arith::SelectOp::create(rewriter, loc, inCols, key, zero);
+        Value m = memref::LoadOp::create(rewriter, loc, mask,
+                                         ValueRange{mb, mh, mi, mj});
+        if (m.getType() != f32)
+          m = m.getType().getIntOrFloatBitWidth() < 32
+                  ? arith::ExtFOp::create(rewriter, loc, f32, m).getResult()
+                  : arith::TruncFOp::create(rewriter, loc, f32, m).getResult();
+        m = arith::MulFOp::create(rewriter, loc, m, log2eV);
+        m = arith::SelectOp::create(rewriter, loc, inCols, m, negInf);
+        x = arith::AddFOp::create(rewriter, loc, x, m);
+      }
+      Value masked = arith::CmpIOp::create(
+          rewriter, loc, arith::CmpIPredicate::uge, key, seqK);
+      if (op.getCausal())
+        masked = arith::OrIOp::create(
+            rewriter, loc, masked,
+            arith::CmpIOp::create(rewriter, loc, arith::CmpIPredicate::ugt, key,
+                                  row));
+      x = arith::SelectOp::create(rewriter, loc, masked, negInf, x);
+    }
+  // The online softmax, row by row.
+  auto butterfly = [&](Value x, bool isMax) {
+    for (int32_t off : rowLanes) {
+      Value y = info.buildShuffleXor(rewriter, loc, x, off, warpSize);
+      x = isMax ? arith::MaximumFOp::create(rewriter, loc, x, y).getResult()
+                : arith::AddFOp::create(rewriter, loc, x, y).getResult();
+    }
+    return x;
+  };
+  SmallVector<Value> alpha(nR), base(nR);
+  for (auto [ri, ro] : llvm::enumerate(rowOffs)) {
+    Value mx = rowMax[ri];
+    for (int64_t j = 0; j < sTiles; ++j)
+      for (int64_t e = 0; e < nC; ++e)
+        if (L.cElems[e].outer == ro)
+          mx = arith::MaximumFOp::create(rewriter, loc, mx, s[j * nC + e]);
+    mx = butterfly(mx, /*isMax=*/true);
+    // A row with every key so far masked keeps base 0 (its terms are 0).
+    Value none = arith::CmpFOp::create(rewriter, loc, arith::CmpFPredicate::OEQ,
+                                       mx, negInf);
+    base[ri] = arith::SelectOp::create(rewriter, loc, none, zeroF, mx);
+    alpha[ri] = math::Exp2Op::create(
+        rewriter, loc,
+        arith::SubFOp::create(rewriter, loc, rowMax[ri], base[ri]));
+    rowMax[ri] = mx;
+    rowSum[ri] = arith::MulFOp::create(rewriter, loc, rowSum[ri], alpha[ri]);
+  }
+  auto rowIndex = [&](int64_t e) {
+    return llvm::find(rowOffs, L.cElems[e].outer) - rowOffs.begin();
+  };
+  for (int64_t j = 0; j < sTiles; ++j)
+    for (int64_t e = 0; e < nC; ++e) {
+      Value &x = s[j * nC + e];
+      int64_t ri = rowIndex(e);
+      x = math::Exp2Op::create(
+          rewriter, loc, arith::SubFOp::create(rewriter, loc, x, base[ri]));
+      rowSum[ri] = arith::AddFOp::create(rewriter, loc, rowSum[ri], x);
+    }
+  for (int64_t dn = 0; dn < oTiles; ++dn)
+    for (int64_t e = 0; e < nC; ++e)
+      o[dn * nC + e] = arith::MulFOp::create(rewriter, loc, o[dn * nC + e],
+                                             alpha[rowIndex(e)]);
+  // O += P·V: P's operand registers from the scores (same lanes); V's B
+  // registers read K (keys) down a column of the V tile.
+  for (int64_t kt = 0; kt < kKeys / L.k; ++kt) {
+    SmallVector<Value> pRegs;
+    unsigned m = 0;
+    for (size_t r = 0; r < L.aRegs.size(); ++r) {
+      SmallVector<Value> elems;
+      for (int64_t p = 0; p < L.kPack; ++p, ++m) {
+        auto [tile, e] = (*pMap)[m];
+        Value x = s[(kt * L.k / L.n + tile) * nC + e];
+        elems.push_back(arith::TruncFOp::create(rewriter, loc, elem, x));
+      }
+      pRegs.push_back(info.buildMMAOperand(
+          rewriter, loc, L,
+          vector::FromElementsOp::create(rewriter, loc, runType, elems)));
+    }
+    for (int64_t dn = 0; dn < oTiles; ++dn) {
+      SmallVector<Value> regs;
+      for (const FragmentOffset &r : L.bRegs) {
+        Value col = add(loc, bCol, index(loc, dn * L.n + r.outer));
+        Value key = add(loc, bK, index(loc, kt * L.k + r.inner));
+        SmallVector<Value> elems;
+        for (int64_t p = 0; p < L.kPack; ++p)
+          elems.push_back(memref::LoadOp::create(
+              rewriter, loc, vs,
+              ValueRange{add(loc, key, index(loc, p)), col}));
+        regs.push_back(info.buildMMAOperand(
+            rewriter, loc, L,
+            vector::FromElementsOp::create(rewriter, loc, runType, elems)));
+      }
+      SmallVector<Value> acc = info.buildMMA(
+          rewriter, loc, L, pRegs, regs, ArrayRef<Value>(o).slice(dn * nC, nC));
+      llvm::copy(acc, o.begin() + dn * nC);
+    }
+  }
+  SmallVector<Value> yields = o;
+  llvm::append_range(yields, rowMax);
+  llvm::append_range(yields, rowSum);
+  llvm::append_range(yields, more.getResults());
+  scf::YieldOp::create(rewriter, loc, yields);
+  rewriter.setInsertionPointAfter(loop);
+
+  // The rows' sums across their lanes; O / sum in the output's type.
+  SmallVector<Value> inv(nR);
+  Value oneF =
+      arith::ConstantOp::create(rewriter, loc, rewriter.getF32FloatAttr(1));
+  for (int64_t ri = 0; ri < nR; ++ri)
+    inv[ri] = arith::DivFOp::create(
+        rewriter, loc, oneF,
+        butterfly(loop.getResult(nO + nR + ri), /*isMax=*/false));
+  for (int64_t dn = 0; dn < oTiles; ++dn)
+    for (int64_t e = 0; e < nC; ++e) {
+      Value row = add(loc, add(loc, row0, cRow), index(loc, L.cElems[e].outer));
+      Value col = add(loc, cCol, index(loc, dn * L.n + L.cElems[e].inner));
+      Value y = arith::MulFOp::create(
+          rewriter, loc, loop.getResult(dn * nC + e), inv[rowIndex(e)]);
+      if (outElem != f32)
+        y = arith::TruncFOp::create(rewriter, loc, outElem, y);
+      auto guard = scf::IfOp::create(rewriter, loc, ult(loc, row, seqQ),
+                                     /*withElseRegion=*/false);
+      OpBuilder::InsertionGuard g(rewriter);
+      rewriter.setInsertionPoint(guard.thenBlock()->getTerminator());
+      memref::StoreOp::create(rewriter, loc, y, out, at(3, b, h, row, col));
+    }
+  rewriter.eraseOp(op);
+  return success();
+}

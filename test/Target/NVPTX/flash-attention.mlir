@@ -1,0 +1,89 @@
+// kiln.attention as one fused kernel (lib/Target/GPU/FlashAttention.cpp)
+// down to the PTX; one launch of 4 warps per 64 query rows; K and V tiles of 64
+// keys staged through shared memory with 16-byte loads; S = Q·Kᵀ and
+// O += P·V on mma.sync m16n8k16 with f32 accumulators; the running row max
+// and the final row sums across the lanes of a row by xor shuffles; exp2;
+// no buffer of scores.
+// RUN: kiln-opt %s --split-input-file --kiln-map-kernels-to-gpu="device='cuda sm_80'" | FileCheck %s --check-prefix=IR
+// RUN: kiln-opt %s --pass-pipeline="builtin.module(kiln-map-kernels-to-gpu{device='cuda sm_80'}, canonicalize, gpu-launch-sink-index-computations, gpu-kernel-outlining, kiln-merge-gpu-modules, nvvm-attach-target{chip=sm_80 features=+ptx80 O=3}, gpu.module(lower-affine, arith-expand, expand-strided-metadata, convert-scf-to-cf, kiln-finalize-device-memrefs{stage=before}, convert-gpu-to-nvvm, kiln-finalize-device-memrefs, canonicalize, cse, reconcile-unrealized-casts), gpu-module-to-binary{format=isa})" --split-input-file | sed -e 's/\\0A/\n/g' -e 's/\\09/ /g' | FileCheck %s --check-prefix=PTX
+// RUN: not kiln-opt %s --split-input-file --kiln-map-kernels-to-gpu="device='cuda sm_75'" 2>&1 | FileCheck %s --check-prefix=SM75
+
+// IR-LABEL: func.func private @bhsd
+// IR-NOT: kiln.buffer
+// IR: gpu.launch blocks({{.*}}) in ({{.*}}) threads({{.*}}) in (%{{.*}} = %c128, {{.*}}) workgroup(%[[KS:.*]] : memref<64x72xf16, #gpu.address_space<workgroup>>, %[[VS:.*]] : memref<64x72xf16, #gpu.address_space<workgroup>>)
+// IR-COUNT-8: vector.load %arg{{[23]}}{{.*}} {alignment = 16 : i64} : memref<2x4x128x64xf16>, vector<8xf16>
+// IR: scf.for
+// IR: gpu.barrier
+// IR-COUNT-4: vector.store %{{.*}}, %[[KS]]
+// IR-COUNT-4: vector.store %{{.*}}, %[[VS]]
+// IR: gpu.barrier
+// IR-COUNT-32: nvvm.mma.sync
+// IR: gpu.shuffle  xor %{{.*}}, %c1_i32
+// IR: gpu.shuffle  xor %{{.*}}, %c2_i32
+// IR: math.exp2
+// IR-COUNT-32: nvvm.mma.sync
+// IR: scf.yield
+// IR: gpu.shuffle  xor
+// IR: arith.truncf %{{.*}} : f32 to f16
+// IR: memref.store %{{.*}}, %arg4
+// IR-NOT: gpu.launch
+// IR: return
+
+// PTX-LABEL: .visible .entry bhsd_kernel(
+// PTX-DAG: .shared .align 16 .b8 __wg_bhsd_kernel_0[9216]
+// PTX-DAG: ld.global.v4.b32
+// PTX-DAG: st.shared.v4.b32
+// PTX-DAG: bar.sync
+// PTX-DAG: ld.shared.b32
+// PTX-DAG: mma.sync.aligned.m16n8k16.row.col.f32.f16.f16.f32
+// PTX-DAG: shfl.sync.bfly.b32
+// PTX-DAG: {{ex2.approx.f32|__nv_exp2f}}
+// PTX-DAG: cvt.rn.f16x2.f32
+// PTX: ret;
+
+// SM75: error: fused attention needs the target's matrix instruction for 'f16' operands and f32 accumulators
+func.func private @bhsd(%q: memref<2x4x128x64xf16>, %k: memref<2x4x128x64xf16>, %v: memref<2x4x128x64xf16>, %o: memref<2x4x128x64xf16>) attributes {kiln.kernel} {
+  kiln.attention ins(%q, %k, %v : memref<2x4x128x64xf16>, memref<2x4x128x64xf16>, memref<2x4x128x64xf16>) outs(%o : memref<2x4x128x64xf16>) scale = 1.250000e-01 seq_major = [false, false, false, false]
+  return
+}
+
+// -----
+
+// [B, S, H, D] views of 3-D operands (bf16, 8 query heads on 2 key/value
+// heads, head size 32), an additive f32 mask [1, 1, S, L] and causality:
+// the K and V views' strides are static multiples of 16 bytes (16-byte
+// loads); key tiles end at the block's last query row; the mask is read at
+// (0, 0, row, key) and the keys past the query row and past L are -inf.
+// IR-LABEL: func.func private @views_mask_causal
+// IR: gpu.launch {{.*}} workgroup(%{{.*}} : memref<64x40xbf16, #gpu.address_space<workgroup>>, %{{.*}} : memref<64x40xbf16, #gpu.address_space<workgroup>>)
+// IR: arith.divui %{{.*}}, %c4
+// IR: vector.load {{.*}} {alignment = 16 : i64} : memref<1x77x2x32xbf16, strided<[4928, 64, 32, 1]>>, vector<8xbf16>
+// IR: arith.minui
+// IR: scf.for
+// IR: nvvm.mma.sync {{.*}} {layoutA = #nvvm.mma_layout<row>, layoutB = #nvvm.mma_layout<col>, multiplicandAPtxType = #nvvm.mma_type<bf16>
+// IR: memref.load %arg4[%{{.*}}, %{{.*}}, %{{.*}}, %{{.*}}] : memref<1x1x77x77xf32>
+// IR: arith.cmpi ugt
+// IR: math.exp2
+// IR: memref.store %{{.*}}, %arg5[%{{.*}}, %{{.*}}, %{{.*}}, %{{.*}}] : memref<1x77x8x32xbf16, strided<[19712, 256, 32, 1]>>
+// PTX-LABEL: .visible .entry views_mask_causal_kernel(
+// PTX-DAG: ld.global.v4.b32
+// PTX-DAG: mma.sync.aligned.m16n8k16.row.col.f32.bf16.bf16.f32
+// PTX-DAG: shfl.sync.bfly.b32
+func.func private @views_mask_causal(%q: memref<1x77x8x32xbf16, strided<[19712, 256, 32, 1]>>, %k: memref<1x77x2x32xbf16, strided<[4928, 64, 32, 1]>>, %v: memref<1x77x2x32xbf16, strided<[4928, 64, 32, 1]>>, %m: memref<1x1x77x77xf32>, %o: memref<1x77x8x32xbf16, strided<[19712, 256, 32, 1]>>) attributes {kiln.kernel} {
+  kiln.attention ins(%q, %k, %v, mask %m : memref<1x77x8x32xbf16, strided<[19712, 256, 32, 1]>>, memref<1x77x2x32xbf16, strided<[4928, 64, 32, 1]>>, memref<1x77x2x32xbf16, strided<[4928, 64, 32, 1]>>, memref<1x1x77x77xf32>) outs(%o : memref<1x77x8x32xbf16, strided<[19712, 256, 32, 1]>>) scale = 1.767767e-01 causal seq_major = [true, true, true, true]
+  return
+}
+
+// -----
+
+// K and V whose strides the types do not give: element loads.
+// IR-LABEL: func.func private @dynamic_strides
+// IR-NOT: vector.load {{.*}} vector<8xf16>
+// IR: gpu.launch
+// IR-NOT: vector.load {{.*}} vector<8xf16>
+// IR: vector.from_elements {{.*}} : vector<8xf16>
+// IR: nvvm.mma.sync
+func.func private @dynamic_strides(%q: memref<1x2x16x64xf16>, %k: memref<1x2x16x64xf16, strided<[?, ?, ?, 1], offset: ?>>, %o: memref<1x2x16x64xf16>) attributes {kiln.kernel} {
+  kiln.attention ins(%q, %k, %k : memref<1x2x16x64xf16>, memref<1x2x16x64xf16, strided<[?, ?, ?, 1], offset: ?>>, memref<1x2x16x64xf16, strided<[?, ?, ?, 1], offset: ?>>) outs(%o : memref<1x2x16x64xf16>) scale = 1.250000e-01 seq_major = [false, false, false, false]
+  return
+}
