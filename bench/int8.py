@@ -47,6 +47,7 @@ import time
 
 import numpy as np
 import onnx
+import onnx.version_converter
 import onnxruntime as ort
 
 sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "python"))
@@ -187,7 +188,17 @@ def ptq_float_model(name, wd):
     trained-like weights (fill_weights.py --residual-scale)."""
     path = PTQ_MODELS[name][0]
     if path:
-        return path
+        # onnxruntime's quantizer writes per-axis DequantizeLinear, which
+        # needs opset 13: older models are converted first (both sides
+        # compile and run the converted model).
+        m = onnx.load(path)
+        opset = max(o.version for o in m.opset_import if o.domain in ("", "ai.onnx"))
+        if opset >= 13:
+            return path
+        converted = os.path.join(wd, f"{name}_opset13.onnx")
+        if not os.path.exists(converted):
+            onnx.save(onnx.version_converter.convert_version(m, 13), converted)
+        return converted
     filled = os.path.join(wd, f"{name}_filled.onnx")
     if not os.path.exists(filled):
         raw = os.path.join(wd, name + ".onnx")
