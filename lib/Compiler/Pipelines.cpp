@@ -159,9 +159,9 @@ struct StagePipelineOptions : public PassPipelineOptions<StagePipelineOptions> {
       *this, "fuse-attention",
       llvm::cl::desc("Exported attention chains as one onnx.Attention each"),
       llvm::cl::init(false)};
-  Option<std::string> precision{*this, "precision",
-                                llvm::cl::desc("fp32, tf32, fp16, bf16 or int8"),
-                                llvm::cl::init("fp32")};
+  Option<std::string> precision{
+      *this, "precision", llvm::cl::desc("fp32, tf32, fp16, bf16 or int8"),
+      llvm::cl::init("fp32")};
   ListOption<std::string> keepFp32{
       *this, "keep-fp32",
       llvm::cl::desc("ONNX node names or op types kept in fp32")};
