@@ -71,7 +71,10 @@ size_t kiln_dev_view_bytes(kiln_dtype_t dtype, size_t rank,
 
 /* Sets input_ptr: host inputs are copied into the staging buffers; device
  * inputs are used in place unless the run is staged (graphs) or they are
- * not aligned to their element size. */
+ * not aligned to KILN_ALIGNMENT bytes, as the model's own buffers are (the
+ * kernels read inputs with 16-byte vector loads and bulk tensor copies,
+ * which need that much; an element-aligned view of a caller's tensor is
+ * copied first). */
 void kiln_dev_stage_inputs(kiln_rt_ctx *ctx, int device_inputs) {
   kiln_instance_impl *inst = ctx->instance;
   kiln_dev_instance *di = inst->dev;
@@ -81,7 +84,7 @@ void kiln_dev_stage_inputs(kiln_rt_ctx *ctx, int device_inputs) {
     size_t bytes = kiln_dev_view_bytes(view->dtype, view->rank, view->dims);
     kiln_device_ptr src = (kiln_device_ptr)(uintptr_t)view->data;
     if (device_inputs && !di->staged && src != 0 &&
-        src % kiln_rtc_dtype_size(view->dtype) == 0) {
+        src % KILN_ALIGNMENT == 0) {
       di->input_ptr[i] = src;
       continue;
     }
