@@ -176,6 +176,10 @@ struct StagePipelineOptions : public PassPipelineOptions<StagePipelineOptions> {
   ListOption<std::string> int8Exclude{
       *this, "int8-exclude",
       llvm::cl::desc("int8: ONNX node names or op types kept in fp32")};
+  Option<int64_t> int8KeepFp32{
+      *this, "int8-keep-fp32",
+      llvm::cl::desc("int8: keep the N most sensitive contractions in fp32"),
+      llvm::cl::init(0)};
   ListOption<std::string> exposeIntermediates{
       *this, "expose-intermediates",
       llvm::cl::desc("Return intermediate values as outputs: all, or these "
@@ -231,6 +235,7 @@ struct StagePipelineOptions : public PassPipelineOptions<StagePipelineOptions> {
     o.calibrationRanges = calibrationRanges;
     o.calibrationMethod = calibrationMethod;
     o.int8Exclude.assign(int8Exclude.begin(), int8Exclude.end());
+    o.int8KeepFp32 = int8KeepFp32;
     setExposeIntermediates(o, exposeIntermediates);
     o.gpu.tiledContractions = gpuTiledContractions;
     o.gpu.warpReductions = gpuWarpReductions;
@@ -303,6 +308,7 @@ LogicalResult mlir::kiln::buildStagePipeline(OpPassManager &pm, StringRef stage,
         o.method = options.calibrationMethod;
       o.exclude.assign(options.int8Exclude.begin(), options.int8Exclude.end());
       llvm::append_range(o.exclude, options.keepFp32);
+      o.keepCount = options.int8KeepFp32;
       pm.addPass(createKilnOnnxInsertQDQ(o));
     }
     // Quantized (QDQ) layers as integer products: what such a model asks
@@ -473,9 +479,10 @@ LogicalResult CompileOptions::verify(std::string &error) const {
             "' (expected fp32, tf32, fp16, bf16 or int8)";
     return failure();
   }
-  if (precision != "int8" &&
-      (!calibrationMethod.empty() || !int8Exclude.empty())) {
-    error = "--calibration-method and --int8-exclude need --precision=int8";
+  if (precision != "int8" && (!calibrationMethod.empty() ||
+                              !int8Exclude.empty() || int8KeepFp32 != 0)) {
+    error = "--calibration-method, --int8-exclude and --int8-keep-fp32 need "
+            "--precision=int8";
     return failure();
   }
   if (!calibrationMethod.empty()) {

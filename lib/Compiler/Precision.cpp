@@ -174,6 +174,7 @@ LogicalResult mlir::kiln::calibrateRanges(ModuleOp module, StringRef dir,
   o.calibrationRanges.clear();
   o.calibrationMethod.clear();
   o.int8Exclude.clear();
+  o.int8KeepFp32 = 0;
   o.exposeIntermediates = true;
   o.exposeNodes.clear();
   o.dumpAfter.clear();

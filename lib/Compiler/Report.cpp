@@ -464,7 +464,11 @@ static void printPrecisionSummary(const llvm::json::Object &p,
        << llvm::format("%.4g", (*range)[1].getAsNumber().value_or(0))
        << "] scale " << llvm::format("%.4g", o->getNumber("scale").value_or(0))
        << " zero point " << o->getInteger("zero_point").value_or(0) << "; "
-       << o->getInteger("weight_channels").value_or(0) << " weight channels\n";
+       << o->getInteger("weight_channels").value_or(0) << " weight channels";
+    if (std::optional<double> sens = o->getNumber("sensitivity"))
+      os << "; sensitivity " << llvm::format("%.3g", *sens) << " (rank "
+         << o->getInteger("sensitivity_rank").value_or(0) << ")";
+    os << "\n";
   }
   size_t listed = 0, kept = 0;
   for (const llvm::json::Value &n : *nodes) {

@@ -169,6 +169,11 @@ const OptionRow kOptions[] = {
          o.compile.int8Exclude.push_back(n.str());
        return true;
      }},
+    {"int8-keep-fp32", false,
+     [](kiln_compile_options &o, llvm::StringRef v, std::string &e) {
+       return parseInt("int8-keep-fp32", v, 0, INT32_MAX,
+                       o.compile.int8KeepFp32, e);
+     }},
     {"calibration-ranges", false,
      [](kiln_compile_options &o, llvm::StringRef v, std::string &e) {
        o.compile.calibrationRanges = v.str();

@@ -172,6 +172,12 @@ static cl::list<std::string>
                 cl::desc("--precision=int8: keep these ONNX node names or op "
                          "types in fp32 (comma-separated, repeatable)"),
                 cl::CommaSeparated, cl::value_desc("NODE|OPTYPE,..."));
+static cl::opt<int64_t> int8KeepFp32(
+    "int8-keep-fp32",
+    cl::desc("--precision=int8: keep the N contractions of the largest "
+             "estimated quantization error (from the calibration "
+             "histograms and the weights) in fp32"),
+    cl::value_desc("N"), cl::init(0));
 static cl::opt<std::string> calibrationRanges(
     "calibration-ranges",
     cl::desc("With --calibrate: write the recorded ranges to FILE.json; "
@@ -307,6 +313,7 @@ bool setOptions(kiln_compile_options_t *options) {
       !setString("calibrate", calibrateDir) ||
       !setString("calibration-method", calibrationMethod) ||
       !setList("int8-exclude", int8Exclude) ||
+      !setInt("int8-keep-fp32", int8KeepFp32) ||
       !setBool("gpu-tiled-contractions", gpuTiledContractions) ||
       !setBool("gpu-warp-reductions", gpuWarpReductions) ||
       !setBool("gpu-row-fusion", gpuRowFusion) ||

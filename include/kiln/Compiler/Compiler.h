@@ -84,6 +84,8 @@ struct CompileOptions {
   /// entropy; "" for the default) and the nodes or op types kept fp32.
   std::string calibrationMethod;
   std::vector<std::string> int8Exclude;
+  /// --int8-keep-fp32=N: keep the N most sensitive contractions in fp32.
+  int64_t int8KeepFp32 = 0;
   /// Return intermediate float values as extra outputs
   /// (kiln-expose-intermediates): all, or only `exposeNodes` when not empty.
   bool exposeIntermediates = false;

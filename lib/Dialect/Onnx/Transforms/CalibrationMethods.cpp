@@ -166,3 +166,36 @@ void mlir::kiln::int8::uint8Params(double lo, double hi, float &scale,
   double z = std::nearbyint(-lo / static_cast<double>(scale));
   zeroPoint = static_cast<int64_t>(std::clamp(z, 0.0, 255.0));
 }
+
+double mlir::kiln::int8::activationError(const TensorRecord &r, double lo,
+                                         double hi, double scale) {
+  if (r.hist.empty() || !(r.absmax > 0))
+    return 0;
+  double width = r.absmax / static_cast<double>(r.hist.size());
+  bool negative = r.min < 0, positive = r.max > 0;
+  double rounding = scale * scale / 12.0, signal = 0, noise = 0;
+  // The squared error of a value of magnitude v whose side is clipped at t.
+  auto err = [&](double v, double t) {
+    return v > t ? (v - t) * (v - t) : rounding;
+  };
+  for (size_t i = 0; i < r.hist.size(); ++i) {
+    double c = static_cast<double>(r.hist[i]);
+    if (c == 0)
+      continue;
+    double v = (static_cast<double>(i) + 0.5) * width;
+    signal += c * v * v;
+    // The first bin of a tensor without negative values holds a ReLU's
+    // zeros, which the zero point represents exactly.
+    if (i == 0 && !negative)
+      continue;
+    // A magnitude seen on both sides counts half on each (the histogram
+    // is of |x|); one beyond a side's extreme lies on the other.
+    bool pos = positive && v <= r.max + width,
+         neg = negative && v <= -r.min + width;
+    double e = pos && neg ? 0.5 * (err(v, hi) + err(v, -lo))
+               : neg      ? err(v, -lo)
+                          : err(v, hi);
+    noise += c * e;
+  }
+  return signal > 0 ? noise / signal : 0;
+}

@@ -107,7 +107,49 @@ struct Decision {
   float scale = 1;
   int64_t zeroPoint = 0, channels = 0;
   float weightScaleMin = 0, weightScaleMax = 0;
+  int64_t axis = 0;
+  /// The layer's own quantization error, estimated (sensitivity()): the
+  /// relative mean squared errors of its input and of its weights, and the
+  /// relative L2 error of its output they make.
+  double inputError = 0, weightError = 0, sensitivity = 0;
+  int64_t rank = 0;
 };
+
+/// Per-channel symmetric int8 weights: scales (max |W[c]| / 127) and values.
+struct QuantizedWeights {
+  SmallVector<float> scale;
+  SmallVector<int64_t> q;
+  /// ||dequantized - W||^2 / ||W||^2.
+  double relError = 0;
+};
+
+QuantizedWeights quantizeWeights(ArrayRef<double> values, RankedTensorType type,
+                                 int64_t axis) {
+  int64_t channels = type.getDimSize(axis);
+  int64_t inner = 1;
+  for (int64_t i = axis + 1; i < type.getRank(); ++i)
+    inner *= type.getDimSize(i);
+  auto channelOf = [&](int64_t i) { return (i / inner) % channels; };
+  QuantizedWeights w;
+  w.scale.assign(channels, 0.0f);
+  for (auto [i, v] : llvm::enumerate(values))
+    w.scale[channelOf(i)] =
+        std::max(w.scale[channelOf(i)], static_cast<float>(std::fabs(v)));
+  for (float &s : w.scale)
+    s = s > 0 && std::isfinite(s) ? s / 127.0f : 1.0f;
+  w.q.resize(values.size());
+  double noise = 0, signal = 0;
+  for (auto [i, v] : llvm::enumerate(values)) {
+    float s = w.scale[channelOf(i)];
+    double r = std::nearbyint(static_cast<float>(v) / s);
+    w.q[i] = static_cast<int64_t>(std::clamp(r, -127.0, 127.0));
+    double d = static_cast<double>(w.q[i]) * s - v;
+    noise += d * d;
+    signal += v * v;
+  }
+  w.relError = signal > 0 ? noise / signal : 0;
+  return w;
+}
 
 struct InsertQDQPass : public kiln::impl::KilnOnnxInsertQDQBase<InsertQDQPass> {
   using Base::Base;
@@ -268,8 +310,51 @@ struct InsertQDQPass : public kiln::impl::KilnOnnxInsertQDQBase<InsertQDQPass> {
     d.max = r->max;
     int8::uint8Params(d.lo, d.hi, d.scale, d.zeroPoint);
     d.int8 = true;
+    d.axis = *axis;
     d.channels = cast<RankedTensorType>(w.getType()).getDimSize(*axis);
-    rewrite(d, *axis);
+    if (keepCount > 0 && r->hist.empty()) {
+      d.int8 = false;
+      d.reason = "calibration: input '" + d.input +
+                 "' has no histogram, which --int8-keep-fp32 ranks by";
+      return;
+    }
+    sensitivity(d, *r);
+  }
+
+  /// The layer's own error: the relative L2 error of y = W x when only
+  /// this layer's x and W are quantized, estimated from the calibration
+  /// histogram of x and the weights as sqrt(e_x + e_w), e_x and e_w the
+  /// relative mean squared errors of x and W (int8::activationError,
+  /// QuantizedWeights::relError). Exact for errors uncorrelated with each
+  /// other and with the values, which rounding errors nearly are.
+  void sensitivity(Decision &d, const TensorRecord &r) {
+    Value w = d.op->getOperand(1);
+    d.inputError = int8::activationError(r, d.lo, d.hi, d.scale);
+    d.weightError = quantizeWeights(*getConstantFloatValues(w),
+                                    cast<RankedTensorType>(w.getType()), d.axis)
+                        .relError;
+    d.sensitivity = std::sqrt(d.inputError + d.weightError);
+  }
+
+  /// --int8-keep-fp32=N: the N layers of the largest sensitivity stay fp32.
+  void keepMostSensitive() {
+    SmallVector<Decision *> ranked;
+    for (Decision &d : decisions)
+      if (d.int8)
+        ranked.push_back(&d);
+    llvm::stable_sort(ranked, [](const Decision *a, const Decision *b) {
+      return a->sensitivity > b->sensitivity;
+    });
+    for (auto [i, d] : llvm::enumerate(ranked)) {
+      d->rank = static_cast<int64_t>(i) + 1;
+      if (static_cast<int64_t>(i) >= keepCount)
+        continue;
+      d->int8 = false;
+      d->reason = "sensitivity: --int8-keep-fp32=" + std::to_string(keepCount) +
+                  ", rank " + std::to_string(d->rank) + " of " +
+                  std::to_string(ranked.size()) + ", estimated rel L2 " +
+                  fmt(d->sensitivity);
+    }
   }
 
   /// QuantizeLinear + DequantizeLinear of activation `x` after its
@@ -302,27 +387,14 @@ struct InsertQDQPass : public kiln::impl::KilnOnnxInsertQDQBase<InsertQDQPass> {
     Value w = d.op->getOperand(1);
     auto wt = cast<RankedTensorType>(w.getType());
     Value &slot = weights[{w, axis}];
-    SmallVector<double> values = *getConstantFloatValues(w);
     int64_t channels = wt.getDimSize(axis);
-    int64_t inner = 1;
-    for (int64_t i = axis + 1; i < wt.getRank(); ++i)
-      inner *= wt.getDimSize(i);
-    auto channelOf = [&](int64_t i) { return (i / inner) % channels; };
-    SmallVector<float> scale(channels, 0.0f);
-    for (auto [i, v] : llvm::enumerate(values))
-      scale[channelOf(i)] =
-          std::max(scale[channelOf(i)], static_cast<float>(std::fabs(v)));
-    for (float &s : scale)
-      s = s > 0 && std::isfinite(s) ? s / 127.0f : 1.0f;
+    QuantizedWeights qw = quantizeWeights(*getConstantFloatValues(w), wt, axis);
+    SmallVector<float> &scale = qw.scale;
+    SmallVector<int64_t> &q = qw.q;
     d.weightScaleMin = *llvm::min_element(scale);
     d.weightScaleMax = *llvm::max_element(scale);
     if (slot)
       return slot;
-    SmallVector<int64_t> q(values.size());
-    for (auto [i, v] : llvm::enumerate(values)) {
-      double r = std::nearbyint(static_cast<float>(v) / scale[channelOf(i)]);
-      q[i] = static_cast<int64_t>(std::clamp(r, -127.0, 127.0));
-    }
     OpBuilder b(&getContext());
     b.setInsertionPointAfter(w.getDefiningOp());
     Location loc = NameLoc::get(b.getStringAttr(d.node + "_weights_int8"));
@@ -372,11 +444,17 @@ struct InsertQDQPass : public kiln::impl::KilnOnnxInsertQDQBase<InsertQDQPass> {
         d.op = op;
         d.node = keys.nodes.lookup(op);
         decide(d, keys);
-        op->setAttr(kPrecisionAttr, b.getStringAttr(d.int8 ? "int8" : "fp32"));
-        if (!d.int8)
-          op->setAttr("kiln.fp32_reason", b.getStringAttr(d.reason));
         decisions.push_back(std::move(d));
       }
+    }
+    if (keepCount > 0)
+      keepMostSensitive();
+    for (Decision &d : decisions) {
+      if (d.int8)
+        rewrite(d, d.axis);
+      d.op->setAttr(kPrecisionAttr, b.getStringAttr(d.int8 ? "int8" : "fp32"));
+      if (!d.int8)
+        d.op->setAttr("kiln.fp32_reason", b.getStringAttr(d.reason));
     }
     for (const std::string &e : exclude)
       if (!usedExcludes.contains(e))
@@ -399,6 +477,16 @@ struct InsertQDQPass : public kiln::impl::KilnOnnxInsertQDQBase<InsertQDQPass> {
           b.getNamedAttr("op", b.getStringAttr(onnxOpType(d.op))),
           b.getNamedAttr("precision",
                          b.getStringAttr(d.int8 ? "int8" : "fp32"))};
+      if (d.rank > 0) {
+        f.push_back(
+            b.getNamedAttr("sensitivity", b.getF64FloatAttr(d.sensitivity)));
+        f.push_back(
+            b.getNamedAttr("input_error", b.getF64FloatAttr(d.inputError)));
+        f.push_back(
+            b.getNamedAttr("weight_error", b.getF64FloatAttr(d.weightError)));
+        f.push_back(
+            b.getNamedAttr("sensitivity_rank", b.getI64IntegerAttr(d.rank)));
+      }
       if (!d.int8) {
         f.push_back(b.getNamedAttr("reason", b.getStringAttr(d.reason)));
       } else {

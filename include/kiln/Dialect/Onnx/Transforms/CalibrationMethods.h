@@ -71,6 +71,14 @@ bool rangeOf(const TensorRecord &record, const Method &method, double &lo,
 /// empty range.
 void uint8Params(double lo, double hi, float &scale, int64_t &zeroPoint);
 
+/// The relative mean squared error E[(q(x) - x)^2] / E[x^2] of quantizing
+/// the values of `record`'s histogram over [lo, hi] with step `scale`:
+/// scale^2 / 12 (rounding) for a value inside the range, its squared
+/// distance to the range's end beyond it; a first bin without negative
+/// values is exact (a ReLU's zeros). 0 without a histogram.
+double activationError(const TensorRecord &record, double lo, double hi,
+                       double scale);
+
 } // namespace mlir::kiln::int8
 
 #endif // KILN_DIALECT_ONNX_TRANSFORMS_CALIBRATIONMETHODS_H

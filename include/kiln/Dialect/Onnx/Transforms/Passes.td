@@ -84,8 +84,12 @@ def KilnOnnxInsertQDQ : Pass<"kiln-onnx-insert-qdq", "::mlir::ModuleOp"> {
     Everything else stays fp32. A contraction stays fp32 when `exclude`
     names it (node name or op type), when its weights are not constants,
     when its activation has no calibration record, or when it is already
-    quantized. Each decided contraction gets `kiln.precision` ("int8" or
-    "fp32", with `kiln.fp32_reason`); the module gets
+    quantized; so do the `keep-fp32-count` contractions of the largest
+    sensitivity, their own quantization error estimated from the histogram
+    of the activation and the weights (relative L2 of the output
+    sqrt(e_x + e_w), e the relative mean squared error of the quantized
+    input and weights). Each decided contraction gets `kiln.precision`
+    ("int8" or "fp32", with `kiln.fp32_reason`); the module gets
     `kiln.precision_plan` with the ranges, scales and zero points
     (what the compile report lists). docs/int8.md.
   }];
@@ -96,6 +100,8 @@ def KilnOnnxInsertQDQ : Pass<"kiln-onnx-insert-qdq", "::mlir::ModuleOp"> {
            "Activation range: minmax, percentile, percentile:P or entropy">,
     ListOption<"exclude", "exclude", "std::string",
                "Node names or op types kept in fp32">,
+    Option<"keepCount", "keep-fp32-count", "int64_t", "0",
+           "Keep this many of the most sensitive contractions in fp32">,
   ];
   let dependentDialects = ["::mlir::arith::ArithDialect"];
 }
