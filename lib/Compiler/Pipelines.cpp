@@ -214,6 +214,11 @@ struct StagePipelineOptions : public PassPipelineOptions<StagePipelineOptions> {
       llvm::cl::desc("GPU: unroll reduction outputs while this many threads "
                      "remain"),
       llvm::cl::init(GPUCodegenOptions().minThreads)};
+  Option<std::string> gpuPersistent{
+      *this, "gpu-persistent",
+      llvm::cl::desc("GPU: persistent contraction kernels (off, on, auto)"),
+      llvm::cl::init(
+          stringifyPersistentKernels(GPUCodegenOptions().persistent).str())};
   Option<std::string> maxMemory{
       *this, "max-memory",
       llvm::cl::desc("Arena budget for kiln-remat: bytes with K/M/G, or a "
@@ -244,6 +249,9 @@ struct StagePipelineOptions : public PassPipelineOptions<StagePipelineOptions> {
     o.gpu.blockSize = gpuBlockSize;
     o.gpu.fillBlocks = gpuFillBlocks;
     o.gpu.minThreads = gpuMinThreads;
+    if (std::optional<PersistentKernels> pk =
+            parsePersistentKernels(gpuPersistent))
+      o.gpu.persistent = *pk;
     o.maxMemory = maxMemory;
     o.maxMemoryWeights = maxMemoryWeights;
     return o;

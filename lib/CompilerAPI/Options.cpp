@@ -274,6 +274,16 @@ const OptionRow kOptions[] = {
        return parseInt("gpu-fill-blocks", v, 0, INT32_MAX,
                        o.compile.gpu.fillBlocks, e);
      }},
+    {"gpu-persistent", false,
+     [](kiln_compile_options &o, llvm::StringRef v, std::string &e) {
+       std::optional<PersistentKernels> p = parsePersistentKernels(v);
+       if (!p) {
+         e = "gpu-persistent must be off, on or auto, not '" + v.str() + "'";
+         return false;
+       }
+       o.compile.gpu.persistent = *p;
+       return true;
+     }},
     {"gpu-min-threads", false,
      [](kiln_compile_options &o, llvm::StringRef v, std::string &e) {
        return parseInt("gpu-min-threads", v, 0, INT32_MAX,

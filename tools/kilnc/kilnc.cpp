@@ -85,6 +85,13 @@ static cl::opt<int64_t> gpuMinThreads(
     cl::desc("GPU targets: unroll a reduction's outputs per thread only "
              "while at least this many threads remain (default 32768)"),
     cl::init(32768));
+static cl::opt<std::string> gpuPersistent(
+    "gpu-persistent",
+    cl::desc("GPU targets: persistent contraction kernels, one block per "
+             "multiprocessor looping over output tiles (sm_90a warpgroup "
+             "MMA): off, on, or auto (more tiles than multiprocessors and "
+             "at most 32 K steps; default off)"),
+    cl::init("off"));
 static cl::opt<std::string>
     dumpAfter("dump-after",
               cl::desc("Print the IR after a stage (import, graph, lower, "
@@ -321,7 +328,8 @@ bool setOptions(kiln_compile_options_t *options) {
       !setBool("gpu-tensor-cores", gpuTensorCores) ||
       !setInt("gpu-block-size", gpuBlockSize) ||
       !setInt("gpu-fill-blocks", gpuFillBlocks) ||
-      !setInt("gpu-min-threads", gpuMinThreads))
+      !setInt("gpu-min-threads", gpuMinThreads) ||
+      !setString("gpu-persistent", gpuPersistent))
     return false;
   // Nodes to expose: one value per node (the flag splits at commas).
   if (given(exposeIntermediates) &&

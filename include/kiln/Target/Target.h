@@ -20,6 +20,7 @@
 
 #include <cstdint>
 #include <memory>
+#include <optional>
 #include <string>
 
 namespace mlir::kiln {
@@ -62,6 +63,36 @@ public:
   }
 };
 
+/// Whether a contraction kernel that has a persistent variant (as many
+/// blocks as the GPU runs at once, each looping over output tiles so that
+/// one tile's loads overlap the previous one's epilogue) uses it
+/// (--gpu-persistent): never, always, or where the target's rule says it
+/// pays.
+enum class PersistentKernels { Off, On, Auto };
+
+/// "off", "on", "auto" as PersistentKernels; std::nullopt for anything else.
+inline std::optional<PersistentKernels> parsePersistentKernels(StringRef s) {
+  if (s == "off")
+    return PersistentKernels::Off;
+  if (s == "on")
+    return PersistentKernels::On;
+  if (s == "auto")
+    return PersistentKernels::Auto;
+  return std::nullopt;
+}
+
+inline StringRef stringifyPersistentKernels(PersistentKernels p) {
+  switch (p) {
+  case PersistentKernels::Off:
+    return "off";
+  case PersistentKernels::On:
+    return "on";
+  case PersistentKernels::Auto:
+    return "auto";
+  }
+  return "off";
+}
+
 /// The GPU codegen's choices: kiln-map-kernels-to-gpu's options, one field
 /// each. The only carrier from kilnc's --gpu-* flags (through
 /// CompileOptions::gpu and parseTarget) to the pass.
@@ -82,6 +113,8 @@ struct GPUCodegenOptions {
   /// Reduction outputs unrolled per thread only while this many threads
   /// remain (--gpu-min-threads).
   int64_t minThreads = 32768;
+  /// Persistent contraction kernels (--gpu-persistent; off until measured).
+  PersistentKernels persistent = PersistentKernels::Off;
 };
 
 /// One row of the target table.

@@ -488,6 +488,13 @@ struct MapKernelsToGPUPass
           << warp << " in [" << warp << ", " << maxBlock << "]";
       return signalPassFailure();
     }
+    std::optional<PersistentKernels> persistentKernels =
+        parsePersistentKernels(persistent);
+    if (!persistentKernels) {
+      module.emitError("persistent must be off, on or auto, not '")
+          << persistent << "'";
+      return signalPassFailure();
+    }
 
     // Launchers take the runtime context first.
     SmallVector<func::FuncOp> kernels, hosts;
@@ -635,8 +642,8 @@ struct MapKernelsToGPUPass
       // else a thread per output tile.
       SmallVector<linalg::LinalgOp> rest;
       for (linalg::LinalgOp op : reductions) {
-        if (tensorCores &&
-            succeeded(target->lowerContraction(rewriter, op, ctx)))
+        if (tensorCores && succeeded(target->lowerContraction(
+                               rewriter, op, ctx, *persistentKernels)))
           continue;
         if (tiledContractions && succeeded(tiled.lower(op)))
           continue;
@@ -734,5 +741,6 @@ std::unique_ptr<Pass> mlir::kiln::createKilnMapKernelsToGPU(
   options.rowFusion = gpu.rowFusion;
   options.fillBlocks = gpu.fillBlocks;
   options.minThreads = gpu.minThreads;
+  options.persistent = stringifyPersistentKernels(gpu.persistent).str();
   return std::make_unique<MapKernelsToGPUPass>(options, std::move(info));
 }

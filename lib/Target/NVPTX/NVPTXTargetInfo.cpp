@@ -173,10 +173,11 @@ public:
   }
 
   LogicalResult lowerContraction(RewriterBase &rewriter, Operation *op,
-                                 Value ctx) const override {
+                                 Value ctx,
+                                 PersistentKernels persistent) const override {
     if (!hasWarpgroupMMA)
       return failure();
-    return lowerWarpgroupContraction(rewriter, op, ctx);
+    return lowerWarpgroupContraction(rewriter, op, ctx, persistent);
   }
 
   void getDependentDialects(DialectRegistry &registry) const override {

@@ -8,6 +8,8 @@
 #ifndef KILN_LIB_TARGET_NVPTX_WARPGROUPCONTRACTION_H
 #define KILN_LIB_TARGET_NVPTX_WARPGROUPCONTRACTION_H
 
+#include "kiln/Target/Target.h"
+
 #include "mlir/IR/PatternMatch.h"
 
 namespace mlir::kiln {
@@ -17,10 +19,12 @@ namespace mlir::kiln {
 /// linalg.fill of its output) and that fill with tile maps built on the
 /// host and one gpu.launch of the warpgroup-MMA kernel (after a launch that
 /// transposes an N-major TF32 B), inside a launcher whose runtime context
-/// is `ctx`.
+/// is `ctx`; `persistent`: whether the kernel is the persistent variant
+/// (blocks that loop over tiles) as kilnc's --gpu-persistent says.
 /// Failure (another op, layout or type) leaves the IR unchanged.
 LogicalResult lowerWarpgroupContraction(RewriterBase &rewriter, Operation *op,
-                                        Value ctx);
+                                        Value ctx,
+                                        PersistentKernels persistent);
 
 } // namespace mlir::kiln
 

@@ -57,6 +57,10 @@ def KilnMapKernelsToGPU : Pass<"kiln-map-kernels-to-gpu", "ModuleOp"> {
     Option<"minThreads", "min-threads", "int64_t", /*default=*/"32768",
            "Unroll a reduction's outputs per thread only while at least this "
            "many threads remain">,
+    Option<"persistent", "persistent", "std::string", /*default=*/"\"off\"",
+           "Contraction kernels with a persistent variant (blocks that loop "
+           "over output tiles, e.g. sm_90a's warpgroup MMA): off, on, or "
+           "auto (where the target's rule says it pays)">,
   ];
   let dependentDialects = ["::mlir::gpu::GPUDialect",
                            "::mlir::scf::SCFDialect",

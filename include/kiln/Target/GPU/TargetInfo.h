@@ -18,6 +18,8 @@
 #ifndef KILN_TARGET_GPU_TARGETINFO_H
 #define KILN_TARGET_GPU_TARGETINFO_H
 
+#include "kiln/Target/Target.h"
+
 #include "mlir/IR/Builders.h"
 #include "mlir/IR/DialectRegistry.h"
 #include "mlir/IR/PatternMatch.h"
@@ -157,9 +159,11 @@ public:
   /// strategies run. For instructions those do not model (e.g. a matrix
   /// instruction of a whole group of warps fed by bulk tensor copies).
   /// Called only with tensor cores
-  /// on (GPUCodegenOptions::tensorCores).
+  /// on (GPUCodegenOptions::tensorCores). `persistent`: whether a kernel
+  /// with a persistent variant uses it (GPUCodegenOptions::persistent).
   virtual LogicalResult lowerContraction(RewriterBase &rewriter, Operation *op,
-                                         Value ctx) const {
+                                         Value ctx,
+                                         PersistentKernels persistent) const {
     return failure();
   }
 
