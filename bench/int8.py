@@ -37,7 +37,9 @@ rotated document pages for orientation), calibration and evaluation from
 disjoint seeds. Accuracy: top-1 agreement with the fp32 build over
 --samples evaluation inputs (Kiln int8 vs Kiln fp32, onnxruntime int8 vs
 onnxruntime fp32) and rel L2 of the logits; then times as above (onnxruntime
-int8, Kiln int8 by the first method, Kiln fp32).
+int8, Kiln int8 by the first method, Kiln fp32). --int8-keep-fp32 1,4 adds
+builds of the first method with `kilnc --int8-keep-fp32=N` (the N most
+sensitive contractions kept fp32); --no-timing skips the times.
 """
 import argparse
 import json
@@ -237,12 +239,14 @@ def bench_ptq(name, args):
     so32 = os.path.join(wd, f"{name}_fp32.so")
     row["compile_fp32_s"] = compile_timed(fp32, so32, so32 + ".json", dim_args)
     builds = {}
-    for method in args.methods.split(","):
-        so = os.path.join(wd, f"{name}_int8_{method.replace(':', '_')}.so")
+    for method in ptq_variants(args):
+        base, _, keep = method.partition("+keep")
+        so = os.path.join(wd, f"{name}_int8_{method.replace(':', '_').replace('+', '_')}.so")
         rep = so + ".json"
         row[f"compile_{method}_s"] = compile_timed(
             fp32, so, rep, dim_args + ["--precision=int8", f"--calibrate={cal}",
-                                       f"--calibration-method={method}"])
+                                       f"--calibration-method={base}"] +
+            ([f"--int8-keep-fp32={keep}"] if keep else []))
         counts = json.load(open(rep))["precision"]["counts"]
         row[f"int8_nodes_{method}"] = counts.get("int8", 0)
         row[f"fp32_nodes_{method}"] = counts.get("fp32", 0)
@@ -270,6 +274,8 @@ def bench_ptq(name, args):
     row["top1_fp32_kiln_vs_ort"] = top1(outs["kiln_fp32"], outs["ort_fp32"])
     print(f"# {name} PTQ accuracy: " + json.dumps(
         {k: v for k, v in row.items() if k.startswith(("top1", "rel_l2"))}), file=sys.stderr)
+    if args.no_timing:
+        return row
     # Speed: the first method's build.
     feeds = acc.image_feeds(fp32, 0, dims, images)
     inputs = [p for _, p in kiln_tools.write_inputs(feeds, os.path.join(wd, f"{name}_inputs"))]
@@ -291,8 +297,16 @@ def bench_ptq(name, args):
     return row
 
 
-def print_ptq(rows, args):
+def ptq_variants(args):
+    """The methods, then the first method with each --int8-keep-fp32 count
+    ("percentile+keep4")."""
     methods = args.methods.split(",")
+    keeps = [k for k in args.int8_keep_fp32.split(",") if k]
+    return methods + [f"{methods[0]}+keep{k}" for k in keeps]
+
+
+def print_ptq(rows, args):
+    methods = ptq_variants(args)
     print(f"\nPost-training quantization (kilnc --precision=int8 --calibrate, {args.calibration} "
           f"calibration inputs; top-1 agreement with fp32 over {args.samples} other inputs):\n")
     print("| model | " + " | ".join(f"Kiln {m}: top-1 / rel L2 / int8 nodes" for m in methods) +
@@ -304,6 +318,8 @@ def print_ptq(rows, args):
                  for m in methods]
         print(f"| {r['model']} | " + " | ".join(cells) +
               f" | {100 * r['top1_ort_int8']:.1f}% / {r['rel_l2_ort_int8']:.3f} |")
+    if args.no_timing:
+        return
     print(f"\n| model | threads | ORT int8 | Kiln int8 ({methods[0]}) | Kiln fp32 | "
           "Kiln int8 / ORT int8 | Kiln fp32 / Kiln int8 |")
     print("|---|---|---|---|---|---|---|")
@@ -328,6 +344,10 @@ def main():
     ap.add_argument("--methods", default="percentile,entropy,minmax",
                     help="--ptq: calibration methods (the first is timed)")
     ap.add_argument("--calibration", type=int, default=32, help="--ptq: calibration inputs")
+    ap.add_argument("--int8-keep-fp32", default="",
+                    help="--ptq: counts N (comma-separated) of builds of the first method with "
+                         "kilnc --int8-keep-fp32=N")
+    ap.add_argument("--no-timing", action="store_true", help="--ptq: accuracy only")
     ap.add_argument("--samples", type=int, default=200, help="--ptq: evaluation inputs")
     args = ap.parse_args()
     os.makedirs(args.workdir, exist_ok=True)

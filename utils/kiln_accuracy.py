@@ -31,8 +31,13 @@ With --samples N both builds also run on N seeded inputs (seeds --seed,
 through the `kiln` Python package (build/python), and each output gets a task
 metric over all of them: for a classifier (auto: an output of shape [B, C],
 C >= 2; --task classify forces it) the top-1 agreement, the fraction of rows
-whose argmax is the same in both builds; for any output the rel L2 over all
-samples, the max abs error and the max rel error. --calibrate-samples M
+whose argmax is the same in both builds; for a detector's probability map
+(auto: an output [B, 1, H, W] with values in [0, 1], PP-OCR's DBNet; --task
+detect forces it) the IoU of the pixels above --det-threshold (0.3, the
+binarization PP-OCR's DBPostProcess traces its boxes on) in both builds,
+mean and smallest over the inputs (--min-iou makes it a gate); for any
+output the rel L2 over all samples, the max abs error and the max rel
+error. --calibrate-samples M
 writes M more seeded inputs (seeds 100000 + i: never evaluation inputs) as
 the calibration folder of the reduced build (kilnc --calibrate), what
 --precision=int8 needs.
@@ -135,6 +140,9 @@ def picture_source(kind):
     def draw(rng, h, w):
         if kind == "scene":
             img = corpus.scene(300, 400, rng)
+        elif kind == "text":
+            img = corpus.text_page(int(rng.integers(h, h * 3 // 2 + 1)),
+                                   int(rng.integers(w, w * 3 // 2 + 1)), rng)
         else:
             img = corpus.doc_page(700, 500, rng).rotate(90 * int(rng.integers(0, 4)), expand=True)
         img = img.convert("RGB").resize((w, h), Image.BILINEAR)
@@ -166,11 +174,19 @@ def load_kiln(bindir):
     return kiln
 
 
+def is_prob_map(ref):
+    """A detector's probability map: [N, 1, H, W] (H, W >= 8) in [0, 1]."""
+    import numpy as np
+    return (ref.ndim == 5 and ref.shape[2] == 1 and min(ref.shape[3:]) >= 8 and
+            float(np.min(ref)) >= 0 and float(np.max(ref)) <= 1)
+
+
 def task_metrics(model, fp32_so, red_so, samples, seed=0, dims=None, task="auto", bindir=None,
-                 images=("smooth", IMAGENET_MEAN, IMAGENET_STD)):
+                 images=("smooth", IMAGENET_MEAN, IMAGENET_STD), det_threshold=0.3):
     """Runs both builds on `samples` seeded inputs and compares each output
-    over all of them: top-1 agreement for classifiers, rel L2, max abs and
-    max rel error for every output."""
+    over all of them: top-1 agreement for classifiers, the IoU of the maps
+    thresholded at `det_threshold` for a detector's probability map, rel
+    L2, max abs and max rel error for every output."""
     import numpy as np
     kiln = load_kiln(bindir or os.path.join(ROOT, "build", "bin"))
     ref_model, red_model = kiln.load(fp32_so), kiln.load(red_so)
@@ -191,8 +207,23 @@ def task_metrics(model, fp32_so, red_so, samples, seed=0, dims=None, task="auto"
             r, g = ref.reshape(-1, ref.shape[-1]), got.reshape(-1, got.shape[-1])
             e["top1_agree"] = float(np.mean(np.argmax(r, -1) == np.argmax(g, -1)))
             e["rows"] = int(r.shape[0])
+        elif task == "detect" or (task == "auto" and is_prob_map(ref)):
+            ious = [prob_map_iou(r, g, det_threshold) for r, g in zip(ref, got)]
+            e.update(iou_mean=float(np.mean(ious)), iou_min=float(np.min(ious)),
+                     threshold=det_threshold)
         out.append(e)
     return out
+
+
+def prob_map_iou(a, b, threshold=0.3):
+    """IoU of the pixels above `threshold` in two probability maps (a text
+    detector's [N, 1, H, W]: PP-OCR's DBPostProcess binarizes at 0.3 before
+    it traces boxes, so equal masks give equal boxes). 1.0 when both are
+    empty."""
+    import numpy as np
+    x, y = np.asarray(a) > threshold, np.asarray(b) > threshold
+    union = int(np.sum(x | y))
+    return float(np.sum(x & y)) / union if union else 1.0
 
 
 def analyze_layers(layers, precision, threshold, jump):
@@ -231,11 +262,20 @@ def main():
     ap.add_argument("--int8-exclude", help="kilnc --int8-exclude (int8)")
     ap.add_argument("--samples", type=int, default=0,
                     help="also compare over N seeded inputs with the task metric")
-    ap.add_argument("--task", default="auto", choices=["auto", "classify", "values"],
-                    help="classify: top-1 agreement per output row (auto: outputs [B, C])")
-    ap.add_argument("--images", default="smooth", choices=["smooth", "scene", "document"],
+    ap.add_argument("--task", default="auto", choices=["auto", "classify", "detect", "values"],
+                    help="classify: top-1 agreement per output row (auto: outputs [B, C]); "
+                         "detect: IoU of the thresholded probability maps (auto: outputs "
+                         "[B, 1, H, W] in [0, 1])")
+    ap.add_argument("--det-threshold", type=float, default=0.3,
+                    help="detect: the probability a pixel counts as text above (PP-OCR's "
+                         "DBPostProcess thresh)")
+    ap.add_argument("--min-iou", type=float,
+                    help="exit 1 when a detector's smallest IoU is below this")
+    ap.add_argument("--int8-keep-fp32", type=int,
+                    help="kilnc --int8-keep-fp32 (int8): the N most sensitive contractions fp32")
+    ap.add_argument("--images", default="smooth", choices=["smooth", "scene", "document", "text"],
                     help="pictures of image inputs: smooth random fields, drawn scenes, "
-                         "document pages (utils/models/corpus_inputs.py)")
+                         "document pages, text pages (utils/models/corpus_inputs.py)")
     ap.add_argument("--image-mean", default=",".join(map(str, IMAGENET_MEAN)),
                     help="per-channel mean subtracted from pictures in [0, 1] (ImageNet's)")
     ap.add_argument("--image-std", default=",".join(map(str, IMAGENET_STD)),
@@ -254,6 +294,8 @@ def main():
         extra.append(f"--calibration-method={args.calibration_method}")
     if args.int8_exclude:
         extra.append(f"--int8-exclude={args.int8_exclude}")
+    if args.int8_keep_fp32:
+        extra.append(f"--int8-keep-fp32={args.int8_keep_fp32}")
     if args.layers and args.precision == "int8":
         fail("--layers compares values by node; int8 builds fuse each quantized layer into "
              "other nodes (kiln-onnx-fuse-qdq): use --samples")
@@ -278,7 +320,7 @@ def main():
             res["samples"] = task_metrics(args.model, os.path.join(workdir, "fp32.so"),
                                           os.path.join(workdir, f"{args.precision}.so"),
                                           args.samples, args.seed, dims, args.task, args.bin,
-                                          images)
+                                          images, args.det_threshold)
     except (kiln_tools.Error, OSError) as e:
         fail(str(e))
     src = f"inputs {args.inputs}" if args.inputs else f"random inputs, seed {args.seed}"
@@ -294,6 +336,11 @@ def main():
         if "top1_agree" in e:
             top1 = f"top-1 agreement {100 * e['top1_agree']:.1f}% of {e['rows']} rows, "
             if args.min_top1 is not None and e["top1_agree"] < args.min_top1:
+                bad = True
+        if "iou_mean" in e:
+            top1 = (f"IoU of the maps > {e['threshold']:g}: mean {e['iou_mean']:.4f}, "
+                    f"min {e['iou_min']:.4f}, ")
+            if args.min_iou is not None and e["iou_min"] < args.min_iou:
                 bad = True
         print(f"  output '{e['name']}' over {e['samples']} inputs: {top1}"
               f"{kiln_tools.format_stats(e)}")

@@ -5,7 +5,11 @@ quantize_qdq() runs onnxruntime.quantization.quantize_static in QDQ format:
 per-channel int8 weights (symmetric), uint8 activations with zero points
 (its defaults), calibrated (min-max) on seeded inputs. The model is written
 at IR version <= 10 and opset >= 13 first (what the quantizer's onnxruntime
-loads), with its symbolic dims fixed to the calibration shapes."""
+loads), with its symbolic dims fixed to the calibration shapes. Constant
+nodes become initializers first (constants_to_initializers): the quantizer
+quantizes only initializers as weights (per channel, int8) and would treat
+a Constant's weights as an activation (per tensor, uint8, quantized at run
+time; PaddlePaddle's exports hold every weight in a Constant)."""
 import os
 import tempfile
 
@@ -13,6 +17,24 @@ import numpy as np
 import onnx
 
 from kiln_tools.feeds import seeded_inputs
+
+
+def constants_to_initializers(m):
+    """Moves the main graph's tensor-valued Constant nodes into initializers
+    (in place), what onnxruntime's quant_pre_process does by optimizing."""
+    keep = []
+    for n in m.graph.node:
+        value = [a for a in n.attribute if a.name == "value" and a.type == onnx.AttributeProto.TENSOR]
+        if n.op_type == "Constant" and n.domain in ("", "ai.onnx") and value:
+            t = onnx.TensorProto()
+            t.CopyFrom(value[0].t)
+            t.name = n.output[0]
+            m.graph.initializer.append(t)
+        else:
+            keep.append(n)
+    del m.graph.node[:]
+    m.graph.node.extend(keep)
+    return m
 
 
 def quantize_qdq(model, out_path, calibration=8, seed=0, dims=None, per_channel=True,
@@ -40,6 +62,7 @@ def quantize_qdq(model, out_path, calibration=8, seed=0, dims=None, per_channel=
 
     m = onnx.ModelProto.FromString(m.SerializeToString())
     m.ir_version = min(m.ir_version, 10)
+    constants_to_initializers(m)
     with tempfile.TemporaryDirectory() as d:
         src = os.path.join(d, "float.onnx")
         onnx.save(m, src)
