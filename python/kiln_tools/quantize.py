@@ -74,3 +74,25 @@ def quantize_qdq(model, out_path, calibration=8, seed=0, dims=None, per_channel=
                         activation_type=getattr(QuantType, activation_type),
                         weight_type=getattr(QuantType, weight_type), **kwargs)
     return feeds
+
+
+def he_weights(rng, *shape, scale=None):
+    """Seeded float32 weights of `shape` with He's scale sqrt(2 / fan_in)
+    (fan_in: the product of the dims after the first for 4-D filters, else
+    the first dim, a MatMul's K), or `scale` when given: the weights of the
+    int8 tests' small nets."""
+    fan_in = int(np.prod(shape[1:])) if len(shape) == 4 else shape[0]
+    return (rng.standard_normal(shape) * (scale or np.sqrt(2.0 / fan_in))).astype(np.float32)
+
+
+def output_scale(qdq):
+    """The scale of the DequantizeLinear that writes `qdq`'s (a ModelProto)
+    first output: one step of its quantization."""
+    from onnx import numpy_helper
+
+    inits = {i.name: numpy_helper.to_array(i) for i in qdq.graph.initializer}
+    out = qdq.graph.output[0].name
+    for n in qdq.graph.node:
+        if n.op_type == "DequantizeLinear" and n.output[0] == out:
+            return float(inits[n.input[1]].reshape(-1)[0])
+    raise SystemExit(f"no DequantizeLinear writes {out}")

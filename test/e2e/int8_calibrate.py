@@ -30,6 +30,7 @@ import onnx
 from onnx import TensorProto, helper, numpy_helper
 
 import kiln_tools
+from kiln_tools.quantize import he_weights
 
 work = sys.argv[1]
 os.makedirs(work, exist_ok=True)
@@ -37,8 +38,7 @@ rng = np.random.default_rng(0)
 
 
 def w(*shape, scale=None):
-    fan_in = int(np.prod(shape[1:])) if len(shape) == 4 else shape[0]
-    return (rng.standard_normal(shape) * (scale or np.sqrt(2.0 / fan_in))).astype(np.float32)
+    return he_weights(rng, *shape, scale=scale)
 
 
 inits = [numpy_helper.from_array(w(16, 3, 3, 3), "c1"),

@@ -37,11 +37,12 @@ def models():
     import numpy as np
     from onnx import TensorProto, helper, numpy_helper
 
+    from kiln_tools.quantize import he_weights
+
     rng = np.random.default_rng(19)
 
     def w(*shape, scale=None):
-        fan_in = int(np.prod(shape[1:])) if len(shape) == 4 else shape[0]
-        return (rng.standard_normal(shape) * (scale or np.sqrt(2.0 / fan_in))).astype(np.float32)
+        return he_weights(rng, *shape, scale=scale)
 
     def mlp():
         # [256, 512] x [512, 384] + bias, Relu, x [384, 200]^T (Gemm transB).
@@ -89,24 +90,13 @@ def models():
             ("conv_s8s8_tensor", convnet, {"per_channel": False, "activation_type": "QInt8"}, 3)]
 
 
-def output_scale(qdq):
-    from onnx import numpy_helper
-
-    inits = {i.name: numpy_helper.to_array(i) for i in qdq.graph.initializer}
-    out = qdq.graph.output[0].name
-    for n in qdq.graph.node:
-        if n.op_type == "DequantizeLinear" and n.output[0] == out:
-            return float(inits[n.input[1]].reshape(-1)[0])
-    raise SystemExit(f"no DequantizeLinear writes {out}")
-
-
 def prepare(stage, target="cuda"):
     sys.path.insert(0, os.path.join(ROOT, "python"))
     import numpy as np
     import onnx
 
     import kiln_tools
-    from kiln_tools.quantize import quantize_qdq
+    from kiln_tools.quantize import output_scale, quantize_qdq
     from kiln_tools.tensors import write_pb
 
     shutil.rmtree(stage, ignore_errors=True)

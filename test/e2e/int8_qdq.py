@@ -26,7 +26,7 @@ import onnx
 from onnx import TensorProto, helper, numpy_helper
 
 import kiln_tools
-from kiln_tools.quantize import quantize_qdq
+from kiln_tools.quantize import he_weights, output_scale, quantize_qdq
 
 work = sys.argv[1]
 os.makedirs(work, exist_ok=True)
@@ -34,8 +34,7 @@ rng = np.random.default_rng(0)
 
 
 def w(*shape, scale=None):
-    fan_in = int(np.prod(shape[1:])) if len(shape) == 4 else shape[0]
-    return (rng.standard_normal(shape) * (scale or np.sqrt(2.0 / fan_in))).astype(np.float32)
+    return he_weights(rng, *shape, scale=scale)
 
 
 def mlp():
@@ -81,16 +80,6 @@ def convnet():
         nodes, "convnet", [helper.make_tensor_value_info("x", TensorProto.FLOAT, [2, 3, 32, 32])],
         [helper.make_tensor_value_info("y", TensorProto.FLOAT, [2, 10])], inits)
     return helper.make_model(graph, opset_imports=[helper.make_opsetid("", 17)], ir_version=8)
-
-
-def output_scale(qdq):
-    """The scale of the DequantizeLinear that writes the model's output."""
-    inits = {i.name: numpy_helper.to_array(i) for i in qdq.graph.initializer}
-    out = qdq.graph.output[0].name
-    for n in qdq.graph.node:
-        if n.op_type == "DequantizeLinear" and n.output[0] == out:
-            return float(inits[n.input[1]].reshape(-1)[0])
-    raise SystemExit(f"no DequantizeLinear writes {out}")
 
 
 # (name, model, quantize_qdq options, fused integer ops expected)
