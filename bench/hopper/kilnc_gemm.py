@@ -12,6 +12,12 @@ graphs on). The result is checked against an fp32 product of the same
 inputs before timing; the runtime's per-kernel times show what the MatMul
 kernel itself takes.
 
+Persistent rows (--persistent, default on): every fp16/bf16 shape is
+built a second time with --gpu-persistent=on (the sm_90a kernel's blocks
+loop over tiles), labelled "+persistent", so one run compares the two
+kernels on the same inputs; "auto" says which rows --gpu-persistent=auto
+would pick (more tiles than 132 SMs and at most 32 K steps).
+
 TF32 rows (--tf32 shapes, --tf32-chips): float32 models compiled with
 --precision=tf32, for sm_90a (wgmma m64nNk8 .tf32 from TMA; B, N-major here,
 transposed to K-major by a launch first) and for sm_80 (mma.sync m16n8k8
@@ -60,6 +66,8 @@ def prepare(a):
         rows.append((name, "float16", None, a.chip))
         if name in a.bf16:
             rows.append((name, "bfloat16", None, a.chip))
+    if a.persistent:
+        rows += [(name, dt, "persistent", chip) for name, dt, _, chip in list(rows)]
     for name in a.tf32:
         for chip in a.tf32_chips.split(","):
             rows.append((name, "float32", "tf32", chip))
@@ -79,23 +87,39 @@ def prepare(a):
         tag = f"{name.replace(' ', '_').replace('^', 'p')}_{dt}"
         if precision:
             tag += f"_{precision}"
-        if chip != a.chip or precision:
+        if chip != a.chip or (precision and precision != "persistent"):
             tag += f"_{chip}"
         path = os.path.join(a.dir, tag + ".onnx")
         onnx.save(model, path)
         so = os.path.join(a.dir, tag + ".so")
-        cmd = [kilnc, path, f"--target=cuda:{chip}", "-o", so]
-        if precision:
+        report = os.path.join(a.dir, tag + ".report.json")
+        cmd = [kilnc, path, f"--target=cuda:{chip}", "-o", so, f"--report={report}"]
+        if precision == "persistent":
+            cmd.append("--gpu-persistent=on")
+        elif precision:
             cmd.append(f"--precision={precision}")
         t0 = time.time()
         p = subprocess.run(cmd, capture_output=True, text=True)
         ok = p.returncode == 0
         print(f"{tag}: {'ok' if ok else 'FAILED ' + p.stderr[:300]} ({time.time() - t0:.1f} s)",
               flush=True)
-        if ok:
+        # Keep the model for the persistent build of the same shape.
+        if ok and (precision or not a.persistent):
             os.remove(path)
-        man.append(dict(shape=name, M=M, N=N, K=K, dtype=dt, precision=precision or dt,
-                        chip=chip, so=tag + ".so", ok=ok))
+        persistent = precision == "persistent"
+        # The kernel's choices (tile, stages, split K, persistent grid).
+        note = ""
+        if ok and os.path.exists(report):
+            import re
+            notes = re.findall(r'"(\d+x\d+x\d+[^"]*tile [^"]*)"', open(report).read())
+            note = notes[-1] if notes else ""
+        man.append(dict(shape=name, M=M, N=N, K=K, dtype=dt,
+                        precision=dt if persistent else precision or dt,
+                        persistent=persistent, chip=chip, so=tag + ".so", ok=ok,
+                        note=note))
+    for name in os.listdir(a.dir):
+        if name.endswith(".onnx"):
+            os.remove(os.path.join(a.dir, name))
     json.dump(man, open(os.path.join(a.dir, "manifest.json"), "w"), indent=1)
     # run loads the models through this build's runtime library.
     runtime = os.path.join(ROOT, "build", "lib", "libkiln_runtime.so")
@@ -117,6 +141,15 @@ def errors(out, ref):
         return float("inf"), float("inf")
     d = out.to(ref.dtype) - ref
     return (d.abs().max() / ref.abs().max()).item(), (d.norm() / ref.norm()).item()
+
+
+def kiln_tile(m):
+    """The tile (BM, BN) kilnc's report named ("tile 128x128x64"), else
+    128 x 128."""
+    import re
+
+    t = re.search(r"tile (\d+)x(\d+)x", m.get("note", ""))
+    return (int(t.group(1)), int(t.group(2))) if t else (128, 128)
 
 
 def run(a):
@@ -185,6 +218,13 @@ def run(a):
         label = precision if precision == m["dtype"] else f"{m['dtype']} {precision}"
         if f32:
             label += f" {m.get('chip', '')}"
+        if m.get("persistent"):
+            label += " +persistent"
+            # What --gpu-persistent=auto picks (WarpgroupPersistent.cpp).
+            bm, bn = kiln_tile(m)
+            tiles = -(-M // bm) * -(-N // bn)
+            if tiles > 132 and -(-K // 64) <= 32:
+                label += " auto"
         check = ""
         if "within_tol" in row:
             check = (f" rel L2 {row['rel_l2']:.1e} (torch {row['torch_rel_l2']:.1e}) "
@@ -193,19 +233,23 @@ def run(a):
               f"{row.get('kiln_tflops', 0):5.0f} TF/s  torch {row['torch_ms']:8.3f} ms "
               f"{row['torch_tflops']:5.0f} TF/s  x{row.get('ratio', 0):.2f}  pipelined "
               f"x{row.get('ratio_pipelined', 0):.2f}  no graph {row.get('kiln_nograph_ms', 0):.3f} ms  "
-              f"err {row.get('max_rel_err', float('nan')):.1e}{check} {row.get('error', '')}",
+              f"err {row.get('max_rel_err', float('nan')):.1e}{check} {row.get('error', '')}"
+              f"  [{m.get('note', '')}]",
               flush=True)
     torch.backends.cuda.matmul.allow_tf32 = False
     import statistics
-    groups = [("float16", None), ("bfloat16", None)]
-    groups += [("tf32", chip) for chip in sorted({r.get("chip") for r in rows
-                                                  if r.get("precision") == "tf32"})]
-    for prec, chip in groups:
+    groups = [("float16", None, False), ("bfloat16", None, False),
+              ("float16", None, True), ("bfloat16", None, True)]
+    groups += [("tf32", chip, False) for chip in sorted({r.get("chip") for r in rows
+                                                         if r.get("precision") == "tf32"})]
+    for prec, chip, persistent in groups:
         for key in ("ratio", "ratio_pipelined"):
             vals = [r[key] for r in rows if r.get("precision", r["dtype"]) == prec
-                    and (chip is None or r.get("chip") == chip) and key in r]
+                    and (chip is None or r.get("chip") == chip) and key in r
+                    and bool(r.get("persistent")) == persistent]
             if vals:
-                print(f"{prec}{' ' + chip if chip else ''} {key}: median over {len(vals)} "
+                print(f"{prec}{' ' + chip if chip else ''}{' +persistent' if persistent else ''} "
+                      f"{key}: median over {len(vals)} "
                       f"shapes x{statistics.median(vals):.2f}")
     over = [f"{r['shape']} {r.get('chip')}" for r in rows if r.get("within_tol") is False]
     if over:
@@ -229,6 +273,8 @@ def main():
                     help="the chips each TF32 shape is compiled for")
     ap.add_argument("--fp32", nargs="*", default=["4096^3"],
                     help="shapes compiled as exact float32 (no --precision)")
+    ap.add_argument("--persistent", type=int, default=1,
+                    help="1: build each fp16/bf16 shape also with --gpu-persistent=on")
     ap.add_argument("--json")
     a = ap.parse_args()
     (prepare if a.mode == "prepare" else run)(a)
