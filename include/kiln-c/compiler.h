@@ -82,7 +82,7 @@ kiln_compile_options_free(kiln_compile_options_t *options);
  *   gpu-block-size, gpu-fill-blocks, gpu-min-threads
  *                     integers, as kilnc's --gpu-* flags
  *   gpu-persistent    off, on or auto: persistent contraction kernels
- *                     (sm_90a warpgroup MMA), as kilnc's --gpu-persistent
+ *                     (where the target has them), as kilnc's --gpu-persistent
  *   max-memory        SIZE: bytes with K/M/G, or a fraction such as 0.6x
  *   max-memory-weights
  *                     1 or 0: the max-memory budget covers the weights too

@@ -58,9 +58,9 @@ def KilnMapKernelsToGPU : Pass<"kiln-map-kernels-to-gpu", "ModuleOp"> {
            "Unroll a reduction's outputs per thread only while at least this "
            "many threads remain">,
     Option<"persistent", "persistent", "std::string", /*default=*/"\"off\"",
-           "Contraction kernels with a persistent variant (blocks that loop "
-           "over output tiles, e.g. sm_90a's warpgroup MMA): off, on, or "
-           "auto (where the target's rule says it pays)">,
+           "Contraction kernels that have a persistent variant (blocks "
+           "that loop over output tiles) use it: off, on, or auto (where "
+           "the target's rule says it pays)">,
   ];
   let dependentDialects = ["::mlir::gpu::GPUDialect",
                            "::mlir::scf::SCFDialect",
