@@ -83,8 +83,7 @@ void kiln_dev_stage_inputs(kiln_rt_ctx *ctx, int device_inputs) {
     const kiln_tensor_view_t *view = &ctx->inputs[i];
     size_t bytes = kiln_dev_view_bytes(view->dtype, view->rank, view->dims);
     kiln_device_ptr src = (kiln_device_ptr)(uintptr_t)view->data;
-    if (device_inputs && !di->staged && src != 0 &&
-        src % KILN_ALIGNMENT == 0) {
+    if (device_inputs && !di->staged && src != 0 && src % KILN_ALIGNMENT == 0) {
       di->input_ptr[i] = src;
       continue;
     }
