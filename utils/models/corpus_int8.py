@@ -31,8 +31,18 @@ whose whole sequence is equal) and per-frame argmax agreement, and for a
 detector's probability map the IoU of the maps thresholded at 0.3
 (PP-OCR's DBPostProcess thresh; kiln_accuracy.prob_map_iou).
 
-Exit status 1 when a model fails to quantize, compile or run, or when its
-task metric between Kiln int8 and onnxruntime int8 is below --min-agree.
+The bound (docs/int8.md): a model whose quantized path onnxruntime and Kiln
+both run as integer products with the same float32 requantization matches
+to one step of its output's scale (ties in float ops between layers); one
+with ops Kiln runs in float between their DequantizeLinear and
+QuantizeLinear where onnxruntime has integer kernels (attention's products,
+HardSwish, Sigmoid, Resize) differs by one-step roundings that compound
+over its layers, like BERT, so the elementwise error says little there.
+Every model must be as close to fp32 as onnxruntime's int8 run is: the rel
+L2 of Kiln int8 against fp32 at most (1 + --excess) times onnxruntime's,
+and Kiln's task metric against fp32 at least onnxruntime's minus --slack.
+Exit status 1 when a model fails to quantize, compile or run, or misses
+that bound.
 """
 import argparse
 import json
@@ -231,13 +241,15 @@ def check(name, args, acc, kiln):
         row["steps_max"] = float(d.max() / scales[n])
         row["differ"] = f"{int((d > 1e-3 * scales[n]).sum())} of {d.size}"
         row["step"] = scales[n]
-    row.update(max_rel=e["max_rel"], rel_l2=e["rel_l2"], nonfinite=e["nonfinite"])
+    row.update(max_abs=e["max_abs"], max_rel=e["max_rel"], rel_l2=e["rel_l2"], nonfinite=e["nonfinite"])
     row["kiln_vs_ort"] = task_metric(task, outs["kiln"][n], outs["ort"][n], acc)
     row["kiln_vs_fp32"] = task_metric(task, outs["kiln"][n], outs["fp32"][n], acc)
     row["ort_vs_fp32"] = task_metric(task, outs["ort"][n], outs["fp32"][n], acc)
     row["rel_l2_kiln_vs_fp32"] = kiln_tools.error_stats(np.stack(outs["fp32"][n]), got)["rel_l2"]
     row["rel_l2_ort_vs_fp32"] = kiln_tools.error_stats(np.stack(outs["fp32"][n]), ref)["rel_l2"]
-    ok = headline(task, row["kiln_vs_ort"]) >= args.min_agree and not e["nonfinite"]
+    ok = (not e["nonfinite"] and
+          row["rel_l2_kiln_vs_fp32"] <= (1 + args.excess) * row["rel_l2_ort_vs_fp32"] and
+          headline(task, row["kiln_vs_fp32"]) >= headline(task, row["ort_vs_fp32"]) - args.slack)
     row["status"] = "pass" if ok else "accuracy"
     return row
 
@@ -260,20 +272,25 @@ def fmt_metric(task, m):
 
 
 def print_table(rows):
-    print("| model | task | Kiln int8 vs ORT int8: output | task metric | Kiln int8 vs fp32 | "
-          "ORT int8 vs fp32 |")
-    print("|---|---|---|---|---|---|")
+    print("| model | task | integer products | Kiln int8 vs ORT int8: output | task metric | "
+          "Kiln int8 vs fp32 | ORT int8 vs fp32 | bound |")
+    print("|---|---|---|---|---|---|---|---|")
     for r in rows:
         if r.get("status") == "compile":
-            print(f"| {r['model']} | {r['task']} | compile: {r['error'][0] if r['error'] else ''} | | | |")
+            print(f"| {r['model']} | {r['task']} | | compile: {r['error'][0] if r['error'] else ''} "
+                  "| | | | |")
             continue
         if "steps_max" in r:
             err = f"{r['steps_max']:.0f} steps of {r['step']:.3g} ({r['differ']} differ)"
         else:
-            err = f"max rel {r['max_rel']:.1e}, rel L2 {r['rel_l2']:.1e}"
-        print(f"| {r['model']} | {r['task']} | {err} | {fmt_metric(r['task'], r['kiln_vs_ort'])} | "
-              f"{fmt_metric(r['task'], r['kiln_vs_fp32'])}, rel L2 {r['rel_l2_kiln_vs_fp32']:.3f} | "
-              f"{fmt_metric(r['task'], r['ort_vs_fp32'])}, rel L2 {r['rel_l2_ort_vs_fp32']:.3f} |")
+            err = f"max abs {r['max_abs']:.2g}, max rel {r['max_rel']:.1e}, rel L2 {r['rel_l2']:.1e}"
+        g = r["graph"]
+        ints = g["ConvInteger"] + g["MatMulInteger"]
+        prod = f"{ints} of {ints + g['Conv'] + g['MatMul'] + g['Gemm']}"
+        print(f"| {r['model']} | {r['task']} | {prod} | {err} | {fmt_metric(r['task'], r['kiln_vs_ort'])} | "
+              f"{fmt_metric(r['task'], r['kiln_vs_fp32'])}, rel L2 {r['rel_l2_kiln_vs_fp32']:.4f} | "
+              f"{fmt_metric(r['task'], r['ort_vs_fp32'])}, rel L2 {r['rel_l2_ort_vs_fp32']:.4f} | "
+              f"{r['status']} |")
 
 
 def main():
@@ -281,8 +298,12 @@ def main():
     ap.add_argument("--only", default=",".join(MODELS))
     ap.add_argument("--calibration", type=int, default=16, help="calibration inputs")
     ap.add_argument("--samples", type=int, default=50, help="evaluation inputs")
-    ap.add_argument("--min-agree", type=float, default=0.98,
-                    help="lowest task agreement of Kiln int8 with onnxruntime int8 that passes")
+    ap.add_argument("--excess", type=float, default=0.05,
+                    help="Kiln int8's rel L2 against fp32 may exceed onnxruntime int8's by this "
+                         "fraction")
+    ap.add_argument("--slack", type=float, default=0.02,
+                    help="Kiln int8's task metric against fp32 may be this much below "
+                         "onnxruntime int8's")
     ap.add_argument("--workdir", default=os.path.join(ROOT, "build", "corpus-int8"))
     ap.add_argument("--bin", default=os.path.join(ROOT, "build", "bin"))
     ap.add_argument("--json", default="")
