@@ -331,17 +331,19 @@ void warpgroup::buildKernel(RewriterBase &rewriter, const Problem &p,
     Value ltid = e.remu(tid, 128);
     auto accType =
         LLVM::LLVMStructType::getLiteral(context, SmallVector<Type>(nAcc, f32));
-    Value init = LLVM::UndefOp::create(b, loc, accType);
+    // The accumulators start undefined: the first K step's first wgmma
+    // overwrites them (scale-d 0) instead of adding to zeros moved into
+    // them. Registers a wgmma reads that other instructions wrote after the
+    // fence make ptxas insert a warpgroup arrive of its own, and one on a
+    // divergent path serializes every wgmma of the kernel (its C7519/C7520
+    // notes). A fill other than 0 is added after the K loop.
+    Value undefAcc = LLVM::UndefOp::create(b, loc, accType);
     auto fillConst = linalg::FillOp(p.fill)
                          .getInputs()[0]
                          .getDefiningOp<arith::ConstantOp>();
     double fillDouble =
-        cast<FloatAttr>(fillConst.getValue()).getValueAsDouble();
-    Value fillValue = LLVM::ConstantOp::create(
-        b, loc, f32, b.getF32FloatAttr(splits > 1 ? 0.0 : fillDouble));
-    for (int64_t i = 0; i < nAcc; ++i)
-      init = LLVM::InsertValueOp::create(b, loc, init, fillValue,
-                                         ArrayRef<int64_t>{i});
+        splits > 1 ? 0.0
+                   : cast<FloatAttr>(fillConst.getValue()).getValueAsDouble();
     // Descriptor bits above the address: 128-byte swizzle (bit 62); A
     // (K-major): leading offset 16 bytes (unused), stride 1024 bytes between
     // 8-row groups; B (N-major): 64-element atoms 64 * BK * 2 bytes apart
@@ -371,16 +373,13 @@ void warpgroup::buildKernel(RewriterBase &rewriter, const Problem &p,
     forEachTile([&](const TileCoords &t) {
       Value m0 = t.m0, n0 = t.n0, kBegin = t.kBegin;
       ArrayRef<Value> bIdx = t.bIdx;
-      auto loop = scf::ForOp::create(b, loc, kBegin, t.kEnd, e.i32(1),
-                                     ValueRange{init});
-      {
-        OpBuilder::InsertionGuard lg(b);
-        b.setInsertionPointToStart(loop.getBody());
+      // One K step at `k` on the accumulators `acc`; `first`: the tile's
+      // first step (its first wgmma overwrites the accumulators, and no
+      // earlier stage is to be released).
+      auto kStep = [&](Value k, Value acc, bool first) -> Value {
         // local: the tile's step; kl: the ring's (the block's count).
-        Value local =
-            arith::SubIOp::create(b, loc, loop.getInductionVar(), kBegin);
+        Value local = arith::SubIOp::create(b, loc, k, kBegin);
         Value kl = t.ring ? e.add(local, t.ring) : local;
-        Value acc = loop.getRegionIterArgs()[0];
         Value s = e.remu(kl, stages);
         Value parity =
             arith::AndIOp::create(b, loc, e.divu(kl, stages), e.i32(1));
@@ -397,7 +396,9 @@ void warpgroup::buildKernel(RewriterBase &rewriter, const Problem &p,
           Value db = descriptor(e.add(bAddr, bStep * kk), hiB);
           acc = NVVM::WgmmaMmaAsyncOp::create(
               b, loc, accType, acc, da, db, shape, wt, wt,
-              NVVM::WGMMATypes::f32, NVVM::WGMMAScaleOut::one,
+              NVVM::WGMMATypes::f32,
+              first && kk == 0 ? NVVM::WGMMAScaleOut::zero
+                               : NVVM::WGMMAScaleOut::one,
               NVVM::WGMMAScaleIn::one, NVVM::WGMMAScaleIn::one,
               NVVM::MMALayout::row,
               p.bKMajor ? NVVM::MMALayout::col : NVVM::MMALayout::row,
@@ -407,12 +408,25 @@ void warpgroup::buildKernel(RewriterBase &rewriter, const Problem &p,
         // done, its stage goes back to the producer.
         NVVM::WgmmaGroupSyncAlignedOp::create(b, loc);
         NVVM::WgmmaWaitGroupSyncOp::create(b, loc, 1);
-        e.ifThen(e.cmp(arith::CmpIPredicate::ugt, local, e.i32(0)), [&] {
+        if (!first) {
           Value prev = e.remu(e.add(kl, stages - 1), stages);
           NVVM::MBarrierArriveOp::create(b, loc, b.getI64Type(),
                                          barrier(prev, true), Value());
-        });
-        scf::YieldOp::create(b, loc, acc);
+        }
+        return acc;
+      };
+      // The first step peeled (a tile has at least one K step), the rest in
+      // a loop.
+      Value acc0 = kStep(kBegin, undefAcc, /*first=*/true);
+      auto loop = scf::ForOp::create(b, loc, e.add(kBegin, 1), t.kEnd, e.i32(1),
+                                     ValueRange{acc0});
+      {
+        OpBuilder::InsertionGuard lg(b);
+        b.setInsertionPointToStart(loop.getBody());
+        scf::YieldOp::create(b, loc,
+                             kStep(loop.getInductionVar(),
+                                   loop.getRegionIterArgs()[0],
+                                   /*first=*/false));
       }
       NVVM::WgmmaWaitGroupSyncOp::create(b, loc, 0);
       // Persistent: the tile's last stage goes back to the producer before
@@ -425,6 +439,17 @@ void warpgroup::buildKernel(RewriterBase &rewriter, const Problem &p,
                                        Value());
       }
       Value acc = loop.getResult(0);
+      if (fillDouble != 0.0) {
+        Value fillValue = LLVM::ConstantOp::create(
+            b, loc, f32, b.getF32FloatAttr(fillDouble));
+        for (int64_t i = 0; i < nAcc; ++i) {
+          Value v =
+              LLVM::ExtractValueOp::create(b, loc, acc, ArrayRef<int64_t>{i});
+          acc = LLVM::InsertValueOp::create(
+              b, loc, acc, arith::AddFOp::create(b, loc, v, fillValue),
+              ArrayRef<int64_t>{i});
+        }
+      }
       // Accumulator 4j + 2h + e of a thread: row 16 warp + lane / 4 + 8h,
       // column 8j + 2 (lane % 4) + e of its warpgroup's 64 x BN part.
       Value warp = e.divu(ltid, 32), lane = e.remu(ltid, 32);

@@ -30,12 +30,20 @@
 // ON: nvvm.mbarrier.arrive.expect_tx
 // ON-COUNT-3: nvvm.cp.async.bulk.tensor.shared.cluster.global
 // ON: scf.yield %{{.*}} : i32
-// The consumers: the same tiles; K steps at the ring's position.
+// The consumers: the same tiles; K steps at the ring's position, the first
+// one peeled (its first wgmma overwrites the accumulators, and it releases
+// no earlier stage).
 // ON: scf.for %[[CT:.*]] = %{{.*}} to %c576_i32 step %c132_i32 iter_args(%[[CRING:.*]] = %{{.*}}) -> (i32)
-// ON: scf.for {{.*}} to %c12_i32 step %c1_i32 iter_args
 // ON: arith.addi %{{.*}}, %[[CRING]] : i32
 // ON: nvvm.mbarrier.try_wait.parity
-// ON-COUNT-4: nvvm.wgmma.mma_async {{.*}}, <m = 64, n = 128, k = 16>
+// ON: nvvm.wgmma.mma_async {{.*}}, <m = 64, n = 128, k = 16>, D[<f32>, <zero>]
+// ON-COUNT-3: nvvm.wgmma.mma_async {{.*}}, <m = 64, n = 128, k = 16>, D[<f32>, <one>]
+// ON: nvvm.wgmma.wait.group.sync.aligned 1
+// ON-NOT: nvvm.mbarrier.arrive
+// ON: scf.for {{.*}} to %c12_i32 step %c1_i32{{.*}} iter_args
+// ON: arith.addi %{{.*}}, %[[CRING]] : i32
+// ON: nvvm.mbarrier.try_wait.parity
+// ON-COUNT-4: nvvm.wgmma.mma_async {{.*}}, <m = 64, n = 128, k = 16>, D[<f32>, <one>]
 // ON: nvvm.wgmma.wait.group.sync.aligned 1
 // ON: nvvm.mbarrier.arrive
 // ON: nvvm.wgmma.wait.group.sync.aligned 0
