@@ -201,6 +201,11 @@ struct StagePipelineOptions : public PassPipelineOptions<StagePipelineOptions> {
       *this, "gpu-tensor-cores",
       llvm::cl::desc("GPU: half contractions on tensor cores"),
       llvm::cl::init(GPUCodegenOptions().tensorCores)};
+  Option<bool> gpuAsyncCopy{
+      *this, "gpu-async-copy",
+      llvm::cl::desc("GPU: tiled contractions' operands through a ring of "
+                     "shared buffers filled by asynchronous copies"),
+      llvm::cl::init(GPUCodegenOptions().asyncCopy)};
   Option<int64_t> gpuBlockSize{
       *this, "gpu-block-size",
       llvm::cl::desc("GPU: threads per block of a parallel loop nest"),
@@ -245,6 +250,7 @@ struct StagePipelineOptions : public PassPipelineOptions<StagePipelineOptions> {
     o.gpu.tiledContractions = gpuTiledContractions;
     o.gpu.warpReductions = gpuWarpReductions;
     o.gpu.tensorCores = gpuTensorCores;
+    o.gpu.asyncCopy = gpuAsyncCopy;
     o.gpu.rowFusion = gpuRowFusion;
     o.gpu.blockSize = gpuBlockSize;
     o.gpu.fillBlocks = gpuFillBlocks;

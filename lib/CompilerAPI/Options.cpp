@@ -264,6 +264,10 @@ const OptionRow kOptions[] = {
      [](kiln_compile_options &o, llvm::StringRef v, std::string &e) {
        return parseBool("gpu-tensor-cores", v, o.compile.gpu.tensorCores, e);
      }},
+    {"gpu-async-copy", false,
+     [](kiln_compile_options &o, llvm::StringRef v, std::string &e) {
+       return parseBool("gpu-async-copy", v, o.compile.gpu.asyncCopy, e);
+     }},
     {"gpu-block-size", false,
      [](kiln_compile_options &o, llvm::StringRef v, std::string &e) {
        return parseInt("gpu-block-size", v, 1, 1024, o.compile.gpu.blockSize,

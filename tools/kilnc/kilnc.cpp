@@ -68,6 +68,14 @@ static cl::opt<bool> gpuTensorCores(
              "and TF32 ones (--precision=tf32) on tensor cores: mma.sync on "
              "sm_80 and newer, wgmma on sm_90a (default on)"),
     cl::init(true));
+static cl::opt<bool> gpuAsyncCopy(
+    "gpu-async-copy",
+    cl::desc("GPU targets: tiled contractions on the matrix instruction "
+             "stage their operands through a multi-stage ring of shared "
+             "buffers filled by asynchronous copies and read with matrix "
+             "fragment loads (cp.async and ldmatrix on sm_80 and newer; "
+             "default off)"),
+    cl::init(false));
 static cl::opt<int64_t> gpuBlockSize(
     "gpu-block-size",
     cl::desc("GPU targets: threads per block of a parallel loop nest (a "
@@ -326,6 +334,7 @@ bool setOptions(kiln_compile_options_t *options) {
       !setBool("gpu-row-fusion", gpuRowFusion) ||
       !setBool("fuse-attention", fuseAttention) ||
       !setBool("gpu-tensor-cores", gpuTensorCores) ||
+      !setBool("gpu-async-copy", gpuAsyncCopy) ||
       !setInt("gpu-block-size", gpuBlockSize) ||
       !setInt("gpu-fill-blocks", gpuFillBlocks) ||
       !setInt("gpu-min-threads", gpuMinThreads) ||

@@ -113,6 +113,11 @@ struct GPUCodegenOptions {
   /// Reduction outputs unrolled per thread only while this many threads
   /// remain (--gpu-min-threads).
   int64_t minThreads = 32768;
+  /// Tiled contractions on the matrix instruction stage their operands
+  /// through a ring of shared buffers filled by asynchronous copies and read
+  /// with the target's matrix fragment loads, where the target has both and
+  /// the operands qualify (--gpu-async-copy; off until measured).
+  bool asyncCopy = false;
   /// Persistent contraction kernels (--gpu-persistent; off until measured).
   PersistentKernels persistent = PersistentKernels::Off;
 };

@@ -326,16 +326,61 @@ struct MulAccBody;
 class TiledContraction : public LoweringBase {
 public:
   TiledContraction(RewriterBase &rewriter, const GPUTargetInfo &info, Value ctx,
-                   int64_t minBlocks, int64_t fillBlocks, bool tensorCores)
+                   int64_t minBlocks, int64_t fillBlocks, bool tensorCores,
+                   bool asyncCopy = false)
       : LoweringBase(rewriter), info(info), ctx(ctx), minBlocks(minBlocks),
-        fillBlocks(fillBlocks), tensorCores(tensorCores) {}
+        fillBlocks(fillBlocks), tensorCores(tensorCores), asyncCopy(asyncCopy) {
+  }
   LogicalResult lower(linalg::LinalgOp op);
+
+  /// Staging one operand: the slot r of a thread holds element
+  /// e = tid + 256 r of the BK x T slab, (k, col) = (e / T, e % T) when the
+  /// operand's innermost memory dim follows a column dim, else
+  /// (e % BK, e / BK). The column part of each slot's point is fixed.
+  /// A staged value is the product operand computed from its side's inputs
+  /// (loaded through their indexing maps) by the body's ops.
+  struct Stage {
+    Value root, dst, zero;
+    SmallVector<unsigned> inputs;
+    SmallVector<Operation *> ops;
+    SmallVector<Value> kr, col, colOk;
+    SmallVector<SmallVector<Value>> pt;
+    /// Elements per slot: 1, or a 16-byte vector along K (vecK) or along
+    /// the columns (see vectorSlots).
+    int64_t vec = 1;
+    bool vecK = false;
+  };
+  /// What the asynchronous K loop (AsyncStaging.cpp) is built from.
+  struct AsyncLoop {
+    linalg::LinalgOp op;
+    const MMALayout *layout = nullptr;
+    Stage *x = nullptr, *w = nullptr;
+    ArrayRef<unsigned> red;
+    function_ref<Value(unsigned)> sizeOf;
+    /// The block's K range, the slab count, the lane and the warp's origin
+    /// in the tile.
+    Value kBegin, kEnd, slabs, lane, warpM, warpN;
+    int64_t bk = 0, tile = 0, stages = 0, mTiles = 0, nTiles = 0;
+    SmallVector<Value> inits;
+  };
+  /// Shared buffers per operand of the asynchronous ring for a tile of
+  /// `tile` and slabs of `bk` 16-bit elements: as many as fit (at most 4).
+  static int64_t asyncStages(int64_t tile, int64_t bk);
+  /// The shared index of element `e` of row `row` of a ring buffer whose
+  /// rows hold `width` 16-bit elements: the 16-byte run of `e` swizzled
+  /// (xor) with the row, so that 8 rows' runs at one offset (a fragment
+  /// load) and 8 consecutive runs (a warp's copies) fall on distinct banks.
+  Value swizzle(Location loc, Value row, Value e, int64_t width);
+  /// The K loop over a ring of `stages` shared buffers filled by the
+  /// target's asynchronous copies and read with its matrix fragment loads;
+  /// its first results are the accumulators.
+  scf::ForOp buildAsyncLoop(Location loc, AsyncLoop &l);
 
 private:
   const GPUTargetInfo &info;
   Value ctx;
   int64_t minBlocks, fillBlocks;
-  bool tensorCores;
+  bool tensorCores, asyncCopy;
   static constexpr int64_t kThreads = 256, kSide = 16, kRun = 4, kChunk = 64;
   /// K of a shared slab for the matrix instruction.
   static constexpr int64_t kMMASlabK = 32;

@@ -633,9 +633,10 @@ struct MapKernelsToGPUPass
           reductions.push_back(op);
       });
       ReductionLowering lowering(rewriter, *target, minThreads);
-      TiledContraction tiled(
-          rewriter, *target, ctx, /*minBlocks=*/24,
-          fillBlocks > 0 ? fillBlocks : target->getFillBlocks(), tensorCores);
+      TiledContraction tiled(rewriter, *target, ctx, /*minBlocks=*/24,
+                             fillBlocks > 0 ? fillBlocks
+                                            : target->getFillBlocks(),
+                             tensorCores, asyncCopy);
       // Shared-memory tiles for the contractions they fill the GPU with
       // (a warp per output would read one operand with a stride), then a
       // warp per output for the other reductions along a contiguous dim,
@@ -738,6 +739,7 @@ std::unique_ptr<Pass> mlir::kiln::createKilnMapKernelsToGPU(
   options.tiledContractions = gpu.tiledContractions;
   options.warpReductions = gpu.warpReductions;
   options.tensorCores = gpu.tensorCores;
+  options.asyncCopy = gpu.asyncCopy;
   options.rowFusion = gpu.rowFusion;
   options.fillBlocks = gpu.fillBlocks;
   options.minThreads = gpu.minThreads;

@@ -282,6 +282,93 @@ LogicalResult TiledContraction::lower(linalg::LinalgOp op) {
     return failure();
   int64_t slabs = known(kPart) ? ceil(kPart, bk) : 0;
 
+  // A slot of the matrix instruction's operands may load 16 bytes at once
+  // (on targets where an unaligned 16-byte load is one load):
+  // when the side reads one input directly (no fused producer ops), whose
+  // last memory dim (stride 1) is indexed by a plain loop dim that is the
+  // innermost non-unit one of K (vecK) or of the side's columns,
+  // with a size that is a multiple of the vector. The vector then never
+  // straddles that dim, nor the end of K (a multiple of it, as are the
+  // K parts) or of the columns: one bound check covers it. `aligned`
+  // (the asynchronous copies, on any target): instead, each vector 16-byte
+  // aligned, the input's offset and strides multiples of it (its base is:
+  // the arena's buffers and the inputs used in place are).
+  auto vectorSlots = [&](Stage &s, ArrayRef<unsigned> cols,
+                         bool aligned = false) -> void {
+    if (!mma || !(aligned || info.hasUnalignedWideLoads()) || !s.ops.empty() ||
+        s.inputs.size() != 1)
+      return;
+    OpOperand *in = op.getDpsInputOperand(s.inputs[0]);
+    auto arg = dyn_cast<BlockArgument>(s.root);
+    auto t = dyn_cast<MemRefType>(in->get().getType());
+    if (!arg || arg.getOwner() != &body || arg.getArgNumber() != s.inputs[0] ||
+        !t || !t.hasStaticShape() || !s.root.getType().isIntOrFloat())
+      return;
+    int64_t bits = s.root.getType().getIntOrFloatBitWidth();
+    if (bits % 8 != 0 || 128 % bits != 0)
+      return;
+    int64_t v = 128 / bits;
+    SmallVector<int64_t> strides;
+    int64_t offset;
+    if (failed(t.getStridesAndOffset(strides, offset)))
+      return;
+    // vector.load reads along the memref's last dim.
+    int64_t md = t.getRank() - 1;
+    AffineMap map = op.getMatchingIndexingMap(in);
+    if (md < 0 || strides[md] != 1 || map.getNumResults() != t.getRank())
+      return;
+    if (aligned &&
+        (ShapedType::isDynamic(offset) || offset % v != 0 ||
+         llvm::any_of(ArrayRef<int64_t>(strides).drop_back(), [&](int64_t st) {
+           return ShapedType::isDynamic(st) || st % v != 0;
+         })))
+      return;
+    auto dim = dyn_cast<AffineDimExpr>(map.getResult(md));
+    if (!dim)
+      return;
+    // The innermost non-unit dim of `dims` (delinearized innermost last).
+    auto innermost = [&](ArrayRef<unsigned> dims) -> int64_t {
+      for (int64_t i = dims.size() - 1; i >= 0; --i)
+        if (sizes[dims[i]] != 1)
+          return dims[i];
+      return -1;
+    };
+    unsigned d = dim.getPosition();
+    if (ShapedType::isDynamic(sizes[d]) || sizes[d] % v != 0)
+      return;
+    if (innermost(red) == d) {
+      if (bk % v != 0 || (bk * tile) % (kThreads * v) != 0)
+        return;
+      s.vec = v, s.vecK = true;
+    } else if (innermost(cols) == d) {
+      if (tile % v != 0 || (bk * tile) % (kThreads * v) != 0)
+        return;
+      s.vec = v, s.vecK = false;
+    }
+  };
+  // The ring of shared buffers filled by asynchronous copies
+  // (AsyncStaging.cpp): with --gpu-async-copy, 16-bit operands that both
+  // load 16 bytes per slot, on a target with the copies and the fragment
+  // loads.
+  Stage xProbe, wProbe;
+  bool async = false;
+  int64_t stages = 0;
+  if (asyncCopy && mma && elemBits == 16 && info.hasAsyncCopy() &&
+      info.hasMatrixLoad(*mmaLayout)) {
+    for (auto [s, root, inputs, cols] :
+         {std::make_tuple(&xProbe, xRoot, ArrayRef<unsigned>(ma->xInputs),
+                          ArrayRef<unsigned>(mDims)),
+          std::make_tuple(&wProbe, wRoot, ArrayRef<unsigned>(ma->wInputs),
+                          ArrayRef<unsigned>(nDims))}) {
+      s->root = root;
+      SmallVector<unsigned> unused;
+      (void)sliceOf(body, op.getNumDpsInputs(), root, s->ops, unused);
+      s->inputs.assign(inputs.begin(), inputs.end());
+      vectorSlots(*s, cols, /*aligned=*/true);
+    }
+    stages = asyncStages(tile, bk);
+    async = xProbe.vec > 1 && wProbe.vec > 1 && stages >= 2;
+  }
   Location loc = op.getLoc();
   MLIRContext *ctxt = op.getContext();
   rewriter.setInsertionPoint(op);
@@ -331,10 +418,18 @@ LogicalResult TiledContraction::lower(linalg::LinalgOp op) {
   SmallVector<int64_t> slabShape = {2, bk, tile + 4};
   if (mma)
     slabShape = {2, tile, bk + 128 / elemBits};
-  auto xsType =
-      MemRefType::get(slabShape, xElem, MemRefLayoutAttrInterface(), wg);
-  auto wsType =
-      MemRefType::get(slabShape, wElem, MemRefLayoutAttrInterface(), wg);
+  // The asynchronous ring: `stages` buffers of rows without padding, along
+  // K or along the columns as the operand is read (swizzled instead).
+  auto ringShape = [&](const Stage &s) -> SmallVector<int64_t> {
+    if (!async)
+      return slabShape;
+    return s.vecK ? SmallVector<int64_t>{stages, tile, bk}
+                  : SmallVector<int64_t>{stages, bk, tile};
+  };
+  auto xsType = MemRefType::get(ringShape(xProbe), xElem,
+                                MemRefLayoutAttrInterface(), wg);
+  auto wsType = MemRefType::get(ringShape(wProbe), wElem,
+                                MemRefLayoutAttrInterface(), wg);
   SmallVector<unsigned> xDims = xIsM ? mDims : nDims,
                         yDims = xIsM ? nDims : mDims;
   Value gridX =
@@ -371,6 +466,8 @@ LogicalResult TiledContraction::lower(linalg::LinalgOp op) {
                           : std::string())
                : std::string("FMA"))
        << ", " << warps << " warps of " << warpSize;
+    if (async)
+      os << ", async copies in " << stages << " stages";
     if (splits > 1)
       os << ", split-K " << splits;
     noteGPUContraction(launch, what);
@@ -402,77 +499,6 @@ LogicalResult TiledContraction::lower(linalg::LinalgOp op) {
   if (!bDims.empty())
     delinearize(loc, batch, bDims, sizeOf, base);
 
-  // Staging one operand: the slot r of a thread holds element
-  // e = tid + 256 r of the BK x T slab, (k, col) = (e / T, e % T) when the
-  // operand's innermost memory dim follows a column dim, else
-  // (e % BK, e / BK). The column part of each slot's point is fixed.
-  // A staged value is the product operand computed from its side's inputs
-  // (loaded through their indexing maps) by the body's ops.
-  struct Stage {
-    Value root, dst, zero;
-    SmallVector<unsigned> inputs;
-    SmallVector<Operation *> ops;
-    SmallVector<Value> kr, col, colOk;
-    SmallVector<SmallVector<Value>> pt;
-    /// Elements per slot: 1, or a 16-byte vector along K (vecK) or along
-    /// the columns (see vectorSlots).
-    int64_t vec = 1;
-    bool vecK = false;
-  };
-  // A slot of the matrix instruction's operands may load 16 bytes at once
-  // (on targets where an unaligned 16-byte load is one load):
-  // when the side reads one input directly (no fused producer ops), whose
-  // last memory dim (stride 1) is indexed by a plain loop dim that is the
-  // innermost non-unit one of K (vecK) or of the side's columns,
-  // with a size that is a multiple of the vector. The vector then never
-  // straddles that dim, nor the end of K (a multiple of it, as are the
-  // K parts) or of the columns: one bound check covers it.
-  auto vectorSlots = [&](Stage &s, ArrayRef<unsigned> cols) -> void {
-    if (!mma || !info.hasUnalignedWideLoads() || !s.ops.empty() ||
-        s.inputs.size() != 1)
-      return;
-    OpOperand *in = op.getDpsInputOperand(s.inputs[0]);
-    auto arg = dyn_cast<BlockArgument>(s.root);
-    auto t = dyn_cast<MemRefType>(in->get().getType());
-    if (!arg || arg.getOwner() != &body || arg.getArgNumber() != s.inputs[0] ||
-        !t || !t.hasStaticShape() || !s.root.getType().isIntOrFloat())
-      return;
-    int64_t bits = s.root.getType().getIntOrFloatBitWidth();
-    if (bits % 8 != 0 || 128 % bits != 0)
-      return;
-    int64_t v = 128 / bits;
-    SmallVector<int64_t> strides;
-    int64_t offset;
-    if (failed(t.getStridesAndOffset(strides, offset)))
-      return;
-    // vector.load reads along the memref's last dim.
-    int64_t md = t.getRank() - 1;
-    AffineMap map = op.getMatchingIndexingMap(in);
-    if (md < 0 || strides[md] != 1 || map.getNumResults() != t.getRank())
-      return;
-    auto dim = dyn_cast<AffineDimExpr>(map.getResult(md));
-    if (!dim)
-      return;
-    // The innermost non-unit dim of `dims` (delinearized innermost last).
-    auto innermost = [&](ArrayRef<unsigned> dims) -> int64_t {
-      for (int64_t i = dims.size() - 1; i >= 0; --i)
-        if (sizes[dims[i]] != 1)
-          return dims[i];
-      return -1;
-    };
-    unsigned d = dim.getPosition();
-    if (ShapedType::isDynamic(sizes[d]) || sizes[d] % v != 0)
-      return;
-    if (innermost(red) == d) {
-      if (bk % v != 0 || (bk * tile) % (kThreads * v) != 0)
-        return;
-      s.vec = v, s.vecK = true;
-    } else if (innermost(cols) == d) {
-      if (tile % v != 0 || (bk * tile) % (kThreads * v) != 0)
-        return;
-      s.vec = v, s.vecK = false;
-    }
-  };
   auto makeStage = [&](Value root, ArrayRef<unsigned> inputs, Value dst,
                        ArrayRef<unsigned> cols, Value colBase, Value colSize) {
     Stage s;
@@ -481,7 +507,7 @@ LogicalResult TiledContraction::lower(linalg::LinalgOp op) {
     SmallVector<unsigned> unused;
     (void)sliceOf(body, op.getNumDpsInputs(), root, s.ops, unused);
     s.inputs.assign(inputs.begin(), inputs.end());
-    vectorSlots(s, cols);
+    vectorSlots(s, cols, /*aligned=*/async);
     Type staged = root.getType();
     if (s.vec > 1)
       staged = VectorType::get({s.vec}, staged);
@@ -583,10 +609,9 @@ LogicalResult TiledContraction::lower(linalg::LinalgOp op) {
   // The matrix instruction: lane = (group, thread) = (lane / G, lane % G)
   // with G the layout's group size; warp w covers rows warpM + [0, T/2)
   // and columns warpN + [0, T/(warps / 2)) of the tile.
-  Value group, thread, warpM, warpN;
+  Value group, thread, warpM, warpN, lane;
   if (mma) {
-    Value lane =
-        arith::RemUIOp::create(rewriter, loc, tid, index(loc, warpSize));
+    lane = arith::RemUIOp::create(rewriter, loc, tid, index(loc, warpSize));
     Value warp =
         arith::DivUIOp::create(rewriter, loc, tid, index(loc, warpSize));
     group = arith::DivUIOp::create(rewriter, loc, lane,
@@ -605,176 +630,193 @@ LogicalResult TiledContraction::lower(linalg::LinalgOp op) {
   int64_t nAcc =
       mma ? mTiles * nTiles * mmaLayout->cElems.size() : perThread * perThread;
   SmallVector<Value> inits(nAcc, accInit);
-  SmallVector<Value> first;
-  loadSlab(kBegin, first);
-  inits.append(first);
   Value slabsV = slabCount ? slabCount : index(loc, slabs);
-  auto kLoop =
-      scf::ForOp::create(rewriter, loc, index(loc, 0), slabsV, one, inits);
-  rewriter.setInsertionPointToStart(kLoop.getBody());
-  Value t = kLoop.getInductionVar();
-  Value buf = arith::AndIOp::create(rewriter, loc, t, one);
-  ValueRange iter = kLoop.getRegionIterArgs();
-  ValueRange accs = iter.take_front(nAcc);
-  ValueRange staged = iter.drop_front(nAcc);
-  {
-    int64_t i = 0;
-    for (Stage *s : {&sx, &sw})
-      for (auto [kr, col] : llvm::zip(s->kr, s->col)) {
-        // For the matrix instruction, as it wants the values staged (e.g.
-        // rounded to TF32): here, where the stores wait for the loads
-        // anyway, not where they are issued.
-        Value v = staged[i++];
-        if (mma)
-          v = info.buildMMAStaged(rewriter, loc, *mmaLayout, v);
-        if (s->vec > 1 && s->vecK) {
-          // K runs are contiguous in the slab's rows (16-byte aligned: rows
-          // of BK elements + 16 bytes, runs at multiples of V).
-          auto st = vector::StoreOp::create(rewriter, loc, v, s->dst,
-                                            ValueRange{buf, col, kr});
-          st.setAlignment(16);
-        } else if (s->vec > 1) {
-          for (int64_t j = 0; j < s->vec; ++j)
-            memref::StoreOp::create(
-                rewriter, loc, vector::ExtractOp::create(rewriter, loc, v, j),
-                s->dst, ValueRange{buf, add(loc, col, index(loc, j)), kr});
-        } else {
-          memref::StoreOp::create(rewriter, loc, v, s->dst,
-                                  mma ? ValueRange{buf, col, kr}
-                                      : ValueRange{buf, kr, col});
-        }
-      }
-  }
-  info.buildBarrier(rewriter, loc);
-  // The next slab's loads are issued before this one's products.
-  Value tNext = add(loc, t, one);
-  auto more = scf::IfOp::create(rewriter, loc, ValueRange(staged).getTypes(),
-                                ult(loc, tNext, slabsV),
-                                /*withElseRegion=*/true);
-  rewriter.setInsertionPointToStart(more.thenBlock());
-  SmallVector<Value> next;
-  loadSlab(add(loc, kBegin, mul(loc, tNext, bk)), next);
-  scf::YieldOp::create(rewriter, loc, next);
-  rewriter.setInsertionPointToStart(more.elseBlock());
-  scf::YieldOp::create(rewriter, loc, staged);
-  rewriter.setInsertionPointAfter(more);
-
-  SmallVector<Value> acc(accs.begin(), accs.end());
-  if (mma) {
-    const MMALayout &layout = *mmaLayout;
-    auto runType = VectorType::get({layout.kPack}, xElem);
-    // A run of K elements of one row of a shared slab, as an operand
-    // register of the instruction.
-    auto run = [&](Value smem, Value r, Value k) -> Value {
-      auto ld = vector::LoadOp::create(rewriter, loc, runType, smem,
-                                       ValueRange{buf, r, k});
-      ld.setAlignment(std::min<int64_t>(
-          16, layout.kPack * xElem.getIntOrFloatBitWidth() / 8));
-      return info.buildMMAOperand(rewriter, loc, layout, ld);
-    };
-    // The lane's coordinates (B's K shared with A's when they agree).
-    Value aK = laneCoord(loc, layout.aK, group, thread);
-    Value bK =
-        layout.bK == layout.aK ? aK : laneCoord(loc, layout.bK, group, thread);
-    Value aRow = laneCoord(loc, layout.aRow, group, thread);
-    Value bCol = laneCoord(loc, layout.bCol, group, thread);
-    // base + each distinct offset, in order of first use; base itself for
-    // offset 0.
-    using Offsets = SmallVector<std::pair<int64_t, Value>>;
-    auto offsets = [&](Value base, ArrayRef<int64_t> offs) {
-      Offsets v = {{0, base}};
-      for (int64_t o : offs)
-        if (!llvm::any_of(v, [&](auto &p) { return p.first == o; }))
-          v.push_back({o, add(loc, base, index(loc, o))});
-      return v;
-    };
-    auto at = [](const Offsets &v, int64_t o) {
-      return llvm::find_if(v, [&](auto &p) { return p.first == o; })->second;
-    };
-    auto outerOf = [](ArrayRef<FragmentOffset> regs) {
-      return llvm::map_to_vector(regs, [](auto &r) { return r.outer; });
-    };
-    auto innerOf = [](ArrayRef<FragmentOffset> regs) {
-      return llvm::map_to_vector(regs, [](auto &r) { return r.inner; });
-    };
-    int64_t nC = layout.cElems.size();
-    for (int64_t ks = 0; ks < bk; ks += layout.k) {
-      Value aK0 = add(loc, aK, index(loc, ks));
-      Offsets aKs, bKs;
-      if (bK == aK) {
-        SmallVector<int64_t> both = innerOf(layout.aRegs);
-        llvm::append_range(both, innerOf(layout.bRegs));
-        aKs = bKs = offsets(aK0, both);
-      } else {
-        aKs = offsets(aK0, innerOf(layout.aRegs));
-        bKs = offsets(add(loc, bK, index(loc, ks)), innerOf(layout.bRegs));
-      }
-      SmallVector<SmallVector<Value>> aFrag, bFrag;
-      for (int64_t i = 0; i < mTiles; ++i) {
-        Value r0 = add(loc, add(loc, warpM, aRow), index(loc, i * layout.m));
-        Offsets rows = offsets(r0, outerOf(layout.aRegs));
-        SmallVector<Value> regs;
-        for (const FragmentOffset &r : layout.aRegs)
-          regs.push_back(run(xs, at(rows, r.outer), at(aKs, r.inner)));
-        aFrag.push_back(regs);
-      }
-      for (int64_t j = 0; j < nTiles; ++j) {
-        Value n0 = add(loc, add(loc, warpN, bCol), index(loc, j * layout.n));
-        Offsets cols = offsets(n0, outerOf(layout.bRegs));
-        SmallVector<Value> regs;
-        for (const FragmentOffset &r : layout.bRegs)
-          regs.push_back(run(ws, at(cols, r.outer), at(bKs, r.inner)));
-        bFrag.push_back(regs);
-      }
-      for (int64_t i = 0; i < mTiles; ++i)
-        for (int64_t j = 0; j < nTiles; ++j) {
-          int64_t c = (i * nTiles + j) * nC;
-          SmallVector<Value> next =
-              info.buildMMA(rewriter, loc, layout, aFrag[i], bFrag[j],
-                            ArrayRef<Value>(acc).slice(c, nC));
-          for (int64_t e = 0; e < nC; ++e)
-            acc[c + e] = next[e];
+  scf::ForOp kLoop;
+  if (async) {
+    AsyncLoop l;
+    l.op = op;
+    l.layout = &*mmaLayout;
+    l.x = &sx, l.w = &sw;
+    l.red = red;
+    l.sizeOf = sizeOf;
+    l.kBegin = kBegin, l.kEnd = kEnd, l.slabs = slabsV, l.lane = lane;
+    l.warpM = warpM, l.warpN = warpN;
+    l.bk = bk, l.tile = tile, l.stages = stages;
+    l.mTiles = mTiles, l.nTiles = nTiles;
+    l.inits = inits;
+    kLoop = buildAsyncLoop(loc, l);
+  } else {
+    SmallVector<Value> first;
+    loadSlab(kBegin, first);
+    inits.append(first);
+    kLoop =
+        scf::ForOp::create(rewriter, loc, index(loc, 0), slabsV, one, inits);
+    rewriter.setInsertionPointToStart(kLoop.getBody());
+    Value t = kLoop.getInductionVar();
+    Value buf = arith::AndIOp::create(rewriter, loc, t, one);
+    ValueRange iter = kLoop.getRegionIterArgs();
+    ValueRange accs = iter.take_front(nAcc);
+    ValueRange staged = iter.drop_front(nAcc);
+    {
+      int64_t i = 0;
+      for (Stage *s : {&sx, &sw})
+        for (auto [kr, col] : llvm::zip(s->kr, s->col)) {
+          // For the matrix instruction, as it wants the values staged (e.g.
+          // rounded to TF32): here, where the stores wait for the loads
+          // anyway, not where they are issued.
+          Value v = staged[i++];
+          if (mma)
+            v = info.buildMMAStaged(rewriter, loc, *mmaLayout, v);
+          if (s->vec > 1 && s->vecK) {
+            // K runs are contiguous in the slab's rows (16-byte aligned: rows
+            // of BK elements + 16 bytes, runs at multiples of V).
+            auto st = vector::StoreOp::create(rewriter, loc, v, s->dst,
+                                              ValueRange{buf, col, kr});
+            st.setAlignment(16);
+          } else if (s->vec > 1) {
+            for (int64_t j = 0; j < s->vec; ++j)
+              memref::StoreOp::create(
+                  rewriter, loc, vector::ExtractOp::create(rewriter, loc, v, j),
+                  s->dst, ValueRange{buf, add(loc, col, index(loc, j)), kr});
+          } else {
+            memref::StoreOp::create(rewriter, loc, v, s->dst,
+                                    mma ? ValueRange{buf, col, kr}
+                                        : ValueRange{buf, kr, col});
+          }
         }
     }
-  } else {
-    // A thread's columns in the shared slab: runs of 4, 64 apart.
-    auto threadCols = [&](Value thr) {
-      SmallVector<Value> v;
-      for (int64_t c = 0; c < runs; ++c)
-        v.push_back(add(loc, mul(loc, thr, kRun), index(loc, c * kChunk)));
-      return v;
-    };
-    auto vecOf = [&](Type et) { return VectorType::get({kRun}, et); };
-    SmallVector<Value> xCols = threadCols(mThr), wCols = threadCols(nThr);
-    VectorType xvt = vecOf(xElem), wvt = vecOf(wElem);
-    int64_t xAlign = kRun * xElem.getIntOrFloatBitWidth() / 8;
-    int64_t wAlign = kRun * wElem.getIntOrFloatBitWidth() / 8;
-    for (int64_t kk = 0; kk < bk; ++kk) {
-      Value kkv = index(loc, kk);
-      auto fetch = [&](Value smem, ArrayRef<Value> cols, VectorType vt,
-                       int64_t align) {
-        SmallVector<Value> v;
-        for (Value col : cols) {
-          auto ld = vector::LoadOp::create(rewriter, loc, vt, smem,
-                                           ValueRange{buf, kkv, col});
-          ld.setAlignment(align);
-          for (int64_t e = 0; e < kRun; ++e)
-            v.push_back(vector::ExtractOp::create(rewriter, loc, ld, e));
-        }
+    info.buildBarrier(rewriter, loc);
+    // The next slab's loads are issued before this one's products.
+    Value tNext = add(loc, t, one);
+    auto more = scf::IfOp::create(rewriter, loc, ValueRange(staged).getTypes(),
+                                  ult(loc, tNext, slabsV),
+                                  /*withElseRegion=*/true);
+    rewriter.setInsertionPointToStart(more.thenBlock());
+    SmallVector<Value> next;
+    loadSlab(add(loc, kBegin, mul(loc, tNext, bk)), next);
+    scf::YieldOp::create(rewriter, loc, next);
+    rewriter.setInsertionPointToStart(more.elseBlock());
+    scf::YieldOp::create(rewriter, loc, staged);
+    rewriter.setInsertionPointAfter(more);
+
+    SmallVector<Value> acc(accs.begin(), accs.end());
+    if (mma) {
+      const MMALayout &layout = *mmaLayout;
+      auto runType = VectorType::get({layout.kPack}, xElem);
+      // A run of K elements of one row of a shared slab, as an operand
+      // register of the instruction.
+      auto run = [&](Value smem, Value r, Value k) -> Value {
+        auto ld = vector::LoadOp::create(rewriter, loc, runType, smem,
+                                         ValueRange{buf, r, k});
+        ld.setAlignment(std::min<int64_t>(
+            16, layout.kPack * xElem.getIntOrFloatBitWidth() / 8));
+        return info.buildMMAOperand(rewriter, loc, layout, ld);
+      };
+      // The lane's coordinates (B's K shared with A's when they agree).
+      Value aK = laneCoord(loc, layout.aK, group, thread);
+      Value bK = layout.bK == layout.aK
+                     ? aK
+                     : laneCoord(loc, layout.bK, group, thread);
+      Value aRow = laneCoord(loc, layout.aRow, group, thread);
+      Value bCol = laneCoord(loc, layout.bCol, group, thread);
+      // base + each distinct offset, in order of first use; base itself for
+      // offset 0.
+      using Offsets = SmallVector<std::pair<int64_t, Value>>;
+      auto offsets = [&](Value base, ArrayRef<int64_t> offs) {
+        Offsets v = {{0, base}};
+        for (int64_t o : offs)
+          if (!llvm::any_of(v, [&](auto &p) { return p.first == o; }))
+            v.push_back({o, add(loc, base, index(loc, o))});
         return v;
       };
-      SmallVector<Value> a = fetch(xs, xCols, xvt, xAlign);
-      SmallVector<Value> w = fetch(ws, wCols, wvt, wAlign);
-      for (int64_t i = 0; i < perThread; ++i)
-        for (int64_t j = 0; j < perThread; ++j)
-          acc[i * perThread + j] =
-              mulAdd(*ma, a[i], w[j], acc[i * perThread + j]);
+      auto at = [](const Offsets &v, int64_t o) {
+        return llvm::find_if(v, [&](auto &p) { return p.first == o; })->second;
+      };
+      auto outerOf = [](ArrayRef<FragmentOffset> regs) {
+        return llvm::map_to_vector(regs, [](auto &r) { return r.outer; });
+      };
+      auto innerOf = [](ArrayRef<FragmentOffset> regs) {
+        return llvm::map_to_vector(regs, [](auto &r) { return r.inner; });
+      };
+      int64_t nC = layout.cElems.size();
+      for (int64_t ks = 0; ks < bk; ks += layout.k) {
+        Value aK0 = add(loc, aK, index(loc, ks));
+        Offsets aKs, bKs;
+        if (bK == aK) {
+          SmallVector<int64_t> both = innerOf(layout.aRegs);
+          llvm::append_range(both, innerOf(layout.bRegs));
+          aKs = bKs = offsets(aK0, both);
+        } else {
+          aKs = offsets(aK0, innerOf(layout.aRegs));
+          bKs = offsets(add(loc, bK, index(loc, ks)), innerOf(layout.bRegs));
+        }
+        SmallVector<SmallVector<Value>> aFrag, bFrag;
+        for (int64_t i = 0; i < mTiles; ++i) {
+          Value r0 = add(loc, add(loc, warpM, aRow), index(loc, i * layout.m));
+          Offsets rows = offsets(r0, outerOf(layout.aRegs));
+          SmallVector<Value> regs;
+          for (const FragmentOffset &r : layout.aRegs)
+            regs.push_back(run(xs, at(rows, r.outer), at(aKs, r.inner)));
+          aFrag.push_back(regs);
+        }
+        for (int64_t j = 0; j < nTiles; ++j) {
+          Value n0 = add(loc, add(loc, warpN, bCol), index(loc, j * layout.n));
+          Offsets cols = offsets(n0, outerOf(layout.bRegs));
+          SmallVector<Value> regs;
+          for (const FragmentOffset &r : layout.bRegs)
+            regs.push_back(run(ws, at(cols, r.outer), at(bKs, r.inner)));
+          bFrag.push_back(regs);
+        }
+        for (int64_t i = 0; i < mTiles; ++i)
+          for (int64_t j = 0; j < nTiles; ++j) {
+            int64_t c = (i * nTiles + j) * nC;
+            SmallVector<Value> next =
+                info.buildMMA(rewriter, loc, layout, aFrag[i], bFrag[j],
+                              ArrayRef<Value>(acc).slice(c, nC));
+            for (int64_t e = 0; e < nC; ++e)
+              acc[c + e] = next[e];
+          }
+      }
+    } else {
+      // A thread's columns in the shared slab: runs of 4, 64 apart.
+      auto threadCols = [&](Value thr) {
+        SmallVector<Value> v;
+        for (int64_t c = 0; c < runs; ++c)
+          v.push_back(add(loc, mul(loc, thr, kRun), index(loc, c * kChunk)));
+        return v;
+      };
+      auto vecOf = [&](Type et) { return VectorType::get({kRun}, et); };
+      SmallVector<Value> xCols = threadCols(mThr), wCols = threadCols(nThr);
+      VectorType xvt = vecOf(xElem), wvt = vecOf(wElem);
+      int64_t xAlign = kRun * xElem.getIntOrFloatBitWidth() / 8;
+      int64_t wAlign = kRun * wElem.getIntOrFloatBitWidth() / 8;
+      for (int64_t kk = 0; kk < bk; ++kk) {
+        Value kkv = index(loc, kk);
+        auto fetch = [&](Value smem, ArrayRef<Value> cols, VectorType vt,
+                         int64_t align) {
+          SmallVector<Value> v;
+          for (Value col : cols) {
+            auto ld = vector::LoadOp::create(rewriter, loc, vt, smem,
+                                             ValueRange{buf, kkv, col});
+            ld.setAlignment(align);
+            for (int64_t e = 0; e < kRun; ++e)
+              v.push_back(vector::ExtractOp::create(rewriter, loc, ld, e));
+          }
+          return v;
+        };
+        SmallVector<Value> a = fetch(xs, xCols, xvt, xAlign);
+        SmallVector<Value> w = fetch(ws, wCols, wvt, wAlign);
+        for (int64_t i = 0; i < perThread; ++i)
+          for (int64_t j = 0; j < perThread; ++j)
+            acc[i * perThread + j] =
+                mulAdd(*ma, a[i], w[j], acc[i * perThread + j]);
+      }
     }
+    SmallVector<Value> yields = acc;
+    llvm::append_range(yields, more.getResults());
+    scf::YieldOp::create(rewriter, loc, yields);
+    rewriter.setInsertionPointAfter(kLoop);
   }
-  SmallVector<Value> yields = acc;
-  llvm::append_range(yields, more.getResults());
-  scf::YieldOp::create(rewriter, loc, yields);
-  rewriter.setInsertionPointAfter(kLoop);
 
   // Results: (m, n, accumulator) of this thread. SIMT: point i along a
   // tile dim is base + (i / 4) * 64 + thread * 4 + i % 4. The matrix

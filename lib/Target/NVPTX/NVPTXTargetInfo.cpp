@@ -5,8 +5,11 @@
 // workgroup space (NVVM's address space 3, kiln-finalize-device-memrefs),
 // and on sm_80 and newer mma.sync m16n8k16 (row x col) for f16 and bf16
 // operands accumulated in f32, and mma.sync m16n8k8 for f32 operands
-// rounded to TF32 (contractions marked kiln.tf32); on sm_90a matmuls get a
-// kernel of their own (warpgroup MMA fed by TMA, WarpgroupContraction.cpp).
+// rounded to TF32 (contractions marked kiln.tf32), with cp.async copies
+// into shared memory and ldmatrix fragment loads for the tiled
+// contractions' ring of shared buffers (--gpu-async-copy); on sm_90a
+// matmuls get a kernel of their own (warpgroup MMA fed by TMA,
+// WarpgroupContraction.cpp).
 //
 //===----------------------------------------------------------------------===//
 
@@ -15,8 +18,10 @@
 #include "kiln/Target/GPU/TargetInfo.h"
 #include "kiln/Target/NVPTX/NVPTXTarget.h"
 
+#include "mlir/Dialect/Arith/IR/Arith.h"
 #include "mlir/Dialect/LLVMIR/LLVMDialect.h"
 #include "mlir/Dialect/LLVMIR/NVVMDialect.h"
+#include "mlir/Dialect/MemRef/IR/MemRef.h"
 #include "mlir/Dialect/Vector/IR/VectorOps.h"
 
 #include "llvm/ADT/StringExtras.h"
@@ -25,6 +30,33 @@ using namespace mlir;
 using namespace mlir::kiln;
 
 namespace {
+/// The address of memref[indices] as an index: the aligned pointer plus
+/// the offset and strides (of the memref's descriptor) times the indices.
+Value elementAddress(OpBuilder &b, Location loc, Value memref,
+                     ValueRange indices) {
+  auto type = cast<MemRefType>(memref.getType());
+  auto md = memref::ExtractStridedMetadataOp::create(b, loc, memref);
+  Value off = md.getOffset();
+  for (auto [i, stride] : llvm::zip(indices, md.getStrides()))
+    off = arith::AddIOp::create(b, loc, off,
+                                arith::MulIOp::create(b, loc, i, stride));
+  Value bytes =
+      arith::ConstantIndexOp::create(b, loc, type.getElementTypeBitWidth() / 8);
+  return arith::AddIOp::create(
+      b, loc, memref::ExtractAlignedPointerAsIndexOp::create(b, loc, memref),
+      arith::MulIOp::create(b, loc, off, bytes));
+}
+
+/// A shared-memory pointer (address space 3, 32-bit addresses) to
+/// memref[indices] of a shared buffer.
+Value sharedPointer(OpBuilder &b, Location loc, Value memref,
+                    ValueRange indices) {
+  Value addr = arith::IndexCastUIOp::create(
+      b, loc, b.getI32Type(), elementAddress(b, loc, memref, indices));
+  return LLVM::IntToPtrOp::create(
+      b, loc, LLVM::LLVMPointerType::get(b.getContext(), 3), addr);
+}
+
 class NVPTXTargetInfo : public GPUTargetInfo {
 public:
   NVPTXTargetInfo(bool hasMMA, bool hasWarpgroupMMA)
@@ -172,6 +204,118 @@ public:
     return acc;
   }
 
+  /// cp.async.cg.shared.global of 16 bytes (sm_80 and newer), its
+  /// src-size 0 where the copy is not valid (the 16 bytes zero-filled).
+  bool hasAsyncCopy() const override { return hasMMA; }
+  void buildAsyncCopy(OpBuilder &b, Location loc, Value dst,
+                      ValueRange dstIndices, Value src, ValueRange srcIndices,
+                      Value valid) const override {
+    Value to = sharedPointer(b, loc, dst, dstIndices);
+    auto generic = LLVM::LLVMPointerType::get(b.getContext());
+    auto global = LLVM::LLVMPointerType::get(b.getContext(), 1);
+    Value addr = arith::IndexCastUIOp::create(
+        b, loc, b.getI64Type(), elementAddress(b, loc, src, srcIndices));
+    Value ptr = LLVM::IntToPtrOp::create(b, loc, generic, addr);
+    Value from = LLVM::AddrSpaceCastOp::create(b, loc, global, ptr);
+    Value bytes = arith::SelectOp::create(
+        b, loc, valid, arith::ConstantIntOp::create(b, loc, b.getI32Type(), 16),
+        arith::ConstantIntOp::create(b, loc, b.getI32Type(), 0));
+    NVVM::CpAsyncOp::create(b, loc, to, from, 16,
+                            NVVM::LoadCacheModifierKind::CG, bytes);
+  }
+  void buildAsyncCommit(OpBuilder &b, Location loc) const override {
+    NVVM::CpAsyncCommitGroupOp::create(b, loc);
+  }
+  void buildAsyncWait(OpBuilder &b, Location loc,
+                      int64_t pending) const override {
+    NVVM::CpAsyncWaitGroupOp::create(b, loc, pending);
+  }
+
+  /// ldmatrix .m8n8 .b16: each 8 x 8 matrix it loads is one m16n8k16
+  /// register of every lane (lane (g, t) gets row g, elements 2t and
+  /// 2t + 1), so the f16 and bf16 layout qualifies, one matrix per A or B
+  /// register at its (outer, inner) offset.
+  bool hasMatrixLoad(const MMALayout &layout) const override {
+    auto eightAligned = [](ArrayRef<FragmentOffset> regs) {
+      return llvm::all_of(regs, [](const FragmentOffset &r) {
+        return r.outer % 8 == 0 && r.inner % 8 == 0;
+      });
+    };
+    LaneCoord g = {1, 0}, t = {0, 2};
+    return hasMMA && !layout.tf32 &&
+           (layout.operand.isF16() || layout.operand.isBF16()) &&
+           layout.groupSize == 4 && layout.kPack == 2 && layout.aRow == g &&
+           layout.aK == t && layout.bCol == g && layout.bK == t &&
+           eightAligned(layout.aRegs) && eightAligned(layout.bRegs);
+  }
+  /// x4 (x2, x1 for the rest) ldmatrix per four registers: lane l gives
+  /// the address of row l % 8 of matrix l / 8, a run of 8 elements along K
+  /// (the matrix as it is) or along the rows of A / columns of B (.trans:
+  /// the run is a K row of the matrix, which the lanes get transposed).
+  SmallVector<Value>
+  buildMatrixLoad(OpBuilder &b, Location loc, const MMALayout &layout, bool isB,
+                  int64_t tiles, bool kContiguous, Value lane, Value smem,
+                  function_ref<SmallVector<Value>(Value outer, Value inner)>
+                      indices) const override {
+    ArrayRef<FragmentOffset> regs = isB ? layout.bRegs : layout.aRegs;
+    int64_t step = isB ? layout.n : layout.m;
+    SmallVector<FragmentOffset> mats;
+    for (int64_t t = 0; t < tiles; ++t)
+      for (const FragmentOffset &r : regs)
+        mats.push_back({t * step + r.outer, r.inner});
+    auto idx = [&](int64_t v) -> Value {
+      return arith::ConstantIndexOp::create(b, loc, v);
+    };
+    Value row = arith::RemUIOp::create(b, loc, lane, idx(8));
+    Value which = arith::DivUIOp::create(b, loc, lane, idx(8));
+    auto i32 = b.getI32Type();
+    SmallVector<Value> out;
+    for (size_t first = 0; first < mats.size();) {
+      int64_t num = mats.size() - first >= 4   ? 4
+                    : mats.size() - first >= 2 ? 2
+                                               : 1;
+      ArrayRef<FragmentOffset> group =
+          ArrayRef<FragmentOffset>(mats).slice(first, num);
+      // This lane's matrix (lanes past the last matrix repeat addresses the
+      // instruction ignores).
+      Value q = arith::RemUIOp::create(b, loc, which, idx(num));
+      Value outer = idx(group[0].outer), inner = idx(group[0].inner);
+      for (int64_t i = 1; i < num; ++i) {
+        Value is =
+            arith::CmpIOp::create(b, loc, arith::CmpIPredicate::eq, q, idx(i));
+        outer = arith::SelectOp::create(b, loc, is, idx(group[i].outer), outer);
+        inner = arith::SelectOp::create(b, loc, is, idx(group[i].inner), inner);
+      }
+      if (kContiguous)
+        outer = arith::AddIOp::create(b, loc, outer, row);
+      else
+        inner = arith::AddIOp::create(b, loc, inner, row);
+      Value ptr = sharedPointer(b, loc, smem, indices(outer, inner));
+      Type res = i32;
+      if (num > 1)
+        res = LLVM::LLVMStructType::getLiteral(b.getContext(),
+                                               SmallVector<Type>(num, i32));
+      Value ld = NVVM::LdMatrixOp::create(
+          b, loc, res, ptr, num,
+          kContiguous ? NVVM::MMALayout::row : NVVM::MMALayout::col,
+          NVVM::LdStMatrixShapeAttr::get(b.getContext(), 8, 8),
+          NVVM::LdStMatrixEltType::B16);
+      for (int64_t i = 0; i < num; ++i) {
+        Value r = num == 1 ? ld
+                           : LLVM::ExtractValueOp::create(b, loc, ld,
+                                                          ArrayRef<int64_t>{i})
+                                 .getResult();
+        // f16 pairs as vectors, bf16 ones as i32 (buildMMAOperand).
+        if (layout.operand.isF16())
+          r = LLVM::BitcastOp::create(b, loc,
+                                      VectorType::get({2}, layout.operand), r);
+        out.push_back(r);
+      }
+      first += num;
+    }
+    return out;
+  }
+
   LogicalResult lowerContraction(RewriterBase &rewriter, Operation *op,
                                  Value ctx,
                                  PersistentKernels persistent) const override {
@@ -181,8 +325,8 @@ public:
   }
 
   void getDependentDialects(DialectRegistry &registry) const override {
-    registry
-        .insert<NVVM::NVVMDialect, LLVM::LLVMDialect, vector::VectorDialect>();
+    registry.insert<NVVM::NVVMDialect, LLVM::LLVMDialect, vector::VectorDialect,
+                    memref::MemRefDialect, arith::ArithDialect>();
   }
 
 private:

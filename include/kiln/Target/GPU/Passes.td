@@ -50,6 +50,11 @@ def KilnMapKernelsToGPU : Pass<"kiln-map-kernels-to-gpu", "ModuleOp"> {
            "Contractions of f16 or bf16 operands accumulated in f32, and "
            "f32 ones marked kiln.tf32, on the target's matrix instruction, "
            "where it has one">,
+    Option<"asyncCopy", "async-copy", "bool", /*default=*/"false",
+           "Tiled contractions on the matrix instruction stage operands "
+           "that read 16 bytes at a time through a ring of shared buffers "
+           "filled by the target's asynchronous copies and read with its "
+           "matrix fragment loads, where it has both">,
     Option<"fillBlocks", "fill-blocks", "int64_t", /*default=*/"0",
            "Blocks that fill the GPU: tiled contractions with fewer split "
            "their K (0: the target-info's, two per multiprocessor or "

@@ -152,6 +152,45 @@ public:
                                       const MMALayout &layout, ValueRange a,
                                       ValueRange bRegs, ValueRange c) const;
 
+  /// Asynchronous copies from global to shared memory, 16 bytes each,
+  /// counted in groups per thread: true when the chip has them (tiled
+  /// contractions then stage their operands through a ring of shared
+  /// buffers, with GPUCodegenOptions::asyncCopy).
+  virtual bool hasAsyncCopy() const { return false; }
+  /// Starts copying the 16 bytes at src[srcIndices] (global memory) to
+  /// dst[dstIndices] (a shared buffer); where `valid` (i1) is false the
+  /// destination gets zeros and the source is not read. Both addresses are
+  /// 16-byte aligned. Belongs to the next group buildAsyncCommit closes.
+  virtual void buildAsyncCopy(OpBuilder &b, Location loc, Value dst,
+                              ValueRange dstIndices, Value src,
+                              ValueRange srcIndices, Value valid) const {}
+  /// Closes the group of this thread's copies started since the last one
+  /// (an empty group when there were none).
+  virtual void buildAsyncCommit(OpBuilder &b, Location loc) const {}
+  /// Waits until at most `pending` of this thread's committed groups are
+  /// in flight (a barrier then makes every thread's copies visible).
+  virtual void buildAsyncWait(OpBuilder &b, Location loc,
+                              int64_t pending) const {}
+
+  /// True when buildMatrixLoad serves `layout`'s operands.
+  virtual bool hasMatrixLoad(const MMALayout &layout) const { return false; }
+  /// The registers of A (`isB` false) or B of `tiles` instruction tiles
+  /// along M (A) or N (B), loaded from a shared buffer by the whole warp:
+  /// tile t's registers at [t * regs, (t + 1) * regs), each as
+  /// buildMMAOperand returns it. `indices(outer, inner)` gives the buffer
+  /// indices of the element at row (A; column of B) `outer`, counted from
+  /// the first tile's, and K `inner`; the target asks only for runs of 16
+  /// bytes that are contiguous in the buffer: along K when `kContiguous`,
+  /// else along the rows of A or the columns of B, each run starting at a
+  /// multiple of its length. `lane` is the lane in the warp.
+  virtual SmallVector<Value>
+  buildMatrixLoad(OpBuilder &b, Location loc, const MMALayout &layout, bool isB,
+                  int64_t tiles, bool kContiguous, Value lane, Value smem,
+                  function_ref<SmallVector<Value>(Value outer, Value inner)>
+                      indices) const {
+    return {};
+  }
+
   /// A kernel of the target's own for contraction `op` (a linalg op on
   /// memrefs in a launcher whose runtime context is `ctx`): built in place
   /// of the op and of the linalg.fill of its output just before, returning
