@@ -29,6 +29,13 @@ about 3e-4, truncation about 8e-4, simulated on the CPU), and
 timed against torch.matmul with torch.backends.cuda.matmul.allow_tf32 = True
 (torch's own TF32 error is listed next to Kiln's). One exact float32 row
 (--fp32, no --precision) shows what the tensor cores replace.
+
+Asynchronous-copy rows (--async-shapes, --async-chips, default sm_80): each
+of those fp16 shapes (and bf16 where the shape is in --bf16) is built for
+each chip twice, as it is and with --gpu-async-copy=1 (the mma.sync
+kernels' operands through a cp.async ring read with ldmatrix), labelled
+"<chip>" and "<chip> +async", so one run compares the two portable kernels
+on the H200 (their PTX compiled for it at load).
 """
 import argparse
 import json
@@ -73,6 +80,10 @@ def prepare(a):
             rows.append((name, "float32", "tf32", chip))
     for name in a.fp32:
         rows.append((name, "float32", None, a.chip))
+    for name in a.async_shapes:
+        for dt in ["float16"] + (["bfloat16"] if name in a.bf16 else []):
+            for chip in a.async_chips.split(",") if a.async_chips else []:
+                rows += [(name, dt, "plain", chip), (name, dt, "async", chip)]
     types = {"float16": TensorProto.FLOAT16, "bfloat16": TensorProto.BFLOAT16,
              "float32": TensorProto.FLOAT}
     for name, dt, precision, chip in rows:
@@ -87,7 +98,7 @@ def prepare(a):
         tag = f"{name.replace(' ', '_').replace('^', 'p')}_{dt}"
         if precision:
             tag += f"_{precision}"
-        if chip != a.chip or (precision and precision != "persistent"):
+        if chip != a.chip or (precision and precision not in ("persistent", "plain")):
             tag += f"_{chip}"
         path = os.path.join(a.dir, tag + ".onnx")
         onnx.save(model, path)
@@ -96,6 +107,10 @@ def prepare(a):
         cmd = [kilnc, path, f"--target=cuda:{chip}", "-o", so, f"--report={report}"]
         if precision == "persistent":
             cmd.append("--gpu-persistent=on")
+        elif precision == "async":
+            cmd.append("--gpu-async-copy=1")
+        elif precision == "plain":
+            pass
         elif precision:
             cmd.append(f"--precision={precision}")
         t0 = time.time()
@@ -107,6 +122,11 @@ def prepare(a):
         if ok and (precision or not a.persistent):
             os.remove(path)
         persistent = precision == "persistent"
+        # The pair of portable builds, without and with --gpu-async-copy.
+        pair = precision in ("plain", "async")
+        if pair:
+            tag_precision = precision
+            precision = None
         # The kernel's choices (tile, stages, split K, persistent grid).
         note = ""
         if ok and os.path.exists(report):
@@ -117,6 +137,8 @@ def prepare(a):
                         precision=dt if persistent else precision or dt,
                         persistent=persistent, chip=chip, so=tag + ".so", ok=ok,
                         note=note))
+        if pair:
+            man[-1]["async"] = tag_precision == "async"
     for name in os.listdir(a.dir):
         if name.endswith(".onnx"):
             os.remove(os.path.join(a.dir, name))
@@ -218,6 +240,8 @@ def run(a):
         label = precision if precision == m["dtype"] else f"{m['dtype']} {precision}"
         if f32:
             label += f" {m.get('chip', '')}"
+        if "async" in m:
+            label += f" {m.get('chip', '')}" + (" +async" if m["async"] else "")
         if m.get("persistent"):
             label += " +persistent"
             # What --gpu-persistent=auto picks (WarpgroupPersistent.cpp).
@@ -246,11 +270,29 @@ def run(a):
         for key in ("ratio", "ratio_pipelined"):
             vals = [r[key] for r in rows if r.get("precision", r["dtype"]) == prec
                     and (chip is None or r.get("chip") == chip) and key in r
-                    and bool(r.get("persistent")) == persistent]
+                    and bool(r.get("persistent")) == persistent and "async" not in r]
             if vals:
                 print(f"{prec}{' ' + chip if chip else ''}{' +persistent' if persistent else ''} "
                       f"{key}: median over {len(vals)} "
                       f"shapes x{statistics.median(vals):.2f}")
+    # The portable pairs: each build's ratio to torch, and +async over plain.
+    pairs = {}
+    for r in rows:
+        if "async" in r and "kiln_ms" in r:
+            pairs.setdefault((r["shape"], r["dtype"], r.get("chip")), {})[r["async"]] = r
+    for chip in sorted({k[2] for k in pairs}):
+        for prec in ("float16", "bfloat16"):
+            ps = [v for k, v in pairs.items() if k[2] == chip and k[1] == prec]
+            for asy in (False, True):
+                vals = [p[asy]["ratio"] for p in ps if asy in p]
+                if vals:
+                    print(f"{prec} {chip}{' +async' if asy else ''} ratio: median over "
+                          f"{len(vals)} shapes x{statistics.median(vals):.2f}")
+            gains = [p[False]["kiln_ms"] / p[True]["kiln_ms"] for p in ps
+                     if False in p and True in p]
+            if gains:
+                print(f"{prec} {chip} +async speedup over plain: median over {len(gains)} "
+                      f"shapes x{statistics.median(gains):.2f}")
     over = [f"{r['shape']} {r.get('chip')}" for r in rows if r.get("within_tol") is False]
     if over:
         print(f"float32 rows over their tolerance: {', '.join(over)}")
@@ -275,6 +317,13 @@ def main():
                     help="shapes compiled as exact float32 (no --precision)")
     ap.add_argument("--persistent", type=int, default=1,
                     help="1: build each fp16/bf16 shape also with --gpu-persistent=on")
+    ap.add_argument("--async-shapes", nargs="*",
+                    default=["4096^3", "bert-qkv b32", "bert-ffn1 b32", "bert-ffn2 b32",
+                             "odd 2000x3000x1000"],
+                    help="shapes built for each --async-chips chip without and with "
+                         "--gpu-async-copy=1")
+    ap.add_argument("--async-chips", default="sm_80",
+                    help="chips of the asynchronous-copy pairs (empty: none)")
     ap.add_argument("--json")
     a = ap.parse_args()
     (prepare if a.mode == "prepare" else run)(a)
