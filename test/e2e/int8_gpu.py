@@ -4,7 +4,8 @@
 float models: an MLP and a conv net at the sizes where the tiled
 contraction takes the matrix instruction; u8 x s8 per-channel, s8 x s8
 per-tensor) compiled with `--target=cuda` (the sm_90a image and the
-portable sm_80 one), whose integer products run as `mma.sync` m16n8k32 on
+portable sm_80 one), whose integer products run as warpgroup MMA
+(`wgmma` m64nNk32 .s32.u8.s8 / .s8.s8, sm_90a) or `mma.sync` m16n8k32 on
 8-bit operands. Checked against onnxruntime running the same QDQ model on
 its int8 CPU kernels, within one step of the output's quantization (the
 scale of the model's last DequantizeLinear: Kiln's fused layers compute the
@@ -12,8 +13,9 @@ same int32 sums and the same float32 requantization; a value on a rounding
 tie in the float ops kept between them may round one step the other way,
 see test/e2e/int8_qdq.py).
 
-Here (lit): the cuda build's report names the integer matrix instruction
-for every int8 product, and the run half is checked on the CPU build. The
+Here (lit): the cuda build's report (its sm_90a image) names an integer
+matrix instruction for every int8 product, wgmma for the MLP's two and the
+conv net's two 128-channel convolutions, and the run half is checked on the CPU build. The
 GPU half (no GPU on the machine that compiles):
 
   .venv/bin/python test/e2e/int8_gpu.py prepare .gpu/int8
@@ -25,6 +27,7 @@ run (python3 alone) runs kiln-run --expect on every set with both images
 """
 import json
 import os
+import re
 import shutil
 import subprocess
 import sys
@@ -61,12 +64,15 @@ def models():
                                  ir_version=8)
 
     def convnet():
-        inits = [numpy_helper.from_array(w(32, 16, 3, 3), "c1"),
-                 numpy_helper.from_array(w(32, scale=0.1), "c1b"),
-                 numpy_helper.from_array(w(64, 32, 3, 3), "c2"),
-                 numpy_helper.from_array(w(64, scale=0.1), "c2b"),
-                 numpy_helper.from_array(w(64, 64, 1, 1), "c3"),
-                 numpy_helper.from_array(w(64, scale=0.1), "c3b")]
+        # 128 channels into conv2 and conv3: sm_90a's warpgroup kernel
+        # copies 128 channels (bytes) per filter tap; conv1's 16 stay on
+        # mma.sync.
+        inits = [numpy_helper.from_array(w(128, 16, 3, 3), "c1"),
+                 numpy_helper.from_array(w(128, scale=0.1), "c1b"),
+                 numpy_helper.from_array(w(128, 128, 3, 3), "c2"),
+                 numpy_helper.from_array(w(128, scale=0.1), "c2b"),
+                 numpy_helper.from_array(w(128, 128, 1, 1), "c3"),
+                 numpy_helper.from_array(w(128, scale=0.1), "c3b")]
         nodes = [
             helper.make_node("Conv", ["x", "c1", "c1b"], ["a1"], pads=[1, 1, 1, 1], name="conv1"),
             helper.make_node("Relu", ["a1"], ["r1"], name="relu1"),
@@ -79,15 +85,16 @@ def models():
         graph = helper.make_graph(
             nodes, "convnet",
             [helper.make_tensor_value_info("x", TensorProto.FLOAT, [8, 16, 32, 32])],
-            [helper.make_tensor_value_info("y", TensorProto.FLOAT, [8, 64, 16, 16])], inits)
+            [helper.make_tensor_value_info("y", TensorProto.FLOAT, [8, 128, 16, 16])], inits)
         return helper.make_model(graph, opset_imports=[helper.make_opsetid("", 17)],
                                  ir_version=8)
 
-    # (name, model, quantize_qdq options, int8 products expected)
-    return [("mlp_u8s8_channel", mlp, {}, 2),
-            ("mlp_s8s8_tensor", mlp, {"per_channel": False, "activation_type": "QInt8"}, 2),
-            ("conv_u8s8_channel", convnet, {}, 3),
-            ("conv_s8s8_tensor", convnet, {"per_channel": False, "activation_type": "QInt8"}, 3)]
+    # (name, model, quantize_qdq options, int8 products expected, of them
+    # on sm_90a's warpgroup MMA)
+    return [("mlp_u8s8_channel", mlp, {}, 2, 2),
+            ("mlp_s8s8_tensor", mlp, {"per_channel": False, "activation_type": "QInt8"}, 2, 2),
+            ("conv_u8s8_channel", convnet, {}, 3, 2),
+            ("conv_s8s8_tensor", convnet, {"per_channel": False, "activation_type": "QInt8"}, 3, 2)]
 
 
 def prepare(stage, target="cuda"):
@@ -103,7 +110,7 @@ def prepare(stage, target="cuda"):
     os.makedirs(stage)
     rng = np.random.default_rng(7)
     manifest = []
-    for name, build, options, products in models():
+    for name, build, options, products, on_wgmma in models():
         model = build()
         shape = [d.dim_value for d in model.graph.input[0].type.tensor_type.shape.dim]
         path = os.path.join(stage, name + ".onnx")
@@ -116,12 +123,16 @@ def prepare(stage, target="cuda"):
                                                       f"--report={report}"])
         assert p.returncode == 0, p.stderr
         if target == "cuda":
-            # Every int8 product on the integer matrix instruction.
+            # Every int8 product on an integer matrix instruction (the report
+            # shows the sm_90a image): warpgroup MMA (wgmma m64nNk32) where
+            # the kernel takes it, mma.sync m16n8k32 otherwise (convolutions
+            # of fewer than 128 channels).
             text = open(report).read()
-            found = text.count("matrix instruction 16x8x32")
-            assert found >= products, (
-                f"{name}: {found} int8 products on the matrix instruction, expected "
-                f"{products}:\n{text}")
+            wgmma = len(re.findall(r"wgmma m64n\d+k32 [us]8x[us]8", text))
+            found = wgmma + text.count("matrix instruction 16x8x32")
+            assert found >= products and wgmma >= on_wgmma, (
+                f"{name}: {found} int8 products on a matrix instruction ({wgmma} on "
+                f"wgmma), expected {products} ({on_wgmma}):\n{text}")
         for k in range(2):
             scale = 1.5 if k == 1 else 1.0  # the second set past the calibrated range
             feeds = {"x": (rng.standard_normal(shape) * scale).astype(np.float32)}

@@ -54,9 +54,11 @@ struct CudaChip {
   StringRef ptxFeatures; // PTX ISA version the chip needs
 };
 /// Adding a chip is adding a row (CUDA 13's ptxas has nothing below sm_75).
+/// sm_90a: PTX 8.4 (CUDA 12.4), the first ISA whose wgmma takes mixed
+/// integer operands (an int8 model's u8 x s8).
 const CudaChip kCudaChips[] = {
     {"sm_75", "+ptx80"},  {"sm_80", "+ptx80"},  {"sm_86", "+ptx80"},
-    {"sm_89", "+ptx80"},  {"sm_90", "+ptx80"},  {"sm_90a", "+ptx80"},
+    {"sm_89", "+ptx80"},  {"sm_90", "+ptx80"},  {"sm_90a", "+ptx84"},
     {"sm_100", "+ptx86"}, {"sm_120", "+ptx87"},
 };
 

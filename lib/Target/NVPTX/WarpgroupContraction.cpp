@@ -2,23 +2,26 @@
 //
 // NVPTXTargetInfo::lowerContraction on sm_90a: a matmul (or batched matmul)
 // of f16 or bf16 operands accumulated in f32 (or of f32 operands marked
-// kiln.tf32, multiplied as TF32) becomes one kernel that feeds
+// kiln.tf32, multiplied as TF32), or of 8-bit integers accumulated in i32
+// (an int8 model's u8 x s8 or s8 x s8 products) becomes one kernel that feeds
 // wgmma.mma_async from shared memory filled by the Tensor Memory
 // Accelerator. A block computes a BM x BN tile of C (256 x 128, 128 x 128
 // or 128 x 64, chosen per problem: chooseTile) with 1 + BM/64 warpgroups:
 //   - warpgroup 0 is the producer: one thread issues, for each K step of
-//     128 bytes (BK = 64 f16/bf16 or 32 f32), cp.async.bulk.tensor loads of
+//     128 bytes (BK = 64 f16/bf16, 32 f32 or 128 8-bit), cp.async.bulk.tensor
+//     loads of
 //     A's BM x BK box and B's boxes into one of 4-6 shared-memory stages
 //     (128-byte swizzle, as wgmma reads it), completing on that stage's
 //     `full` mbarrier; before reusing a stage it waits on its `empty`
 //     mbarrier;
 //   - warpgroup 1 + c computes rows 64c .. 64c + 63 of the tile: it waits on
 //     `full`, issues four m64nBNk16 wgmmas (K 16 each; m64nBNk8 .tf32 for
-//     f32, whose operands wgmma reads K-major only and truncates to TF32)
+//     f32, whose operands wgmma reads K-major only and truncates to TF32;
+//     m64nBNk32 .u8/.s8 into .s32 for 8-bit operands, K-major only too)
 //     from shared-memory descriptors as one group, waits for the previous
 //     step's group and arrives on that step's `empty`; its accumulators
-//     (BN / 2 f32 per thread) stay in registers and are stored at the end,
-//     with bounds checks.
+//     (BN / 2 f32 or i32 per thread) stay in registers and are stored at
+//     the end, with bounds checks.
 // The kernel's body is built by WarpgroupKernel.cpp. Persistent
 // (--gpu-persistent, WarpgroupPersistent.cpp): one block per SM instead of
 // one per tile, each looping over tiles with its ring going on from tile to
@@ -71,7 +74,8 @@ std::pair<int64_t, int64_t> splitK(const Problem &p, int64_t bm, int64_t bn) {
 }
 
 /// Replaces the N-major `p.b` by a K-major copy that a launch before the
-/// kernel writes (TF32: wgmma reads both operands K-major): B viewed as
+/// kernel writes (TF32 and 8-bit integers: wgmma reads both operands
+/// K-major): B viewed as
 /// [batch][R][C] (its two innermost dims K x N, or HWCF weights as
 /// [KH KW C][F]) into [batch][C][R] (N x K, or FHWC), through 32 x 33 tiles
 /// of shared memory so that both the reads and the writes coalesce.
@@ -123,10 +127,11 @@ void transposeB(RewriterBase &rewriter, Problem &p, Value ctx) {
                       gpu::AddressSpaceAttr::get(rewriter.getContext(),
                                                  gpu::AddressSpace::Workgroup)),
       loc);
-  noteGPUContraction(
-      launch,
-      "B transposed to K-major for TF32 wgmma: " + std::to_string(outer) +
-          " x " + std::to_string(rows) + " x " + std::to_string(cols));
+  noteGPUContraction(launch, "B transposed to K-major for " +
+                                 std::string(p.integer() ? "8-bit" : "TF32") +
+                                 " wgmma: " + std::to_string(outer) + " x " +
+                                 std::to_string(rows) + " x " +
+                                 std::to_string(cols));
   OpBuilder::InsertionGuard g(rewriter);
   Block &body = launch.getBody().front();
   rewriter.setInsertionPointToEnd(&body);
@@ -218,11 +223,11 @@ LogicalResult mlir::kiln::lowerWarpgroupContraction(RewriterBase &rewriter,
     OpBuilder::InsertionGuard g(rewriter);
     rewriter.setInsertionPointToStart(
         &p.op->getParentOfType<func::FuncOp>().getBody().front());
-    parts = BufferOp::create(rewriter, loc,
-                             MemRefType::get({p.batch * splits, p.m, p.n},
-                                             rewriter.getF32Type()),
-                             ctx, ValueRange{}, IntegerAttr())
-                .getBuffer();
+    parts =
+        BufferOp::create(rewriter, loc,
+                         MemRefType::get({p.batch * splits, p.m, p.n}, p.acc),
+                         ctx, ValueRange{}, IntegerAttr())
+            .getBuffer();
   }
 
   rewriter.setInsertionPoint(p.op);
@@ -317,8 +322,13 @@ LogicalResult mlir::kiln::lowerWarpgroupContraction(RewriterBase &rewriter,
       os << " (convolution " << p.conv->filter[0] << "x" << p.conv->filter[1]
          << ", im2col copies)";
     os << ": tile " << bm << "x" << bn << "x" << bk << ", wgmma m64n" << bn
-       << "k" << p.mmaK() << (p.tf32() ? " tf32" : "") << ", " << stages
-       << " stages, " << consumers + 1 << " warpgroups";
+       << "k" << p.mmaK();
+    if (p.tf32())
+      os << " tf32";
+    if (p.integer())
+      os << " " << (p.aSigned ? "s8" : "u8") << "x"
+         << (p.bSigned ? "s8" : "u8");
+    os << ", " << stages << " stages, " << consumers + 1 << " warpgroups";
     if (transposedB)
       os << ", B transposed to K-major first";
     if (splits > 1)
@@ -334,7 +344,8 @@ LogicalResult mlir::kiln::lowerWarpgroupContraction(RewriterBase &rewriter,
   buildKernel(rewriter, p, launch, cfg);
   if (splits > 1) {
     // The parts added to the fill, one thread per output, then the
-    // epilogue.
+    // epilogue (i32 parts of 8-bit products: their sums are exact, as
+    // wrapping as the CPU's).
     rewriter.setInsertionPoint(p.op);
     int64_t total = p.batch * p.m * p.n, block = 256;
     auto sum = gpu::LaunchOp::create(
@@ -359,19 +370,14 @@ LogicalResult mlir::kiln::lowerWarpgroupContraction(RewriterBase &rewriter,
     Value rest = arith::DivUIOp::create(b, loc, g, cIndex(p.n));
     Value row = arith::RemUIOp::create(b, loc, rest, cIndex(p.m));
     Value bl = arith::DivUIOp::create(b, loc, rest, cIndex(p.m));
-    Value v = arith::ConstantOp::create(
-        b, loc,
-        b.getF32FloatAttr(
-            cast<FloatAttr>(p.fill.getInputs()[0]
-                                .getDefiningOp<arith::ConstantOp>()
-                                .getValue())
-                .getValueAsDouble()));
+    Value v = arith::ConstantOp::create(b, loc, p.fillValue());
     for (int64_t k = 0; k < splits; ++k) {
       Value z = arith::AddIOp::create(
           b, loc, arith::MulIOp::create(b, loc, bl, cIndex(splits)), cIndex(k));
-      v = arith::AddFOp::create(
-          b, loc, v,
-          memref::LoadOp::create(b, loc, parts, ValueRange{z, row, col}));
+      Value part =
+          memref::LoadOp::create(b, loc, parts, ValueRange{z, row, col});
+      v = p.integer() ? arith::AddIOp::create(b, loc, v, part).getResult()
+                      : arith::AddFOp::create(b, loc, v, part).getResult();
     }
     SmallVector<Value> batchIdx(p.batchSizes.size());
     {

@@ -54,7 +54,7 @@ SmallVector<Value> firstPixel(Emitter &e, const Convolution &cv, Value m0) {
 
 /// K step `kt` of a convolution: filter tap kt / CB (row-major over
 /// KH x KW), channels BK (kt % CB) .. + BK - 1 where CB = ceil(C / BK) and BK
-/// the channels of a 128-byte row (64 f16, 32 tf32). A: the im2col copy of
+/// the channels of a 128-byte row (64 f16, 32 tf32, 128 8-bit). A: the im2col copy of
 /// the tile's pixels at the tap's offsets (kw * dw, kh * dh); B: the tap's
 /// channels x filters from HWCF weights (BN / 64 boxes of 64 x 64, f16 only)
 /// or FHWC ones (one BN x BK box).
@@ -198,7 +198,8 @@ void warpgroup::buildKernel(RewriterBase &rewriter, const Problem &p,
   OpBuilder &b = rewriter;
   auto ptrType = LLVM::LLVMPointerType::get(context);
   auto ptr7 = LLVM::LLVMPointerType::get(context, 7);
-  Type f32 = b.getF32Type();
+  // The accumulators' type: f32, or i32 (s32) for 8-bit operands.
+  Type accElem = p.acc;
 
   Value tid = e.toI32(launch.getThreadIds().x);
   // One tile per block: grid x along N, y along M, z the batch (the last
@@ -329,21 +330,18 @@ void warpgroup::buildKernel(RewriterBase &rewriter, const Problem &p,
     b.setInsertionPoint(branch.elseBlock()->getTerminator());
     Value cw = e.add(wg, -1);
     Value ltid = e.remu(tid, 128);
-    auto accType =
-        LLVM::LLVMStructType::getLiteral(context, SmallVector<Type>(nAcc, f32));
+    auto accType = LLVM::LLVMStructType::getLiteral(
+        context, SmallVector<Type>(nAcc, accElem));
     // The accumulators start undefined: the first K step's first wgmma
     // overwrites them (scale-d 0) instead of adding to zeros moved into
     // them. Registers a wgmma reads that other instructions wrote after the
     // fence make ptxas insert a warpgroup arrive of its own, and one on a
     // divergent path serializes every wgmma of the kernel (its C7519/C7520
-    // notes). A fill other than 0 is added after the K loop.
+    // notes). A fill other than 0 is added after the K loop (with split K,
+    // by the launch that adds the parts).
     Value undefAcc = LLVM::UndefOp::create(b, loc, accType);
-    auto fillConst = linalg::FillOp(p.fill)
-                         .getInputs()[0]
-                         .getDefiningOp<arith::ConstantOp>();
-    double fillDouble =
-        splits > 1 ? 0.0
-                   : cast<FloatAttr>(fillConst.getValue()).getValueAsDouble();
+    TypedAttr fillAttr =
+        splits > 1 ? cast<TypedAttr>(b.getZeroAttr(accElem)) : p.fillValue();
     // Descriptor bits above the address: 128-byte swizzle (bit 62); A
     // (K-major): leading offset 16 bytes (unused), stride 1024 bytes between
     // 8-row groups; B (N-major): 64-element atoms 64 * BK * 2 bytes apart
@@ -367,9 +365,18 @@ void warpgroup::buildKernel(RewriterBase &rewriter, const Problem &p,
     Value aRowOff = e.mul(cw, 64 * kStepBytes);
     // TF32 operands are the f32 bits the copies brought: the tensor core
     // reads their TF32 part (no conversion pass over shared memory).
+    // 8-bit operands: u8 or s8 each, into s32 (the sums wrap as the CPU's
+    // i32 ones do: no .satfinite).
+    auto byteType = [](bool isSigned) {
+      return isSigned ? NVVM::WGMMATypes::s8 : NVVM::WGMMATypes::u8;
+    };
     NVVM::WGMMATypes wt = p.tf32()          ? NVVM::WGMMATypes::tf32
                           : p.elem.isBF16() ? NVVM::WGMMATypes::bf16
                                             : NVVM::WGMMATypes::f16;
+    NVVM::WGMMATypes wa = p.integer() ? byteType(p.aSigned) : wt;
+    NVVM::WGMMATypes wb = p.integer() ? byteType(p.bSigned) : wt;
+    NVVM::WGMMATypes wd =
+        p.integer() ? NVVM::WGMMATypes::s32 : NVVM::WGMMATypes::f32;
     forEachTile([&](const TileCoords &t) {
       Value m0 = t.m0, n0 = t.n0, kBegin = t.kBegin;
       ArrayRef<Value> bIdx = t.bIdx;
@@ -395,8 +402,7 @@ void warpgroup::buildKernel(RewriterBase &rewriter, const Problem &p,
           Value da = descriptor(e.add(aAddr, 32 * kk), hiA);
           Value db = descriptor(e.add(bAddr, bStep * kk), hiB);
           acc = NVVM::WgmmaMmaAsyncOp::create(
-              b, loc, accType, acc, da, db, shape, wt, wt,
-              NVVM::WGMMATypes::f32,
+              b, loc, accType, acc, da, db, shape, wa, wb, wd,
               first && kk == 0 ? NVVM::WGMMAScaleOut::zero
                                : NVVM::WGMMAScaleOut::one,
               NVVM::WGMMAScaleIn::one, NVVM::WGMMAScaleIn::one,
@@ -439,15 +445,20 @@ void warpgroup::buildKernel(RewriterBase &rewriter, const Problem &p,
                                        Value());
       }
       Value acc = loop.getResult(0);
-      if (fillDouble != 0.0) {
-        Value fillValue = LLVM::ConstantOp::create(
-            b, loc, f32, b.getF32FloatAttr(fillDouble));
+      bool zeroFill = isa<IntegerAttr>(fillAttr)
+                          ? cast<IntegerAttr>(fillAttr).getValue().isZero()
+                          : cast<FloatAttr>(fillAttr).getValue().isZero();
+      if (!zeroFill) {
+        Value fillValue = LLVM::ConstantOp::create(b, loc, accElem, fillAttr);
         for (int64_t i = 0; i < nAcc; ++i) {
           Value v =
               LLVM::ExtractValueOp::create(b, loc, acc, ArrayRef<int64_t>{i});
-          acc = LLVM::InsertValueOp::create(
-              b, loc, acc, arith::AddFOp::create(b, loc, v, fillValue),
-              ArrayRef<int64_t>{i});
+          Value sum =
+              p.integer()
+                  ? arith::AddIOp::create(b, loc, v, fillValue).getResult()
+                  : arith::AddFOp::create(b, loc, v, fillValue).getResult();
+          acc = LLVM::InsertValueOp::create(b, loc, acc, sum,
+                                            ArrayRef<int64_t>{i});
         }
       }
       // Accumulator 4j + 2h + e of a thread: row 16 warp + lane / 4 + 8h,
@@ -519,7 +530,7 @@ void warpgroup::buildKernel(RewriterBase &rewriter, const Problem &p,
                 storeEpilogue(accAt(x), row, e.add(col, x), /*store=*/true);
               return;
             }
-            Type elem = p.epilogue && !raw ? outElem : f32;
+            Type elem = p.epilogue && !raw ? outElem : accElem;
             Value base = p.epilogue && !raw ? outPtr : cPtr;
             Value v = LLVM::UndefOp::create(b, loc, VectorType::get({2}, elem));
             for (int64_t x = 0; x < 2; ++x) {

@@ -3,8 +3,9 @@
 // Recognizes what the warpgroup-MMA kernel (WarpgroupContraction.cpp)
 // computes: matmul-like linalg ops (matmul, batch_matmul, ONNX MatMul's and
 // attention's generics) and channels-last 2-D convolutions as implicit
-// GEMMs of f16/bf16 (or, marked kiln.tf32, f32) operands, after a constant
-// fill of their f32 output, with an elementwise epilogue after them; and
+// GEMMs of f16/bf16 (or, marked kiln.tf32, f32) operands after a constant
+// fill of their f32 output, or of 8-bit integers (u8/s8 each, from the
+// body's extensions) into i32, with an elementwise epilogue after them; and
 // chooses each problem's tile.
 //
 //===----------------------------------------------------------------------===//
@@ -79,24 +80,73 @@ Value skipExt(Value v) {
   return v;
 }
 
+/// What a multiply-add body multiplies: `integer` for 8-bit operands into
+/// i32, each block argument's (0: the first input's, 1: the second's)
+/// signedness from its extension.
+struct MulAdd {
+  bool integer = false;
+  bool isSigned[2] = {false, false};
+};
+
+/// `v` as an 8-bit block argument of `body` extended to i32 (extsi: signed,
+/// extui: unsigned): the argument's number, or -1.
+int64_t extendedByte(Value v, Block &body, bool &isSigned) {
+  Value in;
+  if (auto ext = v.getDefiningOp<arith::ExtSIOp>())
+    in = ext.getIn(), isSigned = true;
+  else if (auto ext = v.getDefiningOp<arith::ExtUIOp>())
+    in = ext.getIn(), isSigned = false;
+  auto arg = dyn_cast_or_null<BlockArgument>(in);
+  if (!arg || arg.getOwner() != &body || !arg.getType().isInteger(8))
+    return -1;
+  return arg.getArgNumber();
+}
+
 /// Whether `op`'s body is out + ext(a) * ext(b) in f32 (a, b f32 themselves
-/// or extended from f16/bf16).
-bool isMulAddBody(linalg::LinalgOp op) {
+/// or extended from f16/bf16), or in i32 with a, b 8-bit integers each
+/// extended by extsi or extui.
+std::optional<MulAdd> matchMulAddBody(linalg::LinalgOp op) {
   Block &body = *op.getBlock();
   auto yield = cast<linalg::YieldOp>(body.getTerminator());
-  auto add = yield.getOperand(0).getDefiningOp<arith::AddFOp>();
-  if (!add || !add.getType().isF32() || body.getOperations().size() > 6)
-    return false;
+  Operation *add = yield.getOperand(0).getDefiningOp();
+  if (!add || body.getOperations().size() > 6)
+    return std::nullopt;
+  Type sumType = add->getResult(0).getType();
+  if (!(isa<arith::AddFOp>(add) && sumType.isF32()) &&
+      !(isa<arith::AddIOp>(add) && sumType.isInteger(32)))
+    return std::nullopt;
   Value out = body.getArgument(2);
-  Value prod = add.getLhs() == out ? add.getRhs() : add.getLhs();
-  if ((add.getLhs() != out && add.getRhs() != out) || prod == out)
-    return false;
-  auto mul = prod.getDefiningOp<arith::MulFOp>();
-  if (!mul)
-    return false;
-  Value x = skipExt(mul.getLhs()), y = skipExt(mul.getRhs());
-  return (x == body.getArgument(0) && y == body.getArgument(1)) ||
-         (x == body.getArgument(1) && y == body.getArgument(0));
+  Value lhs = add->getOperand(0), rhs = add->getOperand(1);
+  Value prod = lhs == out ? rhs : lhs;
+  if ((lhs != out && rhs != out) || prod == out)
+    return std::nullopt;
+  MulAdd r;
+  if (auto mul = prod.getDefiningOp<arith::MulFOp>()) {
+    Value x = skipExt(mul.getLhs()), y = skipExt(mul.getRhs());
+    if ((x == body.getArgument(0) && y == body.getArgument(1)) ||
+        (x == body.getArgument(1) && y == body.getArgument(0)))
+      return r;
+    return std::nullopt;
+  }
+  auto mul = prod.getDefiningOp<arith::MulIOp>();
+  if (!mul || !isa<arith::AddIOp>(add))
+    return std::nullopt;
+  bool sx = false, sy = false;
+  int64_t x = extendedByte(mul.getLhs(), body, sx),
+          y = extendedByte(mul.getRhs(), body, sy);
+  if (!((x == 0 && y == 1) || (x == 1 && y == 0)))
+    return std::nullopt;
+  r.integer = true;
+  r.isSigned[x] = sx;
+  r.isSigned[y] = sy;
+  return r;
+}
+
+/// The signedness of `p`'s operands A and B (8-bit operands of `body`,
+/// read through operands `a` and `b`).
+void setSignedness(Problem &p, const MulAdd &body, OpOperand *a, OpOperand *b) {
+  p.aSigned = body.isSigned[a->getOperandNumber()];
+  p.bSigned = body.isSigned[b->getOperandNumber()];
 }
 
 /// A matmul (linalg.matmul, batch_matmul, or a linalg.generic as ONNX's
@@ -107,7 +157,10 @@ bool isMulAddBody(linalg::LinalgOp op) {
 /// with n or k innermost.
 bool matchContraction(linalg::LinalgOp g, Problem &p) {
   if (!g.hasPureBufferSemantics() || g.getNumDpsInputs() != 2 ||
-      g.getNumDpsInits() != 1 || !isMulAddBody(g))
+      g.getNumDpsInits() != 1)
+    return false;
+  std::optional<MulAdd> body = matchMulAddBody(g);
+  if (!body)
     return false;
   FailureOr<linalg::ContractionDimensions> dims =
       linalg::inferContractionDims(g);
@@ -183,6 +236,7 @@ bool matchContraction(linalg::LinalgOp g, Problem &p) {
   if (!rb)
     return false;
   p.bDims = *rb;
+  setSignedness(p, *body, a, b);
   p.op = g;
   p.a = a->get();
   p.b = b->get();
@@ -318,7 +372,10 @@ void foldPaddedCopy(Problem &p, Convolution &conv) {
 bool matchConvolution(linalg::LinalgOp g, Problem &p) {
   if (!g.hasPureBufferSemantics() || g.getNumDpsInputs() != 2 ||
       g.getNumDpsInits() != 1 || g.getNumLoops() != 7 ||
-      g.getNumParallelLoops() != 4 || !isMulAddBody(g))
+      g.getNumParallelLoops() != 4)
+    return false;
+  std::optional<MulAdd> body = matchMulAddBody(g);
+  if (!body)
     return false;
   OpOperand *a = g.getDpsInputOperand(0), *b = g.getDpsInputOperand(1);
   if (g.getMatchingIndexingMap(a).getNumResults() != 4 ||
@@ -380,6 +437,7 @@ bool matchConvolution(linalg::LinalgOp g, Problem &p) {
                          (conv.filter[i] - 1) * conv.dilations[i] + 1 ||
         conv.strides[i] > 8)
       return false;
+  setSignedness(p, *body, a, b);
   p.op = g;
   p.a = a->get();
   p.b = b->get();
@@ -416,16 +474,22 @@ std::optional<Problem> warpgroup::analyze(Operation *operation) {
   auto ct = cast<MemRefType>(p.c.getType());
   p.elem = at.getElementType();
   bool tf32 = p.elem.isF32() && op->hasAttr(kTF32Attr);
-  if (!(p.elem.isF16() || p.elem.isBF16() || tf32) ||
-      bt.getElementType() != p.elem || !ct.getElementType().isF32())
+  // 8-bit operands come from an integer body (matchMulAddBody), which
+  // accumulates in i32.
+  bool bytes = p.elem.isInteger(8);
+  p.acc = ct.getElementType();
+  if (!(p.elem.isF16() || p.elem.isBF16() || tf32 || bytes) ||
+      bt.getElementType() != p.elem ||
+      !(bytes ? p.acc.isInteger(32) : p.acc.isF32()))
     return std::nullopt;
   // The copies of a convolution's A bring at least one full slice of
   // channels.
   if (p.conv && p.conv->channels < p.bk())
     return std::nullopt;
-  // wgmma reads TF32 operands K-major only: an N-major B is transposed
-  // first, when its K and N are its two innermost dims (or it is HWCF).
-  if (tf32 && !p.bKMajor) {
+  // wgmma reads TF32 and 8-bit operands K-major only: an N-major B is
+  // transposed first, when its K and N are its two innermost dims (or it is
+  // HWCF).
+  if ((tf32 || bytes) && !p.bKMajor) {
     size_t r = p.bDims.size();
     if (!p.conv && (r < 2 || p.bDims[r - 2].role != Role::K))
       return std::nullopt;
@@ -436,18 +500,31 @@ std::optional<Problem> warpgroup::analyze(Operation *operation) {
   p.m = 1;
   for (int64_t size : p.mSizes)
     p.m *= size;
-  // The tile maps' strides are multiples of 16 bytes; the stores write
-  // pairs of columns.
-  if (p.k % 8 != 0 || p.n % 8 != 0 || p.m < 1 || p.batch > 65535 ||
-      (p.n + 63) / 64 > 65535 || (p.m + 127) / 128 > 65535)
+  // The tile maps' strides are multiples of 16 bytes (K of 8 elements, 16
+  // 8-bit ones); the stores write pairs of columns.
+  if (p.k % (bytes ? 16 : 8) != 0 || p.n % 8 != 0 || p.m < 1 ||
+      p.batch > 65535 || (p.n + 63) / 64 > 65535 || (p.m + 127) / 128 > 65535)
     return std::nullopt;
   p.fill = fillBefore(p.op, p.c);
-  if (!p.fill ||
-      !isa<FloatAttr>(
-          p.fill.getInputs()[0].getDefiningOp<arith::ConstantOp>().getValue()))
+  if (!p.fill)
+    return std::nullopt;
+  Attribute fill =
+      p.fill.getInputs()[0].getDefiningOp<arith::ConstantOp>().getValue();
+  if (bytes ? !isa<IntegerAttr>(fill) : !isa<FloatAttr>(fill))
     return std::nullopt;
   std::tie(p.epilogue, p.epilogueIn) = epilogueAfter(p);
   return p;
+}
+
+TypedAttr Problem::fillValue() const {
+  Attribute v = linalg::FillOp(fill)
+                    .getInputs()[0]
+                    .getDefiningOp<arith::ConstantOp>()
+                    .getValue();
+  Builder b(acc.getContext());
+  if (auto i = dyn_cast<IntegerAttr>(v))
+    return b.getIntegerAttr(acc, i.getValue().sextOrTrunc(32));
+  return b.getF32FloatAttr(cast<FloatAttr>(v).getValueAsDouble());
 }
 
 /// The tile of least estimated time: waves of kSMs blocks times the tile's

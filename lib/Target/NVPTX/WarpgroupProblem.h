@@ -16,7 +16,7 @@
 namespace mlir::kiln::warpgroup {
 
 /// K advances 128 bytes (one swizzle row) per pipeline stage: 64 f16/bf16
-/// elements or 32 tf32 ones (Problem::bk).
+/// elements, 32 tf32 ones or 128 8-bit integers (Problem::bk).
 constexpr int64_t kStepBytes = 128;
 /// The SMs a tile choice fills: an H100 SXM's or H200's 132 (an H100 PCIe
 /// has 114; the choices only weigh how full the last wave is).
@@ -56,9 +56,11 @@ struct Convolution {
 /// (A, B and C as Convolution says; `aDims`/`bDims` unused).
 ///
 /// f16/bf16 operands, or f32 ones of a contraction marked kiln.tf32, which
-/// wgmma multiplies as TF32 with both operands K-major only: an N-major B
-/// ([batch..., K, N], or HWCF weights) then sets `transposeB` and the kernel
-/// reads a K-major copy of it.
+/// wgmma multiplies as TF32, or 8-bit integers (a body acc + ext(a) *
+/// ext(b) into i32, each operand's signedness from its extension), which
+/// wgmma multiplies as u8/s8 into s32. TF32 and 8-bit operands are read
+/// K-major only: an N-major B ([batch..., K, N], or HWCF weights) then sets
+/// `transposeB` and the kernel reads a K-major copy of it.
 struct Problem {
   linalg::LinalgOp op;
   linalg::FillOp fill;
@@ -72,8 +74,13 @@ struct Problem {
   /// contiguous, read as one).
   SmallVector<int64_t> mSizes;
   std::optional<Convolution> conv;
-  Type elem; // f16, bf16, or f32 (multiplied as TF32)
-  /// B is N-major and the kernel needs it K-major (TF32): a launch before
+  Type elem; // f16, bf16, f32 (multiplied as TF32) or i8
+  /// The accumulators' type: f32, or i32 for 8-bit operands.
+  Type acc;
+  /// 8-bit operands: whether A, B are signed (extsi) or unsigned (extui).
+  bool aSigned = false, bSigned = false;
+  /// B is N-major and the kernel needs it K-major (TF32, 8-bit): a launch
+  /// before
   /// the kernel transposes it (its two innermost dims, or HWCF to FHWC).
   bool transposeB = false;
   /// An elementwise op just after that only consumes C (a bias, an
@@ -82,11 +89,15 @@ struct Problem {
   linalg::GenericOp epilogue;
   OpOperand *epilogueIn = nullptr;
 
+  /// The fill's value as an attribute of the accumulators' type.
+  TypedAttr fillValue() const;
   bool tf32() const { return elem.isF32(); }
-  int64_t elemBytes() const { return tf32() ? 4 : 2; }
+  bool integer() const { return elem.isInteger(8); }
+  int64_t elemBytes() const { return integer() ? 1 : tf32() ? 4 : 2; }
   /// K elements per pipeline stage (one 128-byte swizzle row).
   int64_t bk() const { return kStepBytes / elemBytes(); }
-  /// K of one wgmma (32 bytes of each row: k16 for f16/bf16, k8 for tf32).
+  /// K of one wgmma (32 bytes of each row: k16 for f16/bf16, k8 for tf32,
+  /// k32 for 8-bit integers).
   int64_t mmaK() const { return 32 / elemBytes(); }
   /// The pipeline's K steps: bk-wide slices of K, or of the channels per
   /// filter tap.
@@ -99,10 +110,11 @@ struct Problem {
 };
 
 /// The problem `op` poses, when the kernel computes it: f16 or bf16
-/// operands (or f32 ones of a kiln.tf32 contraction, whose N-major B has
-/// its K and N as its two innermost dims, or is HWCF) into f32 after a
-/// constant fill, static identity-layout memrefs, K (the channels) and N
-/// multiples of 8.
+/// operands (or f32 ones of a kiln.tf32 contraction) into f32, or 8-bit
+/// integers into i32 (an N-major B of either having its K and N as its two
+/// innermost dims, or HWCF), after a constant fill, static identity-layout
+/// memrefs, K (the channels) and N multiples of 8 (K of 16 for 8-bit
+/// operands: 16-byte row strides).
 std::optional<Problem> analyze(Operation *op);
 
 struct Tile {

@@ -1,0 +1,62 @@
+// 8-bit GEMMs for the sm_90a warpgroup-MMA kernel (wgmma-serialization.test):
+// u8 x s8 with partial tiles (3136 rows) and a scaled epilogue, s8 x s8
+// with a fill of 7, split K.
+#mA = affine_map<(d0, d1, d2) -> (d0, d2)>
+#mB = affine_map<(d0, d1, d2) -> (d2, d1)>
+#mC = affine_map<(d0, d1, d2) -> (d0, d1)>
+#mN = affine_map<(d0, d1) -> (d1)>
+#mI = affine_map<(d0, d1) -> (d0, d1)>
+module {
+  func.func private @int8_part(%a: memref<3136x512xi8>, %b: memref<512x1024xi8>, %bias: memref<1024xi32>, %scale: memref<1024xf32>, %y: memref<3136x1024xf32>) attributes {kiln.kernel} {
+    %zero = arith.constant 0 : i32
+    %acc = memref.alloc() : memref<3136x1024xi32>
+    linalg.fill ins(%zero : i32) outs(%acc : memref<3136x1024xi32>)
+    linalg.generic {indexing_maps = [#mA, #mB, #mC], iterator_types = ["parallel", "parallel", "reduction"]}
+        ins(%a, %b : memref<3136x512xi8>, memref<512x1024xi8>) outs(%acc : memref<3136x1024xi32>) {
+    ^bb0(%x: i8, %w: i8, %s: i32):
+      %xe = arith.extui %x : i8 to i32
+      %we = arith.extsi %w : i8 to i32
+      %m = arith.muli %xe, %we : i32
+      %r = arith.addi %s, %m : i32
+      linalg.yield %r : i32
+    }
+    linalg.generic {indexing_maps = [#mI, #mN, #mN, #mI], iterator_types = ["parallel", "parallel"]}
+        ins(%acc, %bias, %scale : memref<3136x1024xi32>, memref<1024xi32>, memref<1024xf32>) outs(%y : memref<3136x1024xf32>) {
+    ^bb0(%v: i32, %bv: i32, %sc: f32, %o: f32):
+      %t = arith.addi %v, %bv : i32
+      %f = arith.sitofp %t : i32 to f32
+      %q = arith.mulf %f, %sc : f32
+      linalg.yield %q : f32
+    }
+    memref.dealloc %acc : memref<3136x1024xi32>
+    return
+  }
+  func.func private @int8_filled(%a: memref<2048x512xi8>, %b: memref<512x512xi8>, %y: memref<2048x512xi32>) attributes {kiln.kernel} {
+    %seven = arith.constant 7 : i32
+    linalg.fill ins(%seven : i32) outs(%y : memref<2048x512xi32>)
+    linalg.generic {indexing_maps = [#mA, #mB, #mC], iterator_types = ["parallel", "parallel", "reduction"]}
+        ins(%a, %b : memref<2048x512xi8>, memref<512x512xi8>) outs(%y : memref<2048x512xi32>) {
+    ^bb0(%x: i8, %w: i8, %s: i32):
+      %xe = arith.extsi %x : i8 to i32
+      %we = arith.extsi %w : i8 to i32
+      %m = arith.muli %xe, %we : i32
+      %r = arith.addi %s, %m : i32
+      linalg.yield %r : i32
+    }
+    return
+  }
+  func.func private @int8_splitk(%a: memref<128x4096xi8>, %b: memref<4096x128xi8>, %y: memref<128x128xi32>) attributes {kiln.kernel} {
+    %five = arith.constant 5 : i32
+    linalg.fill ins(%five : i32) outs(%y : memref<128x128xi32>)
+    linalg.generic {indexing_maps = [#mA, #mB, #mC], iterator_types = ["parallel", "parallel", "reduction"]}
+        ins(%a, %b : memref<128x4096xi8>, memref<4096x128xi8>) outs(%y : memref<128x128xi32>) {
+    ^bb0(%x: i8, %w: i8, %s: i32):
+      %xe = arith.extui %x : i8 to i32
+      %we = arith.extsi %w : i8 to i32
+      %m = arith.muli %xe, %we : i32
+      %r = arith.addi %s, %m : i32
+      linalg.yield %r : i32
+    }
+    return
+  }
+}
