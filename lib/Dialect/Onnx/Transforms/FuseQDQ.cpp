@@ -48,6 +48,8 @@
 
 #include "kiln/Dialect/Onnx/Transforms/Passes.h"
 
+#include "ByteConstants.h"
+
 #include "kiln/Dialect/Onnx/IR/OnnxOps.h"
 #include "kiln/Dialect/Onnx/IR/OnnxUtils.h"
 
@@ -70,21 +72,6 @@ using namespace mlir::kiln::onnxops;
 
 namespace {
 
-/// Constants of more elements than this are resource blobs.
-constexpr int64_t kInlineElements = 16;
-
-/// `bytes` (row-major, little-endian) as a constant of `type`.
-Value makeConstant(OpBuilder &b, Location loc, RankedTensorType type,
-                   ArrayRef<char> bytes, StringRef hint) {
-  if (type.getNumElements() <= kInlineElements)
-    return arith::ConstantOp::create(
-        b, loc, DenseElementsAttr::getFromRawBuffer(type, bytes));
-  AsmResourceBlob blob =
-      HeapAsmResourceBlob::allocateAndCopyWithAlign(bytes, alignof(int64_t));
-  return arith::ConstantOp::create(
-      b, loc, DenseResourceElementsAttr::get(type, hint, std::move(blob)));
-}
-
 /// `values` as a constant of `shape` and element type `elem` (8- or 32-bit
 /// integers, or f32).
 Value valuesConstant(OpBuilder &b, Location loc, ArrayRef<int64_t> shape,
@@ -104,7 +91,7 @@ Value valuesConstant(OpBuilder &b, Location loc, ArrayRef<int64_t> shape,
       *p = static_cast<char>(static_cast<int64_t>(v));
     }
   }
-  return makeConstant(b, loc, type, bytes, hint);
+  return makeBytesConstant(b, loc, type, bytes, hint);
 }
 
 bool isUnsigned8(Type t) {
@@ -549,8 +536,8 @@ struct FuseQDQPass : public kiln::impl::KilnOnnxFuseQDQBase<FuseQDQPass> {
       for (auto [i, v] : llvm::enumerate(wv))
         bytes[i] = static_cast<char>(v - (fromUnsigned ? 128 : 0));
     }
-    Value wq = makeConstant(b, loc, RankedTensorType::get(shape, i8), bytes,
-                            hintOf(op, "_int8"));
+    Value wq = makeBytesConstant(b, loc, RankedTensorType::get(shape, i8),
+                                 bytes, hintOf(op, "_int8"));
     SmallVector<double> zw;
     for (int64_t z : layer.w.zp)
       zw.push_back(static_cast<double>(z - (fromUnsigned ? 128 : 0)));

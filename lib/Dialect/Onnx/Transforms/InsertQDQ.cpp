@@ -25,6 +25,8 @@
 
 #include "kiln/Dialect/Onnx/Transforms/Passes.h"
 
+#include "ByteConstants.h"
+
 #include "NodeKeys.h"
 
 #include "kiln/Dialect/Kiln/IR/Precision.h"
@@ -56,26 +58,12 @@ using int8::TensorRecord;
 
 namespace {
 
-/// Constants of more elements than this are resource blobs.
-constexpr int64_t kInlineElements = 16;
-
-Value makeConstant(OpBuilder &b, Location loc, RankedTensorType type,
-                   ArrayRef<char> bytes, StringRef hint) {
-  if (type.getNumElements() <= kInlineElements)
-    return arith::ConstantOp::create(
-        b, loc, DenseElementsAttr::getFromRawBuffer(type, bytes));
-  AsmResourceBlob blob =
-      HeapAsmResourceBlob::allocateAndCopyWithAlign(bytes, alignof(int64_t));
-  return arith::ConstantOp::create(
-      b, loc, DenseResourceElementsAttr::get(type, hint, std::move(blob)));
-}
-
 Value f32Constant(OpBuilder &b, Location loc, ArrayRef<int64_t> shape,
                   ArrayRef<float> values, StringRef hint) {
   std::vector<char> bytes(values.size() * 4);
   std::memcpy(bytes.data(), values.data(), bytes.size());
-  return makeConstant(b, loc, RankedTensorType::get(shape, b.getF32Type()),
-                      bytes, hint);
+  return makeBytesConstant(b, loc, RankedTensorType::get(shape, b.getF32Type()),
+                           bytes, hint);
 }
 
 Value int8Constant(OpBuilder &b, Location loc, ArrayRef<int64_t> shape,
@@ -83,7 +71,8 @@ Value int8Constant(OpBuilder &b, Location loc, ArrayRef<int64_t> shape,
   std::vector<char> bytes(values.size());
   for (auto [i, v] : llvm::enumerate(values))
     bytes[i] = static_cast<char>(v);
-  return makeConstant(b, loc, RankedTensorType::get(shape, elem), bytes, hint);
+  return makeBytesConstant(b, loc, RankedTensorType::get(shape, elem), bytes,
+                           hint);
 }
 
 bool isF32Tensor(Type t) {
