@@ -63,7 +63,6 @@
 #include "llvm/Support/MemoryBuffer.h"
 #include "llvm/Support/Path.h"
 #include "llvm/Support/Program.h"
-#include "llvm/Support/TargetSelect.h"
 #include "llvm/Target/TargetMachine.h"
 #include "llvm/TargetParser/Host.h"
 
@@ -78,8 +77,7 @@ static LogicalResult emitLLVMModule(Location loc, llvm::Module &llvmModule,
                                     bool assembly, StringRef cpuName,
                                     StringRef features, int64_t vectorBits,
                                     TimingScope &parent) {
-  llvm::InitializeNativeTarget();
-  llvm::InitializeNativeTargetAsmPrinter();
+  initializeLLVMTargets();
   std::string tripleStr = llvm::sys::getDefaultTargetTriple();
   llvm::Triple triple(tripleStr);
   std::string err;

@@ -25,12 +25,13 @@ static const StringRef kCudaImages[] = {"sm_90a", "sm_80"};
 static const TargetEntry kTargets[] = {
     {/*kind=*/"cpu", /*chipFamily=*/"CPU", getCPUChips, /*defaultChip=*/"host",
      createCPUTarget, registerCPUDialects, registerCPUPasses,
-     /*createGPUTargetInfo=*/nullptr},
+     /*createGPUTargetInfo=*/nullptr, /*initializeLLVM=*/nullptr},
     {"cuda", "CUDA", getCudaChips, "sm_90a", createNVPTXTarget,
      registerNVPTXDialects, registerNVPTXPasses, createNVPTXTargetInfo,
-     kCudaImages},
+     initializeNVPTXLLVM, kCudaImages},
     {"rocm", "ROCm", getRocmChips, "gfx942", createAMDGPUTarget,
-     registerAMDGPUDialects, registerAMDGPUPasses, createAMDGPUTargetInfo},
+     registerAMDGPUDialects, registerAMDGPUPasses, createAMDGPUTargetInfo,
+     initializeAMDGPULLVM},
 };
 
 ArrayRef<TargetEntry> mlir::kiln::getTargetTable() { return kTargets; }

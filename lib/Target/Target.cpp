@@ -14,6 +14,9 @@
 
 #include "llvm/ADT/STLExtras.h"
 #include "llvm/ADT/StringExtras.h"
+#include "llvm/Support/TargetSelect.h"
+
+#include <mutex>
 
 using namespace mlir;
 using namespace mlir::kiln;
@@ -70,7 +73,19 @@ SmallVector<std::string> mlir::kiln::getTargetImages(StringRef spec) {
   return {spec.str()};
 }
 
+void mlir::kiln::initializeLLVMTargets() {
+  static std::once_flag once;
+  std::call_once(once, [] {
+    llvm::InitializeNativeTarget();
+    llvm::InitializeNativeTargetAsmPrinter();
+    for (const TargetEntry &t : getTargetTable())
+      if (t.initializeLLVM)
+        t.initializeLLVM();
+  });
+}
+
 void mlir::kiln::registerTargetDialects(DialectRegistry &registry) {
+  initializeLLVMTargets();
   for (const TargetEntry &t : getTargetTable())
     if (t.registerDialects)
       t.registerDialects(registry);

@@ -141,6 +141,9 @@ struct TargetEntry {
   void (*registerPasses)();
   /// The target-info of a chip, for GPU kinds (null for others).
   std::shared_ptr<const GPUTargetInfo> (*createGPUTargetInfo)(StringRef chip);
+  /// Registers the LLVM backends its codegen uses in LLVM's target
+  /// registry (null: the host's alone); only initializeLLVMTargets calls it.
+  void (*initializeLLVM)();
   /// The chips a shared library for `<kind>` alone embeds, one whole
   /// compile (and device image) per chip, in the order the runtime tries
   /// them at load; empty: one image, for defaultChip.
@@ -160,8 +163,16 @@ std::unique_ptr<Target> parseTarget(StringRef spec, std::string &error,
 /// is a kind alone that has them, else `spec` itself.
 SmallVector<std::string> getTargetImages(StringRef spec);
 
+/// Registers every LLVM backend Kiln uses (the host's and each row's
+/// initializeLLVM), once per process. LLVM's target registry is a list
+/// without a lock: two threads registering at once can link it into a
+/// cycle that lookupTarget never leaves, so every registration Kiln does
+/// goes through here, and it comes before MLIR's own lazy ones (a second
+/// registration of a backend is a no-op).
+void initializeLLVMTargets();
+
 /// Registers the dialects, translations and target attributes every
-/// target's codegen needs.
+/// target's codegen needs (and initializeLLVMTargets).
 void registerTargetDialects(DialectRegistry &registry);
 
 /// Registers the targets' passes, the GPU target-infos (for

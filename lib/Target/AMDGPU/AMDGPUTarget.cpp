@@ -319,16 +319,16 @@ void mlir::kiln::registerAMDGPUPasses() {
   registerGpuROCDLAttachTargetPass();
 }
 
-void mlir::kiln::registerAMDGPUDialects(DialectRegistry &registry) {
+void mlir::kiln::initializeAMDGPULLVM() {
   // gpu-module-to-binary looks the AMDGPU backend up by its triple.
-  static std::once_flag once;
-  std::call_once(once, [] {
-    LLVMInitializeAMDGPUTargetInfo();
-    LLVMInitializeAMDGPUTarget();
-    LLVMInitializeAMDGPUTargetMC();
-    LLVMInitializeAMDGPUAsmParser();
-    LLVMInitializeAMDGPUAsmPrinter();
-  });
+  LLVMInitializeAMDGPUTargetInfo();
+  LLVMInitializeAMDGPUTarget();
+  LLVMInitializeAMDGPUTargetMC();
+  LLVMInitializeAMDGPUAsmParser();
+  LLVMInitializeAMDGPUAsmPrinter();
+}
+
+void mlir::kiln::registerAMDGPUDialects(DialectRegistry &registry) {
   registry
       .insert<gpu::GPUDialect, ROCDL::ROCDLDialect, amdgpu::AMDGPUDialect>();
   ROCDL::registerROCDLTargetInterfaceExternalModels(registry);

@@ -32,6 +32,7 @@
 
 #include "llvm/ADT/StringExtras.h"
 #include "llvm/Support/FileSystem.h"
+#include "llvm/Support/TargetSelect.h"
 
 #include <cstdlib>
 
@@ -153,6 +154,13 @@ void mlir::kiln::registerNVPTXPasses() {
   // The upstream passes the codegen pipeline runs, for kiln-opt.
   registerConvertGpuOpsToNVVMOpsPass();
   registerConvertNVVMToLLVMPass();
+}
+
+void mlir::kiln::initializeNVPTXLLVM() {
+  LLVMInitializeNVPTXTargetInfo();
+  LLVMInitializeNVPTXTarget();
+  LLVMInitializeNVPTXTargetMC();
+  LLVMInitializeNVPTXAsmPrinter();
 }
 
 void mlir::kiln::registerNVPTXDialects(DialectRegistry &registry) {

@@ -21,6 +21,8 @@ std::unique_ptr<Target> createAMDGPUTarget(StringRef chip,
 std::shared_ptr<const GPUTargetInfo> createAMDGPUTargetInfo(StringRef chip);
 /// The GPU, ROCDL and AMDGPU dialects, translations and target attributes.
 void registerAMDGPUDialects(DialectRegistry &registry);
+/// Registers LLVM's AMDGPU backend (through initializeLLVMTargets only).
+void initializeAMDGPULLVM();
 /// The upstream passes of the rocm codegen pipeline, for kiln-opt.
 void registerAMDGPUPasses();
 

@@ -20,6 +20,9 @@ std::unique_ptr<Target> createNVPTXTarget(StringRef chip,
 std::shared_ptr<const GPUTargetInfo> createNVPTXTargetInfo(StringRef chip);
 /// The GPU and NVVM dialects, translations and target attributes.
 void registerNVPTXDialects(DialectRegistry &registry);
+/// Registers LLVM's NVPTX backend (through initializeLLVMTargets only;
+/// MLIR's NVVM serializer registers it lazily, which is then a no-op).
+void initializeNVPTXLLVM();
 /// kiln-finalize-device-memrefs.
 void registerNVPTXPasses();
 
