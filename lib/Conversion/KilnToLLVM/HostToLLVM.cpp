@@ -652,6 +652,11 @@ struct ConvertHostToLLVMPass
 
     // Kernels to give a packed entry, and the signature text.
     LowerToLLVMOptions options(ctx);
+    // memref.alloc/dealloc call MLIR's generic allocation functions, which
+    // the model runtime defines with a cache of freed blocks
+    // (Model/KernelAlloc.c): a kernel's temporaries are not returned to the
+    // system between runs.
+    options.useGenericFunctions = true;
     LLVMTypeConverter converter(ctx, options);
     struct KernelInfo {
       std::string name;
