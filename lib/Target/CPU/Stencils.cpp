@@ -95,10 +95,30 @@ LogicalResult mlir::kiln::cpu::decomposeInPlanes(RewriterBase &rewriter,
   SmallVector<utils::IteratorType> iters = op.getIteratorTypesArray();
   // The dims the window slides along stay whole.
   llvm::SmallDenseSet<unsigned> spatial;
+  SmallVector<unsigned> spatialOrder;
   for (OpOperand &operand : op->getOpOperands())
     for (AffineExpr e : op.getMatchingIndexingMap(&operand).getResults())
       if (std::optional<cpu::StencilTerm> t = matchStencilTerm(e, iters))
-        spatial.insert(t->p);
+        if (spatial.insert(t->p).second)
+          spatialOrder.push_back(t->p);
+  llvm::sort(spatialOrder);
+  // Channels last (the output's innermost dim a parallel loop dim the
+  // window does not slide along: NHWC's C): a plane is one output row,
+  // [1, 1, W, C] for 2-D windows, so that the vectors run along C and the
+  // window's passes stay in the cache; C is never cut into vectors of one
+  // lane.
+  AffineMap outMap = op.getMatchingIndexingMap(op.getDpsInitOperand(0));
+  std::optional<unsigned> inner;
+  if (outMap.getNumResults())
+    if (auto d = dyn_cast<AffineDimExpr>(outMap.getResults().back()))
+      inner = d.getPosition();
+  unsigned last = inner.value_or(0);
+  bool channelsLast = inner && iters[last] == utils::IteratorType::parallel &&
+                      !spatial.contains(last) && ranges[last] > 1 &&
+                      !spatialOrder.empty();
+  if (channelsLast)
+    for (unsigned d : ArrayRef(spatialOrder).drop_back())
+      spatial.erase(d);
   Location loc = op.getLoc();
   OpBuilder::InsertionGuard guard(rewriter);
   rewriter.setInsertionPoint(op);
@@ -106,7 +126,7 @@ LogicalResult mlir::kiln::cpu::decomposeInPlanes(RewriterBase &rewriter,
   bool tiled = false;
   for (unsigned d = 0; d < ranges.size(); ++d) {
     if (iters[d] != utils::IteratorType::parallel || spatial.contains(d) ||
-        ranges[d] == 1) {
+        ranges[d] == 1 || (channelsLast && d == last)) {
       offsets.push_back(rewriter.getIndexAttr(0));
       sizes.push_back(rewriter.getIndexAttr(ranges[d]));
       continue;

@@ -89,6 +89,36 @@ func.func private @maxpool(%x: memref<1x4x16x16xf32>, %win: memref<2x2xf32>,
   return
 }
 
+// A 3x3 max pool of stride 2 on channels-last data (NHWC, as the CPU
+// layout and TF-exported models have it), with the parallel split: each
+// task's plane is one output row [W, C] and the window's steps are
+// elementwise maxima along C, 64 lanes wide, reading the window's columns
+// at stride 2 * C; C is not cut into one-lane vectors (it was: 9x slower).
+// CHECK-LABEL: func.func private @maxpool_nhwc_p{{[0-9]+}}(
+// CHECK-NOT: vector<1xf32>
+// CHECK: scf.for
+// CHECK: scf.for
+// CHECK: memref.subview {{.*}} to memref<1x1x8x64xf32, strided<[{{[0-9]+}}, {{[0-9]+}}, 128, 1], offset: ?>>
+// CHECK: arith.maximumf %{{.*}}, %{{.*}} : vector<64xf32>
+// CHECK-NOT: vector<1xf32>
+// CHECK: return
+#nin = affine_map<(n, oh, ow, c, kh, kw) -> (n, oh * 2 + kh, ow * 2 + kw, c)>
+#nwin = affine_map<(n, oh, ow, c, kh, kw) -> (kh, kw)>
+#nout = affine_map<(n, oh, ow, c, kh, kw) -> (n, oh, ow, c)>
+func.func private @maxpool_nhwc(%x: memref<1x17x17x64xf32>, %win: memref<3x3xf32>,
+                                %y: memref<1x8x8x64xf32>) attributes {kiln.kernel} {
+  linalg.generic {indexing_maps = [#nin, #nwin, #nout],
+                  iterator_types = ["parallel", "parallel", "parallel", "parallel",
+                                    "reduction", "reduction"]}
+      ins(%x, %win : memref<1x17x17x64xf32>, memref<3x3xf32>)
+      outs(%y : memref<1x8x8x64xf32>) {
+  ^bb0(%a: f32, %w: f32, %m: f32):
+    %r = arith.maximumf %a, %m : f32
+    linalg.yield %r : f32
+  }
+  return
+}
+
 // A row maximum (softmax's first step): each row of 128 one vector op.
 // CHECK-LABEL: func.func private @rowmax_p0(
 // CHECK: vector.load %{{.*}} : memref<128xf32, {{.*}}>, vector<128xf32>
