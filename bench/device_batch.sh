@@ -1,0 +1,85 @@
+#!/usr/bin/env bash
+# Runs several staged GPU checks in one device call (the device is lent in
+# short, scarce leases, so one call does as much as fits), each under its own
+# time limit, its output in $OUT/<step>.log and its JSON beside it.
+#
+#   there:  bench/device_batch.sh STEP[:SECONDS] ...
+#
+# Steps and what each needs carried (prepared here, docs/gpu.md "The next
+# lease's checklist"):
+#   loop       .gpu/loop-condition     test/e2e/loop_condition_gpu.py
+#   slanet     .gpu/slanet             the corpus's slanet on cuda
+#   corpus     .gpu/corpusall/corpus/part<k> (the parts carried)
+#   shapes     .shapeg + build/lib/libkiln_runtime.so   graphs per input shape
+#   memory     .memory                 bench/memory.py (issue 16's table)
+#   attention  .gpu/attention/stage.tar.xz   fused attention correctness
+#   int8       .gpu/int8               QDQ models on both images
+#   networks   .hnet + build/lib/libkiln_runtime.so     vs torch.compile
+#   gemm       .hopper-kilnc           GEMMs vs torch.matmul
+#   ci         .gpu/stage.tar.xz       node tests, small models, differential
+# A step whose stage is missing is reported and skipped. Exit status: the
+# number of steps that failed or timed out.
+set -u
+OUT=${OUT:-/tmp/kiln-device-out}
+mkdir -p "$OUT"
+failed=0
+nvidia-smi --query-gpu=name,clocks.max.sm,memory.total,driver_version \
+  --format=csv,noheader 2>&1 | tee "$OUT/gpu.txt"
+
+need() {
+  for p in "$@"; do
+    if [ ! -e "$p" ]; then
+      echo "skipped: $p is not here (not carried?)"
+      return 1
+    fi
+  done
+}
+
+for arg in "$@"; do
+  step=${arg%%:*}
+  limit=600
+  [ "$step" != "$arg" ] && limit=${arg#*:}
+  log="$OUT/$step.log"
+  echo "=== $step (limit ${limit}s) $(date -u +%H:%M:%S)" | tee "$log"
+  start=$(date +%s)
+  case "$step" in
+    loop) need .gpu/loop-condition &&
+      timeout "$limit" python3 test/e2e/loop_condition_gpu.py run \
+        .gpu/loop-condition ;;
+    slanet) need .gpu/slanet &&
+      timeout "$limit" python3 utils/models/corpus_gpu.py run \
+        --stage .gpu/slanet --json "$OUT/slanet.json" ;;
+    corpus) need .gpu/corpusall &&
+      timeout "$limit" python3 utils/models/corpus_gpu.py run \
+        --stage .gpu/corpusall --json "$OUT/corpus.json" ;;
+    shapes) need .shapeg build/lib/libkiln_runtime.so &&
+      cp build/lib/libkiln_runtime.so .shapeg/ &&
+      timeout "$limit" python3 bench/hopper/shape_graphs.py run .shapeg \
+        --json "$OUT/shapes.json" ;;
+    memory) need .memory &&
+      timeout "$limit" python3 bench/memory.py run .memory \
+        --json "$OUT/memory.json" ;;
+    attention) need .gpu/attention/stage.tar.xz &&
+      timeout "$limit" python3 bench/gpu_check.py run --stage .gpu/attention \
+        --skip-models --out "$OUT/attention" ;;
+    int8) need .gpu/int8 &&
+      timeout "$limit" python3 test/e2e/int8_gpu.py run .gpu/int8 ;;
+    networks) need .hnet build/lib/libkiln_runtime.so &&
+      cp build/lib/libkiln_runtime.so .hnet/ &&
+      timeout "$limit" python3 bench/hopper/networks.py run .hnet \
+        --json "$OUT/networks.json" ;;
+    gemm) need .hopper-kilnc &&
+      timeout "$limit" python3 bench/hopper/kilnc_gemm.py run .hopper-kilnc \
+        --json "$OUT/gemm.json" ;;
+    ci) need .gpu/stage.tar.xz &&
+      timeout "$limit" python3 bench/gpu_check.py run --out "$OUT/ci" \
+        --skip-bench --skip-corpus ;;
+    *) echo "unknown step '$step'"; false ;;
+  esac >>"$log" 2>&1
+  rc=$?
+  [ $rc -ne 0 ] && failed=$((failed + 1))
+  echo "=== $step: exit $rc after $(($(date +%s) - start))s" | tee -a "$log"
+  tail -n 25 "$log" | grep -v '^===' 
+done
+echo "device_batch: $# steps, $failed failed or timed out"
+exit "$failed"
