@@ -15,6 +15,9 @@
 #   attention  .gpu/attention/stage.tar.xz   fused attention correctness
 #   int8       .gpu/int8               QDQ models on both images
 #   networks   .hnet + build/lib/libkiln_runtime.so     vs torch.compile
+#   int8net    .hnet-int8 + build/lib/libkiln_runtime.so (+ .hnet-int8.part1,
+#              .hnet-int8.part2 carried alone in earlier calls: BERT's int8
+#              .so) int8 vs fp16 vs torch.compile (issue 19)
 #   gemm       .hopper-kilnc           GEMMs vs torch.matmul
 #   ci         .gpu/stage.tar.xz       node tests, small models, differential
 # A step whose stage is missing is reported and skipped. Exit status: the
@@ -68,6 +71,10 @@ for arg in "$@"; do
       cp build/lib/libkiln_runtime.so .hnet/ &&
       timeout "$limit" python3 bench/hopper/networks.py run .hnet \
         --json "$OUT/networks.json" ;;
+    int8net) need .hnet-int8 build/lib/libkiln_runtime.so &&
+      cp build/lib/libkiln_runtime.so .hnet-int8/ &&
+      timeout "$limit" python3 bench/hopper/networks.py run .hnet-int8 \
+        --json "$OUT/int8net.json" ;;
     gemm) need .hopper-kilnc &&
       timeout "$limit" python3 bench/hopper/kilnc_gemm.py run .hopper-kilnc \
         --json "$OUT/gemm.json" ;;
