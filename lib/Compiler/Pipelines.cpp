@@ -180,6 +180,11 @@ struct StagePipelineOptions : public PassPipelineOptions<StagePipelineOptions> {
       *this, "int8-keep-fp32",
       llvm::cl::desc("int8: keep the N most sensitive contractions in fp32"),
       llvm::cl::init(0)};
+  Option<std::string> int8Float{
+      *this, "int8-float",
+      llvm::cl::desc("int8: what the ops left in float compute in: auto, "
+                     "fp32, fp16 or bf16"),
+      llvm::cl::init("auto")};
   ListOption<std::string> exposeIntermediates{
       *this, "expose-intermediates",
       llvm::cl::desc("Return intermediate values as outputs: all, or these "
@@ -246,6 +251,7 @@ struct StagePipelineOptions : public PassPipelineOptions<StagePipelineOptions> {
     o.calibrationMethod = calibrationMethod;
     o.int8Exclude.assign(int8Exclude.begin(), int8Exclude.end());
     o.int8KeepFp32 = int8KeepFp32;
+    o.int8Float = int8Float;
     setExposeIntermediates(o, exposeIntermediates);
     o.gpu.tiledContractions = gpuTiledContractions;
     o.gpu.warpReductions = gpuWarpReductions;
@@ -277,18 +283,31 @@ void mlir::kiln::setExposeIntermediates(CompileOptions &options,
 }
 
 /// The graph-stage passes `options` asks for after the graph optimizer:
-/// kiln-expose-intermediates, kiln-mixed-precision.
+/// The type the float ops of an int8 build compute in (--int8-float; auto:
+/// fp16 where the target is a device, fp32 on the CPU).
+static std::string int8FloatPrecision(const CompileOptions &options,
+                                      const Target &target) {
+  if (options.int8Float != "auto")
+    return options.int8Float;
+  return target.isDevice() ? "fp16" : "fp32";
+}
+
+/// kiln-expose-intermediates, kiln-mixed-precision (for --precision=int8,
+/// over what the quantization left in float).
 static void buildPrecisionPasses(OpPassManager &pm,
-                                 const CompileOptions &options) {
+                                 const CompileOptions &options,
+                                 const Target &target) {
   if (options.exposeIntermediates) {
     KilnExposeIntermediatesOptions o;
     o.nodes.assign(options.exposeNodes.begin(), options.exposeNodes.end());
     pm.addPass(createKilnExposeIntermediates(o));
   }
-  if (!options.precision.empty() && options.precision != "fp32" &&
-      options.precision != "int8") {
+  std::string precision = options.precision == "int8"
+                              ? int8FloatPrecision(options, target)
+                              : options.precision;
+  if (!precision.empty() && precision != "fp32") {
     KilnMixedPrecisionOptions o;
-    o.precision = options.precision;
+    o.precision = precision;
     o.keepFp32.assign(options.keepFp32.begin(), options.keepFp32.end());
     o.ranges = options.calibrationRanges;
     pm.addPass(createKilnMixedPrecision(o));
@@ -337,7 +356,7 @@ LogicalResult mlir::kiln::buildStagePipeline(OpPassManager &pm, StringRef stage,
       pm.addPass(createCanonicalizerPass());
       pm.addNestedPass<func::FuncOp>(createKilnOnnxInferShapes());
     }
-    buildPrecisionPasses(pm, options);
+    buildPrecisionPasses(pm, options, *target);
     std::string layout = options.layout;
     if (layout == "target")
       layout = target->getConvLayout() == ConvLayout::NHWC ? "nhwc" : "nchw";
@@ -497,6 +516,15 @@ LogicalResult CompileOptions::verify(std::string &error) const {
                               !int8Exclude.empty() || int8KeepFp32 != 0)) {
     error = "--calibration-method, --int8-exclude and --int8-keep-fp32 need "
             "--precision=int8";
+    return failure();
+  }
+  if (!llvm::is_contained({"auto", "fp32", "fp16", "bf16"}, int8Float)) {
+    error = "unknown --int8-float '" + int8Float +
+            "' (expected auto, fp32, fp16 or bf16)";
+    return failure();
+  }
+  if (precision != "int8" && int8Float != "auto") {
+    error = "--int8-float needs --precision=int8";
     return failure();
   }
   if (!calibrationMethod.empty()) {

@@ -39,11 +39,13 @@ static int64_t memrefBytes(Type t) {
   return m ? bufferBytes(m) : 0;
 }
 
-/// The `precision` section from the plan kiln-mixed-precision leaves on the
-/// module: the mode, every decided node with its precision (and why, when
-/// fp32), counts per precision and per reason, casts and converted weights.
-static std::optional<llvm::json::Object> precisionReport(ModuleOp module) {
-  auto plan = module->getAttrOfType<DictionaryAttr>("kiln.precision_plan");
+/// The `precision` section from the plan kiln-mixed-precision or
+/// kiln-onnx-insert-qdq leaves on the module (`attrName`): the mode, every
+/// decided node with its precision (and why, when fp32), counts per
+/// precision and per reason, casts and converted weights.
+static std::optional<llvm::json::Object>
+precisionReport(ModuleOp module, StringRef attrName = "kiln.precision_plan") {
+  auto plan = module->getAttrOfType<DictionaryAttr>(attrName);
   if (!plan)
     return std::nullopt;
   auto str = [](Attribute a) {
@@ -320,6 +322,11 @@ llvm::json::Value mlir::kiln::buildCompileReport(ModuleOp module) {
   }
   if (std::optional<llvm::json::Object> p = precisionReport(module))
     report["precision"] = std::move(*p);
+  // --precision=int8 --int8-float=fp16|bf16: what the quantization left in
+  // float, as kiln-mixed-precision decided it.
+  if (std::optional<llvm::json::Object> p =
+          precisionReport(module, "kiln.float_precision_plan"))
+    report["float_precision"] = std::move(*p);
   return report;
 }
 
@@ -627,6 +634,8 @@ void mlir::kiln::printReportSummary(const llvm::json::Value &report,
   if (const llvm::json::Array *t = obj->getArray("timeline"))
     printTimeline("timeline", *t, os);
   if (const llvm::json::Object *p = obj->getObject("precision"))
+    printPrecisionSummary(*p, os);
+  if (const llvm::json::Object *p = obj->getObject("float_precision"))
     printPrecisionSummary(*p, os);
   if (const llvm::json::Array *kernels = obj->getArray("kernels")) {
     for (const llvm::json::Value &k : *kernels) {

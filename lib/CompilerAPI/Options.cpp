@@ -174,6 +174,16 @@ const OptionRow kOptions[] = {
        return parseInt("int8-keep-fp32", v, 0, INT32_MAX,
                        o.compile.int8KeepFp32, e);
      }},
+    {"int8-float", false,
+     [](kiln_compile_options &o, llvm::StringRef v, std::string &e) {
+       if (!llvm::is_contained({"auto", "fp32", "fp16", "bf16"}, v)) {
+         e = "unknown int8-float '" + v.str() +
+             "' (expected auto, fp32, fp16 or bf16)";
+         return false;
+       }
+       o.compile.int8Float = v.str();
+       return true;
+     }},
     {"calibration-ranges", false,
      [](kiln_compile_options &o, llvm::StringRef v, std::string &e) {
        o.compile.calibrationRanges = v.str();

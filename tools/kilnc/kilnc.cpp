@@ -193,6 +193,13 @@ static cl::opt<int64_t> int8KeepFp32(
              "estimated quantization error (from the calibration "
              "histograms and the weights) in fp32"),
     cl::value_desc("N"), cl::init(0));
+static cl::opt<std::string> int8Float(
+    "int8-float",
+    cl::desc("--precision=int8: what the ops left in float compute in: "
+             "auto (default: fp16 on GPU targets, whose half products run on "
+             "tensor cores, with fp32 islands as --precision=fp16 makes "
+             "them; fp32 on the CPU), fp32, fp16 or bf16"),
+    cl::value_desc("TYPE"), cl::init("auto"));
 static cl::opt<std::string> calibrationRanges(
     "calibration-ranges",
     cl::desc("With --calibrate: write the recorded ranges to FILE.json; "
@@ -329,6 +336,7 @@ bool setOptions(kiln_compile_options_t *options) {
       !setString("calibration-method", calibrationMethod) ||
       !setList("int8-exclude", int8Exclude) ||
       !setInt("int8-keep-fp32", int8KeepFp32) ||
+      !setString("int8-float", int8Float) ||
       !setBool("gpu-tiled-contractions", gpuTiledContractions) ||
       !setBool("gpu-warp-reductions", gpuWarpReductions) ||
       !setBool("gpu-row-fusion", gpuRowFusion) ||

@@ -86,6 +86,11 @@ struct CompileOptions {
   std::vector<std::string> int8Exclude;
   /// --int8-keep-fp32=N: keep the N most sensitive contractions in fp32.
   int64_t int8KeepFp32 = 0;
+  /// --int8-float: with --precision=int8, what the ops left in float
+  /// (kiln-mixed-precision over them) compute in: "fp32", "fp16", "bf16",
+  /// or "auto" (fp16 on device targets, whose half contractions run on
+  /// tensor cores; fp32 on the CPU).
+  std::string int8Float = "auto";
   /// Return intermediate float values as extra outputs
   /// (kiln-expose-intermediates): all, or only `exposeNodes` when not empty.
   bool exposeIntermediates = false;

@@ -279,6 +279,18 @@ struct MixedPrecisionPass
       d.reason = "--keep-fp32=" + *pin;
       return d;
     }
+    // Kept fp32 on purpose by an earlier pass (--precision=int8's
+    // kiln-onnx-insert-qdq: a contraction excluded by name or kept for its
+    // sensitivity), with its reason; one it could not quantize (no constant
+    // weights, no calibrated range) is decided here like any other.
+    if (auto earlier = op->getAttrOfType<StringAttr>("kiln.fp32_reason")) {
+      auto [category, detail] = earlier.getValue().split(": ");
+      if (category == "exclude" || category == "sensitivity") {
+        d.category = category.str();
+        d.reason = detail.str();
+        return d;
+      }
+    }
     // Only pure-f32 ops change (a model may already use other float types).
     for (Value v : op->getOperands())
       if (isFloatTensor(v.getType()) && !isF32Tensor(v.getType())) {
@@ -477,6 +489,8 @@ struct MixedPrecisionPass
         if (!d.half && !d.tf32)
           op->setAttr("kiln.fp32_reason",
                       b.getStringAttr(d.category + ": " + d.reason));
+        else
+          op->removeAttr("kiln.fp32_reason"); // an earlier pass's reason
       }
       if (!tf32Mode) {
         SmallVector<Operation *> halfOps;
@@ -556,11 +570,17 @@ struct MixedPrecisionPass
     }
   }
 
-  /// `kiln.precision_plan` on the module: each decided node (program order)
-  /// with its precision and, when fp32, why; the number of casts and of
-  /// converted constants.
+  /// `kiln.precision_plan` on the module (`kiln.float_precision_plan` when
+  /// an int8 plan is there: the float rest of a --precision=int8 build):
+  /// each decided node (program order) with its precision and, when fp32,
+  /// why; the number of casts and of converted constants.
   void recordPlan() {
     ModuleOp module = getOperation();
+    StringRef planName = "kiln.precision_plan";
+    if (auto earlier = module->getAttrOfType<DictionaryAttr>(planName))
+      if (auto mode = earlier.getAs<StringAttr>("precision");
+          mode && mode.getValue() == "int8")
+        planName = "kiln.float_precision_plan";
     Builder b(&getContext());
     SmallVector<Attribute> nodes;
     int64_t casts = 0;
@@ -586,7 +606,7 @@ struct MixedPrecisionPass
       }
     }
     module->setAttr(
-        "kiln.precision_plan",
+        planName,
         b.getDictionaryAttr(
             {b.getNamedAttr("precision", b.getStringAttr(halfName)),
              b.getNamedAttr("nodes", b.getArrayAttr(nodes)),
