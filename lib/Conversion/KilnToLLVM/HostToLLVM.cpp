@@ -480,6 +480,35 @@ void createPackedEntry(ModuleOp module, StringRef kernel,
   LLVM::ReturnOp::create(b, loc, ValueRange{});
 }
 
+/// Moves every fixed-size `llvm.alloca` into its function's entry block (a
+/// launch's argument array, a call's result slot, a descriptor passed by
+/// pointer): LLVM gives only entry-block allocas a place in the frame, and
+/// one elsewhere takes new stack each time it runs, so inside a host loop
+/// (a Loop node's steps) the stack grew with every step (slanet's decoder,
+/// 501 steps on a GPU target: a stack overflow inside the driver). Each such
+/// buffer is filled and used within one step, so one per function does.
+void hoistFixedAllocas(ModuleOp module) {
+  module.walk([](LLVM::LLVMFuncOp fn) {
+    if (fn.getBody().empty())
+      return;
+    Block &entry = fn.getBody().front();
+    SmallVector<LLVM::AllocaOp> moved;
+    fn.walk([&](LLVM::AllocaOp alloca) {
+      if (alloca->getBlock() == &entry)
+        return;
+      auto size = alloca.getArraySize().getDefiningOp<LLVM::ConstantOp>();
+      if (size && isa<IntegerAttr>(size.getValue()))
+        moved.push_back(alloca);
+    });
+    for (LLVM::AllocaOp alloca : moved) {
+      OpBuilder b = OpBuilder::atBlockBegin(&entry);
+      Operation *size = b.clone(*alloca.getArraySize().getDefiningOp());
+      alloca->moveAfter(size);
+      alloca->setOperand(0, size->getResult(0));
+    }
+  });
+}
+
 /// After each allocation through the runtime (outputs, dynamic buffers),
 /// returns 1 from the host program when it failed; the runtime has recorded
 /// why. Kernels never run on a null buffer.
@@ -714,6 +743,7 @@ struct ConvertHostToLLVMPass
     populateTileMapLowerings(converter, patterns);
     if (failed(applyPartialConversion(module, target, std::move(patterns))))
       return signalPassFailure();
+    hoistFixedAllocas(module);
 
     for (const KernelInfo &k : kernels)
       createPackedEntry(module, k.name, k.isMemRef, k.scalarTypes);
