@@ -245,7 +245,8 @@ struct StagePipelineOptions : public PassPipelineOptions<StagePipelineOptions> {
     o.optLevel = optLevel;
     o.precision = precision;
     o.layout = layout;
-    o.fuseAttention = fuseAttention;
+    if (fuseAttention.hasValue())
+      o.fuseAttention = fuseAttention;
     o.keepFp32.assign(keepFp32.begin(), keepFp32.end());
     o.calibrationRanges = calibrationRanges;
     o.calibrationMethod = calibrationMethod;
@@ -351,7 +352,12 @@ LogicalResult mlir::kiln::buildStagePipeline(OpPassManager &pm, StringRef stage,
       pm.addPass(createCanonicalizerPass());
       pm.addPass(createCSEPass());
     }
-    if (options.fuseAttention) {
+    bool halfBuild = options.precision == "fp16" ||
+                     options.precision == "bf16" ||
+                     (options.precision == "int8" &&
+                      int8FloatPrecision(options, *target) != "fp32");
+    if (options.fuseAttention.value_or(target->hasFusedAttention() &&
+                                       halfBuild)) {
       pm.addNestedPass<func::FuncOp>(createKilnOnnxFuseAttention());
       pm.addPass(createCanonicalizerPass());
       pm.addNestedPass<func::FuncOp>(createKilnOnnxInferShapes());

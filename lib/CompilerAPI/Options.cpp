@@ -264,7 +264,11 @@ const OptionRow kOptions[] = {
      }},
     {"fuse-attention", false,
      [](kiln_compile_options &o, llvm::StringRef v, std::string &e) {
-       return parseBool("fuse-attention", v, o.compile.fuseAttention, e);
+       bool on = false;
+       if (!parseBool("fuse-attention", v, on, e))
+         return false;
+       o.compile.fuseAttention = on;
+       return true;
      }},
     {"gpu-row-fusion", false,
      [](kiln_compile_options &o, llvm::StringRef v, std::string &e) {

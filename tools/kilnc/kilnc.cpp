@@ -54,7 +54,9 @@ static cl::opt<bool> gpuWarpReductions(
 static cl::opt<bool> fuseAttention(
     "fuse-attention",
     cl::desc("Rewrite exported attention chains (MatMul, scale, mask, "
-             "Softmax, MatMul) into one onnx.Attention each (default off)"),
+             "Softmax, MatMul) into one onnx.Attention each (default: on "
+             "for fp16/bf16 builds of targets that run attention as one "
+             "kernel, NVIDIA sm_80 and newer; off elsewhere)"),
     cl::init(false));
 static cl::opt<bool> gpuRowFusion(
     "gpu-row-fusion",

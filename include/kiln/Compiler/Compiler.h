@@ -17,6 +17,7 @@
 
 #include <functional>
 #include <memory>
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -75,8 +76,10 @@ struct CompileOptions {
   /// (the target's choice, Target::getConvLayout), "nchw" or "nhwc".
   std::string layout = "target";
   /// Exported attention chains as one onnx.Attention each
-  /// (kiln-onnx-fuse-attention; off until targets run it as one kernel).
-  bool fuseAttention = false;
+  /// (kiln-onnx-fuse-attention). Unset: on where the target runs attention
+  /// as one kernel (Target::hasFusedAttention) and the build is fp16 or
+  /// bf16 (the kernel's types; measured on the H100, docs/gpu.md), else off.
+  std::optional<bool> fuseAttention;
   std::vector<std::string> keepFp32;
   std::string calibrationRanges;
   /// --precision=int8 (kiln-onnx-insert-qdq, docs/int8.md): how activation
