@@ -13,8 +13,9 @@
  * per model library, and handed out again for a request of at most their
  * size and at least half of it: a model's kernels ask for the same sizes
  * every run, so a run after the first allocates nothing. The cache holds at
- * most kMaxEntries blocks and kMaxBytes bytes, dropping the least recently
- * freed first, and is emptied when the library is unloaded. Smaller blocks
+ * most kMaxEntries blocks of at most 64 MiB each and 256 MiB in all,
+ * dropping the least recently freed first, and is emptied when the library
+ * is unloaded. Smaller blocks
  * go to malloc and free directly. Every block carries a 64-byte header (its
  * base and capacity) so that free needs no size.
  *===----------------------------------------------------------------------===*/
@@ -30,7 +31,12 @@ enum {
   kMaxEntries = 32,
   kMinCached = 64 * 1024,
 };
-static const uint64_t kMaxBytes = (uint64_t)1 << 30;
+/* What the cache may hold, in all and per block: it is memory a run does
+ * not use between kernels, on top of the arena. A block above
+ * kMaxCachedBlock belongs to a kernel long enough that faulting its pages
+ * in again is a small part of its time. */
+static const uint64_t kMaxBytes = (uint64_t)256 << 20;
+static const uint64_t kMaxCachedBlock = (uint64_t)64 << 20;
 
 typedef struct {
   void *base;        /* what malloc returned */
@@ -109,7 +115,7 @@ static void release(void *user) {
   if (!user)
     return;
   block_header *h = header_of(user);
-  if (h->capacity < kMinCached || h->capacity > kMaxBytes) {
+  if (h->capacity < kMinCached || h->capacity > kMaxCachedBlock) {
     free(h->base);
     return;
   }
