@@ -85,6 +85,46 @@ def he_weights(rng, *shape, scale=None):
     return (rng.standard_normal(shape) * (scale or np.sqrt(2.0 / fan_in))).astype(np.float32)
 
 
+def int8_convnet(path, rng):
+    """The int8 tests' small float conv net, written to `path` with weights
+    from `rng` (he_weights): Conv 3->16 + Relu, MaxPool 2x2, a strided Conv
+    16->32 + Relu, a 1x1 Conv 32->32 with a residual Add and Relu,
+    GlobalAveragePool, Flatten, Gemm 32->10; input x [4, 3, 16, 16], output
+    y [4, 10]. Returns `path`."""
+    from onnx import TensorProto, helper, numpy_helper
+
+    def w(*shape, scale=None):
+        return he_weights(rng, *shape, scale=scale)
+
+    inits = [numpy_helper.from_array(w(16, 3, 3, 3), "c1"),
+             numpy_helper.from_array(w(16, scale=0.1), "c1b"),
+             numpy_helper.from_array(w(32, 16, 3, 3), "c2"),
+             numpy_helper.from_array(w(32, scale=0.1), "c2b"),
+             numpy_helper.from_array(w(32, 32, 1, 1), "c3"),
+             numpy_helper.from_array(w(32, scale=0.1), "c3b"),
+             numpy_helper.from_array(w(10, 32, scale=0.3), "fc"),
+             numpy_helper.from_array(w(10, scale=0.1), "fcb")]
+    node = helper.make_node
+    nodes = [node("Conv", ["x", "c1", "c1b"], ["h1"], name="conv1", pads=[1, 1, 1, 1]),
+             node("Relu", ["h1"], ["r1"], name="relu1"),
+             node("MaxPool", ["r1"], ["p1"], name="pool", kernel_shape=[2, 2], strides=[2, 2]),
+             node("Conv", ["p1", "c2", "c2b"], ["h2"], name="conv2", pads=[1, 1, 1, 1],
+                  strides=[2, 2]),
+             node("Relu", ["h2"], ["r2"], name="relu2"),
+             node("Conv", ["r2", "c3", "c3b"], ["h3"], name="conv3"),
+             node("Add", ["h3", "r2"], ["s3"], name="residual"),
+             node("Relu", ["s3"], ["r3"], name="relu3"),
+             node("GlobalAveragePool", ["r3"], ["g"], name="gap"),
+             node("Flatten", ["g"], ["f"], name="flat"),
+             node("Gemm", ["f", "fc", "fcb"], ["y"], name="fc", transB=1)]
+    graph = helper.make_graph(
+        nodes, "convnet", [helper.make_tensor_value_info("x", TensorProto.FLOAT, [4, 3, 16, 16])],
+        [helper.make_tensor_value_info("y", TensorProto.FLOAT, [4, 10])], inits)
+    onnx.save(helper.make_model(graph, opset_imports=[helper.make_opsetid("", 17)],
+                                ir_version=8), path)
+    return path
+
+
 def output_scale(qdq):
     """The scale of the DequantizeLinear that writes `qdq`'s (a ModelProto)
     first output: one step of its quantization."""

@@ -32,11 +32,9 @@ import subprocess
 import sys
 
 import numpy as np
-import onnx
-from onnx import TensorProto, helper, numpy_helper
 
 import kiln_tools
-from kiln_tools.quantize import he_weights
+from kiln_tools.quantize import int8_convnet
 
 work = sys.argv[1]
 os.makedirs(work, exist_ok=True)
@@ -46,38 +44,7 @@ TOOL = os.path.join(HERE, "..", "..", "utils", "kiln_accuracy.py")
 BIN = os.path.dirname(kiln_tools.find_tool("kilnc"))
 THRESHOLD = 0.0045
 
-
-def w(*shape, scale=None):
-    return he_weights(rng, *shape, scale=scale)
-
-
-inits = [numpy_helper.from_array(w(16, 3, 3, 3), "c1"),
-         numpy_helper.from_array(w(16, scale=0.1), "c1b"),
-         numpy_helper.from_array(w(32, 16, 3, 3), "c2"),
-         numpy_helper.from_array(w(32, scale=0.1), "c2b"),
-         numpy_helper.from_array(w(32, 32, 1, 1), "c3"),
-         numpy_helper.from_array(w(32, scale=0.1), "c3b"),
-         numpy_helper.from_array(w(10, 32, scale=0.3), "fc"),
-         numpy_helper.from_array(w(10, scale=0.1), "fcb")]
-nodes = [helper.make_node("Conv", ["x", "c1", "c1b"], ["h1"], name="conv1", pads=[1, 1, 1, 1]),
-         helper.make_node("Relu", ["h1"], ["r1"], name="relu1"),
-         helper.make_node("MaxPool", ["r1"], ["p1"], name="pool", kernel_shape=[2, 2],
-                          strides=[2, 2]),
-         helper.make_node("Conv", ["p1", "c2", "c2b"], ["h2"], name="conv2", pads=[1, 1, 1, 1],
-                          strides=[2, 2]),
-         helper.make_node("Relu", ["h2"], ["r2"], name="relu2"),
-         helper.make_node("Conv", ["r2", "c3", "c3b"], ["h3"], name="conv3"),
-         helper.make_node("Add", ["h3", "r2"], ["s3"], name="residual"),
-         helper.make_node("Relu", ["s3"], ["r3"], name="relu3"),
-         helper.make_node("GlobalAveragePool", ["r3"], ["g"], name="gap"),
-         helper.make_node("Flatten", ["g"], ["f"], name="flat"),
-         helper.make_node("Gemm", ["f", "fc", "fcb"], ["y"], name="fc", transB=1)]
-graph = helper.make_graph(
-    nodes, "convnet", [helper.make_tensor_value_info("x", TensorProto.FLOAT, [4, 3, 16, 16])],
-    [helper.make_tensor_value_info("y", TensorProto.FLOAT, [4, 10])], inits)
-model = os.path.join(work, "convnet.onnx")
-onnx.save(helper.make_model(graph, opset_imports=[helper.make_opsetid("", 17)], ir_version=8),
-          model)
+model = int8_convnet(os.path.join(work, "convnet.onnx"), rng)
 
 failures = []
 
