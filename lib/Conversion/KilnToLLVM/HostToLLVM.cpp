@@ -30,8 +30,10 @@
 #include "mlir/Dialect/GPU/IR/GPUDialect.h"
 #include "mlir/Dialect/LLVMIR/LLVMDialect.h"
 #include "mlir/Dialect/MemRef/IR/MemRef.h"
+#include "mlir/Dialect/Vector/Transforms/VectorRewritePatterns.h"
 #include "mlir/Dialect/X86Vector/Transforms.h"
 #include "mlir/Transforms/DialectConversion.h"
+#include "mlir/Transforms/GreedyPatternRewriteDriver.h"
 
 namespace mlir::kiln {
 #define GEN_PASS_DEF_KILNCONVERTHOSTTOLLVM
@@ -588,6 +590,23 @@ struct ConvertHostToLLVMPass
   void runOnOperation() override {
     ModuleOp module = getOperation();
     MLIRContext *ctx = &getContext();
+    // An n-D vector.from_elements (canonicalization folds a chain of row
+    // inserts into one, as after a transposed tile) as rows: the LLVM
+    // lowering takes 1-D ones only.
+    {
+      SmallVector<Operation *> nd;
+      module.walk([&](vector::FromElementsOp op) {
+        if (op.getType().getRank() > 1)
+          nd.push_back(op);
+      });
+      RewritePatternSet unroll(ctx);
+      vector::populateVectorFromElementsUnrollPatterns(unroll);
+      GreedyRewriteConfig config;
+      config.setStrictness(GreedyRewriteStrictness::ExistingAndNewOps);
+      if (!nd.empty() &&
+          failed(applyOpPatternsGreedily(nd, std::move(unroll), config)))
+        return signalPassFailure();
+    }
     auto ptrType = LLVM::LLVMPointerType::get(ctx);
     auto i64Type = IntegerType::get(ctx, 64);
     auto voidType = LLVM::LLVMVoidType::get(ctx);
