@@ -30,10 +30,8 @@
 #include "mlir/Dialect/GPU/IR/GPUDialect.h"
 #include "mlir/Dialect/LLVMIR/LLVMDialect.h"
 #include "mlir/Dialect/MemRef/IR/MemRef.h"
-#include "mlir/Dialect/Vector/Transforms/VectorRewritePatterns.h"
 #include "mlir/Dialect/X86Vector/Transforms.h"
 #include "mlir/Transforms/DialectConversion.h"
-#include "mlir/Transforms/GreedyPatternRewriteDriver.h"
 
 namespace mlir::kiln {
 #define GEN_PASS_DEF_KILNCONVERTHOSTTOLLVM
@@ -482,35 +480,6 @@ void createPackedEntry(ModuleOp module, StringRef kernel,
   LLVM::ReturnOp::create(b, loc, ValueRange{});
 }
 
-/// Moves every fixed-size `llvm.alloca` into its function's entry block (a
-/// launch's argument array, a call's result slot, a descriptor passed by
-/// pointer): LLVM gives only entry-block allocas a place in the frame, and
-/// one elsewhere takes new stack each time it runs, so inside a host loop
-/// (a Loop node's steps) the stack grew with every step (slanet's decoder,
-/// 501 steps on a GPU target: a stack overflow inside the driver). Each such
-/// buffer is filled and used within one step, so one per function does.
-void hoistFixedAllocas(ModuleOp module) {
-  module.walk([](LLVM::LLVMFuncOp fn) {
-    if (fn.getBody().empty())
-      return;
-    Block &entry = fn.getBody().front();
-    SmallVector<LLVM::AllocaOp> moved;
-    fn.walk([&](LLVM::AllocaOp alloca) {
-      if (alloca->getBlock() == &entry)
-        return;
-      auto size = alloca.getArraySize().getDefiningOp<LLVM::ConstantOp>();
-      if (size && isa<IntegerAttr>(size.getValue()))
-        moved.push_back(alloca);
-    });
-    for (LLVM::AllocaOp alloca : moved) {
-      OpBuilder b = OpBuilder::atBlockBegin(&entry);
-      Operation *size = b.clone(*alloca.getArraySize().getDefiningOp());
-      alloca->moveAfter(size);
-      alloca->setOperand(0, size->getResult(0));
-    }
-  });
-}
-
 /// After each allocation through the runtime (outputs, dynamic buffers),
 /// returns 1 from the host program when it failed; the runtime has recorded
 /// why. Kernels never run on a null buffer.
@@ -590,23 +559,8 @@ struct ConvertHostToLLVMPass
   void runOnOperation() override {
     ModuleOp module = getOperation();
     MLIRContext *ctx = &getContext();
-    // An n-D vector.from_elements (canonicalization folds a chain of row
-    // inserts into one, as after a transposed tile) as rows: the LLVM
-    // lowering takes 1-D ones only.
-    {
-      SmallVector<Operation *> nd;
-      module.walk([&](vector::FromElementsOp op) {
-        if (op.getType().getRank() > 1)
-          nd.push_back(op);
-      });
-      RewritePatternSet unroll(ctx);
-      vector::populateVectorFromElementsUnrollPatterns(unroll);
-      GreedyRewriteConfig config;
-      config.setStrictness(GreedyRewriteStrictness::ExistingAndNewOps);
-      if (!nd.empty() &&
-          failed(applyOpPatternsGreedily(nd, std::move(unroll), config)))
-        return signalPassFailure();
-    }
+    if (failed(unrollNDFromElements(module)))
+      return signalPassFailure();
     auto ptrType = LLVM::LLVMPointerType::get(ctx);
     auto i64Type = IntegerType::get(ctx, 64);
     auto voidType = LLVM::LLVMVoidType::get(ctx);

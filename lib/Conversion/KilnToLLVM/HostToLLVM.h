@@ -38,6 +38,16 @@ void declareTileMapFns(ModuleOp module);
 void populateTileMapLowerings(LLVMTypeConverter &converter,
                               RewritePatternSet &patterns);
 
+/// Rewrites each n-D vector.from_elements (canonicalization folds a
+/// transposed tile's row inserts into one) into 1-D rows, which the LLVM
+/// lowering takes; other ops are left as they are (ConversionFixups.cpp).
+LogicalResult unrollNDFromElements(ModuleOp module);
+
+/// Moves every fixed-size llvm.alloca into its function's entry block
+/// (ConversionFixups.cpp): elsewhere LLVM gives it new stack each time it
+/// runs, which inside a host loop grows the stack every step.
+void hoistFixedAllocas(ModuleOp module);
+
 } // namespace mlir::kiln
 
 #endif // KILN_LIB_CONVERSION_KILNTOLLVM_HOSTTOLLVM_H
