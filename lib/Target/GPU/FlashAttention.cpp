@@ -323,16 +323,9 @@ LogicalResult FlashAttention::lower(AttentionOp op) {
   storeTile(staged);
   info.buildBarrier(rewriter, loc);
   Value tNext = add(loc, t, one);
-  auto more = scf::IfOp::create(rewriter, loc, ValueRange(staged).getTypes(),
-                                ult(loc, tNext, tiles),
-                                /*withElseRegion=*/true);
-  rewriter.setInsertionPointToStart(more.thenBlock());
-  SmallVector<Value> next;
-  loadTile(tNext, next);
-  scf::YieldOp::create(rewriter, loc, next);
-  rewriter.setInsertionPointToStart(more.elseBlock());
-  scf::YieldOp::create(rewriter, loc, staged);
-  rewriter.setInsertionPointAfter(more);
+  scf::IfOp more =
+      loadNextIf(loc, ult(loc, tNext, tiles), staged,
+                 [&](SmallVector<Value> &next) { loadTile(tNext, next); });
 
   // S = Q·Kᵀ: B's columns are keys, its K the head dim (K-contiguous rows
   // of the K tile).

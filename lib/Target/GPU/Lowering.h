@@ -47,6 +47,24 @@ protected:
   Value index(Location loc, int64_t v) {
     return arith::ConstantIndexOp::create(rewriter, loc, v);
   }
+
+  /// A double buffer's next step: when `more` holds, `load` fills the next
+  /// slab's (tile's) values, else the `staged` ones pass through; the
+  /// insertion point is after the returned if, whose results are the next
+  /// iteration's staged values.
+  scf::IfOp loadNextIf(Location loc, Value more, ValueRange staged,
+                       llvm::function_ref<void(SmallVector<Value> &)> load) {
+    auto next = scf::IfOp::create(rewriter, loc, staged.getTypes(), more,
+                                  /*withElseRegion=*/true);
+    rewriter.setInsertionPointToStart(next.thenBlock());
+    SmallVector<Value> loaded;
+    load(loaded);
+    scf::YieldOp::create(rewriter, loc, loaded);
+    rewriter.setInsertionPointToStart(next.elseBlock());
+    scf::YieldOp::create(rewriter, loc, staged);
+    rewriter.setInsertionPointAfter(next);
+    return next;
+  }
   /// A shared-memory buffer of `n` values of `type` attributed to
   /// `launch` (one slot per warp of a block's partial results).
   Value addSharedSlots(gpu::LaunchOp launch, int64_t n, Type type) {

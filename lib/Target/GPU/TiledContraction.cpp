@@ -688,16 +688,10 @@ LogicalResult TiledContraction::lower(linalg::LinalgOp op) {
     info.buildBarrier(rewriter, loc);
     // The next slab's loads are issued before this one's products.
     Value tNext = add(loc, t, one);
-    auto more = scf::IfOp::create(rewriter, loc, ValueRange(staged).getTypes(),
-                                  ult(loc, tNext, slabsV),
-                                  /*withElseRegion=*/true);
-    rewriter.setInsertionPointToStart(more.thenBlock());
-    SmallVector<Value> next;
-    loadSlab(add(loc, kBegin, mul(loc, tNext, bk)), next);
-    scf::YieldOp::create(rewriter, loc, next);
-    rewriter.setInsertionPointToStart(more.elseBlock());
-    scf::YieldOp::create(rewriter, loc, staged);
-    rewriter.setInsertionPointAfter(more);
+    scf::IfOp more = loadNextIf(
+        loc, ult(loc, tNext, slabsV), staged, [&](SmallVector<Value> &next) {
+          loadSlab(add(loc, kBegin, mul(loc, tNext, bk)), next);
+        });
 
     SmallVector<Value> acc(accs.begin(), accs.end());
     if (mma) {
