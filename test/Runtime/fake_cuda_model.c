@@ -23,6 +23,11 @@
  * -DKILN_FAKE_CUDA_CHECK: a device check after the kernels (as kilnc makes
  *   of a check of device data, an index range): kernel check_large writes
  *   the check record (kiln_rt_check_record) when some y is above 1000.
+ * -DKILN_FAKE_CUDA_RELEASE=1: after the kernels, tmp is released
+ *   (kiln_rt_release, as kilnc does when a kernel's launcher returns) and a
+ *   scratch buffer of the same size allocated again: the run fails unless
+ *   it is tmp's memory; y and total are then computed again through it.
+ *   =2: the same, then the second buffer is released twice (an error).
  * -DKILN_FAKE_CUDA_NO_IMAGE: no kiln_model_device_image.
  * -DKILN_FAKE_CUDA_IMAGE_KIND="hip": an image of another kind than the
  *   signature's device (the runtime refuses it).
@@ -227,6 +232,28 @@ int32_t kiln_model_main(kiln_rt_ctx *ctx) {
   count = expand(params, count, &am, 0);
   kiln_rt_launch_device(ctx, 1, "add_weight_sum", 1, 1, 1, 64, 1, 1, 0, params);
   kiln_rt_copy_device(ctx, total, arena, sizeof(float));
+
+#ifdef KILN_FAKE_CUDA_RELEASE
+  kiln_rt_release(ctx, tmp);
+  float *again = (float *)kiln_rt_alloc(ctx, n * 4 * (int64_t)sizeof(float));
+  if (again != tmp)
+    return 1;
+  memref_t am2 = memref(again, 2, xdims);
+  count = expand(params, 0, &xm, 2);
+  count = expand(params, count, &am2, 2);
+  kiln_rt_launch_device(ctx, 0, "scale", (n * 4 + 63) / 64, 1, 1, 64, 1, 1, 0,
+                        params);
+  count = expand(params, 0, &am2, 2);
+  count = expand(params, count, &wm, 1);
+  count = expand(params, count, &ym, 2);
+  count = expand(params, count, &am, 0);
+  kiln_rt_launch_device(ctx, 1, "add_weight_sum", 1, 1, 1, 64, 1, 1, 0, params);
+  kiln_rt_copy_device(ctx, total, arena, sizeof(float));
+  kiln_rt_release(ctx, again);
+#if KILN_FAKE_CUDA_RELEASE == 2
+  kiln_rt_release(ctx, again);
+#endif
+#endif
 
 #ifdef KILN_FAKE_CUDA_CHECK
   /* Two device checks; the second is the one the kernel reports. */

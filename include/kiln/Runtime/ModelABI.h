@@ -86,8 +86,13 @@ void *kiln_rt_output(kiln_rt_ctx *ctx, int64_t index, const int64_t *dims);
  * by the compiler). */
 void *kiln_rt_arena(kiln_rt_ctx *ctx);
 /* Scratch buffer of `bytes` bytes for an intermediate whose size is only known
- * at run time; valid until the run ends. 64-byte aligned; NULL on failure. */
+ * at run time (or a device kernel's own buffer); valid until the run ends or
+ * kiln_rt_release. 64-byte aligned; NULL on failure. */
 void *kiln_rt_alloc(kiln_rt_ctx *ctx, int64_t bytes);
+/* Ends the use of a kiln_rt_alloc buffer before the run ends: allocations
+ * after it in the same run may return its memory. On a device target the
+ * work queued before the call is ordered before any that reuses it. */
+void kiln_rt_release(kiln_rt_ctx *ctx, void *ptr);
 /* External weight `index` (0 <= index < the number of `weight` records):
  * on the CPU a pointer into the memory-mapped weights file (read-only, 64-byte
  * aligned); on a device target the instance's device copy, uploaded on first

@@ -172,6 +172,23 @@ struct BufferOpLowering : public ConvertOpToLLVMPattern<BufferOp> {
   }
 };
 
+/// kiln.release: kiln_rt_release(ctx, p), p the pointer kiln_rt_alloc
+/// returned (the descriptor's allocated pointer).
+struct ReleaseOpLowering : public ConvertOpToLLVMPattern<ReleaseOp> {
+  using ConvertOpToLLVMPattern::ConvertOpToLLVMPattern;
+  LogicalResult
+  matchAndRewrite(ReleaseOp op, OpAdaptor adaptor,
+                  ConversionPatternRewriter &rewriter) const override {
+    Location loc = op.getLoc();
+    Value ptr =
+        MemRefDescriptor(adaptor.getBuffer()).allocatedPtr(rewriter, loc);
+    LLVM::CallOp::create(rewriter, loc, TypeRange{}, "kiln_rt_release",
+                         ValueRange{adaptor.getCtx(), ptr});
+    rewriter.eraseOp(op);
+    return success();
+  }
+};
+
 /// An argv for a packed entry: `slots` pointers (at least one), the last
 /// args.size() pointing to a stack slot holding each argument; the first
 /// `slots - args.size()` are left for the runtime to fill.
@@ -571,6 +588,7 @@ struct ConvertHostToLLVMPass
                      {ptrType, i64Type, ptrType});
     declareRuntimeFn(module, "kiln_rt_arena", ptrType, {ptrType});
     declareRuntimeFn(module, "kiln_rt_alloc", ptrType, {ptrType, i64Type});
+    declareRuntimeFn(module, "kiln_rt_release", voidType, {ptrType, ptrType});
     declareRuntimeFn(module, "kiln_rt_launch_cpu", voidType,
                      {ptrType, ptrType, ptrType});
     declareRuntimeFn(module, "kiln_rt_external_weight", ptrType,
@@ -709,8 +727,9 @@ struct ConvertHostToLLVMPass
     populateAMXLegalizeForLLVMExportPatterns(converter, patterns);
     configureAMXLegalizeForExportTarget(target);
     patterns.add<InputOpLowering, OutputOpLowering, BufferOpLowering,
-                 LaunchOpLowering, ParallelForOpLowering, ReadOpLowering,
-                 WeightOpLowering, CheckRecordOpLowering>(converter);
+                 ReleaseOpLowering, LaunchOpLowering, ParallelForOpLowering,
+                 ReadOpLowering, WeightOpLowering, CheckRecordOpLowering>(
+        converter);
     patterns.add<LaunchFuncOpLowering>(converter, kernelIndex);
     patterns.add<ExternalWeightOpLowering>(converter);
     populateTileMapLowerings(converter, patterns);

@@ -209,7 +209,7 @@ void *kiln_dev_alloc(kiln_rt_ctx *ctx, size_t bytes) {
   kiln_scratch *best =
       kiln_rt_scratch_find(di->scratch, di->num_scratch, bytes);
   if (best) {
-    best->in_use = 1;
+    best->in_use = best->used = 1;
     return best->ptr;
   }
   if (kiln_dev_abort_capture(ctx, "a device allocation", 1))
@@ -238,27 +238,39 @@ void *kiln_dev_alloc(kiln_rt_ctx *ctx, size_t bytes) {
   kiln_scratch *s = &di->scratch[di->num_scratch++];
   s->ptr = (void *)(uintptr_t)ptr;
   s->size = size;
-  s->in_use = 1;
+  s->in_use = s->used = 1;
   s->pins = 0;
   return s->ptr;
 }
 
-/* Ends a run: keeps the scratch buffers it used, frees the others (after
+/* Later allocations of the run may reuse it: the launches that used it are
+ * queued before theirs on the instance's stream. */
+void kiln_dev_release(kiln_rt_ctx *ctx, void *ptr) {
+  kiln_dev_instance *di = ctx->instance->dev;
+  if (!kiln_rt_scratch_release(di->scratch, di->num_scratch, ptr))
+    kiln_rt_fail(ctx, KILN_STATUS_INTERNAL,
+                 "kiln_rt_release: %p is not a device scratch buffer held by "
+                 "this run",
+                 ptr);
+}
+
+/* Ends a run: keeps the scratch buffers it used (held at some point, released
+ * or not), frees the others (after
  * the stream is done with them). */
 void kiln_dev_scratch_end_run(kiln_dev_instance *di) {
   int any_free = 0;
   for (size_t i = 0; i < di->num_scratch; ++i)
-    any_free |= !di->scratch[i].in_use && di->scratch[i].pins == 0;
+    any_free |= !di->scratch[i].used && di->scratch[i].pins == 0;
   if (any_free)
     di->drv->synchronize(di->queue);
   size_t kept = 0;
   for (size_t i = 0; i < di->num_scratch; ++i) {
     kiln_scratch s = di->scratch[i];
-    if (!s.in_use && s.pins == 0) {
+    if (!s.used && s.pins == 0) {
       di->drv->free(di->queue, (kiln_device_ptr)(uintptr_t)s.ptr);
       continue;
     }
-    s.in_use = 0;
+    s.in_use = s.used = 0;
     di->scratch[kept++] = s;
   }
   di->num_scratch = kept;

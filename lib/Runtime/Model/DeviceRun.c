@@ -68,12 +68,12 @@ static void unpin(kiln_dev_instance *di, kiln_dev_graph_entry *e) {
   e->num_pins = 0;
 }
 
-/* Pins the scratch buffers this run used to `e` (instead of its old
- * ones). */
-static void pin_in_use(kiln_dev_instance *di, kiln_dev_graph_entry *e) {
+/* Pins the scratch buffers this run used (held at some point, released or
+ * not) to `e` (instead of its old ones). */
+static void pin_used(kiln_dev_instance *di, kiln_dev_graph_entry *e) {
   unpin(di, e);
   for (size_t i = 0; i < di->num_scratch; ++i)
-    if (di->scratch[i].in_use) {
+    if (di->scratch[i].used) {
       ++di->scratch[i].pins;
       e->pins[e->num_pins++] = (kiln_device_ptr)(uintptr_t)di->scratch[i].ptr;
     }
@@ -216,7 +216,7 @@ static int capture_and_launch(kiln_rt_ctx *ctx, kiln_dev_graph_entry *e) {
   if (rank)
     memcpy(e->output_dims, di->output_dims, rank * sizeof(int64_t));
   /* The graph holds the buffers this run found: pin those. */
-  pin_in_use(di, e);
+  pin_used(di, e);
   r = drv->graph_launch(di->queue, graph);
   if (r != 0)
     kiln_dev_fail(ctx, r, drv->op_names[KILN_DEVICE_OP_GRAPH_LAUNCH]);
@@ -376,7 +376,7 @@ kiln_status_t *kiln_dev_run(kiln_instance_impl *inst,
         reset_ctx(&ctx);
         reset_outputs(inst);
         for (size_t i = 0; i < di->num_scratch; ++i)
-          di->scratch[i].in_use = 0;
+          di->scratch[i].in_use = di->scratch[i].used = 0;
       }
       run_main(&ctx);
       if (!ctx.failed && after_capture &&
@@ -395,7 +395,7 @@ kiln_status_t *kiln_dev_run(kiln_instance_impl *inst,
           entry = new_entry(inst);
         if (entry && reserve_pins(di, entry)) {
           entry->warm = 1;
-          pin_in_use(di, entry);
+          pin_used(di, entry);
         }
       }
     }

@@ -186,12 +186,22 @@ kiln_scratch *kiln_rt_scratch_find(kiln_scratch *entries, size_t count,
   return best;
 }
 
+int kiln_rt_scratch_release(kiln_scratch *entries, size_t count, void *ptr) {
+  for (size_t i = 0; i < count; ++i) {
+    if (entries[i].ptr == ptr && entries[i].in_use) {
+      entries[i].in_use = 0;
+      return 1;
+    }
+  }
+  return 0;
+}
+
 static void *scratch_alloc(kiln_rt_ctx *ctx, size_t bytes) {
   kiln_instance_impl *instance = ctx->instance;
   kiln_scratch *best =
       kiln_rt_scratch_find(instance->scratch, instance->num_scratch, bytes);
   if (best) {
-    best->in_use = 1;
+    best->in_use = best->used = 1;
     return best->ptr;
   }
   if (instance->num_scratch == instance->cap_scratch) {
@@ -210,7 +220,7 @@ static void *scratch_alloc(kiln_rt_ctx *ctx, size_t bytes) {
   kiln_scratch *s = &instance->scratch[instance->num_scratch++];
   s->ptr = ptr;
   s->size = size ? size : KILN_ALIGNMENT;
-  s->in_use = 1;
+  s->in_use = s->used = 1;
   s->pins = 0;
   return ptr;
 }
@@ -221,11 +231,11 @@ static void scratch_end_run(kiln_instance_impl *instance) {
   size_t kept = 0;
   for (size_t i = 0; i < instance->num_scratch; ++i) {
     kiln_scratch s = instance->scratch[i];
-    if (!s.in_use) {
+    if (!s.used) {
       free(s.ptr);
       continue;
     }
-    s.in_use = 0;
+    s.in_use = s.used = 0;
     instance->scratch[kept++] = s;
   }
   instance->num_scratch = kept;
@@ -659,6 +669,19 @@ void *kiln_rt_alloc(kiln_rt_ctx *ctx, int64_t bytes) {
                  "out of memory allocating a %lld-byte scratch buffer",
                  (long long)bytes);
   return ptr;
+}
+
+void kiln_rt_release(kiln_rt_ctx *ctx, void *ptr) {
+  if (ctx->instance->model->on_device) {
+    kiln_dev_release(ctx, ptr);
+    return;
+  }
+  if (!kiln_rt_scratch_release(ctx->instance->scratch,
+                               ctx->instance->num_scratch, ptr))
+    kiln_rt_fail(ctx, KILN_STATUS_INTERNAL,
+                 "kiln_rt_release: %p is not a scratch buffer held by this "
+                 "run",
+                 ptr);
 }
 
 const void *kiln_rt_ext_weight_host(kiln_rt_ctx *ctx, int64_t index) {

@@ -134,8 +134,9 @@ struct kiln_model_impl {
 typedef struct kiln_scratch {
   void *ptr;
   size_t size;
-  int in_use;
-  int pins; /* device graphs that hold it (DeviceRuntime.h): kept */
+  int in_use; /* held now (until kiln_rt_release or the run's end) */
+  int used;   /* held at some point of this run: kept for the next one */
+  int pins;   /* device graphs that hold it (DeviceRuntime.h): kept */
 } kiln_scratch;
 
 typedef struct kiln_binding {
@@ -203,6 +204,9 @@ KILN_HIDDEN const void *kiln_rt_ext_weight_host(kiln_rt_ctx *ctx,
 
 /* Best fit among the free entries of a scratch cache that are not much too
  * large; NULL when none fits. */
+/* Marks the held entry at `ptr` free for the rest of the run; 0 if none. */
+KILN_HIDDEN int kiln_rt_scratch_release(kiln_scratch *entries, size_t count,
+                                        void *ptr);
 KILN_HIDDEN kiln_scratch *kiln_rt_scratch_find(kiln_scratch *entries,
                                                size_t count, size_t bytes);
 
@@ -299,6 +303,7 @@ KILN_HIDDEN void *kiln_dev_output(kiln_rt_ctx *ctx, int64_t index,
                                   const int64_t *dims);
 KILN_HIDDEN void *kiln_dev_arena(kiln_rt_ctx *ctx);
 KILN_HIDDEN void *kiln_dev_alloc(kiln_rt_ctx *ctx, size_t bytes);
+KILN_HIDDEN void kiln_dev_release(kiln_rt_ctx *ctx, void *ptr);
 /* kiln_rt_external_weight of a device model: the instance's device copy of
  * external weight `index`, uploaded from the mapping on first use. */
 KILN_HIDDEN void *kiln_dev_external_weight(kiln_rt_ctx *ctx, int64_t index);

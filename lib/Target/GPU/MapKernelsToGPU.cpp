@@ -5,7 +5,9 @@
 //   - each kernel function takes the runtime context first and becomes a
 //     host-side launcher; `kiln.launch` becomes a call of it;
 //   - allocations inside kernels become run-scoped `kiln.buffer`s (device
-//     scratch from the runtime), their deallocations go away;
+//     scratch from the runtime), their deallocations go away, and each is
+//     released (`kiln.release`) where its block ends, so later kernels of
+//     the run reuse its memory;
 //   - linalg ops become parallel loop nests (reduction dims as sequential
 //     loops inside); each top-level nest becomes one `gpu.launch` whose
 //     threads each run one iteration of the flattened nest;
@@ -28,6 +30,7 @@
 #include "mlir/Dialect/MemRef/IR/MemRef.h"
 #include "mlir/Dialect/Utils/StaticValueUtils.h"
 #include "mlir/IR/IRMapping.h"
+#include "mlir/Interfaces/CallInterfaces.h"
 #include "mlir/Interfaces/SideEffectInterfaces.h"
 
 namespace mlir::kiln {
@@ -44,8 +47,8 @@ namespace {
 /// Ops that may run on the host: no memory access (shape arithmetic, views,
 /// constants, dims) and the host program's own ops.
 bool isHostOp(Operation *op) {
-  if (isa<BufferOp, OutputOp, InputOp, WeightOp, ExternalWeightOp, ReadOp,
-          CheckOp, CheckRecordOp, func::CallOp, gpu::LaunchOp>(op))
+  if (isa<BufferOp, ReleaseOp, OutputOp, InputOp, WeightOp, ExternalWeightOp,
+          ReadOp, CheckOp, CheckRecordOp, func::CallOp, gpu::LaunchOp>(op))
     return true;
   if (op->getNumRegions() != 0)
     return false;
@@ -76,6 +79,51 @@ Value memoryRoot(Value v) {
     v = view.getViewSource();
   }
   return v;
+}
+
+/// Whether memory of `buffer` may outlive the block that defines it: a view
+/// of it reaches a terminator (yielded or returned) or a call's result may
+/// alias it.
+bool escapesBlock(Value buffer) {
+  SmallVector<Value> worklist = {buffer};
+  while (!worklist.empty()) {
+    Value v = worklist.pop_back_val();
+    for (Operation *user : v.getUsers()) {
+      if (user->hasTrait<OpTrait::IsTerminator>())
+        return true;
+      if (auto view = dyn_cast<ViewLikeOpInterface>(user)) {
+        if (view.getViewSource() == v)
+          llvm::append_range(worklist, user->getResults());
+        continue;
+      }
+      if (isa<CallOpInterface>(user) &&
+          llvm::any_of(user->getResultTypes(), llvm::IsaPred<MemRefType>))
+        return true;
+    }
+  }
+  return false;
+}
+
+/// Releases a kernel's run-scoped buffers where their block ends (the
+/// launcher's return for the entry block's, an iteration's end for a host
+/// loop's), so the kernels after it reuse that memory: a run then holds
+/// about the largest kernel's scratch, not the sum over its kernels. The
+/// launches using a buffer are queued before any that reuse it (one
+/// stream), so nothing waits.
+void releaseKernelBuffers(func::FuncOp fn, Value ctx) {
+  SmallVector<BufferOp> buffers;
+  fn.walk([&](BufferOp op) {
+    if (!op.getOffset())
+      buffers.push_back(op);
+  });
+  for (BufferOp buffer : buffers) {
+    Block *block = buffer->getBlock();
+    Operation *end = block->getTerminator();
+    if (!end || escapesBlock(buffer.getBuffer()))
+      continue;
+    OpBuilder b(end);
+    ReleaseOp::create(b, buffer.getLoc(), ctx, buffer.getBuffer());
+  }
 }
 
 /// Whether memrefs `a` and `b` may share memory: the same root, or arena
@@ -695,6 +743,7 @@ struct MapKernelsToGPUPass
       Value ctx = fn.getArgument(0);
       if (failed(prepare(fn, ctx)))
         return signalPassFailure();
+      releaseKernelBuffers(fn, ctx);
       GPUMapper mapper(ctx, blockSize, /*hostLoads=*/false);
       if (failed(mapper.mapBlock(fn.getBody().front())))
         return signalPassFailure();

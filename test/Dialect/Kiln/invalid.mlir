@@ -95,3 +95,22 @@ func.func @attention_types(%q: tensor<1x2x8x16xf16>, %k: tensor<1x2x8x16xf32>) -
   %0 = kiln.attention ins(%q, %k, %k : tensor<1x2x8x16xf16>, tensor<1x2x8x16xf32>, tensor<1x2x8x16xf32>) outs(%q : tensor<1x2x8x16xf16>) scale = 1.0 seq_major = [false, false, false, false] -> tensor<1x2x8x16xf16>
   return %0 : tensor<1x2x8x16xf16>
 }
+
+// -----
+
+func.func @release_arena(%ctx: !llvm.ptr) {
+  %t = kiln.buffer %ctx {offset = 64} : memref<4x8xf32>
+  // expected-error @+1 {{cannot release an arena buffer (it has an offset)}}
+  kiln.release %ctx, %t : memref<4x8xf32>
+  return
+}
+
+// -----
+
+func.func @release_view(%ctx: !llvm.ptr, %n: index) {
+  %t = kiln.buffer %ctx (%n) : memref<?x8xf32>
+  %v = memref.subview %t[0, 0] [2, 8] [1, 1] : memref<?x8xf32> to memref<2x8xf32, strided<[8, 1]>>
+  // expected-error @+1 {{releases a kiln.buffer result, not a view of one}}
+  kiln.release %ctx, %v : memref<2x8xf32, strided<[8, 1]>>
+  return
+}

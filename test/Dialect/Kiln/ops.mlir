@@ -41,6 +41,8 @@ func.func @host(%ctx: !llvm.ptr) -> i32 {
   %y = kiln.output %ctx [0] (%n) : memref<?x8xf32>
   // CHECK: kiln.launch %{{.*}} @k(%[[X]], %{{.*}}) : memref<?x8xf32>, memref<?x8xf32>
   kiln.launch %ctx @k(%x, %y) : memref<?x8xf32>, memref<?x8xf32>
+  // CHECK: kiln.release %{{.*}}, %{{.*}} : memref<?x8xf32>
+  kiln.release %ctx, %u : memref<?x8xf32>
   %z = arith.constant 0 : i32
   return %z : i32
 }

@@ -59,7 +59,8 @@ module {
 // A reduction: one thread per output, the accumulator in registers across
 // the reduction loop (loaded from the fill's value, stored once); the fill
 // is absorbed, the scratch allocation becomes a run-scoped kiln.buffer, its
-// dealloc goes away, the copy runs in its own launch.
+// dealloc goes away, the copy runs in its own launch, and the buffer is
+// released when the launcher returns (later kernels reuse its memory).
 // CHECK-LABEL: func.func private @rowsum
 // CHECK: %[[T:.*]] = kiln.buffer %arg0(%{{.*}}) : memref<?xf32>
 // CHECK-NOT: memref.alloc
@@ -74,6 +75,10 @@ module {
 // CHECK: memref.load %[[T]]
 // CHECK: memref.store {{.*}}, %arg2
 // CHECK-NOT: memref.dealloc
+// CHECK: gpu.terminator
+// CHECK-NEXT: }
+// CHECK-NEXT: kiln.release %arg0, %[[T]] : memref<?xf32>
+// CHECK-NEXT: return
 #id2 = affine_map<(d0, d1) -> (d0, d1)>
 #row = affine_map<(d0, d1) -> (d0)>
 module {
@@ -199,15 +204,20 @@ module {
 // outputs, as silero-vad's) stays on the host even though its branch reads
 // device data: device code cannot allocate. The branch's buffer is a
 // run-scoped device buffer, its load a host read, its elementwise op a launch.
+// The branch yields that buffer, so it is not released at the branch's end
+// (the run's end frees it).
 // CHECK-LABEL: func.func private @if_allocates
 // CHECK-SAME: (%[[CTX:.*]]: !llvm.ptr,
 // CHECK-NOT: gpu.launch
 // CHECK: scf.if
 // CHECK: %[[N:.*]] = kiln.read %[[CTX]]
-// CHECK: kiln.buffer %[[CTX]](%{{.*}}) : memref<?xf32>
+// CHECK: %[[B:.*]] = kiln.buffer %[[CTX]](%{{.*}}) : memref<?xf32>
 // CHECK: gpu.launch
 // CHECK: gpu.terminator
+// CHECK-NOT: kiln.release
+// CHECK: scf.yield %[[B]]
 // CHECK: } else {
+// CHECK-NOT: kiln.release
 // CHECK: return
 module {
   func.func private @if_allocates(%c: i1, %n: memref<1xindex>, %x: memref<?xf32>, %y: memref<?xf32>) attributes {kiln.kernel} {
@@ -257,6 +267,13 @@ module {
 // CHECK: gpu.launch
 // CHECK-NEXT: memref.store %[[NEXT]], %[[COND]][]
 // CHECK-NEXT: gpu.terminator
+// The branch's buffer sized at run time is released where the branch ends
+// (each iteration allocates it again); the scalar buffers, hoisted to the
+// entry block, when the launcher returns.
+// CHECK: kiln.release %[[CTX]], %{{.*}} : memref<?xf32>
+// CHECK-NEXT: }
+// CHECK: kiln.release %[[CTX]], %[[COND]] : memref<i1>
+// CHECK: return
 #map = affine_map<(d0) -> (d0)>
 module {
   func.func private @loop_condition(%cond0: memref<i1>, %n: memref<1xindex>, %t: memref<1xi64>, %x: memref<?xf32>, %out: memref<i1>) attributes {kiln.kernel} {

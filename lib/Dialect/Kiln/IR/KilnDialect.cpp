@@ -152,6 +152,15 @@ LogicalResult BufferOp::verify() {
   return success();
 }
 
+LogicalResult ReleaseOp::verify() {
+  auto buffer = getBuffer().getDefiningOp<BufferOp>();
+  if (!buffer)
+    return emitOpError("releases a kiln.buffer result, not a view of one");
+  if (buffer.getOffset())
+    return emitOpError("cannot release an arena buffer (it has an offset)");
+  return success();
+}
+
 LogicalResult LaunchOp::verifySymbolUses(SymbolTableCollection &symbolTable) {
   Operation *callee =
       symbolTable.lookupNearestSymbolFrom(*this, getKernelAttr());

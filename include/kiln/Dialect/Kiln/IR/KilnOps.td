@@ -220,6 +220,29 @@ def Kiln_BufferOp : Kiln_Op<"buffer", [MemoryEffects<[MemWrite]>]> {
   let hasVerifier = 1;
 }
 
+def Kiln_ReleaseOp : Kiln_Op<"release", [MemoryEffects<[MemFree]>]> {
+  let summary = "Ends the use of a run-scoped buffer before the run ends";
+  let description = [{
+    Hands a `kiln.buffer` without an offset back to the runtime: later
+    `kiln.buffer`s of the same run may reuse its memory. On a device the
+    launches that used it are queued before any that reuse it (one stream),
+    so nothing waits. `kiln-map-kernels-to-gpu` releases a kernel's own
+    buffers when the kernel's launcher returns, so a run holds the largest
+    kernel's scratch rather than the sum over its kernels.
+
+    ```mlir
+    %t = kiln.buffer %ctx (%n) : memref<?x8xf32>
+    kiln.release %ctx, %t : memref<?x8xf32>
+    ```
+  }];
+  let arguments = (ins Kiln_Context:$ctx,
+                       Arg<AnyMemRef, "", [MemFree]>:$buffer);
+  let assemblyFormat = [{
+    $ctx `,` $buffer attr-dict `:` type($buffer)
+  }];
+  let hasVerifier = 1;
+}
+
 def Kiln_LaunchOp : Kiln_Op<"launch", [
     DeclareOpInterfaceMethods<SymbolUserOpInterface>,
     MemoryEffects<[MemRead, MemWrite]>]> {
