@@ -10,6 +10,7 @@
 #include "Lowering.h"
 
 #include "kiln/Dialect/Kiln/IR/Precision.h"
+#include "kiln/Target/GPU/PaddedCopy.h"
 
 #include "mlir/Dialect/Func/IR/FuncOps.h"
 #include "mlir/Dialect/GPU/IR/GPUDialect.h"
@@ -371,6 +372,62 @@ LogicalResult TiledContraction::lower(linalg::LinalgOp op) {
   }
   Location loc = op.getLoc();
   MLIRContext *ctxt = op.getContext();
+  // An input read through a zero-padded copy (a convolution's padded input)
+  // is read from the copy's source instead, zero where the padding was: the
+  // fill, the copy and their scratch buffer go away. Not for the
+  // asynchronous copies (whole 16-byte runs); 16-byte loads (along the last
+  // dim) need that dim unpadded.
+  llvm::SmallDenseMap<unsigned, PaddedCopy> padded;
+  if (!async) {
+    for (unsigned i = 0; i < op.getNumDpsInputs(); ++i) {
+      Value in = op.getDpsInputOperand(i)->get();
+      std::optional<PaddedCopy> pc = matchPaddedCopy(in, op);
+      if (!pc)
+        continue;
+      auto srcType = cast<MemRefType>(pc->src.getType());
+      auto inType = cast<MemRefType>(in.getType());
+      int64_t last = inType.getRank() - 1;
+      if (mma && (pc->offsets[last] != 0 ||
+                  srcType.getDimSize(last) != inType.getDimSize(last)))
+        continue;
+      padded[i] = std::move(*pc);
+    }
+  }
+  // Input `i`'s indices for the point `pt`, and whether they are inside
+  // it: for a padded copy, the source's (clamped inside it) and whether
+  // they are not padding.
+  auto inputIndices = [&](unsigned i, ArrayRef<Value> pt,
+                          SmallVectorImpl<Value> &idx) -> Value {
+    OpOperand *in = op.getDpsInputOperand(i);
+    idx = apply(loc, op.getMatchingIndexingMap(in), pt);
+    auto it = padded.find(i);
+    if (it == padded.end())
+      return Value();
+    auto srcType = cast<MemRefType>(it->second.src.getType());
+    auto inType = cast<MemRefType>(in->get().getType());
+    Value ok;
+    for (auto [d, v] : llvm::enumerate(idx)) {
+      int64_t off = it->second.offsets[d];
+      if (off == 0 && srcType.getDimSize(d) == inType.getDimSize(d))
+        continue;
+      Value shifted =
+          off ? arith::SubIOp::create(rewriter, loc, v, index(loc, off))
+                    .getResult()
+              : v;
+      // Below the offset wraps to a large unsigned value.
+      Value inside = ult(loc, shifted, index(loc, srcType.getDimSize(d)));
+      v = arith::SelectOp::create(rewriter, loc, inside, shifted,
+                                  index(loc, 0));
+      ok = ok ? arith::AndIOp::create(rewriter, loc, ok, inside).getResult()
+              : inside;
+    }
+    return ok ? ok : arith::ConstantIntOp::create(rewriter, loc, 1, 1);
+  };
+  auto inputMemRef = [&](unsigned i) {
+    auto it = padded.find(i);
+    return it == padded.end() ? op.getDpsInputOperand(i)->get()
+                              : it->second.src;
+  };
   rewriter.setInsertionPoint(op);
   // The loops' run-time sizes (before the launch), and a size as a value:
   // a constant when static.
@@ -580,11 +637,14 @@ LogicalResult TiledContraction::lower(linalg::LinalgOp op) {
         SmallVector<Value> pt = s->pt[r];
         delinearize(loc, kc, red, sizeOf, pt);
         if (s->vec > 1) {
-          OpOperand *in = op.getDpsInputOperand(s->inputs[0]);
-          Value v = vector::LoadOp::create(
-              rewriter, loc, cast<VectorType>(s->zero.getType()), in->get(),
-              apply(loc, op.getMatchingIndexingMap(in), pt));
+          SmallVector<Value> idx;
+          Value inside = inputIndices(s->inputs[0], pt, idx);
+          Value v = vector::LoadOp::create(rewriter, loc,
+                                           cast<VectorType>(s->zero.getType()),
+                                           inputMemRef(s->inputs[0]), idx);
           ok = arith::AndIOp::create(rewriter, loc, ok, s->colOk[r]);
+          if (inside)
+            ok = arith::AndIOp::create(rewriter, loc, ok, inside);
           vals.push_back(
               arith::SelectOp::create(rewriter, loc, ok, v, s->zero));
           continue;
@@ -592,11 +652,21 @@ LogicalResult TiledContraction::lower(linalg::LinalgOp op) {
         IRMapping values;
         for (unsigned i : s->inputs) {
           OpOperand *in = op.getDpsInputOperand(i);
-          values.map(
-              body.getArgument(i),
-              isa<MemRefType>(in->get().getType())
-                  ? load(loc, in->get(), op.getMatchingIndexingMap(in), pt)
-                  : in->get());
+          if (!isa<MemRefType>(in->get().getType())) {
+            values.map(body.getArgument(i), in->get());
+            continue;
+          }
+          SmallVector<Value> idx;
+          Value inside = inputIndices(i, pt, idx);
+          Value v = memref::LoadOp::create(rewriter, loc, inputMemRef(i), idx);
+          if (inside) {
+            // The padded copy holds zeros there.
+            Type t = v.getType();
+            Value zero = arith::ConstantOp::create(rewriter, loc, t,
+                                                   rewriter.getZeroAttr(t));
+            v = arith::SelectOp::create(rewriter, loc, inside, v, zero);
+          }
+          values.map(body.getArgument(i), v);
         }
         for (Operation *o : s->ops)
           rewriter.clone(*o, values);
@@ -905,5 +975,8 @@ LogicalResult TiledContraction::lower(linalg::LinalgOp op) {
     storeResult(loc, total_, op, par, pt, fusion);
   }
   eraseFused(op, fusion);
+  for (auto &[i, pc] : padded)
+    for (Operation *dead : {pc.copy, pc.view, pc.fill})
+      rewriter.eraseOp(dead);
   return success();
 }

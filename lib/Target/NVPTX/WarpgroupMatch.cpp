@@ -11,6 +11,7 @@
 //===----------------------------------------------------------------------===//
 
 #include "WarpgroupProblem.h"
+#include "kiln/Target/GPU/PaddedCopy.h"
 
 #include "kiln/Dialect/Kiln/IR/Precision.h"
 
@@ -292,68 +293,20 @@ bool windowExpr(AffineExpr e, ArrayRef<unsigned> outDims, unsigned &out,
   return true;
 }
 
-/// Whether `op` writes zeros to all of `buffer` (a linalg.fill or a
-/// linalg.map yielding a zero constant).
-bool zeroFills(Operation *op, Value buffer) {
-  auto isZero = [](Value v) {
-    auto c = v.getDefiningOp<arith::ConstantOp>();
-    auto f = c ? dyn_cast<FloatAttr>(c.getValue()) : FloatAttr();
-    return f && f.getValue().isZero();
-  };
-  if (auto fill = dyn_cast<linalg::FillOp>(op))
-    return fill.getDpsInitOperand(0)->get() == buffer &&
-           isZero(fill.getInputs()[0]);
-  auto map = dyn_cast<linalg::MapOp>(op);
-  if (!map || map.getDpsInitOperand(0)->get() != buffer ||
-      map.getNumDpsInputs() != 0)
-    return false;
-  auto yield = cast<linalg::YieldOp>(map.getMapper().front().getTerminator());
-  return isZero(yield.getOperand(0));
-}
-
 /// A read of a zero-padded copy (a buffer filled with zeros, then a copy of
 /// `src` into its [0, ph, pw, 0] subview, all in the op's block before it)
 /// reads `src` through a window padded by (ph, pw) instead: the fill and
 /// the copy go away with the op.
 void foldPaddedCopy(Problem &p, Convolution &conv) {
-  Value padded = p.a;
-  Operation *fill = nullptr, *copy = nullptr;
-  memref::SubViewOp view;
-  Value src;
-  for (Operation *u : padded.getUsers()) {
-    if (u == p.op.getOperation())
-      continue;
-    if (!fill && zeroFills(u, padded)) {
-      fill = u;
-      continue;
-    }
-    auto sv = dyn_cast<memref::SubViewOp>(u);
-    if (view || !sv || !sv->hasOneUse())
-      return;
-    view = sv;
-    Operation *c = *sv->user_begin();
-    if (auto mc = dyn_cast<memref::CopyOp>(c))
-      src = mc.getSource();
-    else if (auto lc = dyn_cast<linalg::CopyOp>(c);
-             lc && lc.getDpsInitOperand(0)->get() == sv.getResult())
-      src = lc.getDpsInputOperand(0)->get();
-    else
-      return;
-    copy = c;
-  }
-  if (!fill || !copy || !identityStatic(src) ||
-      fill->getBlock() != p.op->getBlock() ||
-      copy->getBlock() != p.op->getBlock() || !fill->isBeforeInBlock(copy) ||
-      !copy->isBeforeInBlock(p.op) || !view.hasUnitStride())
+  std::optional<PaddedCopy> pc = matchPaddedCopy(p.a, p.op);
+  if (!pc)
     return;
-  ArrayRef<int64_t> offsets = view.getStaticOffsets();
-  auto srcType = cast<MemRefType>(src.getType());
-  auto paddedType = cast<MemRefType>(padded.getType());
-  if (ShapedType::isDynamicShape(offsets) || offsets[0] != 0 ||
-      offsets[3] != 0 || srcType.getShape() != view.getType().getShape() ||
+  ArrayRef<int64_t> offsets = pc->offsets;
+  auto srcType = cast<MemRefType>(pc->src.getType());
+  auto paddedType = cast<MemRefType>(p.a.getType());
+  if (offsets.size() != 4 || offsets[0] != 0 || offsets[3] != 0 ||
       srcType.getDimSize(0) != paddedType.getDimSize(0) ||
-      srcType.getDimSize(3) != paddedType.getDimSize(3) ||
-      srcType.getElementType() != paddedType.getElementType())
+      srcType.getDimSize(3) != paddedType.getDimSize(3))
     return;
   // The window's corners are 8-bit signed for 4-D im2col maps.
   if (offsets[1] > 127 || offsets[2] > 127)
@@ -362,8 +315,8 @@ void foldPaddedCopy(Problem &p, Convolution &conv) {
     conv.pad[i] = offsets[1 + i];
     conv.in[i] = srcType.getDimSize(1 + i);
   }
-  p.a = src;
-  conv.padOps = {fill, view, copy};
+  p.a = pc->src;
+  conv.padOps = {pc->fill, pc->view, pc->copy};
 }
 
 /// A channels-last 2-D convolution (Convolution): C indexed [n, oh, ow, f]

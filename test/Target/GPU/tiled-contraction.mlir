@@ -173,3 +173,45 @@ module {
     return
   }
 }
+
+// -----
+
+// A 3x3 convolution (NHWC, HWCF weights) reading its input through a
+// zero-padded copy (what a padded Conv bufferizes to inside its kernel):
+// the tiles read the unpadded input, its rows and columns shifted by the
+// padding and bounds-checked (zero outside), and the fill, the copy and
+// their 130x130 scratch buffer go away.
+// CHECK-LABEL: func.func private @padded_conv
+// CHECK-NOT: kiln.buffer
+// CHECK-NOT: memref<1x130x130x64xf32>
+// CHECK: gpu.launch
+// CHECK: arith.subi %{{.*}}, %c1
+// CHECK: arith.cmpi ult, %{{.*}}, %c128
+// CHECK: memref.load %arg1[
+// CHECK: arith.select
+// CHECK: scf.for
+// CHECK: gpu.terminator
+// CHECK-NOT: gpu.launch
+// CHECK: return
+#ci = affine_map<(n, h, w, f, kh, kw, c) -> (n, h + kh, w + kw, c)>
+#cw = affine_map<(n, h, w, f, kh, kw, c) -> (kh, kw, c, f)>
+#co = affine_map<(n, h, w, f, kh, kw, c) -> (n, h, w, f)>
+module {
+  func.func private @padded_conv(%x: memref<1x128x128x64xf32>, %w: memref<3x3x64x128xf32>, %y: memref<1x128x128x128xf32>) attributes {kiln.kernel} {
+    %zero = arith.constant 0.0 : f32
+    %p = memref.alloc() : memref<1x130x130x64xf32>
+    linalg.fill ins(%zero : f32) outs(%p : memref<1x130x130x64xf32>)
+    %v = memref.subview %p[0, 1, 1, 0] [1, 128, 128, 64] [1, 1, 1, 1] : memref<1x130x130x64xf32> to memref<1x128x128x64xf32, strided<[1081600, 8320, 64, 1], offset: 8384>>
+    memref.copy %x, %v : memref<1x128x128x64xf32> to memref<1x128x128x64xf32, strided<[1081600, 8320, 64, 1], offset: 8384>>
+    linalg.fill ins(%zero : f32) outs(%y : memref<1x128x128x128xf32>)
+    linalg.generic {indexing_maps = [#ci, #cw, #co], iterator_types = ["parallel", "parallel", "parallel", "parallel", "reduction", "reduction", "reduction"]}
+        ins(%p, %w : memref<1x130x130x64xf32>, memref<3x3x64x128xf32>) outs(%y : memref<1x128x128x128xf32>) {
+    ^bb0(%a: f32, %b: f32, %acc: f32):
+      %m = arith.mulf %a, %b : f32
+      %s = arith.addf %acc, %m : f32
+      linalg.yield %s : f32
+    }
+    memref.dealloc %p : memref<1x130x130x64xf32>
+    return
+  }
+}

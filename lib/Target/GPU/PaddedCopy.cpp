@@ -1,0 +1,86 @@
+//===- PaddedCopy.cpp - Reads of a zero-padded copy -----------------------===//
+//
+// See include/kiln/Target/GPU/PaddedCopy.h.
+//
+//===----------------------------------------------------------------------===//
+
+#include "kiln/Target/GPU/PaddedCopy.h"
+
+#include "mlir/Dialect/Arith/IR/Arith.h"
+#include "mlir/Dialect/Linalg/IR/Linalg.h"
+#include "mlir/Dialect/MemRef/IR/MemRef.h"
+
+using namespace mlir;
+using namespace mlir::kiln;
+
+namespace {
+
+bool identityStatic(Value v) {
+  auto t = dyn_cast<MemRefType>(v.getType());
+  return t && t.hasStaticShape() && t.getLayout().isIdentity();
+}
+
+bool isFloatZero(Value v) {
+  auto c = v.getDefiningOp<arith::ConstantOp>();
+  auto f = c ? dyn_cast<FloatAttr>(c.getValue()) : FloatAttr();
+  return f && f.getValue().isZero();
+}
+
+} // namespace
+
+bool mlir::kiln::zeroFills(Operation *op, Value buffer) {
+  if (auto fill = dyn_cast<linalg::FillOp>(op))
+    return fill.getDpsInitOperand(0)->get() == buffer &&
+           isFloatZero(fill.getInputs()[0]);
+  auto map = dyn_cast<linalg::MapOp>(op);
+  if (!map || map.getDpsInitOperand(0)->get() != buffer ||
+      map.getNumDpsInputs() != 0)
+    return false;
+  auto yield = cast<linalg::YieldOp>(map.getMapper().front().getTerminator());
+  return isFloatZero(yield.getOperand(0));
+}
+
+std::optional<PaddedCopy> mlir::kiln::matchPaddedCopy(Value padded,
+                                                      Operation *reader) {
+  if (!identityStatic(padded))
+    return std::nullopt;
+  PaddedCopy pc;
+  memref::SubViewOp view;
+  for (Operation *u : padded.getUsers()) {
+    if (u == reader)
+      continue;
+    if (!pc.fill && zeroFills(u, padded)) {
+      pc.fill = u;
+      continue;
+    }
+    auto sv = dyn_cast<memref::SubViewOp>(u);
+    if (view || !sv || !sv->hasOneUse())
+      return std::nullopt;
+    view = sv;
+    Operation *c = *sv->user_begin();
+    if (auto mc = dyn_cast<memref::CopyOp>(c))
+      pc.src = mc.getSource();
+    else if (auto lc = dyn_cast<linalg::CopyOp>(c);
+             lc && lc.getDpsInitOperand(0)->get() == sv.getResult())
+      pc.src = lc.getDpsInputOperand(0)->get();
+    else
+      return std::nullopt;
+    pc.copy = c;
+  }
+  if (!pc.fill || !pc.copy || !identityStatic(pc.src) ||
+      pc.fill->getBlock() != reader->getBlock() ||
+      pc.copy->getBlock() != reader->getBlock() ||
+      !pc.fill->isBeforeInBlock(pc.copy) || !pc.copy->isBeforeInBlock(reader) ||
+      !view.hasUnitStride())
+    return std::nullopt;
+  ArrayRef<int64_t> offsets = view.getStaticOffsets();
+  auto srcType = cast<MemRefType>(pc.src.getType());
+  if (ShapedType::isDynamicShape(offsets) ||
+      srcType.getShape() != view.getType().getShape() ||
+      srcType.getElementType() !=
+          cast<MemRefType>(padded.getType()).getElementType())
+    return std::nullopt;
+  pc.offsets.assign(offsets.begin(), offsets.end());
+  pc.view = view;
+  return pc;
+}
