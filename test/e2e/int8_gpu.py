@@ -15,7 +15,7 @@ see test/e2e/int8_qdq.py).
 
 Here (lit): the cuda build's report (its sm_90a image) names an integer
 matrix instruction for every int8 product, wgmma for the MLP's two and the
-conv net's two 128-channel convolutions, and the run half is checked on the CPU build. The
+conv nets' two 128- and two 64-channel convolutions, and the run half is checked on the CPU build. The
 GPU half (no GPU on the machine that compiles):
 
   .venv/bin/python test/e2e/int8_gpu.py prepare .gpu/int8
@@ -63,16 +63,16 @@ def models():
         return helper.make_model(graph, opset_imports=[helper.make_opsetid("", 17)],
                                  ir_version=8)
 
-    def convnet():
-        # 128 channels into conv2 and conv3: sm_90a's warpgroup kernel
-        # copies 128 channels (bytes) per filter tap; conv1's 16 stay on
-        # mma.sync.
-        inits = [numpy_helper.from_array(w(128, 16, 3, 3), "c1"),
-                 numpy_helper.from_array(w(128, scale=0.1), "c1b"),
-                 numpy_helper.from_array(w(128, 128, 3, 3), "c2"),
-                 numpy_helper.from_array(w(128, scale=0.1), "c2b"),
-                 numpy_helper.from_array(w(128, 128, 1, 1), "c3"),
-                 numpy_helper.from_array(w(128, scale=0.1), "c3b")]
+    def convnet(c=128):
+        # c channels into conv2 and conv3: sm_90a's warpgroup kernel copies
+        # 128 channels (bytes) per filter tap, 64 of them real and 64
+        # out-of-bounds zeros when c = 64; conv1's 16 stay on mma.sync.
+        inits = [numpy_helper.from_array(w(c, 16, 3, 3), "c1"),
+                 numpy_helper.from_array(w(c, scale=0.1), "c1b"),
+                 numpy_helper.from_array(w(c, c, 3, 3), "c2"),
+                 numpy_helper.from_array(w(c, scale=0.1), "c2b"),
+                 numpy_helper.from_array(w(c, c, 1, 1), "c3"),
+                 numpy_helper.from_array(w(c, scale=0.1), "c3b")]
         nodes = [
             helper.make_node("Conv", ["x", "c1", "c1b"], ["a1"], pads=[1, 1, 1, 1], name="conv1"),
             helper.make_node("Relu", ["a1"], ["r1"], name="relu1"),
@@ -85,7 +85,30 @@ def models():
         graph = helper.make_graph(
             nodes, "convnet",
             [helper.make_tensor_value_info("x", TensorProto.FLOAT, [8, 16, 32, 32])],
-            [helper.make_tensor_value_info("y", TensorProto.FLOAT, [8, 128, 16, 16])], inits)
+            [helper.make_tensor_value_info("y", TensorProto.FLOAT, [8, c, 16, 16])], inits)
+        return helper.make_model(graph, opset_imports=[helper.make_opsetid("", 17)],
+                                 ir_version=8)
+
+    def stemnet():
+        # An RGB stem (7x7, stride 2, 3 channels padded to 4 for the int8
+        # products): an im2col GEMM (K = 196 padded to 208, K-major
+        # filters) on the integer matrix instructions, then a 3x3
+        # convolution of 64 channels.
+        inits = [numpy_helper.from_array(w(64, 3, 7, 7), "s1"),
+                 numpy_helper.from_array(w(64, scale=0.1), "s1b"),
+                 numpy_helper.from_array(w(64, 64, 3, 3), "s2"),
+                 numpy_helper.from_array(w(64, scale=0.1), "s2b")]
+        nodes = [
+            helper.make_node("Conv", ["x", "s1", "s1b"], ["a1"], pads=[3, 3, 3, 3],
+                             strides=[2, 2], name="stem"),
+            helper.make_node("Relu", ["a1"], ["r1"], name="relu1"),
+            helper.make_node("Conv", ["r1", "s2", "s2b"], ["y"], pads=[1, 1, 1, 1],
+                             name="conv2"),
+        ]
+        graph = helper.make_graph(
+            nodes, "stemnet",
+            [helper.make_tensor_value_info("x", TensorProto.FLOAT, [8, 3, 64, 64])],
+            [helper.make_tensor_value_info("y", TensorProto.FLOAT, [8, 64, 32, 32])], inits)
         return helper.make_model(graph, opset_imports=[helper.make_opsetid("", 17)],
                                  ir_version=8)
 
@@ -94,7 +117,9 @@ def models():
     return [("mlp_u8s8_channel", mlp, {}, 2, 2),
             ("mlp_s8s8_tensor", mlp, {"per_channel": False, "activation_type": "QInt8"}, 2, 2),
             ("conv_u8s8_channel", convnet, {}, 3, 2),
-            ("conv_s8s8_tensor", convnet, {"per_channel": False, "activation_type": "QInt8"}, 3, 2)]
+            ("conv_s8s8_tensor", convnet, {"per_channel": False, "activation_type": "QInt8"}, 3, 2),
+            ("conv64_u8s8_channel", lambda: convnet(64), {}, 3, 2),
+            ("stem_u8s8_channel", stemnet, {}, 2, 2)]
 
 
 def prepare(stage, target="cuda"):
@@ -126,7 +151,7 @@ def prepare(stage, target="cuda"):
             # Every int8 product on an integer matrix instruction (the report
             # shows the sm_90a image): warpgroup MMA (wgmma m64nNk32) where
             # the kernel takes it, mma.sync m16n8k32 otherwise (convolutions
-            # of fewer than 128 channels).
+            # of fewer than 64 channels).
             text = open(report).read()
             wgmma = len(re.findall(r"wgmma m64n\d+k32 [us]8x[us]8", text))
             found = wgmma + text.count("matrix instruction 16x8x32")

@@ -6,8 +6,9 @@
 // kernels, and as a plain reduction it runs one thread per output. It
 // becomes an explicit GEMM: the windows are copied into an im2col buffer
 // [pixels..., K'] (K = KH * KW * C padded with zeros to a multiple of 8),
-// the filter into [K', F] (zeros past K), and the contraction of the two is
-// a matmul the tensor-core lowerings take. The output, its fill and its
+// the filter into [K', F] (zeros past K; [F, K'] for 8-bit integers, K
+// padded to 16, which warpgroup MMA reads K-major only), and the
+// contraction of the two is a matmul the tensor-core lowerings take. The output, its fill and its
 // epilogue are the convolution's own.
 //
 //===----------------------------------------------------------------------===//
@@ -52,17 +53,33 @@ std::optional<ConvDims> matchConv(linalg::GenericOp g) {
   if (!isWindowed(c.a) || isWindowed(c.b) || !bMap.isProjectedPermutation() ||
       !cMap.isProjectedPermutation() || cMap.getNumResults() != 4)
     return std::nullopt;
-  // The body: out + a * b (in f32 from the operands' extensions or not).
+  // The body: out + a * b (in f32 from the operands' extensions or not), or
+  // its integer form on the operands' extensions (an int8 product's i32
+  // sums; zero points subtracted in the body would make the zero padding
+  // past K count, so not those).
   Block &body = *g.getBlock();
-  auto add = dyn_cast_or_null<arith::AddFOp>(
-      body.getTerminator()->getOperand(0).getDefiningOp());
-  if (!add || body.getNumArguments() != 3)
+  Operation *add = body.getTerminator()->getOperand(0).getDefiningOp();
+  if (!add || !isa<arith::AddFOp, arith::AddIOp>(add) ||
+      body.getNumArguments() != 3)
     return std::nullopt;
   Value acc = body.getArgument(2);
-  Value prod = add.getLhs() == acc ? add.getRhs() : add.getLhs();
-  if ((add.getLhs() != acc && add.getRhs() != acc) ||
-      !prod.getDefiningOp<arith::MulFOp>())
+  Value lhs = add->getOperand(0), rhs = add->getOperand(1);
+  Value prod = lhs == acc ? rhs : lhs;
+  if (lhs != acc && rhs != acc)
     return std::nullopt;
+  if (isa<arith::AddFOp>(add) && !prod.getDefiningOp<arith::MulFOp>())
+    return std::nullopt;
+  if (isa<arith::AddIOp>(add)) {
+    auto mul = prod.getDefiningOp<arith::MulIOp>();
+    auto extendedArg = [&](Value v) {
+      if (isa_and_nonnull<arith::ExtSIOp, arith::ExtUIOp>(v.getDefiningOp()))
+        v = v.getDefiningOp()->getOperand(0);
+      auto arg = dyn_cast<BlockArgument>(v);
+      return arg && arg.getOwner() == &body && arg.getArgNumber() < 2;
+    };
+    if (!mul || !extendedArg(mul.getLhs()) || !extendedArg(mul.getRhs()))
+      return std::nullopt;
+  }
   SmallVector<utils::IteratorType> iters = g.getIteratorTypesArray();
   SmallVector<unsigned> windowed;
   for (unsigned d = 0; d < 7; ++d) {
@@ -125,10 +142,15 @@ LogicalResult SmallChannelConv::rewrite(linalg::GenericOp g, Value ctx) {
     return failure();
   Type aElem = getElementTypeOrSelf(c->a->get().getType());
   Type bElem = getElementTypeOrSelf(c->b->get().getType());
-  if (aElem != bElem || !(aElem.isF16() || aElem.isBF16()))
+  // 8-bit products: K padded to the integer instructions' 16 and the
+  // filters K-major ([F, K']: what 8-bit matrix instructions that read
+  // shared memory take).
+  bool bytes8 = aElem.isInteger(8);
+  if (aElem != bElem || !(aElem.isF16() || aElem.isBF16() || bytes8))
     return failure();
   int64_t C = loops[c->channels], KH = loops[c->kh], KW = loops[c->kw];
-  int64_t K = KH * KW * C, Kp = (K + 7) / 8 * 8;
+  int64_t align = bytes8 ? 16 : 8;
+  int64_t K = KH * KW * C, Kp = (K + align - 1) / align * align;
   // Few channels (what a tap's tile would read mostly as padding), a short
   // K (the whole window fits a few K steps), and an im2col buffer of at
   // most 1 GiB.
@@ -156,7 +178,9 @@ LogicalResult SmallChannelConv::rewrite(linalg::GenericOp g, Value ctx) {
     colShape.push_back(loops[d]);
   colShape.push_back(Kp);
   Value cols = makeBuffer(colShape, aElem);
-  Value filters = makeBuffer({Kp, loops[c->filters]}, bElem);
+  int64_t F = loops[c->filters];
+  Value filters =
+      bytes8 ? makeBuffer({F, Kp}, bElem) : makeBuffer({Kp, F}, bElem);
 
   // The new ops go before the output's fill (the matmul stays right after
   // it), else before the convolution.
@@ -210,7 +234,8 @@ LogicalResult SmallChannelConv::rewrite(linalg::GenericOp g, Value ctx) {
         Value inRange = windowPoint(b, l, linalg::IndexOp::create(b, l, 3), pt);
         linalg::YieldOp::create(b, l, loadAt(b, l, c->a, pt, inRange));
       });
-  // filters[k, f] = B at k's window position and f.
+  // filters[k, f] (8-bit: filters[f, k]) = B at k's window position and f.
+  int64_t kPos = bytes8 ? 1 : 0, fPos = 1 - kPos;
   linalg::GenericOp::create(
       rewriter, loc, TypeRange{}, ValueRange{}, ValueRange{filters},
       ArrayRef<AffineMap>{AffineMap::getMultiDimIdentityMap(2, context)},
@@ -219,8 +244,9 @@ LogicalResult SmallChannelConv::rewrite(linalg::GenericOp g, Value ctx) {
         Value zero = arith::ConstantIndexOp::create(b, l, 0);
         for (unsigned d : c->pixels)
           pt[d] = zero;
-        pt[c->filters] = linalg::IndexOp::create(b, l, 1);
-        Value inRange = windowPoint(b, l, linalg::IndexOp::create(b, l, 0), pt);
+        pt[c->filters] = linalg::IndexOp::create(b, l, fPos);
+        Value inRange =
+            windowPoint(b, l, linalg::IndexOp::create(b, l, kPos), pt);
         linalg::YieldOp::create(b, l, loadAt(b, l, c->b, pt, inRange));
       });
   // The matmul over (pixels..., f, k) into the convolution's output.
@@ -232,7 +258,9 @@ LogicalResult SmallChannelConv::rewrite(linalg::GenericOp g, Value ctx) {
   auto dim = [&](unsigned i) { return getAffineDimExpr(i, context); };
   AffineMap colsMap =
       AffineMap::get(5, 0, {dim(0), dim(1), dim(2), dim(4)}, context);
-  AffineMap filtersMap = AffineMap::get(5, 0, {dim(4), dim(3)}, context);
+  AffineMap filtersMap = bytes8
+                             ? AffineMap::get(5, 0, {dim(3), dim(4)}, context)
+                             : AffineMap::get(5, 0, {dim(4), dim(3)}, context);
   SmallVector<AffineExpr> outExprs;
   OpOperand *out = g.getDpsInitOperand(0);
   for (AffineExpr e : g.getMatchingIndexingMap(out).getResults())

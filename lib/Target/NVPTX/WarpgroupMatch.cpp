@@ -435,9 +435,13 @@ std::optional<Problem> warpgroup::analyze(Operation *operation) {
       bt.getElementType() != p.elem ||
       !(bytes ? p.acc.isInteger(32) : p.acc.isF32()))
     return std::nullopt;
-  // The copies of a convolution's A bring at least one full slice of
-  // channels.
-  if (p.conv && p.conv->channels < p.bk())
+  // Each K step of a convolution copies a slice of bk channels of one
+  // filter tap; fewer channels than that are read as the copies'
+  // out-of-bounds zeros (A's im2col box and B's box both pass the
+  // channels' end), which multiply into nothing. At least half a slice:
+  // below that most of the instruction's work would be zeros (a stem's
+  // three channels take SmallChannelConv's im2col GEMM instead).
+  if (p.conv && 2 * p.conv->channels < p.bk())
     return std::nullopt;
   // wgmma reads TF32 and 8-bit operands K-major only: an N-major B is
   // transposed first, when its K and N are its two innermost dims (or it is

@@ -107,6 +107,35 @@ func.func @concat_softmax(%x: tensor<1x2x4x4xf32>) -> tensor<1x4x4x4xf32> {
 
 // -----
 
+// A U-Net decoder step: Resize (linear, x2) of a convolution's output, a
+// Concat with a graph input (channels-first: not from a convolution), then
+// a convolution. The transpose sinks through the Resize (the axes its
+// scales name move with the dims: [0, 3, 1, 2]) and the Concat (half its
+// operands came channels-last; the input gets a transpose of its own),
+// where it meets the next convolution's: no transpose of the concatenated
+// value is left.
+// CHECK-LABEL: func.func @resize_concat(
+// CHECK-SAME: %[[X:.*]]: tensor<1x4x8x8xf32>, %[[SKIP:.*]]: tensor<1x4x16x16xf32>
+// CHECK: %[[A:.*]] = "onnx.Conv"(%{{.*}}) {{.*}} -> tensor<1x8x8x4xf32>
+// CHECK: %[[UP:.*]] = "onnx.Resize"(%[[A]], %{{.*}}, %{{.*}}, %{{.*}}) <{axes = [0, 3, 1, 2]{{.*}}}> {{.*}} -> tensor<1x16x16x4xf32>
+// CHECK: %[[S:.*]] = "onnx.Transpose"(%[[SKIP]]) <{perm = [0, 2, 3, 1]}>
+// CHECK: %[[CAT:.*]] = "onnx.Concat"(%[[UP]], %[[S]]) <{axis = 3 : i64}> {{.*}} -> tensor<1x16x16x8xf32>
+// CHECK-NEXT: %[[Y:.*]] = "onnx.Conv"(%[[CAT]]
+// CHECK: "onnx.Transpose"(%[[Y]]) <{perm = [0, 3, 1, 2]}>
+func.func @resize_concat(%x: tensor<1x4x8x8xf32>, %skip: tensor<1x4x16x16xf32>) -> tensor<1x4x16x16xf32> {
+  %w = arith.constant dense<0.25> : tensor<4x4x1x1xf32>
+  %w2 = arith.constant dense<0.125> : tensor<4x8x3x3xf32>
+  %n = "onnx.NoValue"() : () -> none
+  %scales = arith.constant dense<[1.0, 1.0, 2.0, 2.0]> : tensor<4xf32>
+  %a = "onnx.Conv"(%x, %w, %n) {kernel_shape = [1, 1]} : (tensor<1x4x8x8xf32>, tensor<4x4x1x1xf32>, none) -> tensor<1x4x8x8xf32>
+  %up = "onnx.Resize"(%a, %n, %scales, %n) {mode = "linear"} : (tensor<1x4x8x8xf32>, none, tensor<4xf32>, none) -> tensor<1x4x16x16xf32>
+  %cat = "onnx.Concat"(%up, %skip) {axis = 1 : i64} : (tensor<1x4x16x16xf32>, tensor<1x4x16x16xf32>) -> tensor<1x8x16x16xf32>
+  %y = "onnx.Conv"(%cat, %w2, %n) {kernel_shape = [3, 3], pads = [1, 1, 1, 1]} : (tensor<1x8x16x16xf32>, tensor<4x8x3x3xf32>, none) -> tensor<1x4x16x16xf32>
+  return %y : tensor<1x4x16x16xf32>
+}
+
+// -----
+
 // A depthwise convolution (group = channels) with dynamic batch and
 // spatial dims: its weights [F, 1, kh, kw] become [kh, kw, 1, F].
 // CHECK-LABEL: func.func @depthwise_dynamic(

@@ -1,6 +1,6 @@
-// RUN: kiln-opt %s --kiln-map-kernels-to-gpu="device='cuda sm_80'" | FileCheck %s
-// RUN: kiln-opt %s --kiln-map-kernels-to-gpu="device='cuda sm_80' tensor-cores=0" | FileCheck %s --check-prefix=OFF
-// RUN: kiln-opt %s --kiln-map-kernels-to-gpu="device='cuda sm_90a'" | FileCheck %s --check-prefix=HOPPER
+// RUN: kiln-opt %s --kiln-map-kernels-to-gpu="device='cuda sm_80'" --split-input-file | FileCheck %s
+// RUN: kiln-opt %s --kiln-map-kernels-to-gpu="device='cuda sm_80' tensor-cores=0" --split-input-file | FileCheck %s --check-prefix=OFF
+// RUN: kiln-opt %s --kiln-map-kernels-to-gpu="device='cuda sm_90a'" --split-input-file | FileCheck %s --check-prefix=HOPPER
 
 // A stem convolution (an RGB image, 3 channels, 7x7 window at stride 2,
 // NHWC with HWCF filters, f16 with f32 accumulation, a bias and ReLU after
@@ -67,6 +67,50 @@ module {
       linalg.yield %3 : f16
     }
     memref.dealloc %acc : memref<8x32x32x32xf32>
+    return
+  }
+}
+
+// -----
+
+// The same for an int8 stem (u8 activations with their channels padded to
+// 4, s8 filters, i32 sums): K = 7 * 7 * 4 = 196 padded to 208 (the integer
+// instructions' 16), the filters K-major [64, 208] (8-bit warpgroup MMA
+// reads B K-major only: no transpose launch on sm_90a).
+// CHECK-LABEL: func.func private @stem_int8
+// CHECK-DAG: %[[COLS:.*]] = kiln.buffer %arg0 : memref<8x32x32x208xi8>
+// CHECK-DAG: %[[FILT:.*]] = kiln.buffer %arg0 : memref<64x208xi8>
+// CHECK: gpu.launch
+// CHECK: arith.minui %{{.*}}, %c195
+// CHECK: arith.cmpi ult, %{{.*}}, %c196
+// CHECK: memref.store %{{.*}}, %[[COLS]]
+// CHECK: gpu.launch
+// CHECK: memref.store %{{.*}}, %[[FILT]]
+// CHECK: gpu.launch
+// CHECK: nvvm.mma.sync
+// HOPPER-LABEL: func.func private @stem_int8
+// HOPPER-SAME: kiln.gpu_contractions = ["8192x64x208: tile {{.*}}wgmma m64n64k32 u8xs8
+// HOPPER-NOT: K-major
+// HOPPER: return
+// OFF-LABEL: func.func private @stem_int8
+// OFF-NOT: memref<64x208xi8>
+// OFF: return
+#a8 = affine_map<(n, oh, ow, f, kh, kw, c) -> (n, oh * 2 + kh, ow * 2 + kw, c)>
+#w8 = affine_map<(n, oh, ow, f, kh, kw, c) -> (kh, kw, c, f)>
+#o8 = affine_map<(n, oh, ow, f, kh, kw, c) -> (n, oh, ow, f)>
+module {
+  func.func private @stem_int8(%x: memref<8x69x69x4xi8>, %w: memref<7x7x4x64xi8>, %y: memref<8x32x32x64xi32>) attributes {kiln.kernel} {
+    %zero = arith.constant 0 : i32
+    linalg.fill ins(%zero : i32) outs(%y : memref<8x32x32x64xi32>)
+    linalg.generic {indexing_maps = [#a8, #w8, #o8], iterator_types = ["parallel", "parallel", "parallel", "parallel", "reduction", "reduction", "reduction"]}
+        ins(%x, %w : memref<8x69x69x4xi8>, memref<7x7x4x64xi8>) outs(%y : memref<8x32x32x64xi32>) {
+    ^bb0(%in: i8, %wt: i8, %out: i32):
+      %0 = arith.extui %in : i8 to i32
+      %1 = arith.extsi %wt : i8 to i32
+      %2 = arith.muli %0, %1 : i32
+      %3 = arith.addi %out, %2 : i32
+      linalg.yield %3 : i32
+    }
     return
   }
 }

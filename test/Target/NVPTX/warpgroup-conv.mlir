@@ -6,8 +6,10 @@
 // row) in steps of the stride; and a tile map of the weights (one tap's
 // 64 channels x 64 filters of HWCF weights, or BN filters x 64 channels of
 // FHWC ones). Each K step is one filter tap's 64 channels: an im2col copy at
-// the tap's filter offsets and the weights' copy at that tap. A depthwise
-// convolution and one of fewer than 64 channels keep the mma.sync strategy.
+// the tap's filter offsets and the weights' copy at that tap. 32 to 63
+// channels still take it (the boxes' channels past the end are
+// out-of-bounds zeros); a depthwise convolution and one of fewer than 32
+// channels keep the mma.sync strategy.
 // RUN: kiln-opt %s --kiln-map-kernels-to-gpu="device='cuda sm_90a'" | FileCheck %s --check-prefix=IR
 // RUN: kiln-opt %s --pass-pipeline="builtin.module(kiln-map-kernels-to-gpu{device='cuda sm_90a'}, canonicalize, gpu-launch-sink-index-computations, gpu-kernel-outlining, kiln-merge-gpu-modules, nvvm-attach-target{chip=sm_90a features=+ptx80 O=3}, gpu.module(lower-affine, arith-expand, expand-strided-metadata, convert-scf-to-cf, kiln-finalize-device-memrefs{stage=before}, convert-gpu-to-nvvm, kiln-finalize-device-memrefs, kiln-nvptx-grid-constants, convert-nvvm-to-llvm, canonicalize, cse, reconcile-unrealized-casts), gpu-module-to-binary{format=isa})" | sed -e 's/\\0A/\n/g' -e 's/\\09/ /g' | FileCheck %s --check-prefix=PTX
 
@@ -44,7 +46,13 @@
 // IR-NOT: memref.copy
 // IR-NOT: linalg.copy
 // IR: gpu.launch
+// 32 channels: one K step per tap, a box of 64 channels over 32.
 // IR-LABEL: func.func private @conv_c32(
+// IR: kiln.im2col_map %{{.*}}, %{{.*}} pixels {{[0-9]+}} channels 64 {{.*}} : memref<8x58x58x32xf16>
+// IR: kiln.tile_map %{{.*}}, %{{.*}} box [1, 1, 64, 64] swizzle 128 : memref<3x3x32x64xf16>
+// IR: scf.for %{{.*}} = %c0_i32 to %{{.*}}
+// IR: nvvm.wgmma.mma_async
+// IR-LABEL: func.func private @conv_c16(
 // IR-NOT: kiln.im2col_map
 // IR: nvvm.mma.sync
 
@@ -133,6 +141,20 @@ module {
     linalg.fill ins(%zero : f32) outs(%y : memref<8x56x56x64xf32>)
     linalg.generic {indexing_maps = [#in3, #hwcf, #out], iterator_types = ["parallel", "parallel", "parallel", "parallel", "reduction", "reduction", "reduction"]}
         ins(%x, %w : memref<8x58x58x32xf16>, memref<3x3x32x64xf16>) outs(%y : memref<8x56x56x64xf32>) {
+    ^bb0(%in: f16, %in_0: f16, %out: f32):
+      %0 = arith.extf %in : f16 to f32
+      %1 = arith.extf %in_0 : f16 to f32
+      %2 = arith.mulf %0, %1 : f32
+      %3 = arith.addf %out, %2 : f32
+      linalg.yield %3 : f32
+    }
+    return
+  }
+  func.func private @conv_c16(%x: memref<8x58x58x16xf16>, %w: memref<3x3x16x64xf16>, %y: memref<8x56x56x64xf32>) attributes {kiln.kernel} {
+    %zero = arith.constant 0.0 : f32
+    linalg.fill ins(%zero : f32) outs(%y : memref<8x56x56x64xf32>)
+    linalg.generic {indexing_maps = [#in3, #hwcf, #out], iterator_types = ["parallel", "parallel", "parallel", "parallel", "reduction", "reduction", "reduction"]}
+        ins(%x, %w : memref<8x58x58x16xf16>, memref<3x3x16x64xf16>) outs(%y : memref<8x56x56x64xf32>) {
     ^bb0(%in: f16, %in_0: f16, %out: f32):
       %0 = arith.extf %in : f16 to f32
       %1 = arith.extf %in_0 : f16 to f32

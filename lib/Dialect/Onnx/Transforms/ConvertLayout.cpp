@@ -325,7 +325,12 @@ struct ConvertLayoutPass
       bool concat = isa<ConcatOp>(user);
       bool pool = isPool(user) && !isChannelsLast(user) &&
                   perm == channelsFirstPermutation(rank);
-      if (!layoutFree && !concat && !pool)
+      // Resize of the transposed data (its scales, sizes and roi per axis
+      // stay; the axes they name move with the dims).
+      bool resize = isa<ResizeOp>(user) &&
+                    user->getOperand(0) == t.getResult() &&
+                    llvm::count(user->getOperands(), t.getResult()) == 1;
+      if (!layoutFree && !concat && !pool && !resize)
         continue;
       if (llvm::any_of(user->getResultTypes(), [&](Type r) {
             auto rt = dyn_cast<RankedTensorType>(r);
@@ -335,24 +340,44 @@ struct ConvertLayoutPass
       if (isa<MaxPoolOp>(user) && user->getNumResults() > 1 &&
           !user->getResult(1).use_empty())
         continue;
+      SmallVector<int64_t> inv = invertPermutation(perm);
       SmallVector<Value> operands;
       if (pool) {
         operands.push_back(x);
+      } else if (resize) {
+        operands.push_back(x);
+        llvm::append_range(operands, user->getOperands().drop_front());
       } else {
+        // A Concat moves when at least half of its operands come in the
+        // other layout; the others get a transpose of their own (fewer
+        // bytes than the one of the whole result it saves; not sunk
+        // further, so two concats never trade transposes back and forth).
+        int64_t misses = 0;
         for (Value v : user->getOperands()) {
           // A QuantizeLinear's or DequantizeLinear's scale and zero point
           // stay as they are.
           Value before = qdq && !operands.empty()
                              ? v
                              : operandBefore(b, loc, v, perm, rank);
+          auto vt = dyn_cast<RankedTensorType>(v.getType());
+          if (!before && concat && vt && vt.getRank() == rank &&
+              2 * (misses + 1) <=
+                  static_cast<int64_t>(user->getNumOperands())) {
+            before = createTranspose(b, loc, v, inv);
+            ++misses;
+          }
           if (!before)
             break;
           operands.push_back(before);
         }
-        if (operands.size() != user->getNumOperands())
+        if (operands.size() != user->getNumOperands()) {
+          for (Value v : operands)
+            if (auto extra = v.getDefiningOp<TransposeOp>();
+                extra && !made.contains(extra) && extra->use_empty())
+              extra.erase();
           continue;
+        }
       }
-      SmallVector<int64_t> inv = invertPermutation(perm);
       Operation *moved = b.clone(*user);
       moved->setOperands(operands);
       for (OpResult r : moved->getResults())
@@ -367,6 +392,26 @@ struct ConvertLayoutPass
           continue;
         }
         moved->setAttr("axis", b.getI64IntegerAttr(perm[*axis]));
+      }
+      if (resize) {
+        SmallVector<int64_t> axes;
+        if (ArrayAttr a = cast<ResizeOp>(user).getAxesAttr()) {
+          for (Attribute v : a) {
+            FailureOr<int64_t> n =
+                normalizeAxis(cast<IntegerAttr>(v).getInt(), rank);
+            if (failed(n))
+              break;
+            axes.push_back(perm[*n]);
+          }
+          if (static_cast<int64_t>(axes.size()) != (int64_t)a.size()) {
+            moved->erase();
+            continue;
+          }
+        } else {
+          for (int64_t i = 0; i < rank; ++i)
+            axes.push_back(perm[i]);
+        }
+        moved->setAttr("axes", b.getI64ArrayAttr(axes));
       }
       for (auto [r, m] : llvm::zip(user->getResults(), moved->getResults())) {
         if (isa<NoneType>(r.getType()) || r.use_empty())
