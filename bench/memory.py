@@ -53,8 +53,10 @@ inputs and compares its outputs with the unconstrained build's (bit-exact,
 else the largest absolute and relative difference), times them in
 interleaved rounds (CUDA events around kiln_instance_run_device on torch's
 stream for a device build; kiln-run for a cpu one) and prints the table:
-peak, x natural, arena, the device memory each instance took, recomputed and
-chunked launches, extra FLOPs, p50 and min, extra time, identical.
+peak, x natural, arena, the largest scratch one kernel allocates on a device
+(kilnc's report, "scr": held while that kernel runs, on top of the arena),
+the device memory each instance took, recomputed and chunked launches, extra
+FLOPs, p50 and min, extra time, identical.
 """
 import argparse
 import json
@@ -405,7 +407,9 @@ def prepare_model(a, spec, budgets, work):
              "natural_peak": natural, "natural_arena": base["arena_bytes"],
              "persistent": persistent, "total_flops": base["total_flops"],
              "builds": [{"budget": "none", "budget_bytes": None, "peak": natural,
-                         "arena": base["arena_bytes"], "recomputed": 0, "chunked": 0,
+                         "arena": base["arena_bytes"],
+                         "scratch": base.get("device_scratch_bytes", 0),
+                         "recomputed": 0, "chunked": 0,
                          "extra_flops": 0, "so": name("none", ".so"),
                          "report": name("none", ".json"),
                          "sha256": kiln_tools.file_sha256(
@@ -452,6 +456,7 @@ def prepare_model(a, spec, budgets, work):
         entry["builds"].append({
             "budget": budget, "budget_bytes": remat["budget_bytes"],
             "peak": rep["peak_live_bytes"], "arena": rep["arena_bytes"],
+            "scratch": rep.get("device_scratch_bytes", 0),
             "recomputed": len(remat["recomputed"]),
             "recomputed_nodes": [n for k in remat["recomputed"] for n in k["onnx_nodes"]],
             "chunked": len(remat.get("chunked", [])),
@@ -634,7 +639,8 @@ def print_table(entry, rows, ms_what):
           f"{entry['natural_arena'] / MIB:.2f} MiB ({entry['persistent'] / MIB:.2f} MiB persistent "
           f"buffers), {total / 1e9:.3f} GFLOP; {ms_what}")
     print(f"{'model':<12} {'budget':>6} {'budget MiB':>10} {'peak MiB':>9} {'x nat':>6} "
-          f"{'arena MiB':>9} {'dev MiB':>8} {'recomp':>6} {'chunked':>10} {'+FLOP%':>7} "
+          f"{'arena MiB':>9} {'scr MiB':>7} {'dev MiB':>8} {'recomp':>6} {'chunked':>10} "
+          f"{'+FLOP%':>7} "
           f"{'p50 ms':>9} {'min ms':>9} {'+time%':>7}  identical")
     base = next((r for r in rows if r["budget"] == "none" and "ms" in r), None)
     for r in rows:
@@ -657,7 +663,8 @@ def print_table(entry, rows, ms_what):
         same = ("(reference)" if r["budget"] == "none" else "bit-exact" if c.get("bit_exact") else
                 f"max abs {c['max_abs']:.1e} (rel {c['max_rel']:.1e})" if c else "")
         print(f"{head} {r['peak'] / MIB:>9.2f} {r['peak'] / natural:>6.2f} "
-              f"{r['arena'] / MIB:>9.2f} {dev:>8} {r['recomputed']:>6} {chunked:>10} "
+              f"{r['arena'] / MIB:>9.2f} {r.get('scratch', 0) / MIB:>7.1f} {dev:>8} "
+              f"{r['recomputed']:>6} {chunked:>10} "
               f"{100.0 * r['extra_flops'] / total:>7.1f} "
               f"{lat.get('p50', float('nan')):>9.3f} {lat.get('min', float('nan')):>9.3f} "
               f"{extra_t:>7}  {same}", flush=True)

@@ -369,6 +369,7 @@ LogicalResult mlir::kiln::buildStagePipeline(OpPassManager &pm, StringRef stage,
     if (optLevel >= 1 && layout == "nhwc") {
       KilnOnnxConvertLayoutOptions o;
       o.layout = layout;
+      o.filterFirstInt8 = target->wantsFilterFirstInt8Convs();
       pm.addNestedPass<func::FuncOp>(createKilnOnnxConvertLayout(o));
       pm.addPass(createCanonicalizerPass());
       pm.addPass(createCSEPass());

@@ -349,6 +349,11 @@ bool mlir::kiln::addCodegenToReport(llvm::json::Value &report, ModuleOp module,
     if (auto names = fn->getAttrOfType<ArrayAttr>("kiln.kernel_aliases"))
       for (auto n : names.getAsRange<StringAttr>())
         aliasOf[n.getValue()] = fn;
+  // Device targets: the largest scratch a kernel allocates itself (padded
+  // copies, split-K parts, im2col buffers), held while it runs on top of the
+  // arena (docs/runtime.md).
+  int64_t maxScratch = 0;
+  std::string maxScratchKernel;
   for (llvm::json::Value &k : *kernels) {
     llvm::json::Object *ko = k.getAsObject();
     std::optional<StringRef> name = ko ? ko->getString("name") : std::nullopt;
@@ -361,6 +366,15 @@ bool mlir::kiln::addCodegenToReport(llvm::json::Value &report, ModuleOp module,
       continue;
     if (auto bits = fn->getAttrOfType<IntegerAttr>("kiln.cpu_vector_bits"))
       (*ko)["vector_bits"] = bits.getInt();
+    if (auto sb = fn->getAttrOfType<IntegerAttr>("kiln.scratch_bytes")) {
+      (*ko)["scratch_bytes"] = sb.getInt();
+      if (sb.getInt() > maxScratch) {
+        maxScratch = sb.getInt();
+        maxScratchKernel = name->str();
+      }
+    }
+    if (fn->hasAttr("kiln.scratch_dynamic"))
+      (*ko)["scratch_dynamic"] = true;
     if (auto par = fn->getAttrOfType<IntegerAttr>("kiln.cpu_parallel"))
       (*ko)["parallel_ops"] = par.getInt();
     // GPU targets: each tiled contraction's problem, tile and instruction.
@@ -384,6 +398,10 @@ bool mlir::kiln::addCodegenToReport(llvm::json::Value &report, ModuleOp module,
       if (scalars)
         (*ko)["scalar_outputs"] = true;
     }
+  }
+  if (maxScratch > 0) {
+    (*obj)["device_scratch_bytes"] = maxScratch;
+    (*obj)["device_scratch_kernel"] = maxScratchKernel;
   }
   if (device.empty())
     return true;
@@ -629,6 +647,12 @@ void mlir::kiln::printReportSummary(const llvm::json::Value &report,
      << llvm::format("%.2f", mib(num("intermediate_bytes")))
      << " MiB; largest live set "
      << llvm::format("%.2f", mib(num("peak_live_bytes"))) << " MiB\n";
+  if (num("device_scratch_bytes") > 0)
+    os << "  device scratch: at most "
+       << llvm::format("%.2f", mib(num("device_scratch_bytes")))
+       << " MiB while one kernel runs ("
+       << obj->getString("device_scratch_kernel").value_or("?")
+       << "), on top of the arena\n";
   if (const llvm::json::Object *r = obj->getObject("remat"))
     printRematSummary(*r, num("total_flops"), os);
   if (const llvm::json::Array *t = obj->getArray("timeline"))

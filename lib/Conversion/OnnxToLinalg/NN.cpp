@@ -205,24 +205,28 @@ FailureOr<Value> buildConvolutionOf(OpTy op, OpBuilder &b, Value xIn, Value w,
     return nodeError(op) << "input and weight must have the same rank >= 3",
            failure();
   DimLayout dl{rank, onnxops::isChannelsLast(op)};
+  // Channels-last weights: <kernel>CF, or F<kernel>C (filter-first).
+  bool filterFirst = onnxops::isFilterFirst(op);
+  int64_t fDim = !dl.last || filterFirst ? 0 : rank - 1;
+  int64_t cDim = !dl.last ? 1 : filterFirst ? rank - 1 : rank - 2;
   if (!tw.hasStaticShape())
     return nodeError(op) << "the weights must have a static shape", failure();
   // Input channels the shape arithmetic lost: the weights fix them (group x
   // weight channels), checked at run time.
   if (tx.isDynamicDim(dl.channel())) {
     int64_t G0 = asInt(op.getGroup());
-    xIn = withStaticDim(b, op, xIn, dl.channel(),
-                        G0 * tw.getDimSize(dl.last ? rank - 2 : 1),
+    xIn = withStaticDim(b, op, xIn, dl.channel(), G0 * tw.getDimSize(cDim),
                         "the input's channel count");
     tx = cast<RankedTensorType>(xIn.getType());
   }
   Type accElem = arith.accElem;
   int64_t G = asInt(op.getGroup());
   int64_t C = tx.getDimSize(dl.channel());
-  int64_t F = tw.getDimSize(dl.last ? rank - 1 : 0);
-  int64_t wC = tw.getDimSize(dl.last ? rank - 2 : 1);
-  ArrayRef<int64_t> kernelShape =
-      dl.last ? tw.getShape().take_front(ns) : tw.getShape().drop_front(2);
+  int64_t F = tw.getDimSize(fDim);
+  int64_t wC = tw.getDimSize(cDim);
+  ArrayRef<int64_t> kernelShape = !dl.last      ? tw.getShape().drop_front(2)
+                                  : filterFirst ? tw.getShape().slice(1, ns)
+                                                : tw.getShape().take_front(ns);
   if (G <= 0 || C % G || F % G || wC != C / G)
     return nodeError(op) << "group " << G << " does not divide input channels "
                          << C << " and filters " << F << " (weight " << tw
@@ -282,7 +286,7 @@ FailureOr<Value> buildConvolutionOf(OpTy op, OpBuilder &b, Value xIn, Value w,
   int64_t Fg = F / G, Cg = C / G;
   // Channels-last with one input channel per group (a depthwise
   // convolution): no loop over it, every operand innermost along f.
-  bool oneChannel = dl.last && Cg == 1;
+  bool oneChannel = dl.last && Cg == 1 && !filterFirst;
   int64_t nLoops = 2 + ns + (oneChannel ? 0 : 1) + ns;
   auto d = [&](int64_t i) { return getAffineDimExpr(i, ctx); };
   AffineExpr zero = getAffineConstantExpr(0, ctx);
@@ -296,6 +300,8 @@ FailureOr<Value> buildConvolutionOf(OpTy op, OpBuilder &b, Value xIn, Value w,
     xe.push_back(xc);
     we = {fE, cE};
     ye.push_back(fE);
+  } else if (filterFirst) {
+    we.push_back(fE);
   }
   for (int64_t i = 0; i < ns; ++i) {
     xe.push_back(oE(i) * p->strides[i] + kE(i) * p->dilations[i]);
@@ -308,7 +314,8 @@ FailureOr<Value> buildConvolutionOf(OpTy op, OpBuilder &b, Value xIn, Value w,
     xe.push_back(xc);
     if (!oneChannel)
       we.push_back(cE);
-    we.push_back(fE);
+    if (!filterFirst)
+      we.push_back(fE);
     ye.push_back(fE);
   }
   if (oneChannel) {

@@ -820,8 +820,9 @@ LogicalResult lowerConvInteger(onnxops::ConvIntegerOp op, OpBuilder &b,
     return nodeError(op) << "the weights must have a static shape", failure();
   Location loc = op->getLoc();
   bool last = onnxops::isChannelsLast(op);
+  bool filterFirst = onnxops::isFilterFirst(op);
   int64_t rank = tw->getRank();
-  int64_t fDim = last ? rank - 1 : 0;
+  int64_t fDim = last && !filterFirst ? rank - 1 : 0;
   int64_t F = tw->getDimSize(fDim);
   bool ux = isUnsigned(tx->getElementType());
   Value x = signless(b, loc, op->getOperand(0));
@@ -843,7 +844,8 @@ LogicalResult lowerConvInteger(onnxops::ConvIntegerOp op, OpBuilder &b,
     // reduction then groups by four bytes, what int8 dot-product
     // instructions take; the padding is the input's zero point and zero
     // weights, so it adds nothing.
-    int64_t cDim = last ? rank - 2 : 1, xc = last ? rank - 1 : 1;
+    int64_t cDim = !last ? 1 : filterFirst ? rank - 1 : rank - 2;
+    int64_t xc = last ? rank - 1 : 1;
     int64_t C = tw->getDimSize(cDim);
     bool padChannels =
         asInt(op.getGroup()) == 1 && C % 4 != 0 && !tx->isDynamicDim(xc);

@@ -110,12 +110,33 @@ bool escapesBlock(Value buffer) {
 /// about the largest kernel's scratch, not the sum over its kernels. The
 /// launches using a buffer are queued before any that reuse it (one
 /// stream), so nothing waits.
+/// The kernel's scratch for kilnc --report (kiln.scratch_bytes: the static
+/// buffers' bytes, each counted once; kiln.scratch_dynamic when some are
+/// sized at run time).
 void releaseKernelBuffers(func::FuncOp fn, Value ctx) {
   SmallVector<BufferOp> buffers;
   fn.walk([&](BufferOp op) {
     if (!op.getOffset())
       buffers.push_back(op);
   });
+  int64_t bytes = 0;
+  bool dynamic = false;
+  for (BufferOp buffer : buffers) {
+    MemRefType t = buffer.getBuffer().getType();
+    if (!t.hasStaticShape()) {
+      dynamic = true;
+      continue;
+    }
+    // Index elements are 64-bit on the targets' device code.
+    Type elem = t.getElementType();
+    int64_t bits = elem.isIntOrFloat() ? elem.getIntOrFloatBitWidth() : 64;
+    bytes += t.getNumElements() * ((bits + 7) / 8);
+  }
+  Builder attrs(fn.getContext());
+  if (bytes > 0)
+    fn->setAttr("kiln.scratch_bytes", attrs.getI64IntegerAttr(bytes));
+  if (dynamic)
+    fn->setAttr("kiln.scratch_dynamic", attrs.getUnitAttr());
   for (BufferOp buffer : buffers) {
     Block *block = buffer->getBlock();
     Operation *end = block->getTerminator();

@@ -74,6 +74,24 @@ func.func @conv_integer_constant(%x: tensor<1x2x4x4xui8>) -> tensor<1x3x4x4xi32>
 
 // -----
 
+// The same channels-last with filter-first weights (kiln.filter_first:
+// F<kernel>C, K-major for the implicit GEMM): the channels (2, padded to
+// 4 with the zero point) are the weights' last dim, the filters their
+// first.
+// CHECK-DAG: #[[WMAP:.*]] = affine_map<(d0, d1, d2, d3, d4, d5, d6) -> (d3, d4, d5, d6)>
+// CHECK-LABEL: func @conv_integer_filter_first
+// CHECK: tensor.pad %{{.*}} low[0, 1, 1, 0] high[0, 1, 1, 2]
+// CHECK: linalg.generic {indexing_maps = [#{{.*}}, #[[WMAP]], #{{.*}}]{{.*}} ins(%{{.*}}, %{{.*}} : tensor<1x6x6x4xi8>, tensor<3x3x3x4xi8>) outs(%{{.*}} : tensor<1x4x4x3xi32>)
+func.func @conv_integer_filter_first(%x: tensor<1x4x4x2xui8>) -> tensor<1x4x4x3xi32> {
+  %w = arith.constant dense<1> : tensor<3x3x3x2xi8>
+  %zx = arith.constant dense<5> : tensor<ui8>
+  %none = onnx.NoValue
+  %y = "onnx.ConvInteger"(%x, %w, %zx, %none) <{auto_pad = "NOTSET", group = 1 : i64, pads = [1, 1, 1, 1]}> {kiln.channels_last, kiln.filter_first} : (tensor<1x4x4x2xui8>, tensor<3x3x3x2xi8>, tensor<ui8>, none) -> tensor<1x4x4x3xi32>
+  return %y : tensor<1x4x4x3xi32>
+}
+
+// -----
+
 // ConvInteger with weights and zero point known at run time: the zero
 // point subtracted in the loop body.
 // CHECK-LABEL: func @conv_integer_runtime

@@ -1,6 +1,7 @@
 // RUN: kiln-opt %s -split-input-file --pass-pipeline='builtin.module(func.func(kiln-onnx-convert-layout),canonicalize,cse)' | FileCheck %s
 // RUN: kiln-opt %s -split-input-file --pass-pipeline='builtin.module(func.func(kiln-onnx-convert-layout{layout=nchw}))' | FileCheck %s --check-prefix=NCHW
 // RUN: not kiln-opt %s -split-input-file --pass-pipeline='builtin.module(func.func(kiln-onnx-convert-layout{layout=nchwc}))' 2>&1 | FileCheck %s --check-prefix=BAD
+// RUN: kiln-opt %s -split-input-file --pass-pipeline='builtin.module(func.func(kiln-onnx-convert-layout{filter-first-int8=1}),canonicalize,cse)' | FileCheck %s --check-prefix=FF
 
 // BAD: unknown layout 'nchwc' (expected nchw or nhwc)
 
@@ -117,7 +118,7 @@ func.func @concat_softmax(%x: tensor<1x2x4x4xf32>) -> tensor<1x4x4x4xf32> {
 // CHECK-LABEL: func.func @resize_concat(
 // CHECK-SAME: %[[X:.*]]: tensor<1x4x8x8xf32>, %[[SKIP:.*]]: tensor<1x4x16x16xf32>
 // CHECK: %[[A:.*]] = "onnx.Conv"(%{{.*}}) {{.*}} -> tensor<1x8x8x4xf32>
-// CHECK: %[[UP:.*]] = "onnx.Resize"(%[[A]], %{{.*}}, %{{.*}}, %{{.*}}) <{axes = [0, 3, 1, 2]{{.*}}}> {{.*}} -> tensor<1x16x16x4xf32>
+// CHECK: %[[UP:.*]] = "onnx.Resize"(%[[A]], %{{.*}}, %{{.*}}, %{{.*}}) {{.*}}axes = [0, 3, 1, 2],{{.*}} -> tensor<1x16x16x4xf32>
 // CHECK: %[[S:.*]] = "onnx.Transpose"(%[[SKIP]]) <{perm = [0, 2, 3, 1]}>
 // CHECK: %[[CAT:.*]] = "onnx.Concat"(%[[UP]], %[[S]]) <{axis = 3 : i64}> {{.*}} -> tensor<1x16x16x8xf32>
 // CHECK-NEXT: %[[Y:.*]] = "onnx.Conv"(%[[CAT]]
@@ -167,6 +168,9 @@ func.func @depthwise_dynamic(%x: tensor<?x4x?x?xf32>) -> tensor<?x4x?x?xf32> {
 // CHECK: "onnx.ConvInteger"({{.*}}) {{.*}} {kiln.channels_last} : (tensor<1x4x4x4xui8>
 // CHECK: "onnx.Transpose"(%{{.*}}) <{perm = [0, 3, 1, 2]}> : (tensor<1x4x4x4xi32>)
 // CHECK-NOT: onnx.Transpose
+// With filter-first-int8 (sm_90a) the 8-bit weights are F<kernel>C instead.
+// FF-LABEL: func.func @quantized
+// FF: "onnx.ConvInteger"(%{{.*}}, %{{.*}}, %{{.*}}, %{{.*}}) {{.*}} {kiln.channels_last, kiln.filter_first} : (tensor<1x8x8x4xui8>, tensor<4x1x1x4xi8>, tensor<ui8>, none)
 func.func @quantized(%x: tensor<1x4x8x8xui8>) -> tensor<1x4x4x4xi32> {
   %w = arith.constant dense<1> : tensor<4x4x1x1xi8>
   %zx = arith.constant dense<3> : tensor<ui8>

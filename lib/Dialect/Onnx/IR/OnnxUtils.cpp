@@ -307,6 +307,10 @@ bool mlir::kiln::onnxops::isChannelsLast(Operation *op) {
   return op->hasAttr(kChannelsLastAttr);
 }
 
+bool mlir::kiln::onnxops::isFilterFirst(Operation *op) {
+  return isChannelsLast(op) && op->hasAttr(kFilterFirstAttr);
+}
+
 SmallVector<int64_t> mlir::kiln::onnxops::permuteShape(ArrayRef<int64_t> shape,
                                                        ArrayRef<int64_t> perm) {
   SmallVector<int64_t> r;

@@ -99,6 +99,12 @@ Type makeTensorType(std::optional<ArrayRef<int64_t>> shape, Type elementType);
 /// and the lowering read it; ONNX has no such op, so it never leaves Kiln.
 constexpr llvm::StringLiteral kChannelsLastAttr = "kiln.channels_last";
 bool isChannelsLast(Operation *op);
+/// With kChannelsLastAttr on a ConvInteger: its weights are F<kernel>C
+/// (filters, kernel dims, input channels: K-major for the implicit GEMM)
+/// instead of <kernel>CF (kiln-onnx-convert-layout's filter-first-int8,
+/// for targets whose 8-bit matrix instructions read B K-major only).
+constexpr llvm::StringLiteral kFilterFirstAttr = "kiln.filter_first";
+bool isFilterFirst(Operation *op);
 
 /// `shape` permuted as onnx.Transpose with `perm` permutes it:
 /// result[i] = shape[perm[i]].
@@ -112,6 +118,7 @@ SmallVector<int64_t> channelsLastPermutation(int64_t rank);
 SmallVector<int64_t> channelsFirstPermutation(int64_t rank);
 /// FC<kernel> → <kernel>CF ([2, ..., rank-1, 1, 0]).
 SmallVector<int64_t> kernelLastWeightPermutation(int64_t rank);
+/// FC<kernel> → F<kernel>C ([0, 2, ..., rank-1, 1]): channelsLastPermutation.
 
 } // namespace mlir::kiln::onnxops
 

@@ -112,7 +112,8 @@ def KilnOnnxConvertLayout
   let description = [{
     With `layout=nhwc`, every Conv (1 to 3 spatial dims, static weights)
     becomes its channels-last form (attribute `kiln.channels_last`:
-    N<spatial>C activations, <kernel>CF weights) between a transpose to
+    N<spatial>C activations, <kernel>CF weights, or F<kernel>C for a
+    ConvInteger with `filter-first-int8`) between a transpose to
     channels-last and one back. Constant weights are permuted in place;
     others get a Transpose (hoisted to load time for external weights).
     The transposes back then sink through elementwise ops (broadcast
@@ -126,6 +127,9 @@ def KilnOnnxConvertLayout
   let options = [
     Option<"layout", "layout", "std::string", "\"nhwc\"",
            "nhwc or nchw (nothing to do)">,
+    Option<"filterFirstInt8", "filter-first-int8", "bool", "false",
+           "ConvInteger (group 1) weights as F<kernel>C, K-major for the "
+           "implicit GEMM (attribute kiln.filter_first)">,
   ];
   let dependentDialects = ["::mlir::arith::ArithDialect"];
 }
