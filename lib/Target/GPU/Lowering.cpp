@@ -88,3 +88,66 @@ bool mlir::kiln::gpumap::isLowerableReduction(linalg::LinalgOp op,
       return false;
   return op.getBlock()->getTerminator()->getNumOperands() == 1;
 }
+
+LoweringBase::PaddedInputs
+LoweringBase::matchPaddedInputs(linalg::LinalgOp op, bool lastDimUnpadded) {
+  PaddedInputs padded;
+  for (unsigned i = 0; i < op.getNumDpsInputs(); ++i) {
+    Value in = op.getDpsInputOperand(i)->get();
+    std::optional<PaddedCopy> pc = matchPaddedCopy(in, op);
+    if (!pc)
+      continue;
+    auto srcType = cast<MemRefType>(pc->src.getType());
+    auto inType = cast<MemRefType>(in.getType());
+    int64_t last = inType.getRank() - 1;
+    if (lastDimUnpadded &&
+        (pc->offsets[last] != 0 ||
+         srcType.getDimSize(last) != inType.getDimSize(last)))
+      continue;
+    padded[i] = std::move(*pc);
+  }
+  return padded;
+}
+
+Value LoweringBase::inputIndices(Location loc, linalg::LinalgOp op,
+                                 const PaddedInputs &padded, unsigned i,
+                                 ArrayRef<Value> pt,
+                                 SmallVectorImpl<Value> &idx) {
+  OpOperand *in = op.getDpsInputOperand(i);
+  idx = apply(loc, op.getMatchingIndexingMap(in), pt);
+  auto it = padded.find(i);
+  if (it == padded.end())
+    return Value();
+  auto srcType = cast<MemRefType>(it->second.src.getType());
+  auto inType = cast<MemRefType>(in->get().getType());
+  Value ok;
+  for (auto [d, v] : llvm::enumerate(idx)) {
+    int64_t off = it->second.offsets[d];
+    if (off == 0 && srcType.getDimSize(d) == inType.getDimSize(d))
+      continue;
+    Value shifted =
+        off ? arith::SubIOp::create(rewriter, loc, v, index(loc, off))
+                  .getResult()
+            : v;
+    // Below the offset wraps to a large unsigned value.
+    Value inside =
+        arith::CmpIOp::create(rewriter, loc, arith::CmpIPredicate::ult, shifted,
+                              index(loc, srcType.getDimSize(d)));
+    v = arith::SelectOp::create(rewriter, loc, inside, shifted, index(loc, 0));
+    ok = ok ? arith::AndIOp::create(rewriter, loc, ok, inside).getResult()
+            : inside;
+  }
+  return ok ? ok : arith::ConstantIntOp::create(rewriter, loc, 1, 1);
+}
+
+Value LoweringBase::inputMemRef(linalg::LinalgOp op, const PaddedInputs &padded,
+                                unsigned i) {
+  auto it = padded.find(i);
+  return it == padded.end() ? op.getDpsInputOperand(i)->get() : it->second.src;
+}
+
+void LoweringBase::erasePaddedCopies(const PaddedInputs &padded) {
+  for (const auto &[i, pc] : padded)
+    for (Operation *dead : {pc.copy, pc.view, pc.fill})
+      rewriter.eraseOp(dead);
+}

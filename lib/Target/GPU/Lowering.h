@@ -11,6 +11,7 @@
 #define KILN_LIB_TARGET_GPU_LOWERING_H
 
 #include "kiln/Dialect/Kiln/IR/KilnDialect.h"
+#include "kiln/Target/GPU/PaddedCopy.h"
 #include "kiln/Target/GPU/TargetInfo.h"
 
 #include "mlir/Dialect/Affine/Utils.h"
@@ -126,6 +127,25 @@ protected:
   Value load(Location loc, Value buffer, AffineMap map, ArrayRef<Value> dims) {
     return memref::LoadOp::create(rewriter, loc, buffer, apply(loc, map, dims));
   }
+  /// The inputs of `op` (by number) read through a zero-padded copy
+  /// (PaddedCopy.h), which `op`'s lowering may read from the copy's source
+  /// instead, zero where the padding was; with `lastDimUnpadded`, only
+  /// those whose last dim has no padding (16-byte loads run along it).
+  using PaddedInputs = llvm::SmallDenseMap<unsigned, PaddedCopy>;
+  static PaddedInputs matchPaddedInputs(linalg::LinalgOp op,
+                                        bool lastDimUnpadded);
+  /// Input `i`'s indices at loop point `pt` into `idx`: for a padded
+  /// input, the source's (shifted by the padding, clamped inside it), and
+  /// then whether they are inside it (else a null value).
+  Value inputIndices(Location loc, linalg::LinalgOp op,
+                     const PaddedInputs &padded, unsigned i, ArrayRef<Value> pt,
+                     SmallVectorImpl<Value> &idx);
+  /// The buffer input `i` is read from.
+  static Value inputMemRef(linalg::LinalgOp op, const PaddedInputs &padded,
+                           unsigned i);
+  /// After the lowering: the padded copies' fills and copies (their
+  /// scratch buffers then have no users left).
+  void erasePaddedCopies(const PaddedInputs &padded);
   void store(Location loc, Value v, Value buffer, AffineMap map,
              ArrayRef<Value> dims) {
     memref::StoreOp::create(rewriter, loc, v, buffer, apply(loc, map, dims));

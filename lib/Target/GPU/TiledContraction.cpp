@@ -10,7 +10,6 @@
 #include "Lowering.h"
 
 #include "kiln/Dialect/Kiln/IR/Precision.h"
-#include "kiln/Target/GPU/PaddedCopy.h"
 
 #include "mlir/Dialect/Func/IR/FuncOps.h"
 #include "mlir/Dialect/GPU/IR/GPUDialect.h"
@@ -242,10 +241,14 @@ LogicalResult TiledContraction::lower(linalg::LinalgOp op) {
   if (!xIsM && !llvm::is_contained(nDims, innermost))
     return failure();
 
-  // The tile: 128 when its blocks still fill the GPU once, else 64.
+  // The tile: 128 when its blocks still fill the GPU once and both sides
+  // span more than 64 (a side of 32, a U-Net's 32 filters, would leave
+  // three quarters of a 128 tile idle: half of a 64 one), else 64.
   auto ceil = [](int64_t a, int64_t b) { return (a + b - 1) / b; };
   auto blocksFor = [&](int64_t t) { return ceil(M, t) * ceil(N, t) * B; };
-  int64_t tile = !dynamic && blocksFor(128) * 2 >= fillBlocks ? 128 : 64;
+  int64_t tile =
+      !dynamic && blocksFor(128) * 2 >= fillBlocks && std::min(M, N) > 64 ? 128
+                                                                          : 64;
   int64_t elemBits =
       std::max(xElem.getIntOrFloatBitWidth(), wElem.getIntOrFloatBitWidth());
   // The instruction's slabs ([2][T][BK + 16 bytes] per operand, 40 KiB for
@@ -373,61 +376,12 @@ LogicalResult TiledContraction::lower(linalg::LinalgOp op) {
   Location loc = op.getLoc();
   MLIRContext *ctxt = op.getContext();
   // An input read through a zero-padded copy (a convolution's padded input)
-  // is read from the copy's source instead, zero where the padding was: the
-  // fill, the copy and their scratch buffer go away. Not for the
-  // asynchronous copies (whole 16-byte runs); 16-byte loads (along the last
-  // dim) need that dim unpadded.
-  llvm::SmallDenseMap<unsigned, PaddedCopy> padded;
-  if (!async) {
-    for (unsigned i = 0; i < op.getNumDpsInputs(); ++i) {
-      Value in = op.getDpsInputOperand(i)->get();
-      std::optional<PaddedCopy> pc = matchPaddedCopy(in, op);
-      if (!pc)
-        continue;
-      auto srcType = cast<MemRefType>(pc->src.getType());
-      auto inType = cast<MemRefType>(in.getType());
-      int64_t last = inType.getRank() - 1;
-      if (mma && (pc->offsets[last] != 0 ||
-                  srcType.getDimSize(last) != inType.getDimSize(last)))
-        continue;
-      padded[i] = std::move(*pc);
-    }
-  }
-  // Input `i`'s indices for the point `pt`, and whether they are inside
-  // it: for a padded copy, the source's (clamped inside it) and whether
-  // they are not padding.
-  auto inputIndices = [&](unsigned i, ArrayRef<Value> pt,
-                          SmallVectorImpl<Value> &idx) -> Value {
-    OpOperand *in = op.getDpsInputOperand(i);
-    idx = apply(loc, op.getMatchingIndexingMap(in), pt);
-    auto it = padded.find(i);
-    if (it == padded.end())
-      return Value();
-    auto srcType = cast<MemRefType>(it->second.src.getType());
-    auto inType = cast<MemRefType>(in->get().getType());
-    Value ok;
-    for (auto [d, v] : llvm::enumerate(idx)) {
-      int64_t off = it->second.offsets[d];
-      if (off == 0 && srcType.getDimSize(d) == inType.getDimSize(d))
-        continue;
-      Value shifted =
-          off ? arith::SubIOp::create(rewriter, loc, v, index(loc, off))
-                    .getResult()
-              : v;
-      // Below the offset wraps to a large unsigned value.
-      Value inside = ult(loc, shifted, index(loc, srcType.getDimSize(d)));
-      v = arith::SelectOp::create(rewriter, loc, inside, shifted,
-                                  index(loc, 0));
-      ok = ok ? arith::AndIOp::create(rewriter, loc, ok, inside).getResult()
-              : inside;
-    }
-    return ok ? ok : arith::ConstantIntOp::create(rewriter, loc, 1, 1);
-  };
-  auto inputMemRef = [&](unsigned i) {
-    auto it = padded.find(i);
-    return it == padded.end() ? op.getDpsInputOperand(i)->get()
-                              : it->second.src;
-  };
+  // is read from the copy's source instead: the fill, the copy and their
+  // scratch buffer go away. Not with the asynchronous copies (whole 16-byte
+  // runs); 16-byte loads (along the last dim) need that dim unpadded.
+  PaddedInputs padded;
+  if (!async)
+    padded = matchPaddedInputs(op, /*lastDimUnpadded=*/mma);
   rewriter.setInsertionPoint(op);
   // The loops' run-time sizes (before the launch), and a size as a value:
   // a constant when static.
@@ -638,10 +592,10 @@ LogicalResult TiledContraction::lower(linalg::LinalgOp op) {
         delinearize(loc, kc, red, sizeOf, pt);
         if (s->vec > 1) {
           SmallVector<Value> idx;
-          Value inside = inputIndices(s->inputs[0], pt, idx);
-          Value v = vector::LoadOp::create(rewriter, loc,
-                                           cast<VectorType>(s->zero.getType()),
-                                           inputMemRef(s->inputs[0]), idx);
+          Value inside = inputIndices(loc, op, padded, s->inputs[0], pt, idx);
+          Value v = vector::LoadOp::create(
+              rewriter, loc, cast<VectorType>(s->zero.getType()),
+              inputMemRef(op, padded, s->inputs[0]), idx);
           ok = arith::AndIOp::create(rewriter, loc, ok, s->colOk[r]);
           if (inside)
             ok = arith::AndIOp::create(rewriter, loc, ok, inside);
@@ -657,8 +611,9 @@ LogicalResult TiledContraction::lower(linalg::LinalgOp op) {
             continue;
           }
           SmallVector<Value> idx;
-          Value inside = inputIndices(i, pt, idx);
-          Value v = memref::LoadOp::create(rewriter, loc, inputMemRef(i), idx);
+          Value inside = inputIndices(loc, op, padded, i, pt, idx);
+          Value v = memref::LoadOp::create(rewriter, loc,
+                                           inputMemRef(op, padded, i), idx);
           if (inside) {
             // The padded copy holds zeros there.
             Type t = v.getType();
@@ -975,8 +930,6 @@ LogicalResult TiledContraction::lower(linalg::LinalgOp op) {
     storeResult(loc, total_, op, par, pt, fusion);
   }
   eraseFused(op, fusion);
-  for (auto &[i, pc] : padded)
-    for (Operation *dead : {pc.copy, pc.view, pc.fill})
-      rewriter.eraseOp(dead);
+  erasePaddedCopies(padded);
   return success();
 }
