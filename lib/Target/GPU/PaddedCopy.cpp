@@ -20,10 +20,17 @@ bool identityStatic(Value v) {
   return t && t.hasStaticShape() && t.getLayout().isIdentity();
 }
 
-bool isFloatZero(Value v) {
+/// A constant 0 (float, either sign, or integer: an 8-bit activation whose
+/// zero point is 0, as after a ReLU).
+bool isZeroConstant(Value v) {
   auto c = v.getDefiningOp<arith::ConstantOp>();
-  auto f = c ? dyn_cast<FloatAttr>(c.getValue()) : FloatAttr();
-  return f && f.getValue().isZero();
+  if (!c)
+    return false;
+  if (auto f = dyn_cast<FloatAttr>(c.getValue()))
+    return f.getValue().isZero();
+  if (auto i = dyn_cast<IntegerAttr>(c.getValue()))
+    return i.getValue().isZero();
+  return false;
 }
 
 } // namespace
@@ -31,13 +38,13 @@ bool isFloatZero(Value v) {
 bool mlir::kiln::zeroFills(Operation *op, Value buffer) {
   if (auto fill = dyn_cast<linalg::FillOp>(op))
     return fill.getDpsInitOperand(0)->get() == buffer &&
-           isFloatZero(fill.getInputs()[0]);
+           isZeroConstant(fill.getInputs()[0]);
   auto map = dyn_cast<linalg::MapOp>(op);
   if (!map || map.getDpsInitOperand(0)->get() != buffer ||
       map.getNumDpsInputs() != 0)
     return false;
   auto yield = cast<linalg::YieldOp>(map.getMapper().front().getTerminator());
-  return isFloatZero(yield.getOperand(0));
+  return isZeroConstant(yield.getOperand(0));
 }
 
 std::optional<PaddedCopy> mlir::kiln::matchPaddedCopy(Value padded,

@@ -84,10 +84,16 @@ void copyConvolutionStep(Emitter &e, const Convolution &cv, bool bKMajor,
 }
 
 /// The indices of `map` (a projected permutation of C's dims) at `dims`.
-SmallVector<Value> indicesAt(AffineMap map, ArrayRef<Value> dims) {
+/// The results may also be 0 (a per-channel operand kept as [1, 1, 1, C]).
+SmallVector<Value> indicesAt(OpBuilder &b, Location loc, AffineMap map,
+                             ArrayRef<Value> dims) {
   SmallVector<Value> idx;
-  for (AffineExpr r : map.getResults())
-    idx.push_back(dims[cast<AffineDimExpr>(r).getPosition()]);
+  for (AffineExpr r : map.getResults()) {
+    if (auto c = dyn_cast<AffineConstantExpr>(r))
+      idx.push_back(arith::ConstantIndexOp::create(b, loc, c.getValue()));
+    else
+      idx.push_back(dims[cast<AffineDimExpr>(r).getPosition()]);
+  }
   return idx;
 }
 
@@ -142,14 +148,15 @@ Value warpgroup::throughEpilogue(OpBuilder &b, Location loc, const Problem &p,
     else
       map.map(arg, memref::LoadOp::create(
                        b, loc, in->get(),
-                       indicesAt(g.getMatchingIndexingMap(in), dims)));
+                       indicesAt(b, loc, g.getMatchingIndexingMap(in), dims)));
   }
   OpOperand *out = g.getDpsInitOperand(0);
   BlockArgument outArg = gb.getArgument(gb.getNumArguments() - 1);
   if (!outArg.use_empty())
-    map.map(outArg, memref::LoadOp::create(
-                        b, loc, out->get(),
-                        indicesAt(g.getMatchingIndexingMap(out), dims)));
+    map.map(outArg,
+            memref::LoadOp::create(
+                b, loc, out->get(),
+                indicesAt(b, loc, g.getMatchingIndexingMap(out), dims)));
   for (Operation &o : gb.without_terminator())
     b.clone(o, map);
   return map.lookupOrDefault(gb.getTerminator()->getOperand(0));
@@ -164,8 +171,9 @@ void warpgroup::storeFinal(OpBuilder &b, Location loc, const Problem &p,
   }
   linalg::GenericOp g = p.epilogue;
   OpOperand *out = g.getDpsInitOperand(0);
-  memref::StoreOp::create(b, loc, r, out->get(),
-                          indicesAt(g.getMatchingIndexingMap(out), dims));
+  memref::StoreOp::create(
+      b, loc, r, out->get(),
+      indicesAt(b, loc, g.getMatchingIndexingMap(out), dims));
 }
 
 SmallVector<Value> warpgroup::batchIndices(Emitter &e, const Problem &p,

@@ -50,8 +50,10 @@ std::pair<linalg::GenericOp, OpOperand *> epilogueAfter(Problem &p) {
     return {};
   OpOperand *in = nullptr;
   for (OpOperand *o : g.getDpsInputOperands()) {
+    // Zeros among the results: a per-channel operand of unit dims
+    // ([1, 1, 1, C], as int8's requantization keeps its scales).
     AffineMap map = g.getMatchingIndexingMap(o);
-    if (!map.isProjectedPermutation())
+    if (!map.isProjectedPermutation(/*allowZeroInResults=*/true))
       return {};
     if (o->get() == p.c) {
       if (in || !map.isIdentity())

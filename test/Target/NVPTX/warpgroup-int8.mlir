@@ -67,6 +67,22 @@
 // IR: kiln.im2col_map %{{.*}}, %{{.*}} pixels 128 channels 128 lower [0, 0] upper [-2, -2] strides [1, 1] swizzle 128 : memref<4x30x30x128xi8>
 // IR: kiln.tile_map %{{.*}}, %{{.*}} box [64, 1, 1, 128] swizzle 128 : memref<128x3x3x128xi8>
 // IR: nvvm.wgmma.mma_async {{.*}}, <m = 64, n = 64, k = 32>, D[<s32>, <zero>], A[<u8>, <one>, <row>], B[<s8>, <one>, <col>]
+// A ResNet-style 3x3 layer: 64 channels (each 128-byte copy half
+// out-of-bounds zeros), its input a copy zero-padded by 1 (an 8-bit zero
+// point of 0: the copy goes, the window starts 1 before the source), and
+// the requantization after it (per-channel [1, 1, 1, 64] bias and scale,
+// a run-time zero point) applied from the accumulators: one launch.
+// IR-LABEL: func.func private @conv_requant(
+// IR-SAME: "12544x64x576 (convolution 3x3, im2col copies): tile 128x64x128, wgmma m64n64k32 u8xs8
+// IR-NOT: linalg.map
+// IR: kiln.im2col_map %{{.*}}, %{{.*}} pixels 128 channels 128 lower [-1, -1] upper [-1, -1] strides [1, 1] swizzle 128 : memref<4x56x56x64xi8>
+// IR: gpu.launch
+// IR: nvvm.wgmma.mma_async
+// IR: math.roundeven
+// IR: memref.store {{.*}} : memref<4x56x56x64xi8>
+// IR-NOT: gpu.launch
+// IR-NOT: linalg.generic
+// IR: return
 // K = 200 (rows of 200 bytes, not a multiple of 16): mma.sync m16n8k32.
 // IR-LABEL: func.func private @mm_k200(
 // IR-SAME: matrix instruction 16x8x32 u8xs8
@@ -104,6 +120,9 @@
 #in3 = affine_map<(d0, d1, d2, d3, d4, d5, d6) -> (d0, d1 + d4, d2 + d5, d6)>
 #fhwc = affine_map<(d0, d1, d2, d3, d4, d5, d6) -> (d3, d4, d5, d6)>
 #out = affine_map<(d0, d1, d2, d3, d4, d5, d6) -> (d0, d1, d2, d3)>
+#e4 = affine_map<(d0, d1, d2, d3) -> (d0, d1, d2, d3)>
+#c4 = affine_map<(d0, d1, d2, d3) -> (0, 0, 0, d3)>
+#s4 = affine_map<(d0, d1, d2, d3) -> ()>
 module {
   // u8 activations x s8 [K, N] weights, K = 400 (not a multiple of the
   // 128-byte step), requantized: int32 bias, scale, rounding, zero point,
@@ -180,6 +199,48 @@ module {
       %r = arith.addi %s, %m : i32
       linalg.yield %r : i32
     }
+    return
+  }
+  func.func private @conv_requant(%x: memref<4x56x56x64xi8>, %w: memref<64x3x3x64xi8>, %bias: memref<1x1x1x64xi32>, %scale: memref<1x1x1x64xf32>, %zp: memref<i8>, %y: memref<4x56x56x64xi8>) attributes {kiln.kernel} {
+    %c0 = arith.constant 0 : i8
+    %zero = arith.constant 0 : i32
+    %lo = arith.constant 0.0 : f32
+    %hi = arith.constant 255.0 : f32
+    %p = memref.alloc() : memref<4x58x58x64xi8>
+    linalg.map outs(%p : memref<4x58x58x64xi8>)
+      (%init: i8) {
+        linalg.yield %c0 : i8
+      }
+    %v = memref.subview %p[0, 1, 1, 0] [4, 56, 56, 64] [1, 1, 1, 1] : memref<4x58x58x64xi8> to memref<4x56x56x64xi8, strided<[215296, 3712, 64, 1], offset: 3776>>
+    memref.copy %x, %v : memref<4x56x56x64xi8> to memref<4x56x56x64xi8, strided<[215296, 3712, 64, 1], offset: 3776>>
+    %acc = memref.alloc() : memref<4x56x56x64xi32>
+    linalg.fill ins(%zero : i32) outs(%acc : memref<4x56x56x64xi32>)
+    linalg.generic {indexing_maps = [#in3, #fhwc, #out], iterator_types = ["parallel", "parallel", "parallel", "parallel", "reduction", "reduction", "reduction"]}
+        ins(%p, %w : memref<4x58x58x64xi8>, memref<64x3x3x64xi8>) outs(%acc : memref<4x56x56x64xi32>) {
+    ^bb0(%xv: i8, %wv: i8, %s: i32):
+      %xe = arith.extui %xv : i8 to i32
+      %we = arith.extsi %wv : i8 to i32
+      %m = arith.muli %xe, %we : i32
+      %r = arith.addi %s, %m : i32
+      linalg.yield %r : i32
+    }
+    linalg.generic {indexing_maps = [#e4, #c4, #c4, #s4, #e4], iterator_types = ["parallel", "parallel", "parallel", "parallel"]}
+        ins(%acc, %bias, %scale, %zp : memref<4x56x56x64xi32>, memref<1x1x1x64xi32>, memref<1x1x1x64xf32>, memref<i8>) outs(%y : memref<4x56x56x64xi8>) {
+    ^bb0(%a: i32, %b: i32, %sc: f32, %z: i8, %o: i8):
+      %0 = arith.addi %a, %b : i32
+      %1 = arith.sitofp %0 : i32 to f32
+      %2 = arith.mulf %1, %sc : f32
+      %3 = math.roundeven %2 : f32
+      %4 = arith.uitofp %z : i8 to f32
+      %5 = arith.addf %3, %4 : f32
+      %6 = arith.maximumf %5, %lo : f32
+      %7 = arith.minimumf %6, %hi : f32
+      %8 = arith.fptosi %7 : f32 to i32
+      %9 = arith.trunci %8 : i32 to i8
+      linalg.yield %9 : i8
+    }
+    memref.dealloc %acc : memref<4x56x56x64xi32>
+    memref.dealloc %p : memref<4x58x58x64xi8>
     return
   }
   func.func private @mm_k200(%a: memref<256x200xi8>, %b: memref<200x384xi8>, %y: memref<256x384xi32>) attributes {kiln.kernel} {

@@ -29,7 +29,7 @@ struct PaddedCopy {
 };
 
 /// Whether `op` writes zeros to all of `buffer`: a linalg.fill, or a
-/// linalg.map yielding a constant, of floating-point zero.
+/// linalg.map yielding a constant, of zero (float or integer).
 bool zeroFills(Operation *op, Value buffer);
 
 /// The padded copy `reader` reads as `padded`, when `padded`'s only other
