@@ -29,16 +29,7 @@ protected:
       return;
     load(KILN_TEST_CUDA_TILE_MAP_MODEL);
   }
-  std::string runOnce() {
-    Case c(3, 1.0f);
-    std::vector<kiln_tensor_view_t> in = c.views();
-    std::vector<kiln_tensor_t *> out(2, nullptr);
-    std::string status =
-        take(kiln_instance_run(instance, in.data(), in.size(), out.data(), 2));
-    for (kiln_tensor_t *t : out)
-      kiln_tensor_release(t);
-    return status;
-  }
+  std::string runOnce() { return runStatus(Case(3, 1.0f)); }
 };
 
 TEST_F(CudaTileMapTest, EncodedThroughTheDriver) {
@@ -279,22 +270,13 @@ TEST_F(CudaReleaseTest, ReleasedScratchIsReused) {
 TEST_F(CudaReleaseTest, ReleasingTwiceFailsTheRun) {
   reload(KILN_TEST_CUDA_DOUBLE_RELEASE_MODEL);
   ASSERT_EQ(take(kiln_instance_set_graphs(instance, 0)), "");
-  Case c(3, 1.0f);
-  std::vector<kiln_tensor_view_t> in = c.views();
-  std::vector<kiln_tensor_t *> out(2, nullptr);
-  std::string status =
-      take(kiln_instance_run(instance, in.data(), in.size(), out.data(), 2));
-  for (kiln_tensor_t *t : out)
-    kiln_tensor_release(t);
+  std::string status = runStatus(Case(3, 1.0f));
   EXPECT_NE(status.find("kiln_rt_release: "), std::string::npos) << status;
   EXPECT_NE(status.find("is not a device scratch buffer held by this run"),
             std::string::npos)
       << status;
   // The instance still runs into the same error, and nothing leaks.
-  status =
-      take(kiln_instance_run(instance, in.data(), in.size(), out.data(), 2));
-  for (kiln_tensor_t *t : out)
-    kiln_tensor_release(t);
+  status = runStatus(Case(3, 1.0f));
   EXPECT_NE(status.find("kiln_rt_release: "), std::string::npos) << status;
 }
 
