@@ -16,6 +16,7 @@
 
 #include "mlir/Dialect/Affine/Utils.h"
 #include "mlir/Dialect/Arith/IR/Arith.h"
+#include "mlir/Dialect/Func/IR/FuncOps.h"
 #include "mlir/Dialect/GPU/IR/GPUDialect.h"
 #include "mlir/Dialect/Linalg/IR/Linalg.h"
 #include "mlir/Dialect/MemRef/IR/MemRef.h"
@@ -38,6 +39,16 @@ struct ReductionFusion {
 };
 
 ReductionFusion detectFusion(linalg::LinalgOp op, ArrayRef<unsigned> par);
+
+/// Releases a kernel's run-scoped buffers where their block ends (the
+/// launcher's return for the entry block's, an iteration's end for a host
+/// loop's), so the kernels after it reuse that memory: a run then holds
+/// about the largest kernel's scratch, not the sum over its kernels. The
+/// launches using a buffer are queued before any that reuse it (one
+/// stream), so nothing waits. Records the kernel's scratch for kilnc
+/// --report (kiln.scratch_bytes: the static buffers' bytes, each counted
+/// once; kiln.scratch_dynamic when some are sized at run time).
+void releaseKernelBuffers(func::FuncOp fn, Value ctx);
 
 /// Shared by the reduction lowerings: loads, stores, inlined bodies.
 class LoweringBase {

@@ -30,7 +30,6 @@
 #include "mlir/Dialect/MemRef/IR/MemRef.h"
 #include "mlir/Dialect/Utils/StaticValueUtils.h"
 #include "mlir/IR/IRMapping.h"
-#include "mlir/Interfaces/CallInterfaces.h"
 #include "mlir/Interfaces/SideEffectInterfaces.h"
 
 namespace mlir::kiln {
@@ -79,72 +78,6 @@ Value memoryRoot(Value v) {
     v = view.getViewSource();
   }
   return v;
-}
-
-/// Whether memory of `buffer` may outlive the block that defines it: a view
-/// of it reaches a terminator (yielded or returned) or a call's result may
-/// alias it.
-bool escapesBlock(Value buffer) {
-  SmallVector<Value> worklist = {buffer};
-  while (!worklist.empty()) {
-    Value v = worklist.pop_back_val();
-    for (Operation *user : v.getUsers()) {
-      if (user->hasTrait<OpTrait::IsTerminator>())
-        return true;
-      if (auto view = dyn_cast<ViewLikeOpInterface>(user)) {
-        if (view.getViewSource() == v)
-          llvm::append_range(worklist, user->getResults());
-        continue;
-      }
-      if (isa<CallOpInterface>(user) &&
-          llvm::any_of(user->getResultTypes(), llvm::IsaPred<MemRefType>))
-        return true;
-    }
-  }
-  return false;
-}
-
-/// Releases a kernel's run-scoped buffers where their block ends (the
-/// launcher's return for the entry block's, an iteration's end for a host
-/// loop's), so the kernels after it reuse that memory: a run then holds
-/// about the largest kernel's scratch, not the sum over its kernels. The
-/// launches using a buffer are queued before any that reuse it (one
-/// stream), so nothing waits.
-/// The kernel's scratch for kilnc --report (kiln.scratch_bytes: the static
-/// buffers' bytes, each counted once; kiln.scratch_dynamic when some are
-/// sized at run time).
-void releaseKernelBuffers(func::FuncOp fn, Value ctx) {
-  SmallVector<BufferOp> buffers;
-  fn.walk([&](BufferOp op) {
-    if (!op.getOffset())
-      buffers.push_back(op);
-  });
-  int64_t bytes = 0;
-  bool dynamic = false;
-  for (BufferOp buffer : buffers) {
-    MemRefType t = buffer.getBuffer().getType();
-    if (!t.hasStaticShape()) {
-      dynamic = true;
-      continue;
-    }
-    // Index elements are 64-bit on the targets' device code.
-    Type elem = t.getElementType();
-    int64_t bits = elem.isIntOrFloat() ? elem.getIntOrFloatBitWidth() : 64;
-    bytes += t.getNumElements() * ((bits + 7) / 8);
-  }
-  Builder attrs(fn.getContext());
-  if (bytes > 0)
-    fn->setAttr("kiln.scratch_bytes", attrs.getI64IntegerAttr(bytes));
-  if (dynamic)
-    fn->setAttr("kiln.scratch_dynamic", attrs.getUnitAttr());
-  for (BufferOp buffer : buffers) {
-    Block *block = buffer->getBlock();
-    Operation *end = block->getTerminator();
-    if (!end || escapesBlock(buffer.getBuffer()))
-      continue;
-    OpBuilder b(end);
-    ReleaseOp::create(b, buffer.getLoc(), ctx, buffer.getBuffer());
-  }
 }
 
 /// Whether memrefs `a` and `b` may share memory: the same root, or arena
