@@ -70,7 +70,7 @@ for arg in "$@"; do
     networks) need .hnet build/lib/libkiln_runtime.so &&
       cp build/lib/libkiln_runtime.so .hnet/ &&
       timeout "$limit" python3 bench/hopper/networks.py run .hnet \
-        --json "$OUT/networks.json" ;;
+        --trace 15 --json "$OUT/networks.json" ;;
     int8net) need .hnet-int8 build/lib/libkiln_runtime.so &&
       cp build/lib/libkiln_runtime.so .hnet-int8/ &&
       timeout "$limit" python3 bench/hopper/networks.py run .hnet-int8 \

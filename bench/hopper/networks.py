@@ -5,7 +5,7 @@ int8 rows (--int8): Kiln int8 next to Kiln fp16 and torch.compile fp16.
 
   here:  .venv/bin/python bench/hopper/networks.py prepare DIR [--chip all|sm_90a|...] [--only ROWS]
              [--fuse-attention] [--int8 [--int8-parts]]
-  there: python3 bench/hopper/networks.py run DIR [--json F] [--image sm_80 [--no-torch]]
+  there: python3 bench/hopper/networks.py run DIR [--json F] [--image sm_80 [--no-torch]] [--trace N]
   here, without a GPU: .venv/bin/python bench/hopper/networks.py run DIR --dry-run
 
 --chip all (the default) builds what `kilnc --target=cuda` writes: one .so
@@ -552,6 +552,19 @@ def run(a):
                     for _ in range(3):
                         compiled(x)
                     row["compile_ms"] = time_cuda(lambda: compiled(x), warmup=10, iters=50)
+                    if a.trace and "kiln_ms" in row:
+                        # Where each side's time goes, kernel by kernel
+                        # (CUPTI timestamps of graph replays, no profiler
+                        # replay): Kiln's graph and torch.compile's.
+                        from profile_gemm import kernel_times, print_kernel_times
+                        kg = KilnModel(lib, so)
+                        kg.set_stream(stream.cuda_stream)
+                        kg.prepare(ins, [out])
+                        for label, fn in (("kiln", kg.run), ("torch.compile", lambda: compiled(x))):
+                            rows = kernel_times(fn, runs=10)
+                            row["trace_" + label] = rows[:40]
+                            print_kernel_times(f"    {row['label']}, {label}", rows, top=a.trace)
+                        kg.release()
                 if "kiln_ms" in row:
                     row["kiln_vs_compile"] = row["kiln_ms"] / row["compile_ms"]
                     row["kiln_vs_eager"] = row["kiln_ms"] / row["eager_ms"]
@@ -616,6 +629,9 @@ def main():
                          "(each carried alone in an earlier call) instead of leaving it out")
     ap.add_argument("--part-mib", type=int, default=45,
                     help="prepare: the largest int8 .so carried in DIR, and of a part")
+    ap.add_argument("--trace", type=int, default=0, metavar="N",
+                    help="run: list the N longest kernels of Kiln's run and of torch.compile's "
+                         "(CUPTI times through torch.profiler)")
     ap.add_argument("--dry-run", action="store_true",
                     help="run: no GPU; everything up to the CUDA calls")
     ap.add_argument("--json")

@@ -469,6 +469,10 @@ void warpgroup::buildKernel(RewriterBase &rewriter, const Problem &p,
                                             ArrayRef<int64_t>{i});
         }
       }
+      if (canStageTile(p, cfg)) {
+        storeTileStaged(e, p, cfg, t, acc, base, cw, ltid);
+        return;
+      }
       // Accumulator 4j + 2h + e of a thread: row 16 warp + lane / 4 + 8h,
       // column 8j + 2 (lane % 4) + e of its warpgroup's 64 x BN part.
       Value warp = e.divu(ltid, 32), lane = e.remu(ltid, 32);

@@ -119,6 +119,22 @@ Value throughEpilogue(OpBuilder &b, Location loc, const Problem &p, Value v,
 void storeFinal(OpBuilder &b, Location loc, const Problem &p, Value r,
                 ArrayRef<Value> dims);
 
+// The stores through shared memory (WarpgroupEpilogue.cpp).
+
+/// Whether the tiles of `p` under `cfg` leave through shared memory
+/// (storeTileStaged): one tile per block, no split K, an output of 8-, 16-
+/// or 32-bit elements, N a multiple of 8 and the staged tile within the
+/// ring.
+bool canStageTile(const Problem &p, const KernelConfig &cfg);
+
+/// Stores tile `t`'s accumulators `acc` (this consumer's: warpgroup `cw`
+/// of the consumers, thread `ltid` of it) through the ring at shared
+/// address `base`, then through the epilogue to the output in chunks of 8
+/// columns. Every consumer thread calls it (it synchronizes them).
+void storeTileStaged(Emitter &e, const Problem &p, const KernelConfig &cfg,
+                     const TileCoords &t, Value acc, Value base, Value cw,
+                     Value ltid);
+
 // The persistent schedule (WarpgroupPersistent.cpp).
 
 /// Whether `p`, tiled by `t` and split `splits` ways along K, takes the

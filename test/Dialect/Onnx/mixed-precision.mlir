@@ -178,3 +178,20 @@ func.func @schema(%a: tensor<2x4xf32>, %b: tensor<4x3xf32>) -> tensor<2x3xf32> {
   %0 = "onnx.Einsum"(%a, %b) {equation = "ij,jk->ik"} : (tensor<2x4xf32>, tensor<4x3xf32>) -> tensor<2x3xf32> loc("einsum")
   return %0 : tensor<2x3xf32>
 }
+
+// -----
+
+// External weights (arguments with kiln.weight_offset) do not vote, as
+// constants do not: the bias added to a half product runs in half with it
+// (its weight converted by a cast of the argument), where a caller's f32
+// input added to the product keeps the Add in fp32.
+// CHECK-LABEL: func @external_bias
+// CHECK: %[[B:.*]] = "onnx.Cast"(%arg2) <{{{.*}}to = 10 : i64}> {kiln.cast} : (tensor<8xf32>) -> tensor<8xf16>
+// CHECK: "onnx.Add"({{.*}}, %[[B]]) {kiln.precision = "fp16"} : (tensor<4x8xf16>, tensor<8xf16>) -> tensor<4x8xf16>
+// CHECK: "onnx.Add"({{.*}}) {kiln.fp32_reason = "inputs: follows its fp32 inputs (mixed with half)", kiln.precision = "fp32"} : (tensor<4x8xf32>, tensor<4x8xf32>) -> tensor<4x8xf32>
+func.func @external_bias(%x: tensor<4x16xf32>, %w: tensor<16x8xf32> {kiln.weight_offset = 64 : i64}, %b: tensor<8xf32> {kiln.weight_offset = 576 : i64}, %r: tensor<4x8xf32>) -> tensor<4x8xf32> {
+  %mm = "onnx.MatMul"(%x, %w) : (tensor<4x16xf32>, tensor<16x8xf32>) -> tensor<4x8xf32> loc("mm")
+  %a = "onnx.Add"(%mm, %b) : (tensor<4x8xf32>, tensor<8xf32>) -> tensor<4x8xf32> loc("bias")
+  %s = "onnx.Add"(%a, %r) : (tensor<4x8xf32>, tensor<4x8xf32>) -> tensor<4x8xf32> loc("residual")
+  return %s : tensor<4x8xf32>
+}

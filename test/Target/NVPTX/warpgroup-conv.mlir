@@ -25,8 +25,11 @@
 // IR: nvvm.cp.async.bulk.tensor.shared.cluster.global {{.*}} box[{{.*}}] im2col[{{.*}}] {mode = #nvvm.tma_load_mode<im2col>}
 // IR: nvvm.cp.async.bulk.tensor.shared.cluster.global
 // IR-COUNT-4: nvvm.wgmma.mma_async {{.*}}, <m = 64, n = 128, k = 16>, D[<f32>, <one>], A[<f16>, <one>, <row>], B[<f16>, <one>, <row>]
-// The bias and ReLU after it go to the accumulators; the output is f16.
-// IR: llvm.store {{.*}} : vector<2xf16>, !llvm.ptr
+// The bias and ReLU after it run on the accumulators read back from shared
+// memory; the output is f16, 8 channels of a pixel per store.
+// IR: llvm.load {{.*}} : !llvm.ptr<3> -> vector<4xf32>
+// IR: arith.maximumf
+// IR: llvm.store {{.*}} {alignment = 16 : i64} : vector<8xf16>, !llvm.ptr
 // IR-NOT: linalg.generic
 // A strided 1x1 convolution (ResNet's downsample): the window is the
 // output positions' rows, 2 apart (56 - 1 - 54: upper -55 + 1).

@@ -62,10 +62,21 @@
 // IR: kiln.tile_map %{{.*}}, %{{.*}} box [64, 64] swizzle 128 : memref<768x2304xf16>
 // IR: gpu.launch
 // IR-COUNT-4: nvvm.wgmma.mma_async {{.*}}, <m = 64, n = 128, k = 16>
+// The tile leaves through the idle ring: once every consumer is past its
+// last wgmma, the accumulator pairs go to shared memory, and each thread
+// reads 8 adjacent columns back, runs the epilogue on them and stores them
+// with one 16-byte store (element by element if the output is not 16-byte
+// aligned).
+// IR: nvvm.fence.proxy {kind = #nvvm.proxy_kind<async.shared>, space = #nvvm.shared_space<cta>}
+// IR: nvvm.barrier id = %{{.*}} number_of_threads = %c256
+// IR-COUNT-16: llvm.store {{.*}} {alignment = 8 : i64} : vector<2xf32>, !llvm.ptr<3>
+// IR: nvvm.barrier id = %{{.*}} number_of_threads = %c256
+// IR-COUNT-2: llvm.load {{.*}} {alignment = 16 : i64} : !llvm.ptr<3> -> vector<4xf32>
 // IR: arith.remui %{{.*}}, %c128
 // IR: arith.divui %{{.*}}, %c128
 // IR: memref.load %{{.*}}[%{{.*}}] : memref<2304xf32>
-// IR: llvm.store {{.*}} {alignment = 4 : i64} : vector<2xf16>, !llvm.ptr
+// IR: llvm.store {{.*}} {alignment = 16 : i64} : vector<8xf16>, !llvm.ptr
+// IR-COUNT-8: memref.store %{{.*}} : memref<32x128x2304xf16>
 // IR-NOT: linalg.generic
 // The same with f32 operands (no wgmma type): another strategy.
 // IR-LABEL: func.func private @dense_3d_f32(
@@ -94,10 +105,12 @@
 // IR-LABEL: func.func private @mm_bias_relu_f16(
 // IR: gpu.launch
 // IR: nvvm.wgmma.mma_async
+// IR: nvvm.barrier id
+// IR: llvm.load {{.*}} : !llvm.ptr<3> -> vector<4xf32>
 // IR: memref.load %{{.*}}[%{{.*}}] : memref<384xf16>
 // IR: arith.maximumf
 // IR: arith.truncf {{.*}} : f32 to f16
-// IR: llvm.store {{.*}} {alignment = 4 : i64} : vector<2xf16>, !llvm.ptr
+// IR: llvm.store {{.*}} {alignment = 16 : i64} : vector<8xf16>, !llvm.ptr
 // IR-NOT: gpu.launch
 // IR-LABEL: func.func private @mm_odd_k(
 // IR-NOT: kiln.tile_map

@@ -140,6 +140,19 @@ bool isDataOperand(Operation *op, unsigned i) {
   return isDataPosition(op, i) && isF32Tensor(op->getOperand(i).getType());
 }
 
+/// A weight the model reads from its external weights file (an argument of
+/// the model's function with kiln.weight_offset). Like a constant, it does
+/// not vote on the precision of the op it feeds: a bias added to a half
+/// product is converted with the op (once, when an instance loads its
+/// weights), as an embedded bias is at compile time.
+bool isExternalWeight(Value v) {
+  auto arg = dyn_cast<BlockArgument>(v);
+  if (!arg || !arg.getOwner()->isEntryBlock())
+    return false;
+  auto fn = dyn_cast<FunctionOpInterface>(arg.getOwner()->getParentOp());
+  return fn && fn.getArgAttr(arg.getArgNumber(), "kiln.weight_offset");
+}
+
 /// Number of elements an accumulating reduction combines per result, or -1
 /// when unknown (dynamic).
 int64_t reducedElements(Operation *op) {
@@ -336,7 +349,7 @@ struct MixedPrecisionPass
       bool anyHalf = false, allHalf = true;
       for (unsigned i = 0; i < op->getNumOperands(); ++i) {
         Value v = op->getOperand(i);
-        if (!isDataOperand(op, i) || isConstantF32(v))
+        if (!isDataOperand(op, i) || isConstantF32(v) || isExternalWeight(v))
           continue;
         Operation *def = v.getDefiningOp();
         auto it = def ? decided.find(def) : decided.end();

@@ -1,0 +1,191 @@
+//===- WarpgroupEpilogue.cpp - A tile's stores through shared memory ------===//
+//
+// The accumulators of a wgmma tile sit in the fragment layout: a thread
+// holds two adjacent columns of 8-row groups, so a warp's store writes 16
+// bytes in each of 8 rows and a 256 x 128 tile takes 32 such stores per
+// thread. Nsight Compute on an H100 (4096 x 3072 x 768 f16) had the
+// consumers stalled about a third of their cycles on the LSU's queue ("LG
+// throttle") in those stores. With one tile per block the ring of stages is
+// idle once every consumer has waited for its last wgmma, so the tile goes
+// out in two passes over that memory:
+//   1. each consumer thread writes its accumulators (after the fill) into
+//      a BM x (BN + 8) array of 32-bit words (the 8 words of padding put
+//      a warp's 8 rows on distinct banks two by two);
+//   2. each warpgroup reads its own 64 rows back as chunks of 8 adjacent
+//      columns, one chunk per thread and pass, runs the epilogue's body on
+//      the 8 values (its other operands loaded at the point, adjacent
+//      threads on adjacent addresses) and stores the 8 results with one
+//      16-byte store (two for 32-bit results, one 8-byte store for 8-bit
+//      ones), or element by element where the output's base address is
+//      not aligned to that (a caller's buffer).
+//
+//===----------------------------------------------------------------------===//
+
+#include "WarpgroupKernel.h"
+
+#include "mlir/Dialect/LLVMIR/NVVMDialect.h"
+#include "mlir/Dialect/Linalg/IR/Linalg.h"
+#include "mlir/Dialect/MemRef/IR/MemRef.h"
+
+using namespace mlir;
+using namespace mlir::kiln;
+using namespace mlir::kiln::warpgroup;
+
+namespace {
+
+/// 32-bit words of padding at the end of each staged row.
+constexpr int64_t kRowPad = 8;
+/// Columns per chunk of the second pass.
+constexpr int64_t kChunk = 8;
+/// Named barrier of the consumer warpgroups (0 is the block's).
+constexpr int64_t kConsumerBarrier = 1;
+
+/// The memref the tile's results go to: the epilogue's output, or C.
+Value outputOf(const Problem &p) {
+  if (!p.epilogue)
+    return p.c;
+  return linalg::GenericOp(p.epilogue).getDpsInitOperand(0)->get();
+}
+
+} // namespace
+
+bool warpgroup::canStageTile(const Problem &p, const KernelConfig &cfg) {
+  if (cfg.persistent || cfg.splits > 1)
+    return false;
+  Type out = cast<MemRefType>(outputOf(p).getType()).getElementType();
+  unsigned bits = out.getIntOrFloatBitWidth();
+  if (!out.isIntOrFloat() || (bits != 8 && bits != 16 && bits != 32))
+    return false;
+  const Tile &t = cfg.tile;
+  int64_t staged = t.bm * (t.bn + kRowPad) * 4;
+  int64_t ring = t.stages * (t.bm + t.bn) * kStepBytes;
+  return staged <= ring && p.n % kChunk == 0;
+}
+
+void warpgroup::storeTileStaged(Emitter &e, const Problem &p,
+                                const KernelConfig &cfg, const TileCoords &t,
+                                Value acc, Value base, Value cw, Value ltid) {
+  OpBuilder &b = e.b;
+  Location loc = e.loc;
+  MLIRContext *context = b.getContext();
+  const int64_t bn = cfg.tile.bn, consumers = cfg.tile.bm / 64;
+  const int64_t pitch = (bn + kRowPad) * 4; // bytes per staged row
+  Type accElem = p.acc;
+  Value out = outputOf(p);
+  Type outElem = cast<MemRefType>(out.getType()).getElementType();
+  const int64_t outBytes = outElem.getIntOrFloatBitWidth() / 8;
+
+  // Every consumer is past its last wgmma (so no stage is read any more)
+  // before any of them writes over the ring.
+  NVVM::FenceProxyOp::create(
+      b, loc, NVVM::ProxyKind::async_shared,
+      NVVM::SharedSpaceAttr::get(context, NVVM::SharedSpace::shared_cta));
+  auto consumerBarrier = [&] {
+    NVVM::BarrierOp::create(b, loc, Type(), e.i32(kConsumerBarrier),
+                            e.i32(128 * consumers),
+                            NVVM::BarrierReductionAttr(), Value());
+  };
+  consumerBarrier();
+
+  // Pass 1: accumulator 4j + 2h + x at row 16 warp + lane / 4 + 8h and
+  // column 8j + 2 (lane % 4) + x of the warpgroup's 64 rows.
+  Value warp = e.divu(ltid, 32), lane = e.remu(ltid, 32);
+  Value row0 = e.add(e.mul(cw, 64), e.add(e.mul(warp, 16), e.divu(lane, 4)));
+  Value col0 = e.mul(e.remu(lane, 4), 2);
+  auto pairType = VectorType::get({2}, accElem);
+  for (int64_t h = 0; h < 2; ++h) {
+    Value rowAddr = e.add(base, e.mul(e.add(row0, 8 * h), pitch));
+    for (int64_t j = 0; j < bn / 8; ++j) {
+      Value v = LLVM::UndefOp::create(b, loc, pairType);
+      for (int64_t x = 0; x < 2; ++x) {
+        Value a = LLVM::ExtractValueOp::create(
+            b, loc, acc, ArrayRef<int64_t>{4 * j + 2 * h + x});
+        v = LLVM::InsertElementOp::create(b, loc, v, a, e.i32(x));
+      }
+      Value addr = e.add(rowAddr, e.mul(e.add(col0, 8 * j), 4));
+      LLVM::StoreOp::create(b, loc, v, e.shared(addr), /*alignment=*/8);
+    }
+  }
+  consumerBarrier();
+
+  // Pass 2: chunk `ltid % perRow` of row `ltid / perRow` of each group of
+  // 128 / perRow rows.
+  const int64_t perRow = bn / kChunk, rowsPerPass = 128 / perRow;
+  Value chunkCol = e.mul(e.remu(ltid, perRow), kChunk);
+  Value passRow = e.divu(ltid, perRow);
+  Value mBound = e.i32(p.m), nBound = e.i32(p.n);
+  // The output's base address and whether it takes whole-chunk stores.
+  auto ptrType = LLVM::LLVMPointerType::get(context);
+  Value outIndex = memref::ExtractAlignedPointerAsIndexOp::create(b, loc, out);
+  Value outAddr =
+      arith::IndexCastUIOp::create(b, loc, b.getI64Type(), outIndex);
+  Value outPtr = LLVM::IntToPtrOp::create(b, loc, ptrType, outAddr);
+  const int64_t align = std::min<int64_t>(16, kChunk * outBytes);
+  Value i64Zero = arith::ConstantIntOp::create(b, loc, b.getI64Type(), 0);
+  Value aligned = arith::CmpIOp::create(
+      b, loc, arith::CmpIPredicate::eq,
+      arith::AndIOp::create(
+          b, loc, outAddr,
+          arith::ConstantIntOp::create(b, loc, b.getI64Type(), align - 1)),
+      i64Zero);
+  auto i64 = [&](Value v) {
+    return arith::ExtUIOp::create(b, loc, b.getI64Type(), v).getResult();
+  };
+  auto i64c = [&](int64_t v) {
+    return arith::ConstantIntOp::create(b, loc, b.getI64Type(), v).getResult();
+  };
+  Value batchOff = arith::MulIOp::create(b, loc, i64(t.bz), i64c(p.m * p.n));
+  auto quadType = VectorType::get({4}, accElem);
+  for (int64_t pass = 0; pass < 64 / rowsPerPass; ++pass) {
+    Value local = e.add(e.add(e.mul(cw, 64), pass * rowsPerPass), passRow);
+    Value row = e.add(t.m0, local), col = e.add(t.n0, chunkCol);
+    Value ok = arith::AndIOp::create(
+        b, loc, e.cmp(arith::CmpIPredicate::ult, row, mBound),
+        e.cmp(arith::CmpIPredicate::ult, col, nBound));
+    e.ifThen(ok, [&] {
+      Value addr = e.add(e.mul(local, pitch), e.mul(chunkCol, 4));
+      addr = e.add(base, addr);
+      SmallVector<Value> vals;
+      for (int64_t q = 0; q < kChunk / 4; ++q) {
+        Value quad = LLVM::LoadOp::create(b, loc, quadType,
+                                          e.shared(e.add(addr, 16 * q)), 16);
+        for (int64_t x = 0; x < 4; ++x)
+          vals.push_back(
+              LLVM::ExtractElementOp::create(b, loc, quad, e.i32(x)));
+      }
+      SmallVector<SmallVector<Value>> dims;
+      for (int64_t x = 0; x < kChunk; ++x) {
+        dims.push_back(cPoint(b, loc, p, t.bIdx, row, e.add(col, x)));
+        vals[x] = throughEpilogue(b, loc, p, vals[x], dims.back());
+      }
+      auto branch = scf::IfOp::create(b, loc, TypeRange{}, aligned,
+                                      /*withElseRegion=*/true);
+      {
+        OpBuilder::InsertionGuard g(b);
+        b.setInsertionPoint(branch.thenBlock()->getTerminator());
+        Value idx = arith::AddIOp::create(
+            b, loc, batchOff,
+            arith::AddIOp::create(
+                b, loc, arith::MulIOp::create(b, loc, i64(row), i64c(p.n)),
+                i64(col)));
+        // 16 bytes per store: 8 16-bit or 4 32-bit results (8 8-bit ones
+        // in one 8-byte store).
+        const int64_t perStore = std::min<int64_t>(kChunk, 16 / outBytes);
+        for (int64_t s = 0; s < kChunk / perStore; ++s) {
+          Value v = LLVM::UndefOp::create(b, loc,
+                                          VectorType::get({perStore}, outElem));
+          for (int64_t x = 0; x < perStore; ++x)
+            v = LLVM::InsertElementOp::create(b, loc, v, vals[s * perStore + x],
+                                              e.i32(x));
+          Value at = arith::AddIOp::create(b, loc, idx, i64c(s * perStore));
+          Value ptr = LLVM::GEPOp::create(b, loc, ptrType, outElem, outPtr,
+                                          ValueRange{at});
+          LLVM::StoreOp::create(b, loc, v, ptr, align);
+        }
+      }
+      b.setInsertionPoint(branch.elseBlock()->getTerminator());
+      for (int64_t x = 0; x < kChunk; ++x)
+        storeFinal(b, loc, p, vals[x], dims[x]);
+    });
+  }
+}
