@@ -89,12 +89,13 @@ bool mlir::kiln::gpumap::isLowerableReduction(linalg::LinalgOp op,
   return op.getBlock()->getTerminator()->getNumOperands() == 1;
 }
 
-LoweringBase::PaddedInputs
-LoweringBase::matchPaddedInputs(linalg::LinalgOp op, bool lastDimUnpadded) {
+LoweringBase::PaddedInputs LoweringBase::matchPaddedInputs(linalg::LinalgOp op,
+                                                           bool lastDimUnpadded,
+                                                           bool anyFill) {
   PaddedInputs padded;
   for (unsigned i = 0; i < op.getNumDpsInputs(); ++i) {
     Value in = op.getDpsInputOperand(i)->get();
-    std::optional<PaddedCopy> pc = matchPaddedCopy(in, op);
+    std::optional<PaddedCopy> pc = matchPaddedCopy(in, op, anyFill);
     if (!pc)
       continue;
     auto srcType = cast<MemRefType>(pc->src.getType());

@@ -139,12 +139,14 @@ protected:
     return memref::LoadOp::create(rewriter, loc, buffer, apply(loc, map, dims));
   }
   /// The inputs of `op` (by number) read through a zero-padded copy
-  /// (PaddedCopy.h), which `op`'s lowering may read from the copy's source
-  /// instead, zero where the padding was; with `lastDimUnpadded`, only
-  /// those whose last dim has no padding (16-byte loads run along it).
+  /// (PaddedCopy.h; with `anyFill`, padded with any constant), which
+  /// `op`'s lowering may read from the copy's source instead, the fill
+  /// where the padding was; with `lastDimUnpadded`, only those whose last
+  /// dim has no padding (16-byte loads run along it).
   using PaddedInputs = llvm::SmallDenseMap<unsigned, PaddedCopy>;
   static PaddedInputs matchPaddedInputs(linalg::LinalgOp op,
-                                        bool lastDimUnpadded);
+                                        bool lastDimUnpadded,
+                                        bool anyFill = false);
   /// Input `i`'s indices at loop point `pt` into `idx`: for a padded
   /// input, the source's (shifted by the padding, clamped inside it), and
   /// then whether they are inside it (else a null value).
@@ -322,6 +324,10 @@ public:
   /// Channels below which (and not a multiple of 8) a convolution is
   /// rewritten, and the largest padded window K.
   static constexpr int64_t kMaxChannels = 16, kMaxK = 512;
+  /// The im2col copy's blocks: K' (up to a multiple of 32) threads along x
+  /// times as many pixels along y as fit this many threads; each thread
+  /// copies its k of this many pixels.
+  static constexpr int64_t kMaxIm2colThreads = 512, kPixelsPerThread = 4;
   explicit SmallChannelConv(RewriterBase &rewriter) : rewriter(rewriter) {}
   /// Rewrites the convolutions of `block` (a kernel's body; `ctx` its
   /// context argument for the new buffers); returns how many.

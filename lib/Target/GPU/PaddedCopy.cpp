@@ -35,20 +35,28 @@ bool isZeroConstant(Value v) {
 
 } // namespace
 
-bool mlir::kiln::zeroFills(Operation *op, Value buffer) {
-  if (auto fill = dyn_cast<linalg::FillOp>(op))
-    return fill.getDpsInitOperand(0)->get() == buffer &&
-           isZeroConstant(fill.getInputs()[0]);
-  auto map = dyn_cast<linalg::MapOp>(op);
-  if (!map || map.getDpsInitOperand(0)->get() != buffer ||
-      map.getNumDpsInputs() != 0)
-    return false;
-  auto yield = cast<linalg::YieldOp>(map.getMapper().front().getTerminator());
-  return isZeroConstant(yield.getOperand(0));
+Value mlir::kiln::constantFill(Operation *op, Value buffer) {
+  Value v;
+  if (auto fill = dyn_cast<linalg::FillOp>(op)) {
+    if (fill.getDpsInitOperand(0)->get() != buffer)
+      return Value();
+    v = fill.getInputs()[0];
+  } else if (auto map = dyn_cast<linalg::MapOp>(op)) {
+    if (map.getDpsInitOperand(0)->get() != buffer || map.getNumDpsInputs() != 0)
+      return Value();
+    v = cast<linalg::YieldOp>(map.getMapper().front().getTerminator())
+            .getOperand(0);
+  }
+  return v && v.getDefiningOp<arith::ConstantOp>() ? v : Value();
 }
 
-std::optional<PaddedCopy> mlir::kiln::matchPaddedCopy(Value padded,
-                                                      Operation *reader) {
+bool mlir::kiln::zeroFills(Operation *op, Value buffer) {
+  Value v = constantFill(op, buffer);
+  return v && isZeroConstant(v);
+}
+
+std::optional<PaddedCopy>
+mlir::kiln::matchPaddedCopy(Value padded, Operation *reader, bool anyFill) {
   if (!identityStatic(padded))
     return std::nullopt;
   PaddedCopy pc;
@@ -56,8 +64,10 @@ std::optional<PaddedCopy> mlir::kiln::matchPaddedCopy(Value padded,
   for (Operation *u : padded.getUsers()) {
     if (u == reader)
       continue;
-    if (!pc.fill && zeroFills(u, padded)) {
+    if (Value v = constantFill(u, padded);
+        !pc.fill && v && (anyFill || isZeroConstant(v))) {
       pc.fill = u;
+      pc.fillValue = v;
       continue;
     }
     auto sv = dyn_cast<memref::SubViewOp>(u);

@@ -88,6 +88,10 @@ LogicalResult ReductionLowering::lower(linalg::LinalgOp op) {
   for (unsigned d : red)
     redUbs.push_back(size(d));
 
+  // An input read through a padded copy (a max pool's -inf padding) is
+  // read from the copy's source, the fill where the padding was.
+  PaddedInputs padded = matchPaddedInputs(op, /*lastDimUnpadded=*/false,
+                                          /*anyFill=*/true);
   auto par_ = scf::ParallelOp::create(rewriter, loc, lbs, ubs, steps);
   rewriter.setInsertionPointToStart(par_.getBody());
   // The points of this thread's tile, j = u * V + v.
@@ -125,11 +129,20 @@ LogicalResult ReductionLowering::lower(linalg::LinalgOp op) {
             dims[d] = ivs[k];
           SmallVector<Value> args;
           for (OpOperand *in : op.getDpsInputOperands()) {
-            if (!isa<MemRefType>(in->get().getType()))
+            unsigned i = in->getOperandNumber();
+            if (!isa<MemRefType>(in->get().getType())) {
               args.push_back(in->get());
-            else
+            } else if (auto it = padded.find(i); it != padded.end()) {
+              SmallVector<Value> idx;
+              Value inside = inputIndices(l, op, padded, i, dims, idx);
+              Value v =
+                  memref::LoadOp::create(rewriter, l, it->second.src, idx);
+              args.push_back(arith::SelectOp::create(rewriter, l, inside, v,
+                                                     it->second.fillValue));
+            } else {
               args.push_back(
                   load(l, in->get(), op.getMatchingIndexingMap(in), dims));
+            }
           }
           args.push_back(accs[j]);
           next.push_back(inlineBody(body, args, dims));
@@ -139,6 +152,7 @@ LogicalResult ReductionLowering::lower(linalg::LinalgOp op) {
   for (auto [j, pt] : llvm::enumerate(points))
     storeResult(loc, nest.results[j], op, par, pt, fusion);
   eraseFused(op, fusion);
+  erasePaddedCopies(padded);
   return success();
 }
 
@@ -239,6 +253,10 @@ LogicalResult ReductionLowering::lowerWarp(linalg::LinalgOp op) {
   lbs.push_back(index(loc, 0));
   ubs.push_back(index(loc, warpSize));
   steps.push_back(index(loc, 1));
+  // An input read through a padded copy (a max pool's -inf padding) is
+  // read from the copy's source, the fill where the padding was.
+  PaddedInputs padded = matchPaddedInputs(op, /*lastDimUnpadded=*/false,
+                                          /*anyFill=*/true);
   auto par_ = scf::ParallelOp::create(rewriter, loc, lbs, ubs, steps);
   rewriter.setInsertionPointToStart(par_.getBody());
   Value lane = par_.getInductionVars().back();

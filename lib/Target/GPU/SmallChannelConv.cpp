@@ -222,18 +222,73 @@ LogicalResult SmallChannelConv::rewrite(linalg::GenericOp g, Value ctx) {
   auto parallel = [&](int64_t n) {
     return SmallVector<utils::IteratorType>(n, utils::IteratorType::parallel);
   };
-  // cols[pixels..., k] = A at the pixels and k's window position.
-  linalg::GenericOp::create(
-      rewriter, loc, TypeRange{}, ValueRange{}, ValueRange{cols},
-      ArrayRef<AffineMap>{AffineMap::getMultiDimIdentityMap(4, context)},
-      parallel(4), [&](OpBuilder &b, Location l, ValueRange) {
-        SmallVector<Value> pt(7);
-        for (auto [i, d] : llvm::enumerate(c->pixels))
-          pt[d] = linalg::IndexOp::create(b, l, i);
-        pt[c->filters] = arith::ConstantIndexOp::create(b, l, 0);
-        Value inRange = windowPoint(b, l, linalg::IndexOp::create(b, l, 3), pt);
-        linalg::YieldOp::create(b, l, loadAt(b, l, c->a, pt, inRange));
-      });
+  // cols[pixels..., k] = A at the pixels and k's window position (zero
+  // past K), by a launch of its own: thread x of a block is k (its window
+  // position computed once), thread y a pixel, and each thread copies k of
+  // kPixelsPerThread pixels `py` apart. Adjacent threads write adjacent k
+  // (whole rows of cols) and read a window row's adjacent values. (As a
+  // parallel loop of one element per thread, ResNet-50's stem at batch 64
+  // spent 0.47 ms on an H100 on k's and the pixel's divisions, 244 MB; one
+  // thread per pixel and window row, 1.36 ms: its stores 42 bytes apart.)
+  {
+    OpBuilder::InsertionGuard ig(rewriter);
+    OpBuilder &b = rewriter;
+    auto idx = [&](int64_t v) {
+      return arith::ConstantIndexOp::create(b, loc, v).getResult();
+    };
+    const int64_t kx = (Kp + 31) / 32 * 32;
+    const int64_t py = std::max<int64_t>(1, kMaxIm2colThreads / kx);
+    const int64_t perBlock = py * kPixelsPerThread;
+    auto launch =
+        gpu::LaunchOp::create(b, loc, idx((pixels + perBlock - 1) / perBlock),
+                              idx(1), idx(1), idx(kx), idx(py), idx(1));
+    Block &body = launch.getBody().front();
+    b.setInsertionPointToEnd(&body);
+    auto term = gpu::TerminatorOp::create(b, loc);
+    b.setInsertionPoint(term);
+    auto guarded = [&](Value cond, function_ref<void()> fn) {
+      auto op = scf::IfOp::create(b, loc, TypeRange{}, cond,
+                                  /*withElseRegion=*/false);
+      OpBuilder::InsertionGuard gg(b);
+      b.setInsertionPoint(op.thenBlock()->getTerminator());
+      fn();
+    };
+    Value k = launch.getThreadIds().x;
+    guarded(
+        arith::CmpIOp::create(b, loc, arith::CmpIPredicate::ult, k, idx(Kp)),
+        [&] {
+          SmallVector<Value> pt(7);
+          pt[c->filters] = idx(0);
+          Value inRange = windowPoint(b, loc, k, pt);
+          Value first = arith::AddIOp::create(
+              b, loc,
+              arith::MulIOp::create(b, loc, launch.getBlockIds().x,
+                                    idx(perBlock)),
+              launch.getThreadIds().y);
+          for (int64_t i = 0; i < kPixelsPerThread; ++i) {
+            Value pixel = arith::AddIOp::create(b, loc, first, idx(i * py));
+            guarded(arith::CmpIOp::create(b, loc, arith::CmpIPredicate::ult,
+                                          pixel, idx(pixels)),
+                    [&] {
+                      // The pixel's indices, the last fastest.
+                      SmallVector<Value> at(3);
+                      Value rest = pixel;
+                      for (int64_t j = 2; j >= 0; --j) {
+                        Value size = idx(loops[c->pixels[j]]);
+                        at[j] = j ? arith::RemUIOp::create(b, loc, rest, size)
+                                        .getResult()
+                                  : rest;
+                        if (j)
+                          rest = arith::DivUIOp::create(b, loc, rest, size);
+                        pt[c->pixels[j]] = at[j];
+                      }
+                      Value v = loadAt(b, loc, c->a, pt, inRange);
+                      memref::StoreOp::create(
+                          b, loc, v, cols, ValueRange{at[0], at[1], at[2], k});
+                    });
+          }
+        });
+  }
   // filters[k, f] (8-bit: filters[f, k]) = B at k's window position and f.
   int64_t kPos = bytes8 ? 1 : 0, fPos = 1 - kPos;
   linalg::GenericOp::create(

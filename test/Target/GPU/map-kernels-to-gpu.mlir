@@ -311,3 +311,46 @@ module {
     return
   }
 }
+
+// -----
+
+// A max pool over a copy padded with -inf (ResNet-50's 3x3 stride-2 pool
+// after the stem): the reduction reads the input itself, shifted by the
+// padding and bounds-checked, -inf outside; the fill, the copy and the
+// padded buffer go away.
+// CHECK-LABEL: func.func private @padded_max_pool
+// CHECK-NOT: memref<2x10x10x16xf16>
+// CHECK: gpu.launch
+// CHECK: scf.for
+// CHECK: arith.subi %{{.*}}, %c1
+// CHECK: arith.cmpi ult, %{{.*}}, %c8
+// CHECK: %[[V:.*]] = memref.load %arg1[
+// CHECK: arith.select %{{.*}}, %[[V]], %[[NEGINF:.*]] : f16
+// CHECK: arith.maximumf
+// CHECK: memref.store %{{.*}}, %arg2
+// CHECK-NOT: gpu.launch
+// CHECK: return
+#pin = affine_map<(n, h, w, c, kh, kw) -> (n, h * 2 + kh, w * 2 + kw, c)>
+#pwin = affine_map<(n, h, w, c, kh, kw) -> (kh, kw)>
+#pout = affine_map<(n, h, w, c, kh, kw) -> (n, h, w, c)>
+module {
+  func.func private @padded_max_pool(%x: memref<2x8x8x16xf16>, %y: memref<2x4x4x16xf16>) attributes {kiln.kernel} {
+    %ninf = arith.constant 0xFC00 : f16
+    %p = memref.alloc() : memref<2x10x10x16xf16>
+    linalg.map outs(%p : memref<2x10x10x16xf16>)
+      (%init: f16) {
+        linalg.yield %ninf : f16
+      }
+    %v = memref.subview %p[0, 1, 1, 0] [2, 8, 8, 16] [1, 1, 1, 1] : memref<2x10x10x16xf16> to memref<2x8x8x16xf16, strided<[1600, 160, 16, 1], offset: 176>>
+    memref.copy %x, %v : memref<2x8x8x16xf16> to memref<2x8x8x16xf16, strided<[1600, 160, 16, 1], offset: 176>>
+    %win = memref.alloc() : memref<3x3xf16>
+    linalg.fill ins(%ninf : f16) outs(%y : memref<2x4x4x16xf16>)
+    linalg.generic {indexing_maps = [#pin, #pwin, #pout], iterator_types = ["parallel", "parallel", "parallel", "parallel", "reduction", "reduction"]}
+        ins(%p, %win : memref<2x10x10x16xf16>, memref<3x3xf16>) outs(%y : memref<2x4x4x16xf16>) {
+    ^bb0(%a: f16, %b: f16, %acc: f16):
+      %m = arith.maximumf %acc, %a : f16
+      linalg.yield %m : f16
+    }
+    return
+  }
+}

@@ -11,14 +11,18 @@
 // CHECK-LABEL: func.func private @stem
 // CHECK-DAG: %[[COLS:.*]] = kiln.buffer %arg0 : memref<8x32x32x152xf16>
 // CHECK-DAG: %[[FILT:.*]] = kiln.buffer %arg0 : memref<152x32xf16>
-// The im2col copy: k's window position (k clamped to 146), zero past K.
-// CHECK: gpu.launch
-// CHECK: arith.minui %{{.*}}, %c146
+// The im2col copy: thread x of a block is k (152 of 160 threads; its window
+// position from k clamped to 146 once, zero past 147), thread y one of 3
+// pixels, each thread copying its k of 4 pixels 3 apart (12 pixels a
+// block, 683 blocks for 8192).
+// CHECK: gpu.launch blocks({{.*}}) in (%{{.*}} = %c683, {{.*}}) threads(%[[TX:[^,]*]], {{.*}}) in (%{{.*}} = %c160, %{{.*}} = %c3,
+// CHECK: arith.cmpi ult, %[[TX]], %c152
+// CHECK: arith.minui %[[TX]], %c146
 // CHECK: arith.divui %{{.*}}, %c21
-// CHECK: arith.cmpi ult, %{{.*}}, %c147
+// CHECK: %[[IN:.*]] = arith.cmpi ult, %[[TX]], %c147
 // CHECK: memref.load %arg1
-// CHECK: arith.select
-// CHECK: memref.store %{{.*}}, %[[COLS]]
+// CHECK: arith.select %[[IN]]
+// CHECK-COUNT-4: memref.store %{{.*}}, %[[COLS]][%{{.*}}, %{{.*}}, %{{.*}}, %[[TX]]]
 // The filters' copy.
 // CHECK: gpu.launch
 // CHECK: memref.load %arg2
@@ -80,10 +84,10 @@ module {
 // CHECK-LABEL: func.func private @stem_int8
 // CHECK-DAG: %[[COLS:.*]] = kiln.buffer %arg0 : memref<8x32x32x208xi8>
 // CHECK-DAG: %[[FILT:.*]] = kiln.buffer %arg0 : memref<64x208xi8>
-// CHECK: gpu.launch
+// CHECK: gpu.launch {{.*}} threads({{.*}}) in (%{{.*}} = %c224, %{{.*}} = %c2,
 // CHECK: arith.minui %{{.*}}, %c195
 // CHECK: arith.cmpi ult, %{{.*}}, %c196
-// CHECK: memref.store %{{.*}}, %[[COLS]]
+// CHECK-COUNT-4: memref.store %{{.*}}, %[[COLS]]
 // CHECK: gpu.launch
 // CHECK: memref.store %{{.*}}, %[[FILT]]
 // CHECK: gpu.launch

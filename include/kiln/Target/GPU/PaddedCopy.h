@@ -1,11 +1,12 @@
 //===- PaddedCopy.h - Reads of a zero-padded copy ---------------*- C++ -*-===//
 //
 // A convolution's padded input bufferizes, inside its kernel, to a scratch
-// buffer filled with zeros and a copy of the input into a subview of it.
-// The GPU lowerings that can read the input itself, treating the padding as
-// zeros (the tiled contractions through bounds-checked loads, the Hopper
-// kernels through a tensor map's out-of-bounds fill), match that pattern
-// here and drop the fill, the copy and so the scratch buffer.
+// buffer filled with zeros and a copy of the input into a subview of it (a
+// max pool's, with -inf). The GPU lowerings that can read the input
+// itself, treating the padding as the fill (the tiled contractions and the
+// reductions through bounds-checked loads, the Hopper kernels through a
+// tensor map's out-of-bounds zeros), match that pattern here and drop the
+// fill, the copy and so the scratch buffer.
 //
 //===----------------------------------------------------------------------===//
 #ifndef KILN_TARGET_GPU_PADDEDCOPY_H
@@ -20,23 +21,30 @@
 namespace mlir::kiln {
 
 /// `padded` (a static identity-layout buffer) holds `src` at `offsets`
-/// and zeros elsewhere, written only by `fill` then `copy` (through
-/// `view`), all three in `reader`'s block before it.
+/// and `fillValue` (a constant) elsewhere, written only by `fill` then
+/// `copy` (through `view`), all three in `reader`'s block before it.
 struct PaddedCopy {
   Value src;
   llvm::SmallVector<int64_t> offsets; // per dim of `padded`
   Operation *fill = nullptr, *view = nullptr, *copy = nullptr;
+  Value fillValue;
 };
 
-/// Whether `op` writes zeros to all of `buffer`: a linalg.fill, or a
-/// linalg.map yielding a constant, of zero (float or integer).
+/// The constant `op` writes to all of `buffer` (a linalg.fill, or a
+/// linalg.map yielding a constant), or null.
+Value constantFill(Operation *op, Value buffer);
+
+/// Whether `op` writes zeros to all of `buffer` (float, either sign, or
+/// integer).
 bool zeroFills(Operation *op, Value buffer);
 
 /// The padded copy `reader` reads as `padded`, when `padded`'s only other
-/// users are its zero fill and one unit-stride subview that a copy of
-/// `src` (same element type and shape, static identity layout) writes,
-/// with static offsets.
-std::optional<PaddedCopy> matchPaddedCopy(Value padded, Operation *reader);
+/// users are its fill (of zeros; of any constant with `anyFill`: a max
+/// pool's -inf) and one unit-stride subview that a copy of `src` (same
+/// element type and shape, static identity layout) writes, with static
+/// offsets.
+std::optional<PaddedCopy> matchPaddedCopy(Value padded, Operation *reader,
+                                          bool anyFill = false);
 
 } // namespace mlir::kiln
 
