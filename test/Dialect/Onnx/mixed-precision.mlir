@@ -195,3 +195,25 @@ func.func @external_bias(%x: tensor<4x16xf32>, %w: tensor<16x8xf32> {kiln.weight
   %s = "onnx.Add"(%a, %r) : (tensor<4x8xf32>, tensor<4x8xf32>) -> tensor<4x8xf32> loc("residual")
   return %s : tensor<4x8xf32>
 }
+
+// -----
+
+// A dequantized integer product (Mul of an int32 -> f32 Cast by constant
+// scales, as kiln-onnx-fuse-qdq writes it) stays fp32, its sums being
+// beyond the half type's range, but its result is an activation: the bias,
+// ReLU and residual Add after it run in half, one cast after the Mul.
+// CHECK-LABEL: func @dequantized
+// CHECK: %[[F:.*]] = "onnx.Cast"(%arg0)
+// CHECK: %[[D:.*]] = "onnx.Mul"(%[[F]], %{{.*}}) {kiln.fp32_reason = "inputs: follows its fp32 inputs", kiln.precision = "fp32"} : (tensor<2x8xf32>, tensor<8xf32>) -> tensor<2x8xf32>
+// CHECK: %[[H:.*]] = "onnx.Cast"(%[[D]]) <{{{.*}}to = 10 : i64}> {kiln.cast} : (tensor<2x8xf32>) -> tensor<2x8xf16>
+// CHECK: "onnx.Add"(%[[H]], %{{.*}}) {kiln.precision = "fp16"} : (tensor<2x8xf16>, tensor<8xf16>) -> tensor<2x8xf16>
+// CHECK: "onnx.Relu"({{.*}}) {kiln.precision = "fp16"} : (tensor<2x8xf16>) -> tensor<2x8xf16>
+func.func @dequantized(%sums: tensor<2x8xi32>) -> tensor<2x8xf32> {
+  %scale = arith.constant dense<0.01> : tensor<8xf32>
+  %bias = arith.constant dense<0.5> : tensor<8xf32>
+  %f = "onnx.Cast"(%sums) {to = 1 : i64} : (tensor<2x8xi32>) -> tensor<2x8xf32> loc("sums")
+  %d = "onnx.Mul"(%f, %scale) : (tensor<2x8xf32>, tensor<8xf32>) -> tensor<2x8xf32> loc("dequant")
+  %b = "onnx.Add"(%d, %bias) : (tensor<2x8xf32>, tensor<8xf32>) -> tensor<2x8xf32> loc("bias")
+  %r = "onnx.Relu"(%b) : (tensor<2x8xf32>) -> tensor<2x8xf32> loc("relu")
+  return %r : tensor<2x8xf32>
+}

@@ -153,6 +153,28 @@ bool isExternalWeight(Value v) {
   return fn && fn.getArgAttr(arg.getArgNumber(), "kiln.weight_offset");
 }
 
+/// The dequantization of an integer product: Mul(Cast(int -> f32), constant
+/// scales), as kiln-onnx-fuse-qdq writes it after ConvInteger or
+/// MatMulInteger. It runs in fp32 (its integer sums may exceed the half
+/// type's range), but its result is an activation like the float model's:
+/// the ops after it may take it in half (cast right after it), as they take
+/// any activation in a half build.
+bool isDequantization(Operation *op) {
+  if (!op || onnxOpType(op) != "Mul" || op->getNumOperands() != 2)
+    return false;
+  for (unsigned i = 0; i < 2; ++i) {
+    Value scale = op->getOperand(i), sums = op->getOperand(1 - i);
+    auto cast = sums.getDefiningOp();
+    if (!isConstantF32(scale) || !cast || onnxOpType(cast) != "Cast" ||
+        cast->getNumOperands() != 1)
+      continue;
+    auto from = dyn_cast<ShapedType>(cast->getOperand(0).getType());
+    if (from && isa<IntegerType>(from.getElementType()))
+      return true;
+  }
+  return false;
+}
+
 /// Number of elements an accumulating reduction combines per result, or -1
 /// when unknown (dynamic).
 int64_t reducedElements(Operation *op) {
@@ -353,7 +375,8 @@ struct MixedPrecisionPass
           continue;
         Operation *def = v.getDefiningOp();
         auto it = def ? decided.find(def) : decided.end();
-        bool h = it != decided.end() && it->second.half;
+        bool h =
+            (it != decided.end() && it->second.half) || isDequantization(def);
         anyHalf |= h;
         allHalf &= h;
       }
