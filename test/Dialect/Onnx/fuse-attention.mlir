@@ -81,3 +81,56 @@ func.func @not_attention(%q: tensor<1x2x4x8xf32>, %kt: tensor<1x2x8x4xf32>, %v: 
   %y3 = "onnx.MatMul"(%p3, %v) : (tensor<1x2x4x4xf32>, tensor<1x2x4x8xf32>) -> tensor<1x2x4x8xf32>
   return %y, %y2, %p2, %y3 : tensor<1x2x4x8xf32>, tensor<1x2x4x8xf32>, tensor<1x2x4x4xf32>, tensor<1x2x4x8xf32>
 }
+
+// -----
+
+// BERT's export: Q, K and V [B, S, H·D] (the QKV product's split), the
+// heads split by Reshape to [B, S, H, D] and moved before the sequence by
+// Transpose (K's straight to [B, H, D, L]), the output's heads moved back
+// and merged by Reshape. One 3-D onnx.Attention (q_num_heads and
+// kv_num_heads 12) on the three inputs as they are, its output the merged
+// [B, S, H·D]: no Transpose or Reshape left around it.
+// CHECK-LABEL: func.func @heads_from_hidden
+// CHECK-SAME: (%[[Q:.*]]: tensor<2x16x768xf16>, %[[K:.*]]: tensor<2x16x768xf16>, %[[V:.*]]: tensor<2x16x768xf16>)
+// CHECK: %[[Y:.*]], %{{.*}}, %{{.*}}, %{{.*}} = "onnx.Attention"(%[[Q]], %[[K]], %[[V]], %{{.*}}, %{{.*}}, %{{.*}}, %{{.*}}) <{is_causal = 0 : i64, kv_num_heads = 12 : i64, q_num_heads = 12 : i64, qk_matmul_output_mode = 0 : i64, scale = 1.250000e-01 : f32, softcap = 0.000000e+00 : f32}> {{.*}}-> (tensor<2x16x768xf16>
+// CHECK-NOT: onnx.Transpose
+// CHECK-NOT: onnx.Reshape
+// CHECK: return %[[Y]]
+// A head split the output does not undo (the caller takes [B, H, S, D]):
+// the 4-D form, K transposed.
+// CHECK-LABEL: func.func @heads_kept
+// CHECK: "onnx.Attention"({{.*}}) <{is_causal = 0 : i64, qk_matmul_output_mode = 0 : i64, scale
+// CHECK-SAME: -> (tensor<2x12x16x64xf16>
+func.func @heads_from_hidden(%q3: tensor<2x16x768xf16>, %k3: tensor<2x16x768xf16>, %v3: tensor<2x16x768xf16>) -> tensor<2x16x768xf16> {
+  %split = arith.constant dense<[2, 16, 12, 64]> : tensor<4xi64>
+  %merge = arith.constant dense<[2, 16, 768]> : tensor<3xi64>
+  %c = arith.constant dense<8.0> : tensor<f16>
+  %q4 = "onnx.Reshape"(%q3, %split) : (tensor<2x16x768xf16>, tensor<4xi64>) -> tensor<2x16x12x64xf16>
+  %q = "onnx.Transpose"(%q4) <{perm = [0, 2, 1, 3]}> : (tensor<2x16x12x64xf16>) -> tensor<2x12x16x64xf16>
+  %k4 = "onnx.Reshape"(%k3, %split) : (tensor<2x16x768xf16>, tensor<4xi64>) -> tensor<2x16x12x64xf16>
+  %kt = "onnx.Transpose"(%k4) <{perm = [0, 2, 3, 1]}> : (tensor<2x16x12x64xf16>) -> tensor<2x12x64x16xf16>
+  %v4 = "onnx.Reshape"(%v3, %split) : (tensor<2x16x768xf16>, tensor<4xi64>) -> tensor<2x16x12x64xf16>
+  %v = "onnx.Transpose"(%v4) <{perm = [0, 2, 1, 3]}> : (tensor<2x16x12x64xf16>) -> tensor<2x12x16x64xf16>
+  %s = "onnx.MatMul"(%q, %kt) : (tensor<2x12x16x64xf16>, tensor<2x12x64x16xf16>) -> tensor<2x12x16x16xf16>
+  %d = "onnx.Div"(%s, %c) : (tensor<2x12x16x16xf16>, tensor<f16>) -> tensor<2x12x16x16xf16>
+  %p = "onnx.Softmax"(%d) <{axis = -1 : i64}> : (tensor<2x12x16x16xf16>) -> tensor<2x12x16x16xf16>
+  %y = "onnx.MatMul"(%p, %v) : (tensor<2x12x16x16xf16>, tensor<2x12x16x64xf16>) -> tensor<2x12x16x64xf16>
+  %yt = "onnx.Transpose"(%y) <{perm = [0, 2, 1, 3]}> : (tensor<2x12x16x64xf16>) -> tensor<2x16x12x64xf16>
+  %y3 = "onnx.Reshape"(%yt, %merge) : (tensor<2x16x12x64xf16>, tensor<3xi64>) -> tensor<2x16x768xf16>
+  return %y3 : tensor<2x16x768xf16>
+}
+func.func @heads_kept(%q3: tensor<2x16x768xf16>, %k3: tensor<2x16x768xf16>, %v3: tensor<2x16x768xf16>) -> tensor<2x12x16x64xf16> {
+  %split = arith.constant dense<[2, 16, 12, 64]> : tensor<4xi64>
+  %c = arith.constant dense<8.0> : tensor<f16>
+  %q4 = "onnx.Reshape"(%q3, %split) : (tensor<2x16x768xf16>, tensor<4xi64>) -> tensor<2x16x12x64xf16>
+  %q = "onnx.Transpose"(%q4) <{perm = [0, 2, 1, 3]}> : (tensor<2x16x12x64xf16>) -> tensor<2x12x16x64xf16>
+  %k4 = "onnx.Reshape"(%k3, %split) : (tensor<2x16x768xf16>, tensor<4xi64>) -> tensor<2x16x12x64xf16>
+  %kt = "onnx.Transpose"(%k4) <{perm = [0, 2, 3, 1]}> : (tensor<2x16x12x64xf16>) -> tensor<2x12x64x16xf16>
+  %v4 = "onnx.Reshape"(%v3, %split) : (tensor<2x16x768xf16>, tensor<4xi64>) -> tensor<2x16x12x64xf16>
+  %v = "onnx.Transpose"(%v4) <{perm = [0, 2, 1, 3]}> : (tensor<2x16x12x64xf16>) -> tensor<2x12x16x64xf16>
+  %s = "onnx.MatMul"(%q, %kt) : (tensor<2x12x16x64xf16>, tensor<2x12x64x16xf16>) -> tensor<2x12x16x16xf16>
+  %d = "onnx.Div"(%s, %c) : (tensor<2x12x16x16xf16>, tensor<f16>) -> tensor<2x12x16x16xf16>
+  %p = "onnx.Softmax"(%d) <{axis = -1 : i64}> : (tensor<2x12x16x16xf16>) -> tensor<2x12x16x16xf16>
+  %y = "onnx.MatMul"(%p, %v) : (tensor<2x12x16x16xf16>, tensor<2x12x16x64xf16>) -> tensor<2x12x16x64xf16>
+  return %y : tensor<2x12x16x64xf16>
+}

@@ -83,6 +83,53 @@ Value transpose(OpBuilder &b, Location loc, Value x, ArrayRef<int64_t> perm) {
                              b.getI64ArrayAttr(perm));
 }
 
+/// x when `v` [B, S, H, D] is Reshape(x [B, S, H·D]) (static shapes): the
+/// heads split from the hidden dim; `heads` is H.
+Value splitHeads(Value v, int64_t &heads) {
+  auto r = v.getDefiningOp<ReshapeOp>();
+  if (!r)
+    return Value();
+  auto in = dyn_cast<RankedTensorType>(r.getData().getType());
+  auto out = dyn_cast<RankedTensorType>(v.getType());
+  if (!in || !out || !in.hasStaticShape() || !out.hasStaticShape() ||
+      in.getRank() != 3 || out.getRank() != 4 ||
+      in.getDimSize(0) != out.getDimSize(0) ||
+      in.getDimSize(1) != out.getDimSize(1) ||
+      in.getDimSize(2) != out.getDimSize(2) * out.getDimSize(3))
+    return Value();
+  heads = out.getDimSize(2);
+  return r.getData();
+}
+
+/// x when `v` [B, H, S, D] is Transpose(Reshape(x [B, S, H·D]), perm [0, 2,
+/// 1, 3]): how the exporters move a 3-D input's heads before its sequence.
+Value headsOf(Value v, int64_t &heads) {
+  auto t = v.getDefiningOp<TransposeOp>();
+  if (!t || !hasPerm(t, {0, 2, 1, 3}))
+    return Value();
+  return splitHeads(t.getData(), heads);
+}
+
+/// The Reshape [B, S, H·D] after `y` [B, H, S, D] (through a Transpose of
+/// perm [0, 2, 1, 3]): the heads merged back into the hidden dim.
+ReshapeOp mergedHeads(Value y) {
+  if (!y.hasOneUse())
+    return ReshapeOp();
+  auto t = dyn_cast<TransposeOp>(*y.getUsers().begin());
+  if (!t || !hasPerm(t, {0, 2, 1, 3}) || !t->hasOneUse())
+    return ReshapeOp();
+  auto r = dyn_cast<ReshapeOp>(*t->getUsers().begin());
+  auto yType = dyn_cast<RankedTensorType>(y.getType());
+  auto out = r ? dyn_cast<RankedTensorType>(r.getType()) : nullptr;
+  if (!r || !yType || !out || !yType.hasStaticShape() ||
+      !out.hasStaticShape() || out.getRank() != 3 ||
+      out.getDimSize(0) != yType.getDimSize(0) ||
+      out.getDimSize(1) != yType.getDimSize(2) ||
+      out.getDimSize(2) != yType.getDimSize(1) * yType.getDimSize(3))
+    return ReshapeOp();
+  return r;
+}
+
 /// Rewrites the attention chain ending in `softmax`; false when it is not
 /// one.
 bool fuse(SoftmaxOp softmax) {
@@ -142,16 +189,45 @@ bool fuse(SoftmaxOp softmax) {
 
   OpBuilder b(pv);
   Location loc = pv.getLoc();
+  Value none = NoValueOp::create(b, loc, b.getNoneType());
+  auto t = kt.getDefiningOp<TransposeOp>();
+  // The 3-D form (Q, K, V [B, S, H·D] and Y [B, S, H·Dv], the heads given
+  // by q_num_heads and kv_num_heads) when the heads are split from the
+  // hidden dim before it and merged back after it: no transpose is left
+  // around the attention (the lowering views [B, S, H·D] as [B, S, H, D]);
+  // head splits other ops share stay for them.
+  {
+    int64_t qHeads = 0, kHeads = 0, vHeads = 0;
+    Value q3 = headsOf(q, qHeads), v3 = headsOf(pv.getB(), vHeads), k3;
+    if (t && hasPerm(t, {0, 2, 3, 1}))
+      k3 = splitHeads(t.getData(), kHeads);
+    else if (t && hasPerm(t, {0, 1, 3, 2}))
+      k3 = headsOf(t.getData(), kHeads);
+    ReshapeOp merged = mergedHeads(pv.getResult());
+    if (q3 && k3 && v3 && merged && kHeads == vHeads && qHeads % kHeads == 0) {
+      auto attention = AttentionOp::create(
+          b, loc,
+          TypeRange{merged.getType(), b.getNoneType(), b.getNoneType(),
+                    b.getNoneType()},
+          q3, k3, v3, mask ? mask : none, none, none, none,
+          /*is_causal=*/b.getI64IntegerAttr(0),
+          /*kv_num_heads=*/b.getI64IntegerAttr(kHeads),
+          /*q_num_heads=*/b.getI64IntegerAttr(qHeads),
+          /*qk_matmul_output_mode=*/b.getI64IntegerAttr(0),
+          b.getF32FloatAttr(scale), /*softcap=*/b.getF32FloatAttr(0.0f),
+          /*softmax_precision=*/nullptr);
+      merged.getResult().replaceAllUsesWith(attention.getY());
+      return true;
+    }
+  }
   // K as [B, H, L, D].
   Value k;
-  auto t = kt.getDefiningOp<TransposeOp>();
   if (t && hasPerm(t, {0, 1, 3, 2}))
     k = t.getData();
   else if (t && hasPerm(t, {0, 2, 3, 1}))
     k = transpose(b, loc, t.getData(), {0, 2, 1, 3});
   else
     k = transpose(b, loc, kt, {0, 1, 3, 2});
-  Value none = NoValueOp::create(b, loc, b.getNoneType());
   auto yType = cast<RankedTensorType>(pv.getResult().getType());
   auto attention = AttentionOp::create(
       b, loc,
