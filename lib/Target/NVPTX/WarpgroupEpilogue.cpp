@@ -24,7 +24,6 @@
 #include "WarpgroupKernel.h"
 
 #include "mlir/Dialect/LLVMIR/NVVMDialect.h"
-#include "mlir/Dialect/Linalg/IR/Linalg.h"
 #include "mlir/Dialect/MemRef/IR/MemRef.h"
 
 using namespace mlir;
@@ -40,21 +39,16 @@ constexpr int64_t kChunk = 8;
 /// Named barrier of the consumer warpgroups (0 is the block's).
 constexpr int64_t kConsumerBarrier = 1;
 
-/// The memref the tile's results go to: the epilogue's output, or C.
-Value outputOf(const Problem &p) {
-  if (!p.epilogue)
-    return p.c;
-  return linalg::GenericOp(p.epilogue).getDpsInitOperand(0)->get();
-}
-
 } // namespace
 
 bool warpgroup::canStageTile(const Problem &p, const KernelConfig &cfg) {
   if (cfg.persistent || cfg.splits > 1)
     return false;
-  Type out = cast<MemRefType>(outputOf(p).getType()).getElementType();
+  Type out = cast<MemRefType>(p.output().getType()).getElementType();
+  if (!out.isIntOrFloat())
+    return false;
   unsigned bits = out.getIntOrFloatBitWidth();
-  if (!out.isIntOrFloat() || (bits != 8 && bits != 16 && bits != 32))
+  if (bits != 8 && bits != 16 && bits != 32)
     return false;
   const Tile &t = cfg.tile;
   int64_t staged = t.bm * (t.bn + kRowPad) * 4;
@@ -71,7 +65,7 @@ void warpgroup::storeTileStaged(Emitter &e, const Problem &p,
   const int64_t bn = cfg.tile.bn, consumers = cfg.tile.bm / 64;
   const int64_t pitch = (bn + kRowPad) * 4; // bytes per staged row
   Type accElem = p.acc;
-  Value out = outputOf(p);
+  Value out = p.output();
   Type outElem = cast<MemRefType>(out.getType()).getElementType();
   const int64_t outBytes = outElem.getIntOrFloatBitWidth() / 8;
 

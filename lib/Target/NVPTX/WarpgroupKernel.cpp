@@ -499,7 +499,7 @@ void warpgroup::buildKernel(RewriterBase &rewriter, const Problem &p,
       Type outElem;
       Value outPtr;
       if (p.epilogue) {
-        Value out = linalg::GenericOp(p.epilogue).getDpsInitOperand(0)->get();
+        Value out = p.output();
         outElem = cast<MemRefType>(out.getType()).getElementType();
         if (outElem.isF16() || outElem.isBF16() || outElem.isF32()) {
           Value index =

@@ -475,6 +475,12 @@ std::optional<Problem> warpgroup::analyze(Operation *operation) {
   return p;
 }
 
+Value Problem::output() const {
+  if (!epilogue)
+    return c;
+  return linalg::GenericOp(epilogue).getDpsInitOperand(0)->get();
+}
+
 TypedAttr Problem::fillValue() const {
   Attribute v = linalg::FillOp(fill)
                     .getInputs()[0]

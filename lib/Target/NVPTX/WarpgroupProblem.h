@@ -91,6 +91,8 @@ struct Problem {
 
   /// The fill's value as an attribute of the accumulators' type.
   TypedAttr fillValue() const;
+  /// The memref the results go to: the epilogue's output, or C.
+  Value output() const;
   bool tf32() const { return elem.isF32(); }
   bool integer() const { return elem.isInteger(8); }
   int64_t elemBytes() const { return integer() ? 1 : tf32() ? 4 : 2; }
