@@ -50,11 +50,6 @@ Value mlir::kiln::constantFill(Operation *op, Value buffer) {
   return v && v.getDefiningOp<arith::ConstantOp>() ? v : Value();
 }
 
-bool mlir::kiln::zeroFills(Operation *op, Value buffer) {
-  Value v = constantFill(op, buffer);
-  return v && isZeroConstant(v);
-}
-
 std::optional<PaddedCopy>
 mlir::kiln::matchPaddedCopy(Value padded, Operation *reader, bool anyFill) {
   if (!identityStatic(padded))

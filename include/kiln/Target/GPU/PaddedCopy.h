@@ -34,10 +34,6 @@ struct PaddedCopy {
 /// linalg.map yielding a constant), or null.
 Value constantFill(Operation *op, Value buffer);
 
-/// Whether `op` writes zeros to all of `buffer` (float, either sign, or
-/// integer).
-bool zeroFills(Operation *op, Value buffer);
-
 /// The padded copy `reader` reads as `padded`, when `padded`'s only other
 /// users are its fill (of zeros; of any constant with `anyFill`: a max
 /// pool's -inf) and one unit-stride subview that a copy of `src` (same
