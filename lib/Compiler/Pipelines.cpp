@@ -389,6 +389,7 @@ LogicalResult mlir::kiln::buildStagePipeline(OpPassManager &pm, StringRef stage,
       // (a shared init would make empty-tensor elimination write two
       // results into one destination).
       pm.addNestedPass<func::FuncOp>(createKilnFuseKernels());
+      pm.addNestedPass<func::FuncOp>(createKilnViewWindows());
       pm.addPass(createCanonicalizerPass());
     }
   } else if (stage == "host") {

@@ -86,7 +86,8 @@ def transformer():
         n("Reshape", ["ctx1", "merged"], ["ctx"], name="merge"),
         n("MatMul", ["ctx", "o_w"], ["o0"], name="out_proj"),
         n("Add", ["o0", "o_b"], ["o1"], name="out_bias"),
-        n("Add", ["o1", "h"], ["res"], name="residual"),
+        n("LayerNormalization", ["o1", "ln_s", "ln_b"], ["o1n"], name="ln_half", axis=-1),
+        n("Add", ["o1n", "h"], ["res"], name="residual"),
         n("Div", ["res", "sqrt2"], ["g0"], name="gelu_div"),
         n("Erf", ["g0"], ["g1"], name="gelu_erf"),
         n("Add", ["g1", "one"], ["g2"], name="gelu_add"),
@@ -156,7 +157,10 @@ expect(plan, "maxpool", "fp16")
 expect(plan, "avgpool", "fp16")
 expect(plan, "fc", "fp16")
 plan = check("block", transformer())
-expect(plan, "ln", "fp32", "rule: normalization")
+# The model's f32 input feeds it; the half projection feeds ln_half, whose
+# statistics stay f32 by its stash_type.
+expect(plan, "ln", "fp32", "inputs: follows its fp32 inputs")
+expect(plan, "ln_half", "fp16")
 expect(plan, "qkv", "fp16")
 expect(plan, "scores", "fp16")
 expect(plan, "softmax", "fp32", "rule: softmax")

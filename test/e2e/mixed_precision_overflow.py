@@ -100,11 +100,11 @@ def expect(node, precision, reason_prefix=None):
 
 expect("mm_big", "fp32", "calibration: result 'mm_big' reaches")
 expect("bias_big", "fp32")  # follows its fp32 input (also over range)
-expect("ln1", "fp32", "rule: normalization statistics")
+expect("ln1", "fp32", "inputs: follows its fp32 inputs")  # bias_big is fp32
 expect("mm2", "fp16")
 expect("relu", "fp16")
 expect("scale_big", "fp32", "constant range: constant operand 1 reaches |x| = 200000")
-expect("ln2", "fp32", "rule: normalization statistics")
+expect("ln2", "fp32", "inputs: follows its fp32 inputs")  # scale_big is fp32
 for line in ["fp32 mm_big (MatMul): calibration:", "fp32 scale_big (Mul): constant range:"]:
     if line not in summary:
         sys.exit(f"FAIL: the terminal summary lacks '{line}'")

@@ -240,3 +240,54 @@ func.func @not_convex(%x: tensor<4x4xf32>) -> tensor<4x4xf32> {
   }
   return %2 : tensor<4x4xf32>
 }
+
+// -----
+
+#id = affine_map<(d0, d1) -> (d0, d1)>
+#red = affine_map<(d0, d1) -> (d0, 0)>
+
+// A half product, then the f32 widening of a half normalization's input
+// and the row reduction of its statistics: the widening joins the
+// reduction (it reads half), not the product as an epilogue (which would
+// write the f32 tensor, twice the bytes).
+// CHECK-LABEL: func @widening_joins_its_reader
+// CHECK: %[[MM:.*]] = kiln.kernel "kernel_0"
+// CHECK: linalg.matmul
+// CHECK-NOT: arith.extf
+// CHECK: kiln.yield {{.*}} : tensor<4x16xf16>
+// CHECK: kiln.kernel "kernel_1" ins(%[[MM]] : tensor<4x16xf16>)
+// CHECK: iterator_types = ["parallel", "reduction"]
+// CHECK: arith.extf
+func.func @widening_joins_its_reader(%x: tensor<4x8xf16>, %w: tensor<8x16xf16>) -> tensor<4x1xf32> {
+  %0 = kiln.kernel "mm" ins(%x, %w : tensor<4x8xf16>, tensor<8x16xf16>) -> (tensor<4x16xf16>) {
+  ^bb0(%a: tensor<4x8xf16>, %c: tensor<8x16xf16>):
+    %z = arith.constant 0.0 : f16
+    %e = tensor.empty() : tensor<4x16xf16>
+    %f = linalg.fill ins(%z : f16) outs(%e : tensor<4x16xf16>) -> tensor<4x16xf16>
+    %m = linalg.matmul ins(%a, %c : tensor<4x8xf16>, tensor<8x16xf16>) outs(%f : tensor<4x16xf16>) -> tensor<4x16xf16>
+    kiln.yield %m : tensor<4x16xf16>
+  }
+  %1 = kiln.kernel "widen" ins(%0 : tensor<4x16xf16>) -> (tensor<4x16xf32>) {
+  ^bb0(%a: tensor<4x16xf16>):
+    %e = tensor.empty() : tensor<4x16xf32>
+    %g = linalg.generic {indexing_maps = [#id, #id], iterator_types = ["parallel", "parallel"]} ins(%a : tensor<4x16xf16>) outs(%e : tensor<4x16xf32>) {
+    ^bb0(%p: f16, %o: f32):
+      %x32 = arith.extf %p : f16 to f32
+      linalg.yield %x32 : f32
+    } -> tensor<4x16xf32>
+    kiln.yield %g : tensor<4x16xf32>
+  }
+  %2 = kiln.kernel "sum" ins(%1 : tensor<4x16xf32>) -> (tensor<4x1xf32>) {
+  ^bb0(%a: tensor<4x16xf32>):
+    %z = arith.constant 0.0 : f32
+    %e = tensor.empty() : tensor<4x1xf32>
+    %f = linalg.fill ins(%z : f32) outs(%e : tensor<4x1xf32>) -> tensor<4x1xf32>
+    %r = linalg.generic {indexing_maps = [#id, #red], iterator_types = ["parallel", "reduction"]} ins(%a : tensor<4x16xf32>) outs(%f : tensor<4x1xf32>) {
+    ^bb0(%p: f32, %o: f32):
+      %s = arith.addf %o, %p : f32
+      linalg.yield %s : f32
+    } -> tensor<4x1xf32>
+    kiln.yield %r : tensor<4x1xf32>
+  }
+  return %2 : tensor<4x1xf32>
+}

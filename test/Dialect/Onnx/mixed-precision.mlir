@@ -217,3 +217,30 @@ func.func @dequantized(%sums: tensor<2x8xi32>) -> tensor<2x8xf32> {
   %r = "onnx.Relu"(%b) : (tensor<2x8xf32>) -> tensor<2x8xf32> loc("relu")
   return %r : tensor<2x8xf32>
 }
+
+// -----
+
+// A post-LN residual stream in half, as the half models of PyTorch and
+// TensorRT keep it: the embedding lookup in a weight is half (its table is
+// converted like a contraction's weight); LayerNormalization with
+// stash_type 1 follows its half input (its lowering keeps the mean and
+// variance in f32), so the residual Add after the product stays half. With
+// stash_type 0, or when its Mean output is used, it stays fp32.
+// CHECK-LABEL: func @residual_stream
+// CHECK: "onnx.Gather"({{.*}}) <{axis = 0 : i64}> {kiln.precision = "fp16"} : (tensor<16x8xf16>, tensor<4xi64>) -> tensor<4x8xf16>
+// CHECK: "onnx.LayerNormalization"({{.*}}) <{{{.*}}}> {kiln.precision = "fp16"} : (tensor<4x8xf16>, tensor<8xf16>, tensor<8xf16>) -> (tensor<4x8xf16>, none, none)
+// CHECK: "onnx.MatMul"({{.*}}) {kiln.precision = "fp16"}
+// CHECK: "onnx.Add"({{.*}}) {kiln.precision = "fp16"} : (tensor<4x8xf16>, tensor<4x8xf16>) -> tensor<4x8xf16>
+// CHECK: "onnx.LayerNormalization"({{.*}}) <{{{.*}}stash_type = 0 : i64}> {kiln.fp32_reason = "rule: normalization statistics stay fp32", kiln.precision = "fp32"}
+// CHECK: "onnx.LayerNormalization"({{.*}}) <{{{.*}}}> {kiln.fp32_reason = "rule: normalization statistics stay fp32", kiln.precision = "fp32"} : (tensor<4x8xf32>, tensor<8xf32>, tensor<8xf32>) -> (tensor<4x8xf32>, tensor<4x1xf32>, none)
+func.func @residual_stream(%ids: tensor<4xi64>, %table: tensor<16x8xf32> {kiln.weight_offset = 64 : i64}, %w: tensor<8x8xf32> {kiln.weight_offset = 1024 : i64}) -> (tensor<4x8xf32>, tensor<4x8xf32>, tensor<4x1xf32>) {
+  %g = arith.constant dense<1.0> : tensor<8xf32>
+  %b = arith.constant dense<0.0> : tensor<8xf32>
+  %e = "onnx.Gather"(%table, %ids) {axis = 0 : i64} : (tensor<16x8xf32>, tensor<4xi64>) -> tensor<4x8xf32> loc("embed")
+  %n:3 = "onnx.LayerNormalization"(%e, %g, %b) {axis = -1 : i64, epsilon = 1.0e-5 : f32} : (tensor<4x8xf32>, tensor<8xf32>, tensor<8xf32>) -> (tensor<4x8xf32>, none, none) loc("ln0")
+  %m = "onnx.MatMul"(%n#0, %w) : (tensor<4x8xf32>, tensor<8x8xf32>) -> tensor<4x8xf32> loc("mm")
+  %r = "onnx.Add"(%m, %n#0) : (tensor<4x8xf32>, tensor<4x8xf32>) -> tensor<4x8xf32> loc("residual")
+  %s:3 = "onnx.LayerNormalization"(%r, %g, %b) {axis = -1 : i64, epsilon = 1.0e-5 : f32, stash_type = 0 : i64} : (tensor<4x8xf32>, tensor<8xf32>, tensor<8xf32>) -> (tensor<4x8xf32>, none, none) loc("ln_stash0")
+  %t:3 = "onnx.LayerNormalization"(%r, %g, %b) {axis = -1 : i64, epsilon = 1.0e-5 : f32} : (tensor<4x8xf32>, tensor<8xf32>, tensor<8xf32>) -> (tensor<4x8xf32>, tensor<4x1xf32>, none) loc("ln_mean")
+  return %s#0, %t#0, %t#1 : tensor<4x8xf32>, tensor<4x8xf32>, tensor<4x1xf32>
+}

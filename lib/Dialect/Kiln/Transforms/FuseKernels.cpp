@@ -387,6 +387,32 @@ struct FuseKernelsPass
     return anyWeight;
   }
 
+  /// Whether `k` only widens a float tensor (the f32 statistics input of a
+  /// half normalization) for other kernels: as a contraction's epilogue it
+  /// would write the wide tensor (twice the bytes) where the consumer can
+  /// widen as it reads (a rows fusion takes it instead).
+  static bool onlyWidensForKernels(KernelOp k) {
+    linalg::GenericOp cast;
+    for (Operation &op : k.getBodyBlock().without_terminator()) {
+      if (isa<tensor::EmptyOp, arith::ConstantOp>(op))
+        continue;
+      auto g = dyn_cast<linalg::GenericOp>(op);
+      if (!g || cast)
+        return false;
+      cast = g;
+    }
+    if (!cast || cast.getNumDpsInputs() != 1 || cast.getNumDpsInits() != 1)
+      return false;
+    Block &body = cast.getRegion().front();
+    auto ext =
+        body.getTerminator()->getOperand(0).getDefiningOp<arith::ExtFOp>();
+    if (!ext || body.getOperations().size() != 2 ||
+        ext.getIn() != body.getArgument(0))
+      return false;
+    return llvm::all_of(k->getUsers(),
+                        [](Operation *u) { return isa<KernelOp>(u); });
+  }
+
   bool tryVertical(Block &block, KernelOp k2) {
     KernelInfo i2 = analyze(k2);
     if (i2.kind == KernelKind::Other)
@@ -431,7 +457,7 @@ struct FuseKernelsPass
                        i1.kind == KernelKind::Movement) &&
                       allUsesInK2 && i2.kind != KernelKind::Movement;
       bool epilogue = false;
-      if (i2.kind == KernelKind::Elementwise &&
+      if (i2.kind == KernelKind::Elementwise && !onlyWidensForKernels(k2) &&
           (i1.kind == KernelKind::Contraction ||
            i1.kind == KernelKind::Elementwise)) {
         // k2 reads k1's results at their own shape (no broadcast to a

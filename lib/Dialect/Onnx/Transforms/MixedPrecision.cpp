@@ -10,7 +10,9 @@
 //                float input is half, else fp32;
 //   reduction    accumulating reductions: fp32 over more than
 //                `reduction-limit` elements, else follow;
-//   sensitive    Softmax, normalizations, Exp/Log/Pow/Erf...: fp32;
+//   sensitive    Softmax, normalizations, Exp/Log/Pow/Erf...: fp32, but
+//                LayerNormalization and RMSNormalization with stash_type 1
+//                follow (their statistics are f32 by definition);
 //   other        no half rule (recurrences, control flow...): fp32.
 //
 // A half candidate stays fp32 when pinned (`keep-fp32`), when a constant
@@ -173,6 +175,34 @@ bool isDequantization(Operation *op) {
       return true;
   }
   return false;
+}
+
+/// A Gather from a constant or an external weight (an embedding table) by
+/// integer indices: nothing computed votes on its precision.
+bool isWeightLookup(Operation *op) {
+  if (onnxOpType(op) != "Gather" || op->getNumOperands() != 2)
+    return false;
+  Value table = op->getOperand(0);
+  return isConstantF32(table) || isExternalWeight(table);
+}
+
+/// A normalization whose statistics its own definition keeps in float32
+/// whatever its input type: LayerNormalization and RMSNormalization with
+/// stash_type 1 (the default; their lowering extends a half input to f32
+/// for the mean and variance and rounds once). It follows its input like
+/// an elementwise op, so a half residual stream stays half around it, when
+/// only its normalized output is used (Mean and InvStdDev have the stash
+/// type).
+bool hasStashedStatistics(Operation *op) {
+  StringRef type = onnxOpType(op);
+  if (type != "LayerNormalization" && type != "RMSNormalization")
+    return false;
+  auto stash = op->getAttrOfType<IntegerAttr>("stash_type");
+  if (stash && stash.getInt() != 1)
+    return false;
+  return llvm::all_of(op->getResults().drop_front(), [](Value r) {
+    return r.use_empty() || isa<NoneType>(r.getType());
+  });
 }
 
 /// Number of elements an accumulating reduction combines per result, or -1
@@ -353,6 +383,8 @@ struct MixedPrecisionPass
       }
       cls = OpClass::Follow;
     }
+    if (cls == OpClass::Sensitive && hasStashedStatistics(op))
+      cls = OpClass::Follow;
     if (cls == OpClass::Sensitive || cls == OpClass::Other) {
       d.category = "rule";
       d.reason = why;
@@ -380,6 +412,10 @@ struct MixedPrecisionPass
         anyHalf |= h;
         allHalf &= h;
       }
+      // A lookup in a weight (an embedding table): the table is stored in
+      // half like the contractions' weights, so the lookup is half.
+      if (!anyHalf && isWeightLookup(op))
+        anyHalf = true;
       if (!anyHalf || !allHalf) {
         d.category = "inputs";
         d.reason = anyHalf ? "follows its fp32 inputs (mixed with half)"

@@ -38,6 +38,22 @@ def KilnFuseKernels : Pass<"kiln-fuse-kernels", "func::FuncOp"> {
                            "::mlir::arith::ArithDialect"];
 }
 
+def KilnViewWindows : Pass<"kiln-view-windows", "func::FuncOp"> {
+  let summary = "Kernels that read operands in place take a window copy's "
+                "source as a view";
+  let description = [{
+    A copy kernel that takes a window of its input (a Split's or unit-step
+    Slice's `out[i] = x[i + offset]`) and feeds, through host reshapes, an
+    operand that its kernel reads in place (kiln.attention's query, key and
+    value) is replaced there by its source: the window becomes a
+    `tensor.extract_slice` (and the reshapes expand/collapse_shape) inside
+    the consuming kernel, which bufferization makes a strided view. The copy
+    kernel goes when nothing else reads it.
+  }];
+  let dependentDialects = ["::mlir::kiln::KilnDialect",
+                           "::mlir::tensor::TensorDialect"];
+}
+
 def KilnOutlineKernels : Pass<"kiln-outline-kernels", "ModuleOp"> {
   let summary = "Builds the host program and outlines kernels to functions";
   let description = [{
