@@ -152,3 +152,37 @@ func.func @not_windows(%x: tensor<2x8x48xf16>) -> (tensor<2x8x2x8xf16>, tensor<2
   }
   return %y, %o : tensor<2x8x2x8xf16>, tensor<2x8x16xf16>
 }
+
+// -----
+
+#id = affine_map<(d0, d1, d2) -> (d0, d1, d2)>
+
+// Batch 1: the copy's batch index folded to a constant.
+// CHECK-LABEL: func @batch_one
+// CHECK: kiln.kernel "attn" ins(%arg0 : tensor<1x8x48xf16>)
+// CHECK: tensor.extract_slice %{{.*}}[0, 0, 16] [1, 8, 16] [1, 1, 1]
+func.func @batch_one(%x: tensor<1x8x48xf16>) -> tensor<1x8x2x8xf16> {
+  %k = kiln.kernel "copy_k" ins(%x : tensor<1x8x48xf16>) -> (tensor<1x8x16xf16>) {
+  ^bb0(%a: tensor<1x8x48xf16>):
+    %c0 = arith.constant 0 : index
+    %c16 = arith.constant 16 : index
+    %e = tensor.empty() : tensor<1x8x16xf16>
+    %g = linalg.generic {indexing_maps = [#id], iterator_types = ["parallel", "parallel", "parallel"]} outs(%e : tensor<1x8x16xf16>) {
+    ^bb0(%out: f16):
+      %j = linalg.index 1 : index
+      %l = linalg.index 2 : index
+      %s = arith.addi %l, %c16 : index
+      %v = tensor.extract %a[%c0, %j, %s] : tensor<1x8x48xf16>
+      linalg.yield %v : f16
+    } -> tensor<1x8x16xf16>
+    kiln.yield %g : tensor<1x8x16xf16>
+  }
+  %k4 = tensor.expand_shape %k [[0], [1], [2, 3]] output_shape [1, 8, 2, 8] : tensor<1x8x16xf16> into tensor<1x8x2x8xf16>
+  %y = kiln.kernel "attn" ins(%k4 : tensor<1x8x2x8xf16>) -> (tensor<1x8x2x8xf16>) {
+  ^bb0(%b: tensor<1x8x2x8xf16>):
+    %e = tensor.empty() : tensor<1x8x2x8xf16>
+    %r = kiln.attention ins(%b, %b, %b : tensor<1x8x2x8xf16>, tensor<1x8x2x8xf16>, tensor<1x8x2x8xf16>) outs(%e : tensor<1x8x2x8xf16>) scale = 0.35355339059327373 seq_major = [true, true, true, true] -> tensor<1x8x2x8xf16>
+    kiln.yield %r : tensor<1x8x2x8xf16>
+  }
+  return %y : tensor<1x8x2x8xf16>
+}

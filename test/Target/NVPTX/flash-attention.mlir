@@ -87,3 +87,29 @@ func.func private @dynamic_strides(%q: memref<1x2x16x64xf16>, %k: memref<1x2x16x
   kiln.attention ins(%q, %k, %k : memref<1x2x16x64xf16>, memref<1x2x16x64xf16, strided<[?, ?, ?, 1], offset: ?>>, memref<1x2x16x64xf16, strided<[?, ?, ?, 1], offset: ?>>) outs(%o : memref<1x2x16x64xf16>) scale = 1.250000e-01 seq_major = [false, false, false, false]
   return
 }
+
+// -----
+
+// Q, K and V as views of one packed QKV projection [B, S, 3·H·D]
+// (kiln-view-windows): static offsets of H·D and 2·H·D elements, multiples
+// of 16 bytes, so K and V still take 16-byte loads, and Q is read at its
+// offset; the PTX builds.
+// IR-LABEL: func.func private @packed_qkv
+// IR: gpu.launch
+// IR: vector.load {{.*}} {alignment = 16 : i64} : memref<2x16x2x32xf16, strided<[3072, 192, 32, 1], offset: 64>>, vector<8xf16>
+// IR: vector.load {{.*}} {alignment = 16 : i64} : memref<2x16x2x32xf16, strided<[3072, 192, 32, 1], offset: 128>>, vector<8xf16>
+// IR: nvvm.mma.sync
+// PTX-LABEL: .visible .entry packed_qkv_kernel(
+// PTX: ld.global.v4.b32
+// PTX: mma.sync.aligned.m16n8k16.row.col.f32.f16.f16.f32
+// PTX: ret;
+func.func private @packed_qkv(%qkv: memref<2x16x192xf16>, %o: memref<2x16x2x32xf16>) attributes {kiln.kernel} {
+  %q = memref.subview %qkv[0, 0, 0] [2, 16, 64] [1, 1, 1] : memref<2x16x192xf16> to memref<2x16x64xf16, strided<[3072, 192, 1]>>
+  %k = memref.subview %qkv[0, 0, 64] [2, 16, 64] [1, 1, 1] : memref<2x16x192xf16> to memref<2x16x64xf16, strided<[3072, 192, 1], offset: 64>>
+  %v = memref.subview %qkv[0, 0, 128] [2, 16, 64] [1, 1, 1] : memref<2x16x192xf16> to memref<2x16x64xf16, strided<[3072, 192, 1], offset: 128>>
+  %q4 = memref.expand_shape %q [[0], [1], [2, 3]] output_shape [2, 16, 2, 32] : memref<2x16x64xf16, strided<[3072, 192, 1]>> into memref<2x16x2x32xf16, strided<[3072, 192, 32, 1]>>
+  %k4 = memref.expand_shape %k [[0], [1], [2, 3]] output_shape [2, 16, 2, 32] : memref<2x16x64xf16, strided<[3072, 192, 1], offset: 64>> into memref<2x16x2x32xf16, strided<[3072, 192, 32, 1], offset: 64>>
+  %v4 = memref.expand_shape %v [[0], [1], [2, 3]] output_shape [2, 16, 2, 32] : memref<2x16x64xf16, strided<[3072, 192, 1], offset: 128>> into memref<2x16x2x32xf16, strided<[3072, 192, 32, 1], offset: 128>>
+  kiln.attention ins(%q4, %k4, %v4 : memref<2x16x2x32xf16, strided<[3072, 192, 32, 1]>>, memref<2x16x2x32xf16, strided<[3072, 192, 32, 1], offset: 64>>, memref<2x16x2x32xf16, strided<[3072, 192, 32, 1], offset: 128>>) outs(%o : memref<2x16x2x32xf16>) scale = 1.767767e-01 seq_major = [true, true, true, true]
+  return
+}

@@ -126,6 +126,15 @@ std::optional<std::pair<unsigned, SmallVector<int64_t>>> windowOf(KernelOp k) {
   SmallVector<int64_t> ranges(outType.getShape());
   SmallVector<int64_t> offsets;
   for (auto [d, i] : llvm::enumerate(extract.getIndices())) {
+    // A dim of size 1 may read a constant index (its loop index folded).
+    APInt cst;
+    if (ranges[d] == 1 && matchPattern(i, m_ConstantInt(&cst))) {
+      int64_t c = cst.getSExtValue();
+      if (c < 0 || c >= srcType.getDimSize(d))
+        return std::nullopt;
+      offsets.push_back(c);
+      continue;
+    }
     std::optional<Shifted> s = shiftedIndex(i, ranges);
     if (!s || s->dim != static_cast<int64_t>(d) || s->lo < 0 ||
         s->hi >= srcType.getDimSize(d))
