@@ -229,6 +229,10 @@ struct StagePipelineOptions : public PassPipelineOptions<StagePipelineOptions> {
       llvm::cl::desc("GPU: persistent contraction kernels (off, on, auto)"),
       llvm::cl::init(
           stringifyPersistentKernels(GPUCodegenOptions().persistent).str())};
+  Option<std::string> gpuTiles{
+      *this, "gpu-tiles",
+      llvm::cl::desc("GPU: output tiles (BMxBN, comma-separated) the "
+                     "target's contraction kernels may choose from")};
   Option<std::string> maxMemory{
       *this, "max-memory",
       llvm::cl::desc("Arena budget for kiln-remat: bytes with K/M/G, or a "
@@ -265,6 +269,8 @@ struct StagePipelineOptions : public PassPipelineOptions<StagePipelineOptions> {
     if (std::optional<PersistentKernels> pk =
             parsePersistentKernels(gpuPersistent))
       o.gpu.persistent = *pk;
+    std::string error;
+    (void)parseContractionTiles(gpuTiles, o.gpu.tiles, error);
     o.maxMemory = maxMemory;
     o.maxMemoryWeights = maxMemoryWeights;
     return o;

@@ -302,6 +302,10 @@ const OptionRow kOptions[] = {
        o.compile.gpu.persistent = *p;
        return true;
      }},
+    {"gpu-tiles", false,
+     [](kiln_compile_options &o, llvm::StringRef v, std::string &e) {
+       return parseContractionTiles(v, o.compile.gpu.tiles, e);
+     }},
     {"gpu-min-threads", false,
      [](kiln_compile_options &o, llvm::StringRef v, std::string &e) {
        return parseInt("gpu-min-threads", v, 0, INT32_MAX,

@@ -102,6 +102,13 @@ static cl::opt<std::string> gpuPersistent(
              "MMA): off, on, or auto (more tiles than multiprocessors and "
              "at most 32 K steps; default off)"),
     cl::init("off"));
+static cl::opt<std::string> gpuTiles(
+    "gpu-tiles",
+    cl::desc("GPU targets: the output tiles (BMxBN, comma-separated) the "
+             "target's own contraction kernels may choose from (sm_90a "
+             "warpgroup MMA: 256x128, 128x128, 256x64, 128x64, 192x128; "
+             "default: all measured ones, by the cost model)"),
+    cl::init(""));
 static cl::opt<std::string>
     dumpAfter("dump-after",
               cl::desc("Print the IR after a stage (import, graph, lower, "
@@ -348,7 +355,8 @@ bool setOptions(kiln_compile_options_t *options) {
       !setInt("gpu-block-size", gpuBlockSize) ||
       !setInt("gpu-fill-blocks", gpuFillBlocks) ||
       !setInt("gpu-min-threads", gpuMinThreads) ||
-      !setString("gpu-persistent", gpuPersistent))
+      !setString("gpu-persistent", gpuPersistent) ||
+      !setString("gpu-tiles", gpuTiles))
     return false;
   // Nodes to expose: one value per node (the flag splits at commas).
   if (given(exposeIntermediates) &&

@@ -97,6 +97,49 @@ inline StringRef stringifyPersistentKernels(PersistentKernels p) {
   return "off";
 }
 
+/// Output tiles (rows x columns of a block's output) that a target's own
+/// contraction kernels may choose from (--gpu-tiles "BMxBN[,BMxBN...]");
+/// empty: every tile of the target's, by its cost model.
+using ContractionTiles = SmallVector<std::pair<int64_t, int64_t>>;
+
+/// Parses a --gpu-tiles list ("" is the empty list); false with `error`
+/// set when an entry is not two positive integers joined by 'x'.
+inline bool parseContractionTiles(StringRef s, ContractionTiles &tiles,
+                                  std::string &error) {
+  tiles.clear();
+  if (s.empty())
+    return true;
+  SmallVector<StringRef> entries;
+  s.split(entries, ',');
+  for (StringRef e : entries) {
+    auto [m, n] = e.trim().split('x');
+    int64_t bm = 0, bn = 0;
+    if (m.getAsInteger(10, bm) || n.getAsInteger(10, bn) || bm <= 0 ||
+        bn <= 0) {
+      error = ("gpu-tiles: '" + e.trim() +
+               "' is not a tile (rows x columns, e.g. 192x128)")
+                  .str();
+      return false;
+    }
+    tiles.push_back({bm, bn});
+  }
+  return true;
+}
+
+inline std::string stringifyContractionTiles(const ContractionTiles &tiles) {
+  std::string s;
+  for (auto [bm, bn] : tiles)
+    s += (s.empty() ? "" : ",") + std::to_string(bm) + "x" + std::to_string(bn);
+  return s;
+}
+
+/// What a target's own contraction kernels may choose
+/// (GPUTargetInfo::lowerContraction).
+struct ContractionChoices {
+  PersistentKernels persistent = PersistentKernels::Off;
+  ContractionTiles tiles;
+};
+
 /// The GPU codegen's choices: kiln-map-kernels-to-gpu's options, one field
 /// each. The only carrier from kilnc's --gpu-* flags (through
 /// CompileOptions::gpu and parseTarget) to the pass.
@@ -124,6 +167,9 @@ struct GPUCodegenOptions {
   bool asyncCopy = false;
   /// Persistent contraction kernels (--gpu-persistent; off until measured).
   PersistentKernels persistent = PersistentKernels::Off;
+  /// The tiles the target's own contraction kernels may choose from
+  /// (--gpu-tiles; empty: all of them, by the target's cost model).
+  ContractionTiles tiles;
 };
 
 /// One row of the target table.

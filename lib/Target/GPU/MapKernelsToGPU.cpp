@@ -497,6 +497,23 @@ struct MapKernelsToGPUPass
           << persistent << "'";
       return signalPassFailure();
     }
+    ContractionChoices choices;
+    choices.persistent = *persistentKernels;
+    if (!parseContractionTiles(tiles, choices.tiles, error)) {
+      module.emitError(error);
+      return signalPassFailure();
+    }
+    // A tile the target's kernels cannot take; a target without kernels of
+    // its own (or an image without them) has nothing to choose.
+    ContractionTiles own = target->getContractionTiles();
+    for (auto tile : choices.tiles)
+      if (!own.empty() && !llvm::is_contained(own, tile)) {
+        module.emitError("gpu-tiles: ")
+            << tile.first << "x" << tile.second
+            << " is not a tile of this target's contraction kernels ("
+            << stringifyContractionTiles(own) << ")";
+        return signalPassFailure();
+      }
 
     // Launchers take the runtime context first.
     SmallVector<func::FuncOp> kernels, hosts;
@@ -645,8 +662,8 @@ struct MapKernelsToGPUPass
       // else a thread per output tile.
       SmallVector<linalg::LinalgOp> rest;
       for (linalg::LinalgOp op : reductions) {
-        if (tensorCores && succeeded(target->lowerContraction(
-                               rewriter, op, ctx, *persistentKernels)))
+        if (tensorCores &&
+            succeeded(target->lowerContraction(rewriter, op, ctx, choices)))
           continue;
         if (tiledContractions && succeeded(tiled.lower(op)))
           continue;
@@ -747,5 +764,6 @@ std::unique_ptr<Pass> mlir::kiln::createKilnMapKernelsToGPU(
   options.fillBlocks = gpu.fillBlocks;
   options.minThreads = gpu.minThreads;
   options.persistent = stringifyPersistentKernels(gpu.persistent).str();
+  options.tiles = stringifyContractionTiles(gpu.tiles);
   return std::make_unique<MapKernelsToGPUPass>(options, std::move(info));
 }

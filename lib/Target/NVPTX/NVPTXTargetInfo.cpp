@@ -316,12 +316,16 @@ public:
     return out;
   }
 
-  LogicalResult lowerContraction(RewriterBase &rewriter, Operation *op,
-                                 Value ctx,
-                                 PersistentKernels persistent) const override {
+  LogicalResult
+  lowerContraction(RewriterBase &rewriter, Operation *op, Value ctx,
+                   const ContractionChoices &choices) const override {
     if (!hasWarpgroupMMA)
       return failure();
-    return lowerWarpgroupContraction(rewriter, op, ctx, persistent);
+    return lowerWarpgroupContraction(rewriter, op, ctx, choices);
+  }
+
+  ContractionTiles getContractionTiles() const override {
+    return hasWarpgroupMMA ? warpgroupTiles() : ContractionTiles();
   }
 
   void getDependentDialects(DialectRegistry &registry) const override {

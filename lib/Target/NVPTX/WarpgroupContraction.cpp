@@ -191,16 +191,24 @@ void transposeB(RewriterBase &rewriter, Problem &p, Value ctx) {
 
 } // namespace
 
-LogicalResult mlir::kiln::lowerWarpgroupContraction(RewriterBase &rewriter,
-                                                    Operation *operation,
-                                                    Value ctx,
-                                                    PersistentKernels mode) {
+ContractionTiles mlir::kiln::warpgroupTiles() {
+  ContractionTiles tiles;
+  for (const Tile &t : tileTable())
+    tiles.push_back({t.bm, t.bn});
+  return tiles;
+}
+
+LogicalResult
+mlir::kiln::lowerWarpgroupContraction(RewriterBase &rewriter,
+                                      Operation *operation, Value ctx,
+                                      const ContractionChoices &choices) {
+  PersistentKernels mode = choices.persistent;
   std::optional<Problem> prob = analyze(operation);
   if (!prob)
     return failure();
   Problem &p = *prob;
   Location loc = p.op.getLoc();
-  const Tile tile = chooseTile(p);
+  const Tile tile = chooseTile(p, choices.tiles);
   const int64_t bm = tile.bm, bn = tile.bn, stages = tile.stages;
   const int64_t consumers = bm / 64, threads = 128 * (1 + consumers);
   const int64_t bk = p.bk();

@@ -19,12 +19,16 @@ namespace mlir::kiln {
 /// linalg.fill of its output) and that fill with tile maps built on the
 /// host and one gpu.launch of the warpgroup-MMA kernel (after a launch that
 /// transposes an N-major TF32 B), inside a launcher whose runtime context
-/// is `ctx`; `persistent`: whether the kernel is the persistent variant
-/// (blocks that loop over tiles) as kilnc's --gpu-persistent says.
-/// Failure (another op, layout or type) leaves the IR unchanged.
+/// is `ctx`; `choices`: whether the kernel is the persistent variant
+/// (blocks that loop over tiles) as kilnc's --gpu-persistent says, and the
+/// tiles it may take (--gpu-tiles). Failure (another op, layout or type)
+/// leaves the IR unchanged.
 LogicalResult lowerWarpgroupContraction(RewriterBase &rewriter, Operation *op,
                                         Value ctx,
-                                        PersistentKernels persistent);
+                                        const ContractionChoices &choices);
+
+/// The output tiles of the warpgroup kernel (rows x columns).
+ContractionTiles warpgroupTiles();
 
 } // namespace mlir::kiln
 

@@ -492,20 +492,42 @@ TypedAttr Problem::fillValue() const {
   return b.getF32FloatAttr(cast<FloatAttr>(v).getValueAsDouble());
 }
 
+ArrayRef<Tile> warpgroup::tileTable() {
+  // 192 x 128 (three consumer warpgroups): 22 x 6 = 132 tiles of BERT-base's
+  // N = 768 products at batch 32 x 128, one wave, where 256 x 128 gives 96.
+  // The order breaks ties of the cost model.
+  static const Tile table[] = {{256, 128, 4, 1.0},
+                               {128, 128, 4, 0.88},
+                               {256, 64, 4, 0.75},
+                               {128, 64, 6, 0.6},
+                               {192, 128, 4, 0.0}};
+  return table;
+}
+
 /// The tile of least estimated time: waves of kSMs blocks times the tile's
 /// elements over its rate. Larger tiles load less per product; smaller ones
 /// fill the last wave of a small problem. On bench/hopper's 20 shapes this
 /// picks the fastest of the measured tiles or one within 6% of it.
-Tile warpgroup::chooseTile(const Problem &p) {
+Tile warpgroup::chooseTile(const Problem &p, const ContractionTiles &allowed) {
   SmallVector<Tile> candidates;
-  if (p.n > 64)
-    candidates = {{256, 128, 4, 1.0}, {128, 128, 4, 0.88}, {128, 64, 6, 0.6}};
-  else
-    candidates = {{256, 64, 4, 0.75}, {128, 64, 6, 0.6}};
+  for (const Tile &t : tileTable()) {
+    if (!allowed.empty()) {
+      if (llvm::is_contained(allowed, std::make_pair(t.bm, t.bn)))
+        candidates.push_back(t);
+      continue;
+    }
+    // Measured tiles only; N of at most 64 takes 64-column tiles, a wider
+    // N the others but 256 x 64.
+    bool narrow = t.bn == 64 && t.bm == 256;
+    if (t.rate > 0 && (p.n > 64 ? !narrow : t.bn == 64))
+      candidates.push_back(t);
+  }
+  if (candidates.empty()) // none of `allowed` is a tile of the kernel's
+    return chooseTile(p);
   auto cost = [&](const Tile &t) {
     int64_t tm = (p.m + t.bm - 1) / t.bm, tn = (p.n + t.bn - 1) / t.bn;
     int64_t waves = (tm * tn * p.batch + kSMs - 1) / kSMs;
-    return double(waves) * double(t.bm * t.bn) / t.rate;
+    return double(waves) * double(t.bm * t.bn) / (t.rate > 0 ? t.rate : 1.0);
   };
   Tile best = candidates.front();
   for (const Tile &t : candidates)

@@ -9,6 +9,8 @@
 #ifndef KILN_LIB_TARGET_NVPTX_WARPGROUPPROBLEM_H
 #define KILN_LIB_TARGET_NVPTX_WARPGROUPPROBLEM_H
 
+#include "kiln/Target/Target.h"
+
 #include "mlir/Dialect/Linalg/IR/Linalg.h"
 
 #include <optional>
@@ -126,8 +128,13 @@ struct Tile {
   double rate;
 };
 
-/// The tile of least estimated time for `p`.
-Tile chooseTile(const Problem &p);
+/// Every tile the kernel takes. A rate of 0: not measured yet, taken only
+/// when --gpu-tiles asks for it.
+ArrayRef<Tile> tileTable();
+
+/// The tile of least estimated time for `p` among `allowed` (rows x
+/// columns; empty: the table's measured tiles).
+Tile chooseTile(const Problem &p, const ContractionTiles &allowed = {});
 
 } // namespace mlir::kiln::warpgroup
 

@@ -66,6 +66,10 @@ def KilnMapKernelsToGPU : Pass<"kiln-map-kernels-to-gpu", "ModuleOp"> {
            "Contraction kernels that have a persistent variant (blocks "
            "that loop over output tiles) use it: off, on, or auto (where "
            "the target's rule says it pays)">,
+    Option<"tiles", "tiles", "std::string", /*default=*/"\"\"",
+           "Output tiles (BMxBN, comma-separated) the target's own "
+           "contraction kernels may choose from; empty: all of them, by the "
+           "target's cost model">,
   ];
   let dependentDialects = ["::mlir::gpu::GPUDialect",
                            "::mlir::scf::SCFDialect",

@@ -198,13 +198,18 @@ public:
   /// strategies run. For instructions those do not model (e.g. a matrix
   /// instruction of a whole group of warps fed by bulk tensor copies).
   /// Called only with tensor cores
-  /// on (GPUCodegenOptions::tensorCores). `persistent`: whether a kernel
-  /// with a persistent variant uses it (GPUCodegenOptions::persistent).
-  virtual LogicalResult lowerContraction(RewriterBase &rewriter, Operation *op,
-                                         Value ctx,
-                                         PersistentKernels persistent) const {
+  /// on (GPUCodegenOptions::tensorCores). `choices`: whether a kernel
+  /// with a persistent variant uses it and the tiles it may take
+  /// (GPUCodegenOptions::persistent and ::tiles).
+  virtual LogicalResult
+  lowerContraction(RewriterBase &rewriter, Operation *op, Value ctx,
+                   const ContractionChoices &choices) const {
     return failure();
   }
+
+  /// The output tiles lowerContraction's kernels can take (rows x
+  /// columns); empty when it has none (then --gpu-tiles does not apply).
+  virtual ContractionTiles getContractionTiles() const { return {}; }
 
   /// Dialects of the ops this target-info creates (loaded before the pass
   /// runs).
