@@ -36,6 +36,13 @@ each chip twice, as it is and with --gpu-async-copy=1 (the mma.sync
 kernels' operands through a cp.async ring read with ldmatrix), labelled
 "<chip>" and "<chip> +async", so one run compares the two portable kernels
 on the H200 (their PTX compiled for it at load).
+
+Tile rows (--tiles, default 192x128): every fp16 shape built again with
+--gpu-tiles=T for each T (the sm_90a kernel restricted to that output
+tile), labelled "+tiles T", so one run measures a tile the cost model does
+not take yet (WarpgroupMatch.cpp's table: a rate of 0 until measured) next
+to its own choice; the summary gives each tile's speedup over the default
+build per shape and its median.
 """
 import argparse
 import json
@@ -75,6 +82,8 @@ def prepare(a):
             rows.append((name, "bfloat16", None, a.chip))
     if a.persistent:
         rows += [(name, dt, "persistent", chip) for name, dt, _, chip in list(rows)]
+    for t in a.tiles.split(",") if a.tiles else []:
+        rows += [(name, "float16", "tiles:" + t, a.chip) for name in SHAPES]
     for name in a.tf32:
         for chip in a.tf32_chips.split(","):
             rows.append((name, "float32", "tf32", chip))
@@ -96,9 +105,11 @@ def prepare(a):
             [helper.make_tensor_value_info("Y", tp, [M, N])])
         model = helper.make_model(g, opset_imports=[helper.make_opsetid("", 17)])
         tag = f"{name.replace(' ', '_').replace('^', 'p')}_{dt}"
+        tiles = precision[len("tiles:"):] if precision and precision.startswith("tiles:") else None
         if precision:
-            tag += f"_{precision}"
-        if chip != a.chip or (precision and precision not in ("persistent", "plain")):
+            tag += f"_{precision.replace(':', '')}"
+        if chip != a.chip or (precision and precision not in ("persistent", "plain")
+                              and not tiles):
             tag += f"_{chip}"
         path = os.path.join(a.dir, tag + ".onnx")
         onnx.save(model, path)
@@ -111,6 +122,8 @@ def prepare(a):
             cmd.append("--gpu-async-copy=1")
         elif precision == "plain":
             pass
+        elif tiles:
+            cmd.append(f"--gpu-tiles={tiles}")
         elif precision:
             cmd.append(f"--precision={precision}")
         t0 = time.time()
@@ -118,9 +131,9 @@ def prepare(a):
         ok = p.returncode == 0
         print(f"{tag}: {'ok' if ok else 'FAILED ' + p.stderr[:300]} ({time.time() - t0:.1f} s)",
               flush=True)
-        # Keep the model for the persistent build of the same shape.
-        if ok and (precision or not a.persistent):
-            os.remove(path)
+        # The models go at the end (later builds of a shape rewrite them).
+        if tiles:
+            precision = None
         persistent = precision == "persistent"
         # The pair of portable builds, without and with --gpu-async-copy.
         pair = precision in ("plain", "async")
@@ -139,6 +152,8 @@ def prepare(a):
                         note=note))
         if pair:
             man[-1]["async"] = tag_precision == "async"
+        if tiles:
+            man[-1]["tiles"] = tiles
     for name in os.listdir(a.dir):
         if name.endswith(".onnx"):
             os.remove(os.path.join(a.dir, name))
@@ -242,6 +257,8 @@ def run(a):
             label += f" {m.get('chip', '')}"
         if "async" in m:
             label += f" {m.get('chip', '')}" + (" +async" if m["async"] else "")
+        if m.get("tiles"):
+            label += f" +tiles {m['tiles']}"
         if m.get("persistent"):
             label += " +persistent"
             # What --gpu-persistent=auto picks (WarpgroupPersistent.cpp).
@@ -270,7 +287,8 @@ def run(a):
         for key in ("ratio", "ratio_pipelined"):
             vals = [r[key] for r in rows if r.get("precision", r["dtype"]) == prec
                     and (chip is None or r.get("chip") == chip) and key in r
-                    and bool(r.get("persistent")) == persistent and "async" not in r]
+                    and bool(r.get("persistent")) == persistent and "async" not in r
+                    and "tiles" not in r]
             if vals:
                 print(f"{prec}{' ' + chip if chip else ''}{' +persistent' if persistent else ''} "
                       f"{key}: median over {len(vals)} "
@@ -293,6 +311,20 @@ def run(a):
             if gains:
                 print(f"{prec} {chip} +async speedup over plain: median over {len(gains)} "
                       f"shapes x{statistics.median(gains):.2f}")
+    # Each --tiles tile against the default build of the same shape.
+    default = {r["shape"]: r for r in rows if r.get("dtype") == "float16"
+               and r.get("precision", "float16") == "float16" and not r.get("persistent")
+               and "async" not in r and "tiles" not in r and "kiln_ms" in r}
+    for t in sorted({r["tiles"] for r in rows if "tiles" in r}):
+        gains = []
+        for r in rows:
+            if r.get("tiles") == t and "kiln_ms" in r and r["shape"] in default:
+                g = default[r["shape"]]["kiln_ms"] / r["kiln_ms"]
+                gains.append(g)
+                print(f"tiles {t} {r['shape']:20s} x{g:.2f} over the default build")
+        if gains:
+            print(f"tiles {t}: median speedup over the default build over {len(gains)} "
+                  f"shapes x{statistics.median(gains):.2f}")
     over = [f"{r['shape']} {r.get('chip')}" for r in rows if r.get("within_tol") is False]
     if over:
         print(f"float32 rows over their tolerance: {', '.join(over)}")
@@ -324,6 +356,9 @@ def main():
                          "--gpu-async-copy=1")
     ap.add_argument("--async-chips", default="sm_80",
                     help="chips of the asynchronous-copy pairs (empty: none)")
+    ap.add_argument("--tiles", default="192x128",
+                    help="comma-separated tiles: each fp16 shape also built with "
+                         "--gpu-tiles=T (empty: none)")
     ap.add_argument("--json")
     a = ap.parse_args()
     (prepare if a.mode == "prepare" else run)(a)

@@ -4,7 +4,7 @@ torch.compile(mode="reduce-overhead") fp16 in the same process; issue 19's
 int8 rows (--int8): Kiln int8 next to Kiln fp16 and torch.compile fp16.
 
   here:  .venv/bin/python bench/hopper/networks.py prepare DIR [--chip all|sm_90a|...] [--only ROWS]
-             [--fuse-attention] [--int8 [--int8-parts]]
+             [--fuse-attention] [--variant NAME=FLAGS]... [--int8 [--int8-parts]]
   there: python3 bench/hopper/networks.py run DIR [--json F] [--image sm_80 [--no-torch]] [--trace N]
   here, without a GPU: .venv/bin/python bench/hopper/networks.py run DIR --dry-run
 
@@ -329,10 +329,18 @@ def prepare(a):
             # kernel each (kilnc --fuse-attention; docs/gpu.md).
             variants += [(label + " +flash", n, dims, ["--fuse-attention"])
                          for label, n, dims in rows if n == "bert"]
+        # --variant NAME=FLAGS: every row again with FLAGS ("... +NAME").
+        suffix = {}
+        for v in a.variant:
+            name, _, flags = v.partition("=")
+            for label, n, dims in rows:
+                variants.append((label + " +" + name, n, dims, flags.split()))
+                suffix[label + " +" + name] = "_" + name
         for label, n, dims, extra in variants:
             if n != net:
                 continue
-            so = os.path.join(a.dir, tag(net, dims) + ("_flash" if extra else "") + ".so")
+            so = os.path.join(a.dir, tag(net, dims) +
+                              suffix.get(label, "_flash" if extra else "") + ".so")
             target = "cuda" if a.chip == "all" else f"cuda:{a.chip}"
             cmd = [kilnc, src, "-o", so, f"--target={target}", "--precision=fp16",
                    f"--external-weights={weights}", "--external-weights-min-bytes=64", *extra]
@@ -622,6 +630,9 @@ def main():
     ap.add_argument("--fuse-attention", action="store_true",
                     help="prepare: also the BERT rows compiled with --fuse-attention "
                          "(labelled '+flash'; the fused attention kernel)")
+    ap.add_argument("--variant", action="append", default=[], metavar="NAME=FLAGS",
+                    help="prepare: every row also compiled with these kilnc flags, labelled "
+                         "'... +NAME' (repeatable), e.g. tiles192=--gpu-tiles=192x128")
     ap.add_argument("--int8", action="store_true",
                     help="prepare: the int8 rows (Kiln's PTQ) and their fp16 rows")
     ap.add_argument("--int8-parts", action="store_true",
