@@ -42,8 +42,10 @@ BIN = os.path.join(ROOT, "build", "bin")
 TARGET = {"fp16": 5e-3, "bf16": 2e-2}
 
 
-def kilnc(model, so, precision, dims=(), report=None, timeout=1800):
+def kilnc(model, so, precision, dims=(), report=None, timeout=1800, keep=""):
     cmd = [os.path.join(BIN, "kilnc"), model, "-o", so, f"--precision={precision}"]
+    if keep and precision != "fp32":
+        cmd.append(f"--keep-fp32={keep}")
     cmd += [f"--dim={d}" for d in dims]
     if report:
         cmd.append(f"--report={report}")
@@ -81,7 +83,7 @@ def bench_models(args):
         for prec in ["fp32", "fp16", "bf16"]:
             so = os.path.join(work, f"{prec}.so")
             report = os.path.join(work, f"{prec}.report.json") if prec != "fp32" else None
-            p, secs = kilnc(path, so, prec, dims, report)
+            p, secs = kilnc(path, so, prec, dims, report, keep=args.keep_fp32)
             if p.returncode != 0:
                 sys.exit(f"kilnc {name} {prec} failed:\n{p.stderr}")
             outs, run_s = run_so(so, files, os.path.join(work, f"out_{prec}"))
@@ -109,7 +111,8 @@ def bench_models(args):
 
 def print_models(rows, args):
     print(f"\nMeasured {datetime.date.today()} with `.venv/bin/python bench/mixed_precision.py "
-          f"models --models {args.models}{' --small' if args.small else ''} --seq {args.seq}`"
+          f"models --models {args.models}{' --small' if args.small else ''} --seq {args.seq}"
+          f"{' --keep-fp32 ' + args.keep_fp32 if args.keep_fp32 else ''}`"
           " (batch 1, kilnc -O2, one seeded random input):\n")
     print("| model | precision | rel L2 vs fp32 | max abs | max rel | NaN/Inf | target | "
           "nodes half / fp32 (fp32 reasons) | casts | compile | run |")
@@ -237,6 +240,9 @@ def main():
     ap.add_argument("--all", action="store_true", help="every node test, not the subset")
     ap.add_argument("--precision", default="fp16", choices=["fp16", "bf16"])
     ap.add_argument("--jobs", type=int, default=2)
+    ap.add_argument("--keep-fp32", default="",
+                    help="models: passed to the reduced builds' kilnc --keep-fp32 (e.g. "
+                         "LayerNormalization: the f32 residual stream of before 2026-12-05)")
     ap.add_argument("--json", help="write the results here")
     ap.add_argument("--bin", default=BIN, help="folder of kilnc and kiln-run (default build/bin)")
     args = ap.parse_args()
