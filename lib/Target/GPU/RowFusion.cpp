@@ -19,6 +19,7 @@
 
 #include "mlir/Dialect/GPU/IR/GPUDialect.h"
 #include "mlir/Dialect/SCF/IR/SCF.h"
+#include "mlir/Dialect/Vector/IR/VectorOps.h"
 
 #include <limits>
 
@@ -57,6 +58,48 @@ bool rowForm(AffineMap map, unsigned outer) {
     return false;
   for (auto [i, d] : llvm::enumerate(dims))
     if (d != i)
+      return false;
+  return true;
+}
+
+/// Whether `map` reads along the row (its last result the row's element,
+/// dim `outer`) and otherwise only outer dims or constants 0: a row of
+/// weights broadcast over some of the rows (a normalization's scale and
+/// bias).
+bool broadcastRow(AffineMap map, unsigned outer) {
+  if (map.getNumResults() == 0)
+    return false;
+  auto last = dyn_cast<AffineDimExpr>(map.getResults().back());
+  if (!last || last.getPosition() != outer)
+    return false;
+  return llvm::all_of(map.getResults().drop_back(), [&](AffineExpr e) {
+    if (auto c = dyn_cast<AffineConstantExpr>(e))
+      return c.getValue() == 0;
+    auto d = dyn_cast<AffineDimExpr>(e);
+    return d && d.getPosition() < outer;
+  });
+}
+
+/// Whether `buffer`, read or written by a member through `map` (rowForm,
+/// the row's element its last index), can be accessed `vec` elements at a
+/// time along the row with one aligned vector access: contiguous rows whose
+/// strides and offset are static multiples of `vec` (the base pointers of
+/// the arena, the weights and the staged inputs are aligned to at least 64
+/// bytes).
+bool vectorRow(Value buffer, AffineMap map, unsigned outer, int64_t vec) {
+  auto type = dyn_cast<MemRefType>(buffer.getType());
+  if (!type || !type.getElementType().isIntOrFloat() ||
+      map.getNumResults() == 0)
+    return false;
+  auto last = dyn_cast<AffineDimExpr>(map.getResults().back());
+  if (!last || last.getPosition() != outer)
+    return false;
+  auto [strides, offset] = type.getStridesAndOffset();
+  if (strides.empty() || strides.back() != 1 || ShapedType::isDynamic(offset) ||
+      offset % vec != 0 || type.getShape().back() % vec != 0)
+    return false;
+  for (int64_t s : ArrayRef<int64_t>(strides).drop_back())
+    if (ShapedType::isDynamic(s) || s % vec != 0)
       return false;
   return true;
 }
@@ -306,19 +349,53 @@ void RowFusion::emit(MutableArrayRef<Member> chain, const Shape &shape,
   // step being built.
   int64_t steps = shape.row / warp;
   bool unroll = warpRows && shape.row % warp == 0 && steps <= kRegisterSteps;
+  // Unrolled warp rows read and write `vec` adjacent elements of a lane at
+  // once (16 bytes of the narrowest row buffer): step s is element
+  // (lane + (s / vec) * warp) * vec + s % vec. vec 1: lane + s * warp.
+  int64_t vec = 1;
+  if (unroll) {
+    int64_t narrowest = 8;
+    for (Member &m : chain)
+      for (OpOperand &o : m.op->getOpOperands())
+        if (auto t = dyn_cast<MemRefType>(o.get().getType());
+            t && t.getElementType().isIntOrFloat())
+          narrowest = std::min<int64_t>(
+              narrowest,
+              std::max<int64_t>(t.getElementType().getIntOrFloatBitWidth() / 8,
+                                1));
+    vec = std::min<int64_t>(16 / narrowest, 8);
+    if (shape.row % (warp * vec) != 0)
+      vec = 1;
+  }
+  auto elementAt = [&](int64_t s) -> Value {
+    if (vec == 1)
+      return arith::AddIOp::create(rewriter, loc, first, index(loc, s * warp));
+    Value chunk = arith::AddIOp::create(rewriter, loc, first,
+                                        index(loc, (s / vec) * warp));
+    return arith::AddIOp::create(
+        rewriter, loc,
+        arith::MulIOp::create(rewriter, loc, chunk, index(loc, vec)),
+        index(loc, s % vec));
+  };
+  // Values of the steps of the current vector not yet stored, per buffer.
+  DenseMap<Value, SmallVector<Value>> pendingStores;
   DenseMap<Value, SmallVector<Value>> registers;
   int64_t step = 0;
   llvm::SmallPtrSet<Operation *, 8> members;
   DenseSet<Value> writes;
+  llvm::SmallPtrSet<Operation *, 8> fills;
   for (Member &m : chain) {
     members.insert(m.op);
+    if (m.fill)
+      fills.insert(m.fill);
     writes.insert(m.op.getDpsInitOperand(0)->get());
   }
   DenseMap<std::pair<Value, int64_t>, Value> loaded;
   auto chainLocal = [&](Value buffer) {
     return unroll && buffer.getDefiningOp<BufferOp>() &&
-           llvm::all_of(buffer.getUsers(),
-                        [&](Operation *u) { return members.contains(u); });
+           llvm::all_of(buffer.getUsers(), [&](Operation *u) {
+             return members.contains(u) || fills.contains(u);
+           });
   };
   // (A member over the row reads a row scalar's buffer at its one element
   // when its map leaves out the row's dim; a per-row member always does.)
@@ -335,12 +412,29 @@ void RowFusion::emit(MutableArrayRef<Member> chain, const Shape &shape,
       else if (auto r = registers.find(v); r != registers.end())
         args.push_back(r->second[step]);
       else if (unroll && isa<MemRefType>(v.getType()) && !writes.contains(v) &&
-               rowForm(map, outer) && map.isFunctionOfDim(outer)) {
-        // An input row read by several ops: loaded once per element.
+               (rowForm(map, outer) || broadcastRow(map, outer)) &&
+               map.isFunctionOfDim(outer)) {
+        // An input row read by several ops: loaded once per element,
+        // `vec` elements at a time where the buffer allows.
         Value &cached = loaded[{v, step}];
-        if (!cached)
-          cached = load(loc, v, map, dims);
-        args.push_back(cached);
+        if (!cached && vec > 1 && vectorRow(v, map, outer, vec)) {
+          int64_t base = step - step % vec;
+          SmallVector<Value> at(dims);
+          at.back() = elementAt(base);
+          Type elem = cast<MemRefType>(v.getType()).getElementType();
+          auto ld = vector::LoadOp::create(rewriter, loc,
+                                           VectorType::get({vec}, elem), v,
+                                           apply(loc, map, at));
+          ld.setAlignment(
+              vec * std::max<int64_t>(elem.getIntOrFloatBitWidth() / 8, 1));
+          for (int64_t j = 0; j < vec; ++j)
+            loaded[{v, base + j}] =
+                vector::ExtractOp::create(rewriter, loc, ld, j);
+        }
+        Value &c = loaded[{v, step}];
+        if (!c)
+          c = load(loc, v, map, dims);
+        args.push_back(c);
       } else if (isa<MemRefType>(v.getType()))
         args.push_back(load(loc, v, map, dims));
       else
@@ -378,10 +472,12 @@ void RowFusion::emit(MutableArrayRef<Member> chain, const Shape &shape,
       if (g.getNumLoops() == outer + 1)
         dims.push_back(zero);
       if (warpRows) {
-        // Every lane computes it; the first stores it.
+        // Every lane computes it; the first stores it, unless only the
+        // chain reads it (from registers).
         Value v = inlineBody(*g.getBlock(), argsAt(g, dims, {}), dims);
         scalars[out->get()] = v;
-        storeScalar(g, v, dims);
+        if (!chainLocal(out->get()))
+          storeScalar(g, v, dims);
         continue;
       }
       auto guard = scf::IfOp::create(rewriter, loc, isFirst, false);
@@ -399,17 +495,35 @@ void RowFusion::emit(MutableArrayRef<Member> chain, const Shape &shape,
       bool keep = !init && chainLocal(out->get());
       SmallVector<Value> kept;
       Value acc = init;
+      AffineMap outMap = g.getMatchingIndexingMap(out);
+      bool vectorOut = !init && !keep && vec > 1 &&
+                       vectorRow(out->get(), outMap, outer, vec);
       for (step = 0; step < steps; ++step) {
         SmallVector<Value> dims = outerIdx;
-        dims.push_back(arith::AddIOp::create(rewriter, loc, first,
-                                             index(loc, step * warp)));
+        dims.push_back(elementAt(step));
         Value v = inlineBody(*g.getBlock(), argsAt(g, dims, acc), dims);
-        if (init)
+        if (init) {
           acc = v;
-        else if (keep)
+        } else if (keep) {
           kept.push_back(v);
-        else
-          store(loc, v, out->get(), g.getMatchingIndexingMap(out), dims);
+        } else if (vectorOut) {
+          // The vector's last step stores all of it.
+          SmallVector<Value> &pending = pendingStores[out->get()];
+          pending.push_back(v);
+          if (static_cast<int64_t>(pending.size()) < vec)
+            continue;
+          dims.back() = elementAt(step - vec + 1);
+          Value all = vector::FromElementsOp::create(
+              rewriter, loc, VectorType::get({vec}, v.getType()), pending);
+          auto st = vector::StoreOp::create(rewriter, loc, all, out->get(),
+                                            apply(loc, outMap, dims));
+          st.setAlignment(
+              vec *
+              std::max<int64_t>(v.getType().getIntOrFloatBitWidth() / 8, 1));
+          pending.clear();
+        } else {
+          store(loc, v, out->get(), outMap, dims);
+        }
       }
       if (keep)
         registers[out->get()] = std::move(kept);
@@ -447,7 +561,8 @@ void RowFusion::emit(MutableArrayRef<Member> chain, const Shape &shape,
     pt.push_back(zero);
     if (warpRows) {
       scalars[out->get()] = acc;
-      storeScalar(g, acc, pt);
+      if (!chainLocal(out->get()))
+        storeScalar(g, acc, pt);
       continue;
     }
     // Block rows: the warps' values through shared memory, combined and

@@ -6,24 +6,28 @@
 // mean's sum, the centering, the variance's sum of squares, the scaling):
 // one launch; rows of 768 take a warp each (8 per block of 256 threads:
 // 512 blocks for 32 x 128 rows), no barriers. A lane's 24 elements are
-// unrolled: the sum and the centered rows, which only the chain reads, stay
-// in registers (never stored), each sum ends in a butterfly of xor shuffles
-// after which every lane holds it, the first lane stores it, and the later
-// ops read it from registers.
+// unrolled, 4 adjacent ones at a time (16 bytes of f32: one vector load of
+// x and of r, one vector store of y, per 4 steps; the scale and bias rows
+// too): the sum and the centered rows, which only the chain reads, stay in
+// registers (never stored), each sum ends in a butterfly of xor shuffles
+// after which every lane holds it, and the later ops read it from
+// registers (the sums' buffers, read by the chain only, are not written).
 // CHECK-LABEL: func.func private @add_layernorm
 // CHECK: gpu.launch blocks({{.*}}) in (%{{.*}} = %c512, {{.*}}) threads({{.*}}) in (%{{.*}} = %c256, {{.*}}) {
 // CHECK-NOT: gpu.barrier
 // The add: x and r loaded once per element, the sums kept.
-// CHECK-COUNT-48: memref.load %{{.*}} : memref<32x128x768xf32>
+// CHECK-COUNT-12: vector.load %{{.*}} {alignment = 16 : i64} : memref<32x128x768xf32>, vector<4xf32>
 // CHECK-NOT: memref.store
 // CHECK-COUNT-5: gpu.shuffle xor
-// CHECK: memref.store %{{.*}} : memref<32x128x1xf32>
-// CHECK-NOT: memref.load %{{.*}} : memref<32x128x768xf32>
+// CHECK-NOT: memref.{{load|store}}
 // CHECK-COUNT-5: gpu.shuffle xor
-// CHECK: memref.store %{{.*}} : memref<32x128x1xf32>
-// CHECK-NOT: memref.load %{{.*}} : memref<32x128x768xf32>
+// CHECK-NOT: memref.{{load|store}}
+// CHECK: vector.load %{{.*}} {alignment = 16 : i64} : memref<1x1x768xf32>, vector<4xf32>
+// CHECK: vector.load %{{.*}} {alignment = 16 : i64} : memref<1x1x768xf32>, vector<4xf32>
 // CHECK: math.sqrt
-// CHECK-COUNT-24: memref.store %{{.*}} : memref<32x128x768xf32>
+// CHECK: vector.store %{{.*}} {alignment = 16 : i64} : memref<32x128x768xf32>, vector<4xf32>
+// CHECK-COUNT-5: vector.store %{{.*}} : memref<32x128x768xf32>, vector<4xf32>
+// CHECK-NOT: memref.store
 // CHECK-NOT: gpu.launch
 // CHECK: return
 // Off: a launch per op (the sums a warp per row).
