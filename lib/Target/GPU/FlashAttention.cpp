@@ -8,7 +8,8 @@
 //
 // A block of kWarps warps takes kWarps * m query rows of one (batch, head),
 // each warp m rows (the instruction's M: 16 on NVIDIA, so 64 rows a block).
-// Each warp loads its Q fragments once. The block walks the keys in tiles
+// Each warp loads its Q fragments once (a register's adjacent elements in
+// one load where Q's layout aligns them). The block walks the keys in tiles
 // of kKeys: the K and V tiles come from global memory 16 bytes at a time
 // (when every base and stride allows it, checked on the host before the
 // launch; else element by element) into registers, one tile ahead of the
@@ -19,9 +20,14 @@
 // (xor shuffles), rescales its output accumulators and running sums, and
 // multiplies P = exp2(S - max), rounded to the operand type, by the V tile:
 // P's operand registers are the score accumulators themselves (the C and A
-// fragments of the instruction agree on NVIDIA's m16n8k16). At the end the
-// lanes of a row add their partial sums and the rows are stored divided by
-// them, in the output's type and layout.
+// fragments of the instruction agree on NVIDIA's m16n8k16). The B registers
+// of both products come from the target's matrix fragment loads where it
+// has them (GPUTargetInfo::buildMatrixLoad: ldmatrix on NVIDIA, K's rows as
+// they are and V's transposed, four 8 x 8 matrices an instruction), else a
+// shared load per register. At the end the lanes of a row add their
+// partial sums and the rows are stored divided by them, in the output's
+// type and layout, a row's two adjacent columns in one store where the
+// output aligns them.
 //
 //===----------------------------------------------------------------------===//
 
@@ -77,6 +83,26 @@ scoreOperandMap(const MMALayout &l) {
     }
   return map;
 }
+/// Whether `m`'s innermost dim (the head dim in either order) is
+/// contiguous and every other stride and the offset are static multiples of
+/// `run` elements: runs of `run` elements starting at a multiple of `run`
+/// along it are then aligned to their size (the buffers' bases are aligned
+/// to at least 64 bytes).
+bool alignedRuns(Value m, int64_t run) {
+  auto [strides, offset] = cast<MemRefType>(m.getType()).getStridesAndOffset();
+  if (strides.back() != 1 || ShapedType::isDynamic(offset) || offset % run)
+    return false;
+  return llvm::all_of(ArrayRef<int64_t>(strides).drop_back(), [&](int64_t s) {
+    return !ShapedType::isDynamic(s) && s % run == 0;
+  });
+}
+
+/// Whether the lane coordinate `c` and offsets `inner` are multiples of
+/// `run` for every lane.
+bool runAligned(LaneCoord c, int64_t inner, int64_t run) {
+  return c.group % run == 0 && c.thread % run == 0 && inner % run == 0;
+}
+
 } // namespace
 
 LogicalResult FlashAttention::lower(AttentionOp op) {
@@ -210,11 +236,22 @@ LogicalResult FlashAttention::lower(AttentionOp op) {
           rewriter, loc, add(loc, add(loc, row0, aRow), index(loc, r.outer)),
           lastQ);
       Value d = add(loc, aK, index(loc, kt * L.k + r.inner));
-      SmallVector<Value> elems;
-      for (int64_t p = 0; p < L.kPack; ++p)
-        elems.push_back(memref::LoadOp::create(
-            rewriter, loc, q, at(0, b, h, row, add(loc, d, index(loc, p)))));
-      Value run = vector::FromElementsOp::create(rewriter, loc, runType, elems);
+      Value run;
+      if (L.kPack > 1 && alignedRuns(q, L.kPack) &&
+          runAligned(L.aK, kt * L.k + r.inner, L.kPack)) {
+        // The register's elements are adjacent along the head dim: one
+        // load of all of them.
+        auto ld = vector::LoadOp::create(rewriter, loc, runType, q,
+                                         at(0, b, h, row, d));
+        ld.setAlignment(L.kPack * elemBytes);
+        run = ld;
+      } else {
+        SmallVector<Value> elems;
+        for (int64_t p = 0; p < L.kPack; ++p)
+          elems.push_back(memref::LoadOp::create(
+              rewriter, loc, q, at(0, b, h, row, add(loc, d, index(loc, p)))));
+        run = vector::FromElementsOp::create(rewriter, loc, runType, elems);
+      }
       regs.push_back(info.buildMMAOperand(rewriter, loc, L, run));
     }
     qFrag.push_back(regs);
@@ -336,17 +373,34 @@ LogicalResult FlashAttention::lower(AttentionOp op) {
     return info.buildMMAOperand(rewriter, loc, L, ld);
   };
   SmallVector<Value> s(sTiles * nC, zeroF);
-  for (int64_t j = 0; j < sTiles; ++j)
-    for (int64_t kt = 0; kt < headQK / L.k; ++kt) {
+  const int64_t nb = L.bRegs.size();
+  // The target's matrix fragment loads (a warp's B registers of all key
+  // tiles at one K step: the K tile's rows run along the head dim, V's
+  // along the output columns) where it has them, else a load per register.
+  const bool fragmentLoads = info.hasMatrixLoad(L);
+  for (int64_t kt = 0; kt < headQK / L.k; ++kt) {
+    SmallVector<Value> all;
+    if (fragmentLoads)
+      all = info.buildMatrixLoad(
+          rewriter, loc, L, /*isB=*/true, sTiles, /*kContiguous=*/true, lane,
+          ks, [&](Value outer, Value inner) -> SmallVector<Value> {
+            return {outer, add(loc, inner, index(loc, kt * L.k))};
+          });
+    for (int64_t j = 0; j < sTiles; ++j) {
       SmallVector<Value> regs;
-      for (const FragmentOffset &r : L.bRegs)
-        regs.push_back(runAt(ks, add(loc, bCol, index(loc, j * L.n + r.outer)),
-                             add(loc, bK, index(loc, kt * L.k + r.inner))));
+      if (fragmentLoads)
+        regs.append(all.begin() + j * nb, all.begin() + (j + 1) * nb);
+      else
+        for (const FragmentOffset &r : L.bRegs)
+          regs.push_back(runAt(ks,
+                               add(loc, bCol, index(loc, j * L.n + r.outer)),
+                               add(loc, bK, index(loc, kt * L.k + r.inner))));
       SmallVector<Value> acc =
           info.buildMMA(rewriter, loc, L, qFrag[kt], regs,
                         ArrayRef<Value>(s).slice(j * nC, nC));
       llvm::copy(acc, s.begin() + j * nC);
     }
+  }
   // Scale (base 2), mask, bounds and causality.
   double log2e = 1.4426950408889634;
   Value scale2 = arith::ConstantOp::create(
@@ -454,9 +508,19 @@ LogicalResult FlashAttention::lower(AttentionOp op) {
           rewriter, loc, L,
           vector::FromElementsOp::create(rewriter, loc, runType, elems)));
     }
+    SmallVector<Value> vAll;
+    if (fragmentLoads)
+      vAll = info.buildMatrixLoad(
+          rewriter, loc, L, /*isB=*/true, oTiles, /*kContiguous=*/false, lane,
+          vs, [&](Value outer, Value inner) -> SmallVector<Value> {
+            return {add(loc, inner, index(loc, kt * L.k)), outer};
+          });
     for (int64_t dn = 0; dn < oTiles; ++dn) {
       SmallVector<Value> regs;
-      for (const FragmentOffset &r : L.bRegs) {
+      if (fragmentLoads)
+        regs.append(vAll.begin() + dn * nb, vAll.begin() + (dn + 1) * nb);
+      for (const FragmentOffset &r :
+           fragmentLoads ? ArrayRef<FragmentOffset>() : ArrayRef(L.bRegs)) {
         Value col = add(loc, bCol, index(loc, dn * L.n + r.outer));
         Value key = add(loc, bK, index(loc, kt * L.k + r.inner));
         SmallVector<Value> elems;
@@ -488,19 +552,41 @@ LogicalResult FlashAttention::lower(AttentionOp op) {
     inv[ri] = arith::DivFOp::create(
         rewriter, loc, oneF,
         butterfly(loop.getResult(nO + nR + ri), /*isMax=*/false));
+  // Two accumulators of a row in adjacent columns (m16n8's pairs) leave in
+  // one store where the output allows it.
+  int64_t outBytes = outElem.getIntOrFloatBitWidth() / 8;
+  bool pairs = alignedRuns(out, 2);
   for (int64_t dn = 0; dn < oTiles; ++dn)
     for (int64_t e = 0; e < nC; ++e) {
-      Value row = add(loc, add(loc, row0, cRow), index(loc, L.cElems[e].outer));
-      Value col = add(loc, cCol, index(loc, dn * L.n + L.cElems[e].inner));
-      Value y = arith::MulFOp::create(
-          rewriter, loc, loop.getResult(dn * nC + e), inv[rowIndex(e)]);
-      if (outElem != f32)
-        y = arith::TruncFOp::create(rewriter, loc, outElem, y);
+      const FragmentOffset &c = L.cElems[e];
+      bool pair = pairs && e + 1 < nC && L.cElems[e + 1].outer == c.outer &&
+                  L.cElems[e + 1].inner == c.inner + 1 &&
+                  runAligned(L.cCol, dn * L.n + c.inner, 2);
+      Value row = add(loc, add(loc, row0, cRow), index(loc, c.outer));
+      Value col = add(loc, cCol, index(loc, dn * L.n + c.inner));
+      SmallVector<Value> ys;
+      for (int64_t i = 0; i < (pair ? 2 : 1); ++i) {
+        Value y = arith::MulFOp::create(
+            rewriter, loc, loop.getResult(dn * nC + e + i), inv[rowIndex(e)]);
+        if (outElem != f32)
+          y = arith::TruncFOp::create(rewriter, loc, outElem, y);
+        ys.push_back(y);
+      }
       auto guard = scf::IfOp::create(rewriter, loc, ult(loc, row, seqQ),
                                      /*withElseRegion=*/false);
       OpBuilder::InsertionGuard g(rewriter);
       rewriter.setInsertionPoint(guard.thenBlock()->getTerminator());
-      memref::StoreOp::create(rewriter, loc, y, out, at(3, b, h, row, col));
+      if (pair) {
+        Value v = vector::FromElementsOp::create(
+            rewriter, loc, VectorType::get({2}, outElem), ys);
+        auto st = vector::StoreOp::create(rewriter, loc, v, out,
+                                          at(3, b, h, row, col));
+        st.setAlignment(2 * outBytes);
+        ++e;
+      } else {
+        memref::StoreOp::create(rewriter, loc, ys[0], out,
+                                at(3, b, h, row, col));
+      }
     }
   rewriter.eraseOp(op);
   return success();

@@ -1,9 +1,10 @@
 // kiln.attention as one fused kernel (lib/Target/GPU/FlashAttention.cpp)
 // down to the PTX; one launch of 4 warps per 64 query rows; K and V tiles of 64
 // keys staged through shared memory with 16-byte loads; S = Q·Kᵀ and
-// O += P·V on mma.sync m16n8k16 with f32 accumulators; the running row max
-// and the final row sums across the lanes of a row by xor shuffles; exp2;
-// no buffer of scores.
+// O += P·V on mma.sync m16n8k16 with f32 accumulators, their B registers
+// from ldmatrix (K's rows as they are, V's transposed: 4 x4 loads of each
+// per 16 keys); the running row max and the final row sums across the
+// lanes of a row by xor shuffles; exp2; no buffer of scores.
 // RUN: kiln-opt %s --split-input-file --kiln-map-kernels-to-gpu="device='cuda sm_80'" | FileCheck %s --check-prefix=IR
 // RUN: kiln-opt %s --pass-pipeline="builtin.module(kiln-map-kernels-to-gpu{device='cuda sm_80'}, canonicalize, gpu-launch-sink-index-computations, gpu-kernel-outlining, kiln-merge-gpu-modules, nvvm-attach-target{chip=sm_80 features=+ptx80 O=3}, gpu.module(lower-affine, arith-expand, expand-strided-metadata, convert-scf-to-cf, kiln-finalize-device-memrefs{stage=before}, convert-gpu-to-nvvm, kiln-finalize-device-memrefs, canonicalize, cse, reconcile-unrealized-casts), gpu-module-to-binary{format=isa})" --split-input-file | sed -e 's/\\0A/\n/g' -e 's/\\09/ /g' | FileCheck %s --check-prefix=PTX
 // RUN: not kiln-opt %s --split-input-file --kiln-map-kernels-to-gpu="device='cuda sm_75'" 2>&1 | FileCheck %s --check-prefix=SM75
@@ -11,21 +12,25 @@
 // IR-LABEL: func.func private @bhsd
 // IR-NOT: kiln.buffer
 // IR: gpu.launch blocks({{.*}}) in ({{.*}}) threads({{.*}}) in (%{{.*}} = %c128, {{.*}}) workgroup(%[[KS:.*]] : memref<64x72xf16, #gpu.address_space<workgroup>>, %[[VS:.*]] : memref<64x72xf16, #gpu.address_space<workgroup>>)
+// Q's registers: one 4-byte load each (16 a lane).
+// IR-COUNT-16: vector.load %arg1{{.*}} {alignment = 4 : i64} : memref<2x4x128x64xf16>, vector<2xf16>
 // IR-COUNT-8: vector.load %arg{{[23]}}{{.*}} {alignment = 16 : i64} : memref<2x4x128x64xf16>, vector<8xf16>
 // IR: scf.for
 // IR: gpu.barrier
 // IR-COUNT-4: vector.store %{{.*}}, %[[KS]]
 // IR-COUNT-4: vector.store %{{.*}}, %[[VS]]
 // IR: gpu.barrier
+// IR: nvvm.ldmatrix {{.*}} layout = #nvvm.mma_layout<row>, num = 4
 // IR-COUNT-32: nvvm.mma.sync
 // IR: gpu.shuffle  xor %{{.*}}, %c1_i32
 // IR: gpu.shuffle  xor %{{.*}}, %c2_i32
 // IR: math.exp2
+// IR: nvvm.ldmatrix {{.*}} layout = #nvvm.mma_layout<col>, num = 4
 // IR-COUNT-32: nvvm.mma.sync
 // IR: scf.yield
 // IR: gpu.shuffle  xor
 // IR: arith.truncf %{{.*}} : f32 to f16
-// IR: memref.store %{{.*}}, %arg4
+// IR: vector.store %{{.*}}, %arg4[{{.*}}] {alignment = 4 : i64} : memref<2x4x128x64xf16>, vector<2xf16>
 // IR-NOT: gpu.launch
 // IR: return
 
@@ -34,7 +39,8 @@
 // PTX-DAG: ld.global.v4.b32
 // PTX-DAG: st.shared.v4.b32
 // PTX-DAG: bar.sync
-// PTX-DAG: ld.shared.b32
+// PTX-DAG: ldmatrix.sync.aligned.m8n8.x4.shared.b16
+// PTX-DAG: ldmatrix.sync.aligned.m8n8.x4.trans.shared.b16
 // PTX-DAG: mma.sync.aligned.m16n8k16.row.col.f32.f16.f16.f32
 // PTX-DAG: shfl.sync.bfly.b32
 // PTX-DAG: {{ex2.approx.f32|__nv_exp2f}}
@@ -64,7 +70,7 @@ func.func private @bhsd(%q: memref<2x4x128x64xf16>, %k: memref<2x4x128x64xf16>, 
 // IR: memref.load %arg4[%{{.*}}, %{{.*}}, %{{.*}}, %{{.*}}] : memref<1x1x77x77xf32>
 // IR: arith.cmpi ugt
 // IR: math.exp2
-// IR: memref.store %{{.*}}, %arg5[%{{.*}}, %{{.*}}, %{{.*}}, %{{.*}}] : memref<1x77x8x32xbf16, strided<[19712, 256, 32, 1]>>
+// IR: vector.store %{{.*}}, %arg5[%{{.*}}, %{{.*}}, %{{.*}}, %{{.*}}] {alignment = 4 : i64} : memref<1x77x8x32xbf16, strided<[19712, 256, 32, 1]>>, vector<2xbf16>
 // PTX-LABEL: .visible .entry views_mask_causal_kernel(
 // PTX-DAG: ld.global.v4.b32
 // PTX-DAG: mma.sync.aligned.m16n8k16.row.col.f32.bf16.bf16.f32
