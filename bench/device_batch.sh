@@ -15,6 +15,7 @@
 #   attention  .gpu/attention/stage.tar.xz   fused attention correctness
 #   int8       .gpu/int8               QDQ models on both images
 #   networks   .hnet + build/lib/libkiln_runtime.so     vs torch.compile
+#   networks2  .hnet2 + build/lib/libkiln_runtime.so    BERT variants (--variant)
 #   int8net    .hnet-int8 + build/lib/libkiln_runtime.so (+ .hnet-int8.part1,
 #              .hnet-int8.part2 carried alone in earlier calls: BERT's int8
 #              .so) int8 vs fp16 vs torch.compile (issue 19)
@@ -71,6 +72,10 @@ for arg in "$@"; do
       cp build/lib/libkiln_runtime.so .hnet/ &&
       timeout "$limit" python3 bench/hopper/networks.py run .hnet \
         --trace 15 --json "$OUT/networks.json" ;;
+    networks2) need .hnet2 build/lib/libkiln_runtime.so &&
+      cp build/lib/libkiln_runtime.so .hnet2/ &&
+      timeout "$limit" python3 bench/hopper/networks.py run .hnet2 \
+        --trace 12 --json "$OUT/networks2.json" ;;
     int8net) need .hnet-int8 build/lib/libkiln_runtime.so &&
       cp build/lib/libkiln_runtime.so .hnet-int8/ &&
       timeout "$limit" python3 bench/hopper/networks.py run .hnet-int8 \
