@@ -363,9 +363,10 @@ void RowFusion::emit(MutableArrayRef<Member> chain, const Shape &shape,
               narrowest,
               std::max<int64_t>(t.getElementType().getIntOrFloatBitWidth() / 8,
                                 1));
+    // The widest run (at most 16 bytes) that divides a lane's share.
     vec = std::min<int64_t>(16 / narrowest, 8);
-    if (shape.row % (warp * vec) != 0)
-      vec = 1;
+    while (vec > 1 && shape.row % (warp * vec) != 0)
+      vec /= 2;
   }
   auto elementAt = [&](int64_t s) -> Value {
     if (vec == 1)
