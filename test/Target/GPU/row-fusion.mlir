@@ -99,18 +99,21 @@ module {
 // Softmax over rows of 128 (attention's scores): the max, the
 // exponentials, their sum and the division in one launch of a warp per row
 // (6144 blocks of 8); the max's fill (-inf) is its identity.
-// The scores are loaded once (4 per lane, for the max and the
-// exponentials), the exponentials stay in registers for the sum and the
-// division: only the f16 result is stored per element.
+// The scores are loaded once (4 adjacent ones per lane in one load, for
+// the max and the exponentials: 16 bytes of the f16 result's 8-byte runs
+// would not divide a lane's share of 128 by 8), the exponentials stay in
+// registers for the sum and the division: only the f16 result is stored,
+// 4 elements a store.
 // CHECK-LABEL: func.func private @softmax
 // CHECK: gpu.launch blocks({{.*}}) in (%{{.*}} = %c6144, {{.*}}) threads({{.*}}) in (%{{.*}} = %c256,
-// CHECK-COUNT-4: memref.load %{{.*}} : memref<32x12x128x128xf32>
+// CHECK: vector.load %{{.*}} {alignment = 16 : i64} : memref<32x12x128x128xf32>, vector<4xf32>
 // CHECK-COUNT-4: arith.maximumf
 // CHECK-NOT: memref.load %{{.*}} : memref<32x12x128x128xf32>
 // CHECK-COUNT-4: math.exp
 // CHECK-NOT: memref.store %{{.*}} : memref<32x12x128x128xf32>
 // CHECK: arith.divf
-// CHECK-COUNT-4: memref.store %{{.*}} : memref<32x12x128x128xf16>
+// CHECK: vector.store %{{.*}} {alignment = 8 : i64} : memref<32x12x128x128xf16>, vector<4xf16>
+// CHECK-NOT: memref.store %{{.*}} : memref<32x12x128x128xf16>
 // CHECK-NOT: gpu.launch
 // Rows longer than 2048 take a block each: the warps' partial sums go
 // through shared memory between barriers, the first thread combines them.
