@@ -99,11 +99,11 @@ module {
 // Softmax over rows of 128 (attention's scores): the max, the
 // exponentials, their sum and the division in one launch of a warp per row
 // (6144 blocks of 8); the max's fill (-inf) is its identity.
-// The scores are loaded once (4 adjacent ones per lane in one load, for
-// the max and the exponentials: 16 bytes of the f16 result's 8-byte runs
-// would not divide a lane's share of 128 by 8), the exponentials stay in
-// registers for the sum and the division: only the f16 result is stored,
-// 4 elements a store.
+// The scores are loaded once (a lane's 4 adjacent ones in one load, for
+// the max and the exponentials: runs of 8, 16 bytes of the f16 result,
+// would exceed a lane's 128 / 32 = 4 elements, so runs are 4), the
+// exponentials stay in registers for the sum and the division: only the
+// f16 result is stored, 4 elements a store.
 // CHECK-LABEL: func.func private @softmax
 // CHECK: gpu.launch blocks({{.*}}) in (%{{.*}} = %c6144, {{.*}}) threads({{.*}}) in (%{{.*}} = %c256,
 // CHECK: vector.load %{{.*}} {alignment = 16 : i64} : memref<32x12x128x128xf32>, vector<4xf32>
