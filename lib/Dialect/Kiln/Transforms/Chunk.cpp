@@ -114,28 +114,46 @@ bool chunk::isInert(Operation *op) {
 
 void chunk::eraseUnused(SymbolTable &symbols, ArrayRef<func::FuncOp> clones) {
   Operation *module = symbols.getOp();
-  SmallVector<func::FuncOp> originals, kept;
+  // A clone the other chunker already erased (the batch chunker's finish
+  // runs first and erases the originals of its clones: a row chunker's
+  // clone may be one) is no longer in the module.
+  llvm::SmallPtrSet<Operation *, 32> live;
+  for (Region &r : module->getRegions())
+    for (Operation &op : r.getOps())
+      live.insert(&op);
+  // The originals by name: one may be a clone of this list (a batch clone
+  // of a row clone), erased by the first loop.
+  SmallVector<StringAttr> originals;
+  SmallVector<func::FuncOp> kept;
   for (func::FuncOp fn : clones) {
-    if (!fn)
+    if (!fn || !live.contains(fn.getOperation()))
       continue;
     if (auto of = fn->getAttrOfType<StringAttr>(kChunkOfAttr))
-      if (auto orig = symbols.lookup<func::FuncOp>(of.getValue());
-          orig && !llvm::is_contained(originals, orig))
-        originals.push_back(orig);
-    if (SymbolTable::symbolKnownUseEmpty(fn, module))
+      if (!llvm::is_contained(originals, of))
+        originals.push_back(of);
+    if (SymbolTable::symbolKnownUseEmpty(fn, module)) {
+      live.erase(fn.getOperation());
       symbols.erase(fn);
-    else
+    } else {
       kept.push_back(fn);
+    }
   }
-  for (func::FuncOp fn : originals)
-    if (SymbolTable::symbolKnownUseEmpty(fn, module))
+  // Looked up in the module, not in `symbols`: the batch and row chunkers
+  // each keep a SymbolTable, and one's cache still names what the other's
+  // finish erased.
+  for (StringAttr name : originals)
+    if (auto fn = dyn_cast_or_null<func::FuncOp>(
+            SymbolTable::lookupSymbolIn(module, name));
+        fn && SymbolTable::symbolKnownUseEmpty(fn, module)) {
+      llvm::erase(kept, fn);
       symbols.erase(fn);
+    }
   // A kept clone takes its plain name where a dropped trial had it.
   for (func::FuncOp fn : kept) {
     auto plain = fn->getAttrOfType<StringAttr>(kChunkNameAttr);
     fn->removeAttr(kChunkNameAttr);
     if (plain && plain != fn.getSymNameAttr() &&
-        !symbols.lookup(plain.getValue()))
+        !SymbolTable::lookupSymbolIn(module, plain))
       (void)symbols.rename(fn, plain);
   }
 }

@@ -220,7 +220,11 @@ mlir::kiln::tileKernelRows(func::FuncOp fn, RowRange out,
       memref::SubViewOp::create(b, m.getLoc(), outArg, offsets, sizes, strides);
   m.getSourceMutable().assign(slice.getResult());
   m.getDestMutable().assign(view.getResult());
-  // 2. Slices up through their producers.
+  // 2. Slices up through their producers. A producer that cannot be
+  // tiled (an op whose result map is not a projection) says so to the
+  // diagnostics: a failed trial, not the user's error.
+  ScopedDiagnosticHandler silence(clone.getContext(),
+                                  [](Diagnostic &) { return success(); });
   unsigned swaps = 0;
   for (bool changed = true; changed;) {
     changed = false;
