@@ -44,9 +44,10 @@ struct Shifted {
   int64_t dim, offset, lo, hi;
 };
 
-/// `v` as a shifted loop index of `g` (static loop ranges `ranges`), through
-/// additions of constants and min/max clamps that never bind; nullopt for
-/// anything else.
+/// `v` as a shifted loop index of a generic whose static loop ranges are
+/// `ranges`, through additions of constants and min/max clamps that never
+/// bind over those ranges (checked with the index's range, non-negative);
+/// nullopt for anything else.
 std::optional<Shifted> shiftedIndex(Value v, ArrayRef<int64_t> ranges,
                                     unsigned depth = 0) {
   Operation *def = v.getDefiningOp();
