@@ -83,6 +83,8 @@ kiln_compile_options_free(kiln_compile_options_t *options);
  *                     integers, as kilnc's --gpu-* flags
  *   gpu-persistent    off, on or auto: persistent contraction kernels
  *                     (where the target has them), as kilnc's --gpu-persistent
+ *   gpu-split-k       auto or off: whether the target's own contraction
+ *                     kernels split K for few tiles, as kilnc's --gpu-split-k
  *   gpu-tiles         BMxBN[,BMxBN...]: the output tiles the target's own
  *                     contraction kernels may take, as kilnc's --gpu-tiles
  *   max-memory        SIZE: bytes with K/M/G, or a fraction such as 0.6x

@@ -229,6 +229,11 @@ struct StagePipelineOptions : public PassPipelineOptions<StagePipelineOptions> {
       llvm::cl::desc("GPU: persistent contraction kernels (off, on, auto)"),
       llvm::cl::init(
           stringifyPersistentKernels(GPUCodegenOptions().persistent).str())};
+  Option<std::string> gpuSplitK{
+      *this, "gpu-split-k",
+      llvm::cl::desc("GPU: the target's contraction kernels split K for few "
+                     "tiles (auto, off)"),
+      llvm::cl::init("auto")};
   Option<std::string> gpuTiles{
       *this, "gpu-tiles",
       llvm::cl::desc("GPU: output tiles (BMxBN, comma-separated) the "
@@ -271,6 +276,7 @@ struct StagePipelineOptions : public PassPipelineOptions<StagePipelineOptions> {
       o.gpu.persistent = *pk;
     std::string error;
     (void)parseContractionTiles(gpuTiles, o.gpu.tiles, error);
+    o.gpu.splitK = gpuSplitK != "off";
     o.maxMemory = maxMemory;
     o.maxMemoryWeights = maxMemoryWeights;
     return o;

@@ -302,6 +302,15 @@ const OptionRow kOptions[] = {
        o.compile.gpu.persistent = *p;
        return true;
      }},
+    {"gpu-split-k", false,
+     [](kiln_compile_options &o, llvm::StringRef v, std::string &e) {
+       if (v != "auto" && v != "off") {
+         e = "gpu-split-k must be auto or off, not '" + v.str() + "'";
+         return false;
+       }
+       o.compile.gpu.splitK = v == "auto";
+       return true;
+     }},
     {"gpu-tiles", false,
      [](kiln_compile_options &o, llvm::StringRef v, std::string &e) {
        return parseContractionTiles(v, o.compile.gpu.tiles, e);

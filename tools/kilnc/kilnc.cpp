@@ -102,6 +102,13 @@ static cl::opt<std::string> gpuPersistent(
              "MMA): off, on, or auto (more tiles than multiprocessors and "
              "at most 32 K steps; default off)"),
     cl::init("off"));
+static cl::opt<std::string> gpuSplitK(
+    "gpu-split-k",
+    cl::desc("GPU targets: the target's own contraction kernels (sm_90a "
+             "warpgroup MMA) split K over more blocks when their tiles leave "
+             "most multiprocessors idle, a second launch adding the parts: "
+             "auto (the target's rule, the default) or off"),
+    cl::init("auto"));
 static cl::opt<std::string> gpuTiles(
     "gpu-tiles",
     cl::desc("GPU targets: the output tiles (BMxBN, comma-separated) the "
@@ -356,7 +363,7 @@ bool setOptions(kiln_compile_options_t *options) {
       !setInt("gpu-fill-blocks", gpuFillBlocks) ||
       !setInt("gpu-min-threads", gpuMinThreads) ||
       !setString("gpu-persistent", gpuPersistent) ||
-      !setString("gpu-tiles", gpuTiles))
+      !setString("gpu-tiles", gpuTiles) || !setString("gpu-split-k", gpuSplitK))
     return false;
   // Nodes to expose: one value per node (the flag splits at commas).
   if (given(exposeIntermediates) &&

@@ -138,6 +138,9 @@ inline std::string stringifyContractionTiles(const ContractionTiles &tiles) {
 struct ContractionChoices {
   PersistentKernels persistent = PersistentKernels::Off;
   ContractionTiles tiles;
+  /// Whether a problem of few tiles may split K over more blocks (a second
+  /// launch adds the parts) where the target's rule says it pays.
+  bool splitK = true;
 };
 
 /// The GPU codegen's choices: kiln-map-kernels-to-gpu's options, one field
@@ -170,6 +173,9 @@ struct GPUCodegenOptions {
   /// The tiles the target's own contraction kernels may choose from
   /// (--gpu-tiles; empty: all of them, by the target's cost model).
   ContractionTiles tiles;
+  /// The target's own contraction kernels split K for few tiles
+  /// (--gpu-split-k; auto: by the target's rule, off: never).
+  bool splitK = true;
 };
 
 /// One row of the target table.

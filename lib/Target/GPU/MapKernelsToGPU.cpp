@@ -499,6 +499,7 @@ struct MapKernelsToGPUPass
     }
     ContractionChoices choices;
     choices.persistent = *persistentKernels;
+    choices.splitK = splitK;
     if (!parseContractionTiles(tiles, choices.tiles, error)) {
       module.emitError(error);
       return signalPassFailure();
@@ -765,5 +766,6 @@ std::unique_ptr<Pass> mlir::kiln::createKilnMapKernelsToGPU(
   options.minThreads = gpu.minThreads;
   options.persistent = stringifyPersistentKernels(gpu.persistent).str();
   options.tiles = stringifyContractionTiles(gpu.tiles);
+  options.splitK = gpu.splitK;
   return std::make_unique<MapKernelsToGPUPass>(options, std::move(info));
 }

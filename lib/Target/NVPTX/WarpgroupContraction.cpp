@@ -218,7 +218,9 @@ mlir::kiln::lowerWarpgroupContraction(RewriterBase &rewriter,
   const int64_t smemBytes = barOff + 16 * stages + 1024;
   // Split K: each part's sums go to a scratch buffer [batch x parts][M][N];
   // a second launch adds them and applies the epilogue.
-  const auto [kPer, splits] = splitK(p, bm, bn);
+  const auto [kPer, splits] = choices.splitK
+                                  ? splitK(p, bm, bn)
+                                  : std::make_pair(p.kSteps(), int64_t(1));
   KernelConfig cfg;
   cfg.tile = tile;
   cfg.kPer = kPer;

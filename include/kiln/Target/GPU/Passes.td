@@ -66,6 +66,9 @@ def KilnMapKernelsToGPU : Pass<"kiln-map-kernels-to-gpu", "ModuleOp"> {
            "Contraction kernels that have a persistent variant (blocks "
            "that loop over output tiles) use it: off, on, or auto (where "
            "the target's rule says it pays)">,
+    Option<"splitK", "split-k", "bool", /*default=*/"true",
+           "The target's own contraction kernels split K over more blocks "
+           "for problems of few tiles, where its rule says it pays">,
     Option<"tiles", "tiles", "std::string", /*default=*/"\"\"",
            "Output tiles (BMxBN, comma-separated) the target's own "
            "contraction kernels may choose from; empty: all of them, by the "

@@ -1,6 +1,7 @@
 """Writes matmul.onnx: Y = MatMul(A, B), float16 graph inputs A [4096, 768]
 and B [768, 2304] (BERT-base's fused QKV at batch 32 x 128), for
-warpgroup-persistent-kilnc.test."""
+warpgroup-persistent-kilnc.test and warpgroup-tiles-kilnc.test, and
+matmul_b1.onnx, the same product at batch 1 x 128 (A [128, 768])."""
 import os
 import sys
 
@@ -16,3 +17,10 @@ graph = helper.make_graph(
     [helper.make_tensor_value_info("Y", f16, [4096, 2304])])
 save(helper.make_model(graph, opset_imports=[helper.make_opsetid("", 17)]),
      os.path.join(out, "matmul.onnx"))
+graph = helper.make_graph(
+    [helper.make_node("MatMul", ["A", "B"], ["Y"], name="qkv")], "matmul_b1",
+    [helper.make_tensor_value_info("A", f16, [128, 768]),
+     helper.make_tensor_value_info("B", f16, [768, 2304])],
+    [helper.make_tensor_value_info("Y", f16, [128, 2304])])
+save(helper.make_model(graph, opset_imports=[helper.make_opsetid("", 17)]),
+     os.path.join(out, "matmul_b1.onnx"))
