@@ -10,17 +10,18 @@ from onnx import TensorProto, helper, save
 out = sys.argv[1]
 os.makedirs(out, exist_ok=True)
 f16 = TensorProto.FLOAT16
-graph = helper.make_graph(
-    [helper.make_node("MatMul", ["A", "B"], ["Y"], name="qkv")], "matmul",
-    [helper.make_tensor_value_info("A", f16, [4096, 768]),
-     helper.make_tensor_value_info("B", f16, [768, 2304])],
-    [helper.make_tensor_value_info("Y", f16, [4096, 2304])])
-save(helper.make_model(graph, opset_imports=[helper.make_opsetid("", 17)]),
-     os.path.join(out, "matmul.onnx"))
-graph = helper.make_graph(
-    [helper.make_node("MatMul", ["A", "B"], ["Y"], name="qkv")], "matmul_b1",
-    [helper.make_tensor_value_info("A", f16, [128, 768]),
-     helper.make_tensor_value_info("B", f16, [768, 2304])],
-    [helper.make_tensor_value_info("Y", f16, [128, 2304])])
-save(helper.make_model(graph, opset_imports=[helper.make_opsetid("", 17)]),
-     os.path.join(out, "matmul_b1.onnx"))
+
+
+def matmul(name, m):
+    """Y = MatMul(A [m, 768], B [768, 2304]) as NAME.onnx."""
+    graph = helper.make_graph(
+        [helper.make_node("MatMul", ["A", "B"], ["Y"], name="qkv")], name,
+        [helper.make_tensor_value_info("A", f16, [m, 768]),
+         helper.make_tensor_value_info("B", f16, [768, 2304])],
+        [helper.make_tensor_value_info("Y", f16, [m, 2304])])
+    save(helper.make_model(graph, opset_imports=[helper.make_opsetid("", 17)]),
+         os.path.join(out, name + ".onnx"))
+
+
+matmul("matmul", 4096)
+matmul("matmul_b1", 128)
