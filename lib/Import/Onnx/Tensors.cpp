@@ -11,6 +11,9 @@
 #include "kiln/Runtime/RegularFile.h"
 
 #include "llvm/ADT/ScopeExit.h"
+#include "llvm/ADT/StringExtras.h"
+
+#include <set>
 
 using namespace mlir;
 using namespace mlir::kiln;
@@ -172,6 +175,29 @@ LogicalResult Importer::bindInputShapes(const onnx::GraphProto &graph,
                              "inputs: "
                           << names << ")",
            failure();
+  // A --dim that names no symbolic dim of an input or output leaves the
+  // model as it is: a typo, or a dim the model has fixed (scripts pass the
+  // same --dim batch=1 to models with and without one), so a warning.
+  std::set<std::string> symbols;
+  for (const auto *values : {&graph.input(), &graph.output()})
+    for (const auto &v : *values) {
+      if (!v.type().has_tensor_type() || !v.type().tensor_type().has_shape())
+        continue;
+      for (const auto &[axis, dim] :
+           llvm::enumerate(v.type().tensor_type().shape().dim()))
+        if (!(dim.has_dim_value() && dim.dim_value() >= 0))
+          symbols.insert(dimSymbol(dim, v.name(), axis));
+    }
+  symbols.erase("");
+  for (const auto &[name, value] : options.boundDims)
+    if (!symbols.count(name))
+      emitWarning(loc) << "--dim " << name << "=" << value
+                       << " names no dimension of the model's inputs or "
+                          "outputs, and fixes nothing (its symbolic dims: "
+                       << (symbols.empty() ? std::string("none")
+                                           : llvm::join(symbols.begin(),
+                                                        symbols.end(), ", "))
+                       << ")";
   return success();
 }
 
