@@ -433,6 +433,28 @@ def check_errors(row, got, ref, top1):
                                           np.argmax(ref.reshape(ref.shape[0], -1), -1)))
 
 
+def variant_table(results):
+    """Each '... +NAME' row (prepare --variant) against its plain row: Kiln's
+    latency, and the sums of the traced kernel times when both have them."""
+    plain = {r["label"]: r for r in results if " +" not in r["label"] and "kiln_ms" in r}
+    lines = []
+    for r in results:
+        base, sep, name = r["label"].partition(" +")
+        if not sep or "kiln_ms" not in r or base not in plain:
+            continue
+        p = plain[base]
+        line = (f"| {base} | +{name} | {p['kiln_ms']:.3f} ms | {r['kiln_ms']:.3f} ms | "
+                f"{r['kiln_ms'] / p['kiln_ms']:.3f}x | {r.get('kiln_vs_compile', float('nan')):.2f}x |")
+        sums = [x.get("trace_kiln_total_us") for x in (p, r)]
+        line += f" {sums[0]:.0f} / {sums[1]:.0f} us |" if all(sums) else " |"
+        lines.append(line)
+    if lines:
+        print("\n| row | variant | plain | variant | variant / plain | variant / torch.compile "
+              "| kernel time per run, plain / variant |")
+        print("|---|---|---|---|---|---|---|")
+        print("\n".join(lines))
+
+
 def run(a):
     import numpy as np
     import onnx
@@ -467,6 +489,9 @@ def run(a):
         sess = ort.InferenceSession(base + ".filled.onnx", providers=["CPUExecutionProvider"])
         tm = None
         extra_files = []
+        # PyTorch's times per shape: the rows of one shape (a --variant's
+        # builds) are compared with one torch.compile measurement.
+        torch_times = {}
         for r in man["rows"]:
             if r["net"] != net:
                 continue
@@ -548,29 +573,43 @@ def run(a):
                       flush=True)
                 continue
             else:
-                # PyTorch on the same architecture, fp16.
-                if tm is None:
+                # PyTorch on the same architecture, fp16 (once per shape).
+                shape_key = json.dumps(r["dims"], sort_keys=True)
+                known = torch_times.get(shape_key)
+                if known is None and tm is None:
                     tm = torch_model(net)
                 x = ins[0] if net == "bert" else ins[0].half().to(
                     memory_format=torch.channels_last)
                 with torch.no_grad():
-                    row["eager_ms"] = time_cuda(lambda: tm(x), warmup=10, iters=50)
-                    torch._dynamo.reset()
-                    compiled = torch.compile(tm, mode="reduce-overhead")
-                    for _ in range(3):
-                        compiled(x)
-                    row["compile_ms"] = time_cuda(lambda: compiled(x), warmup=10, iters=50)
+                    compiled = None
+                    if known is None:
+                        row["eager_ms"] = time_cuda(lambda: tm(x), warmup=10, iters=50)
+                        torch._dynamo.reset()
+                        compiled = torch.compile(tm, mode="reduce-overhead")
+                        for _ in range(3):
+                            compiled(x)
+                        row["compile_ms"] = time_cuda(lambda: compiled(x), warmup=10,
+                                                      iters=50)
+                        torch_times[shape_key] = (row["eager_ms"], row["compile_ms"])
+                    else:
+                        row["eager_ms"], row["compile_ms"] = known
+                        row["torch_from"] = "the first row of this shape"
                     if a.trace and "kiln_ms" in row:
                         # Where each side's time goes, kernel by kernel
                         # (CUPTI timestamps of graph replays, no profiler
-                        # replay): Kiln's graph and torch.compile's.
+                        # replay): Kiln's graph and torch.compile's (its
+                        # first row of a shape only).
                         from profile_gemm import kernel_times, print_kernel_times
                         kg = KilnModel(lib, so)
                         kg.set_stream(stream.cuda_stream)
                         kg.prepare(ins, [out])
-                        for label, fn in (("kiln", kg.run), ("torch.compile", lambda: compiled(x))):
+                        sides = [("kiln", kg.run)]
+                        if compiled is not None:
+                            sides.append(("torch.compile", lambda: compiled(x)))
+                        for label, fn in sides:
                             rows = kernel_times(fn, runs=10)
                             row["trace_" + label] = rows[:40]
+                            row["trace_" + label + "_total_us"] = sum(us for _, us, _ in rows)
                             print_kernel_times(f"    {row['label']}, {label}", rows, top=a.trace)
                         kg.release()
                 if "kiln_ms" in row:
@@ -592,6 +631,7 @@ def run(a):
         for path in [base + ".weights", base + ".filled.onnx"] + extra_files:
             os.remove(path)
     int8_table(results)
+    variant_table(results)
     if a.json:
         json.dump(results, open(a.json, "w"), indent=1)
 
