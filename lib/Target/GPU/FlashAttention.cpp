@@ -83,20 +83,6 @@ scoreOperandMap(const MMALayout &l) {
     }
   return map;
 }
-/// Whether `m`'s innermost dim (the head dim in either order) is
-/// contiguous and every other stride and the offset are static multiples of
-/// `run` elements: runs of `run` elements starting at a multiple of `run`
-/// along it are then aligned to their size (the buffers' bases are aligned
-/// to at least 64 bytes).
-bool alignedRuns(Value m, int64_t run) {
-  auto [strides, offset] = cast<MemRefType>(m.getType()).getStridesAndOffset();
-  if (strides.back() != 1 || ShapedType::isDynamic(offset) || offset % run)
-    return false;
-  return llvm::all_of(ArrayRef<int64_t>(strides).drop_back(), [&](int64_t s) {
-    return !ShapedType::isDynamic(s) && s % run == 0;
-  });
-}
-
 /// Whether the lane coordinate `c` and offsets `inner` are multiples of
 /// `run` for every lane.
 bool runAligned(LaneCoord c, int64_t inner, int64_t run) {
@@ -156,15 +142,9 @@ LogicalResult FlashAttention::lower(AttentionOp op) {
   // the offset a multiple of 16 bytes and the head dim contiguous (the
   // bases are: the arena's buffers and staged inputs are 256-byte aligned,
   // as the bulk tensor copies of the Hopper kernels need them too); else element loads.
-  bool wide = true;
-  for (Value m : {k, v}) {
-    auto [strides, offset] =
-        cast<MemRefType>(m.getType()).getStridesAndOffset();
-    wide &= strides[3] == 1 && !ShapedType::isDynamic(offset) &&
-            offset % chunk == 0;
-    for (int64_t d = 0; d < 3; ++d)
-      wide &= !ShapedType::isDynamic(strides[d]) && strides[d] % chunk == 0;
-  }
+  auto memrefOf = [](Value m) { return cast<MemRefType>(m.getType()); };
+  bool wide =
+      alignedRuns(memrefOf(k), chunk) && alignedRuns(memrefOf(v), chunk);
   // The mask's dims; a dim of size 1 broadcasts.
   SmallVector<Value> maskDims;
   if (mask)
@@ -237,7 +217,7 @@ LogicalResult FlashAttention::lower(AttentionOp op) {
           lastQ);
       Value d = add(loc, aK, index(loc, kt * L.k + r.inner));
       Value run;
-      if (L.kPack > 1 && alignedRuns(q, L.kPack) &&
+      if (L.kPack > 1 && alignedRuns(memrefOf(q), L.kPack) &&
           runAligned(L.aK, kt * L.k + r.inner, L.kPack)) {
         // The register's elements are adjacent along the head dim: one
         // load of all of them.
@@ -555,7 +535,7 @@ LogicalResult FlashAttention::lower(AttentionOp op) {
   // Two accumulators of a row in adjacent columns (m16n8's pairs) leave in
   // one store where the output allows it.
   int64_t outBytes = outElem.getIntOrFloatBitWidth() / 8;
-  bool pairs = alignedRuns(out, 2);
+  bool pairs = alignedRuns(memrefOf(out), 2);
   for (int64_t dn = 0; dn < oTiles; ++dn)
     for (int64_t e = 0; e < nC; ++e) {
       const FragmentOffset &c = L.cElems[e];

@@ -40,6 +40,21 @@ struct ReductionFusion {
 
 ReductionFusion detectFusion(linalg::LinalgOp op, ArrayRef<unsigned> par);
 
+/// Whether `type`'s innermost dim is contiguous and every other stride and
+/// the offset are static multiples of `run` elements: a run of `run`
+/// elements along that dim starting at a multiple of `run` is then aligned
+/// to its size (the buffers' bases, the arena's, the weights' and the
+/// staged inputs', are aligned to at least 64 bytes).
+inline bool alignedRuns(MemRefType type, int64_t run) {
+  auto [strides, offset] = type.getStridesAndOffset();
+  if (strides.empty() || strides.back() != 1 || ShapedType::isDynamic(offset) ||
+      offset % run != 0)
+    return false;
+  return llvm::all_of(ArrayRef<int64_t>(strides).drop_back(), [&](int64_t s) {
+    return !ShapedType::isDynamic(s) && s % run == 0;
+  });
+}
+
 /// Releases a kernel's run-scoped buffers where their block ends (the
 /// launcher's return for the entry block's, an iteration's end for a host
 /// loop's), so the kernels after it reuse that memory: a run then holds

@@ -94,14 +94,7 @@ bool vectorRow(Value buffer, AffineMap map, unsigned outer, int64_t vec) {
   auto last = dyn_cast<AffineDimExpr>(map.getResults().back());
   if (!last || last.getPosition() != outer)
     return false;
-  auto [strides, offset] = type.getStridesAndOffset();
-  if (strides.empty() || strides.back() != 1 || ShapedType::isDynamic(offset) ||
-      offset % vec != 0 || type.getShape().back() % vec != 0)
-    return false;
-  for (int64_t s : ArrayRef<int64_t>(strides).drop_back())
-    if (ShapedType::isDynamic(s) || s % vec != 0)
-      return false;
-  return true;
+  return type.getShape().back() % vec == 0 && alignedRuns(type, vec);
 }
 
 } // namespace

@@ -321,11 +321,7 @@ LogicalResult TiledContraction::lower(linalg::LinalgOp op) {
     AffineMap map = op.getMatchingIndexingMap(in);
     if (md < 0 || strides[md] != 1 || map.getNumResults() != t.getRank())
       return;
-    if (aligned &&
-        (ShapedType::isDynamic(offset) || offset % v != 0 ||
-         llvm::any_of(ArrayRef<int64_t>(strides).drop_back(), [&](int64_t st) {
-           return ShapedType::isDynamic(st) || st % v != 0;
-         })))
+    if (aligned && !alignedRuns(t, v))
       return;
     auto dim = dyn_cast<AffineDimExpr>(map.getResult(md));
     if (!dim)
