@@ -11,7 +11,8 @@
 using namespace mlir;
 
 /// FLOPs of a linalg op: iterations × arithmetic ops in its body (-1 when a
-/// loop range is dynamic).
+/// loop range is dynamic). Conversions are not FLOPs: a half product's body
+/// widens both operands before its multiply-add and counts 2, as the f32 one.
 static int64_t linalgFlops(linalg::LinalgOp op) {
   SmallVector<int64_t> ranges = op.getStaticLoopRanges();
   int64_t iterations = 1;
@@ -25,7 +26,7 @@ static int64_t linalgFlops(linalg::LinalgOp op) {
     if (inner == op.getOperation())
       return;
     if (isa<arith::ArithDialect, math::MathDialect>(inner->getDialect()) &&
-        !isa<arith::ConstantOp, arith::IndexCastOp>(inner))
+        !isa<arith::ConstantOp, CastOpInterface>(inner))
       ++perIteration;
   });
   if (isa<linalg::MatmulOp, linalg::BatchMatmulOp>(op))
