@@ -495,12 +495,18 @@ TypedAttr Problem::fillValue() const {
 ArrayRef<Tile> warpgroup::tileTable() {
   // 192 x 128 (three consumer warpgroups): 22 x 6 = 132 tiles of BERT-base's
   // N = 768 products at batch 32 x 128, one wave, where 256 x 128 gives 96.
+  // Its rate, 0.86, is what two H100 runs of 2026-12-05 give alike: 8192^3
+  // fp16 (21 waves of it against 16 of 256 x 128) 0.88x the default build,
+  // BERT-base b32's FFN1 (4 waves against 3) 62.5 us against 53.9; it was
+  // then faster where its waves are fuller: BERT's QKV 32.0 us against 36.6
+  // (128 x 128), FFN2 33.0 against 38.1, the output projection 14.6 against
+  // 16.5 (docs/benchmarks.md). Measured on f16 matmuls only.
   // The order breaks ties of the cost model.
   static const Tile table[] = {{256, 128, 4, 1.0},
                                {128, 128, 4, 0.88},
                                {256, 64, 4, 0.75},
                                {128, 64, 6, 0.6},
-                               {192, 128, 4, 0.0}};
+                               {192, 128, 4, 0.86, /*halfMatmulsOnly=*/true}};
   return table;
 }
 
@@ -516,10 +522,12 @@ Tile warpgroup::chooseTile(const Problem &p, const ContractionTiles &allowed) {
         candidates.push_back(t);
       continue;
     }
-    // Measured tiles only; N of at most 64 takes 64-column tiles, a wider
-    // N the others but 256 x 64.
+    // Measured tiles only (for this kind of problem); N of at most 64 takes
+    // 64-column tiles, a wider N the others but 256 x 64.
     bool narrow = t.bn == 64 && t.bm == 256;
-    if (t.rate > 0 && (p.n > 64 ? !narrow : t.bn == 64))
+    bool measured =
+        t.rate > 0 && (!t.halfMatmulsOnly || (!p.conv && p.elemBytes() == 2));
+    if (measured && (p.n > 64 ? !narrow : t.bn == 64))
       candidates.push_back(t);
   }
   if (candidates.empty()) // none of `allowed` is a tile of the kernel's

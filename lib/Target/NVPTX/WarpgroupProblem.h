@@ -126,6 +126,9 @@ struct Tile {
   /// Its throughput relative to 256 x 128 on a problem that fills every
   /// wave (bench/hopper, 8192^3 fp16: 0.88x torch.matmul, 0.77x, 0.52x).
   double rate;
+  /// Measured on f16/bf16 matmuls only: the cost model leaves it out for
+  /// convolutions and TF32 or 8-bit operands (--gpu-tiles can still ask).
+  bool halfMatmulsOnly = false;
 };
 
 /// Every tile the kernel takes. A rate of 0: not measured yet, taken only
