@@ -10,10 +10,15 @@
 // each warp m rows (the instruction's M: 16 on NVIDIA, so 64 rows a block).
 // Each warp loads its Q fragments once (a register's adjacent elements in
 // one load where Q's layout aligns them). The block walks the keys in tiles
-// of kKeys: the K and V tiles come from global memory 16 bytes at a time
-// (when every base and stride allows it, checked on the host before the
-// launch; else element by element) into registers, one tile ahead of the
-// products, and through shared memory. Per tile, each warp computes its
+// of kKeys. Where the target has asynchronous copies and K's and V's
+// layouts allow 16-byte runs, the tiles go straight from global to shared
+// memory, two buffers deep: the copies of the first two tiles start before
+// Q's loads, and tile t + 2's start as soon as every warp is done with
+// tile t's buffer, so that S = 128 keys (BERT) are both in flight from the
+// start and no register holds a staged tile. Otherwise they come 16 bytes
+// at a time (when every base and stride allows it, checked on the host
+// before the launch; else element by element) into registers, one tile
+// ahead of the products, and through one shared buffer. Per tile, each warp computes its
 // m x kKeys scores S = Q·Kᵀ in f32 accumulators, scales them (in base 2,
 // for exp2), adds the mask, sets keys past L (and, causal, past the query)
 // to -inf, updates each row's running max across the lanes holding the row
@@ -37,6 +42,7 @@
 #include "mlir/Dialect/Math/IR/Math.h"
 #include "mlir/Dialect/SCF/IR/SCF.h"
 #include "mlir/Dialect/Vector/IR/VectorOps.h"
+#include "mlir/IR/Matchers.h"
 
 #include <cmath>
 
@@ -145,6 +151,10 @@ LogicalResult FlashAttention::lower(AttentionOp op) {
   auto memrefOf = [](Value m) { return cast<MemRefType>(m.getType()); };
   bool wide =
       alignedRuns(memrefOf(k), chunk) && alignedRuns(memrefOf(v), chunk);
+  // Asynchronous copies into two buffers of each tile, or register staging
+  // into one (the header says how).
+  const bool async = wide && info.hasAsyncCopy();
+  const int64_t stages = async ? 2 : 1;
   // The mask's dims; a dim of size 1 broadcasts.
   SmallVector<Value> maskDims;
   if (mask)
@@ -157,9 +167,9 @@ LogicalResult FlashAttention::lower(AttentionOp op) {
                                       index(loc, kWarps * warpSize), one, one);
   Attribute wg = info.getSharedMemorySpace(ctxt);
   int64_t pad = chunk; // 16 bytes a row: fragment reads free of conflicts
-  auto kType = MemRefType::get({kKeys, headQK + pad}, elem,
+  auto kType = MemRefType::get({stages * kKeys, headQK + pad}, elem,
                                MemRefLayoutAttrInterface(), wg);
-  auto vType = MemRefType::get({kKeys, headV + pad}, elem,
+  auto vType = MemRefType::get({stages * kKeys, headV + pad}, elem,
                                MemRefLayoutAttrInterface(), wg);
   Value ks = launch.addWorkgroupAttribution(kType, loc);
   Value vs = launch.addWorkgroupAttribution(vType, loc);
@@ -170,6 +180,8 @@ LogicalResult FlashAttention::lower(AttentionOp op) {
        << " queries x " << kKeys << " keys a step, matrix instruction " << L.m
        << "x" << L.n << "x" << L.k << ", " << kWarps << " warps of "
        << warpSize;
+    if (async)
+      os << ", asynchronous copies, 2 buffers";
     noteGPUContraction(launch, what);
   }
   enterLaunch(launch);
@@ -207,35 +219,38 @@ LogicalResult FlashAttention::lower(AttentionOp op) {
   auto runType = VectorType::get({L.kPack}, elem);
 
   // Q's fragments, once: rows past S read row S - 1 (their results are
-  // never stored).
+  // never stored). Built after the first tiles' asynchronous copies start.
   SmallVector<SmallVector<Value>> qFrag;
-  for (int64_t kt = 0; kt < headQK / L.k; ++kt) {
-    SmallVector<Value> regs;
-    for (const FragmentOffset &r : L.aRegs) {
-      Value row = arith::MinUIOp::create(
-          rewriter, loc, add(loc, add(loc, row0, aRow), index(loc, r.outer)),
-          lastQ);
-      Value d = add(loc, aK, index(loc, kt * L.k + r.inner));
-      Value run;
-      if (L.kPack > 1 && alignedRuns(memrefOf(q), L.kPack) &&
-          runAligned(L.aK, kt * L.k + r.inner, L.kPack)) {
-        // The register's elements are adjacent along the head dim: one
-        // load of all of them.
-        auto ld = vector::LoadOp::create(rewriter, loc, runType, q,
-                                         at(0, b, h, row, d));
-        ld.setAlignment(L.kPack * elemBytes);
-        run = ld;
-      } else {
-        SmallVector<Value> elems;
-        for (int64_t p = 0; p < L.kPack; ++p)
-          elems.push_back(memref::LoadOp::create(
-              rewriter, loc, q, at(0, b, h, row, add(loc, d, index(loc, p)))));
-        run = vector::FromElementsOp::create(rewriter, loc, runType, elems);
+  auto loadQ = [&] {
+    for (int64_t kt = 0; kt < headQK / L.k; ++kt) {
+      SmallVector<Value> regs;
+      for (const FragmentOffset &r : L.aRegs) {
+        Value row = arith::MinUIOp::create(
+            rewriter, loc, add(loc, add(loc, row0, aRow), index(loc, r.outer)),
+            lastQ);
+        Value d = add(loc, aK, index(loc, kt * L.k + r.inner));
+        Value run;
+        if (L.kPack > 1 && alignedRuns(memrefOf(q), L.kPack) &&
+            runAligned(L.aK, kt * L.k + r.inner, L.kPack)) {
+          // The register's elements are adjacent along the head dim: one
+          // load of all of them.
+          auto ld = vector::LoadOp::create(rewriter, loc, runType, q,
+                                           at(0, b, h, row, d));
+          ld.setAlignment(L.kPack * elemBytes);
+          run = ld;
+        } else {
+          SmallVector<Value> elems;
+          for (int64_t p = 0; p < L.kPack; ++p)
+            elems.push_back(memref::LoadOp::create(
+                rewriter, loc, q,
+                at(0, b, h, row, add(loc, d, index(loc, p)))));
+          run = vector::FromElementsOp::create(rewriter, loc, runType, elems);
+        }
+        regs.push_back(info.buildMMAOperand(rewriter, loc, L, run));
       }
-      regs.push_back(info.buildMMAOperand(rewriter, loc, L, run));
+      qFrag.push_back(regs);
     }
-    qFrag.push_back(regs);
-  }
+  };
 
   // Staging: chunk c of a tile's kKeys x D elements is key c / (D / V),
   // elements (c % (D / V)) * V onwards (V = one 16-byte load): consecutive
@@ -296,6 +311,41 @@ LogicalResult FlashAttention::lower(AttentionOp op) {
     }
   };
 
+  // Asynchronous: where `cond` (uniform across the block), a barrier when
+  // `barrier` (every warp done with the buffer) and tile `tile`'s copies
+  // into buffer `stage`; then, either way, the group closes (empty when
+  // nothing was copied).
+  auto copyTile = [&](Value tile, Value stage, Value cond, bool barrier) {
+    scf::IfOp guard;
+    if (!matchPattern(cond, m_One())) {
+      guard = scf::IfOp::create(rewriter, loc, cond, /*withElseRegion=*/false);
+      rewriter.setInsertionPoint(guard.thenBlock()->getTerminator());
+    }
+    if (barrier)
+      info.buildBarrier(rewriter, loc);
+    Value valid = arith::ConstantIntOp::create(rewriter, loc, 1, 1);
+    Value key0 = mul(loc, tile, kKeys), row0 = mul(loc, stage, kKeys);
+    for (Side &s : sides) {
+      int64_t perRow = s.head / chunk;
+      for (int64_t r = 0; r < kKeys * perRow / threads; ++r) {
+        Value c = add(loc, tid, index(loc, r * threads));
+        Value within =
+            arith::DivUIOp::create(rewriter, loc, c, index(loc, perRow));
+        Value key = arith::MinUIOp::create(rewriter, loc,
+                                           add(loc, key0, within), lastK);
+        Value d = mul(
+            loc, arith::RemUIOp::create(rewriter, loc, c, index(loc, perRow)),
+            chunk);
+        info.buildAsyncCopy(rewriter, loc, s.dst,
+                            ValueRange{add(loc, row0, within), d}, s.src,
+                            at(s.operand, b, kvh, key, d), valid);
+      }
+    }
+    if (guard)
+      rewriter.setInsertionPointAfter(guard);
+    info.buildAsyncCommit(rewriter, loc);
+  };
+
   // The key tiles: all of them, or (causal) those up to the block's last
   // query row.
   Value tiles =
@@ -323,7 +373,15 @@ LogicalResult FlashAttention::lower(AttentionOp op) {
   inits.append(rowOffs.size(), negInf); // running max (base 2)
   inits.append(rowOffs.size(), zeroF);  // this lane's running sums
   SmallVector<Value> first;
-  loadTile(index(loc, 0), first);
+  if (async) {
+    Value trueV = arith::ConstantIntOp::create(rewriter, loc, 1, 1);
+    copyTile(index(loc, 0), index(loc, 0), trueV, /*barrier=*/false);
+    copyTile(one, one, ult(loc, one, tiles), /*barrier=*/false);
+    loadQ();
+  } else {
+    loadQ();
+    loadTile(index(loc, 0), first);
+  }
   inits.append(first);
   int64_t nO = oTiles * nC, nR = rowOffs.size();
   auto loop =
@@ -335,14 +393,25 @@ LogicalResult FlashAttention::lower(AttentionOp op) {
   SmallVector<Value> rowMax(iter.begin() + nO, iter.begin() + nO + nR);
   SmallVector<Value> rowSum(iter.begin() + nO + nR, iter.begin() + nO + 2 * nR);
   ValueRange staged = iter.drop_front(nO + 2 * nR);
-  // The previous tile's readers are done; this tile into shared memory.
-  info.buildBarrier(rewriter, loc);
-  storeTile(staged);
-  info.buildBarrier(rewriter, loc);
-  Value tNext = add(loc, t, one);
-  scf::IfOp more =
-      loadNextIf(loc, ult(loc, tNext, tiles), staged,
-                 [&](SmallVector<Value> &next) { loadTile(tNext, next); });
+  // Asynchronous: tile t's group is in (tile t + 1's may be in flight) and,
+  // after the barrier, every thread's copies are seen; its buffer's rows
+  // start at `sOff`. Else: the previous tile's readers are done, this tile
+  // into the one buffer.
+  Value sOff = index(loc, 0);
+  scf::IfOp more;
+  if (async) {
+    info.buildAsyncWait(rewriter, loc, /*pending=*/1);
+    info.buildBarrier(rewriter, loc);
+    sOff = mul(loc, arith::RemUIOp::create(rewriter, loc, t, index(loc, 2)),
+               kKeys);
+  } else {
+    info.buildBarrier(rewriter, loc);
+    storeTile(staged);
+    info.buildBarrier(rewriter, loc);
+    Value tNext = add(loc, t, one);
+    more = loadNextIf(loc, ult(loc, tNext, tiles), staged,
+                      [&](SmallVector<Value> &next) { loadTile(tNext, next); });
+  }
 
   // S = Q·Kᵀ: B's columns are keys, its K the head dim (K-contiguous rows
   // of the K tile).
@@ -364,7 +433,8 @@ LogicalResult FlashAttention::lower(AttentionOp op) {
       all = info.buildMatrixLoad(
           rewriter, loc, L, /*isB=*/true, sTiles, /*kContiguous=*/true, lane,
           ks, [&](Value outer, Value inner) -> SmallVector<Value> {
-            return {outer, add(loc, inner, index(loc, kt * L.k))};
+            return {add(loc, outer, sOff),
+                    add(loc, inner, index(loc, kt * L.k))};
           });
     for (int64_t j = 0; j < sTiles; ++j) {
       SmallVector<Value> regs;
@@ -372,9 +442,9 @@ LogicalResult FlashAttention::lower(AttentionOp op) {
         regs.append(all.begin() + j * nb, all.begin() + (j + 1) * nb);
       else
         for (const FragmentOffset &r : L.bRegs)
-          regs.push_back(runAt(ks,
-                               add(loc, bCol, index(loc, j * L.n + r.outer)),
-                               add(loc, bK, index(loc, kt * L.k + r.inner))));
+          regs.push_back(runAt(
+              ks, add(loc, sOff, add(loc, bCol, index(loc, j * L.n + r.outer))),
+              add(loc, bK, index(loc, kt * L.k + r.inner))));
       SmallVector<Value> acc =
           info.buildMMA(rewriter, loc, L, qFrag[kt], regs,
                         ArrayRef<Value>(s).slice(j * nC, nC));
@@ -390,6 +460,10 @@ LogicalResult FlashAttention::lower(AttentionOp op) {
       arith::ConstantOp::create(rewriter, loc, rewriter.getF32FloatAttr(log2e));
   Value key0 = mul(loc, t, kKeys);
   Value zero = index(loc, 0);
+  int64_t staticKeys = cast<MemRefType>(k.getType())
+                           .getDimSize(op.canonicalDim(/*operand=*/1, 2));
+  const bool fullTiles =
+      !ShapedType::isDynamic(staticKeys) && staticKeys % kKeys == 0;
   auto bcast = [&](int64_t d, Value i) -> Value {
     Value unit = arith::CmpIOp::create(rewriter, loc, arith::CmpIPredicate::eq,
                                        maskDims[d], one);
@@ -421,14 +495,21 @@ LogicalResult FlashAttention::lower(AttentionOp op) {
         m = arith::SelectOp::create(rewriter, loc, inCols, m, negInf);
         x = arith::AddFOp::create(rewriter, loc, x, m);
       }
-      Value masked = arith::CmpIOp::create(
-          rewriter, loc, arith::CmpIPredicate::uge, key, seqK);
-      if (op.getCausal())
-        masked = arith::OrIOp::create(
-            rewriter, loc, masked,
-            arith::CmpIOp::create(rewriter, loc, arith::CmpIPredicate::ugt, key,
-                                  row));
-      x = arith::SelectOp::create(rewriter, loc, masked, negInf, x);
+      // Keys past L: none when L is a static multiple of the tile.
+      Value masked;
+      if (!fullTiles)
+        masked = arith::CmpIOp::create(rewriter, loc, arith::CmpIPredicate::uge,
+                                       key, seqK);
+      if (op.getCausal()) {
+        Value later = arith::CmpIOp::create(
+            rewriter, loc, arith::CmpIPredicate::ugt, key, row);
+        masked =
+            masked
+                ? arith::OrIOp::create(rewriter, loc, masked, later).getResult()
+                : later;
+      }
+      if (masked)
+        x = arith::SelectOp::create(rewriter, loc, masked, negInf, x);
     }
   // The online softmax, row by row.
   auto butterfly = [&](Value x, bool isMax) {
@@ -493,7 +574,8 @@ LogicalResult FlashAttention::lower(AttentionOp op) {
       vAll = info.buildMatrixLoad(
           rewriter, loc, L, /*isB=*/true, oTiles, /*kContiguous=*/false, lane,
           vs, [&](Value outer, Value inner) -> SmallVector<Value> {
-            return {add(loc, inner, index(loc, kt * L.k)), outer};
+            return {add(loc, sOff, add(loc, inner, index(loc, kt * L.k))),
+                    outer};
           });
     for (int64_t dn = 0; dn < oTiles; ++dn) {
       SmallVector<Value> regs;
@@ -502,7 +584,8 @@ LogicalResult FlashAttention::lower(AttentionOp op) {
       for (const FragmentOffset &r :
            fragmentLoads ? ArrayRef<FragmentOffset>() : ArrayRef(L.bRegs)) {
         Value col = add(loc, bCol, index(loc, dn * L.n + r.outer));
-        Value key = add(loc, bK, index(loc, kt * L.k + r.inner));
+        Value key =
+            add(loc, sOff, add(loc, bK, index(loc, kt * L.k + r.inner)));
         SmallVector<Value> elems;
         for (int64_t p = 0; p < L.kPack; ++p)
           elems.push_back(memref::LoadOp::create(
@@ -517,12 +600,23 @@ LogicalResult FlashAttention::lower(AttentionOp op) {
       llvm::copy(acc, o.begin() + dn * nC);
     }
   }
+  if (async) {
+    // Once every warp is done with this buffer, tile t + 2's copies into
+    // it (if there is one).
+    Value tAfter = add(loc, t, index(loc, 2));
+    copyTile(tAfter, arith::RemUIOp::create(rewriter, loc, t, index(loc, 2)),
+             ult(loc, tAfter, tiles), /*barrier=*/true);
+  }
   SmallVector<Value> yields = o;
   llvm::append_range(yields, rowMax);
   llvm::append_range(yields, rowSum);
-  llvm::append_range(yields, more.getResults());
+  if (more)
+    llvm::append_range(yields, more.getResults());
   scf::YieldOp::create(rewriter, loc, yields);
   rewriter.setInsertionPointAfter(loop);
+  // No copy outlives the kernel (the last ones only fill zeros).
+  if (async)
+    info.buildAsyncWait(rewriter, loc, /*pending=*/0);
 
   // The rows' sums across their lanes; O / sum in the output's type.
   SmallVector<Value> inv(nR);

@@ -1,6 +1,10 @@
 // kiln.attention as one fused kernel (lib/Target/GPU/FlashAttention.cpp)
 // down to the PTX; one launch of 4 warps per 64 query rows; K and V tiles of 64
-// keys staged through shared memory with 16-byte loads; S = Q·Kᵀ and
+// keys copied to two shared buffers each by 16-byte asynchronous copies
+// (cp.async: the first two tiles' start before Q's loads, tile t + 2's once
+// every warp is done with tile t's buffer), or, where the strides are
+// unknown, loaded element by element into registers and stored to one
+// buffer; S = Q·Kᵀ and
 // O += P·V on mma.sync m16n8k16 with f32 accumulators, their B registers
 // from ldmatrix (K's rows as they are, V's transposed: 4 x4 loads of each
 // per 16 keys); the running row max and the final row sums across the
@@ -11,23 +15,36 @@
 
 // IR-LABEL: func.func private @bhsd
 // IR-NOT: kiln.buffer
-// IR: gpu.launch blocks({{.*}}) in ({{.*}}) threads({{.*}}) in (%{{.*}} = %c128, {{.*}}) workgroup(%[[KS:.*]] : memref<64x72xf16, #gpu.address_space<workgroup>>, %[[VS:.*]] : memref<64x72xf16, #gpu.address_space<workgroup>>)
-// Q's registers: one 4-byte load each (16 a lane).
+// IR: gpu.launch blocks({{.*}}) in ({{.*}}) threads({{.*}}) in (%{{.*}} = %c128, {{.*}}) workgroup(%[[KS:.*]] : memref<128x72xf16, #gpu.address_space<workgroup>>, %[[VS:.*]] : memref<128x72xf16, #gpu.address_space<workgroup>>)
+// The first two tiles (S = 128: both), 4 copies of K and 4 of V a thread
+// each, one group each; the second only where there is one.
+// IR-COUNT-8: nvvm.cp.async.shared.global {{.*}}, 16, cache = cg
+// IR: nvvm.cp.async.commit.group
+// IR: scf.if
+// IR-COUNT-8: nvvm.cp.async.shared.global {{.*}}, 16, cache = cg
+// IR: nvvm.cp.async.commit.group
+// Q's registers: one 4-byte load each (16 a lane), while the copies run.
 // IR-COUNT-16: vector.load %arg1{{.*}} {alignment = 4 : i64} : memref<2x4x128x64xf16>, vector<2xf16>
-// IR-COUNT-8: vector.load %arg{{[23]}}{{.*}} {alignment = 16 : i64} : memref<2x4x128x64xf16>, vector<8xf16>
+// IR-NOT: vector.store
 // IR: scf.for
-// IR: gpu.barrier
-// IR-COUNT-4: vector.store %{{.*}}, %[[KS]]
-// IR-COUNT-4: vector.store %{{.*}}, %[[VS]]
+// IR: nvvm.cp.async.wait.group 1
 // IR: gpu.barrier
 // IR: nvvm.ldmatrix {{.*}} layout = #nvvm.mma_layout<row>, num = 4
 // IR-COUNT-32: nvvm.mma.sync
+// L = 128 is two full tiles: no key is past L, no bound check.
+// IR-NOT: arith.cmpi uge
 // IR: gpu.shuffle  xor %{{.*}}, %c1_i32
 // IR: gpu.shuffle  xor %{{.*}}, %c2_i32
 // IR: math.exp2
 // IR: nvvm.ldmatrix {{.*}} layout = #nvvm.mma_layout<col>, num = 4
 // IR-COUNT-32: nvvm.mma.sync
-// IR: scf.yield
+// Tile t + 2 (if any) into this tile's buffer once every warp is done.
+// IR: scf.if
+// IR-NEXT: gpu.barrier
+// IR-COUNT-8: nvvm.cp.async.shared.global
+// IR: nvvm.cp.async.commit.group
+// IR-NEXT: scf.yield
+// IR: nvvm.cp.async.wait.group 0
 // IR: gpu.shuffle  xor
 // IR: arith.truncf %{{.*}} : f32 to f16
 // IR: vector.store %{{.*}}, %arg4[{{.*}}] {alignment = 4 : i64} : memref<2x4x128x64xf16>, vector<2xf16>
@@ -35,9 +52,9 @@
 // IR: return
 
 // PTX-LABEL: .visible .entry bhsd_kernel(
-// PTX-DAG: .shared .align 16 .b8 __wg_bhsd_kernel_0[9216]
-// PTX-DAG: ld.global.v4.b32
-// PTX-DAG: st.shared.v4.b32
+// PTX-DAG: .shared .align 16 .b8 __wg_bhsd_kernel_0[18432]
+// PTX-DAG: cp.async.cg.shared.global [%{{.*}}], [%{{.*}}], 16, 16;
+// PTX-DAG: cp.async.wait_group 1
 // PTX-DAG: bar.sync
 // PTX-DAG: ldmatrix.sync.aligned.m8n8.x4.shared.b16
 // PTX-DAG: ldmatrix.sync.aligned.m8n8.x4.trans.shared.b16
@@ -58,21 +75,22 @@ func.func private @bhsd(%q: memref<2x4x128x64xf16>, %k: memref<2x4x128x64xf16>, 
 // [B, S, H, D] views of 3-D operands (bf16, 8 query heads on 2 key/value
 // heads, head size 32), an additive f32 mask [1, 1, S, L] and causality:
 // the K and V views' strides are static multiples of 16 bytes (16-byte
-// loads); key tiles end at the block's last query row; the mask is read at
+// copies); key tiles end at the block's last query row; the mask is read at
 // (0, 0, row, key) and the keys past the query row and past L are -inf.
 // IR-LABEL: func.func private @views_mask_causal
-// IR: gpu.launch {{.*}} workgroup(%{{.*}} : memref<64x40xbf16, #gpu.address_space<workgroup>>, %{{.*}} : memref<64x40xbf16, #gpu.address_space<workgroup>>)
+// IR: gpu.launch {{.*}} workgroup(%{{.*}} : memref<128x40xbf16, #gpu.address_space<workgroup>>, %{{.*}} : memref<128x40xbf16, #gpu.address_space<workgroup>>)
 // IR: arith.divui %{{.*}}, %c4
-// IR: vector.load {{.*}} {alignment = 16 : i64} : memref<1x77x2x32xbf16, strided<[4928, 64, 32, 1]>>, vector<8xbf16>
+// IR: nvvm.cp.async.shared.global
 // IR: arith.minui
 // IR: scf.for
 // IR: nvvm.mma.sync {{.*}} {layoutA = #nvvm.mma_layout<row>, layoutB = #nvvm.mma_layout<col>, multiplicandAPtxType = #nvvm.mma_type<bf16>
 // IR: memref.load %arg4[%{{.*}}, %{{.*}}, %{{.*}}, %{{.*}}] : memref<1x1x77x77xf32>
+// IR: arith.cmpi uge
 // IR: arith.cmpi ugt
 // IR: math.exp2
 // IR: vector.store %{{.*}}, %arg5[%{{.*}}, %{{.*}}, %{{.*}}, %{{.*}}] {alignment = 4 : i64} : memref<1x77x8x32xbf16, strided<[19712, 256, 32, 1]>>, vector<2xbf16>
 // PTX-LABEL: .visible .entry views_mask_causal_kernel(
-// PTX-DAG: ld.global.v4.b32
+// PTX-DAG: cp.async.cg.shared.global
 // PTX-DAG: mma.sync.aligned.m16n8k16.row.col.f32.bf16.bf16.f32
 // PTX-DAG: shfl.sync.bfly.b32
 func.func private @views_mask_causal(%q: memref<1x77x8x32xbf16, strided<[19712, 256, 32, 1]>>, %k: memref<1x77x2x32xbf16, strided<[4928, 64, 32, 1]>>, %v: memref<1x77x2x32xbf16, strided<[4928, 64, 32, 1]>>, %m: memref<1x1x77x77xf32>, %o: memref<1x77x8x32xbf16, strided<[19712, 256, 32, 1]>>) attributes {kiln.kernel} {
@@ -98,15 +116,17 @@ func.func private @dynamic_strides(%q: memref<1x2x16x64xf16>, %k: memref<1x2x16x
 
 // Q, K and V as views of one packed QKV projection [B, S, 3·H·D]
 // (kiln-view-windows): static offsets of H·D and 2·H·D elements, multiples
-// of 16 bytes, so K and V still take 16-byte loads, and Q is read at its
+// of 16 bytes, so K and V still take 16-byte copies, and Q is read at its
 // offset; the PTX builds.
 // IR-LABEL: func.func private @packed_qkv
 // IR: gpu.launch
-// IR: vector.load {{.*}} {alignment = 16 : i64} : memref<2x16x2x32xf16, strided<[3072, 192, 32, 1], offset: 64>>, vector<8xf16>
-// IR: vector.load {{.*}} {alignment = 16 : i64} : memref<2x16x2x32xf16, strided<[3072, 192, 32, 1], offset: 128>>, vector<8xf16>
+// IR: memref.extract_aligned_pointer_as_index {{.*}} : memref<2x16x2x32xf16, strided<[3072, 192, 32, 1], offset: 64>> -> index
+// IR: nvvm.cp.async.shared.global
+// IR: memref.extract_aligned_pointer_as_index {{.*}} : memref<2x16x2x32xf16, strided<[3072, 192, 32, 1], offset: 128>> -> index
+// IR: nvvm.cp.async.shared.global
 // IR: nvvm.mma.sync
 // PTX-LABEL: .visible .entry packed_qkv_kernel(
-// PTX: ld.global.v4.b32
+// PTX: cp.async.cg.shared.global
 // PTX: mma.sync.aligned.m16n8k16.row.col.f32.f16.f16.f32
 // PTX: ret;
 func.func private @packed_qkv(%qkv: memref<2x16x192xf16>, %o: memref<2x16x2x32xf16>) attributes {kiln.kernel} {
