@@ -381,7 +381,7 @@ LogicalResult mlir::kiln::buildStagePipeline(OpPassManager &pm, StringRef stage,
     if (optLevel >= 1 && layout == "nhwc") {
       KilnOnnxConvertLayoutOptions o;
       o.layout = layout;
-      o.filterFirstInt8 = target->wantsFilterFirstInt8Convs();
+      o.filterFirstInt8 = target->wantsKMajorInt8Weights();
       pm.addNestedPass<func::FuncOp>(createKilnOnnxConvertLayout(o));
       pm.addPass(createCanonicalizerPass());
       pm.addPass(createCSEPass());
@@ -389,6 +389,7 @@ LogicalResult mlir::kiln::buildStagePipeline(OpPassManager &pm, StringRef stage,
   } else if (stage == "lower") {
     KilnConvertOnnxToLinalgOptions lower;
     lower.fusedAttention = target->hasFusedAttention();
+    lower.kMajorInt8Weights = target->wantsKMajorInt8Weights();
     pm.addNestedPass<func::FuncOp>(createKilnConvertOnnxToLinalg(lower));
     pm.addPass(createCanonicalizerPass());
     pm.addPass(createCSEPass());

@@ -158,6 +158,10 @@ def prepare(stage, target="cuda"):
             assert found >= products and wgmma >= on_wgmma, (
                 f"{name}: {found} int8 products on a matrix instruction ({wgmma} on "
                 f"wgmma), expected {products} ({on_wgmma}):\n{text}")
+            # Constant weights come K-major from the compiler (FHWC filters,
+            # [N, K] matmul weights): no launch transposes them every run.
+            assert "B transposed to K-major" not in text, (
+                f"{name}: a product transposes its constant weights every run:\n{text}")
         for k in range(2):
             scale = 1.5 if k == 1 else 1.0  # the second set past the calibrated range
             feeds = {"x": (rng.standard_normal(shape) * scale).astype(np.float32)}

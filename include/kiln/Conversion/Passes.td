@@ -19,7 +19,10 @@ def KilnConvertOnnxToLinalg : Pass<"kiln-convert-onnx-to-linalg", "func::FuncOp"
   }];
   let options = [
     Option<"fusedAttention", "fused-attention", "bool", "false",
-           "Attention the target runs fused becomes kiln.attention">];
+           "Attention the target runs fused becomes kiln.attention">,
+    Option<"kMajorInt8Weights", "int8-weights-k-major", "bool", "false",
+           "MatMulInteger's constant 8-bit B is laid out [N, K] (K-major) "
+           "at compile time">];
   let dependentDialects = [
     "::mlir::linalg::LinalgDialect", "::mlir::tensor::TensorDialect",
     "::mlir::arith::ArithDialect", "::mlir::math::MathDialect",

@@ -49,10 +49,11 @@ public:
   /// --layout=target, the default); the model's inputs and outputs keep
   /// ONNX's either way.
   virtual ConvLayout getConvLayout() const { return ConvLayout::NCHW; }
-  /// With the NHWC layout: whether 8-bit convolutions (ConvInteger, one
-  /// group) want their weights F<kernel>C (K-major for the implicit GEMM,
-  /// permuted at compile time) instead of <kernel>CF.
-  virtual bool wantsFilterFirstInt8Convs() const { return false; }
+  /// Whether 8-bit products want their constant weights K-major, laid out
+  /// so at compile time: with the NHWC layout, convolutions (ConvInteger,
+  /// one group) F<kernel>C instead of <kernel>CF; MatMulInteger's constant
+  /// B [N, K] instead of [K, N].
+  virtual bool wantsKMajorInt8Weights() const { return false; }
   /// Whether its codegen has a fused kernel for `kiln.attention` (the
   /// attention lowering then emits that op where its conditions hold,
   /// instead of the generics that materialize the scores).

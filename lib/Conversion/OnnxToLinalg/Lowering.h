@@ -113,6 +113,11 @@ Operation *loweringNode();
 /// the kernel's conditions hold.
 bool targetHasFusedAttention();
 
+/// Whether the pass runs for a target whose 8-bit products read constant
+/// weights K-major (its `int8-weights-k-major` option): MatMulInteger's
+/// constant B is then laid out [N, K] at compile time.
+bool targetWantsKMajorInt8Weights();
+
 /// A run-time precondition of `node`: the run fails with INVALID_ARGUMENT
 /// and "node 'NAME' (Type, opset N): `what`" (its `{i}` replaced by
 /// `values[i]`) when `ok` is false (a kiln.check in the host program).

@@ -538,6 +538,9 @@ Operation *lowering::loweringNode() { return currentNode; }
 /// The fused-attention option of the pass run in progress on this thread.
 static thread_local bool fusedAttentionOn = false;
 bool lowering::targetHasFusedAttention() { return fusedAttentionOn; }
+/// The int8-weights-k-major option of the pass run in progress.
+static thread_local bool kMajorInt8On = false;
+bool lowering::targetWantsKMajorInt8Weights() { return kMajorInt8On; }
 
 /// Whether `op` is a contraction of f32 values into an f32 accumulator: a
 /// linalg op with reduction loops whose body yields `acc + a * b` (either
@@ -667,12 +670,14 @@ struct ConvertOnnxToLinalgPass
   void runOnOperation() override {
     LoweringTable table(&getContext());
     const LoweringTable *outer = currentTable;
-    bool outerFused = fusedAttentionOn;
+    bool outerFused = fusedAttentionOn, outerKMajor = kMajorInt8On;
     currentTable = &table;
     fusedAttentionOn = fusedAttention;
+    kMajorInt8On = kMajorInt8Weights;
     LogicalResult result = lowerOnnxOpsIn(getOperation().getBody());
     currentTable = outer;
     fusedAttentionOn = outerFused;
+    kMajorInt8On = outerKMajor;
     if (failed(result))
       return signalPassFailure();
   }

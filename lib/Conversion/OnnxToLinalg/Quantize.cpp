@@ -574,13 +574,46 @@ Value mulAddI32(OpBuilder &b, Location loc, Value acc, Value x, bool xUns,
   return arith::AddIOp::create(b, loc, acc, p);
 }
 
+/// The folded weights `f` of a [K, N] B (constant values `values`, zero
+/// points `zp`, one or one per column) as a [N, K] constant of the same
+/// element type: the 8-bit values, or the i16 differences.
+Value transposedWeights(OpBuilder &b, Location loc, const FoldedWeights &f,
+                        ArrayRef<int64_t> values, ArrayRef<int64_t> shape,
+                        ArrayRef<int64_t> zp) {
+  int64_t k = shape[0], n = shape[1];
+  auto zpOf = [&](int64_t c) { return zp.size() == 1 ? zp[0] : zp[c]; };
+  Type elem = getElementTypeOrSelf(f.w.getType());
+  bool wide = elem.getIntOrFloatBitWidth() == 16;
+  std::vector<char> bytes(k * n * (wide ? 2 : 1));
+  for (int64_t r = 0; r < k; ++r)
+    for (int64_t c = 0; c < n; ++c) {
+      int64_t v = values[r * n + c], at = c * k + r;
+      if (wide) {
+        auto d = static_cast<int16_t>(v - zpOf(c));
+        std::memcpy(&bytes[2 * at], &d, 2);
+      } else {
+        bytes[at] = static_cast<char>(static_cast<int8_t>(v));
+      }
+    }
+  AsmResourceBlob blob = HeapAsmResourceBlob::allocateAndCopyWithAlign(
+      ArrayRef<char>(bytes), alignof(int64_t));
+  return arith::ConstantOp::create(
+      b, loc,
+      DenseResourceElementsAttr::get(
+          RankedTensorType::get({n, k}, b.getIntegerType(wide ? 16 : 8)),
+          "weights_k_major", std::move(blob)));
+}
+
 /// MatMulInteger with constant weights B ([K, N]) and constant zero points
 /// (a_zero_point one value, b_zero_point one or one per column):
 ///   sum_k (a - za)(b - zb[n]) = sum_k a (b - zb[n]) - za colsum[n]
 /// with b - zb[n] and colsum[n] = sum_k (b - zb[n]) computed here. The
 /// product is a plain `acc + ext(a) * ext(b)` contraction (the CPU codegen
 /// runs uint8 x int8 ones as VNNI dot products); the column term is a
-/// per-column constant added after it. Fails (nothing built) when the
+/// per-column constant added after it. Where the target reads 8-bit
+/// weights K-major (targetWantsKMajorInt8Weights: sm_90a's wgmma), the
+/// constant is laid out [N, K] here and the product reads it so, instead of
+/// a launch transposing it every run. Fails (nothing built) when the
 /// operands are not such constants.
 FailureOr<Value> lowerMatMulIntegerConstB(Operation *op, OpBuilder &b,
                                           RankedTensorType ta,
@@ -600,12 +633,18 @@ FailureOr<Value> lowerMatMulIntegerConstB(Operation *op, OpBuilder &b,
   MLIRContext *ctx = b.getContext();
   FoldedWeights w =
       foldWeights(b, loc, op->getOperand(1), *bv, tb.getShape(), 1, *zb);
+  const bool kMajor = targetWantsKMajorInt8Weights();
+  if (kMajor)
+    w.w = transposedWeights(b, loc, w, *bv, tb.getShape(), *zb);
   bool ua = isUnsigned(ta.getElementType());
   Value A = signless(b, loc, op->getOperand(0));
   int64_t ra = ta.getRank(), ry = ty.getRank(), nBatch = ry - 2;
   int64_t nl = ry + 1;
   auto d = [&](int64_t i) { return getAffineDimExpr(i, ctx); };
-  SmallVector<AffineExpr> ae, be = {d(nBatch + 2), d(nBatch + 1)}, ye;
+  SmallVector<AffineExpr> ae, ye;
+  SmallVector<AffineExpr> be =
+      kMajor ? SmallVector<AffineExpr>{d(nBatch + 1), d(nBatch + 2)}
+             : SmallVector<AffineExpr>{d(nBatch + 2), d(nBatch + 1)};
   for (int64_t i = 0; i < ra - 2; ++i)
     ae.push_back(ta.getDimSize(i) == 1 && ty.getDimSize(i) != 1
                      ? getAffineConstantExpr(0, ctx)

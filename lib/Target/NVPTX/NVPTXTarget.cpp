@@ -75,11 +75,9 @@ public:
   ConvLayout getConvLayout() const override {
     return chip.chip == "sm_90a" ? ConvLayout::NHWC : ConvLayout::NCHW;
   }
-  /// sm_90a's 8-bit warpgroup MMA reads B K-major only: FHWC weights spare
-  /// each convolution a transpose launch per run.
-  bool wantsFilterFirstInt8Convs() const override {
-    return chip.chip == "sm_90a";
-  }
+  /// sm_90a's 8-bit warpgroup MMA reads B K-major only: FHWC filters and
+  /// [N, K] matmul weights spare each product a transpose launch per run.
+  bool wantsKMajorInt8Weights() const override { return chip.chip == "sm_90a"; }
   /// The fused attention kernel (lib/Target/GPU/FlashAttention.cpp) runs
   /// on the matrix instruction: with tensor cores on, on the chips whose
   /// target-info has mma.sync for f16 (sm_80 and newer).
