@@ -611,7 +611,7 @@ Value transposedWeights(OpBuilder &b, Location loc, const FoldedWeights &f,
 /// product is a plain `acc + ext(a) * ext(b)` contraction (the CPU codegen
 /// runs uint8 x int8 ones as VNNI dot products); the column term is a
 /// per-column constant added after it. Where the target reads 8-bit
-/// weights K-major (targetWantsKMajorInt8Weights: sm_90a's wgmma), the
+/// weights K-major (targetWantsKMajorInt8Weights), the
 /// constant is laid out [N, K] here and the product reads it so, instead of
 /// a launch transposing it every run. Fails (nothing built) when the
 /// operands are not such constants.
