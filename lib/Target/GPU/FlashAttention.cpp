@@ -263,52 +263,53 @@ LogicalResult FlashAttention::lower(AttentionOp op) {
   };
   Side sides[] = {{k, ks, 1, headQK}, {v, vs, 2, headV}};
   int64_t threads = kWarps * warpSize;
-  auto loadTile = [&](Value tile, SmallVectorImpl<Value> &vals) {
-    Value key0 = mul(loc, tile, kKeys);
+  // This thread's chunks of a tile, K's then V's: `fn(side, row, d)` with
+  // the chunk's row in the tile and its first element.
+  auto forEachChunk = [&](llvm::function_ref<void(Side &, Value, Value)> fn) {
     for (Side &s : sides) {
       int64_t perRow = s.head / chunk;
       for (int64_t r = 0; r < kKeys * perRow / threads; ++r) {
         Value c = add(loc, tid, index(loc, r * threads));
-        Value key =
-            add(loc, key0,
-                arith::DivUIOp::create(rewriter, loc, c, index(loc, perRow)));
-        key = arith::MinUIOp::create(rewriter, loc, key, lastK);
-        Value d = mul(
-            loc, arith::RemUIOp::create(rewriter, loc, c, index(loc, perRow)),
-            chunk);
-        if (wide) {
-          auto ld = vector::LoadOp::create(rewriter, loc, chunkType, s.src,
-                                           at(s.operand, b, kvh, key, d));
-          ld.setAlignment(16);
-          vals.push_back(ld);
-          continue;
-        }
-        SmallVector<Value> elems;
-        for (int64_t e = 0; e < chunk; ++e)
-          elems.push_back(memref::LoadOp::create(
-              rewriter, loc, s.src,
-              at(s.operand, b, kvh, key, add(loc, d, index(loc, e)))));
-        vals.push_back(
-            vector::FromElementsOp::create(rewriter, loc, chunkType, elems));
-      }
-    }
-  };
-  auto storeTile = [&](ValueRange vals) {
-    unsigned i = 0;
-    for (Side &s : sides) {
-      int64_t perRow = s.head / chunk;
-      for (int64_t r = 0; r < kKeys * perRow / threads; ++r) {
-        Value c = add(loc, tid, index(loc, r * threads));
-        Value key =
+        Value row =
             arith::DivUIOp::create(rewriter, loc, c, index(loc, perRow));
         Value d = mul(
             loc, arith::RemUIOp::create(rewriter, loc, c, index(loc, perRow)),
             chunk);
-        auto st = vector::StoreOp::create(rewriter, loc, vals[i++], s.dst,
-                                          ValueRange{key, d});
-        st.setAlignment(16);
+        fn(s, row, d);
       }
     }
+  };
+  // Key `key0 + row` of the operand, clamped to the last one.
+  auto clampedKey = [&](Value key0, Value row) -> Value {
+    return arith::MinUIOp::create(rewriter, loc, add(loc, key0, row), lastK);
+  };
+  auto loadTile = [&](Value tile, SmallVectorImpl<Value> &vals) {
+    Value key0 = mul(loc, tile, kKeys);
+    forEachChunk([&](Side &s, Value row, Value d) {
+      Value key = clampedKey(key0, row);
+      if (wide) {
+        auto ld = vector::LoadOp::create(rewriter, loc, chunkType, s.src,
+                                         at(s.operand, b, kvh, key, d));
+        ld.setAlignment(16);
+        vals.push_back(ld);
+        return;
+      }
+      SmallVector<Value> elems;
+      for (int64_t e = 0; e < chunk; ++e)
+        elems.push_back(memref::LoadOp::create(
+            rewriter, loc, s.src,
+            at(s.operand, b, kvh, key, add(loc, d, index(loc, e)))));
+      vals.push_back(
+          vector::FromElementsOp::create(rewriter, loc, chunkType, elems));
+    });
+  };
+  auto storeTile = [&](ValueRange vals) {
+    unsigned i = 0;
+    forEachChunk([&](Side &s, Value row, Value d) {
+      auto st = vector::StoreOp::create(rewriter, loc, vals[i++], s.dst,
+                                        ValueRange{row, d});
+      st.setAlignment(16);
+    });
   };
 
   // Asynchronous: where `cond` (uniform across the block), a barrier when
@@ -325,22 +326,11 @@ LogicalResult FlashAttention::lower(AttentionOp op) {
       info.buildBarrier(rewriter, loc);
     Value valid = arith::ConstantIntOp::create(rewriter, loc, 1, 1);
     Value key0 = mul(loc, tile, kKeys), row0 = mul(loc, stage, kKeys);
-    for (Side &s : sides) {
-      int64_t perRow = s.head / chunk;
-      for (int64_t r = 0; r < kKeys * perRow / threads; ++r) {
-        Value c = add(loc, tid, index(loc, r * threads));
-        Value within =
-            arith::DivUIOp::create(rewriter, loc, c, index(loc, perRow));
-        Value key = arith::MinUIOp::create(rewriter, loc,
-                                           add(loc, key0, within), lastK);
-        Value d = mul(
-            loc, arith::RemUIOp::create(rewriter, loc, c, index(loc, perRow)),
-            chunk);
-        info.buildAsyncCopy(rewriter, loc, s.dst,
-                            ValueRange{add(loc, row0, within), d}, s.src,
-                            at(s.operand, b, kvh, key, d), valid);
-      }
-    }
+    forEachChunk([&](Side &s, Value row, Value d) {
+      info.buildAsyncCopy(
+          rewriter, loc, s.dst, ValueRange{add(loc, row0, row), d}, s.src,
+          at(s.operand, b, kvh, clampedKey(key0, row), d), valid);
+    });
     if (guard)
       rewriter.setInsertionPointAfter(guard);
     info.buildAsyncCommit(rewriter, loc);
