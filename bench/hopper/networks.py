@@ -276,7 +276,8 @@ def build_int8(a, kilnc, row, filled, graph_path, weights, man_row):
         print(f"{label}: FAILED {p.stderr[-400:]}", flush=True)
         return
     man_row["build"] = int8_summary(report)
-    os.remove(report)
+    if not a.keep_reports:
+        os.remove(report)
     size = os.path.getsize(so)
     man_row["so_bytes"] = size
     man_row["so_sha256"] = kiln_tools.file_sha256(so)
@@ -675,6 +676,9 @@ def main():
                          "'... +NAME' (repeatable), e.g. tiles192=--gpu-tiles=192x128")
     ap.add_argument("--int8", action="store_true",
                     help="prepare: the int8 rows (Kiln's PTQ) and their fp16 rows")
+    ap.add_argument("--keep-reports", action="store_true",
+                    help="keep each int8 build's kilnc --report JSON beside its .so "
+                         "(NAME_int8.report.json: its kernels, what each launch computes)")
     ap.add_argument("--int8-parts", action="store_true",
                     help="prepare: split an int8 .so larger than --part-mib into DIR.part<k> "
                          "(each carried alone in an earlier call) instead of leaving it out")
