@@ -403,6 +403,7 @@ LogicalResult mlir::kiln::buildStagePipeline(OpPassManager &pm, StringRef stage,
       // results into one destination).
       pm.addNestedPass<func::FuncOp>(createKilnFuseKernels());
       pm.addNestedPass<func::FuncOp>(createKilnViewWindows());
+      pm.addNestedPass<func::FuncOp>(createKilnHalfDivision());
       pm.addPass(createCanonicalizerPass());
     }
   } else if (stage == "host") {

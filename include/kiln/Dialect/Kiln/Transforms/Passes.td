@@ -54,6 +54,22 @@ def KilnViewWindows : Pass<"kiln-view-windows", "func::FuncOp"> {
                            "::mlir::tensor::TensorDialect"];
 }
 
+def KilnHalfDivision : Pass<"kiln-half-division", "func::FuncOp"> {
+  let summary = "Half divisions by a constant become products by the f32 "
+                "reciprocal";
+  let description = [{
+    `arith.divf %x, %c : f16` (or bf16) with a finite, nonzero constant `c`
+    becomes `truncf(extf(%x) * (1 / c as f32))`: the same half value except
+    where x / c lies within 2^-23 of a tie between two half values, then one
+    unit of the half type away. Targets without a half division run the
+    quotient as a correctly rounded f32 division (NVPTX `div.rn.f32`, about
+    ten instructions); GELU's `x / sqrt(2)` in a transformer's FFN epilogue
+    is one per element. Divisions of other types, by a variable, by 0 or a
+    non-finite constant are left as they are.
+  }];
+  let dependentDialects = ["::mlir::arith::ArithDialect"];
+}
+
 def KilnOutlineKernels : Pass<"kiln-outline-kernels", "ModuleOp"> {
   let summary = "Builds the host program and outlines kernels to functions";
   let description = [{

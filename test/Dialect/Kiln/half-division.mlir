@@ -1,0 +1,50 @@
+// RUN: kiln-opt %s --kiln-half-division | FileCheck %s
+
+// GELU's x / sqrt(2) in half: a product by the f32 reciprocal
+// (1 / 1.41406 = 0.707182...), rounded to f16 as the division was.
+// CHECK-LABEL: func.func @gelu_div
+// CHECK: %[[W:.*]] = arith.extf %{{.*}} : f16 to f32
+// CHECK: %[[R:.*]] = arith.constant 0.707182{{[0-9]*}} : f32
+// CHECK: %[[P:.*]] = arith.mulf %[[W]], %[[R]] : f32
+// CHECK: %[[H:.*]] = arith.truncf %[[P]] : f32 to f16
+// CHECK-NOT: arith.divf
+// CHECK: math.erf
+func.func @gelu_div(%x: f16) -> f32 {
+  %c = arith.constant 1.414060e+00 : f16
+  %d = arith.divf %x, %c : f16
+  %e = arith.extf %d : f16 to f32
+  %r = math.erf %e : f32
+  return %r : f32
+}
+
+// bf16 too, inside a linalg body.
+// CHECK-LABEL: func.func @bf16_body
+// CHECK: linalg.generic
+// CHECK: arith.constant 2.500000e-01 : f32
+// CHECK: arith.mulf %{{.*}}, %{{.*}} : f32
+// CHECK-NOT: arith.divf
+func.func @bf16_body(%x: tensor<8xbf16>) -> tensor<8xbf16> {
+  %c = arith.constant 4.0e+00 : bf16
+  %init = tensor.empty() : tensor<8xbf16>
+  %y = linalg.generic {indexing_maps = [affine_map<(d0) -> (d0)>, affine_map<(d0) -> (d0)>], iterator_types = ["parallel"]} ins(%x : tensor<8xbf16>) outs(%init : tensor<8xbf16>) {
+  ^bb0(%a: bf16, %o: bf16):
+    %q = arith.divf %a, %c : bf16
+    linalg.yield %q : bf16
+  } -> tensor<8xbf16>
+  return %y : tensor<8xbf16>
+}
+
+// Left as they are: f32, a variable divisor, a zero divisor.
+// CHECK-LABEL: func.func @kept
+// CHECK: arith.divf %{{.*}}, %{{.*}} : f32
+// CHECK: arith.divf %{{.*}}, %{{.*}} : f16
+// CHECK: arith.divf %{{.*}}, %{{.*}} : f16
+// CHECK-NOT: arith.mulf
+func.func @kept(%x: f32, %h: f16, %v: f16) -> (f32, f16, f16) {
+  %c = arith.constant 3.0 : f32
+  %z = arith.constant 0.0 : f16
+  %a = arith.divf %x, %c : f32
+  %b = arith.divf %h, %v : f16
+  %d = arith.divf %h, %z : f16
+  return %a, %b, %d : f32, f16, f16
+}
