@@ -2,7 +2,7 @@
 //
 // A division of a half value (f16, bf16) by a constant, `x / c`, rounds the
 // exact quotient to the half type; targets without a half division compute
-// it as a correctly rounded f32 division (NVPTX: `div.rn.f32`, about ten
+// it as a correctly rounded f32 division (a GPU's: about ten
 // instructions with its special-case path). `x * (1 / c)` in f32, rounded
 // to the half type, is the same value except where x / c lies within 2^-23
 // (relative) of a tie between two half values, and then one unit of the

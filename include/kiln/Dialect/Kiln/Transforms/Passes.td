@@ -62,7 +62,7 @@ def KilnHalfDivision : Pass<"kiln-half-division", "func::FuncOp"> {
     becomes `truncf(extf(%x) * (1 / c as f32))`: the same half value except
     where x / c lies within 2^-23 of a tie between two half values, then one
     unit of the half type away. Targets without a half division run the
-    quotient as a correctly rounded f32 division (NVPTX `div.rn.f32`, about
+    quotient as a correctly rounded f32 division (on a GPU about
     ten instructions); GELU's `x / sqrt(2)` in a transformer's FFN epilogue
     is one per element. Divisions of other types, by a variable, by 0 or a
     non-finite constant are left as they are.
