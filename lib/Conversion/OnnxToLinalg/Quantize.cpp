@@ -477,11 +477,14 @@ struct FoldedWeights {
 /// `zp` (one, or one per index of `channelDim`): the 8-bit weights as they
 /// are when every zero point is 0, else an i16 constant of the
 /// differences. With `padDim` >= 0, that dim is padded to `padTo` with
-/// zeros (after the subtraction: the padding adds nothing).
+/// zeros (after the subtraction: the padding adds nothing). With
+/// `transposed`, a 2-D [K, N] `w` comes out [N, K] (K-major, for targets
+/// whose 8-bit products read B so).
 FoldedWeights foldWeights(OpBuilder &b, Location loc, Value w,
                           ArrayRef<int64_t> values, ArrayRef<int64_t> shape,
                           int64_t channelDim, ArrayRef<int64_t> zp,
-                          int64_t padDim = -1, int64_t padTo = 0) {
+                          int64_t padDim = -1, int64_t padTo = 0,
+                          bool transposed = false) {
   int64_t rank = shape.size();
   int64_t channels = shape[channelDim], inner = 1;
   for (int64_t d = channelDim + 1; d < rank; ++d)
@@ -492,14 +495,21 @@ FoldedWeights foldWeights(OpBuilder &b, Location loc, Value w,
   f.sums.assign(channels, 0);
   bool zero = llvm::all_of(zp, [](int64_t z) { return z == 0; });
   bool pad = padDim >= 0 && padTo > shape[padDim];
+  assert((!transposed || (rank == 2 && !pad)) && "a 2-D, unpadded transpose");
+  // Whether the values move (a new constant even without zero points).
+  bool moved = pad || transposed;
   SmallVector<int64_t> outShape(shape);
   if (pad)
     outShape[padDim] = padTo;
-  // Where element i lands in the (padded) result.
+  if (transposed)
+    std::swap(outShape[0], outShape[1]);
+  // Where element i lands in the (padded or transposed) result.
   int64_t padInner = 1;
   for (int64_t d = padDim + 1; pad && d < rank; ++d)
     padInner *= shape[d];
   auto dest = [&](int64_t i) -> int64_t {
+    if (transposed)
+      return (i % shape[1]) * shape[0] + i / shape[1];
     if (!pad)
       return i;
     int64_t lo = i % padInner, mid = (i / padInner) % shape[padDim],
@@ -510,16 +520,16 @@ FoldedWeights foldWeights(OpBuilder &b, Location loc, Value w,
   for (int64_t d : outShape)
     n *= d;
   std::vector<int16_t> diff(zero ? 0 : n, 0);
-  std::vector<int8_t> raw(zero && pad ? n : 0, 0);
+  std::vector<int8_t> raw(zero && moved ? n : 0, 0);
   for (auto [i, v] : llvm::enumerate(values)) {
     int64_t c = channelOf(i), d = v - zpOf(c);
     f.sums[c] += d;
     if (!zero)
       diff[dest(i)] = static_cast<int16_t>(d);
-    else if (pad)
+    else if (moved)
       raw[dest(i)] = static_cast<int8_t>(v);
   }
-  if (zero && !pad) {
+  if (zero && !moved) {
     f.isUnsigned = isUnsigned(w.getType());
     f.w = signless(b, loc, w);
     return f;
@@ -530,11 +540,12 @@ FoldedWeights foldWeights(OpBuilder &b, Location loc, Value w,
     return arith::ConstantOp::create(
         b, loc,
         DenseResourceElementsAttr::get(RankedTensorType::get(outShape, elem),
-                                       "weights_minus_zero_point",
+                                       transposed ? "weights_k_major"
+                                                  : "weights_minus_zero_point",
                                        std::move(blob)));
   };
   if (zero) {
-    // The 8-bit values, padded with zeros.
+    // The 8-bit values, moved (padded with zeros, or transposed).
     f.isUnsigned = isUnsigned(w.getType());
     f.w = make(
         b.getI8Type(),
@@ -574,36 +585,6 @@ Value mulAddI32(OpBuilder &b, Location loc, Value acc, Value x, bool xUns,
   return arith::AddIOp::create(b, loc, acc, p);
 }
 
-/// The folded weights `f` of a [K, N] B (constant values `values`, zero
-/// points `zp`, one or one per column) as a [N, K] constant of the same
-/// element type: the 8-bit values, or the i16 differences.
-Value transposedWeights(OpBuilder &b, Location loc, const FoldedWeights &f,
-                        ArrayRef<int64_t> values, ArrayRef<int64_t> shape,
-                        ArrayRef<int64_t> zp) {
-  int64_t k = shape[0], n = shape[1];
-  auto zpOf = [&](int64_t c) { return zp.size() == 1 ? zp[0] : zp[c]; };
-  Type elem = getElementTypeOrSelf(f.w.getType());
-  bool wide = elem.getIntOrFloatBitWidth() == 16;
-  std::vector<char> bytes(k * n * (wide ? 2 : 1));
-  for (int64_t r = 0; r < k; ++r)
-    for (int64_t c = 0; c < n; ++c) {
-      int64_t v = values[r * n + c], at = c * k + r;
-      if (wide) {
-        auto d = static_cast<int16_t>(v - zpOf(c));
-        std::memcpy(&bytes[2 * at], &d, 2);
-      } else {
-        bytes[at] = static_cast<char>(static_cast<int8_t>(v));
-      }
-    }
-  AsmResourceBlob blob = HeapAsmResourceBlob::allocateAndCopyWithAlign(
-      ArrayRef<char>(bytes), alignof(int64_t));
-  return arith::ConstantOp::create(
-      b, loc,
-      DenseResourceElementsAttr::get(
-          RankedTensorType::get({n, k}, b.getIntegerType(wide ? 16 : 8)),
-          "weights_k_major", std::move(blob)));
-}
-
 /// MatMulInteger with constant weights B ([K, N]) and constant zero points
 /// (a_zero_point one value, b_zero_point one or one per column):
 ///   sum_k (a - za)(b - zb[n]) = sum_k a (b - zb[n]) - za colsum[n]
@@ -631,11 +612,9 @@ FailureOr<Value> lowerMatMulIntegerConstB(Operation *op, OpBuilder &b,
     return failure();
   Location loc = op->getLoc();
   MLIRContext *ctx = b.getContext();
-  FoldedWeights w =
-      foldWeights(b, loc, op->getOperand(1), *bv, tb.getShape(), 1, *zb);
   const bool kMajor = targetWantsKMajorInt8Weights();
-  if (kMajor)
-    w.w = transposedWeights(b, loc, w, *bv, tb.getShape(), *zb);
+  FoldedWeights w = foldWeights(b, loc, op->getOperand(1), *bv, tb.getShape(),
+                                1, *zb, /*padDim=*/-1, /*padTo=*/0, kMajor);
   bool ua = isUnsigned(ta.getElementType());
   Value A = signless(b, loc, op->getOperand(0));
   int64_t ra = ta.getRank(), ry = ty.getRank(), nBatch = ry - 2;
