@@ -339,11 +339,16 @@ public:
   /// Channels below which (and not a multiple of 8) a convolution is
   /// rewritten, and the largest padded window K.
   static constexpr int64_t kMaxChannels = 16, kMaxK = 512;
-  /// The im2col copy's blocks: K' (up to a multiple of 32) threads along x
+  /// The im2col copy by rows (a block per row of output pixels, the
+  /// input's window rows staged in shared memory, 16-byte stores): its
+  /// threads and the most shared memory the staged rows may take.
+  static constexpr int64_t kRowThreads = 256, kMaxRowBytes = 40 * 1024;
+  /// The im2col copy otherwise: K' (up to a multiple of 32) threads along x
   /// times as many pixels along y as fit this many threads; each thread
   /// copies its k of this many pixels.
   static constexpr int64_t kMaxIm2colThreads = 512, kPixelsPerThread = 4;
-  explicit SmallChannelConv(RewriterBase &rewriter) : rewriter(rewriter) {}
+  SmallChannelConv(RewriterBase &rewriter, const GPUTargetInfo &info)
+      : rewriter(rewriter), info(info) {}
   /// Rewrites the convolutions of `block` (a kernel's body; `ctx` its
   /// context argument for the new buffers); returns how many.
   int64_t run(Block &block, Value ctx);
@@ -351,6 +356,7 @@ public:
 private:
   LogicalResult rewrite(linalg::GenericOp g, Value ctx);
   RewriterBase &rewriter;
+  const GPUTargetInfo &info;
 };
 
 struct MulAccBody;

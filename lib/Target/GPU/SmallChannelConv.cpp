@@ -11,11 +11,20 @@
 // contraction of the two is a matmul the tensor-core lowerings take. The output, its fill and its
 // epilogue are the convolution's own.
 //
+// The im2col copy reads what the convolution's input was made from: through
+// a padded copy (the padding as bounds checks) and through the elementwise
+// op that wrote that copy's source (a network's NCHW f32 image cast to NHWC
+// half is a permuted load and the cast), so those launches and their
+// buffers go away. Where the window's rows of a row of output pixels fit
+// shared memory, a block stages them there (coalesced reads of the input's
+// rows) and writes the row's im2col values in 16-byte stores.
+//
 //===----------------------------------------------------------------------===//
 
 #include "Lowering.h"
 
 #include "mlir/Dialect/Func/IR/FuncOps.h"
+#include "mlir/Dialect/Vector/IR/VectorOps.h"
 
 using namespace mlir;
 using namespace mlir::kiln;
@@ -122,6 +131,350 @@ std::optional<ConvDims> matchConv(linalg::GenericOp g) {
   return c;
 }
 
+/// What the im2col copy reads as the convolution's input `a`: `a` itself,
+/// or the source of the padded copy `a` is (the fill outside it), and that
+/// source through the elementwise op that wrote it (a cast, a permutation
+/// of the dims), when nothing else reads them.
+struct Source {
+  Value a;
+  std::optional<PaddedCopy> padded;
+  linalg::GenericOp producer;
+
+  /// The value of `a` at `idx` (each index in range of `a`'s dims).
+  Value load(OpBuilder &b, Location l, ArrayRef<Value> idx) const;
+  /// The ops and buffers the reads above made dead (`g` gone).
+  void erase(RewriterBase &rewriter) const;
+};
+
+/// The only writer of `buf` (a kernel's scratch buffer) when it is an
+/// elementwise generic before `reader` whose every input but one is a
+/// scalar (0-d) and that one is read through a permutation, whose body is
+/// pure arithmetic on its inputs and constants, and when `reader` is
+/// `buf`'s only other user.
+linalg::GenericOp elementwiseWriter(Value buf, Operation *reader) {
+  if (!buf.getDefiningOp<BufferOp>())
+    return {};
+  linalg::GenericOp writer;
+  for (Operation *u : buf.getUsers()) {
+    if (u == reader)
+      continue;
+    auto gen = dyn_cast<linalg::GenericOp>(u);
+    if (!gen || writer)
+      return {};
+    writer = gen;
+  }
+  if (!writer || writer->getBlock() != reader->getBlock() ||
+      !writer->isBeforeInBlock(reader) || !writer.hasPureBufferSemantics() ||
+      writer.getNumDpsInits() != 1 ||
+      writer.getDpsInitOperand(0)->get() != buf ||
+      writer.getNumLoops() != writer.getNumParallelLoops() ||
+      !writer.getMatchingIndexingMap(writer.getDpsInitOperand(0)).isIdentity())
+    return {};
+  int64_t permuted = 0;
+  for (OpOperand *in : writer.getDpsInputOperands()) {
+    AffineMap map = writer.getMatchingIndexingMap(in);
+    if (map.getNumResults() == 0)
+      continue;
+    if (!map.isPermutation() || ++permuted > 1)
+      return {};
+  }
+  Block &body = *writer.getBlock();
+  if (permuted != 1 || !body.getArguments().back().use_empty())
+    return {};
+  for (Operation &op : body.without_terminator()) {
+    if (!isPure(&op) || op.getNumRegions() != 0 || op.getNumResults() != 1)
+      return {};
+    for (Value v : op.getOperands())
+      if (v.getParentBlock() != &body && !v.getDefiningOp<arith::ConstantOp>())
+        return {};
+  }
+  return writer;
+}
+
+Source traceSource(OpOperand *a, Operation *conv) {
+  Source s;
+  s.a = a->get();
+  s.padded = matchPaddedCopy(s.a, conv, /*anyFill=*/true);
+  Value buf = s.padded ? s.padded->src : s.a;
+  Operation *reader = s.padded ? s.padded->copy : conv;
+  s.producer = elementwiseWriter(buf, reader);
+  return s;
+}
+
+Value Source::load(OpBuilder &b, Location l, ArrayRef<Value> at) const {
+  SmallVector<Value> idx(at);
+  Value inside;
+  if (padded) {
+    auto srcType = cast<MemRefType>(padded->src.getType());
+    auto aType = cast<MemRefType>(a.getType());
+    for (auto [d, v] : llvm::enumerate(idx)) {
+      int64_t off = padded->offsets[d];
+      if (off == 0 && srcType.getDimSize(d) == aType.getDimSize(d))
+        continue;
+      Value shifted =
+          off ? arith::SubIOp::create(
+                    b, l, v, arith::ConstantIndexOp::create(b, l, off))
+                    .getResult()
+              : v;
+      // Below the offset wraps to a large unsigned value.
+      Value in = arith::CmpIOp::create(
+          b, l, arith::CmpIPredicate::ult, shifted,
+          arith::ConstantIndexOp::create(b, l, srcType.getDimSize(d)));
+      v = arith::SelectOp::create(b, l, in, shifted,
+                                  arith::ConstantIndexOp::create(b, l, 0));
+      inside = inside ? arith::AndIOp::create(b, l, inside, in).getResult() : in;
+    }
+  }
+  Value v;
+  if (producer) {
+    // The producer's body at the point `idx` of its (identity) output.
+    IRMapping map;
+    linalg::GenericOp gen = producer;
+    Block &body = *gen.getBlock();
+    for (auto [i, in] : llvm::enumerate(gen.getDpsInputOperands())) {
+      AffineMap m = gen.getMatchingIndexingMap(in);
+      SmallVector<Value> inIdx;
+      for (AffineExpr e : m.getResults())
+        inIdx.push_back(idx[cast<AffineDimExpr>(e).getPosition()]);
+      map.map(body.getArgument(i),
+              memref::LoadOp::create(b, l, in->get(), inIdx).getResult());
+    }
+    for (Operation &op : body.without_terminator())
+      b.clone(op, map);
+    v = map.lookup(body.getTerminator()->getOperand(0));
+  } else {
+    v = memref::LoadOp::create(b, l, padded ? padded->src : a, idx);
+  }
+  return inside ? arith::SelectOp::create(b, l, inside, v, padded->fillValue)
+                      .getResult()
+                : v;
+}
+
+void Source::erase(RewriterBase &rewriter) const {
+  SmallVector<Value> buffers;
+  if (padded) {
+    for (Operation *dead : {padded->copy, padded->view, padded->fill})
+      rewriter.eraseOp(dead);
+    buffers.push_back(a);
+  }
+  if (linalg::GenericOp gen = producer) {
+    buffers.push_back(gen.getDpsInitOperand(0)->get());
+    rewriter.eraseOp(gen);
+  }
+  for (Value buf : buffers)
+    if (buf.use_empty())
+      if (auto op = buf.getDefiningOp<BufferOp>())
+        rewriter.eraseOp(op);
+}
+
+/// The im2col copy by rows of output pixels: A's results by role, the
+/// window rows' (input) extent a row of pixels reads, and the staged rows'
+/// size.
+struct RowPlan {
+  unsigned pixelH = 0, pixelW = 0, pixelN = 0; // loops
+  int64_t resH = -1, resW = -1;                 // results of A's map
+  int64_t rows = 0, cols = 0, firstCol = 0;     // the staged rows
+  int64_t hAtZero = 0;                          // resH at (pixelH, kh) = 0
+};
+
+/// `e` with every dim replaced by `dims`' constants.
+std::optional<int64_t> evaluate(AffineExpr e, ArrayRef<int64_t> dims) {
+  SmallVector<AffineExpr> values;
+  for (int64_t v : dims)
+    values.push_back(getAffineConstantExpr(v, e.getContext()));
+  auto c = dyn_cast<AffineConstantExpr>(e.replaceDims(values));
+  return c ? std::optional<int64_t>(c.getValue()) : std::nullopt;
+}
+
+/// The plan of the im2col copy by rows for `c`, when A's map is a plain
+/// dim per result but two: the row (a pixel dim and kh) and the column (a
+/// pixel dim and kw), both affine and increasing; when that column's pixel
+/// dim is the innermost of the pixels (a block's values are one run of the
+/// im2col buffer); and when the rows fit `maxBytes` of shared memory.
+std::optional<RowPlan> planRows(linalg::GenericOp g, const ConvDims &c,
+                                ArrayRef<int64_t> loops, int64_t bytes,
+                                int64_t maxBytes) {
+  AffineMap aMap = g.getMatchingIndexingMap(c.a);
+  RowPlan p;
+  for (auto [i, e] : llvm::enumerate(aMap.getResults())) {
+    if (isa<AffineDimExpr>(e))
+      continue; // checked below
+    if (!e.isPureAffine())
+      return std::nullopt;
+    unsigned window = e.isFunctionOfDim(c.kh) ? c.kh : c.kw;
+    if (!e.isFunctionOfDim(window))
+      return std::nullopt;
+    std::optional<unsigned> pixel;
+    for (unsigned d : c.pixels)
+      if (e.isFunctionOfDim(d))
+        pixel = d;
+    for (unsigned d = 0; d < loops.size(); ++d)
+      if (e.isFunctionOfDim(d) && d != window && d != pixel)
+        return std::nullopt;
+    if (!pixel)
+      return std::nullopt;
+    (window == c.kh ? p.resH : p.resW) = i;
+    (window == c.kh ? p.pixelH : p.pixelW) = *pixel;
+  }
+  if (p.resH < 0 || p.resW < 0 || p.pixelH == p.pixelW ||
+      c.pixels.back() != p.pixelW)
+    return std::nullopt;
+  for (unsigned d : c.pixels)
+    if (d != p.pixelH && d != p.pixelW)
+      p.pixelN = d;
+  // The plain results: the channels and the third pixel dim (the batch).
+  for (AffineExpr e : aMap.getResults())
+    if (auto d = dyn_cast<AffineDimExpr>(e);
+        d && d.getPosition() != c.channels && d.getPosition() != p.pixelN)
+      return std::nullopt;
+  // Values of the row and column expressions at points of their dims.
+  auto at = [&](int64_t res, unsigned pixel, int64_t pv, unsigned window,
+                int64_t wv) -> std::optional<int64_t> {
+    SmallVector<int64_t> dims(loops.size(), 0);
+    dims[pixel] = pv;
+    dims[window] = wv;
+    return evaluate(aMap.getResult(res), dims);
+  };
+  std::optional<int64_t> h00 = at(p.resH, p.pixelH, 0, c.kh, 0),
+                         h10 = at(p.resH, p.pixelH, 1, c.kh, 0),
+                         hLast = at(p.resH, p.pixelH, 0, c.kh, loops[c.kh] - 1),
+                         w00 = at(p.resW, p.pixelW, 0, c.kw, 0),
+                         wLast = at(p.resW, p.pixelW, loops[p.pixelW] - 1, c.kw,
+                                    loops[c.kw] - 1),
+                         w01 = at(p.resW, p.pixelW, 0, c.kw, 1),
+                         w10 = at(p.resW, p.pixelW, 1, c.kw, 0);
+  if (!h00 || !h10 || !hLast || !w00 || !wLast || !w01 || !w10 ||
+      *h10 < *h00 || *hLast < *h00 || *w01 < *w00 || *w10 < *w00)
+    return std::nullopt;
+  p.hAtZero = *h00;
+  p.rows = *hLast - *h00 + 1;
+  p.firstCol = *w00;
+  p.cols = *wLast - *w00 + 1;
+  int64_t staged = loops[c.channels] * p.rows * p.cols * bytes;
+  if (staged + loops[c.kh] * loops[c.kw] * loops[c.channels] * 4 + 64 >
+      maxBytes)
+    return std::nullopt;
+  return p;
+}
+
+/// cols[pixels..., k] by rows of output pixels: a block per row (the
+/// pixels but the innermost fixed). Its threads first write a table of each
+/// k's offset in the staged rows (-1 past K), then stage the window rows the
+/// pixel row reads (every channel, row and column, the column fastest:
+/// adjacent threads read adjacent values of the input's rows), and after a
+/// barrier each thread writes 16 bytes of the row's im2col values at a
+/// time, adjacent threads adjacent runs.
+void emitRows(OpBuilder &b, const GPUTargetInfo &info, Location loc,
+              linalg::GenericOp g, const ConvDims &c, ArrayRef<int64_t> loops,
+              const RowPlan &p, const Source &src, int64_t K, int64_t Kp,
+              Value cols, int64_t threads) {
+  AffineMap aMap = g.getMatchingIndexingMap(c.a);
+  auto idx = [&](int64_t v) {
+    return arith::ConstantIndexOp::create(b, loc, v).getResult();
+  };
+  int64_t C = loops[c.channels], KW = loops[c.kw];
+  int64_t P1 = loops[c.pixels[1]], OW = loops[p.pixelW];
+  Type elem = getElementTypeOrSelf(cols.getType());
+  int64_t vec = 16 / (elem.getIntOrFloatBitWidth() / 8), chunks = Kp / vec;
+  int64_t plane = p.rows * p.cols, staged = C * plane;
+  auto launch = gpu::LaunchOp::create(b, loc, idx(loops[c.pixels[0]] * P1),
+                                      idx(1), idx(1), idx(threads), idx(1),
+                                      idx(1));
+  Attribute wg = info.getSharedMemorySpace(b.getContext());
+  Value rows = launch.addWorkgroupAttribution(
+      MemRefType::get({staged}, elem, MemRefLayoutAttrInterface(), wg), loc);
+  Value table = launch.addWorkgroupAttribution(
+      MemRefType::get({Kp}, b.getI32Type(), MemRefLayoutAttrInterface(), wg),
+      loc);
+  b.setInsertionPointToEnd(&launch.getBody().front());
+  b.setInsertionPoint(gpu::TerminatorOp::create(b, loc));
+  Value tid = launch.getThreadIds().x, blk = launch.getBlockIds().x;
+  SmallVector<Value> pt(loops.size(), idx(0));
+  pt[c.pixels[0]] = arith::DivUIOp::create(b, loc, blk, idx(P1));
+  pt[c.pixels[1]] = arith::RemUIOp::create(b, loc, blk, idx(P1));
+  auto result = [&](int64_t res, ArrayRef<Value> point) -> Value {
+    return affine::AffineApplyOp::create(
+        b, loc, AffineMap::get(loops.size(), 0, aMap.getResult(res)), point);
+  };
+  auto sub = [&](Value v, int64_t n) -> Value {
+    return arith::SubIOp::create(b, loc, v, idx(n));
+  };
+  // for (i = tid; i < n; i += threads) body(i)
+  auto strided = [&](int64_t n, function_ref<void(Value)> body) {
+    auto loop = scf::ForOp::create(b, loc, tid, idx(n), idx(threads));
+    OpBuilder::InsertionGuard ig(b);
+    b.setInsertionPoint(loop.getBody()->getTerminator());
+    body(loop.getInductionVar());
+  };
+  Value firstRow = result(p.resH, pt); // kh = 0
+  strided(Kp, [&](Value k) {
+    Value kk = arith::MinUIOp::create(b, loc, k, idx(K - 1));
+    SmallVector<Value> q(loops.size(), idx(0));
+    q[c.kh] = arith::DivUIOp::create(b, loc, kk, idx(KW * C));
+    q[c.kw] = arith::RemUIOp::create(
+        b, loc, arith::DivUIOp::create(b, loc, kk, idx(C)), idx(KW));
+    Value ch = arith::RemUIOp::create(b, loc, kk, idx(C));
+    Value r = sub(result(p.resH, q), p.hAtZero);
+    Value col = sub(result(p.resW, q), p.firstCol);
+    Value off = arith::AddIOp::create(
+        b, loc, arith::MulIOp::create(b, loc, ch, idx(plane)),
+        arith::AddIOp::create(b, loc,
+                              arith::MulIOp::create(b, loc, r, idx(p.cols)),
+                              col));
+    Value in = arith::CmpIOp::create(b, loc, arith::CmpIPredicate::ult, k,
+                                     idx(K));
+    off = arith::SelectOp::create(b, loc, in, off, idx(-1));
+    memref::StoreOp::create(
+        b, loc, arith::IndexCastOp::create(b, loc, b.getI32Type(), off), table,
+        k);
+  });
+  strided(staged, [&](Value e) {
+    Value ch = arith::DivUIOp::create(b, loc, e, idx(plane));
+    Value r = arith::RemUIOp::create(
+        b, loc, arith::DivUIOp::create(b, loc, e, idx(p.cols)), idx(p.rows));
+    Value col = arith::RemUIOp::create(b, loc, e, idx(p.cols));
+    SmallVector<Value> at;
+    for (auto [i, ex] : llvm::enumerate(aMap.getResults())) {
+      if ((int64_t)i == p.resH)
+        at.push_back(arith::AddIOp::create(b, loc, firstRow, r));
+      else if ((int64_t)i == p.resW)
+        at.push_back(arith::AddIOp::create(b, loc, col, idx(p.firstCol)));
+      else if (cast<AffineDimExpr>(ex).getPosition() == c.channels)
+        at.push_back(ch);
+      else
+        at.push_back(pt[p.pixelN]);
+    }
+    memref::StoreOp::create(b, loc, src.load(b, loc, at), rows, e);
+  });
+  info.buildBarrier(b, loc);
+  Value zero = arith::ConstantOp::create(b, loc, elem, b.getZeroAttr(elem));
+  strided(OW * chunks, [&](Value e) {
+    Value ow = arith::DivUIOp::create(b, loc, e, idx(chunks));
+    Value k0 = arith::MulIOp::create(
+        b, loc, arith::RemUIOp::create(b, loc, e, idx(chunks)), idx(vec));
+    SmallVector<Value> q(loops.size(), idx(0));
+    q[p.pixelW] = ow;
+    Value shift = sub(result(p.resW, q), p.firstCol); // kw = 0
+    SmallVector<Value> vals;
+    for (int64_t j = 0; j < vec; ++j) {
+      Value k = arith::AddIOp::create(b, loc, k0, idx(j));
+      Value t = arith::IndexCastOp::create(
+          b, loc, b.getIndexType(), memref::LoadOp::create(b, loc, table, k));
+      Value valid =
+          arith::CmpIOp::create(b, loc, arith::CmpIPredicate::sge, t, idx(0));
+      Value at = arith::SelectOp::create(
+          b, loc, valid, arith::AddIOp::create(b, loc, t, shift), idx(0));
+      vals.push_back(arith::SelectOp::create(
+          b, loc, valid, memref::LoadOp::create(b, loc, rows, at), zero));
+    }
+    Value v = vector::FromElementsOp::create(
+        b, loc, VectorType::get({vec}, elem), vals);
+    auto st = vector::StoreOp::create(
+        b, loc, v, cols, ValueRange{pt[c.pixels[0]], pt[c.pixels[1]], ow, k0});
+    st.setAlignment(16);
+  });
+}
+
 } // namespace
 
 int64_t SmallChannelConv::run(Block &block, Value ctx) {
@@ -222,7 +575,18 @@ LogicalResult SmallChannelConv::rewrite(linalg::GenericOp g, Value ctx) {
   auto parallel = [&](int64_t n) {
     return SmallVector<utils::IteratorType>(n, utils::IteratorType::parallel);
   };
-  // cols[pixels..., k] = A at the pixels and k's window position (zero
+  // The copy by rows where they fit shared memory (reading through the
+  // padded copy and the cast before it).
+  std::optional<RowPlan> plan =
+      planRows(g, *c, loops, bytes, kMaxRowBytes);
+  std::optional<Source> src;
+  if (plan) {
+    src = traceSource(c->a, g);
+    OpBuilder::InsertionGuard ig(rewriter);
+    emitRows(rewriter, info, loc, g, *c, loops, *plan, *src, K, Kp, cols,
+             kRowThreads);
+  }
+  // Else: cols[pixels..., k] = A at the pixels and k's window position (zero
   // past K), by a launch of its own: thread x of a block is k (its window
   // position computed once), thread y a pixel, and each thread copies k of
   // kPixelsPerThread pixels `py` apart. Adjacent threads write adjacent k
@@ -230,7 +594,7 @@ LogicalResult SmallChannelConv::rewrite(linalg::GenericOp g, Value ctx) {
   // parallel loop of one element per thread, ResNet-50's stem at batch 64
   // spent 0.47 ms on an H100 on k's and the pixel's divisions, 244 MB; one
   // thread per pixel and window row, 1.36 ms: its stores 42 bytes apart.)
-  {
+  if (!plan) {
     OpBuilder::InsertionGuard ig(rewriter);
     OpBuilder &b = rewriter;
     auto idx = [&](int64_t v) {
@@ -339,5 +703,7 @@ LogicalResult SmallChannelConv::rewrite(linalg::GenericOp g, Value ctx) {
   for (NamedAttribute attr : g->getDiscardableAttrs())
     matmul->setAttr(attr.getName(), attr.getValue());
   rewriter.eraseOp(g);
+  if (src)
+    src->erase(rewriter);
   return success();
 }

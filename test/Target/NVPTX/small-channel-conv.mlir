@@ -11,18 +11,26 @@
 // CHECK-LABEL: func.func private @stem
 // CHECK-DAG: %[[COLS:.*]] = kiln.buffer %arg0 : memref<8x32x32x152xf16>
 // CHECK-DAG: %[[FILT:.*]] = kiln.buffer %arg0 : memref<152x32xf16>
-// The im2col copy: thread x of a block is k (152 of 160 threads; its window
-// position from k clamped to 146 once, zero past 147), thread y one of 3
-// pixels, each thread copying its k of 4 pixels 3 apart (12 pixels a
-// block, 683 blocks for 8192).
-// CHECK: gpu.launch blocks({{.*}}) in (%{{.*}} = %c683, {{.*}}) threads(%[[TX:[^,]*]], {{.*}}) in (%{{.*}} = %c160, %{{.*}} = %c3,
-// CHECK: arith.cmpi ult, %[[TX]], %c152
-// CHECK: arith.minui %[[TX]], %c146
-// CHECK: arith.divui %{{.*}}, %c21
-// CHECK: %[[IN:.*]] = arith.cmpi ult, %[[TX]], %c147
+// The im2col copy by rows: a block per row of 32 output pixels (8 x 32
+// blocks of 256 threads) stages the 7 input rows the row's windows read (3
+// channels x 7 rows x 69 columns) in shared memory beside a table of each
+// k's offset there (-1 past 147), then writes the row's 32 x 152 values 8
+// at a time.
+// CHECK: gpu.launch blocks({{.*}}) in (%{{.*}} = %c256, {{.*}}) threads(%[[TX:[^,]*]], {{.*}}) in (%{{.*}} = %c256_{{[0-9]+}}, {{.*}}) workgroup(%[[ROWS:.*]] : memref<1449xf16, #gpu.address_space<workgroup>>, %[[TAB:.*]] : memref<152xi32, #gpu.address_space<workgroup>>)
+// CHECK: scf.for %[[K:.*]] = %[[TX]] to %c152{{[_0-9]*}} step %c256{{[_0-9]*}}
+// CHECK: arith.minui %[[K]], %c146{{[_0-9]*}}
+// CHECK: arith.divui %{{.*}}, %c21{{[_0-9]*}}
+// CHECK: %[[IN:.*]] = arith.cmpi ult, %[[K]], %c147{{[_0-9]*}}
+// CHECK: arith.select %[[IN]], %{{.*}}, %c-1{{[_0-9]*}}
+// CHECK: memref.store %{{.*}}, %[[TAB]][%[[K]]]
+// CHECK: scf.for %[[E:.*]] = %[[TX]] to %c1449{{[_0-9]*}} step %c256{{[_0-9]*}}
 // CHECK: memref.load %arg1
-// CHECK: arith.select %[[IN]]
-// CHECK-COUNT-4: memref.store %{{.*}}, %[[COLS]][%{{.*}}, %{{.*}}, %{{.*}}, %[[TX]]]
+// CHECK: memref.store %{{.*}}, %[[ROWS]][%[[E]]]
+// CHECK: gpu.barrier
+// CHECK: scf.for %{{.*}} = %[[TX]] to %c608{{[_0-9]*}} step %c256{{[_0-9]*}}
+// CHECK-COUNT-8: memref.load %[[ROWS]]
+// CHECK: %[[V:.*]] = vector.from_elements {{.*}} : vector<8xf16>
+// CHECK: vector.store %[[V]], %[[COLS]][{{.*}}] {alignment = 16 : i64} : memref<8x32x32x152xf16>, vector<8xf16>
 // The filters' copy.
 // CHECK: gpu.launch
 // CHECK: memref.load %arg2
@@ -84,10 +92,11 @@ module {
 // CHECK-LABEL: func.func private @stem_int8
 // CHECK-DAG: %[[COLS:.*]] = kiln.buffer %arg0 : memref<8x32x32x208xi8>
 // CHECK-DAG: %[[FILT:.*]] = kiln.buffer %arg0 : memref<64x208xi8>
-// CHECK: gpu.launch {{.*}} threads({{.*}}) in (%{{.*}} = %c224, %{{.*}} = %c2,
-// CHECK: arith.minui %{{.*}}, %c195
-// CHECK: arith.cmpi ult, %{{.*}}, %c196
-// CHECK-COUNT-4: memref.store %{{.*}}, %[[COLS]]
+// The rows: 4 channels x 7 rows x 69 columns of bytes, 16 values a store.
+// CHECK: gpu.launch {{.*}} threads({{.*}}) in (%{{.*}} = %c256_{{[0-9]+}}, {{.*}}) workgroup(%{{.*}} : memref<1932xi8, #gpu.address_space<workgroup>>, %{{.*}} : memref<208xi32, #gpu.address_space<workgroup>>)
+// CHECK: arith.minui %{{.*}}, %c195{{[_0-9]*}}
+// CHECK: arith.cmpi ult, %{{.*}}, %c196{{[_0-9]*}}
+// CHECK: vector.store %{{.*}}, %[[COLS]][{{.*}}] {alignment = 16 : i64} : memref<8x32x32x208xi8>, vector<16xi8>
 // CHECK: gpu.launch
 // CHECK: memref.store %{{.*}}, %[[FILT]]
 // CHECK: gpu.launch
@@ -114,6 +123,108 @@ module {
       %2 = arith.muli %0, %1 : i32
       %3 = arith.addi %out, %2 : i32
       linalg.yield %3 : i32
+    }
+    return
+  }
+}
+
+// -----
+
+// A network's stem as kilnc bufferizes it: the NCHW f32 image cast to NHWC
+// half, copied into a zero-padded buffer (3 on each side), and the
+// convolution reading that. The im2col copy reads the image itself (its
+// rows are the image's: coalesced), permuted, cast and bounds-checked: the
+// cast, the fill and the copy go away with their buffers.
+// CHECK-LABEL: func.func private @stem_nchw
+// CHECK-NOT: memref<2x32x32x3xf16>
+// CHECK-NOT: memref<2x38x38x3xf16>
+// CHECK: gpu.launch {{.*}} in (%{{.*}} = %c32, {{.*}}) threads({{.*}}) workgroup(%[[ROWS:.*]] : memref<777xf16, #gpu.address_space<workgroup>>, %{{.*}} : memref<152xi32, #gpu.address_space<workgroup>>)
+// CHECK: scf.for
+// CHECK: scf.for %[[E:.*]] = %{{.*}} to %c777{{[_0-9]*}}
+// CHECK-DAG: arith.subi %{{.*}}, %c3{{[_0-9]*}}
+// CHECK-DAG: arith.cmpi ult, %{{.*}}, %c32{{[_0-9]*}}
+// CHECK: %[[X:.*]] = memref.load %arg1[%{{.*}}, %{{.*}}, %{{.*}}, %{{.*}}] : memref<2x3x32x32xf32>
+// CHECK: %[[H:.*]] = arith.truncf %[[X]] : f32 to f16
+// CHECK: %[[V:.*]] = arith.select %{{.*}}, %[[H]], %cst
+// CHECK: memref.store %[[V]], %[[ROWS]][%[[E]]]
+// CHECK: gpu.barrier
+// CHECK: vector.store
+// CHECK-NOT: memref.copy
+// CHECK-NOT: linalg
+// CHECK: return
+#perm = affine_map<(n, h, w, c) -> (n, c, h, w)>
+#id4 = affine_map<(n, h, w, c) -> (n, h, w, c)>
+#ap = affine_map<(n, oh, ow, f, kh, kw, c) -> (n, oh * 2 + kh, ow * 2 + kw, c)>
+#wp = affine_map<(n, oh, ow, f, kh, kw, c) -> (kh, kw, c, f)>
+#op = affine_map<(n, oh, ow, f, kh, kw, c) -> (n, oh, ow, f)>
+#chp = affine_map<(n, h, w, f) -> (f)>
+module {
+  func.func private @stem_nchw(%x: memref<2x3x32x32xf32>, %w: memref<7x7x3x32xf16>, %bias: memref<32xf16>, %y: memref<2x16x16x32xf16>) attributes {kiln.kernel} {
+    %hzero = arith.constant 0.0 : f16
+    %zero = arith.constant 0.0 : f32
+    %nhwc = memref.alloc() {alignment = 64 : i64} : memref<2x32x32x3xf16>
+    linalg.generic {indexing_maps = [#perm, #id4], iterator_types = ["parallel", "parallel", "parallel", "parallel"]}
+        ins(%x : memref<2x3x32x32xf32>) outs(%nhwc : memref<2x32x32x3xf16>) {
+    ^bb0(%in: f32, %out: f16):
+      %0 = arith.truncf %in : f32 to f16
+      linalg.yield %0 : f16
+    }
+    %padded = memref.alloc() {alignment = 64 : i64} : memref<2x38x38x3xf16>
+    linalg.map outs(%padded : memref<2x38x38x3xf16>)
+      (%init: f16) {
+        linalg.yield %hzero : f16
+      }
+    %view = memref.subview %padded[0, 3, 3, 0] [2, 32, 32, 3] [1, 1, 1, 1] : memref<2x38x38x3xf16> to memref<2x32x32x3xf16, strided<[4332, 114, 3, 1], offset: 351>>
+    memref.copy %nhwc, %view : memref<2x32x32x3xf16> to memref<2x32x32x3xf16, strided<[4332, 114, 3, 1], offset: 351>>
+    %acc = memref.alloc() {alignment = 64 : i64} : memref<2x16x16x32xf32>
+    linalg.fill ins(%zero : f32) outs(%acc : memref<2x16x16x32xf32>)
+    linalg.generic {indexing_maps = [#ap, #wp, #op], iterator_types = ["parallel", "parallel", "parallel", "parallel", "reduction", "reduction", "reduction"]}
+        ins(%padded, %w : memref<2x38x38x3xf16>, memref<7x7x3x32xf16>) outs(%acc : memref<2x16x16x32xf32>) {
+    ^bb0(%in: f16, %wt: f16, %out: f32):
+      %0 = arith.extf %in : f16 to f32
+      %1 = arith.extf %wt : f16 to f32
+      %2 = arith.mulf %0, %1 : f32
+      %3 = arith.addf %out, %2 : f32
+      linalg.yield %3 : f32
+    }
+    linalg.generic {indexing_maps = [#id4, #chp, #id4], iterator_types = ["parallel", "parallel", "parallel", "parallel"]}
+        ins(%acc, %bias : memref<2x16x16x32xf32>, memref<32xf16>) outs(%y : memref<2x16x16x32xf16>) {
+    ^bb0(%v: f32, %b: f16, %o: f16):
+      %0 = arith.extf %b : f16 to f32
+      %1 = arith.addf %v, %0 : f32
+      %2 = arith.truncf %1 : f32 to f16
+      %3 = arith.maximumf %2, %hzero : f16
+      linalg.yield %3 : f16
+    }
+    return
+  }
+}
+
+// -----
+
+// A row too wide for shared memory (3 channels x 7 rows x 4000 columns):
+// the im2col copy of a thread per k and pixel, reading the input as it is.
+// CHECK-LABEL: func.func private @wide_row
+// CHECK: gpu.launch {{.*}} threads(%[[TX:[^,]*]], {{.*}}) in (%{{.*}} = %c160, %{{.*}} = %c3,
+// CHECK-NOT: workgroup
+// CHECK: arith.minui %[[TX]], %c146{{[_0-9]*}}
+// CHECK-COUNT-4: memref.store
+// CHECK: gpu.launch
+#aw = affine_map<(n, oh, ow, f, kh, kw, c) -> (n, oh + kh, ow + kw, c)>
+#ww = affine_map<(n, oh, ow, f, kh, kw, c) -> (kh, kw, c, f)>
+#ow = affine_map<(n, oh, ow, f, kh, kw, c) -> (n, oh, ow, f)>
+module {
+  func.func private @wide_row(%x: memref<1x7x4000x3xf16>, %w: memref<7x7x3x32xf16>, %y: memref<1x1x3994x32xf32>) attributes {kiln.kernel} {
+    %zero = arith.constant 0.0 : f32
+    linalg.fill ins(%zero : f32) outs(%y : memref<1x1x3994x32xf32>)
+    linalg.generic {indexing_maps = [#aw, #ww, #ow], iterator_types = ["parallel", "parallel", "parallel", "parallel", "reduction", "reduction", "reduction"]}
+        ins(%x, %w : memref<1x7x4000x3xf16>, memref<7x7x3x32xf16>) outs(%y : memref<1x1x3994x32xf32>) {
+    ^bb0(%in: f16, %wt: f16, %out: f32):
+      %0 = arith.extf %in : f16 to f32
+      %1 = arith.extf %wt : f16 to f32
+      %2 = arith.mulf %0, %1 : f32
+      %3 = arith.addf %out, %2 : f32
+      linalg.yield %3 : f32
     }
     return
   }
