@@ -643,7 +643,8 @@ struct MapKernelsToGPUPass
           return failure();
       // A stem's few-channel convolutions become im2col GEMMs first.
       if (tensorCores)
-        (void)SmallChannelConv(rewriter, *target).run(fn.getBody().front(), ctx);
+        (void)SmallChannelConv(rewriter, *target)
+            .run(fn.getBody().front(), ctx);
       // Reductions and contractions first (they absorb the fill before and
       // the elementwise op after them), then every other linalg op →
       // parallel loops.

@@ -212,8 +212,8 @@ Value Source::load(OpBuilder &b, Location l, ArrayRef<Value> at) const {
       if (off == 0 && srcType.getDimSize(d) == aType.getDimSize(d))
         continue;
       Value shifted =
-          off ? arith::SubIOp::create(
-                    b, l, v, arith::ConstantIndexOp::create(b, l, off))
+          off ? arith::SubIOp::create(b, l, v,
+                                      arith::ConstantIndexOp::create(b, l, off))
                     .getResult()
               : v;
       // Below the offset wraps to a large unsigned value.
@@ -222,7 +222,8 @@ Value Source::load(OpBuilder &b, Location l, ArrayRef<Value> at) const {
           arith::ConstantIndexOp::create(b, l, srcType.getDimSize(d)));
       v = arith::SelectOp::create(b, l, in, shifted,
                                   arith::ConstantIndexOp::create(b, l, 0));
-      inside = inside ? arith::AndIOp::create(b, l, inside, in).getResult() : in;
+      inside =
+          inside ? arith::AndIOp::create(b, l, inside, in).getResult() : in;
     }
   }
   Value v;
@@ -272,9 +273,9 @@ void Source::erase(RewriterBase &rewriter) const {
 /// size.
 struct RowPlan {
   unsigned pixelH = 0, pixelW = 0, pixelN = 0; // loops
-  int64_t resH = -1, resW = -1;                 // results of A's map
-  int64_t rows = 0, cols = 0, firstCol = 0;     // the staged rows
-  int64_t hAtZero = 0;                          // resH at (pixelH, kh) = 0
+  int64_t resH = -1, resW = -1;                // results of A's map
+  int64_t rows = 0, cols = 0, firstCol = 0;    // the staged rows
+  int64_t hAtZero = 0;                         // resH at (pixelH, kh) = 0
 };
 
 /// `e` with every dim replaced by `dims`' constants.
@@ -343,8 +344,8 @@ std::optional<RowPlan> planRows(linalg::GenericOp g, const ConvDims &c,
                                     loops[c.kw] - 1),
                          w01 = at(p.resW, p.pixelW, 0, c.kw, 1),
                          w10 = at(p.resW, p.pixelW, 1, c.kw, 0);
-  if (!h00 || !h10 || !hLast || !w00 || !wLast || !w01 || !w10 ||
-      *h10 < *h00 || *hLast < *h00 || *w01 < *w00 || *w10 < *w00)
+  if (!h00 || !h10 || !hLast || !w00 || !wLast || !w01 || !w10 || *h10 < *h00 ||
+      *hLast < *h00 || *w01 < *w00 || *w10 < *w00)
     return std::nullopt;
   p.hAtZero = *h00;
   p.rows = *hLast - *h00 + 1;
@@ -377,9 +378,9 @@ void emitRows(OpBuilder &b, const GPUTargetInfo &info, Location loc,
   Type elem = getElementTypeOrSelf(cols.getType());
   int64_t vec = 16 / (elem.getIntOrFloatBitWidth() / 8), chunks = Kp / vec;
   int64_t plane = p.rows * p.cols, staged = C * plane;
-  auto launch = gpu::LaunchOp::create(b, loc, idx(loops[c.pixels[0]] * P1),
-                                      idx(1), idx(1), idx(threads), idx(1),
-                                      idx(1));
+  auto launch =
+      gpu::LaunchOp::create(b, loc, idx(loops[c.pixels[0]] * P1), idx(1),
+                            idx(1), idx(threads), idx(1), idx(1));
   Attribute wg = info.getSharedMemorySpace(b.getContext());
   Value rows = launch.addWorkgroupAttribution(
       MemRefType::get({staged}, elem, MemRefLayoutAttrInterface(), wg), loc);
@@ -418,11 +419,10 @@ void emitRows(OpBuilder &b, const GPUTargetInfo &info, Location loc,
     Value col = sub(result(p.resW, q), p.firstCol);
     Value off = arith::AddIOp::create(
         b, loc, arith::MulIOp::create(b, loc, ch, idx(plane)),
-        arith::AddIOp::create(b, loc,
-                              arith::MulIOp::create(b, loc, r, idx(p.cols)),
-                              col));
-    Value in = arith::CmpIOp::create(b, loc, arith::CmpIPredicate::ult, k,
-                                     idx(K));
+        arith::AddIOp::create(
+            b, loc, arith::MulIOp::create(b, loc, r, idx(p.cols)), col));
+    Value in =
+        arith::CmpIOp::create(b, loc, arith::CmpIPredicate::ult, k, idx(K));
     off = arith::SelectOp::create(b, loc, in, off, idx(-1));
     memref::StoreOp::create(
         b, loc, arith::IndexCastOp::create(b, loc, b.getI32Type(), off), table,
@@ -577,8 +577,7 @@ LogicalResult SmallChannelConv::rewrite(linalg::GenericOp g, Value ctx) {
   };
   // The copy by rows where they fit shared memory (reading through the
   // padded copy and the cast before it).
-  std::optional<RowPlan> plan =
-      planRows(g, *c, loops, bytes, kMaxRowBytes);
+  std::optional<RowPlan> plan = planRows(g, *c, loops, bytes, kMaxRowBytes);
   std::optional<Source> src;
   if (plan) {
     src = traceSource(c->a, g);
