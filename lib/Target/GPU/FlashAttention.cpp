@@ -153,7 +153,10 @@ LogicalResult FlashAttention::lower(AttentionOp op) {
       alignedRuns(memrefOf(k), chunk) && alignedRuns(memrefOf(v), chunk);
   // Asynchronous copies into two buffers of each tile, or register staging
   // into one (the header says how).
-  const bool async = wide && info.hasAsyncCopy();
+  // (Two buffers of 128-wide heads would take 68 KiB: one then.)
+  const bool async =
+      wide && info.hasAsyncCopy() &&
+      2 * kKeys * (headQK + headV + 2 * chunk) * elemBytes <= kMaxSharedBytes;
   const int64_t stages = async ? 2 : 1;
   // The mask's dims; a dim of size 1 broadcasts.
   SmallVector<Value> maskDims;

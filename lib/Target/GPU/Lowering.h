@@ -512,6 +512,9 @@ public:
 private:
   /// Warps of a block (each the instruction's M query rows) and keys a step.
   static constexpr int64_t kWarps = 4, kKeys = 64;
+  /// The static shared memory a block may take (the smallest limit of the
+  /// targets: 48 KiB); the asynchronous copies' second buffers must fit.
+  static constexpr int64_t kMaxSharedBytes = 48 * 1024;
   Value add(Location loc, Value a, Value b) {
     return arith::AddIOp::create(rewriter, loc, a, b);
   }

@@ -139,3 +139,25 @@ func.func private @packed_qkv(%qkv: memref<2x16x192xf16>, %o: memref<2x16x2x32xf
   kiln.attention ins(%q4, %k4, %v4 : memref<2x16x2x32xf16, strided<[3072, 192, 32, 1]>>, memref<2x16x2x32xf16, strided<[3072, 192, 32, 1], offset: 64>>, memref<2x16x2x32xf16, strided<[3072, 192, 32, 1], offset: 128>>) outs(%o : memref<2x16x2x32xf16>) scale = 1.767767e-01 seq_major = [true, true, true, true]
   return
 }
+
+// -----
+
+// Heads of 128: two buffers of K and V tiles would take 68 KiB of shared
+// memory, past the 48 KiB a block may take statically (ptxas refused the
+// kernel): one buffer each (34 KiB), filled through registers by 16-byte
+// loads; the PTX builds.
+// IR-LABEL: func.func private @head128
+// IR: gpu.launch {{.*}} workgroup(%{{.*}} : memref<64x136xf16, #gpu.address_space<workgroup>>, %{{.*}} : memref<64x136xf16, #gpu.address_space<workgroup>>)
+// IR-NOT: nvvm.cp.async
+// IR: vector.load %arg2{{.*}} : memref<2x4x130x128xf16>, vector<8xf16>
+// IR: nvvm.mma.sync
+// IR: return
+// PTX-LABEL: .visible .entry head128_kernel(
+// PTX: .shared .align 16 .b8 __wg_head128_kernel_0[17408]
+// PTX-NOT: cp.async
+// PTX: mma.sync.aligned.m16n8k16.row.col.f32.f16.f16.f32
+// PTX: ret;
+func.func private @head128(%q: memref<2x4x50x128xf16>, %k: memref<2x4x130x128xf16>, %v: memref<2x4x130x128xf16>, %o: memref<2x4x50x128xf16>) attributes {kiln.kernel} {
+  kiln.attention ins(%q, %k, %v : memref<2x4x50x128xf16>, memref<2x4x130x128xf16>, memref<2x4x130x128xf16>) outs(%o : memref<2x4x50x128xf16>) scale = 8.838835e-02 seq_major = [false, false, false, false]
+  return
+}
