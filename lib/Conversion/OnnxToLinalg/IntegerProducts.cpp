@@ -5,7 +5,8 @@
 // subtracted; constant weights get their zero points folded at compile time
 // (foldWeights: per-channel sums, padding, the K-major layout some targets
 // take) so the contraction's body is a plain multiply-add the int8 kernels
-// match. The Quantize/Dequantize lowerings are in Quantize.cpp.
+// match. The IntegerProducts family of OnnxFamilies.def; the
+// Quantize/Dequantize lowerings are in Quantize.cpp.
 //
 //===----------------------------------------------------------------------===//
 
@@ -510,7 +511,9 @@ LogicalResult lowerConvInteger(onnxops::ConvIntegerOp op, OpBuilder &b,
 
 } // namespace
 
-void quant::addIntegerProductPatterns(FamilyPatterns<OnnxFamily::Quantize> &t) {
+void lowering::populateIntegerProductsLoweringPatterns(
+    RewritePatternSet &patterns) {
+  FamilyPatterns<OnnxFamily::IntegerProducts> t(patterns);
   t.add<onnxops::MatMulIntegerOp>(
       [](onnxops::MatMulIntegerOp op, OpBuilder &b, SmallVectorImpl<Value> &r) {
         return lowerIntMatMul(op, b, r, /*qlinear=*/false);

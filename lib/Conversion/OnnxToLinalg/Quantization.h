@@ -31,10 +31,6 @@ Value saturate(OpBuilder &b, Location loc, Value v, IntegerType intTy,
 /// Integers of 8 to 32 bits.
 bool supportedInt(Type t);
 
-/// Registers MatMulInteger, ConvInteger and QLinearMatMul
-/// (IntegerProducts.cpp).
-void addIntegerProductPatterns(FamilyPatterns<OnnxFamily::Quantize> &t);
-
 } // namespace mlir::kiln::lowering::quant
 
 #endif // KILN_LIB_CONVERSION_ONNXTOLINALG_QUANTIZATION_H

@@ -1,7 +1,7 @@
 //===- Quantize.cpp - Linear quantization ops -----------------------------===//
 //
-// QuantizeLinear, DequantizeLinear (per tensor, per axis, blocked),
-// DynamicQuantizeLinear, MatMulInteger and QLinearMatMul. Unsigned tensors
+// QuantizeLinear, DequantizeLinear (per tensor, per axis, blocked) and
+// DynamicQuantizeLinear (the integer products are in IntegerProducts.cpp). Unsigned tensors
 // (`ui8`, `ui16`) are bitcast to signless integers of the same width for the
 // arithmetic (arith works on signless integers) and back for the results;
 // their values are widened with zero extension.
@@ -455,5 +455,4 @@ void lowering::populateQuantizeLoweringPatterns(RewritePatternSet &patterns) {
   t.add<onnxops::DequantizeLinearOp>(lowerDequantize);
   t.add<onnxops::QuantizeLinearOp>(lowerQuantize);
   t.add<onnxops::DynamicQuantizeLinearOp>(lowerDynamicQuantize);
-  quant::addIntegerProductPatterns(t);
 }

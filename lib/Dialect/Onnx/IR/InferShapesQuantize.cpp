@@ -1,7 +1,7 @@
-//===- InferShapesQuantize.cpp - Quantization and integer matmuls ----------===//
+//===- InferShapesQuantize.cpp - Quantization ------------------------------===//
 //
 // Shape inference of the Quantize family (OnnxFamilies.def): QuantizeLinear,
-// DequantizeLinear, DynamicQuantizeLinear, MatMulInteger and QLinearMatMul.
+// DequantizeLinear and DynamicQuantizeLinear.
 //
 //===----------------------------------------------------------------------===//
 
@@ -48,28 +48,4 @@ InferredTypes DynamicQuantizeLinearOp::inferResultTypes() {
   return SmallVector<Type>{makeTensorType(getShapeOf(x), u8),
                            RankedTensorType::get({}, Float32Type::get(ctx)),
                            RankedTensorType::get({}, u8)};
-}
-
-/// MatMulInteger (i32 result) and QLinearMatMul (the type of y_zero_point).
-static InferredTypes inferIntMatMul(Operation *op, Value a, Value b,
-                                    Type elem) {
-  std::optional<ArrayRef<int64_t>> sa = getShapeOf(a), sb = getShapeOf(b);
-  if (!sa || !sb)
-    return unranked(elem);
-  FailureOr<SmallVector<int64_t>> out = matmulShape(op, *sa, *sb);
-  if (failed(out))
-    return failure();
-  return ranked(*out, elem);
-}
-
-InferredTypes MatMulIntegerOp::inferResultTypes() {
-  Operation *op = getOperation();
-  return inferIntMatMul(op, op->getOperand(0), op->getOperand(1),
-                        IntegerType::get(getContext(), 32));
-}
-
-InferredTypes QLinearMatMulOp::inferResultTypes() {
-  Operation *op = getOperation();
-  return inferIntMatMul(op, op->getOperand(0), op->getOperand(3),
-                        elemOf(op->getOperand(7)));
 }
