@@ -180,6 +180,10 @@ struct StagePipelineOptions : public PassPipelineOptions<StagePipelineOptions> {
       *this, "int8-keep-fp32",
       llvm::cl::desc("int8: keep the N most sensitive contractions in fp32"),
       llvm::cl::init(0)};
+  Option<bool> int8Residuals{
+      *this, "int8-residuals",
+      llvm::cl::desc("int8: residual Adds read the quantized activation"),
+      llvm::cl::init(true)};
   Option<std::string> int8Float{
       *this, "int8-float",
       llvm::cl::desc("int8: what the ops left in float compute in: auto, "
@@ -262,6 +266,7 @@ struct StagePipelineOptions : public PassPipelineOptions<StagePipelineOptions> {
     o.int8Exclude.assign(int8Exclude.begin(), int8Exclude.end());
     o.int8KeepFp32 = int8KeepFp32;
     o.int8Float = int8Float;
+    o.int8Residuals = int8Residuals;
     setExposeIntermediates(o, exposeIntermediates);
     o.gpu.tiledContractions = gpuTiledContractions;
     o.gpu.warpReductions = gpuWarpReductions;
@@ -355,6 +360,7 @@ LogicalResult mlir::kiln::buildStagePipeline(OpPassManager &pm, StringRef stage,
       o.exclude.assign(options.int8Exclude.begin(), options.int8Exclude.end());
       llvm::append_range(o.exclude, options.keepFp32);
       o.keepCount = options.int8KeepFp32;
+      o.quantizeResiduals = options.int8Residuals;
       pm.addPass(createKilnOnnxInsertQDQ(o));
     }
     // Quantized (QDQ) layers as integer products: what such a model asks

@@ -184,6 +184,10 @@ const OptionRow kOptions[] = {
        o.compile.int8Float = v.str();
        return true;
      }},
+    {"int8-residuals", false,
+     [](kiln_compile_options &o, llvm::StringRef v, std::string &e) {
+       return parseBool("int8-residuals", v, o.compile.int8Residuals, e);
+     }},
     {"calibration-ranges", false,
      [](kiln_compile_options &o, llvm::StringRef v, std::string &e) {
        o.compile.calibrationRanges = v.str();

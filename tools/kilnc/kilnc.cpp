@@ -209,6 +209,13 @@ static cl::opt<int64_t> int8KeepFp32(
              "estimated quantization error (from the calibration "
              "histograms and the weights) in fp32"),
     cl::value_desc("N"), cl::init(0));
+static cl::opt<bool> int8Residuals(
+    "int8-residuals",
+    cl::desc("--precision=int8: residual Adds (two activations of one shape) "
+             "read the quantized value of an activation that contractions "
+             "read quantized, so a block's end writes 8 bits only "
+             "(default on)"),
+    cl::init(true));
 static cl::opt<std::string> int8Float(
     "int8-float",
     cl::desc("--precision=int8: what the ops left in float compute in: "
@@ -353,6 +360,7 @@ bool setOptions(kiln_compile_options_t *options) {
       !setList("int8-exclude", int8Exclude) ||
       !setInt("int8-keep-fp32", int8KeepFp32) ||
       !setString("int8-float", int8Float) ||
+      !setBool("int8-residuals", int8Residuals) ||
       !setBool("gpu-tiled-contractions", gpuTiledContractions) ||
       !setBool("gpu-warp-reductions", gpuWarpReductions) ||
       !setBool("gpu-row-fusion", gpuRowFusion) ||

@@ -94,6 +94,10 @@ struct CompileOptions {
   /// or "auto" (fp16 on device targets, whose half contractions run on
   /// tensor cores; fp32 on the CPU).
   std::string int8Float = "auto";
+  /// --int8-residuals: with --precision=int8, residual Adds read the
+  /// quantized value of an activation the contractions read quantized
+  /// (kiln-onnx-insert-qdq's quantize-residuals).
+  bool int8Residuals = true;
   /// Return intermediate float values as extra outputs
   /// (kiln-expose-intermediates): all, or only `exposeNodes` when not empty.
   bool exposeIntermediates = false;

@@ -291,3 +291,74 @@ func.func @widening_joins_its_reader(%x: tensor<4x8xf16>, %w: tensor<8x16xf16>) 
   }
   return %2 : tensor<4x1xf32>
 }
+
+// -----
+
+#id = affine_map<(d0, d1) -> (d0, d1)>
+#sc = affine_map<(d0, d1) -> ()>
+
+// A quantized residual stream: a block's end (a product and its
+// quantization) writes its value as uint8, which the next block's product
+// and its residual Add read; the Add's dequantization (u8 -> f32, a
+// scalar scale) joins the next block's kernel, reading the uint8 tensor,
+// not the first block's as an epilogue (which would write the f32 tensor
+// beside the uint8 one).
+// CHECK-LABEL: func @dequantize_joins_its_reader
+// CHECK: %[[Q:.*]] = kiln.kernel "kernel_0"
+// CHECK: linalg.matmul
+// CHECK-NOT: arith.uitofp
+// CHECK: kiln.yield {{.*}} : tensor<4x16xi8>
+// CHECK: kiln.kernel "kernel_1" ins({{.*}}%[[Q]]{{.*}})
+// CHECK: linalg.matmul
+// CHECK: arith.uitofp
+// CHECK: arith.addf
+func.func @dequantize_joins_its_reader(%x: tensor<4x8xf32>, %w: tensor<8x16xf32>, %v: tensor<4x16xf32>, %w2: tensor<16x16xf32>, %s: tensor<f32>) -> (tensor<4x16xi8>, tensor<4x16xf32>) {
+  %0 = kiln.kernel "mm" ins(%x, %w : tensor<4x8xf32>, tensor<8x16xf32>) -> (tensor<4x16xf32>) {
+  ^bb0(%a: tensor<4x8xf32>, %c: tensor<8x16xf32>):
+    %z = arith.constant 0.0 : f32
+    %e = tensor.empty() : tensor<4x16xf32>
+    %f = linalg.fill ins(%z : f32) outs(%e : tensor<4x16xf32>) -> tensor<4x16xf32>
+    %m = linalg.matmul ins(%a, %c : tensor<4x8xf32>, tensor<8x16xf32>) outs(%f : tensor<4x16xf32>) -> tensor<4x16xf32>
+    kiln.yield %m : tensor<4x16xf32>
+  }
+  %1 = kiln.kernel "q" ins(%0 : tensor<4x16xf32>) -> (tensor<4x16xi8>) {
+  ^bb0(%a: tensor<4x16xf32>):
+    %e = tensor.empty() : tensor<4x16xi8>
+    %g = linalg.generic {indexing_maps = [#id, #id], iterator_types = ["parallel", "parallel"]} ins(%a : tensor<4x16xf32>) outs(%e : tensor<4x16xi8>) {
+    ^bb0(%p: f32, %o: i8):
+      %i = arith.fptoui %p : f32 to i8
+      linalg.yield %i : i8
+    } -> tensor<4x16xi8>
+    kiln.yield %g : tensor<4x16xi8>
+  }
+  %2 = kiln.kernel "dq" ins(%1, %s : tensor<4x16xi8>, tensor<f32>) -> (tensor<4x16xf32>) {
+  ^bb0(%a: tensor<4x16xi8>, %sc: tensor<f32>):
+    %e = tensor.empty() : tensor<4x16xf32>
+    %g = linalg.generic {indexing_maps = [#id, #sc, #id], iterator_types = ["parallel", "parallel"]} ins(%a, %sc : tensor<4x16xi8>, tensor<f32>) outs(%e : tensor<4x16xf32>) {
+    ^bb0(%p: i8, %k: f32, %o: f32):
+      %f = arith.uitofp %p : i8 to f32
+      %m = arith.mulf %f, %k : f32
+      linalg.yield %m : f32
+    } -> tensor<4x16xf32>
+    kiln.yield %g : tensor<4x16xf32>
+  }
+  %3 = kiln.kernel "mm2" ins(%v, %w2 : tensor<4x16xf32>, tensor<16x16xf32>) -> (tensor<4x16xf32>) {
+  ^bb0(%a: tensor<4x16xf32>, %c: tensor<16x16xf32>):
+    %z = arith.constant 0.0 : f32
+    %e = tensor.empty() : tensor<4x16xf32>
+    %f = linalg.fill ins(%z : f32) outs(%e : tensor<4x16xf32>) -> tensor<4x16xf32>
+    %m = linalg.matmul ins(%a, %c : tensor<4x16xf32>, tensor<16x16xf32>) outs(%f : tensor<4x16xf32>) -> tensor<4x16xf32>
+    kiln.yield %m : tensor<4x16xf32>
+  }
+  %4 = kiln.kernel "add" ins(%3, %2 : tensor<4x16xf32>, tensor<4x16xf32>) -> (tensor<4x16xf32>) {
+  ^bb0(%a: tensor<4x16xf32>, %b: tensor<4x16xf32>):
+    %e = tensor.empty() : tensor<4x16xf32>
+    %g = linalg.generic {indexing_maps = [#id, #id, #id], iterator_types = ["parallel", "parallel"]} ins(%a, %b : tensor<4x16xf32>, tensor<4x16xf32>) outs(%e : tensor<4x16xf32>) {
+    ^bb0(%p: f32, %q: f32, %o: f32):
+      %r = arith.addf %p, %q : f32
+      linalg.yield %r : f32
+    } -> tensor<4x16xf32>
+    kiln.yield %g : tensor<4x16xf32>
+  }
+  return %1, %4 : tensor<4x16xi8>, tensor<4x16xf32>
+}

@@ -4,6 +4,7 @@
 // RUN: kiln-opt %s --split-input-file --kiln-onnx-insert-qdq="ranges=%t.json method=entropy" | FileCheck %s --check-prefix=KL
 // RUN: kiln-opt %s --split-input-file --kiln-onnx-insert-qdq="ranges=%t.json method=minmax exclude=mm2,Gemm" | FileCheck %s --check-prefix=EXCL
 // RUN: kiln-opt %s --split-input-file --kiln-onnx-insert-qdq="ranges=%t.json method=minmax" --kiln-onnx-fuse-qdq --canonicalize | FileCheck %s --check-prefix=FUSED
+// RUN: kiln-opt %s --split-input-file --kiln-onnx-insert-qdq="ranges=%t.json method=minmax quantize-residuals=0" | FileCheck %s --check-prefix=FLOATRES
 
 // A MatMul's weights, per output column (axis 1) and symmetric:
 // column 0 max |w| = 1.27 -> scale 0.01, column 1 max 2.54 -> scale 0.02,
@@ -106,4 +107,35 @@ func.func @not_taken(%x: tensor<3x4xf32> {kiln.name = "x"}, %y: tensor<4x2xf32> 
   %wf = "onnx.DequantizeLinear"(%q, %s, %none) : (tensor<4x2xi8>, tensor<f32>, none) -> tensor<4x2xf32>
   %1 = "onnx.MatMul"(%x, %wf) : (tensor<3x4xf32>, tensor<4x2xf32>) -> tensor<3x2xf32> loc("qdq")
   return %0, %1 : tensor<3x2xf32>, tensor<3x2xf32>
+}
+
+// -----
+
+// A residual block's end: the Relu's value is read by the next Conv
+// (quantized) and by the residual Add. The Add reads the same
+// DequantizeLinear (a quantized residual stream): the Relu's only user is
+// its QuantizeLinear, so its kernel writes uint8 only. The bias Add (a
+// constant operand) is not a residual. quantize-residuals=0 keeps the
+// Add on the float value.
+// CHECK: kiln.precision_plan = {{.*}}residuals = 1 : i64
+// CHECK-LABEL: func.func @residual
+// CHECK: %[[R:.*]] = "onnx.Relu"
+// CHECK: %[[Q:.*]] = "onnx.QuantizeLinear"(%[[R]],
+// CHECK: %[[DQ:.*]] = "onnx.DequantizeLinear"(%[[Q]],
+// CHECK: %[[C:.*]] = "onnx.Conv"(%[[DQ]],
+// CHECK: %[[B:.*]] = "onnx.Add"(%[[C]], %{{.*}}) :
+// CHECK: "onnx.Add"(%[[B]], %[[DQ]])
+// FLOATRES: kiln.precision_plan = {{.*}}residuals = 0 : i64
+// FLOATRES-LABEL: func.func @residual
+// FLOATRES: %[[R:.*]] = "onnx.Relu"
+// FLOATRES: "onnx.Add"(%{{.*}}, %[[R]])
+func.func @residual(%x: tensor<1x2x4x4xf32>) -> tensor<1x2x4x4xf32> {
+  %w = arith.constant dense<[[[[2.54]], [[-1.0]]], [[[0.5]], [[-1.27]]]]> : tensor<2x2x1x1xf32>
+  %bias = arith.constant dense<0.25> : tensor<1x2x4x4xf32>
+  %r = "onnx.Relu"(%x) : (tensor<1x2x4x4xf32>) -> tensor<1x2x4x4xf32> loc("relu")
+  %none = onnx.NoValue
+  %c = "onnx.Conv"(%r, %w, %none) {kernel_shape = [1, 1]} : (tensor<1x2x4x4xf32>, tensor<2x2x1x1xf32>, none) -> tensor<1x2x4x4xf32> loc("conv")
+  %b = "onnx.Add"(%c, %bias) : (tensor<1x2x4x4xf32>, tensor<1x2x4x4xf32>) -> tensor<1x2x4x4xf32> loc("bias")
+  %y = "onnx.Add"(%b, %r) : (tensor<1x2x4x4xf32>, tensor<1x2x4x4xf32>) -> tensor<1x2x4x4xf32> loc("res")
+  return %y : tensor<1x2x4x4xf32>
 }

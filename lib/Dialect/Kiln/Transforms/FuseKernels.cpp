@@ -387,31 +387,55 @@ struct FuseKernelsPass
     return anyWeight;
   }
 
-  /// Whether `k` only widens a float tensor (the f32 statistics input of a
-  /// half normalization) for other kernels: as a contraction's epilogue it
-  /// would write the wide tensor (twice the bytes) where the consumer can
-  /// widen as it reads (a rows fusion takes it instead).
+  /// Whether `k` only widens a tensor for other kernels: one elementwise
+  /// generic whose result has wider elements than the one input it reads at
+  /// the result's shape (the others scalars or per-channel parameters): the
+  /// f32 statistics input of a half normalization (a plain extension), or
+  /// the dequantization of a uint8 activation a residual Add reads. As an
+  /// epilogue of the kernel producing that input it would write the wide
+  /// tensor (2 to 4 times the bytes, beside the narrow one its other users
+  /// read) where the consumer can widen as it reads (a prologue or a rows
+  /// fusion takes it instead).
   static bool onlyWidensForKernels(KernelOp k) {
-    linalg::GenericOp cast;
+    linalg::GenericOp gen;
     for (Operation &op : k.getBodyBlock().without_terminator()) {
       if (isa<tensor::EmptyOp, arith::ConstantOp>(op))
         continue;
       auto g = dyn_cast<linalg::GenericOp>(op);
-      if (!g || cast)
+      if (!g || gen)
         return false;
-      cast = g;
+      gen = g;
     }
-    if (!cast || cast.getNumDpsInputs() != 1 || cast.getNumDpsInits() != 1)
+    if (!gen || gen.getNumDpsInits() != 1 ||
+        gen.getNumLoops() != gen.getNumParallelLoops())
       return false;
-    Block &body = cast.getRegion().front();
-    auto ext =
-        body.getTerminator()->getOperand(0).getDefiningOp<arith::ExtFOp>();
-    if (!ext || body.getOperations().size() != 2 ||
-        ext.getIn() != body.getArgument(0))
+    auto outType =
+        dyn_cast<RankedTensorType>(gen.getDpsInitOperand(0)->get().getType());
+    if (!outType || !outType.getElementType().isIntOrFloat())
+      return false;
+    int64_t wide = 0;
+    for (OpOperand *in : gen.getDpsInputOperands()) {
+      auto t = dyn_cast<RankedTensorType>(in->get().getType());
+      if (!t || !t.getElementType().isIntOrFloat())
+        return false;
+      if (!gen.getMatchingIndexingMap(in).isIdentity()) {
+        // A scalar or a per-channel parameter.
+        if (!t.hasStaticShape() || t.getNumElements() > kMaxParamElements)
+          return false;
+        continue;
+      }
+      if (++wide > 1 ||
+          t.getElementTypeBitWidth() >= outType.getElementTypeBitWidth())
+        return false;
+    }
+    if (wide != 1)
       return false;
     return llvm::all_of(k->getUsers(),
                         [](Operation *u) { return isa<KernelOp>(u); });
   }
+  /// The largest parameter tensor (scales, zero points) a widening kernel
+  /// reads beside its input.
+  static constexpr int64_t kMaxParamElements = 4096;
 
   bool tryVertical(Block &block, KernelOp k2) {
     KernelInfo i2 = analyze(k2);

@@ -150,6 +150,8 @@ struct InsertQDQPass : public kiln::impl::KilnOnnxInsertQDQBase<InsertQDQPass> {
   /// The DequantizeLinear of each quantized activation, and of each
   /// weight constant (by value and channel axis).
   DenseMap<Value, Value> dequantized;
+  /// Residual Adds' operands that read a dequantized activation.
+  int64_t residuals = 0;
   DenseMap<std::pair<Value, int64_t>, Value> weights;
   SmallVector<Decision> decisions;
 
@@ -445,12 +447,41 @@ struct InsertQDQPass : public kiln::impl::KilnOnnxInsertQDQBase<InsertQDQPass> {
       if (!d.int8)
         d.op->setAttr("kiln.fp32_reason", b.getStringAttr(d.reason));
     }
+    if (quantizeResiduals)
+      quantizeResidualAdds();
     for (const std::string &e : exclude)
       if (!usedExcludes.contains(e))
         mlir::emitWarning(module.getLoc())
             << "--int8-exclude: '" << e
             << "' names no node or op type of the model";
     recordPlan();
+  }
+
+  /// An Add of two activations of one shape (a residual connection) reading
+  /// a value that contractions read quantized reads its DequantizeLinear
+  /// instead: the value's producer then writes uint8 only (its QuantizeLinear
+  /// its one user when nothing else reads it), the Add dequantizes in its
+  /// own kernel. Counted in the plan (`residuals`).
+  void quantizeResidualAdds() {
+    for (auto &[x, dq] : dequantized) {
+      auto xt = cast<RankedTensorType>(x.getType());
+      SmallVector<OpOperand *> uses;
+      for (OpOperand &use : x.getUses()) {
+        auto add = dyn_cast<AddOp>(use.getOwner());
+        if (!add)
+          continue;
+        Value other = add->getOperand(1 - use.getOperandNumber());
+        if (other.getType() != xt || other.getDefiningOp<arith::ConstantOp>())
+          continue;
+        uses.push_back(&use);
+      }
+      for (OpOperand *use : uses) {
+        // The Add may come before the contraction that quantized x: the
+        // QuantizeLinear and DequantizeLinear sit right after x's producer.
+        use->set(dq);
+        ++residuals;
+      }
+    }
   }
 
   /// `kiln.precision_plan`: the method and, per contraction (program
@@ -507,7 +538,8 @@ struct InsertQDQPass : public kiln::impl::KilnOnnxInsertQDQBase<InsertQDQPass> {
              b.getNamedAttr("converted_constants",
                             b.getI64IntegerAttr(weights.size())),
              b.getNamedAttr("converted_bytes",
-                            b.getI64IntegerAttr(quantizedBytes))}));
+                            b.getI64IntegerAttr(quantizedBytes)),
+             b.getNamedAttr("residuals", b.getI64IntegerAttr(residuals))}));
   }
 };
 } // namespace

@@ -88,7 +88,12 @@ def KilnOnnxInsertQDQ : Pass<"kiln-onnx-insert-qdq", "::mlir::ModuleOp"> {
     sensitivity, their own quantization error estimated from the histogram
     of the activation and the weights (relative L2 of the output
     sqrt(e_x + e_w), e the relative mean squared error of the quantized
-    input and weights). Each decided contraction gets `kiln.precision`
+    input and weights). With `quantize-residuals` (the default), an Add of
+    two activations of the same shape (a residual connection) that reads a
+    value quantized for a contraction reads its DequantizeLinear too, so
+    the value leaves its producer in uint8 only (a block's end writes one
+    8-bit tensor instead of that and a float copy for the next block's
+    Add). Each decided contraction gets `kiln.precision`
     ("int8" or "fp32", with `kiln.fp32_reason`); the module gets
     `kiln.precision_plan` with the ranges, scales and zero points
     (what the compile report lists). docs/int8.md.
@@ -102,6 +107,9 @@ def KilnOnnxInsertQDQ : Pass<"kiln-onnx-insert-qdq", "::mlir::ModuleOp"> {
                "Node names or op types kept in fp32">,
     Option<"keepCount", "keep-fp32-count", "int64_t", "0",
            "Keep this many of the most sensitive contractions in fp32">,
+    Option<"quantizeResiduals", "quantize-residuals", "bool", "true",
+           "Residual Adds read the quantized value of an activation that "
+           "contractions read quantized">,
   ];
   let dependentDialects = ["::mlir::arith::ArithDialect"];
 }
