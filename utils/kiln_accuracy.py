@@ -6,6 +6,7 @@ its fp32 build, and where the error comes from.
       [--inputs DIR | --seed N] [--dim NAME=V ...] [--layers] [--top N]
       [--keep-fp32 LIST] [--calibrate DIR | --calibrate-samples M]
       [--calibration-method M] [--calibration-ranges FILE] [--int8-exclude LIST]
+      [--int8-residuals on|off]
       [--int8-keep-fp32 N] [--candidates K] [--threshold X] [--samples N]
       [--task auto|classify|values] [--min-top1 F]
       [--workdir DIR] [--json FILE] [--max-rel-l2 X] [--bin DIR]
@@ -669,6 +670,9 @@ def main():
                     help="write this many seeded inputs as the calibration folder (--calibrate)")
     ap.add_argument("--calibration-method", help="kilnc --calibration-method (int8)")
     ap.add_argument("--int8-exclude", help="kilnc --int8-exclude (int8)")
+    ap.add_argument("--int8-residuals", choices=["on", "off"],
+                    help="kilnc --int8-residuals (int8; default on: residual Adds "
+                         "read the quantized activation)")
     ap.add_argument("--samples", type=int, default=0,
                     help="also compare over N seeded inputs with the task metric")
     ap.add_argument("--task", default="auto", choices=["auto", "classify", "detect", "values"],
@@ -710,6 +714,8 @@ def main():
         extra.append(f"--calibration-method={args.calibration_method}")
     if args.int8_exclude:
         extra.append(f"--int8-exclude={args.int8_exclude}")
+    if args.int8_residuals:
+        extra.append(f"--int8-residuals={1 if args.int8_residuals == 'on' else 0}")
     int8_layers = args.layers and args.precision == "int8"
     if args.int8_keep_fp32 is not None and not int8_layers:
         extra.append(f"--int8-keep-fp32={args.int8_keep_fp32}")
