@@ -119,25 +119,7 @@ Value LoweringBase::inputIndices(Location loc, linalg::LinalgOp op,
   auto it = padded.find(i);
   if (it == padded.end())
     return Value();
-  auto srcType = cast<MemRefType>(it->second.src.getType());
-  auto inType = cast<MemRefType>(in->get().getType());
-  Value ok;
-  for (auto [d, v] : llvm::enumerate(idx)) {
-    int64_t off = it->second.offsets[d];
-    if (off == 0 && srcType.getDimSize(d) == inType.getDimSize(d))
-      continue;
-    Value shifted =
-        off ? arith::SubIOp::create(rewriter, loc, v, index(loc, off))
-                  .getResult()
-            : v;
-    // Below the offset wraps to a large unsigned value.
-    Value inside =
-        arith::CmpIOp::create(rewriter, loc, arith::CmpIPredicate::ult, shifted,
-                              index(loc, srcType.getDimSize(d)));
-    v = arith::SelectOp::create(rewriter, loc, inside, shifted, index(loc, 0));
-    ok = ok ? arith::AndIOp::create(rewriter, loc, ok, inside).getResult()
-            : inside;
-  }
+  Value ok = sourceIndices(rewriter, loc, it->second, in->get(), idx);
   return ok ? ok : arith::ConstantIntOp::create(rewriter, loc, 1, 1);
 }
 

@@ -50,6 +50,31 @@ Value mlir::kiln::constantFill(Operation *op, Value buffer) {
   return v && v.getDefiningOp<arith::ConstantOp>() ? v : Value();
 }
 
+Value mlir::kiln::sourceIndices(OpBuilder &b, Location loc,
+                                const PaddedCopy &pc, Value padded,
+                                MutableArrayRef<Value> idx) {
+  auto srcType = cast<MemRefType>(pc.src.getType());
+  auto paddedType = cast<MemRefType>(padded.getType());
+  auto index = [&](int64_t v) {
+    return arith::ConstantIndexOp::create(b, loc, v).getResult();
+  };
+  Value inside;
+  for (auto [d, v] : llvm::enumerate(idx)) {
+    int64_t off = pc.offsets[d];
+    if (off == 0 && srcType.getDimSize(d) == paddedType.getDimSize(d))
+      continue;
+    Value shifted =
+        off ? arith::SubIOp::create(b, loc, v, index(off)).getResult() : v;
+    // Below the offset wraps to a large unsigned value.
+    Value in = arith::CmpIOp::create(b, loc, arith::CmpIPredicate::ult, shifted,
+                                     index(srcType.getDimSize(d)));
+    v = arith::SelectOp::create(b, loc, in, shifted, index(0));
+    inside =
+        inside ? arith::AndIOp::create(b, loc, inside, in).getResult() : in;
+  }
+  return inside;
+}
+
 std::optional<PaddedCopy>
 mlir::kiln::matchPaddedCopy(Value padded, Operation *reader, bool anyFill) {
   if (!identityStatic(padded))

@@ -203,29 +203,7 @@ Source traceSource(OpOperand *a, Operation *conv) {
 
 Value Source::load(OpBuilder &b, Location l, ArrayRef<Value> at) const {
   SmallVector<Value> idx(at);
-  Value inside;
-  if (padded) {
-    auto srcType = cast<MemRefType>(padded->src.getType());
-    auto aType = cast<MemRefType>(a.getType());
-    for (auto [d, v] : llvm::enumerate(idx)) {
-      int64_t off = padded->offsets[d];
-      if (off == 0 && srcType.getDimSize(d) == aType.getDimSize(d))
-        continue;
-      Value shifted =
-          off ? arith::SubIOp::create(b, l, v,
-                                      arith::ConstantIndexOp::create(b, l, off))
-                    .getResult()
-              : v;
-      // Below the offset wraps to a large unsigned value.
-      Value in = arith::CmpIOp::create(
-          b, l, arith::CmpIPredicate::ult, shifted,
-          arith::ConstantIndexOp::create(b, l, srcType.getDimSize(d)));
-      v = arith::SelectOp::create(b, l, in, shifted,
-                                  arith::ConstantIndexOp::create(b, l, 0));
-      inside =
-          inside ? arith::AndIOp::create(b, l, inside, in).getResult() : in;
-    }
-  }
+  Value inside = padded ? sourceIndices(b, l, *padded, a, idx) : Value();
   Value v;
   if (producer) {
     // The producer's body at the point `idx` of its (identity) output.

@@ -12,6 +12,7 @@
 #ifndef KILN_TARGET_GPU_PADDEDCOPY_H
 #define KILN_TARGET_GPU_PADDEDCOPY_H
 
+#include "mlir/IR/Builders.h"
 #include "mlir/IR/Operation.h"
 #include "mlir/IR/Value.h"
 #include "llvm/ADT/SmallVector.h"
@@ -29,6 +30,13 @@ struct PaddedCopy {
   Operation *fill = nullptr, *view = nullptr, *copy = nullptr;
   Value fillValue;
 };
+
+/// Turns `idx`, indices into the padded buffer `padded`, into indices
+/// into `pc.src` (shifted by the offsets; 0 where outside, to keep the
+/// load in bounds); returns whether the point is inside the source (i1),
+/// or null when no dim is padded.
+Value sourceIndices(OpBuilder &b, Location loc, const PaddedCopy &pc,
+                    Value padded, llvm::MutableArrayRef<Value> idx);
 
 /// The constant `op` writes to all of `buffer` (a linalg.fill, or a
 /// linalg.map yielding a constant), or null.
