@@ -220,6 +220,27 @@ func.func @dequantized(%sums: tensor<2x8xi32>) -> tensor<2x8xf32> {
 
 // -----
 
+// A quantized residual stream (kiln-onnx-insert-qdq quantize-residuals):
+// the residual Add reads a DequantizeLinear of the uint8 activation and
+// the dequantized product. Both are activations: the Add runs in half, one
+// cast after each (not the whole residual stream in fp32).
+// CHECK-LABEL: func @dequantized_residual
+// CHECK: %[[DQ:.*]] = "onnx.DequantizeLinear"
+// CHECK: %[[H:.*]] = "onnx.Cast"(%[[DQ]]) <{{{.*}}to = 10 : i64}> {kiln.cast}
+// CHECK: "onnx.Add"(%{{.*}}, %[[H]]) {kiln.precision = "fp16"} : (tensor<2x8xf16>, tensor<2x8xf16>) -> tensor<2x8xf16>
+func.func @dequantized_residual(%sums: tensor<2x8xi32>, %q: tensor<2x8xui8>) -> tensor<2x8xf32> {
+  %scale = arith.constant dense<0.01> : tensor<8xf32>
+  %s = arith.constant dense<0.02> : tensor<f32>
+  %z = arith.constant dense<128> : tensor<ui8>
+  %f = "onnx.Cast"(%sums) {to = 1 : i64} : (tensor<2x8xi32>) -> tensor<2x8xf32> loc("sums")
+  %d = "onnx.Mul"(%f, %scale) : (tensor<2x8xf32>, tensor<8xf32>) -> tensor<2x8xf32> loc("dequant")
+  %r = "onnx.DequantizeLinear"(%q, %s, %z) : (tensor<2x8xui8>, tensor<f32>, tensor<ui8>) -> tensor<2x8xf32> loc("residual_dq")
+  %y = "onnx.Add"(%d, %r) : (tensor<2x8xf32>, tensor<2x8xf32>) -> tensor<2x8xf32> loc("residual")
+  return %y : tensor<2x8xf32>
+}
+
+// -----
+
 // A post-LN residual stream in half, as the half models of PyTorch and
 // TensorRT keep it: the embedding lookup in a weight is half (its table is
 // converted like a contraction's weight); LayerNormalization with

@@ -387,9 +387,10 @@ struct FuseKernelsPass
     return anyWeight;
   }
 
-  /// Whether `k` only widens a tensor for other kernels: one elementwise
-  /// generic whose result has wider elements than the one input it reads at
-  /// the result's shape (the others scalars or per-channel parameters): the
+  /// Whether `k` only widens a tensor for other kernels: elementwise
+  /// generics whose one result has wider elements than the one input the
+  /// kernel reads at the result's shape (the others scalars or per-channel
+  /// parameters): the
   /// f32 statistics input of a half normalization (a plain extension), or
   /// the dequantization of a uint8 activation a residual Add reads. As an
   /// epilogue of the kernel producing that input it would write the wide
@@ -397,34 +398,27 @@ struct FuseKernelsPass
   /// read) where the consumer can widen as it reads (a prologue or a rows
   /// fusion takes it instead).
   static bool onlyWidensForKernels(KernelOp k) {
-    linalg::GenericOp gen;
     for (Operation &op : k.getBodyBlock().without_terminator()) {
       if (isa<tensor::EmptyOp, arith::ConstantOp>(op))
         continue;
       auto g = dyn_cast<linalg::GenericOp>(op);
-      if (!g || gen)
+      if (!g || g.getNumLoops() != g.getNumParallelLoops())
         return false;
-      gen = g;
     }
-    if (!gen || gen.getNumDpsInits() != 1 ||
-        gen.getNumLoops() != gen.getNumParallelLoops())
+    if (k->getNumResults() != 1)
       return false;
-    auto outType =
-        dyn_cast<RankedTensorType>(gen.getDpsInitOperand(0)->get().getType());
+    auto outType = dyn_cast<RankedTensorType>(k->getResult(0).getType());
     if (!outType || !outType.getElementType().isIntOrFloat())
       return false;
     int64_t wide = 0;
-    for (OpOperand *in : gen.getDpsInputOperands()) {
-      auto t = dyn_cast<RankedTensorType>(in->get().getType());
+    for (Value in : k.getInputs()) {
+      auto t = dyn_cast<RankedTensorType>(in.getType());
       if (!t || !t.getElementType().isIntOrFloat())
         return false;
-      if (!gen.getMatchingIndexingMap(in).isIdentity()) {
-        // A scalar or a per-channel parameter.
-        if (!t.hasStaticShape() || t.getNumElements() > kMaxParamElements)
-          return false;
-        continue;
-      }
-      if (++wide > 1 ||
+      if (t.hasStaticShape() && t.getNumElements() <= kMaxParamElements &&
+          t.getShape() != outType.getShape())
+        continue; // a scalar or a per-channel parameter
+      if (++wide > 1 || t.getShape() != outType.getShape() ||
           t.getElementTypeBitWidth() >= outType.getElementTypeBitWidth())
         return false;
     }

@@ -157,11 +157,15 @@ bool isExternalWeight(Value v) {
 
 /// The dequantization of an integer product: Mul(Cast(int -> f32), constant
 /// scales), as kiln-onnx-fuse-qdq writes it after ConvInteger or
-/// MatMulInteger. It runs in fp32 (its integer sums may exceed the half
-/// type's range), but its result is an activation like the float model's:
-/// the ops after it may take it in half (cast right after it), as they take
-/// any activation in a half build.
+/// MatMulInteger, or a DequantizeLinear of an activation (what a residual
+/// Add reads in a quantized residual stream, kiln-onnx-insert-qdq). It runs
+/// in fp32 (an integer product's sums may exceed the half type's range),
+/// but its result is an activation like the float model's: the ops after it
+/// may take it in half (cast right after it), as they take any activation
+/// in a half build.
 bool isDequantization(Operation *op) {
+  if (op && onnxOpType(op) == "DequantizeLinear")
+    return true;
   if (!op || onnxOpType(op) != "Mul" || op->getNumOperands() != 2)
     return false;
   for (unsigned i = 0; i < 2; ++i) {
