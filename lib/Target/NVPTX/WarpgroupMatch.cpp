@@ -501,12 +501,19 @@ ArrayRef<Tile> warpgroup::tileTable() {
   // then faster where its waves are fuller: BERT's QKV 32.0 us against 36.6
   // (128 x 128), FFN2 33.0 against 38.1, the output projection 14.6 against
   // 16.5 (docs/benchmarks.md). Measured on f16 matmuls only.
+  // 128 x 256, 128 x 192 and 192 x 192 (two or three consumer warpgroups of
+  // m64n256 or m64n192 wgmmas: more columns per instruction, so fewer
+  // shared-memory reads of A per product) are not measured yet: --gpu-tiles
+  // only.
   // The order breaks ties of the cost model.
   static const Tile table[] = {{256, 128, 4, 1.0},
                                {128, 128, 4, 0.88},
                                {256, 64, 4, 0.75},
                                {128, 64, 6, 0.6},
-                               {192, 128, 4, 0.86, /*halfMatmulsOnly=*/true}};
+                               {192, 128, 4, 0.86, /*halfMatmulsOnly=*/true},
+                               {128, 256, 4, 0.0},
+                               {128, 192, 5, 0.0},
+                               {192, 192, 4, 0.0}};
   return table;
 }
 

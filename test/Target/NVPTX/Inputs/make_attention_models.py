@@ -193,4 +193,7 @@ def make(out):
 
 
 if __name__ == "__main__":
+    if len(sys.argv) != 2 or sys.argv[1].startswith("-"):
+        sys.exit(f"usage: {sys.argv[0]} OUT_DIR  (writes the attention "
+                 "models and their references there)")
     make(sys.argv[1])
