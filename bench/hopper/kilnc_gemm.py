@@ -107,7 +107,8 @@ def prepare(a):
         tag = f"{name.replace(' ', '_').replace('^', 'p')}_{dt}"
         tiles = precision[len("tiles:"):] if precision and precision.startswith("tiles:") else None
         if precision:
-            tag += f"_{precision.replace(':', '')}"
+            # "tiles:128x128/2" -> "_tiles128x128per2" (a file name).
+            tag += f"_{precision.replace(':', '').replace('/', 'per')}"
         if chip != a.chip or (precision and precision not in ("persistent", "plain")
                               and not tiles):
             tag += f"_{chip}"

@@ -98,13 +98,26 @@ inline StringRef stringifyPersistentKernels(PersistentKernels p) {
   return "off";
 }
 
-/// Output tiles (rows x columns of a block's output) that a target's own
-/// contraction kernels may choose from (--gpu-tiles "BMxBN[,BMxBN...]");
-/// empty: every tile of the target's, by its cost model.
-using ContractionTiles = SmallVector<std::pair<int64_t, int64_t>>;
+/// An output tile (rows x columns of a block's output) of a target's own
+/// contraction kernels, and how many of its blocks share a multiprocessor
+/// (2: each takes at most half the shared memory, so one block's stores
+/// overlap the other's products).
+struct ContractionTile {
+  int64_t rows = 0, columns = 0, blocksPerSM = 1;
+  bool operator==(const ContractionTile &o) const {
+    return rows == o.rows && columns == o.columns &&
+           blocksPerSM == o.blocksPerSM;
+  }
+};
+
+/// The tiles that a target's own contraction kernels may choose from
+/// (--gpu-tiles "BMxBN[/BLOCKS][,...]"); empty: every tile of the target's,
+/// by its cost model.
+using ContractionTiles = SmallVector<ContractionTile>;
 
 /// Parses a --gpu-tiles list ("" is the empty list); false with `error`
-/// set when an entry is not two positive integers joined by 'x'.
+/// set when an entry is not two positive integers joined by 'x', with an
+/// optional "/N" of 1 or 2 blocks per multiprocessor.
 inline bool parseContractionTiles(StringRef s, ContractionTiles &tiles,
                                   std::string &error) {
   tiles.clear();
@@ -113,24 +126,34 @@ inline bool parseContractionTiles(StringRef s, ContractionTiles &tiles,
   SmallVector<StringRef> entries;
   s.split(entries, ',');
   for (StringRef e : entries) {
-    auto [m, n] = e.trim().split('x');
-    int64_t bm = 0, bn = 0;
+    auto [shape, perSM] = e.trim().split('/');
+    auto [m, n] = shape.split('x');
+    int64_t bm = 0, bn = 0, blocks = 1;
     if (m.getAsInteger(10, bm) || n.getAsInteger(10, bn) || bm <= 0 ||
-        bn <= 0) {
+        bn <= 0 || (!perSM.empty() && perSM.getAsInteger(10, blocks)) ||
+        blocks < 1 || blocks > 2) {
       error = ("gpu-tiles: '" + e.trim() +
-               "' is not a tile (rows x columns, e.g. 192x128)")
+               "' is not a tile (rows x columns, optionally / blocks per "
+               "multiprocessor, 1 or 2; e.g. 192x128 or 128x128/2)")
                   .str();
       return false;
     }
-    tiles.push_back({bm, bn});
+    tiles.push_back({bm, bn, blocks});
   }
   return true;
 }
 
+inline std::string stringifyContractionTile(const ContractionTile &t) {
+  std::string s = std::to_string(t.rows) + "x" + std::to_string(t.columns);
+  if (t.blocksPerSM != 1)
+    s += "/" + std::to_string(t.blocksPerSM);
+  return s;
+}
+
 inline std::string stringifyContractionTiles(const ContractionTiles &tiles) {
   std::string s;
-  for (auto [bm, bn] : tiles)
-    s += (s.empty() ? "" : ",") + std::to_string(bm) + "x" + std::to_string(bn);
+  for (const ContractionTile &t : tiles)
+    s += (s.empty() ? "" : ",") + stringifyContractionTile(t);
   return s;
 }
 

@@ -507,10 +507,10 @@ struct MapKernelsToGPUPass
     // A tile the target's kernels cannot take; a target without kernels of
     // its own (or an image without them) has nothing to choose.
     ContractionTiles own = target->getContractionTiles();
-    for (auto tile : choices.tiles)
+    for (const ContractionTile &tile : choices.tiles)
       if (!own.empty() && !llvm::is_contained(own, tile)) {
         module.emitError("gpu-tiles: ")
-            << tile.first << "x" << tile.second
+            << stringifyContractionTile(tile)
             << " is not a tile of this target's contraction kernels ("
             << stringifyContractionTiles(own) << ")";
         return signalPassFailure();

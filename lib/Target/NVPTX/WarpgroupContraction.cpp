@@ -5,16 +5,18 @@
 // kiln.tf32, multiplied as TF32), or of 8-bit integers accumulated in i32
 // (an int8 model's u8 x s8 or s8 x s8 products) becomes one kernel that feeds
 // wgmma.mma_async from shared memory filled by the Tensor Memory
-// Accelerator. A block computes a BM x BN tile of C (256 x 128, 128 x 128
-// or 128 x 64, chosen per problem: chooseTile) with 1 + BM/64 warpgroups:
-//   - warpgroup 0 is the producer: one thread issues, for each K step of
+// Accelerator. A block computes a BM x BN tile of C (chosen per problem
+// from WarpgroupMatch.cpp's table: chooseTile) with 1 + BM/64 warpgroups
+// (two blocks to a multiprocessor: BM/64 warpgroups and a producer warp):
+//   - the producer (warpgroup 0, or the warp after the consumers): its
+//     first thread issues, for each K step of
 //     128 bytes (BK = 64 f16/bf16, 32 f32 or 128 8-bit), cp.async.bulk.tensor
 //     loads of
 //     A's BM x BK box and B's boxes into one of 4-6 shared-memory stages
 //     (128-byte swizzle, as wgmma reads it), completing on that stage's
 //     `full` mbarrier; before reusing a stage it waits on its `empty`
 //     mbarrier;
-//   - warpgroup 1 + c computes rows 64c .. 64c + 63 of the tile: it waits on
+//   - consumer c computes rows 64c .. 64c + 63 of the tile: it waits on
 //     `full`, issues four m64nBNk16 wgmmas (K 16 each; m64nBNk8 .tf32 for
 //     f32, whose operands wgmma reads K-major only and truncates to TF32;
 //     m64nBNk32 .u8/.s8 into .s32 for 8-bit operands, K-major only too)
@@ -26,7 +28,9 @@
 // (--gpu-persistent, WarpgroupPersistent.cpp): one block per SM instead of
 // one per tile, each looping over tiles with its ring going on from tile to
 // tile, so that the producer loads the next tile while the consumers store
-// this one.
+// this one. A tile of two blocks to a multiprocessor (Tile::blocksPerSM)
+// keeps its stages within half the shared memory, so that one block's
+// stores overlap the other's products.
 // Out-of-bounds rows, columns and K read as zeros (the tile map's bounds).
 // A channels-last convolution is the same kernel on its implicit GEMM: each
 // K step is one filter tap's BK channels, A's rows (BM output pixels) read
@@ -194,7 +198,7 @@ void transposeB(RewriterBase &rewriter, Problem &p, Value ctx) {
 ContractionTiles mlir::kiln::warpgroupTiles() {
   ContractionTiles tiles;
   for (const Tile &t : tileTable())
-    tiles.push_back({t.bm, t.bn});
+    tiles.push_back({t.bm, t.bn, t.blocksPerSM});
   return tiles;
 }
 
@@ -210,12 +214,17 @@ mlir::kiln::lowerWarpgroupContraction(RewriterBase &rewriter,
   Location loc = p.op.getLoc();
   const Tile tile = chooseTile(p, choices.tiles);
   const int64_t bm = tile.bm, bn = tile.bn, stages = tile.stages;
-  const int64_t consumers = bm / 64, threads = 128 * (1 + consumers);
+  // The producer warpgroup and the consumer warpgroups, or, two blocks to a
+  // multiprocessor, the consumers and one producer warp.
+  const int64_t consumers = bm / 64,
+                threads = 128 * consumers + (tile.blocksPerSM > 1 ? 32 : 128);
   const int64_t bk = p.bk();
   const int64_t aBytes = bm * kStepBytes, bBytes = bn * kStepBytes;
   const int64_t stageBytes = aBytes + bBytes, barOff = stages * stageBytes;
   // + 1024: the base is aligned up to the swizzle atom in the kernel.
   const int64_t smemBytes = barOff + 16 * stages + 1024;
+  assert((tile.blocksPerSM == 1 || smemBytes <= 113 * 1024) &&
+         "two blocks to a multiprocessor take at most 113 KiB each");
   // Split K: each part's sums go to a scratch buffer [batch x parts][M][N];
   // a second launch adds them and applies the epilogue.
   const auto [kPer, splits] = choices.splitK
@@ -338,7 +347,12 @@ mlir::kiln::lowerWarpgroupContraction(RewriterBase &rewriter,
     if (p.integer())
       os << " " << (p.aSigned ? "s8" : "u8") << "x"
          << (p.bSigned ? "s8" : "u8");
-    os << ", " << stages << " stages, " << consumers + 1 << " warpgroups";
+    os << ", " << stages << " stages, ";
+    if (tile.blocksPerSM > 1)
+      os << consumers << " warpgroups and a producer warp, " << tile.blocksPerSM
+         << " blocks an SM";
+    else
+      os << consumers + 1 << " warpgroups";
     if (transposedB)
       os << ", B transposed to K-major first";
     if (splits > 1)

@@ -2,7 +2,7 @@
 //
 // The warpgroup-MMA kernel inside the gpu.launch that
 // lowerWarpgroupContraction creates (WarpgroupContraction.cpp says what it
-// computes and how): warpgroup 0's thread 0 issues the bulk tensor copies
+// computes and how): the producer's first thread issues the bulk tensor copies
 // of each K step into a ring of shared-memory stages, the consumer
 // warpgroups multiply them with wgmma and store their accumulators through
 // the fused epilogue. A block computes one tile, or, persistent, loops over
@@ -266,7 +266,18 @@ void warpgroup::buildKernel(RewriterBase &rewriter, const Problem &p,
   NVVM::Barrier0Op::create(b, loc);
 
   Value ticks = e.i32(10000000);
-  Value isProducer = e.cmp(arith::CmpIPredicate::eq, wg, e.i32(0));
+  // Warpgroup 0 produces (its first thread issues the copies) and
+  // warpgroups 1 .. consumers multiply; with two blocks to a multiprocessor
+  // (whose registers must fit twice) warpgroups 0 .. consumers - 1 multiply
+  // and one warp after them produces. (A producer warp after the consumers
+  // measured 3-7% slower on the large one-block GEMMs, bench/hopper on an
+  // H100 on 2026-12-06, so one-block tiles keep the warpgroup.)
+  const bool producerWarp = cfg.tile.blocksPerSM > 1;
+  const int64_t producerTid = producerWarp ? 128 * consumers : 0;
+  Value isProducer =
+      producerWarp ? e.cmp(arith::CmpIPredicate::uge, tid, e.i32(producerTid))
+                   : e.cmp(arith::CmpIPredicate::ult, tid, e.i32(128));
+  Value isIssuer = e.cmp(arith::CmpIPredicate::eq, tid, e.i32(producerTid));
   auto branch = scf::IfOp::create(b, loc, TypeRange{}, isProducer,
                                   /*withElseRegion=*/true);
 
@@ -274,7 +285,7 @@ void warpgroup::buildKernel(RewriterBase &rewriter, const Problem &p,
   {
     OpBuilder::InsertionGuard g(b);
     b.setInsertionPoint(branch.thenBlock()->getTerminator());
-    auto issuer = scf::IfOp::create(b, loc, TypeRange{}, isT0,
+    auto issuer = scf::IfOp::create(b, loc, TypeRange{}, isIssuer,
                                     /*withElseRegion=*/false);
     b.setInsertionPoint(issuer.thenBlock()->getTerminator());
     forEachTile([&](const TileCoords &t) {
@@ -336,7 +347,7 @@ void warpgroup::buildKernel(RewriterBase &rewriter, const Problem &p,
   {
     OpBuilder::InsertionGuard g(b);
     b.setInsertionPoint(branch.elseBlock()->getTerminator());
-    Value cw = e.add(wg, -1);
+    Value cw = producerWarp ? wg : e.add(wg, -1);
     Value ltid = e.remu(tid, 128);
     auto accType = LLVM::LLVMStructType::getLiteral(
         context, SmallVector<Type>(nAcc, accElem));

@@ -504,7 +504,9 @@ ArrayRef<Tile> warpgroup::tileTable() {
   // 128 x 256, 128 x 192 and 192 x 192 (two or three consumer warpgroups of
   // m64n256 or m64n192 wgmmas: more columns per instruction, so fewer
   // shared-memory reads of A per product) are not measured yet: --gpu-tiles
-  // only.
+  // only. So are the tiles "/2" whose 3 or 4 stages take 96 KiB, two blocks
+  // to a multiprocessor: one block's epilogue (the staged stores, GELU)
+  // runs while the other multiplies.
   // The order breaks ties of the cost model.
   static const Tile table[] = {{256, 128, 4, 1.0},
                                {128, 128, 4, 0.88},
@@ -513,7 +515,9 @@ ArrayRef<Tile> warpgroup::tileTable() {
                                {192, 128, 4, 0.86, /*halfMatmulsOnly=*/true},
                                {128, 256, 4, 0.0},
                                {128, 192, 5, 0.0},
-                               {192, 192, 4, 0.0}};
+                               {192, 192, 4, 0.0},
+                               {128, 128, 3, 0.0, false, /*blocksPerSM=*/2},
+                               {128, 64, 4, 0.0, false, /*blocksPerSM=*/2}};
   return table;
 }
 
@@ -525,7 +529,8 @@ Tile warpgroup::chooseTile(const Problem &p, const ContractionTiles &allowed) {
   SmallVector<Tile> candidates;
   for (const Tile &t : tileTable()) {
     if (!allowed.empty()) {
-      if (llvm::is_contained(allowed, std::make_pair(t.bm, t.bn)))
+      if (llvm::is_contained(allowed,
+                             ContractionTile{t.bm, t.bn, t.blocksPerSM}))
         candidates.push_back(t);
       continue;
     }
@@ -541,8 +546,10 @@ Tile warpgroup::chooseTile(const Problem &p, const ContractionTiles &allowed) {
     return chooseTile(p);
   auto cost = [&](const Tile &t) {
     int64_t tm = (p.m + t.bm - 1) / t.bm, tn = (p.n + t.bn - 1) / t.bn;
-    int64_t waves = (tm * tn * p.batch + kSMs - 1) / kSMs;
-    return double(waves) * double(t.bm * t.bn) / (t.rate > 0 ? t.rate : 1.0);
+    int64_t slots = kSMs * t.blocksPerSM;
+    int64_t waves = (tm * tn * p.batch + slots - 1) / slots;
+    return double(waves) * double(t.bm * t.bn * t.blocksPerSM) /
+           (t.rate > 0 ? t.rate : 1.0);
   };
   Tile best = candidates.front();
   for (const Tile &t : candidates)

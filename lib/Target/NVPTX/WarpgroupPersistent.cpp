@@ -63,7 +63,7 @@ bool warpgroup::usePersistent(PersistentKernels mode, const Problem &p,
 // a GPU of fewer SMs (an H100 PCIe's 114) the last blocks start when the
 // first finish, still correct.
 int64_t warpgroup::persistentBlocks(const Problem &p, const Tile &t) {
-  return std::min(kSMs, countTiles(p, t).total);
+  return std::min(kSMs * t.blocksPerSM, countTiles(p, t).total);
 }
 
 void warpgroup::forEachPersistentTile(

@@ -129,6 +129,10 @@ struct Tile {
   /// Measured on f16/bf16 matmuls only: the cost model leaves it out for
   /// convolutions and TF32 or 8-bit operands (--gpu-tiles can still ask).
   bool halfMatmulsOnly = false;
+  /// Blocks that share a multiprocessor: 2 when the tile's stages take at
+  /// most half of its 228 KiB (less 1 KiB a block the hardware keeps), so
+  /// that one block's epilogue overlaps the other's products.
+  int64_t blocksPerSM = 1;
 };
 
 /// Every tile the kernel takes. A rate of 0: not measured yet, taken only

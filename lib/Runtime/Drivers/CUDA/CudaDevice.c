@@ -385,6 +385,19 @@ static kiln_device_result launch(kiln_device_queue *q,
                kernel, l->name, l->shared_bytes);
       return r;
     }
+    // All of the L1/shared memory as shared memory: kernels past the
+    // static 48 KiB read their operands through it (copies to shared
+    // memory do not use L1), and two blocks of 96 KiB share a
+    // multiprocessor only under the largest carveout.
+    r = cu->cuFuncSetAttribute(
+        fn, CU_FUNC_ATTRIBUTE_PREFERRED_SHARED_MEMORY_CARVEOUT, 100);
+    if (r != CUDA_SUCCESS) {
+      snprintf(call, call_size,
+               "cuFuncSetAttribute(kernel %lld '%s', shared memory carveout "
+               "100%%)",
+               kernel, l->name);
+      return r;
+    }
     q->shared_limit[l->kernel] = l->shared_bytes;
   }
   kiln_cuda_profile_begin(q->profile, q->stream);
