@@ -526,11 +526,9 @@ EXPORT CUresult cuModuleGetFunction(const kernel **fn, module *m,
 }
 
 EXPORT CUresult cuFuncSetAttribute(const kernel *fn, int attrib, int value) {
-  if (!fn)
-    return INVALID_VALUE;
-  if (attrib == 9) // the preferred shared memory carveout, in percent
+  if (fn && attrib == 9) // the preferred shared memory carveout, in percent
     return value < -1 || value > 100 ? INVALID_VALUE : OK;
-  if (attrib != 8 || value < 0 || value > 227 * 1024)
+  if (!fn || attrib != 8 || value < 0 || value > 227 * 1024)
     return INVALID_VALUE;
   return OK;
 }
