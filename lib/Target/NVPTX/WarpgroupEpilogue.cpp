@@ -102,11 +102,10 @@ void warpgroup::storeTileStaged(Emitter &e, const Problem &p,
   }
   consumerBarrier();
 
-  // Pass 2: chunk `ltid % perRow` of row `ltid / perRow` of each group of
-  // 128 / perRow rows.
-  const int64_t perRow = bn / kChunk, rowsPerPass = 128 / perRow;
-  Value chunkCol = e.mul(e.remu(ltid, perRow), kChunk);
-  Value passRow = e.divu(ltid, perRow);
+  // Pass 2: pass `pass` takes chunk i = 128 pass + ltid of the warpgroup's
+  // 64 x perRow chunks, row-major: chunk i % perRow of row i / perRow (a
+  // row of 24 chunks, BN = 192, straddles two passes).
+  const int64_t perRow = bn / kChunk, chunks = 64 * perRow;
   Value mBound = e.i32(p.m), nBound = e.i32(p.n);
   // The output's base address and whether it takes whole-chunk stores.
   auto ptrType = LLVM::LLVMPointerType::get(context);
@@ -130,12 +129,22 @@ void warpgroup::storeTileStaged(Emitter &e, const Problem &p,
   };
   Value batchOff = arith::MulIOp::create(b, loc, i64(t.bz), i64c(p.m * p.n));
   auto quadType = VectorType::get({4}, accElem);
-  for (int64_t pass = 0; pass < 64 / rowsPerPass; ++pass) {
-    Value local = e.add(e.add(e.mul(cw, 64), pass * rowsPerPass), passRow);
+  for (int64_t pass = 0; pass < (chunks + 127) / 128; ++pass) {
+    // Where perRow divides 128, i / perRow is ltid / perRow + pass *
+    // (128 / perRow) and i % perRow is ltid % perRow: one division for all.
+    Value i = e.add(ltid, 128 * pass);
+    bool whole = 128 % perRow == 0;
+    Value chunkCol = e.mul(e.remu(whole ? ltid : i, perRow), kChunk);
+    Value local = e.add(e.mul(cw, 64),
+                        whole ? e.add(e.divu(ltid, perRow), pass * 128 / perRow)
+                              : e.divu(i, perRow));
     Value row = e.add(t.m0, local), col = e.add(t.n0, chunkCol);
     Value ok = arith::AndIOp::create(
         b, loc, e.cmp(arith::CmpIPredicate::ult, row, mBound),
         e.cmp(arith::CmpIPredicate::ult, col, nBound));
+    if (chunks % 128 != 0)
+      ok = arith::AndIOp::create(
+          b, loc, ok, e.cmp(arith::CmpIPredicate::ult, i, e.i32(chunks)));
     e.ifThen(ok, [&] {
       Value addr = e.add(e.mul(local, pitch), e.mul(chunkCol, 4));
       addr = e.add(base, addr);
