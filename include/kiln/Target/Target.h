@@ -126,12 +126,13 @@ inline bool parseContractionTiles(StringRef s, ContractionTiles &tiles,
   SmallVector<StringRef> entries;
   s.split(entries, ',');
   for (StringRef e : entries) {
+    bool slash = e.contains('/');
     auto [shape, perSM] = e.trim().split('/');
     auto [m, n] = shape.split('x');
     int64_t bm = 0, bn = 0, blocks = 1;
     if (m.getAsInteger(10, bm) || n.getAsInteger(10, bn) || bm <= 0 ||
-        bn <= 0 || (!perSM.empty() && perSM.getAsInteger(10, blocks)) ||
-        blocks < 1 || blocks > 2) {
+        bn <= 0 || (slash && perSM.getAsInteger(10, blocks)) || blocks < 1 ||
+        blocks > 2) {
       error = ("gpu-tiles: '" + e.trim() +
                "' is not a tile (rows x columns, optionally / blocks per "
                "multiprocessor, 1 or 2; e.g. 192x128 or 128x128/2)")
