@@ -184,6 +184,11 @@ struct StagePipelineOptions : public PassPipelineOptions<StagePipelineOptions> {
       *this, "int8-residuals",
       llvm::cl::desc("int8: residual Adds read the quantized activation"),
       llvm::cl::init(true)};
+  Option<bool> f32ConstantDivision{
+      *this, "f32-constant-division",
+      llvm::cl::desc("f32 divisions by a constant as a product and one FMA "
+                     "correction"),
+      llvm::cl::init(false)};
   Option<std::string> int8Float{
       *this, "int8-float",
       llvm::cl::desc("int8: what the ops left in float compute in: auto, "
@@ -267,6 +272,7 @@ struct StagePipelineOptions : public PassPipelineOptions<StagePipelineOptions> {
     o.int8KeepFp32 = int8KeepFp32;
     o.int8Float = int8Float;
     o.int8Residuals = int8Residuals;
+    o.f32ConstantDivision = f32ConstantDivision;
     setExposeIntermediates(o, exposeIntermediates);
     o.gpu.tiledContractions = gpuTiledContractions;
     o.gpu.warpReductions = gpuWarpReductions;
@@ -409,7 +415,9 @@ LogicalResult mlir::kiln::buildStagePipeline(OpPassManager &pm, StringRef stage,
       // results into one destination).
       pm.addNestedPass<func::FuncOp>(createKilnFuseKernels());
       pm.addNestedPass<func::FuncOp>(createKilnViewWindows());
-      pm.addNestedPass<func::FuncOp>(createKilnHalfDivision());
+      KilnHalfDivisionOptions division;
+      division.f32 = options.f32ConstantDivision;
+      pm.addNestedPass<func::FuncOp>(createKilnHalfDivision(division));
       pm.addPass(createCanonicalizerPass());
     }
   } else if (stage == "host") {

@@ -188,6 +188,11 @@ const OptionRow kOptions[] = {
      [](kiln_compile_options &o, llvm::StringRef v, std::string &e) {
        return parseBool("int8-residuals", v, o.compile.int8Residuals, e);
      }},
+    {"f32-constant-division", false,
+     [](kiln_compile_options &o, llvm::StringRef v, std::string &e) {
+       return parseBool("f32-constant-division", v,
+                        o.compile.f32ConstantDivision, e);
+     }},
     {"calibration-ranges", false,
      [](kiln_compile_options &o, llvm::StringRef v, std::string &e) {
        o.compile.calibrationRanges = v.str();

@@ -216,6 +216,13 @@ static cl::opt<bool> int8Residuals(
              "read quantized, so a block's end writes 8 bits only "
              "(default on)"),
     cl::init(true));
+static cl::opt<bool> f32ConstantDivision(
+    "f32-constant-division",
+    cl::desc("f32 divisions by a constant (QuantizeLinear's x / scale, "
+             "GELU's x / sqrt(2)) as the product by the reciprocal with one "
+             "FMA correction: the IEEE quotient for |x| >= 2^-104, within an "
+             "ulp below (default off until measured)"),
+    cl::init(false));
 static cl::opt<std::string> int8Float(
     "int8-float",
     cl::desc("--precision=int8: what the ops left in float compute in: "
@@ -361,6 +368,7 @@ bool setOptions(kiln_compile_options_t *options) {
       !setInt("int8-keep-fp32", int8KeepFp32) ||
       !setString("int8-float", int8Float) ||
       !setBool("int8-residuals", int8Residuals) ||
+      !setBool("f32-constant-division", f32ConstantDivision) ||
       !setBool("gpu-tiled-contractions", gpuTiledContractions) ||
       !setBool("gpu-warp-reductions", gpuWarpReductions) ||
       !setBool("gpu-row-fusion", gpuRowFusion) ||

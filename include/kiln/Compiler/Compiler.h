@@ -98,6 +98,10 @@ struct CompileOptions {
   /// quantized value of an activation the contractions read quantized
   /// (kiln-onnx-insert-qdq's quantize-residuals).
   bool int8Residuals = true;
+  /// --f32-constant-division: f32 divisions by a constant as the product by
+  /// the reciprocal with one FMA correction (kiln-half-division's f32);
+  /// off until measured on a GPU (docs/int8.md).
+  bool f32ConstantDivision = false;
   /// Return intermediate float values as extra outputs
   /// (kiln-expose-intermediates): all, or only `exposeNodes` when not empty.
   bool exposeIntermediates = false;

@@ -1,4 +1,5 @@
 // RUN: kiln-opt %s --kiln-half-division | FileCheck %s
+// RUN: kiln-opt %s --kiln-half-division=f32=true | FileCheck %s --check-prefix=F32
 
 // GELU's x / sqrt(2) in half: a product by the f32 reciprocal
 // (1 / 1.41406 = 0.707182...), rounded to f16 as the division was.
@@ -47,4 +48,40 @@ func.func @kept(%x: f32, %h: f16, %v: f16) -> (f32, f16, f16) {
   %b = arith.divf %h, %v : f16
   %d = arith.divf %h, %z : f16
   return %a, %b, %d : f32, f16, f16
+}
+
+// With f32 (kilnc --f32-constant-division): an f32 division by a constant
+// is the product by the correctly rounded reciprocal (1 / 3 = 0.333333343),
+// its exact residual and one correction, q0 kept where it is infinite. A
+// variable divisor, a zero one and the halves are as without it.
+// F32-LABEL: func.func @kept
+// F32-DAG: %[[C:.*]] = arith.constant 3.000000e+00 : f32
+// F32-DAG: %[[R:.*]] = arith.constant 0.333333343 : f32
+// F32: %[[Q0:.*]] = arith.mulf %[[X:.*]], %[[R]] : f32
+// F32: %[[N:.*]] = arith.negf %[[Q0]] : f32
+// F32: %[[E:.*]] = math.fma %[[N]], %[[C]], %[[X]] : f32
+// F32: %[[Q1:.*]] = math.fma %[[E]], %[[R]], %[[Q0]] : f32
+// F32: %[[INF:.*]] = arith.constant 0x7F800000 : f32
+// F32: %[[A:.*]] = math.absf %[[Q0]] : f32
+// F32: %[[I:.*]] = arith.cmpf oeq, %[[A]], %[[INF]] : f32
+// F32: %[[Q:.*]] = arith.select %[[I]], %[[Q0]], %[[Q1]] : f32
+// F32-NOT: arith.divf %{{.*}} : f32
+// F32: arith.divf %{{.*}}, %{{.*}} : f16
+// F32: arith.divf %{{.*}}, %{{.*}} : f16
+// F32: return %[[Q]],
+
+// Not rewritten with f32 either: a divisor whose reciprocal is not a normal
+// float (1e-39, subnormal: 1e39 is past the float range), 0 and a variable.
+// F32-LABEL: func.func @f32_kept
+// F32: arith.divf %{{.*}}, %{{.*}} : f32
+// F32: arith.divf %{{.*}}, %{{.*}} : f32
+// F32: arith.divf %{{.*}}, %{{.*}} : f32
+// F32-NOT: math.fma
+func.func @f32_kept(%x: f32, %y: f32) -> (f32, f32, f32) {
+  %tiny = arith.constant 1.0e-39 : f32
+  %zero = arith.constant 0.0 : f32
+  %a = arith.divf %x, %tiny : f32
+  %b = arith.divf %x, %zero : f32
+  %c = arith.divf %x, %y : f32
+  return %a, %b, %c : f32, f32, f32
 }

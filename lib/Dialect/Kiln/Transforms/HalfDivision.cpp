@@ -11,12 +11,23 @@
 // in BERT-base's FFN1 epilogue it is a division per element of a
 // 4096 x 3072 tile at batch 32.
 //
+// With the f32 option, f32 divisions by a constant take Markstein's
+// correction instead: q0 = x * r (r = 1 / c correctly rounded), the exact
+// residual fma(-q0, c, x), and q1 = fma(residual, r, q0), the correctly
+// rounded quotient wherever |x| >= 2^-104 (utils/constant_division_check.c
+// compares it with x / c on every float for seven divisors; below, the
+// residual underflows and q1 may be an ulp away). Where q0 is infinite (x
+// is, or the quotient overflows) q0 is taken, since the residual is NaN.
+// An int8 model's QuantizeLinear (x / scale) and GELU in f32 are such
+// divisions, one per element of a contraction's epilogue.
+//
 //===----------------------------------------------------------------------===//
 
 #include "kiln/Dialect/Kiln/Transforms/Passes.h"
 
 #include "mlir/Dialect/Arith/IR/Arith.h"
 #include "mlir/Dialect/Func/IR/FuncOps.h"
+#include "mlir/Dialect/Math/IR/Math.h"
 #include "mlir/IR/Matchers.h"
 
 #include <cmath>
@@ -30,19 +41,55 @@ using namespace mlir;
 using namespace mlir::kiln;
 
 namespace {
+/// `x / c` in f32 as Markstein's correction of the product by the
+/// correctly rounded reciprocal (the file's comment); false when c is 0,
+/// not finite or its reciprocal is not a normal float.
+bool correctF32Division(arith::DivFOp op, const APFloat &c) {
+  if (c.isZero() || !c.isFinite())
+    return false;
+  APFloat r(1.0f);
+  (void)r.divide(c, APFloat::rmNearestTiesToEven);
+  if (!r.isNormal())
+    return false;
+  OpBuilder b(op);
+  Location loc = op.getLoc();
+  Type f32 = b.getF32Type();
+  Value x = op.getLhs();
+  Value divisor = op.getRhs();
+  Value reciprocal = arith::ConstantOp::create(b, loc, b.getFloatAttr(f32, r));
+  Value q0 = arith::MulFOp::create(b, loc, x, reciprocal);
+  Value residual = math::FmaOp::create(
+      b, loc, arith::NegFOp::create(b, loc, q0), divisor, x);
+  Value q1 = math::FmaOp::create(b, loc, residual, reciprocal, q0);
+  Value inf = arith::ConstantOp::create(
+      b, loc, b.getFloatAttr(f32, APFloat::getInf(APFloat::IEEEsingle())));
+  Value infinite = arith::CmpFOp::create(b, loc, arith::CmpFPredicate::OEQ,
+                                         math::AbsFOp::create(b, loc, q0), inf);
+  op.replaceAllUsesWith(
+      arith::SelectOp::create(b, loc, infinite, q0, q1).getResult());
+  op.erase();
+  return true;
+}
+
 struct HalfDivisionPass
     : public kiln::impl::KilnHalfDivisionBase<HalfDivisionPass> {
+  using KilnHalfDivisionBase::KilnHalfDivisionBase;
+
   void runOnOperation() override {
     SmallVector<arith::DivFOp> divisions;
     getOperation().walk([&](arith::DivFOp op) {
       Type t = op.getType();
-      if (t.isF16() || t.isBF16())
+      if (t.isF16() || t.isBF16() || (f32 && t.isF32()))
         divisions.push_back(op);
     });
     for (arith::DivFOp op : divisions) {
       FloatAttr c;
       if (!matchPattern(op.getRhs(), m_Constant(&c)))
         continue;
+      if (op.getType().isF32()) {
+        (void)correctF32Division(op, c.getValue());
+        continue;
+      }
       double divisor = c.getValueAsDouble();
       // 0, infinities and NaN keep their IEEE division (x / 0 is not
       // x * inf for x = 0).

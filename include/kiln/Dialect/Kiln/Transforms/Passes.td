@@ -66,8 +66,22 @@ def KilnHalfDivision : Pass<"kiln-half-division", "func::FuncOp"> {
     ten instructions); GELU's `x / sqrt(2)` in a transformer's FFN epilogue
     is one per element. Divisions of other types, by a variable, by 0 or a
     non-finite constant are left as they are.
+
+    With `f32`, f32 divisions by such a constant become Markstein's
+    correction: `q0 = x * r` with `r` the correctly rounded `1 / c`,
+    `q1 = fma(fma(-q0, c, x), r, q0)`, and `q0` where it is infinite (x
+    infinite, or the quotient overflows). `q1` is the IEEE quotient for
+    every |x| >= 2^-104 (checked on every float for seven divisors,
+    utils/constant_division_check.c); below, the residual underflows and
+    it may be an ulp away.
   }];
-  let dependentDialects = ["::mlir::arith::ArithDialect"];
+  let options = [
+    Option<"f32", "f32", "bool", /*default=*/"false",
+           "Also f32 divisions by a constant, as a product with one FMA "
+           "correction">,
+  ];
+  let dependentDialects = ["::mlir::arith::ArithDialect",
+                           "::mlir::math::MathDialect"];
 }
 
 def KilnOutlineKernels : Pass<"kiln-outline-kernels", "ModuleOp"> {
