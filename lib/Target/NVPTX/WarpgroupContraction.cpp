@@ -198,7 +198,7 @@ void transposeB(RewriterBase &rewriter, Problem &p, Value ctx) {
 ContractionTiles mlir::kiln::warpgroupTiles() {
   ContractionTiles tiles;
   for (const Tile &t : tileTable())
-    tiles.push_back({t.bm, t.bn, t.blocksPerSM});
+    tiles.push_back(t.key());
   return tiles;
 }
 
@@ -214,10 +214,7 @@ mlir::kiln::lowerWarpgroupContraction(RewriterBase &rewriter,
   Location loc = p.op.getLoc();
   const Tile tile = chooseTile(p, choices.tiles);
   const int64_t bm = tile.bm, bn = tile.bn, stages = tile.stages;
-  // The producer warpgroup and the consumer warpgroups, or, two blocks to a
-  // multiprocessor, the consumers and one producer warp.
-  const int64_t consumers = bm / 64,
-                threads = 128 * consumers + (tile.blocksPerSM > 1 ? 32 : 128);
+  const int64_t consumers = tile.consumers(), threads = tile.threads();
   const int64_t bk = p.bk();
   const int64_t aBytes = bm * kStepBytes, bBytes = bn * kStepBytes;
   const int64_t stageBytes = aBytes + bBytes, barOff = stages * stageBytes;
@@ -348,7 +345,7 @@ mlir::kiln::lowerWarpgroupContraction(RewriterBase &rewriter,
       os << " " << (p.aSigned ? "s8" : "u8") << "x"
          << (p.bSigned ? "s8" : "u8");
     os << ", " << stages << " stages, ";
-    if (tile.blocksPerSM > 1)
+    if (tile.producerWarp())
       os << consumers << " warpgroups and a producer warp, " << tile.blocksPerSM
          << " blocks an SM";
     else

@@ -62,7 +62,7 @@ void warpgroup::storeTileStaged(Emitter &e, const Problem &p,
   OpBuilder &b = e.b;
   Location loc = e.loc;
   MLIRContext *context = b.getContext();
-  const int64_t bn = cfg.tile.bn, consumers = cfg.tile.bm / 64;
+  const int64_t bn = cfg.tile.bn, consumers = cfg.tile.consumers();
   const int64_t pitch = (bn + kRowPad) * 4; // bytes per staged row
   Type accElem = p.acc;
   Value out = p.output();

@@ -193,7 +193,7 @@ void warpgroup::buildKernel(RewriterBase &rewriter, const Problem &p,
   MLIRContext *context = rewriter.getContext();
   Location loc = p.op->getLoc();
   const int64_t bm = cfg.tile.bm, bn = cfg.tile.bn, stages = cfg.tile.stages;
-  const int64_t consumers = bm / 64, bk = p.bk();
+  const int64_t consumers = cfg.tile.consumers(), bk = p.bk();
   const int64_t aBytes = bm * kStepBytes, bBytes = bn * kStepBytes;
   const int64_t stageBytes = aBytes + bBytes, barOff = stages * stageBytes;
   const int64_t nAcc = bn / 2, splits = cfg.splits, kPer = cfg.kPer;
@@ -272,7 +272,7 @@ void warpgroup::buildKernel(RewriterBase &rewriter, const Problem &p,
   // and one warp after them produces. (A producer warp after the consumers
   // measured 3-7% slower on the large one-block GEMMs, bench/hopper on an
   // H100 on 2026-12-06, so one-block tiles keep the warpgroup.)
-  const bool producerWarp = cfg.tile.blocksPerSM > 1;
+  const bool producerWarp = cfg.tile.producerWarp();
   const int64_t producerTid = producerWarp ? 128 * consumers : 0;
   Value isProducer =
       producerWarp ? e.cmp(arith::CmpIPredicate::uge, tid, e.i32(producerTid))

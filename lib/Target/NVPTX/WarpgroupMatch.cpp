@@ -529,8 +529,7 @@ Tile warpgroup::chooseTile(const Problem &p, const ContractionTiles &allowed) {
   SmallVector<Tile> candidates;
   for (const Tile &t : tileTable()) {
     if (!allowed.empty()) {
-      if (llvm::is_contained(allowed,
-                             ContractionTile{t.bm, t.bn, t.blocksPerSM}))
+      if (llvm::is_contained(allowed, t.key()))
         candidates.push_back(t);
       continue;
     }

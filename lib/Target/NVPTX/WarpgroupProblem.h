@@ -133,6 +133,19 @@ struct Tile {
   /// most half of its 228 KiB (less 1 KiB a block the hardware keeps), so
   /// that one block's epilogue overlaps the other's products.
   int64_t blocksPerSM = 1;
+
+  /// The consumer warpgroups (64 rows each).
+  int64_t consumers() const { return bm / 64; }
+  /// Whether the producer is one warp after the consumers (two blocks to a
+  /// multiprocessor, whose registers must fit twice) rather than
+  /// warpgroup 0 before them.
+  bool producerWarp() const { return blocksPerSM > 1; }
+  /// A block's threads.
+  int64_t threads() const {
+    return 128 * consumers() + (producerWarp() ? 32 : 128);
+  }
+  /// The tile as --gpu-tiles names it.
+  ContractionTile key() const { return {bm, bn, blocksPerSM}; }
 };
 
 /// Every tile the kernel takes. A rate of 0: not measured yet, taken only
