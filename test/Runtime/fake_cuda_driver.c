@@ -27,9 +27,8 @@
  *   tilemapfail  cuTensorMapEncodeTiled fails with CUDA_ERROR_INVALID_VALUE
  *   copyclock  async host-to-device copies advance the events' clock by
  *              3 ms, device-to-host ones by 5 ms
- * cuTensorMapEncodeTiled checks its arguments as the real one does (rank,
- * 16-byte strides, boxes of at most 256, a 64-byte-aligned output), records
- * them in the stats and fills the 128 bytes with 0xA5.
+ * cuTensorMapEncodeTiled and cuTensorMapEncodeIm2col are in
+ * fake_cuda_tensor_maps.c.
  * Events read a fake clock that each kernel run advances by (index of the
  * kernel in kKernels + 1) ms: scale takes 1 ms, add_weight_sum 2 ms.
  * fake_cuda_* functions let the test read counters and make device buffers.
@@ -37,43 +36,19 @@
 #ifndef _GNU_SOURCE
 #define _GNU_SOURCE
 #endif
-#include "fake_cuda_driver.h"
+#include "fake_cuda_internal.h"
 
 #include <pthread.h>
 #include <stdint.h>
 #include <stdlib.h>
 #include <string.h>
 
-typedef int CUresult;
-typedef unsigned long long CUdeviceptr;
-
-enum {
-  OK = 0,
-  INVALID_VALUE = 1,
-  OUT_OF_MEMORY = 2,
-  NOT_INITIALIZED = 3,
-  NO_DEVICE = 100,
-  INVALID_DEVICE = 101,
-  INVALID_IMAGE = 200,
-  INVALID_CONTEXT = 201,
-  INVALID_HANDLE = 400,
-  ILLEGAL_STATE = 401,
-  NOT_FOUND = 500,
-  ILLEGAL_ADDRESS = 700,
-  LAUNCH_FAILED = 719,
-  NOT_SUPPORTED = 801,
-  CAPTURE_UNSUPPORTED = 900,
-  CAPTURE_INVALIDATED = 901,
-};
-
-#define EXPORT __attribute__((visibility("default")))
-
-static pthread_mutex_t gLock = PTHREAD_MUTEX_INITIALIZER;
-static fake_cuda_stats gStats;
+pthread_mutex_t gLock = PTHREAD_MUTEX_INITIALIZER;
+fake_cuda_stats gStats;
 static int gInitialized;
 static int64_t gClockMs; /* the events' clock */
 
-static int mode(const char *word) {
+int mode(const char *word) {
   const char *text = getenv("FAKE_CUDA_MODE");
   if (!text)
     return 0;
@@ -151,7 +126,7 @@ static CUresult device_free(CUdeviceptr ptr) {
 static int gPrimary;
 static __thread int tDepth;
 
-static CUresult need_context(void) { return tDepth > 0 ? OK : INVALID_CONTEXT; }
+CUresult need_context(void) { return tDepth > 0 ? OK : INVALID_CONTEXT; }
 
 /*===--------------------------------------------------------------------===*
  * Kernels
@@ -869,82 +844,6 @@ EXPORT CUresult cuEventDestroy_v2(event *e) {
   e->magic = 0;
   free(e);
   LOCKED((--gStats.live_events, OK));
-}
-
-EXPORT CUresult cuTensorMapEncodeTiled(
-    void *map, int type, unsigned rank, void *base,
-    const unsigned long long *dims, const unsigned long long *strides,
-    const unsigned *box, const unsigned *element_strides, int interleave,
-    int swizzle, int l2, int oob) {
-  if (need_context())
-    return INVALID_CONTEXT;
-  if (mode("tilemapfail"))
-    return INVALID_VALUE;
-  if (!map || ((uintptr_t)map % 64) != 0 || rank < 1 || rank > 5 || !base ||
-      type < 0 || type > 12 || swizzle < 0 || swizzle > 3 || interleave != 0)
-    return INVALID_VALUE;
-  for (unsigned d = 0; d < rank; ++d)
-    if (!dims[d] || !box[d] || box[d] > 256 || element_strides[d] != 1 ||
-        (d > 0 && strides[d - 1] % 16 != 0))
-      return INVALID_VALUE;
-  pthread_mutex_lock(&gLock);
-  ++gStats.tile_maps;
-  gStats.last_map_type = type;
-  gStats.last_map_rank = rank;
-  gStats.last_map_swizzle = swizzle;
-  for (unsigned d = 0; d < rank; ++d) {
-    gStats.last_map_dims[d] = dims[d];
-    gStats.last_map_box[d] = box[d];
-    if (d > 0)
-      gStats.last_map_strides[d - 1] = strides[d - 1];
-  }
-  pthread_mutex_unlock(&gLock);
-  (void)l2;
-  (void)oob;
-  memset(map, 0xA5, 128);
-  return OK;
-}
-
-EXPORT CUresult cuTensorMapEncodeIm2col(
-    void *map, int type, unsigned rank, void *base,
-    const unsigned long long *dims, const unsigned long long *strides,
-    const int *lower, const int *upper, unsigned channels, unsigned pixels,
-    const unsigned *element_strides, int interleave, int swizzle, int l2,
-    int oob) {
-  if (need_context())
-    return INVALID_CONTEXT;
-  if (mode("tilemapfail"))
-    return INVALID_VALUE;
-  if (!map || ((uintptr_t)map % 64) != 0 || rank < 3 || rank > 5 || !base ||
-      type < 0 || type > 12 || swizzle < 0 || swizzle > 3 || interleave != 0 ||
-      !channels || channels > 256 || !pixels || pixels > 1024)
-    return INVALID_VALUE;
-  for (unsigned d = 0; d < rank; ++d)
-    if (!dims[d] || !element_strides[d] || element_strides[d] > 8 ||
-        (d > 0 && strides[d - 1] % 16 != 0))
-      return INVALID_VALUE;
-  pthread_mutex_lock(&gLock);
-  ++gStats.im2col_maps;
-  gStats.last_map_type = type;
-  gStats.last_map_rank = rank;
-  gStats.last_map_swizzle = swizzle;
-  gStats.last_im2col_channels = channels;
-  gStats.last_im2col_pixels = pixels;
-  for (unsigned d = 0; d < rank; ++d) {
-    gStats.last_map_dims[d] = dims[d];
-    gStats.last_im2col_element_strides[d] = element_strides[d];
-    if (d > 0)
-      gStats.last_map_strides[d - 1] = strides[d - 1];
-    if (d + 2 < rank) {
-      gStats.last_im2col_lower[d] = lower[d];
-      gStats.last_im2col_upper[d] = upper[d];
-    }
-  }
-  pthread_mutex_unlock(&gLock);
-  (void)l2;
-  (void)oob;
-  memset(map, 0xA5, 128);
-  return OK;
 }
 
 /*===--------------------------------------------------------------------===*
