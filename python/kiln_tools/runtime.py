@@ -16,7 +16,8 @@ class KilnModel:
         _fields_ = [("struct_size", ctypes.c_size_t), ("graphs", ctypes.c_int32),
                     ("profile_path", ctypes.c_char_p)]
 
-    DTYPES = {"float16": 1, "bfloat16": 2, "float32": 3, "int64": 8}
+    DTYPES = {"float16": 1, "bfloat16": 2, "float32": 3, "int8": 5, "int32": 7, "int64": 8,
+              "uint8": 9}
 
     def __init__(self, lib_path, so_path, profile=None, graphs=None):
         """Loads `so_path` and creates an instance; with `profile` (a file),

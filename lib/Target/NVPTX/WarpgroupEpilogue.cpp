@@ -129,11 +129,27 @@ void warpgroup::storeTileStaged(Emitter &e, const Problem &p,
   };
   Value batchOff = arith::MulIOp::create(b, loc, i64(t.bz), i64c(p.m * p.n));
   auto quadType = VectorType::get({4}, accElem);
+  // Where perRow divides 128, i / perRow is ltid / perRow + pass *
+  // (128 / perRow) and i % perRow is ltid % perRow: one division for all,
+  // and a thread's chunk is the same 8 columns in every pass. Their
+  // per-column operands (an int8 product's scales and zero-point sums, a
+  // bias) are then loaded once, not once a pass: the stores between the
+  // passes keep the compiler from reusing the loads itself, and the
+  // repeated loads were most of the epilogue's load instructions (3 of 4
+  // for a requantized int8 product). A chunk past N (an edge tile) loads
+  // the last chunk's, unused.
+  const bool whole = 128 % perRow == 0;
+  SmallVector<llvm::DenseMap<OpOperand *, Value>> perColumn(kChunk);
+  if (whole) {
+    Value col = e.add(t.n0, e.mul(e.remu(ltid, perRow), kChunk));
+    col = arith::MinUIOp::create(b, loc, col, e.i32(p.n - kChunk));
+    for (OpOperand *in : columnOperands(p))
+      for (int64_t x = 0; x < kChunk; ++x)
+        perColumn[x][in] = loadEpilogueOperand(
+            b, loc, p, in, cPoint(b, loc, p, t.bIdx, t.m0, e.add(col, x)));
+  }
   for (int64_t pass = 0; pass < (chunks + 127) / 128; ++pass) {
-    // Where perRow divides 128, i / perRow is ltid / perRow + pass *
-    // (128 / perRow) and i % perRow is ltid % perRow: one division for all.
     Value i = e.add(ltid, 128 * pass);
-    bool whole = 128 % perRow == 0;
     Value chunkCol = e.mul(e.remu(whole ? ltid : i, perRow), kChunk);
     Value local = e.add(e.mul(cw, 64),
                         whole ? e.add(e.divu(ltid, perRow), pass * 128 / perRow)
@@ -159,7 +175,8 @@ void warpgroup::storeTileStaged(Emitter &e, const Problem &p,
       SmallVector<SmallVector<Value>> dims;
       for (int64_t x = 0; x < kChunk; ++x) {
         dims.push_back(cPoint(b, loc, p, t.bIdx, row, e.add(col, x)));
-        vals[x] = throughEpilogue(b, loc, p, vals[x], dims.back());
+        vals[x] = throughEpilogue(b, loc, p, vals[x], dims.back(),
+                                  whole ? &perColumn[x] : nullptr);
       }
       auto branch = scf::IfOp::create(b, loc, TypeRange{}, aligned,
                                       /*withElseRegion=*/true);

@@ -132,8 +132,9 @@ SmallVector<Value> warpgroup::cPoint(OpBuilder &b, Location loc,
 
 /// C's value `v` at `dims` through the epilogue's body (its other inputs
 /// loaded at the point); `v` itself without an epilogue.
-Value warpgroup::throughEpilogue(OpBuilder &b, Location loc, const Problem &p,
-                                 Value v, ArrayRef<Value> dims) {
+Value warpgroup::throughEpilogue(
+    OpBuilder &b, Location loc, const Problem &p, Value v, ArrayRef<Value> dims,
+    const llvm::DenseMap<OpOperand *, Value> *loaded) {
   linalg::GenericOp g = p.epilogue;
   if (!g)
     return v;
@@ -145,10 +146,10 @@ Value warpgroup::throughEpilogue(OpBuilder &b, Location loc, const Problem &p,
       map.map(arg, v);
     else if (!isa<MemRefType>(in->get().getType()))
       map.map(arg, in->get());
+    else if (Value l = loaded ? loaded->lookup(in) : Value())
+      map.map(arg, l);
     else
-      map.map(arg, memref::LoadOp::create(
-                       b, loc, in->get(),
-                       indicesAt(b, loc, g.getMatchingIndexingMap(in), dims)));
+      map.map(arg, loadEpilogueOperand(b, loc, p, in, dims));
   }
   OpOperand *out = g.getDpsInitOperand(0);
   BlockArgument outArg = gb.getArgument(gb.getNumArguments() - 1);
@@ -160,6 +161,34 @@ Value warpgroup::throughEpilogue(OpBuilder &b, Location loc, const Problem &p,
   for (Operation &o : gb.without_terminator())
     b.clone(o, map);
   return map.lookupOrDefault(gb.getTerminator()->getOperand(0));
+}
+
+SmallVector<OpOperand *> warpgroup::columnOperands(const Problem &p) {
+  SmallVector<OpOperand *> operands;
+  linalg::GenericOp g = p.epilogue;
+  if (!g)
+    return operands;
+  // C's dims: the batch dims, the M dims, N (cPoint).
+  const unsigned m0 = p.batchSizes.size(), m1 = m0 + p.mSizes.size();
+  for (OpOperand *in : g.getDpsInputOperands()) {
+    if (in == p.epilogueIn || !isa<MemRefType>(in->get().getType()))
+      continue;
+    AffineMap map = g.getMatchingIndexingMap(in);
+    bool perColumn = true;
+    for (unsigned d = m0; d < m1; ++d)
+      perColumn &= !map.isFunctionOfDim(d);
+    if (perColumn)
+      operands.push_back(in);
+  }
+  return operands;
+}
+
+Value warpgroup::loadEpilogueOperand(OpBuilder &b, Location loc,
+                                     const Problem &p, OpOperand *in,
+                                     ArrayRef<Value> dims) {
+  linalg::GenericOp g = p.epilogue;
+  return memref::LoadOp::create(
+      b, loc, in->get(), indicesAt(b, loc, g.getMatchingIndexingMap(in), dims));
 }
 
 /// Stores the final value `r` at `dims`: into the epilogue's output, or C.

@@ -111,9 +111,20 @@ SmallVector<Value> cPoint(OpBuilder &b, Location loc, const Problem &p,
                           ArrayRef<Value> batchIdx, Value row, Value col);
 
 /// C's value `v` at `dims` through the epilogue's body (its other inputs
-/// loaded at the point); `v` itself without an epilogue.
-Value throughEpilogue(OpBuilder &b, Location loc, const Problem &p, Value v,
-                      ArrayRef<Value> dims);
+/// loaded at the point, or taken from `loaded` where it has them); `v`
+/// itself without an epilogue.
+Value throughEpilogue(
+    OpBuilder &b, Location loc, const Problem &p, Value v, ArrayRef<Value> dims,
+    const llvm::DenseMap<OpOperand *, Value> *loaded = nullptr);
+
+/// The epilogue's memref inputs other than C whose indexing maps use none
+/// of C's M dims (per-column scales, zero-point sums, a bias): the same
+/// values for every row of a column.
+SmallVector<OpOperand *> columnOperands(const Problem &p);
+
+/// The epilogue's input `in` loaded at C's point `dims`.
+Value loadEpilogueOperand(OpBuilder &b, Location loc, const Problem &p,
+                          OpOperand *in, ArrayRef<Value> dims);
 
 /// Stores the final value `r` at `dims`: into the epilogue's output, or C.
 void storeFinal(OpBuilder &b, Location loc, const Problem &p, Value r,

@@ -500,7 +500,11 @@ ArrayRef<Tile> warpgroup::tileTable() {
   // BERT-base b32's FFN1 (4 waves against 3) 62.5 us against 53.9; it was
   // then faster where its waves are fuller: BERT's QKV 32.0 us against 36.6
   // (128 x 128), FFN2 33.0 against 38.1, the output projection 14.6 against
-  // 16.5 (docs/benchmarks.md). Measured on f16 matmuls only.
+  // 16.5 (docs/benchmarks.md). On u8 x s8 matmuls (bench/hopper/int8_gemm.py,
+  // an H100, 2026-12-06) BERT's N = 768 products take 0.81x (FFN2) and
+  // 0.83x (output projection) the kernel time of 256 x 128, its QKV (N =
+  // 2304) 0.90x that of 128 x 128, and FFN1 with GELU 1.09x that of 256 x
+  // 128, which the rate keeps. Not measured on convolutions or TF32.
   // 128 x 256, 128 x 192 and 192 x 192 (two or three consumer warpgroups of
   // m64n256 or m64n192 wgmmas: more columns per instruction, so fewer
   // shared-memory reads of A per product) are not measured yet: --gpu-tiles
@@ -512,7 +516,7 @@ ArrayRef<Tile> warpgroup::tileTable() {
                                {128, 128, 4, 0.88},
                                {256, 64, 4, 0.75},
                                {128, 64, 6, 0.6},
-                               {192, 128, 4, 0.86, /*halfMatmulsOnly=*/true},
+                               {192, 128, 4, 0.86, /*matmulsOnly=*/true},
                                {128, 256, 4, 0.0},
                                {128, 192, 5, 0.0},
                                {192, 192, 4, 0.0},
@@ -537,7 +541,7 @@ Tile warpgroup::chooseTile(const Problem &p, const ContractionTiles &allowed) {
     // 64-column tiles, a wider N the others but 256 x 64.
     bool narrow = t.bn == 64 && t.bm == 256;
     bool measured =
-        t.rate > 0 && (!t.halfMatmulsOnly || (!p.conv && p.elemBytes() == 2));
+        t.rate > 0 && (!t.matmulsOnly || (!p.conv && p.elemBytes() <= 2));
     if (measured && (p.n > 64 ? !narrow : t.bn == 64))
       candidates.push_back(t);
   }

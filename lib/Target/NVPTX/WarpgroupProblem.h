@@ -126,9 +126,9 @@ struct Tile {
   /// Its throughput relative to 256 x 128 on a problem that fills every
   /// wave (bench/hopper, 8192^3 fp16: 0.88x torch.matmul, 0.77x, 0.52x).
   double rate;
-  /// Measured on f16/bf16 matmuls only: the cost model leaves it out for
-  /// convolutions and TF32 or 8-bit operands (--gpu-tiles can still ask).
-  bool halfMatmulsOnly = false;
+  /// Measured on matmuls of 16- and 8-bit operands only: the cost model
+  /// leaves it out for convolutions and TF32 (--gpu-tiles can still ask).
+  bool matmulsOnly = false;
   /// Blocks that share a multiprocessor: 2 when the tile's stages take at
   /// most half of its 228 KiB (less 1 KiB a block the hardware keeps), so
   /// that one block's epilogue overlaps the other's products.

@@ -85,3 +85,27 @@ func.func @f32_kept(%x: f32, %y: f32) -> (f32, f32, f32) {
   %c = arith.divf %x, %y : f32
   return %a, %b, %c : f32, f32, f32
 }
+
+// A QuantizeLinear's round(x / scale): the correction without the option,
+// since every use rounds the quotient to an integer (the same integer for
+// every x). A second, unrounded use keeps the division.
+// CHECK-LABEL: func.func @quantize
+// F32-LABEL: func.func @quantize
+// CHECK: %[[Q0:.*]] = arith.mulf %{{.*}}, %{{.*}} : f32
+// CHECK: math.fma
+// CHECK: %[[Q1:.*]] = math.fma %{{.*}}, %{{.*}}, %[[Q0]] : f32
+// CHECK: %[[Q:.*]] = arith.select %{{.*}}, %[[Q0]], %[[Q1]] : f32
+// CHECK: math.roundeven %[[Q]] : f32
+// CHECK: %[[D:.*]] = arith.divf %{{.*}}, %{{.*}} : f32
+// CHECK: math.roundeven %[[D]] : f32
+// CHECK: arith.addf %[[D]], %[[D]] : f32
+func.func @quantize(%x: f32) -> (f32, f32, f32) {
+  %s = arith.constant 0.0235294 : f32
+  %q = arith.divf %x, %s : f32
+  %r = math.roundeven %q : f32
+  %s2 = arith.constant 0.05 : f32
+  %d = arith.divf %x, %s2 : f32
+  %r2 = math.roundeven %d : f32
+  %e = arith.addf %d, %d : f32
+  return %r, %r2, %e : f32, f32, f32
+}

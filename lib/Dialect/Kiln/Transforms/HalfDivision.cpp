@@ -19,7 +19,10 @@
 // residual underflows and q1 may be an ulp away). Where q0 is infinite (x
 // is, or the quotient overflows) q0 is taken, since the residual is NaN.
 // An int8 model's QuantizeLinear (x / scale) and GELU in f32 are such
-// divisions, one per element of a contraction's epilogue.
+// divisions, one per element of a contraction's epilogue. A division whose
+// every use rounds it to an integer (QuantizeLinear's) takes the correction
+// without the option: there it is exact (the quotients where it may differ
+// round to 0 either way).
 //
 //===----------------------------------------------------------------------===//
 
@@ -71,6 +74,17 @@ bool correctF32Division(arith::DivFOp op, const APFloat &c) {
   return true;
 }
 
+/// Whether every use of `op`'s quotient rounds it to the nearest integer
+/// (a QuantizeLinear's `round(x / scale)`): there the corrected product
+/// gives the same integer for every x, since it differs from `x / c` only
+/// for quotients below 2^-100 in magnitude, which round to 0 either way
+/// (floor and ceil would not: -2^-120 and -0 floor apart).
+bool onlyRounded(arith::DivFOp op) {
+  return !op->use_empty() && llvm::all_of(op->getUsers(), [](Operation *u) {
+    return isa<math::RoundEvenOp, math::RoundOp>(u);
+  });
+}
+
 struct HalfDivisionPass
     : public kiln::impl::KilnHalfDivisionBase<HalfDivisionPass> {
   using KilnHalfDivisionBase::KilnHalfDivisionBase;
@@ -79,7 +93,8 @@ struct HalfDivisionPass
     SmallVector<arith::DivFOp> divisions;
     getOperation().walk([&](arith::DivFOp op) {
       Type t = op.getType();
-      if (t.isF16() || t.isBF16() || (f32 && t.isF32()))
+      if (t.isF16() || t.isBF16() ||
+          (t.isF32() && (f32 || onlyRounded(op))))
         divisions.push_back(op);
     });
     for (arith::DivFOp op : divisions) {
