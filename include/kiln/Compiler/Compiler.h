@@ -99,8 +99,9 @@ struct CompileOptions {
   /// (kiln-onnx-insert-qdq's quantize-residuals).
   bool int8Residuals = true;
   /// --f32-constant-division: f32 divisions by a constant as the product by
-  /// the reciprocal with one FMA correction (kiln-half-division's f32);
-  /// off until measured on a GPU (docs/int8.md).
+  /// the reciprocal with one FMA correction (kiln-half-division's f32).
+  /// Off: divisions that are only rounded to an integer (QuantizeLinear's)
+  /// take it anyway, where it is exact (docs/int8.md).
   bool f32ConstantDivision = false;
   /// Return intermediate float values as extra outputs
   /// (kiln-expose-intermediates): all, or only `exposeNodes` when not empty.
