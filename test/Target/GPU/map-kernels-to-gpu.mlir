@@ -354,3 +354,45 @@ module {
     return
   }
 }
+
+// -----
+
+// A large elementwise kernel (2^20 elements, static): four iterations per
+// thread (ceil(n / 1024) blocks of 256 threads), iterations id + 256 j.
+// The body is cloned op by op for the four, so their loads come before
+// their stores; an iteration past the end computes as the last one
+// (min with n - 1) and does not store (each store guarded).
+// CHECK-LABEL: func.func private @quantize_large
+// CHECK: arith.constant 256 : index
+// CHECK-NEXT: %[[PER:.*]] = arith.constant 1024 : index
+// CHECK-NEXT: %[[N:.*]] = arith.ceildivsi %{{.*}}, %[[PER]] : index
+// CHECK: gpu.launch blocks(%[[BX:.*]], %{{.*}}, %{{.*}}) in (%{{.*}} = %{{.*}}, %{{.*}} = %c1{{.*}}, %{{.*}} = %c1{{.*}}) threads(%{{.*}}, %{{.*}}, %{{.*}}) in (%{{.*}} = %c256
+// CHECK: arith.muli %[[BX]], %[[PER]] : index
+// CHECK-COUNT-4: arith.minui
+// CHECK-COUNT-4: memref.load %{{.*}} : memref<1024x1024xf32>
+// CHECK-COUNT-4: math.roundeven
+// CHECK: scf.if
+// CHECK-NEXT: memref.store %{{.*}} : memref<1024x1024xi8>
+// CHECK: scf.if
+// CHECK-NEXT: memref.store
+// CHECK: scf.if
+// CHECK-NEXT: memref.store
+// CHECK: scf.if
+// CHECK-NEXT: memref.store
+// CHECK-NOT: memref.store
+// CHECK: gpu.terminator
+#map = affine_map<(d0, d1) -> (d0, d1)>
+module {
+  func.func private @quantize_large(%x: memref<1024x1024xf32>, %y: memref<1024x1024xi8>) attributes {kiln.kernel} {
+    %s = arith.constant 0.05 : f32
+    linalg.generic {indexing_maps = [#map, #map], iterator_types = ["parallel", "parallel"]}
+        ins(%x : memref<1024x1024xf32>) outs(%y : memref<1024x1024xi8>) {
+    ^bb0(%a: f32, %b: i8):
+      %q = arith.divf %a, %s : f32
+      %r = math.roundeven %q : f32
+      %i = arith.fptosi %r : f32 to i8
+      linalg.yield %i : i8
+    }
+    return
+  }
+}
