@@ -115,6 +115,25 @@
 // IR: arith.truncf {{.*}} : f32 to f16
 // IR: llvm.store {{.*}} {alignment = 16 : i64} : vector<8xf16>, !llvm.ptr
 // IR-NOT: gpu.launch
+// A residual read at C's own point from a buffer laid out as the output:
+// where its base (and every such operand's) is 16-byte aligned, each
+// thread loads its chunk of every pass up front (a 128 x 64 tile: 4 passes
+// x 16 bytes, before the first pass's shared loads), and the passes take their 8 values
+// from those; else each pass loads its elements one by one.
+// IR-LABEL: func.func private @mm_residual_f16(
+// IR: nvvm.wgmma.mma_async
+// IR: nvvm.barrier id
+// IR: memref.load %{{.*}}[%{{.*}}] : memref<384xf16>
+// IR: scf.if %{{.*}} -> (vector<8xf16>, vector<8xf16>, vector<8xf16>, vector<8xf16>)
+// IR-COUNT-4: llvm.load %{{.*}} {alignment = 16 : i64} : !llvm.ptr -> vector<8xf16>
+// IR: } else {
+// IR-COUNT-4: llvm.mlir.undef : vector<8xf16>
+// IR: llvm.load {{.*}} : !llvm.ptr<3> -> vector<4xf32>
+// IR: scf.if %{{.*}} -> (f16, f16, f16, f16, f16, f16, f16, f16)
+// IR-COUNT-8: llvm.extractelement
+// IR: } else {
+// IR-COUNT-8: memref.load %{{.*}} : memref<512x384xf16>
+// IR: llvm.store {{.*}} {alignment = 16 : i64} : vector<8xf16>, !llvm.ptr
 // IR-LABEL: func.func private @mm_odd_k(
 // IR-NOT: kiln.tile_map
 // IR: nvvm.mma.sync
@@ -263,6 +282,24 @@ module {
       %s = arith.addf %in, %be : f32
       %r = arith.maximumf %s, %zero : f32
       %h = arith.truncf %r : f32 to f16
+      linalg.yield %h : f16
+    }
+    memref.dealloc %t : memref<512x384xf32>
+    return
+  }
+  func.func private @mm_residual_f16(%a: memref<512x256xf16>, %b: memref<256x384xf16>, %bias: memref<384xf16>, %res: memref<512x384xf16>, %y: memref<512x384xf16>) attributes {kiln.kernel} {
+    %zero = arith.constant 0.0 : f32
+    %t = memref.alloc() : memref<512x384xf32>
+    linalg.fill ins(%zero : f32) outs(%t : memref<512x384xf32>)
+    linalg.matmul ins(%a, %b : memref<512x256xf16>, memref<256x384xf16>) outs(%t : memref<512x384xf32>)
+    linalg.generic {indexing_maps = [#id, #bias, #id, #id], iterator_types = ["parallel", "parallel"]}
+        ins(%t, %bias, %res : memref<512x384xf32>, memref<384xf16>, memref<512x384xf16>) outs(%y : memref<512x384xf16>) {
+    ^bb0(%in: f32, %bi: f16, %r: f16, %out: f16):
+      %be = arith.extf %bi : f16 to f32
+      %re = arith.extf %r : f16 to f32
+      %s = arith.addf %in, %be : f32
+      %s2 = arith.addf %s, %re : f32
+      %h = arith.truncf %s2 : f32 to f16
       linalg.yield %h : f16
     }
     memref.dealloc %t : memref<512x384xf32>
