@@ -57,6 +57,10 @@ SHAPES = {
     "bert-ffn2 b32": (4096, 768, 3072, "dq"),
     "rn50 l4 b64": (3136, 2048, 512, "dq"),
     "4096^3": (4096, 4096, 4096, "dq"),
+    # ResNet-50's layer-1 and layer-2 1x1 convolutions at batch 64 as
+    # products (NHWC: [N H W, C] x [C, F]): one or two K steps a tile.
+    "rn50 l1 1x1 b64": (200704, 256, 64, "dq"),
+    "rn50 l2 1x1 b64": (50176, 512, 128, "dq"),
     # BERT-base's MLP block at batch 32 x 128, as a float model quantized by
     # kilnc --precision=int8 --calibrate (its float part in fp16, as the
     # network's int8 build has it) and built with --precision=fp16.
