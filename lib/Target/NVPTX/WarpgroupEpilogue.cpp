@@ -245,8 +245,8 @@ void warpgroup::storeTileStaged(Emitter &e, const Problem &p,
       scf::YieldOp::create(b, loc, none);
     }
     for (size_t o = 0; o < rowOps.size(); ++o)
-      prefetched.push_back(SmallVector<Value>(
-          load.getResults().slice(o * passes, passes)));
+      prefetched.push_back(
+          SmallVector<Value>(load.getResults().slice(o * passes, passes)));
   }
   for (int64_t pass = 0; pass < passes; ++pass) {
     Value i = e.add(ltid, 128 * pass);
