@@ -24,8 +24,8 @@ def KilnMapKernelsToGPU : Pass<"kiln-map-kernels-to-gpu", "ModuleOp"> {
     instruction) comes from a GPUTargetInfo (include/kiln/Target/GPU/
     TargetInfo.h): the one the target's pipeline passes in, else the one
     registered for the `device` option's kind. One strategy per file in
-    lib/Target/GPU: MapKernelsToGPU.cpp (the pass, launch mapping, parallel
-    loops), Reductions.cpp (one thread per output tile, one warp per
+    lib/Target/GPU: MapKernelsToGPU.cpp (the pass), LaunchMapping.cpp
+    (launch mapping, parallel loops, device checks), Reductions.cpp (one thread per output tile, one warp per
     output), TiledContraction.cpp (shared-memory tiles, the matrix
     instruction, split K); MergeModules.cpp holds kiln-merge-gpu-modules.
   }];
