@@ -11,6 +11,20 @@
 #include <stdint.h>
 #include <string.h>
 
+/* What both encoders record of a map (gLock held). */
+static void record_map(int type, unsigned rank, int swizzle,
+                       const unsigned long long *dims,
+                       const unsigned long long *strides) {
+  gStats.last_map_type = type;
+  gStats.last_map_rank = rank;
+  gStats.last_map_swizzle = swizzle;
+  for (unsigned d = 0; d < rank; ++d) {
+    gStats.last_map_dims[d] = dims[d];
+    if (d > 0)
+      gStats.last_map_strides[d - 1] = strides[d - 1];
+  }
+}
+
 EXPORT CUresult cuTensorMapEncodeTiled(
     void *map, int type, unsigned rank, void *base,
     const unsigned long long *dims, const unsigned long long *strides,
@@ -29,15 +43,9 @@ EXPORT CUresult cuTensorMapEncodeTiled(
       return INVALID_VALUE;
   pthread_mutex_lock(&gLock);
   ++gStats.tile_maps;
-  gStats.last_map_type = type;
-  gStats.last_map_rank = rank;
-  gStats.last_map_swizzle = swizzle;
-  for (unsigned d = 0; d < rank; ++d) {
-    gStats.last_map_dims[d] = dims[d];
+  record_map(type, rank, swizzle, dims, strides);
+  for (unsigned d = 0; d < rank; ++d)
     gStats.last_map_box[d] = box[d];
-    if (d > 0)
-      gStats.last_map_strides[d - 1] = strides[d - 1];
-  }
   pthread_mutex_unlock(&gLock);
   (void)l2;
   (void)oob;
@@ -65,16 +73,11 @@ EXPORT CUresult cuTensorMapEncodeIm2col(
       return INVALID_VALUE;
   pthread_mutex_lock(&gLock);
   ++gStats.im2col_maps;
-  gStats.last_map_type = type;
-  gStats.last_map_rank = rank;
-  gStats.last_map_swizzle = swizzle;
+  record_map(type, rank, swizzle, dims, strides);
   gStats.last_im2col_channels = channels;
   gStats.last_im2col_pixels = pixels;
   for (unsigned d = 0; d < rank; ++d) {
-    gStats.last_map_dims[d] = dims[d];
     gStats.last_im2col_element_strides[d] = element_strides[d];
-    if (d > 0)
-      gStats.last_map_strides[d - 1] = strides[d - 1];
     if (d + 2 < rank) {
       gStats.last_im2col_lower[d] = lower[d];
       gStats.last_im2col_upper[d] = upper[d];
