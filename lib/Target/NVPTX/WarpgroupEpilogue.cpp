@@ -107,27 +107,39 @@ void warpgroup::storeTileStaged(Emitter &e, const Problem &p,
   // row of 24 chunks, BN = 192, straddles two passes).
   const int64_t perRow = bn / kChunk, chunks = 64 * perRow;
   Value mBound = e.i32(p.m), nBound = e.i32(p.n);
-  // The output's base address and whether it takes whole-chunk stores.
   auto ptrType = LLVM::LLVMPointerType::get(context);
-  Value outIndex = memref::ExtractAlignedPointerAsIndexOp::create(b, loc, out);
-  Value outAddr =
-      arith::IndexCastUIOp::create(b, loc, b.getI64Type(), outIndex);
-  Value outPtr = LLVM::IntToPtrOp::create(b, loc, ptrType, outAddr);
-  const int64_t align = std::min<int64_t>(16, kChunk * outBytes);
-  Value i64Zero = arith::ConstantIntOp::create(b, loc, b.getI64Type(), 0);
-  Value aligned = arith::CmpIOp::create(
-      b, loc, arith::CmpIPredicate::eq,
-      arith::AndIOp::create(
-          b, loc, outAddr,
-          arith::ConstantIntOp::create(b, loc, b.getI64Type(), align - 1)),
-      i64Zero);
   auto i64 = [&](Value v) {
     return arith::ExtUIOp::create(b, loc, b.getI64Type(), v).getResult();
   };
   auto i64c = [&](int64_t v) {
     return arith::ConstantIntOp::create(b, loc, b.getI64Type(), v).getResult();
   };
+  // A buffer laid out as the output: its base pointer, and whether that is
+  // aligned to `bytes` (a caller's buffer need not be).
+  auto baseOf = [&](Value memref, int64_t bytes) {
+    Value addr = arith::IndexCastUIOp::create(
+        b, loc, b.getI64Type(),
+        memref::ExtractAlignedPointerAsIndexOp::create(b, loc, memref));
+    Value isAligned = arith::CmpIOp::create(
+        b, loc, arith::CmpIPredicate::eq,
+        arith::AndIOp::create(b, loc, addr, i64c(bytes - 1)), i64c(0));
+    return std::make_pair(
+        LLVM::IntToPtrOp::create(b, loc, ptrType, addr).getResult(), isAligned);
+  };
+  // The element offset of (row, col) of this batch in such a buffer.
   Value batchOff = arith::MulIOp::create(b, loc, i64(t.bz), i64c(p.m * p.n));
+  auto linear = [&](Value row, Value col) {
+    return arith::AddIOp::create(
+               b, loc, batchOff,
+               arith::AddIOp::create(
+                   b, loc, arith::MulIOp::create(b, loc, i64(row), i64c(p.n)),
+                   i64(col)))
+        .getResult();
+  };
+  // The output's base address and whether it takes whole-chunk stores.
+  const int64_t align = std::min<int64_t>(16, kChunk * outBytes);
+  Value outPtr, aligned;
+  std::tie(outPtr, aligned) = baseOf(out, align);
   auto quadType = VectorType::get({4}, accElem);
   // Where perRow divides 128, i / perRow is ltid / perRow + pass *
   // (128 / perRow) and i % perRow is ltid % perRow: one division for all,
@@ -140,13 +152,16 @@ void warpgroup::storeTileStaged(Emitter &e, const Problem &p,
   // the last chunk's, unused.
   const bool whole = 128 % perRow == 0;
   SmallVector<llvm::DenseMap<OpOperand *, Value>> perColumn(kChunk);
+  // The thread's chunk's first column (whole), clamped into the output.
+  Value chunk0;
+  SmallVector<OpOperand *> columnOps = columnOperands(p);
   if (whole) {
-    Value col = e.add(t.n0, e.mul(e.remu(ltid, perRow), kChunk));
-    col = arith::MinUIOp::create(b, loc, col, e.i32(p.n - kChunk));
-    for (OpOperand *in : columnOperands(p))
+    chunk0 = e.add(t.n0, e.mul(e.remu(ltid, perRow), kChunk));
+    chunk0 = arith::MinUIOp::create(b, loc, chunk0, e.i32(p.n - kChunk));
+    for (OpOperand *in : columnOps)
       for (int64_t x = 0; x < kChunk; ++x)
         perColumn[x][in] = loadEpilogueOperand(
-            b, loc, p, in, cPoint(b, loc, p, t.bIdx, t.m0, e.add(col, x)));
+            b, loc, p, in, cPoint(b, loc, p, t.bIdx, t.m0, e.add(chunk0, x)));
   }
   // The epilogue's operands read at C's own point from a buffer laid out as
   // the output (a residual): where every such base address is aligned, all
@@ -156,22 +171,24 @@ void warpgroup::storeTileStaged(Emitter &e, const Problem &p,
   // a tile, were bound by those waits); elsewhere each pass loads its own
   // elements.
   const int64_t passes = (chunks + 127) / 128;
-  SmallVector<OpOperand *> rowOps;
-  SmallVector<SmallVector<Value>> prefetched; // [operand][pass]
-  Value rowAligned;
-  if (whole) {
+  struct RowOperand {
+    OpOperand *in;
+    Type elem;
+    int64_t align; // of a chunk's vector load
+    Value ptr;
+  };
+  SmallVector<RowOperand> rowOps;
+  if (whole && p.epilogue) {
     linalg::GenericOp g = p.epilogue;
+    AffineMap outMap = g.getMatchingIndexingMap(g.getDpsInitOperand(0));
     auto outType = cast<MemRefType>(out.getType());
     int64_t bytes = 0;
-    for (OpOperand *in :
-         g ? g.getDpsInputOperands() : SmallVector<OpOperand *>()) {
+    for (OpOperand *in : g.getDpsInputOperands()) {
       auto type = dyn_cast<MemRefType>(in->get().getType());
-      if (in == p.epilogueIn || !type ||
-          llvm::is_contained(columnOperands(p), in) ||
+      if (in == p.epilogueIn || !type || llvm::is_contained(columnOps, in) ||
           !type.getLayout().isIdentity() ||
           type.getShape() != outType.getShape() ||
-          g.getMatchingIndexingMap(in) !=
-              g.getMatchingIndexingMap(g.getDpsInitOperand(0)) ||
+          g.getMatchingIndexingMap(in) != outMap ||
           !type.getElementType().isIntOrFloat())
         continue;
       unsigned bits = type.getElementType().getIntOrFloatBitWidth();
@@ -180,63 +197,40 @@ void warpgroup::storeTileStaged(Emitter &e, const Problem &p,
       bytes += passes * kChunk * bits / 8;
       if (bytes > 128)
         break;
-      rowOps.push_back(in);
+      rowOps.push_back({in, type.getElementType(),
+                        std::min<int64_t>(16, kChunk * bits / 8), Value()});
     }
   }
+  SmallVector<SmallVector<Value>> prefetched; // [operand][pass]
+  Value rowAligned;
   if (!rowOps.empty()) {
     rowAligned = arith::ConstantIntOp::create(b, loc, b.getI1Type(), 1);
-    SmallVector<Value> ptrs;
-    for (OpOperand *in : rowOps) {
-      Type elem = cast<MemRefType>(in->get().getType()).getElementType();
-      int64_t vecAlign =
-          std::min<int64_t>(16, kChunk * elem.getIntOrFloatBitWidth() / 8);
-      Value addr = arith::IndexCastUIOp::create(
-          b, loc, b.getI64Type(),
-          memref::ExtractAlignedPointerAsIndexOp::create(b, loc, in->get()));
-      ptrs.push_back(LLVM::IntToPtrOp::create(b, loc, ptrType, addr));
-      rowAligned = arith::AndIOp::create(
-          b, loc, rowAligned,
-          arith::CmpIOp::create(
-              b, loc, arith::CmpIPredicate::eq,
-              arith::AndIOp::create(b, loc, addr, i64c(vecAlign - 1)),
-              i64Zero));
-    }
     SmallVector<Type> types;
-    for (OpOperand *in : rowOps) {
-      Type elem = cast<MemRefType>(in->get().getType()).getElementType();
-      for (int64_t pass = 0; pass < passes; ++pass)
-        types.push_back(VectorType::get({kChunk}, elem));
+    for (RowOperand &r : rowOps) {
+      auto [ptr, isAligned] = baseOf(r.in->get(), r.align);
+      r.ptr = ptr;
+      rowAligned = arith::AndIOp::create(b, loc, rowAligned, isAligned);
+      types.append(passes, VectorType::get({kChunk}, r.elem));
     }
     auto load = scf::IfOp::create(b, loc, types, rowAligned,
                                   /*withElseRegion=*/true);
     {
       OpBuilder::InsertionGuard g(b);
       b.setInsertionPointToStart(load.thenBlock());
-      // Rows and columns past the ends (a partial tile, a pass past the
-      // last chunk) load the last row's or chunk's elements, unused.
-      Value col = e.add(t.n0, e.mul(e.remu(ltid, perRow), kChunk));
-      col = arith::MinUIOp::create(b, loc, col, e.i32(p.n - kChunk));
+      // Rows past the end (a partial tile, a pass past the last chunk) load
+      // the last row's elements, unused.
       SmallVector<Value> loaded;
-      for (auto [in, ptr] : llvm::zip(rowOps, ptrs)) {
-        Type elem = cast<MemRefType>(in->get().getType()).getElementType();
-        int64_t vecAlign =
-            std::min<int64_t>(16, kChunk * elem.getIntOrFloatBitWidth() / 8);
+      for (const RowOperand &r : rowOps)
         for (int64_t pass = 0; pass < passes; ++pass) {
           Value local = e.add(e.mul(cw, 64),
                               e.add(e.divu(ltid, perRow), pass * 128 / perRow));
           Value row = arith::MinUIOp::create(b, loc, e.add(t.m0, local),
                                              e.i32(p.m - 1));
-          Value idx = arith::AddIOp::create(
-              b, loc, batchOff,
-              arith::AddIOp::create(
-                  b, loc, arith::MulIOp::create(b, loc, i64(row), i64c(p.n)),
-                  i64(col)));
-          Value at =
-              LLVM::GEPOp::create(b, loc, ptrType, elem, ptr, ValueRange{idx});
+          Value at = LLVM::GEPOp::create(b, loc, ptrType, r.elem, r.ptr,
+                                         ValueRange{linear(row, chunk0)});
           loaded.push_back(LLVM::LoadOp::create(
-              b, loc, VectorType::get({kChunk}, elem), at, vecAlign));
+              b, loc, VectorType::get({kChunk}, r.elem), at, r.align));
         }
-      }
       scf::YieldOp::create(b, loc, loaded);
       b.setInsertionPointToStart(load.elseBlock());
       SmallVector<Value> none;
@@ -278,9 +272,8 @@ void warpgroup::storeTileStaged(Emitter &e, const Problem &p,
       // This pass's elements of the row operands: from the prefetched
       // chunks where they were aligned, else loaded one by one.
       SmallVector<llvm::DenseMap<OpOperand *, Value>> operands(perColumn);
-      for (auto [o, in] : llvm::enumerate(rowOps)) {
-        Type elem = cast<MemRefType>(in->get().getType()).getElementType();
-        auto pick = scf::IfOp::create(b, loc, SmallVector<Type>(kChunk, elem),
+      for (auto [o, r] : llvm::enumerate(rowOps)) {
+        auto pick = scf::IfOp::create(b, loc, SmallVector<Type>(kChunk, r.elem),
                                       rowAligned, /*withElseRegion=*/true);
         OpBuilder::InsertionGuard g(b);
         b.setInsertionPointToStart(pick.thenBlock());
@@ -292,10 +285,10 @@ void warpgroup::storeTileStaged(Emitter &e, const Problem &p,
         b.setInsertionPointToStart(pick.elseBlock());
         got.clear();
         for (int64_t x = 0; x < kChunk; ++x)
-          got.push_back(loadEpilogueOperand(b, loc, p, in, dims[x]));
+          got.push_back(loadEpilogueOperand(b, loc, p, r.in, dims[x]));
         scf::YieldOp::create(b, loc, got);
         for (int64_t x = 0; x < kChunk; ++x)
-          operands[x][in] = pick.getResult(x);
+          operands[x][r.in] = pick.getResult(x);
       }
       for (int64_t x = 0; x < kChunk; ++x)
         vals[x] = throughEpilogue(b, loc, p, vals[x], dims[x],
@@ -305,11 +298,7 @@ void warpgroup::storeTileStaged(Emitter &e, const Problem &p,
       {
         OpBuilder::InsertionGuard g(b);
         b.setInsertionPoint(branch.thenBlock()->getTerminator());
-        Value idx = arith::AddIOp::create(
-            b, loc, batchOff,
-            arith::AddIOp::create(
-                b, loc, arith::MulIOp::create(b, loc, i64(row), i64c(p.n)),
-                i64(col)));
+        Value idx = linear(row, col);
         // 16 bytes per store: 8 16-bit or 4 32-bit results (8 8-bit ones
         // in one 8-byte store).
         const int64_t perStore = std::min<int64_t>(kChunk, 16 / outBytes);
