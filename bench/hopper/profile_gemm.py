@@ -6,7 +6,8 @@ torch.matmul of one shape a few times, without CUDA graphs, so that
 same problem in one device call (issue 12: where the mid-size GEMMs lose).
 
   there: ncu --clock-control none --section SpeedOfLight ... \\
-             python3 bench/hopper/profile_gemm.py kiln LIB MODEL.so MODEL.onnx
+             python3 bench/hopper/profile_gemm.py kiln LIB MODEL.so MODEL.onnx \\
+                 [--dim batch=64]
          ncu ... python3 bench/hopper/profile_gemm.py torch M N K
          python3 bench/hopper/profile_gemm.py trace LIB MODEL.so MODEL.onnx [M N K]
 
@@ -22,23 +23,25 @@ HERE = os.path.dirname(os.path.abspath(__file__))
 sys.path.insert(0, os.path.join(os.path.dirname(os.path.dirname(HERE)), "python"))
 
 
-def signature(onnx_path):
-    """The model's inputs and outputs as (ONNX element type, shape)."""
+def signature(onnx_path, dims=None):
+    """The model's inputs and outputs as (ONNX element type, shape); a
+    symbolic dim takes its value from `dims` (name: size)."""
     import onnx
     g = onnx.load(onnx_path, load_external_data=False).graph
     inits = {i.name for i in g.initializer}
 
     def info(v):
         t = v.type.tensor_type
-        return t.elem_type, [d.dim_value for d in t.shape.dim]
+        return t.elem_type, [d.dim_value or (dims or {}).get(d.dim_param, 0)
+                             for d in t.shape.dim]
     return ([info(v) for v in g.input if v.name not in inits], [info(v) for v in g.output])
 
 
-def kiln_runner(lib, so, onnx_path):
+def kiln_runner(lib, so, onnx_path, dims=None):
     import torch
     from kiln_tools.runtime import KilnModel
     dtypes = {10: torch.float16, 16: torch.bfloat16, 1: torch.float32}
-    ins, outs = signature(onnx_path)
+    ins, outs = signature(onnx_path, dims)
     g = torch.Generator(device="cuda").manual_seed(0)
     xs = [(torch.randn(s, device="cuda", generator=g) * 0.5).to(dtypes[d]) for d, s in ins]
     ys = [torch.empty(s, device="cuda", dtype=dtypes[d]) for d, s in outs]
@@ -96,14 +99,17 @@ def main():
     ap.add_argument("mode", choices=["kiln", "torch", "trace"])
     ap.add_argument("args", nargs="+")
     ap.add_argument("--runs", type=int, default=3)
+    ap.add_argument("--dim", action="append", default=[], metavar="NAME=SIZE",
+                    help="kiln, trace: the size of a symbolic input dim (batch=64)")
     a = ap.parse_args()
+    dims = {k: int(v) for k, v in (d.split("=") for d in a.dim)}
     import torch
     if a.mode == "kiln":
-        fn = kiln_runner(*a.args[:3])
+        fn = kiln_runner(*a.args[:3], dims)
     elif a.mode == "torch":
         fn = torch_runner(*map(int, a.args[:3]))
     else:
-        fns = [(os.path.basename(a.args[1]), kiln_runner(*a.args[:3]))]
+        fns = [(os.path.basename(a.args[1]), kiln_runner(*a.args[:3], dims))]
         if len(a.args) >= 6:
             fns.append(("torch.matmul", torch_runner(*map(int, a.args[3:6]))))
         trace(fns)

@@ -1,4 +1,4 @@
-// RUN: %python -c "import json; h=[1000 if i %% 2 == 0 else 10 for i in range(100)] + [0] * 1947 + [1]; json.dump({'tensors': {'x': {'min': -1.0, 'max': 3.0, 'absmax': 3.0}, 'relu': {'min': 0.0, 'max': 20.48, 'absmax': 20.48, 'hist': h}, 'y': {'min': -2.0, 'max': 2.0, 'absmax': 2.0}}}, open('%t.json', 'w'))"
+// RUN: %python -c "import json; h=[1000 if i %% 2 == 0 else 10 for i in range(100)] + [0] * 1947 + [1]; json.dump({'tensors': {'x': {'min': -1.0, 'max': 3.0, 'absmax': 3.0}, 'relu': {'min': 0.0, 'max': 20.48, 'absmax': 20.48, 'hist': h}, 'y': {'min': -2.0, 'max': 2.0, 'absmax': 2.0}, 'pool:0': {'min': 0.0, 'max': 2.55, 'absmax': 2.55}}}, open('%t.json', 'w'))"
 // RUN: kiln-opt %s --split-input-file --kiln-onnx-insert-qdq="ranges=%t.json method=minmax" | FileCheck %s
 // RUN: kiln-opt %s --split-input-file --kiln-onnx-insert-qdq="ranges=%t.json method=percentile:99.99" | FileCheck %s --check-prefix=PCT
 // RUN: kiln-opt %s --split-input-file --kiln-onnx-insert-qdq="ranges=%t.json method=entropy" | FileCheck %s --check-prefix=KL
@@ -138,4 +138,39 @@ func.func @residual(%x: tensor<1x2x4x4xf32>) -> tensor<1x2x4x4xf32> {
   %b = "onnx.Add"(%c, %bias) : (tensor<1x2x4x4xf32>, tensor<1x2x4x4xf32>) -> tensor<1x2x4x4xf32> loc("bias")
   %y = "onnx.Add"(%b, %r) : (tensor<1x2x4x4xf32>, tensor<1x2x4x4xf32>) -> tensor<1x2x4x4xf32> loc("res")
   return %y : tensor<1x2x4x4xf32>
+}
+
+// -----
+
+// A stem: Relu -> MaxPool -> Conv. The pool's value is what the Conv reads
+// quantized (minmax [0, 2.55]: scale 0.01, zero point 0); the Relu's
+// value, read only by the pool, is quantized with the same scale and
+// zero point, so that the pool runs on uint8 values (max commutes with
+// the monotone quantization) and the Relu's kernel writes uint8. Fused:
+// the MaxPool reads the Relu's QuantizeLinear and writes uint8, which the
+// ConvInteger reads; no float pool is left.
+// CHECK: kiln.precision_plan = {{.*}}pools = 1 : i64
+// CHECK-LABEL: func.func @pool
+// CHECK: %[[R:.*]] = "onnx.Relu"
+// CHECK-DAG: %[[S:.*]] = arith.constant dense<0.00999999977> : tensor<f32>
+// CHECK-DAG: %[[Z:.*]] = arith.constant dense<0> : tensor<ui8>
+// CHECK: %[[QR:.*]] = "onnx.QuantizeLinear"(%[[R]], %[[S]], %[[Z]]) {{.*}} -> tensor<1x2x4x4xui8>
+// CHECK: %[[DR:.*]] = "onnx.DequantizeLinear"(%[[QR]], %[[S]], %[[Z]])
+// CHECK: %[[P:.*]], %{{.*}} = "onnx.MaxPool"(%[[DR]])
+// CHECK: %[[QP:.*]] = "onnx.QuantizeLinear"(%[[P]], %{{.*}}, %{{.*}}) {{.*}} -> tensor<1x2x2x2xui8>
+// CHECK: %[[DP:.*]] = "onnx.DequantizeLinear"(%[[QP]],
+// CHECK: "onnx.Conv"(%[[DP]],
+// FUSED-LABEL: func.func @pool
+// FUSED: %[[QR:.*]] = "onnx.QuantizeLinear"({{.*}}) {{.*}} -> tensor<1x2x4x4xui8>
+// FUSED: %[[P:.*]], %{{.*}} = "onnx.MaxPool"(%[[QR]]) {{.*}} : (tensor<1x2x4x4xui8>) -> (tensor<1x2x2x2xui8>, none)
+// FUSED: "onnx.ConvInteger"(%[[P]],
+// FUSED-NOT: "onnx.MaxPool"({{.*}}f32
+// FLOATRES: kiln.precision_plan = {{.*}}pools = 1 : i64
+func.func @pool(%x: tensor<1x2x4x4xf32>) -> tensor<1x2x2x2xf32> {
+  %w = arith.constant dense<[[[[2.54]], [[-1.0]]], [[[0.5]], [[-1.27]]]]> : tensor<2x2x1x1xf32>
+  %r = "onnx.Relu"(%x) : (tensor<1x2x4x4xf32>) -> tensor<1x2x4x4xf32> loc("stem_relu")
+  %p, %i = "onnx.MaxPool"(%r) <{kernel_shape = [2, 2], strides = [2, 2]}> : (tensor<1x2x4x4xf32>) -> (tensor<1x2x2x2xf32>, none) loc("pool")
+  %none = onnx.NoValue
+  %c = "onnx.Conv"(%p, %w, %none) {kernel_shape = [1, 1]} : (tensor<1x2x2x2xf32>, tensor<2x2x1x1xf32>, none) -> tensor<1x2x2x2xf32> loc("conv")
+  return %c : tensor<1x2x2x2xf32>
 }

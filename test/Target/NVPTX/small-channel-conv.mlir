@@ -86,27 +86,42 @@ module {
 // -----
 
 // The same for an int8 stem (u8 activations with their channels padded to
-// 4, s8 filters, i32 sums): K = 7 * 7 * 4 = 196 padded to 208 (the integer
-// instructions' 16), the filters K-major [64, 208] (8-bit warpgroup MMA
-// reads B K-major only: no transpose launch on sm_90a).
+// 4, s8 filters, i32 sums). A pixel's 4 channels are one 32-bit word and
+// adjacent taps adjacent columns, so the copy is packed: each window row
+// takes 8 taps (7 and a zero one: its filters are zeros), K = 7 * 8 * 4 =
+// 224, and 16 bytes of a row of cols are 4 adjacent words of one staged
+// row. The filters K-major [64, 224] (8-bit warpgroup MMA reads B K-major
+// only: no transpose launch on sm_90a).
 // CHECK-LABEL: func.func private @stem_int8
-// CHECK-DAG: %[[COLS:.*]] = kiln.buffer %arg0 : memref<8x32x32x208xi8>
-// CHECK-DAG: %[[FILT:.*]] = kiln.buffer %arg0 : memref<64x208xi8>
-// The rows: 4 channels x 7 rows x 69 columns of bytes, 16 values a store.
-// CHECK: gpu.launch {{.*}} threads({{.*}}) in (%{{.*}} = %c256_{{[0-9]+}}, {{.*}}) workgroup(%{{.*}} : memref<1932xi8, #gpu.address_space<workgroup>>, %{{.*}} : memref<208xi32, #gpu.address_space<workgroup>>)
-// CHECK: arith.minui %{{.*}}, %c195{{[_0-9]*}}
-// CHECK: arith.cmpi ult, %{{.*}}, %c196{{[_0-9]*}}
-// CHECK: vector.store %{{.*}}, %[[COLS]][{{.*}}] {alignment = 16 : i64} : memref<8x32x32x208xi8>, vector<16xi8>
+// CHECK-DAG: %[[COLS:.*]] = kiln.buffer %arg0 : memref<8x32x32x224xi8>
+// CHECK-DAG: %[[FILT:.*]] = kiln.buffer %arg0 : memref<64x224xi8>
+// The rows: 7 rows x (69 + 1) words, the last column zeros; no table.
+// CHECK: gpu.launch {{.*}} threads({{.*}}) in (%{{.*}} = %c256_{{[0-9]+}}, {{.*}}) workgroup(%[[ROWS:.*]] : memref<490xi32, #gpu.address_space<workgroup>>)
+// CHECK: scf.for %[[E:.*]] = %{{.*}} to %c490
+// CHECK: %[[INSIDE:.*]] = arith.cmpi ult, %{{.*}}, %c69
+// CHECK-COUNT-4: memref.load %arg1
+// CHECK: %[[W:.*]] = arith.select %[[INSIDE]], %{{.*}}, %{{.*}} : i32
+// CHECK: memref.store %[[W]], %[[ROWS]][%[[E]]]
+// CHECK: gpu.barrier
+// 32 pixels x 14 runs of 16 bytes: 4 word loads each.
+// CHECK: scf.for %{{.*}} = %{{.*}} to %c448
+// CHECK-COUNT-4: memref.load %[[ROWS]]
+// CHECK: %[[V:.*]] = vector.bitcast %{{.*}} : vector<4xi32> to vector<16xi8>
+// CHECK: vector.store %[[V]], %[[COLS]][{{.*}}] {alignment = 16 : i64} : memref<8x32x32x224xi8>, vector<16xi8>
+// The filters: taps kw = 7 of each window row (k / 4 % 8 >= 7) are zeros.
 // CHECK: gpu.launch
+// CHECK: arith.remui %{{.*}}, %c8
+// CHECK: arith.minui %{{.*}}, %c6
+// CHECK: arith.cmpi ult, %{{.*}}, %c7
 // CHECK: memref.store %{{.*}}, %[[FILT]]
 // CHECK: gpu.launch
 // CHECK: nvvm.mma.sync
 // HOPPER-LABEL: func.func private @stem_int8
-// HOPPER-SAME: kiln.gpu_contractions = ["8192x64x208: tile {{.*}}wgmma m64n64k32 u8xs8
+// HOPPER-SAME: kiln.gpu_contractions = ["8192x64x224: tile {{.*}}wgmma m64n64k32 u8xs8
 // HOPPER-NOT: K-major
 // HOPPER: return
 // OFF-LABEL: func.func private @stem_int8
-// OFF-NOT: memref<64x208xi8>
+// OFF-NOT: memref<64x224xi8>
 // OFF: return
 #a8 = affine_map<(n, oh, ow, f, kh, kw, c) -> (n, oh * 2 + kh, ow * 2 + kw, c)>
 #w8 = affine_map<(n, oh, ow, f, kh, kw, c) -> (kh, kw, c, f)>

@@ -152,6 +152,7 @@ struct InsertQDQPass : public kiln::impl::KilnOnnxInsertQDQBase<InsertQDQPass> {
   DenseMap<Value, Value> dequantized;
   /// Residual Adds' operands that read a dequantized activation.
   int64_t residuals = 0;
+  int64_t pools = 0;
   DenseMap<std::pair<Value, int64_t>, Value> weights;
   SmallVector<Decision> decisions;
 
@@ -449,6 +450,7 @@ struct InsertQDQPass : public kiln::impl::KilnOnnxInsertQDQBase<InsertQDQPass> {
     }
     if (quantizeResiduals)
       quantizeResidualAdds();
+    quantizePoolInputs();
     for (const std::string &e : exclude)
       if (!usedExcludes.contains(e))
         mlir::emitWarning(module.getLoc())
@@ -481,6 +483,58 @@ struct InsertQDQPass : public kiln::impl::KilnOnnxInsertQDQBase<InsertQDQPass> {
         use->set(dq);
         ++residuals;
       }
+    }
+  }
+
+  /// A quantized value that a MaxPool produces from a value nothing else
+  /// reads: that input is quantized with the same scale and zero point, so
+  /// that kiln-onnx-fuse-qdq's fold makes the pool one of uint8 values
+  /// (max commutes with the monotone quantization, clamping included: the
+  /// same results) and the input's producer writes uint8 (a network's stem
+  /// convolution: a quarter of the bytes of its half output). Counted in
+  /// the plan (`pools`).
+  void quantizePoolInputs() {
+    SmallVector<std::pair<MaxPoolOp, Value>> found;
+    for (auto &[x, dq] : dequantized) {
+      auto pool = x.getDefiningOp<MaxPoolOp>();
+      if (!pool ||
+          (pool->getNumResults() > 1 && !pool->getResult(1).use_empty()))
+        continue;
+      Value in = pool.getX();
+      if (!in.hasOneUse() || !isF32Tensor(in.getType()))
+        continue;
+      found.push_back({pool, dq});
+    }
+    for (auto [pool, dq] : found) {
+      auto q =
+          dq.getDefiningOp()->getOperand(0).getDefiningOp<QuantizeLinearOp>();
+      if (!q)
+        continue;
+      std::optional<SmallVector<double>> scale =
+          getConstantFloatValues(q.getYScale());
+      std::optional<SmallVector<int64_t>> zero =
+          getConstantIntValues(q->getOperand(2));
+      if (!scale || scale->size() != 1 || !zero || zero->size() != 1)
+        continue;
+      Value in = pool.getX();
+      OpBuilder b(&getContext());
+      if (Operation *def = in.getDefiningOp())
+        b.setInsertionPointAfter(def);
+      else
+        b.setInsertionPointToStart(in.getParentBlock());
+      std::string base = onnxNodeName(pool) + "_input";
+      Location qloc = NameLoc::get(b.getStringAttr(base + "_QuantizeLinear"));
+      Location dqloc =
+          NameLoc::get(b.getStringAttr(base + "_DequantizeLinear"));
+      auto u8 = getElementTypeOrSelf(q.getResult().getType());
+      Value s = f32Constant(b, qloc, {}, {float(scale->front())}, "");
+      Value z = int8Constant(b, qloc, {}, u8, {zero->front()}, "");
+      auto it = cast<RankedTensorType>(in.getType());
+      Value qi = QuantizeLinearOp::create(b, qloc, Type(it.clone(u8)), in, s, z,
+                                          uint64_t(1));
+      pool->setOperand(0, DequantizeLinearOp::create(b, dqloc, Type(it), qi, s,
+                                                     z, uint64_t(1)));
+      ++pools;
     }
   }
 
@@ -539,7 +593,8 @@ struct InsertQDQPass : public kiln::impl::KilnOnnxInsertQDQBase<InsertQDQPass> {
                             b.getI64IntegerAttr(weights.size())),
              b.getNamedAttr("converted_bytes",
                             b.getI64IntegerAttr(quantizedBytes)),
-             b.getNamedAttr("residuals", b.getI64IntegerAttr(residuals))}));
+             b.getNamedAttr("residuals", b.getI64IntegerAttr(residuals)),
+             b.getNamedAttr("pools", b.getI64IntegerAttr(pools))}));
   }
 };
 } // namespace
