@@ -233,14 +233,15 @@ def split_parts(a, so, mib):
     return parts
 
 
-def build_int8(a, kilnc, row, filled, graph_path, weights, man_row):
+def build_int8(a, kilnc, row, filled, graph_path, weights, man_row, suffix="", extra=()):
     """Kiln's PTQ of the filled float model for one int8 row (route (a) of
     the docstring): calibration inputs, `kilnc --precision=int8 --calibrate`
-    for sm_90a alone, the report's summary, the parts when too large."""
+    for sm_90a alone (with `extra` flags: an --int8-variant), the report's
+    summary, the parts when too large."""
     import onnx
 
     label, net, dims = row
-    base = os.path.join(a.dir, tag(net, dims) + "_int8")
+    base = os.path.join(a.dir, tag(net, dims) + "_int8" + suffix)
     so = base + ".so"
     cal = base + ".calibration"
     # One sample holding the row's batch (kilnc calibrates at the compiled
@@ -261,6 +262,7 @@ def build_int8(a, kilnc, row, filled, graph_path, weights, man_row):
     cmd = [kilnc, filled, "-o", so, f"--target=cuda:{chip}", "--precision=int8",
            f"--calibrate={cal}", f"--report={report}"]
     cmd += [f"--dim={k}={v}" for k, v in dims.items()]
+    cmd += list(extra)
     external = None
     if net == "bert":
         external = base + ".weights"
@@ -371,6 +373,16 @@ def prepare(a):
                        "so": tag(net, r[2]) + "_int8.so", "compare": partner(r[0])}
                 man["rows"].append(row)
                 build_int8(a, kilnc, r, filled, graph, weights, row)
+                # --int8-variant NAME=FLAGS: the row again with FLAGS.
+                for v in a.int8_variant:
+                    name, _, flags = v.partition("=")
+                    vr = (r[0] + " +" + name, net, r[2])
+                    row = {"label": vr[0], "net": net, "dims": r[2],
+                           "so": tag(net, r[2]) + "_int8_" + name + ".so",
+                           "compare": partner(r[0])}
+                    man["rows"].append(row)
+                    build_int8(a, kilnc, vr, filled, graph, weights, row, "_" + name,
+                               flags.split())
         for path in (src, weights, filled):
             os.remove(path)  # regenerated there
     with open(os.path.join(a.dir, "manifest.json"), "w") as f:
@@ -676,6 +688,9 @@ def main():
                          "'... +NAME' (repeatable), e.g. tiles192=--gpu-tiles=192x128")
     ap.add_argument("--int8", action="store_true",
                     help="prepare: the int8 rows (Kiln's PTQ) and their fp16 rows")
+    ap.add_argument("--int8-variant", action="append", default=[], metavar="NAME=FLAGS",
+                    help="prepare: every int8 row also compiled with these kilnc flags, labelled "
+                         "'... int8 +NAME' (its ratio to the same fp16 row)")
     ap.add_argument("--keep-reports", action="store_true",
                     help="keep each int8 build's kilnc --report JSON beside its .so "
                          "(NAME_int8.report.json: its kernels, what each launch computes)")

@@ -99,9 +99,10 @@ static cl::opt<std::string> gpuPersistent(
     "gpu-persistent",
     cl::desc("GPU targets: persistent contraction kernels, one block per "
              "multiprocessor looping over output tiles (sm_90a warpgroup "
-             "MMA): off, on, or auto (more tiles than multiprocessors and "
-             "at most 32 K steps; default off)"),
-    cl::init("off"));
+             "MMA): off, on, or auto (8-bit products of more tiles than "
+             "multiprocessors, at most 32 K steps, whose tile's staged "
+             "epilogue fits beside the ring; the default)"),
+    cl::init("auto"));
 static cl::opt<std::string> gpuSplitK(
     "gpu-split-k",
     cl::desc("GPU targets: the target's own contraction kernels (sm_90a "

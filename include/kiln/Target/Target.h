@@ -161,7 +161,7 @@ inline std::string stringifyContractionTiles(const ContractionTiles &tiles) {
 /// What a target's own contraction kernels may choose
 /// (GPUTargetInfo::lowerContraction).
 struct ContractionChoices {
-  PersistentKernels persistent = PersistentKernels::Off;
+  PersistentKernels persistent = PersistentKernels::Auto;
   ContractionTiles tiles;
   /// Whether a problem of few tiles may split K over more blocks (a second
   /// launch adds the parts) where the target's rule says it pays.
@@ -193,8 +193,9 @@ struct GPUCodegenOptions {
   /// with the target's matrix fragment loads, where the target has both and
   /// the operands qualify (--gpu-async-copy; off until measured).
   bool asyncCopy = false;
-  /// Persistent contraction kernels (--gpu-persistent; off until measured).
-  PersistentKernels persistent = PersistentKernels::Off;
+  /// Persistent contraction kernels (--gpu-persistent; auto: where
+  /// measured to pay, WarpgroupPersistent.cpp).
+  PersistentKernels persistent = PersistentKernels::Auto;
   /// The tiles the target's own contraction kernels may choose from
   /// (--gpu-tiles; empty: all of them, by the target's cost model).
   ContractionTiles tiles;

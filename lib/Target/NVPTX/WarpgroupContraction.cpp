@@ -212,28 +212,77 @@ mlir::kiln::lowerWarpgroupContraction(RewriterBase &rewriter,
     return failure();
   Problem &p = *prob;
   Location loc = p.op.getLoc();
-  const Tile tile = chooseTile(p, choices.tiles);
-  const int64_t bm = tile.bm, bn = tile.bn, stages = tile.stages;
+  // A persistent block's tiles leave through a staging area past the ring
+  // (the ring fills the next tile meanwhile): the ring gives up the stages
+  // it needs, down to 2, or to 1 where a tile is one K step (its stage goes
+  // back to the producer before the stores, so the next tile's copy still
+  // overlaps them); stages beyond the tile's K steps plus one only
+  // prefetch further ahead. Asked for (on), a tile whose staging does not
+  // fit a block's 227 KiB with those stages gives way to the best one
+  // that does (256 x 128 of several K steps: 128 x 128); auto takes the
+  // persistent kernel only where the tile fits as it is (ResNet-50 int8
+  // on an H100, 2026-12-06: the smaller tile made its block ends 1.2x
+  // slower); without one, the tiles are stored from their fragments.
+  const int64_t minStages = p.kSteps() == 1 ? 1 : 2;
+  auto ringBytes = [&](const Tile &t, int64_t stages) {
+    int64_t stageBytes = (t.bm + t.bn) * kStepBytes;
+    return (stages * stageBytes + 16 * stages + 127) / 128 * 128;
+  };
+  auto fitsStaged = [&](const Tile &t) {
+    return t.blocksPerSM == 1 &&
+           ringBytes(t, minStages) + stagedTileBytes(t) + 1024 <=
+               kMaxSharedBytes;
+  };
+  auto splitsOf = [&](const Tile &t) {
+    return choices.splitK ? splitK(p, t.bm, t.bn)
+                          : std::make_pair(p.kSteps(), int64_t(1));
+  };
+  Tile tile = chooseTile(p, choices.tiles);
+  // Split K: each part's sums go to a scratch buffer [batch x parts][M][N];
+  // a second launch adds them and applies the epilogue.
+  auto [kPer, splits] = splitsOf(tile);
+  bool persistent = usePersistent(mode, p, tile, splits);
+  const bool stageable = canStageOutput(p);
+  if (persistent && mode == PersistentKernels::Auto)
+    persistent = stageable && fitsStaged(tile);
+  if (persistent && stageable && !fitsStaged(tile)) {
+    Tile other = chooseTile(p, choices.tiles, fitsStaged);
+    auto [otherPer, otherSplits] = splitsOf(other);
+    if (fitsStaged(other) && usePersistent(mode, p, other, otherSplits)) {
+      tile = other;
+      kPer = otherPer;
+      splits = otherSplits;
+    }
+  }
+  const int64_t bm = tile.bm, bn = tile.bn;
   const int64_t consumers = tile.consumers(), threads = tile.threads();
   const int64_t bk = p.bk();
   const int64_t aBytes = bm * kStepBytes, bBytes = bn * kStepBytes;
-  const int64_t stageBytes = aBytes + bBytes, barOff = stages * stageBytes;
-  // + 1024: the base is aligned up to the swizzle atom in the kernel.
-  const int64_t smemBytes = barOff + 16 * stages + 1024;
-  assert((tile.blocksPerSM == 1 || smemBytes <= 113 * 1024) &&
-         "two blocks to a multiprocessor take at most 113 KiB each");
-  // Split K: each part's sums go to a scratch buffer [batch x parts][M][N];
-  // a second launch adds them and applies the epilogue.
-  const auto [kPer, splits] = choices.splitK
-                                  ? splitK(p, bm, bn)
-                                  : std::make_pair(p.kSteps(), int64_t(1));
+  const int64_t stageBytes = aBytes + bBytes;
   KernelConfig cfg;
-  cfg.tile = tile;
   cfg.kPer = kPer;
   cfg.splits = splits;
-  cfg.persistent = usePersistent(mode, p, tile, splits);
+  cfg.persistent = persistent;
+  const int64_t staged = stagedTileBytes(tile);
+  if (cfg.persistent && canStageOutput(p) && fitsStaged(tile)) {
+    int64_t stages = std::min(tile.stages, p.kSteps() + 1);
+    while (stages > minStages &&
+           ringBytes(tile, stages) + staged + 1024 > kMaxSharedBytes)
+      --stages;
+    tile.stages = stages;
+    cfg.stagingOffset = ringBytes(tile, tile.stages);
+  }
+  cfg.tile = tile;
   if (cfg.persistent)
     cfg.blocks = persistentBlocks(p, tile);
+  const int64_t stages = tile.stages, barOff = stages * stageBytes;
+  // + 1024: the base is aligned up to the swizzle atom in the kernel.
+  const int64_t smemBytes =
+      (cfg.stagingOffset ? cfg.stagingOffset + staged : barOff + 16 * stages) +
+      1024;
+  assert((tile.blocksPerSM == 1 || smemBytes <= 113 * 1024) &&
+         "two blocks to a multiprocessor take at most 113 KiB each");
+  assert(smemBytes <= kMaxSharedBytes && "within a block's shared memory");
   Value parts;
   if (splits > 1) {
     OpBuilder::InsertionGuard g(rewriter);
@@ -344,7 +393,7 @@ mlir::kiln::lowerWarpgroupContraction(RewriterBase &rewriter,
     if (p.integer())
       os << " " << (p.aSigned ? "s8" : "u8") << "x"
          << (p.bSigned ? "s8" : "u8");
-    os << ", " << stages << " stages, ";
+    os << ", " << stages << (stages == 1 ? " stage, " : " stages, ");
     if (tile.producerWarp())
       os << consumers << " warpgroups and a producer warp, " << tile.blocksPerSM
          << " blocks an SM";

@@ -7,7 +7,9 @@
 // consumers stalled about a third of their cycles on the LSU's queue ("LG
 // throttle") in those stores. With one tile per block the ring of stages is
 // idle once every consumer has waited for its last wgmma, so the tile goes
-// out in two passes over that memory:
+// out in two passes over that memory (a persistent block, whose ring is
+// filling its next tile's stages meanwhile, has a staging area of its own
+// past the ring):
 //   1. each consumer thread writes its accumulators (after the fill) into
 //      a BM x (BN + 8) array of 32-bit words (the 8 words of padding put
 //      a warp's 8 rows on distinct banks two by two);
@@ -41,19 +43,26 @@ constexpr int64_t kConsumerBarrier = 1;
 
 } // namespace
 
-bool warpgroup::canStageTile(const Problem &p, const KernelConfig &cfg) {
-  if (cfg.persistent || cfg.splits > 1)
-    return false;
+int64_t warpgroup::stagedTileBytes(const Tile &t) {
+  return t.bm * (t.bn + kRowPad) * 4;
+}
+
+bool warpgroup::canStageOutput(const Problem &p) {
   Type out = cast<MemRefType>(p.output().getType()).getElementType();
   if (!out.isIntOrFloat())
     return false;
   unsigned bits = out.getIntOrFloatBitWidth();
-  if (bits != 8 && bits != 16 && bits != 32)
+  return (bits == 8 || bits == 16 || bits == 32) && p.n % kChunk == 0;
+}
+
+bool warpgroup::canStageTile(const Problem &p, const KernelConfig &cfg) {
+  if (cfg.splits > 1 || !canStageOutput(p))
     return false;
+  if (cfg.persistent)
+    return cfg.stagingOffset > 0;
   const Tile &t = cfg.tile;
-  int64_t staged = t.bm * (t.bn + kRowPad) * 4;
   int64_t ring = t.stages * (t.bm + t.bn) * kStepBytes;
-  return staged <= ring && p.n % kChunk == 0;
+  return stagedTileBytes(t) <= ring;
 }
 
 void warpgroup::storeTileStaged(Emitter &e, const Problem &p,

@@ -510,7 +510,8 @@ void warpgroup::buildKernel(RewriterBase &rewriter, const Problem &p,
         }
       }
       if (canStageTile(p, cfg)) {
-        storeTileStaged(e, p, cfg, t, acc, base, cw, ltid);
+        storeTileStaged(e, p, cfg, t, acc, e.add(base, cfg.stagingOffset), cw,
+                        ltid);
         return;
       }
       // Accumulator 4j + 2h + e of a thread: row 16 warp + lane / 4 + 8h,

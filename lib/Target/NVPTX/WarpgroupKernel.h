@@ -76,6 +76,10 @@ struct KernelConfig {
   /// (never with split K).
   bool persistent = false;
   int64_t blocks = 0;
+  /// Persistent tiles that leave through shared memory: the staging area's
+  /// offset from the aligned base, past the ring and its barriers (the
+  /// ring is filling the next tile's stages meanwhile); 0: none.
+  int64_t stagingOffset = 0;
   /// The tile maps (vector<16xi64> values of kiln.tile_map or
   /// kiln.im2col_map).
   Value mapA, mapB;
@@ -133,10 +137,17 @@ void storeFinal(OpBuilder &b, Location loc, const Problem &p, Value r,
 // The stores through shared memory (WarpgroupEpilogue.cpp).
 
 /// Whether the tiles of `p` under `cfg` leave through shared memory
-/// (storeTileStaged): one tile per block, no split K, an output of 8-, 16-
-/// or 32-bit elements, N a multiple of 8 and the staged tile within the
-/// ring.
+/// (storeTileStaged): no split K, an output of 8-, 16- or 32-bit elements,
+/// N a multiple of 8, and the staged tile within the ring (one tile per
+/// block) or in a staging area of its own (persistent, cfg.stagingOffset).
 bool canStageTile(const Problem &p, const KernelConfig &cfg);
+
+/// The bytes of a staged tile of `t` (its accumulators, rows padded).
+int64_t stagedTileBytes(const Tile &t);
+
+/// Whether the output of `p` can leave through shared memory at all (its
+/// element type and N), whatever the tile.
+bool canStageOutput(const Problem &p);
 
 /// Stores tile `t`'s accumulators `acc` (this consumer's: warpgroup `cw`
 /// of the consumers, thread `ltid` of it) through the ring at shared

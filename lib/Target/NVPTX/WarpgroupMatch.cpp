@@ -529,9 +529,12 @@ ArrayRef<Tile> warpgroup::tileTable() {
 /// elements over its rate. Larger tiles load less per product; smaller ones
 /// fill the last wave of a small problem. On bench/hopper's 20 shapes this
 /// picks the fastest of the measured tiles or one within 6% of it.
-Tile warpgroup::chooseTile(const Problem &p, const ContractionTiles &allowed) {
+Tile warpgroup::chooseTile(const Problem &p, const ContractionTiles &allowed,
+                           function_ref<bool(const Tile &)> accept) {
   SmallVector<Tile> candidates;
   for (const Tile &t : tileTable()) {
+    if (accept && !accept(t))
+      continue;
     if (!allowed.empty()) {
       if (llvm::is_contained(allowed, t.key()))
         candidates.push_back(t);
@@ -546,7 +549,7 @@ Tile warpgroup::chooseTile(const Problem &p, const ContractionTiles &allowed) {
       candidates.push_back(t);
   }
   if (candidates.empty()) // none of `allowed` is a tile of the kernel's
-    return chooseTile(p);
+    return allowed.empty() ? chooseTile(p) : chooseTile(p, {}, accept);
   auto cost = [&](const Tile &t) {
     int64_t tm = (p.m + t.bm - 1) / t.bm, tn = (p.n + t.bn - 1) / t.bn;
     int64_t slots = kSMs * t.blocksPerSM;

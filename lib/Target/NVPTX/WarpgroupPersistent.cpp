@@ -41,21 +41,22 @@ TileCounts countTiles(const Problem &p, const Tile &t) {
 }
 } // namespace
 
-// `auto`: more tiles than SMs (so that some block runs two tiles, one's
-// stores overlapping the next one's loads) and at most 32 K steps (2048
-// f16/bf16 elements of K): with the 4-6 stage ring, filling it and storing
-// the 64 x BN accumulators cost about as much as a few K steps each, a
-// large share of a 12-step tile and a small one of a 64-step one (4096^3,
-// where the kernel already runs at 0.85-1.04x torch.matmul). Split K
-// (few tiles) keeps its one tile per block: the two are not combined. The
-// rule is a first guess, `auto` is not the default until measured.
+// `auto` (the default): 8-bit products of more tiles than SMs (so that
+// some block runs two tiles, one's stores overlapping the next one's
+// loads) and at most 32 K steps, whose tile leaves through a staging area
+// of its own as it is (lowerWarpgroupContraction). Their fill and their
+// requantizing epilogue are a large share of a tile of few K steps:
+// ResNet-50's int8 convolutions of N <= 128 on an H100 (2026-12-06) took
+// 0.73x-0.95x the time of one tile per block (the stem's 0.73x). Float
+// products keep one tile per block until theirs is measured; split K
+// (few tiles) keeps its one tile per block: the two are not combined.
 bool warpgroup::usePersistent(PersistentKernels mode, const Problem &p,
                               const Tile &t, int64_t splits) {
   if (mode == PersistentKernels::Off || splits > 1)
     return false;
   if (mode == PersistentKernels::On)
     return true;
-  return countTiles(p, t).total > kSMs && p.kSteps() <= 32;
+  return p.integer() && countTiles(p, t).total > kSMs && p.kSteps() <= 32;
 }
 
 // One block per SM: the kernel's 4-6 stages take 128-227 KiB of shared

@@ -23,6 +23,8 @@ constexpr int64_t kStepBytes = 128;
 /// The SMs a tile choice fills: an H100 SXM's or H200's 132 (an H100 PCIe
 /// has 114; the choices only weigh how full the last wave is).
 constexpr int64_t kSMs = 132;
+/// The dynamic shared memory a block may take on sm_90 (227 KiB).
+constexpr int64_t kMaxSharedBytes = 227 * 1024;
 
 /// What a dim of an operand's memref indexes.
 enum class Role { M, N, K, Batch };
@@ -153,8 +155,10 @@ struct Tile {
 ArrayRef<Tile> tileTable();
 
 /// The tile of least estimated time for `p` among `allowed` (rows x
-/// columns; empty: the table's measured tiles).
-Tile chooseTile(const Problem &p, const ContractionTiles &allowed = {});
+/// columns; empty: the table's measured tiles) that `accept` takes (all
+/// when null; when it takes none, the choice without it).
+Tile chooseTile(const Problem &p, const ContractionTiles &allowed = {},
+                function_ref<bool(const Tile &)> accept = nullptr);
 
 } // namespace mlir::kiln::warpgroup
 

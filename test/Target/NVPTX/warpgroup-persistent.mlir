@@ -4,10 +4,12 @@
 // shared-memory ring goes on across tiles (its position, an iter_arg of the
 // tile loop, offsets every K step's stage and mbarrier parity), and after a
 // tile's last wgmma group the consumers give its last stage back before
-// storing, so that the next tile's copies overlap the stores. Split K is
-// never persistent. The default (off) is the one-tile-per-block kernel of
-// warpgroup-mma.mlir; auto takes the persistent one for more tiles than SMs
-// and at most 32 K steps. The PTX run assembles with ptxas where present
+// storing, so that the next tile's copies overlap the stores, which go
+// through a staging area of their own past the ring. Split K is never
+// persistent. off is the one-tile-per-block kernel of warpgroup-mma.mlir;
+// auto (the default) takes the persistent one for 8-bit products of more
+// tiles than SMs and at most 32 K steps whose tile's staging fits beside
+// the ring as it is. The PTX run assembles with ptxas where present
 // (warpgroup-persistent-kilnc.test). The tiles are the four-warpgroup ones
 // (tiles=...): the cost model's 192 x 128 would change the tile arithmetic
 // checked here.
@@ -22,7 +24,7 @@
 // 8 group + t % 8, N-tile (t % 144) / 8.
 // ON-LABEL: func.func private @dense_3d(
 // ON-SAME: persistent: 132 blocks over 576 tiles
-// ON: gpu.launch {{.*}} in (%{{.*}} = %c132, %{{.*}} = %c1, %{{.*}} = %c1{{.*}}) threads({{.*}}) in (%{{.*}} = %c384,
+// ON: gpu.launch {{.*}} in (%{{.*}} = %c132, %{{.*}} = %c1, %{{.*}} = %c1{{.*}}) threads({{.*}}) in (%{{.*}} = %c384, {{.*}} dynamic_shared_memory_size %c201856_i32
 // The producer (thread 0): the tile loop, the ring position carried.
 // ON: %[[PT:.*]] = scf.for %[[T:.*]] = %{{.*}} to %c576_i32 step %c132_i32 iter_args(%[[PRING:.*]] = %{{.*}}) -> (i32)
 // ON: arith.divui %[[T]], %c144_i32
@@ -52,24 +54,33 @@
 // ON-NEXT: arith.subi
 // ON-NEXT: arith.addi %[[CRING]],
 // ON: nvvm.mbarrier.arrive
-// The epilogue (bias, cast to f16) on the tile's rows.
-// ON: memref.load %{{.*}}[%{{.*}}] : memref<2304xf32>
-// ON: arith.truncf
-// ON: llvm.store {{.*}} : vector<2xf16>, !llvm.ptr
+// The epilogue (bias, cast to f16) through a staging area of its own past
+// the ring (4 stages of 32 KiB and their barriers, 131200 bytes, then
+// 128 x 136 words: 201856 bytes with the alignment's 1024), which the
+// producer is not filling with the next tile's stages: the accumulators
+// in, the bias loaded once per thread, 8 columns a 16-byte store.
+// ON: %[[STAGE:.*]] = arith.addi %{{.*}}, %c131200_i32 : i32
+// ON: nvvm.barrier id = %{{.*}} number_of_threads = %c256_i32
+// ON: llvm.store {{.*}} : vector<2xf32>, !llvm.ptr<3>
+// ON: nvvm.barrier id = %{{.*}} number_of_threads = %c256_i32
+// ON-COUNT-8: memref.load %{{.*}}[%{{.*}}] : memref<2304xf32>
+// ON: llvm.store {{.*}} {alignment = 16 : i64} : vector<8xf16>, !llvm.ptr
 // ON: arith.addi %[[CRING]], %c12_i32
-// 4096^3: persistent when asked (512 tiles of 256 x 128, 64 K steps).
+// 4096^3: persistent when asked (64 K steps). 256 x 128's staging (136 KiB)
+// and two stages do not fit a block's 227 KiB: the cost model's best tile
+// that does, 128 x 128 (1024 tiles).
 // ON-LABEL: func.func private @mm_long_k(
-// ON-SAME: persistent: 132 blocks over 512 tiles
+// ON-SAME: tile 128x128x64, {{.*}}persistent: 132 blocks over 1024 tiles
 // Partial tiles (2000 x 3000, K 1000 = 16 steps, the last partly out of
 // bounds): the stores' bounds checks as without persistence.
 // ON-LABEL: func.func private @mm_odd(
 // ON-SAME: persistent: 132 blocks over 384 tiles
 // ON: arith.cmpi ult, %{{.*}}, %c2000_i32
 // ON: arith.cmpi ult, %{{.*}}, %c3000_i32
-// ResNet-50's late 1x1 convolution as a GEMM: 13 M-tiles of 256, the last
-// group of 8 holds 5 (its size min(13 - first, 8)).
+// ResNet-50's late 1x1 convolution as a GEMM: 25 M-tiles of 128 (staged,
+// as above), the last group of 8 holds 1 (its size min(25 - first, 8)).
 // ON-LABEL: func.func private @mm_rn50(
-// ON-SAME: persistent: 132 blocks over 208 tiles
+// ON-SAME: persistent: 132 blocks over 400 tiles
 // ON: %[[SIZE:.*]] = arith.minui %{{.*}}, %c8_i32
 // ON: arith.remui %{{.*}}, %[[SIZE]]
 // Split K stays one tile per block (grid z the parts).
@@ -92,31 +103,41 @@
 // ON: nvvm.wgmma.mma_async {{.*}}, <m = 64, n = 64, k = 8>, D[<f32>, <one>], A[<tf32>, <one>, <row>], B[<tf32>, <one>, <col>]
 // A channels-last convolution: each tile's first pixel from its M-tile.
 // ON-LABEL: func.func private @conv3x3(
-// ON-SAME: persistent: 98 blocks over 98 tiles
+// ON-SAME: persistent: 132 blocks over 196 tiles
 // ON: nvvm.cp.async.bulk.tensor.shared.cluster.global {{.*}} im2col
 // ON: arith.maximumf
 
+// auto (the default): float products keep one tile per block.
+// AUTO-NOT: persistent: {{.*}}wgmma m64n{{[0-9]+}}k16
+// AUTO-NOT: persistent: {{.*}}wgmma m64n{{[0-9]+}}k8
 // AUTO-LABEL: func.func private @dense_3d(
-// AUTO-SAME: persistent: 132 blocks over 576 tiles
-// 64 K steps: the one-tile kernel.
-// AUTO-LABEL: func.func private @mm_long_k(
+// AUTO: gpu.launch {{.*}} in (%{{.*}} = %c18, %{{.*}} = %c32, %{{.*}} = %c1)
+// 8-bit products of more tiles than SMs, whose tile's staging fits beside
+// the ring as it is: one K step keeps 256 x 128 with one stage (1568
+// tiles; 136 KiB of staging past a 48 KiB stage), four steps 128 x 128
+// with its 4 stages; two steps of 256 x 128 (two 48 KiB stages and the
+// staging: more than 227 KiB) stay one tile per block.
+// AUTO-LABEL: func.func private @int8_one_step(
+// AUTO-SAME: 200704x256x64: tile 256x128x128, wgmma m64n128k32 u8xs8, 1 stage, 5 warpgroups, persistent: 132 blocks over 1568 tiles
+// AUTO: gpu.launch {{.*}} in (%{{.*}} = %c132, {{.*}} dynamic_shared_memory_size %c189568_i32
+// AUTO-LABEL: func.func private @int8_four_steps(
+// AUTO-SAME: 50176x128x512: tile 128x128x128, wgmma m64n128k32 u8xs8, 4 stages, 3 warpgroups, persistent: 132 blocks over 392 tiles
+// AUTO-LABEL: func.func private @int8_two_steps_wide(
 // AUTO-NOT: persistent
-// AUTO: gpu.launch {{.*}} in (%{{.*}} = %c32, %{{.*}} = %c16, %{{.*}} = %c1)
-// AUTO-LABEL: func.func private @mm_odd(
-// AUTO-SAME: persistent: 132 blocks over 384 tiles
-// AUTO-LABEL: func.func private @mm_rn50(
-// AUTO-SAME: persistent: 132 blocks over 208 tiles
-// Fewer tiles than SMs: the one-tile kernel.
-// AUTO-LABEL: func.func private @bmm(
-// AUTO-NOT: persistent
-// AUTO: gpu.launch {{.*}} in (%{{.*}} = %c2, %{{.*}} = %c2{{.*}}, %{{.*}} = %c4)
+// AUTO-SAME: tile 256x128x128, wgmma m64n128k32 u8xs8, 4 stages, 5 warpgroups"]
+// on: the same and, for two steps, the best tile that fits (128 x 128).
+// ON-LABEL: func.func private @int8_one_step(
+// ON-SAME: 1 stage, 5 warpgroups, persistent: 132 blocks over 1568 tiles
+// ON-LABEL: func.func private @int8_two_steps_wide(
+// ON-SAME: tile 128x128x128, wgmma m64n128k32 u8xs8, 3 stages, 3 warpgroups, persistent: 132 blocks over 784 tiles
 
-// DEFAULT-NOT: persistent
 // DEFAULT-LABEL: func.func private @dense_3d(
 // DEFAULT: gpu.launch {{.*}} in (%{{.*}} = %c18, %{{.*}} = %c32, %{{.*}} = %c1)
 // DEFAULT-NOT: step %c132_i32
 // DEFAULT-LABEL: func.func private @mm_long_k(
 // DEFAULT-NOT: persistent
+// DEFAULT-LABEL: func.func private @int8_one_step(
+// DEFAULT-SAME: persistent: 132 blocks over 1568 tiles
 
 // PTX: .target sm_90a
 // PTX-LABEL: .visible .entry dense_3d_kernel(
@@ -136,6 +157,9 @@
 // PTX: cp.async.bulk.tensor.4d.shared::cluster.global.im2col
 
 // BAD: persistent must be off, on or auto, not 'maybe'
+#mA8 = affine_map<(d0, d1, d2) -> (d0, d2)>
+#mBt8 = affine_map<(d0, d1, d2) -> (d1, d2)>
+#mC8 = affine_map<(d0, d1, d2) -> (d0, d1)>
 #bias = affine_map<(d0, d1) -> (d1)>
 #id = affine_map<(d0, d1) -> (d0, d1)>
 #in3 = affine_map<(n, oh, ow, f, kh, kw, c) -> (n, oh + kh, ow + kw, c)>
@@ -234,6 +258,48 @@ module {
       linalg.yield %r : f16
     }
     memref.dealloc %t : memref<8x56x56x128xf32>
+    return
+  }
+  // int8 (u8 x s8 -> i32, B K-major): one K step (ResNet-50 int8's layer-1
+  // block ends at batch 64), four (layer 2's first 1x1 convolutions), two
+  // of N = 1024 (layer 3's last).
+  func.func private @int8_one_step(%a: memref<200704x64xi8>, %b: memref<256x64xi8>, %y: memref<200704x256xi32>) attributes {kiln.kernel} {
+    %zero = arith.constant 0 : i32
+    linalg.fill ins(%zero : i32) outs(%y : memref<200704x256xi32>)
+    linalg.generic {indexing_maps = [#mA8, #mBt8, #mC8], iterator_types = ["parallel", "parallel", "reduction"]} ins(%a, %b : memref<200704x64xi8>, memref<256x64xi8>) outs(%y : memref<200704x256xi32>) {
+    ^bb0(%x: i8, %w: i8, %acc: i32):
+      %0 = arith.extui %x : i8 to i32
+      %1 = arith.extsi %w : i8 to i32
+      %2 = arith.muli %0, %1 : i32
+      %3 = arith.addi %acc, %2 : i32
+      linalg.yield %3 : i32
+    }
+    return
+  }
+  func.func private @int8_four_steps(%a: memref<50176x512xi8>, %b: memref<128x512xi8>, %y: memref<50176x128xi32>) attributes {kiln.kernel} {
+    %zero = arith.constant 0 : i32
+    linalg.fill ins(%zero : i32) outs(%y : memref<50176x128xi32>)
+    linalg.generic {indexing_maps = [#mA8, #mBt8, #mC8], iterator_types = ["parallel", "parallel", "reduction"]} ins(%a, %b : memref<50176x512xi8>, memref<128x512xi8>) outs(%y : memref<50176x128xi32>) {
+    ^bb0(%x: i8, %w: i8, %acc: i32):
+      %0 = arith.extui %x : i8 to i32
+      %1 = arith.extsi %w : i8 to i32
+      %2 = arith.muli %0, %1 : i32
+      %3 = arith.addi %acc, %2 : i32
+      linalg.yield %3 : i32
+    }
+    return
+  }
+  func.func private @int8_two_steps_wide(%a: memref<12544x256xi8>, %b: memref<1024x256xi8>, %y: memref<12544x1024xi32>) attributes {kiln.kernel} {
+    %zero = arith.constant 0 : i32
+    linalg.fill ins(%zero : i32) outs(%y : memref<12544x1024xi32>)
+    linalg.generic {indexing_maps = [#mA8, #mBt8, #mC8], iterator_types = ["parallel", "parallel", "reduction"]} ins(%a, %b : memref<12544x256xi8>, memref<1024x256xi8>) outs(%y : memref<12544x1024xi32>) {
+    ^bb0(%x: i8, %w: i8, %acc: i32):
+      %0 = arith.extui %x : i8 to i32
+      %1 = arith.extsi %w : i8 to i32
+      %2 = arith.muli %0, %1 : i32
+      %3 = arith.addi %acc, %2 : i32
+      linalg.yield %3 : i32
+    }
     return
   }
 }

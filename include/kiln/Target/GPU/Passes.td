@@ -62,7 +62,7 @@ def KilnMapKernelsToGPU : Pass<"kiln-map-kernels-to-gpu", "ModuleOp"> {
     Option<"minThreads", "min-threads", "int64_t", /*default=*/"32768",
            "Unroll a reduction's outputs per thread only while at least this "
            "many threads remain">,
-    Option<"persistent", "persistent", "std::string", /*default=*/"\"off\"",
+    Option<"persistent", "persistent", "std::string", /*default=*/"\"auto\"",
            "Contraction kernels that have a persistent variant (blocks "
            "that loop over output tiles) use it: off, on, or auto (where "
            "the target's rule says it pays)">,

@@ -1,11 +1,13 @@
 // 8-bit GEMMs for the sm_90a warpgroup-MMA kernel (wgmma-serialization.test):
 // u8 x s8 with partial tiles (3136 rows) and a scaled epilogue, s8 x s8
-// with a fill of 7, split K.
+// with a fill of 7, split K, one K step of 64 (persistent by default: one
+// stage and a staging area past it).
 #mA = affine_map<(d0, d1, d2) -> (d0, d2)>
 #mB = affine_map<(d0, d1, d2) -> (d2, d1)>
 #mC = affine_map<(d0, d1, d2) -> (d0, d1)>
 #mN = affine_map<(d0, d1) -> (d1)>
 #mI = affine_map<(d0, d1) -> (d0, d1)>
+#mBt = affine_map<(d0, d1, d2) -> (d1, d2)>
 module {
   func.func private @int8_part(%a: memref<3136x512xi8>, %b: memref<512x1024xi8>, %bias: memref<1024xi32>, %scale: memref<1024xf32>, %y: memref<3136x1024xf32>) attributes {kiln.kernel} {
     %zero = arith.constant 0 : i32
@@ -50,6 +52,19 @@ module {
     linalg.fill ins(%five : i32) outs(%y : memref<128x128xi32>)
     linalg.generic {indexing_maps = [#mA, #mB, #mC], iterator_types = ["parallel", "parallel", "reduction"]}
         ins(%a, %b : memref<128x4096xi8>, memref<4096x128xi8>) outs(%y : memref<128x128xi32>) {
+    ^bb0(%x: i8, %w: i8, %s: i32):
+      %xe = arith.extui %x : i8 to i32
+      %we = arith.extsi %w : i8 to i32
+      %m = arith.muli %xe, %we : i32
+      %r = arith.addi %s, %m : i32
+      linalg.yield %r : i32
+    }
+    return
+  }
+  func.func private @int8_one_step(%a: memref<200704x64xi8>, %b: memref<256x64xi8>, %y: memref<200704x256xi32>) attributes {kiln.kernel} {
+    %zero = arith.constant 0 : i32
+    linalg.fill ins(%zero : i32) outs(%y : memref<200704x256xi32>)
+    linalg.generic {indexing_maps = [#mA, #mBt, #mC], iterator_types = ["parallel", "parallel", "reduction"]} ins(%a, %b : memref<200704x64xi8>, memref<256x64xi8>) outs(%y : memref<200704x256xi32>) {
     ^bb0(%x: i8, %w: i8, %s: i32):
       %xe = arith.extui %x : i8 to i32
       %we = arith.extsi %w : i8 to i32
