@@ -214,16 +214,17 @@ mlir::kiln::lowerWarpgroupContraction(RewriterBase &rewriter,
   Location loc = p.op.getLoc();
   // A persistent block's tiles leave through a staging area past the ring
   // (the ring fills the next tile meanwhile): the ring gives up the stages
-  // it needs, down to 2, or to 1 where a tile is one K step (its stage goes
-  // back to the producer before the stores, so the next tile's copy still
-  // overlaps them); stages beyond the tile's K steps plus one only
-  // prefetch further ahead. Asked for (on), a tile whose staging does not
-  // fit a block's 227 KiB with those stages gives way to the best one
-  // that does (256 x 128 of several K steps: 128 x 128); auto takes the
-  // persistent kernel only where the tile fits as it is (ResNet-50 int8
-  // on an H100, 2026-12-06: the smaller tile made its block ends 1.2x
-  // slower); without one, the tiles are stored from their fragments.
-  const int64_t minStages = p.kSteps() == 1 ? 1 : 2;
+  // it needs, down to 2 (one where a tile is one K step would do, its
+  // stage going back to the producer before the stores, but 256 x 128 so
+  // spilled at its 96 registers and ran 1.35-1.6x slower); stages beyond
+  // the tile's K steps plus one only prefetch further ahead. Asked for
+  // (on), a tile whose staging does not fit a block's 227 KiB with those
+  // stages gives way to the best one that does (256 x 128: 128 x 128);
+  // auto takes the persistent kernel only where the tile fits as it is
+  // (ResNet-50 int8 on an H100, 2026-12-06: the smaller tile made its
+  // block ends 1.2x slower); without one, the tiles are stored from their
+  // fragments.
+  const int64_t minStages = 2;
   auto ringBytes = [&](const Tile &t, int64_t stages) {
     int64_t stageBytes = (t.bm + t.bn) * kStepBytes;
     return (stages * stageBytes + 16 * stages + 127) / 128 * 128;

@@ -41,22 +41,28 @@ TileCounts countTiles(const Problem &p, const Tile &t) {
 }
 } // namespace
 
-// `auto` (the default): 8-bit products of more tiles than SMs (so that
-// some block runs two tiles, one's stores overlapping the next one's
-// loads) and at most 32 K steps, whose tile leaves through a staging area
-// of its own as it is (lowerWarpgroupContraction). Their fill and their
-// requantizing epilogue are a large share of a tile of few K steps:
-// ResNet-50's int8 convolutions of N <= 128 on an H100 (2026-12-06) took
-// 0.73x-0.95x the time of one tile per block (the stem's 0.73x). Float
-// products keep one tile per block until theirs is measured; split K
-// (few tiles) keeps its one tile per block: the two are not combined.
+// `auto` (the default): 8-bit products of at most 128 columns (one tile
+// along N) and more tiles than SMs (so that some block runs two tiles,
+// one's stores overlapping the next one's loads), at most 32 K steps,
+// whose tile leaves through a staging area of its own as it is
+// (lowerWarpgroupContraction). Their fill and their requantizing epilogue
+// are a large share of a tile of few K steps: ResNet-50 b64's int8
+// convolutions of N = 64 and 128 on an H100 (2026-12-06) took 0.73x-0.94x
+// the time of one tile per block (the stem's product 0.73x, layer 1's
+// 1x1 of K = 256 0.79x, its 3x3s 0.95x). Wider ones lost: layer 1 and
+// 2's block ends (N = 256 and 512, one K step, 256 x 128 tiles with one
+// stage at 96 registers, spilling) 1.35-1.6x, BERT-base's QKV (N = 2304,
+// 192 x 128 with 3 stages) 1.03x. Float products keep one tile per block
+// until theirs is measured; split K (few tiles) keeps its one tile per
+// block: the two are not combined.
 bool warpgroup::usePersistent(PersistentKernels mode, const Problem &p,
                               const Tile &t, int64_t splits) {
   if (mode == PersistentKernels::Off || splits > 1)
     return false;
   if (mode == PersistentKernels::On)
     return true;
-  return p.integer() && countTiles(p, t).total > kSMs && p.kSteps() <= 32;
+  return p.integer() && p.n <= 128 && countTiles(p, t).total > kSMs &&
+         p.kSteps() <= 32;
 }
 
 // One block per SM: the kernel's 4-6 stages take 128-227 KiB of shared

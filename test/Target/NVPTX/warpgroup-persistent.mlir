@@ -7,9 +7,9 @@
 // storing, so that the next tile's copies overlap the stores, which go
 // through a staging area of their own past the ring. Split K is never
 // persistent. off is the one-tile-per-block kernel of warpgroup-mma.mlir;
-// auto (the default) takes the persistent one for 8-bit products of more
-// tiles than SMs and at most 32 K steps whose tile's staging fits beside
-// the ring as it is. The PTX run assembles with ptxas where present
+// auto (the default) takes the persistent one for 8-bit products of at
+// most 128 columns, more tiles than SMs and at most 32 K steps whose
+// tile's staging fits beside two stages as it is. The PTX run assembles with ptxas where present
 // (warpgroup-persistent-kilnc.test). The tiles are the four-warpgroup ones
 // (tiles=...): the cost model's 192 x 128 would change the tile arithmetic
 // checked here.
@@ -112,22 +112,24 @@
 // AUTO-NOT: persistent: {{.*}}wgmma m64n{{[0-9]+}}k8
 // AUTO-LABEL: func.func private @dense_3d(
 // AUTO: gpu.launch {{.*}} in (%{{.*}} = %c18, %{{.*}} = %c32, %{{.*}} = %c1)
-// 8-bit products of more tiles than SMs, whose tile's staging fits beside
-// the ring as it is: one K step keeps 256 x 128 with one stage (1568
-// tiles; 136 KiB of staging past a 48 KiB stage), four steps 128 x 128
-// with its 4 stages; two steps of 256 x 128 (two 48 KiB stages and the
-// staging: more than 227 KiB) stay one tile per block.
+// 8-bit products of at most 128 columns and more tiles than SMs whose
+// tile's staging fits beside two stages as it is: four K steps of N = 128
+// (layer 2's first 1x1 convolutions) keep 128 x 128 with its 4 stages.
+// One step of N = 256 (layer 1's block ends) and two of N = 1024 stay one
+// tile per block: wider products lost with the persistent kernel.
 // AUTO-LABEL: func.func private @int8_one_step(
-// AUTO-SAME: 200704x256x64: tile 256x128x128, wgmma m64n128k32 u8xs8, 1 stage, 5 warpgroups, persistent: 132 blocks over 1568 tiles
-// AUTO: gpu.launch {{.*}} in (%{{.*}} = %c132, {{.*}} dynamic_shared_memory_size %c189568_i32
+// AUTO-NOT: persistent
+// AUTO-SAME: tile 256x128x128, wgmma m64n128k32 u8xs8, 4 stages, 5 warpgroups"]
 // AUTO-LABEL: func.func private @int8_four_steps(
 // AUTO-SAME: 50176x128x512: tile 128x128x128, wgmma m64n128k32 u8xs8, 4 stages, 3 warpgroups, persistent: 132 blocks over 392 tiles
+// AUTO: gpu.launch {{.*}} in (%{{.*}} = %c132, {{.*}} dynamic_shared_memory_size %c201856_i32
 // AUTO-LABEL: func.func private @int8_two_steps_wide(
 // AUTO-NOT: persistent
 // AUTO-SAME: tile 256x128x128, wgmma m64n128k32 u8xs8, 4 stages, 5 warpgroups"]
-// on: the same and, for two steps, the best tile that fits (128 x 128).
+// on: persistent, each with the best tile whose staging fits with two
+// stages (256 x 128 does not: 128 x 128).
 // ON-LABEL: func.func private @int8_one_step(
-// ON-SAME: 1 stage, 5 warpgroups, persistent: 132 blocks over 1568 tiles
+// ON-SAME: tile 128x128x128, wgmma m64n128k32 u8xs8, 2 stages, 3 warpgroups, persistent: 132 blocks over 3136 tiles
 // ON-LABEL: func.func private @int8_two_steps_wide(
 // ON-SAME: tile 128x128x128, wgmma m64n128k32 u8xs8, 3 stages, 3 warpgroups, persistent: 132 blocks over 784 tiles
 
@@ -136,8 +138,8 @@
 // DEFAULT-NOT: step %c132_i32
 // DEFAULT-LABEL: func.func private @mm_long_k(
 // DEFAULT-NOT: persistent
-// DEFAULT-LABEL: func.func private @int8_one_step(
-// DEFAULT-SAME: persistent: 132 blocks over 1568 tiles
+// DEFAULT-LABEL: func.func private @int8_four_steps(
+// DEFAULT-SAME: persistent: 132 blocks over 392 tiles
 
 // PTX: .target sm_90a
 // PTX-LABEL: .visible .entry dense_3d_kernel(

@@ -1,7 +1,7 @@
 // 8-bit GEMMs for the sm_90a warpgroup-MMA kernel (wgmma-serialization.test):
 // u8 x s8 with partial tiles (3136 rows) and a scaled epilogue, s8 x s8
-// with a fill of 7, split K, one K step of 64 (persistent by default: one
-// stage and a staging area past it).
+// with a fill of 7, split K, one K step of 64 (persistent with
+// persistent=on: 128 x 128 tiles, two stages and a staging area past them).
 #mA = affine_map<(d0, d1, d2) -> (d0, d2)>
 #mB = affine_map<(d0, d1, d2) -> (d2, d1)>
 #mC = affine_map<(d0, d1, d2) -> (d0, d1)>
