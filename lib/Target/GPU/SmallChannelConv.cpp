@@ -338,6 +338,60 @@ std::optional<RowPlan> planRows(linalg::GenericOp g, const ConvDims &c,
   return p;
 }
 
+/// A launch of one block of `threads` threads per row of output pixels (the
+/// pixels but the innermost fixed) with `shared` as its workgroup buffers,
+/// the builder inside it; what both row copies build on.
+struct RowLaunch {
+  OpBuilder &b;
+  Location loc;
+  AffineMap aMap;
+  int64_t loops, threads;
+  Value tid;
+  /// The convolution's loops at this block's row (the others 0).
+  SmallVector<Value> pt;
+  SmallVector<Value> buffers;
+
+  RowLaunch(OpBuilder &b, const GPUTargetInfo &info, Location loc,
+            linalg::GenericOp g, const ConvDims &c, ArrayRef<int64_t> sizes,
+            int64_t threads, ArrayRef<MemRefType> shared)
+      : b(b), loc(loc), aMap(g.getMatchingIndexingMap(c.a)),
+        loops(sizes.size()), threads(threads) {
+    int64_t P1 = sizes[c.pixels[1]];
+    auto launch =
+        gpu::LaunchOp::create(b, loc, idx(sizes[c.pixels[0]] * P1), idx(1),
+                              idx(1), idx(threads), idx(1), idx(1));
+    Attribute wg = info.getSharedMemorySpace(b.getContext());
+    for (MemRefType t : shared)
+      buffers.push_back(launch.addWorkgroupAttribution(
+          MemRefType::get(t.getShape(), t.getElementType(),
+                          MemRefLayoutAttrInterface(), wg),
+          loc));
+    b.setInsertionPointToEnd(&launch.getBody().front());
+    b.setInsertionPoint(gpu::TerminatorOp::create(b, loc));
+    tid = launch.getThreadIds().x;
+    Value blk = launch.getBlockIds().x;
+    pt.assign(loops, idx(0));
+    pt[c.pixels[0]] = arith::DivUIOp::create(b, loc, blk, idx(P1));
+    pt[c.pixels[1]] = arith::RemUIOp::create(b, loc, blk, idx(P1));
+  }
+
+  Value idx(int64_t v) {
+    return arith::ConstantIndexOp::create(b, loc, v).getResult();
+  }
+  /// A's result `res` at the loops' `point`.
+  Value result(int64_t res, ArrayRef<Value> point) {
+    return affine::AffineApplyOp::create(
+        b, loc, AffineMap::get(loops, 0, aMap.getResult(res)), point);
+  }
+  /// for (i = tid; i < n; i += threads) body(i)
+  void strided(int64_t n, function_ref<void(Value)> body) {
+    auto loop = scf::ForOp::create(b, loc, tid, idx(n), idx(threads));
+    OpBuilder::InsertionGuard ig(b);
+    b.setInsertionPoint(loop.getBody()->getTerminator());
+    body(loop.getInductionVar());
+  }
+};
+
 /// cols[pixels..., k] by rows of output pixels: a block per row (the
 /// pixels but the innermost fixed). Its threads first write a table of each
 /// k's offset in the staged rows (-1 past K), then stage the window rows the
@@ -350,75 +404,52 @@ void emitRows(OpBuilder &b, const GPUTargetInfo &info, Location loc,
               const RowPlan &p, const Source &src, int64_t K, int64_t Kp,
               Value cols, int64_t threads) {
   AffineMap aMap = g.getMatchingIndexingMap(c.a);
-  auto idx = [&](int64_t v) {
-    return arith::ConstantIndexOp::create(b, loc, v).getResult();
-  };
   int64_t C = loops[c.channels], KW = loops[c.kw];
-  int64_t P1 = loops[c.pixels[1]], OW = loops[p.pixelW];
+  int64_t OW = loops[p.pixelW];
   Type elem = getElementTypeOrSelf(cols.getType());
   int64_t vec = 16 / (elem.getIntOrFloatBitWidth() / 8), chunks = Kp / vec;
   int64_t plane = p.rows * p.cols, staged = C * plane;
-  auto launch =
-      gpu::LaunchOp::create(b, loc, idx(loops[c.pixels[0]] * P1), idx(1),
-                            idx(1), idx(threads), idx(1), idx(1));
-  Attribute wg = info.getSharedMemorySpace(b.getContext());
-  Value rows = launch.addWorkgroupAttribution(
-      MemRefType::get({staged}, elem, MemRefLayoutAttrInterface(), wg), loc);
-  Value table = launch.addWorkgroupAttribution(
-      MemRefType::get({Kp}, b.getI32Type(), MemRefLayoutAttrInterface(), wg),
-      loc);
-  b.setInsertionPointToEnd(&launch.getBody().front());
-  b.setInsertionPoint(gpu::TerminatorOp::create(b, loc));
-  Value tid = launch.getThreadIds().x, blk = launch.getBlockIds().x;
-  SmallVector<Value> pt(loops.size(), idx(0));
-  pt[c.pixels[0]] = arith::DivUIOp::create(b, loc, blk, idx(P1));
-  pt[c.pixels[1]] = arith::RemUIOp::create(b, loc, blk, idx(P1));
-  auto result = [&](int64_t res, ArrayRef<Value> point) -> Value {
-    return affine::AffineApplyOp::create(
-        b, loc, AffineMap::get(loops.size(), 0, aMap.getResult(res)), point);
-  };
+  RowLaunch row(
+      b, info, loc, g, c, loops, threads,
+      {MemRefType::get({staged}, elem), MemRefType::get({Kp}, b.getI32Type())});
+  Value rows = row.buffers[0], table = row.buffers[1];
+  SmallVector<Value> &pt = row.pt;
   auto sub = [&](Value v, int64_t n) -> Value {
-    return arith::SubIOp::create(b, loc, v, idx(n));
+    return arith::SubIOp::create(b, loc, v, row.idx(n));
   };
-  // for (i = tid; i < n; i += threads) body(i)
-  auto strided = [&](int64_t n, function_ref<void(Value)> body) {
-    auto loop = scf::ForOp::create(b, loc, tid, idx(n), idx(threads));
-    OpBuilder::InsertionGuard ig(b);
-    b.setInsertionPoint(loop.getBody()->getTerminator());
-    body(loop.getInductionVar());
-  };
-  Value firstRow = result(p.resH, pt); // kh = 0
-  strided(Kp, [&](Value k) {
-    Value kk = arith::MinUIOp::create(b, loc, k, idx(K - 1));
-    SmallVector<Value> q(loops.size(), idx(0));
-    q[c.kh] = arith::DivUIOp::create(b, loc, kk, idx(KW * C));
+  Value firstRow = row.result(p.resH, pt); // kh = 0
+  row.strided(Kp, [&](Value k) {
+    Value kk = arith::MinUIOp::create(b, loc, k, row.idx(K - 1));
+    SmallVector<Value> q(loops.size(), row.idx(0));
+    q[c.kh] = arith::DivUIOp::create(b, loc, kk, row.idx(KW * C));
     q[c.kw] = arith::RemUIOp::create(
-        b, loc, arith::DivUIOp::create(b, loc, kk, idx(C)), idx(KW));
-    Value ch = arith::RemUIOp::create(b, loc, kk, idx(C));
-    Value r = sub(result(p.resH, q), p.hAtZero);
-    Value col = sub(result(p.resW, q), p.firstCol);
+        b, loc, arith::DivUIOp::create(b, loc, kk, row.idx(C)), row.idx(KW));
+    Value ch = arith::RemUIOp::create(b, loc, kk, row.idx(C));
+    Value r = sub(row.result(p.resH, q), p.hAtZero);
+    Value col = sub(row.result(p.resW, q), p.firstCol);
     Value off = arith::AddIOp::create(
-        b, loc, arith::MulIOp::create(b, loc, ch, idx(plane)),
+        b, loc, arith::MulIOp::create(b, loc, ch, row.idx(plane)),
         arith::AddIOp::create(
-            b, loc, arith::MulIOp::create(b, loc, r, idx(p.cols)), col));
+            b, loc, arith::MulIOp::create(b, loc, r, row.idx(p.cols)), col));
     Value in =
-        arith::CmpIOp::create(b, loc, arith::CmpIPredicate::ult, k, idx(K));
-    off = arith::SelectOp::create(b, loc, in, off, idx(-1));
+        arith::CmpIOp::create(b, loc, arith::CmpIPredicate::ult, k, row.idx(K));
+    off = arith::SelectOp::create(b, loc, in, off, row.idx(-1));
     memref::StoreOp::create(
         b, loc, arith::IndexCastOp::create(b, loc, b.getI32Type(), off), table,
         k);
   });
-  strided(staged, [&](Value e) {
-    Value ch = arith::DivUIOp::create(b, loc, e, idx(plane));
+  row.strided(staged, [&](Value e) {
+    Value ch = arith::DivUIOp::create(b, loc, e, row.idx(plane));
     Value r = arith::RemUIOp::create(
-        b, loc, arith::DivUIOp::create(b, loc, e, idx(p.cols)), idx(p.rows));
-    Value col = arith::RemUIOp::create(b, loc, e, idx(p.cols));
+        b, loc, arith::DivUIOp::create(b, loc, e, row.idx(p.cols)),
+        row.idx(p.rows));
+    Value col = arith::RemUIOp::create(b, loc, e, row.idx(p.cols));
     SmallVector<Value> at;
     for (auto [i, ex] : llvm::enumerate(aMap.getResults())) {
       if ((int64_t)i == p.resH)
         at.push_back(arith::AddIOp::create(b, loc, firstRow, r));
       else if ((int64_t)i == p.resW)
-        at.push_back(arith::AddIOp::create(b, loc, col, idx(p.firstCol)));
+        at.push_back(arith::AddIOp::create(b, loc, col, row.idx(p.firstCol)));
       else if (cast<AffineDimExpr>(ex).getPosition() == c.channels)
         at.push_back(ch);
       else
@@ -428,22 +459,23 @@ void emitRows(OpBuilder &b, const GPUTargetInfo &info, Location loc,
   });
   info.buildBarrier(b, loc);
   Value zero = arith::ConstantOp::create(b, loc, elem, b.getZeroAttr(elem));
-  strided(OW * chunks, [&](Value e) {
-    Value ow = arith::DivUIOp::create(b, loc, e, idx(chunks));
+  row.strided(OW * chunks, [&](Value e) {
+    Value ow = arith::DivUIOp::create(b, loc, e, row.idx(chunks));
     Value k0 = arith::MulIOp::create(
-        b, loc, arith::RemUIOp::create(b, loc, e, idx(chunks)), idx(vec));
-    SmallVector<Value> q(loops.size(), idx(0));
+        b, loc, arith::RemUIOp::create(b, loc, e, row.idx(chunks)),
+        row.idx(vec));
+    SmallVector<Value> q(loops.size(), row.idx(0));
     q[p.pixelW] = ow;
-    Value shift = sub(result(p.resW, q), p.firstCol); // kw = 0
+    Value shift = sub(row.result(p.resW, q), p.firstCol); // kw = 0
     SmallVector<Value> vals;
     for (int64_t j = 0; j < vec; ++j) {
-      Value k = arith::AddIOp::create(b, loc, k0, idx(j));
+      Value k = arith::AddIOp::create(b, loc, k0, row.idx(j));
       Value t = arith::IndexCastOp::create(
           b, loc, b.getIndexType(), memref::LoadOp::create(b, loc, table, k));
-      Value valid =
-          arith::CmpIOp::create(b, loc, arith::CmpIPredicate::sge, t, idx(0));
+      Value valid = arith::CmpIOp::create(b, loc, arith::CmpIPredicate::sge, t,
+                                          row.idx(0));
       Value at = arith::SelectOp::create(
-          b, loc, valid, arith::AddIOp::create(b, loc, t, shift), idx(0));
+          b, loc, valid, arith::AddIOp::create(b, loc, t, shift), row.idx(0));
       vals.push_back(arith::SelectOp::create(
           b, loc, valid, memref::LoadOp::create(b, loc, rows, at), zero));
     }
@@ -471,47 +503,25 @@ void emitPackedRows(OpBuilder &b, const GPUTargetInfo &info, Location loc,
                     const Source &src, int64_t KWp, int64_t Kp, Value cols,
                     int64_t threads) {
   AffineMap aMap = g.getMatchingIndexingMap(c.a);
-  auto idx = [&](int64_t v) {
-    return arith::ConstantIndexOp::create(b, loc, v).getResult();
-  };
   const int64_t C = loops[c.channels], KW = loops[c.kw];
-  const int64_t P1 = loops[c.pixels[1]], OW = loops[p.pixelW];
+  const int64_t OW = loops[p.pixelW];
   const int64_t colsP = p.cols + (KWp - KW), chunks = Kp / 16;
   Type i32 = b.getI32Type();
-  auto launch =
-      gpu::LaunchOp::create(b, loc, idx(loops[c.pixels[0]] * P1), idx(1),
-                            idx(1), idx(threads), idx(1), idx(1));
-  Attribute wg = info.getSharedMemorySpace(b.getContext());
-  Value rows = launch.addWorkgroupAttribution(
-      MemRefType::get({p.rows * colsP}, i32, MemRefLayoutAttrInterface(), wg),
-      loc);
-  b.setInsertionPointToEnd(&launch.getBody().front());
-  b.setInsertionPoint(gpu::TerminatorOp::create(b, loc));
-  Value tid = launch.getThreadIds().x, blk = launch.getBlockIds().x;
-  SmallVector<Value> pt(loops.size(), idx(0));
-  pt[c.pixels[0]] = arith::DivUIOp::create(b, loc, blk, idx(P1));
-  pt[c.pixels[1]] = arith::RemUIOp::create(b, loc, blk, idx(P1));
-  auto result = [&](int64_t res, ArrayRef<Value> point) -> Value {
-    return affine::AffineApplyOp::create(
-        b, loc, AffineMap::get(loops.size(), 0, aMap.getResult(res)), point);
-  };
-  auto strided = [&](int64_t n, function_ref<void(Value)> body) {
-    auto loop = scf::ForOp::create(b, loc, tid, idx(n), idx(threads));
-    OpBuilder::InsertionGuard ig(b);
-    b.setInsertionPoint(loop.getBody()->getTerminator());
-    body(loop.getInductionVar());
-  };
-  Value firstRow = result(p.resH, pt); // kh = 0
+  RowLaunch row(b, info, loc, g, c, loops, threads,
+                {MemRefType::get({p.rows * colsP}, i32)});
+  Value rows = row.buffers[0];
+  SmallVector<Value> &pt = row.pt;
+  Value firstRow = row.result(p.resH, pt); // kh = 0
   // Word e: column e % colsP of staged row e / colsP, its C channels
   // (adjacent threads read adjacent columns of each channel's row).
-  strided(p.rows * colsP, [&](Value e) {
-    Value r = arith::DivUIOp::create(b, loc, e, idx(colsP));
-    Value col = arith::RemUIOp::create(b, loc, e, idx(colsP));
+  row.strided(p.rows * colsP, [&](Value e) {
+    Value r = arith::DivUIOp::create(b, loc, e, row.idx(colsP));
+    Value col = arith::RemUIOp::create(b, loc, e, row.idx(colsP));
     Value inside = arith::CmpIOp::create(b, loc, arith::CmpIPredicate::ult, col,
-                                         idx(p.cols));
+                                         row.idx(p.cols));
     // Columns past the window's are never read with a nonzero filter:
     // the last column's values stand in for them, in range of A.
-    Value readCol = arith::MinUIOp::create(b, loc, col, idx(p.cols - 1));
+    Value readCol = arith::MinUIOp::create(b, loc, col, row.idx(p.cols - 1));
     Value word = arith::ConstantIntOp::create(b, loc, i32, 0);
     for (int64_t ch = 0; ch < C; ++ch) {
       SmallVector<Value> at;
@@ -519,9 +529,10 @@ void emitPackedRows(OpBuilder &b, const GPUTargetInfo &info, Location loc,
         if ((int64_t)i == p.resH)
           at.push_back(arith::AddIOp::create(b, loc, firstRow, r));
         else if ((int64_t)i == p.resW)
-          at.push_back(arith::AddIOp::create(b, loc, readCol, idx(p.firstCol)));
+          at.push_back(
+              arith::AddIOp::create(b, loc, readCol, row.idx(p.firstCol)));
         else if (cast<AffineDimExpr>(ex).getPosition() == c.channels)
-          at.push_back(idx(ch));
+          at.push_back(row.idx(ch));
         else
           at.push_back(pt[p.pixelN]);
       }
@@ -537,31 +548,36 @@ void emitPackedRows(OpBuilder &b, const GPUTargetInfo &info, Location loc,
   });
   info.buildBarrier(b, loc);
   Type elem = getElementTypeOrSelf(cols.getType());
-  strided(OW * chunks, [&](Value e) {
-    Value ow = arith::DivUIOp::create(b, loc, e, idx(chunks));
-    Value chunk = arith::RemUIOp::create(b, loc, e, idx(chunks));
+  row.strided(OW * chunks, [&](Value e) {
+    Value ow = arith::DivUIOp::create(b, loc, e, row.idx(chunks));
+    Value chunk = arith::RemUIOp::create(b, loc, e, row.idx(chunks));
     // k0 = 16 chunk: window row kh = k0 / (KWp C), first tap 4 (chunk %
     // (KWp / 4)); rows of cols past KH KWp C (K's padding) are zeros.
     const int64_t perRow = KWp / 4;
-    Value kh = arith::DivUIOp::create(b, loc, chunk, idx(perRow));
+    Value kh = arith::DivUIOp::create(b, loc, chunk, row.idx(perRow));
     Value tap = arith::MulIOp::create(
-        b, loc, arith::RemUIOp::create(b, loc, chunk, idx(perRow)), idx(4));
+        b, loc, arith::RemUIOp::create(b, loc, chunk, row.idx(perRow)),
+        row.idx(4));
     Value valid = arith::CmpIOp::create(b, loc, arith::CmpIPredicate::ult, kh,
-                                        idx(loops[c.kh]));
-    SmallVector<Value> q(loops.size(), idx(0));
-    q[c.kh] = arith::MinUIOp::create(b, loc, kh, idx(loops[c.kh] - 1));
+                                        row.idx(loops[c.kh]));
+    SmallVector<Value> q(loops.size(), row.idx(0));
+    q[c.kh] = arith::MinUIOp::create(b, loc, kh, row.idx(loops[c.kh] - 1));
     q[p.pixelW] = ow;
     // The word of (kh, tap 0) at this pixel, then `tap` columns on.
-    Value r = arith::SubIOp::create(b, loc, result(p.resH, q), idx(p.hAtZero));
+    Value r = arith::SubIOp::create(b, loc, row.result(p.resH, q),
+                                    row.idx(p.hAtZero));
     Value col = arith::AddIOp::create(
         b, loc,
-        arith::SubIOp::create(b, loc, result(p.resW, q), idx(p.firstCol)), tap);
+        arith::SubIOp::create(b, loc, row.result(p.resW, q),
+                              row.idx(p.firstCol)),
+        tap);
     Value at = arith::AddIOp::create(
-        b, loc, arith::MulIOp::create(b, loc, r, idx(colsP)), col);
+        b, loc, arith::MulIOp::create(b, loc, r, row.idx(colsP)), col);
     SmallVector<Value> words;
     for (int64_t j = 0; j < 4; ++j) {
       Value w = memref::LoadOp::create(
-          b, loc, rows, ValueRange{arith::AddIOp::create(b, loc, at, idx(j))});
+          b, loc, rows,
+          ValueRange{arith::AddIOp::create(b, loc, at, row.idx(j))});
       words.push_back(arith::SelectOp::create(
           b, loc, valid, w, arith::ConstantIntOp::create(b, loc, i32, 0)));
     }
@@ -571,7 +587,7 @@ void emitPackedRows(OpBuilder &b, const GPUTargetInfo &info, Location loc,
     auto st = vector::StoreOp::create(
         b, loc, v, cols,
         ValueRange{pt[c.pixels[0]], pt[c.pixels[1]], ow,
-                   arith::MulIOp::create(b, loc, chunk, idx(16))});
+                   arith::MulIOp::create(b, loc, chunk, row.idx(16))});
     st.setAlignment(16);
   });
 }
