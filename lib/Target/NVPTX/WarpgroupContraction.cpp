@@ -265,7 +265,7 @@ mlir::kiln::lowerWarpgroupContraction(RewriterBase &rewriter,
   cfg.splits = splits;
   cfg.persistent = persistent;
   const int64_t staged = stagedTileBytes(tile);
-  if (cfg.persistent && canStageOutput(p) && fitsStaged(tile)) {
+  if (cfg.persistent && stageable && fitsStaged(tile)) {
     int64_t stages = std::min(tile.stages, p.kSteps() + 1);
     while (stages > minStages &&
            ringBytes(tile, stages) + staged + 1024 > kMaxSharedBytes)
@@ -394,7 +394,7 @@ mlir::kiln::lowerWarpgroupContraction(RewriterBase &rewriter,
     if (p.integer())
       os << " " << (p.aSigned ? "s8" : "u8") << "x"
          << (p.bSigned ? "s8" : "u8");
-    os << ", " << stages << (stages == 1 ? " stage, " : " stages, ");
+    os << ", " << stages << " stages, ";
     if (tile.producerWarp())
       os << consumers << " warpgroups and a producer warp, " << tile.blocksPerSM
          << " blocks an SM";
