@@ -27,6 +27,12 @@ Value quant::signless(OpBuilder &b, Location loc, Value v) {
   if (!it || it.isSignless())
     return v;
   auto st = t.clone(IntegerType::get(b.getContext(), it.getWidth()));
+  // A constant (a zero point) stays one, so that it folds into the
+  // elementwise bodies that read it (a bitcast would be a buffer there).
+  if (auto c = v.getDefiningOp<arith::ConstantOp>())
+    if (auto d = dyn_cast<DenseIntOrFPElementsAttr>(c.getValue()))
+      return arith::ConstantOp::create(b, loc, st,
+                                       d.bitcast(st.getElementType()));
   return tensor::BitcastOp::create(b, loc, st, v);
 }
 

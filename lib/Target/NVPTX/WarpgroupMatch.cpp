@@ -510,7 +510,14 @@ ArrayRef<Tile> warpgroup::tileTable() {
   // shared-memory reads of A per product) are not measured yet: --gpu-tiles
   // only. So are the tiles "/2" whose 3 or 4 stages take 96 KiB, two blocks
   // to a multiprocessor: one block's epilogue (the staged stores, GELU)
-  // runs while the other multiplies.
+  // runs while the other multiplies; but 128 x 128 /2 is measured on 8-bit
+  // products of one or two K steps with a requantizing epilogue and a
+  // uint8 residual (ResNet-50 b64's block ends; bench/hopper/int8_gemm.py,
+  // an H100, 2026-12-06, docs/gpu-results/int8-gemm-block-ends-*-06h):
+  // 200704 x 256 x 64 88.0 us against 110.5 (256 x 128), 50176 x 512 x
+  // 128 48.0 against 60.7, 12544 x 1024 x 256 27.6 against 33.2, 0.80x to
+  // 0.83x, where 128 x 128 with one block took 1.16x-1.19x, 256 x 64 1.10x-
+  // 1.16x, persistent 128 x 128 1.03x-1.11x: rate 1.25 on such products.
   // The order breaks ties of the cost model.
   static const Tile table[] = {{256, 128, 4, 1.0},
                                {128, 128, 4, 0.88},
@@ -520,7 +527,8 @@ ArrayRef<Tile> warpgroup::tileTable() {
                                {128, 256, 4, 0.0},
                                {128, 192, 5, 0.0},
                                {192, 192, 4, 0.0},
-                               {128, 128, 3, 0.0, false, /*blocksPerSM=*/2},
+                               {128, 128, 3, 0.0, false, /*blocksPerSM=*/2,
+                                /*shortInt8Rate=*/1.25},
                                {128, 64, 4, 0.0, false, /*blocksPerSM=*/2}};
   return table;
 }
@@ -531,6 +539,10 @@ ArrayRef<Tile> warpgroup::tileTable() {
 /// picks the fastest of the measured tiles or one within 6% of it.
 Tile warpgroup::chooseTile(const Problem &p, const ContractionTiles &allowed,
                            function_ref<bool(const Tile &)> accept) {
+  const bool shortInt8 = p.elemBytes() == 1 && p.kSteps() <= kShortKSteps;
+  auto rateOf = [&](const Tile &t) {
+    return shortInt8 && t.shortInt8Rate > 0 ? t.shortInt8Rate : t.rate;
+  };
   SmallVector<Tile> candidates;
   for (const Tile &t : tileTable()) {
     if (accept && !accept(t))
@@ -544,7 +556,7 @@ Tile warpgroup::chooseTile(const Problem &p, const ContractionTiles &allowed,
     // 64-column tiles, a wider N the others but 256 x 64.
     bool narrow = t.bn == 64 && t.bm == 256;
     bool measured =
-        t.rate > 0 && (!t.matmulsOnly || (!p.conv && p.elemBytes() <= 2));
+        rateOf(t) > 0 && (!t.matmulsOnly || (!p.conv && p.elemBytes() <= 2));
     if (measured && (p.n > 64 ? !narrow : t.bn == 64))
       candidates.push_back(t);
   }
@@ -555,7 +567,7 @@ Tile warpgroup::chooseTile(const Problem &p, const ContractionTiles &allowed,
     int64_t slots = kSMs * t.blocksPerSM;
     int64_t waves = (tm * tn * p.batch + slots - 1) / slots;
     return double(waves) * double(t.bm * t.bn * t.blocksPerSM) /
-           (t.rate > 0 ? t.rate : 1.0);
+           (rateOf(t) > 0 ? rateOf(t) : 1.0);
   };
   Tile best = candidates.front();
   for (const Tile &t : candidates)

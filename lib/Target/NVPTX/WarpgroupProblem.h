@@ -135,6 +135,10 @@ struct Tile {
   /// most half of its 228 KiB (less 1 KiB a block the hardware keeps), so
   /// that one block's epilogue overlaps the other's products.
   int64_t blocksPerSM = 1;
+  /// Its rate on 8-bit products of at most kShortKSteps K steps, where the
+  /// epilogue (a requantization, a residual read) is most of a tile's time;
+  /// 0: `rate` there too.
+  double shortInt8Rate = 0.0;
 
   /// The consumer warpgroups (64 rows each).
   int64_t consumers() const { return bm / 64; }
@@ -149,6 +153,10 @@ struct Tile {
   /// The tile as --gpu-tiles names it.
   ContractionTile key() const { return {bm, bn, blocksPerSM}; }
 };
+
+/// The K steps up to which an 8-bit product counts as short (Tile::
+/// shortInt8Rate).
+constexpr int64_t kShortKSteps = 4;
 
 /// Every tile the kernel takes. A rate of 0: not measured yet, taken only
 /// when --gpu-tiles asks for it.

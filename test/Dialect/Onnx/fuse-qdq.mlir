@@ -346,3 +346,44 @@ func.func @gather_dequantized(%ids: tensor<1x3xi64>) -> tensor<1x3x4xf32> {
   %g = "onnx.Gather"(%tf, %ids) <{axis = 0 : i64}> : (tensor<10x4xf32>, tensor<1x3xi64>) -> tensor<1x3x4xf32>
   return %g : tensor<1x3x4xf32>
 }
+
+// -----
+
+// A ResNet block end: Conv with its bias, an Add of a quantized residual,
+// Relu, QuantizeLinear. The residual's DequantizeLinear takes the output's
+// 1 / sy too (0.125 / 0.25 = 0.5, its zero point kept), so the
+// QuantizeLinear's scale is 1: no division is left in the epilogue.
+// CHECK-LABEL: func.func @conv_residual_relu
+// CHECK-SAME: (%[[X:.*]]: tensor<1x2x4x4xui8>, %[[RQ:.*]]: tensor<1x2x4x4xui8>)
+// CHECK-DAG: %[[ONE:.*]] = arith.constant dense<1.000000e+00> : tensor<f32>
+// CHECK-DAG: %[[RS:.*]] = arith.constant dense<5.000000e-01> : tensor<f32>
+// CHECK-DAG: %[[RZ:.*]] = arith.constant dense<3> : tensor<ui8>
+// CHECK: %[[ACC:.*]] = "onnx.ConvInteger"
+// CHECK: %[[F:.*]] = "onnx.Cast"
+// CHECK: %[[Y:.*]] = "onnx.Mul"(%[[F]], %{{.*}})
+// CHECK: %[[B:.*]] = "onnx.Add"(%[[Y]], %{{.*}}) : (tensor<1x2x4x4xf32>, tensor<2x1x1xf32>)
+// CHECK: %[[R:.*]] = "onnx.DequantizeLinear"(%[[RQ]], %[[RS]], %[[RZ]])
+// CHECK: %[[S:.*]] = "onnx.Add"(%[[B]], %[[R]]) : (tensor<1x2x4x4xf32>, tensor<1x2x4x4xf32>)
+// CHECK: %[[A:.*]] = "onnx.Relu"(%[[S]])
+// CHECK: "onnx.QuantizeLinear"(%[[A]], %[[ONE]],
+// CHECK-NOT: "onnx.Conv"
+func.func @conv_residual_relu(%x: tensor<1x2x4x4xui8>, %rq: tensor<1x2x4x4xui8>) -> tensor<1x2x4x4xui8> {
+  %sx = arith.constant dense<0.5> : tensor<f32>
+  %w = arith.constant dense<1> : tensor<2x2x1x1xi8>
+  %sw = arith.constant dense<[0.25, 0.5]> : tensor<2xf32>
+  %zw = arith.constant dense<0> : tensor<2xi8>
+  %b = arith.constant dense<[0.5, -0.5]> : tensor<2xf32>
+  %sr = arith.constant dense<0.125> : tensor<f32>
+  %zr = arith.constant dense<3> : tensor<ui8>
+  %sy = arith.constant dense<0.25> : tensor<f32>
+  %zy = arith.constant dense<0> : tensor<ui8>
+  %none = onnx.NoValue
+  %xf = "onnx.DequantizeLinear"(%x, %sx, %none) : (tensor<1x2x4x4xui8>, tensor<f32>, none) -> tensor<1x2x4x4xf32>
+  %wf = "onnx.DequantizeLinear"(%w, %sw, %zw) <{axis = 0 : i64}> : (tensor<2x2x1x1xi8>, tensor<2xf32>, tensor<2xi8>) -> tensor<2x2x1x1xf32>
+  %rf = "onnx.DequantizeLinear"(%rq, %sr, %zr) : (tensor<1x2x4x4xui8>, tensor<f32>, tensor<ui8>) -> tensor<1x2x4x4xf32>
+  %c = "onnx.Conv"(%xf, %wf, %b) <{group = 1 : i64}> : (tensor<1x2x4x4xf32>, tensor<2x2x1x1xf32>, tensor<2xf32>) -> tensor<1x2x4x4xf32>
+  %s = "onnx.Add"(%c, %rf) : (tensor<1x2x4x4xf32>, tensor<1x2x4x4xf32>) -> tensor<1x2x4x4xf32>
+  %r = "onnx.Relu"(%s) : (tensor<1x2x4x4xf32>) -> tensor<1x2x4x4xf32>
+  %q = "onnx.QuantizeLinear"(%r, %sy, %zy) : (tensor<1x2x4x4xf32>, tensor<f32>, tensor<ui8>) -> tensor<1x2x4x4xui8>
+  return %q : tensor<1x2x4x4xui8>
+}

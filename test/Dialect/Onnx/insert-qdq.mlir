@@ -1,4 +1,4 @@
-// RUN: %python -c "import json; h=[1000 if i %% 2 == 0 else 10 for i in range(100)] + [0] * 1947 + [1]; json.dump({'tensors': {'x': {'min': -1.0, 'max': 3.0, 'absmax': 3.0}, 'relu': {'min': 0.0, 'max': 20.48, 'absmax': 20.48, 'hist': h}, 'y': {'min': -2.0, 'max': 2.0, 'absmax': 2.0}, 'pool:0': {'min': 0.0, 'max': 2.55, 'absmax': 2.55}}}, open('%t.json', 'w'))"
+// RUN: %python -c "import json; h=[1000 if i %% 2 == 0 else 10 for i in range(100)] + [0] * 1947 + [1]; json.dump({'tensors': {'x': {'min': -1.0, 'max': 3.0, 'absmax': 3.0}, 'relu': {'min': 0.0, 'max': 20.48, 'absmax': 20.48, 'hist': h}, 'y': {'min': -2.0, 'max': 2.0, 'absmax': 2.0}, 'down': {'min': -1.0, 'max': 1.55, 'absmax': 1.55}, 'pool:0': {'min': 0.0, 'max': 2.55, 'absmax': 2.55}}}, open('%t.json', 'w'))"
 // RUN: kiln-opt %s --split-input-file --kiln-onnx-insert-qdq="ranges=%t.json method=minmax" | FileCheck %s
 // RUN: kiln-opt %s --split-input-file --kiln-onnx-insert-qdq="ranges=%t.json method=percentile:99.99" | FileCheck %s --check-prefix=PCT
 // RUN: kiln-opt %s --split-input-file --kiln-onnx-insert-qdq="ranges=%t.json method=entropy" | FileCheck %s --check-prefix=KL
@@ -173,4 +173,39 @@ func.func @pool(%x: tensor<1x2x4x4xf32>) -> tensor<1x2x2x2xf32> {
   %none = onnx.NoValue
   %c = "onnx.Conv"(%p, %w, %none) {kernel_shape = [1, 1]} : (tensor<1x2x2x2xf32>, tensor<2x2x1x1xf32>, none) -> tensor<1x2x2x2xf32> loc("conv")
   return %c : tensor<1x2x2x2xf32>
+}
+
+// -----
+
+// The first block of a stage: the last convolution's value and the
+// downsampling shortcut's, both int8 products read by the Add alone. The
+// earlier one (the shortcut) is quantized over its own range (minmax
+// [-1, 1.55]: scale 0.01, zero point 100), so that its kernel writes uint8;
+// fused, the later product's epilogue adds it as a uint8 residual (a
+// DequantizeLinear of scale 0.01 / 1: no QuantizeLinear after the Add
+// here) and no float Add of two products is left.
+// CHECK: kiln.precision_plan = {{.*}}shortcuts = 1 : i64
+// CHECK-LABEL: func.func @shortcut
+// CHECK: %[[D:.*]] = "onnx.Conv"({{.*}}) {{.*}}kiln.precision = "int8"
+// CHECK-DAG: %[[S:.*]] = arith.constant dense<0.00999999977> : tensor<f32>
+// CHECK-DAG: %[[Z:.*]] = arith.constant dense<100> : tensor<ui8>
+// CHECK: %[[QD:.*]] = "onnx.QuantizeLinear"(%[[D]], %[[S]], %[[Z]]) {{.*}} -> tensor<1x2x4x4xui8>
+// CHECK: %[[DD:.*]] = "onnx.DequantizeLinear"(%[[QD]], %[[S]], %[[Z]])
+// CHECK: %[[C:.*]] = "onnx.Conv"({{.*}}) {{.*}}kiln.precision = "int8"
+// CHECK: "onnx.Add"(%[[C]], %[[DD]])
+// FUSED-LABEL: func.func @shortcut
+// FUSED: "onnx.ConvInteger"
+// FUSED: %[[QD:.*]] = "onnx.QuantizeLinear"({{.*}}) {{.*}} -> tensor<1x2x4x4xui8>
+// FUSED: "onnx.ConvInteger"
+// FUSED: %[[R:.*]] = "onnx.DequantizeLinear"(%[[QD]],
+// FUSED: "onnx.Add"(%{{.*}}, %[[R]])
+// FUSED-NOT: "onnx.Conv"(
+// FLOATRES: kiln.precision_plan = {{.*}}shortcuts = 0 : i64
+func.func @shortcut(%x: tensor<1x2x4x4xf32> {kiln.name = "x"}) -> tensor<1x2x4x4xf32> {
+  %w = arith.constant dense<[[[[2.54]], [[-1.0]]], [[[0.5]], [[-1.27]]]]> : tensor<2x2x1x1xf32>
+  %none = onnx.NoValue
+  %d = "onnx.Conv"(%x, %w, %none) {kernel_shape = [1, 1]} : (tensor<1x2x4x4xf32>, tensor<2x2x1x1xf32>, none) -> tensor<1x2x4x4xf32> loc("down")
+  %c = "onnx.Conv"(%x, %w, %none) {kernel_shape = [1, 1]} : (tensor<1x2x4x4xf32>, tensor<2x2x1x1xf32>, none) -> tensor<1x2x4x4xf32> loc("conv3")
+  %y = "onnx.Add"(%c, %d) : (tensor<1x2x4x4xf32>, tensor<1x2x4x4xf32>) -> tensor<1x2x4x4xf32> loc("res")
+  return %y : tensor<1x2x4x4xf32>
 }

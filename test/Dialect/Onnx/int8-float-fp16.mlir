@@ -12,7 +12,7 @@
 // (kiln.precision_plan) and the float rest's plan is
 // kiln.float_precision_plan.
 // CHECK-DAG: kiln.float_precision_plan = {casts = {{[1-9][0-9]*}} : i64, {{.*}}nodes = [{{.*}}{node = "scores", op = "MatMul", precision = "fp16"}{{.*}}{node = "mm3", op = "MatMul", precision = "fp32", reason = "exclude: --int8-exclude=mm3"}{{.*}}], precision = "fp16"}
-// CHECK-DAG: kiln.precision_plan = {calibration_method = "minmax", {{.*}}precision = "int8", residuals = 0 : i64}
+// CHECK-DAG: kiln.precision_plan = {calibration_method = "minmax", {{.*}}precision = "int8", residuals = 0 : i64, shortcuts = 0 : i64}
 // CHECK-LABEL: func.func @int8_with_fp16_rest
 // CHECK: %[[ACC:.*]] = "onnx.MatMulInteger"
 // CHECK: %[[F:.*]] = "onnx.Cast"(%[[ACC]]) {{.*}} -> tensor<3x2xf32>

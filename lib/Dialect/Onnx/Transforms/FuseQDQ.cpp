@@ -12,6 +12,8 @@
 //                                                is sx·sw (as quantizers write it)
 //   y   = Mul(Cast(acc, float), M)               M = sx·sw[c] / sy (per channel)
 //   y   = Add(y, bias / sy)                      a float bias, if any
+//   y   = Add(y, DequantizeLinear(r_q, sr / sy, zr))
+//                                                a quantized residual, if any
 //   y   = Relu(y) | Clip(y, lo / sy, hi / sy)    the activation, if any
 //   q   = QuantizeLinear(y, 1, zy)               round half to even, saturate
 //
@@ -24,6 +26,11 @@
 //     output channel (the axis of N, or of F for Conv);
 //   - a bias: Gemm's C, Conv's B, or an Add of a per-channel constant after
 //     the contraction, each a float constant or a DequantizeLinear of one;
+//   - then an Add of a DequantizeLinear of an 8-bit tensor of the result's
+//     type with one scale and zero point (a residual: ResNet's block ends),
+//     whose scale takes the 1 / sy too, so the QuantizeLinear divides by
+//     nothing (the division's correction was about a quarter of such an
+//     epilogue's instructions);
 //   - then Relu or Clip with constant bounds, then QuantizeLinear with one
 //     constant scale and zero point.
 // Each value of the chain must have one user; the chain stops before a
@@ -254,6 +261,8 @@ struct Layer {
   /// (int32) and in float.
   SmallVector<double> accScale;
   SmallVector<double> intBias, floatBias;
+  /// A quantized residual added after the bias (per tensor).
+  std::optional<Dequantized> residual;
   enum class Act { None, Relu, Clip } act = Act::None;
   double lo = 0, hi = 0;
   /// The last float value of the chain, and the QuantizeLinear after it.
@@ -366,6 +375,16 @@ void matchEpilogue(Layer &layer) {
         add.getResult().getType() == layer.end.getType() &&
         addBias(layer, other, 1.0, layer.rank, layer.axis))
       layer.end = add.getResult();
+  }
+  if (auto add = dyn_cast_or_null<AddOp>(soleUser(layer.end))) {
+    Value other = add.getA() == layer.end ? add.getB() : add.getA();
+    std::optional<Dequantized> r = matchDequantize(other);
+    if (other != layer.end && r && r->scale.size() == 1 &&
+        other.getType() == layer.end.getType() &&
+        add.getResult().getType() == layer.end.getType()) {
+      layer.residual = std::move(r);
+      layer.end = add.getResult();
+    }
   }
   Operation *user = soleUser(layer.end);
   if (auto relu = dyn_cast_or_null<ReluOp>(user)) {
@@ -590,6 +609,17 @@ struct FuseQDQPass : public kiln::impl::KilnOnnxFuseQDQBase<FuseQDQPass> {
       for (double v : layer.floatBias)
         fb.push_back(v / sy);
       y = AddOp::create(b, loc, yt, y, perChannel(f32, fb, "_bias"));
+    }
+    if (const std::optional<Dequantized> &r = layer.residual) {
+      Type rElem = getElementTypeOrSelf(r->q.getType());
+      Value rs = valuesConstant(
+          b, loc, {}, f32,
+          {static_cast<float>(static_cast<float>(r->scale[0]) / sy)}, "");
+      Value rz = valuesConstant(b, loc, {}, rElem,
+                                {static_cast<double>(r->zp[0])}, "");
+      y = AddOp::create(
+          b, loc, yt, y,
+          DequantizeLinearOp::create(b, loc, yt, r->q, rs, rz, uint64_t(1)));
     }
     if (layer.act == Layer::Act::Relu) {
       y = ReluOp::create(b, loc, yt, y);

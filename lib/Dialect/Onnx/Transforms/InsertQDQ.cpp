@@ -147,11 +147,14 @@ struct InsertQDQPass : public kiln::impl::KilnOnnxInsertQDQBase<InsertQDQPass> {
   llvm::StringMap<TensorRecord> records;
   llvm::StringSet<> usedExcludes;
   DenseMap<Value, std::string> outputNames;
+  /// Each function's node and value keys.
+  DenseMap<Operation *, NodeKeys> funcKeys;
   /// The DequantizeLinear of each quantized activation, and of each
   /// weight constant (by value and channel axis).
   DenseMap<Value, Value> dequantized;
   /// Residual Adds' operands that read a dequantized activation.
   int64_t residuals = 0;
+  int64_t shortcuts = 0;
   int64_t pools = 0;
   DenseMap<std::pair<Value, int64_t>, Value> weights;
   SmallVector<Decision> decisions;
@@ -421,7 +424,7 @@ struct InsertQDQPass : public kiln::impl::KilnOnnxInsertQDQBase<InsertQDQPass> {
     for (auto func : module.getOps<func::FuncOp>()) {
       if (func.isExternal())
         continue;
-      NodeKeys keys = computeNodeKeys(func);
+      NodeKeys &keys = funcKeys[func] = computeNodeKeys(func);
       outputNames.clear();
       Operation *ret = func.getBody().back().getTerminator();
       for (auto [i, v] : llvm::enumerate(ret->getOperands()))
@@ -448,8 +451,10 @@ struct InsertQDQPass : public kiln::impl::KilnOnnxInsertQDQBase<InsertQDQPass> {
       if (!d.int8)
         d.op->setAttr("kiln.fp32_reason", b.getStringAttr(d.reason));
     }
-    if (quantizeResiduals)
+    if (quantizeResiduals) {
       quantizeResidualAdds();
+      quantizeShortcuts();
+    }
     quantizePoolInputs();
     for (const std::string &e : exclude)
       if (!usedExcludes.contains(e))
@@ -483,6 +488,64 @@ struct InsertQDQPass : public kiln::impl::KilnOnnxInsertQDQBase<InsertQDQPass> {
         use->set(dq);
         ++residuals;
       }
+    }
+  }
+
+  /// An Add of two int8 contractions' values, each read by it alone (the
+  /// end of ResNet's first block of a stage: the last convolution's value
+  /// and the downsampling shortcut's): the earlier one is quantized too,
+  /// over its calibrated range (onnxruntime's quantize_static quantizes
+  /// both inputs of an Add). kiln-onnx-fuse-qdq then requantizes that
+  /// product in its epilogue (it writes uint8, not a float copy for the
+  /// Add) and folds the Add into the later product, which reads the uint8
+  /// as its residual. Counted in the plan (`shortcuts`).
+  void quantizeShortcuts() {
+    llvm::SmallPtrSet<Operation *, 16> int8Ops;
+    for (const Decision &d : decisions)
+      if (d.int8)
+        int8Ops.insert(d.op);
+    auto product = [&](Value v) -> Operation * {
+      Operation *def = v.getDefiningOp();
+      return def && int8Ops.contains(def) && v.hasOneUse() &&
+                     isF32Tensor(v.getType())
+                 ? def
+                 : nullptr;
+    };
+    SmallVector<Value> found;
+    getOperation().walk([&](AddOp add) {
+      Operation *a = product(add.getA()), *b = product(add.getB());
+      if (!a || !b || a == b || add.getA().getType() != add.getB().getType() ||
+          a->getBlock() != b->getBlock())
+        return;
+      found.push_back(a->isBeforeInBlock(b) ? add.getA() : add.getB());
+    });
+    for (Value v : found) {
+      Operation *func = v.getParentBlock()->getParentOp();
+      NodeKeys &keys = funcKeys[func];
+      std::string key;
+      const TensorRecord *r = recordOf(v, keys, key);
+      double lo = 0, hi = 0;
+      std::string error;
+      if (!r || !int8::rangeOf(*r, parsedMethod, lo, hi, error) ||
+          !std::isfinite(lo) || !std::isfinite(hi) || hi - lo <= 0)
+        continue;
+      float scale = 0;
+      int64_t zeroPoint = 0;
+      int8::uint8Params(lo, hi, scale, zeroPoint);
+      OpBuilder b(&getContext());
+      b.setInsertionPointAfter(v.getDefiningOp());
+      Location qloc = NameLoc::get(b.getStringAttr(key + "_QuantizeLinear"));
+      Location dqloc = NameLoc::get(b.getStringAttr(key + "_DequantizeLinear"));
+      auto u8 = IntegerType::get(&getContext(), 8, IntegerType::Unsigned);
+      Value sc = f32Constant(b, qloc, {}, {scale}, "");
+      Value z = int8Constant(b, qloc, {}, u8, {zeroPoint}, "");
+      auto vt = cast<RankedTensorType>(v.getType());
+      Value q = QuantizeLinearOp::create(b, qloc, Type(vt.clone(u8)), v, sc, z,
+                                         uint64_t(1));
+      Value dq =
+          DequantizeLinearOp::create(b, dqloc, Type(vt), q, sc, z, uint64_t(1));
+      v.replaceAllUsesExcept(dq, q.getDefiningOp());
+      ++shortcuts;
     }
   }
 
@@ -594,6 +657,7 @@ struct InsertQDQPass : public kiln::impl::KilnOnnxInsertQDQBase<InsertQDQPass> {
              b.getNamedAttr("converted_bytes",
                             b.getI64IntegerAttr(quantizedBytes)),
              b.getNamedAttr("residuals", b.getI64IntegerAttr(residuals)),
+             b.getNamedAttr("shortcuts", b.getI64IntegerAttr(shortcuts)),
              b.getNamedAttr("pools", b.getI64IntegerAttr(pools))}));
   }
 };

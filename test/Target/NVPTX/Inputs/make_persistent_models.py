@@ -1,11 +1,16 @@
 """Writes matmul.onnx: Y = MatMul(A, B), float16 graph inputs A [4096, 768]
 and B [768, 2304] (BERT-base's fused QKV at batch 32 x 128), for
 warpgroup-persistent-kilnc.test and warpgroup-tiles-kilnc.test, and
-matmul_b1.onnx, the same product at batch 1 x 128 (A [128, 768])."""
+matmul_b1.onnx, the same product at batch 1 x 128 (A [128, 768]), and
+block_end.onnx and block_end_k1024.onnx: a QDQ product as ResNet-50's int8
+block ends have it, Y = QuantizeLinear(Relu(DequantizeLinear(A [50176, K])
+@ DequantizeLinear(W [K, 512]) + bias + DequantizeLinear(R))), uint8 A,
+R and Y, per-column int8 W, for K = 128 (one K step) and 1024 (eight)."""
 import os
 import sys
 
-from onnx import TensorProto, helper, save
+import numpy as np
+from onnx import TensorProto, helper, numpy_helper, save
 
 out = sys.argv[1]
 os.makedirs(out, exist_ok=True)
@@ -25,3 +30,33 @@ def matmul(name, m):
 
 matmul("matmul", 4096)
 matmul("matmul_b1", 128)
+
+
+def block_end(name, k, n=512, m=50176):
+    rng = np.random.default_rng(0)
+    c = {"w": rng.integers(-127, 128, (k, n)).astype(np.int8),
+         "sw": (0.01 * (0.5 + rng.random(n))).astype(np.float32),
+         "zw": np.zeros(n, np.int8), "bias": rng.standard_normal(n).astype(np.float32),
+         "sx": np.array(0.02, np.float32), "zx": np.array(128, np.uint8),
+         "sr": np.array(0.04, np.float32), "zr": np.array(0, np.uint8),
+         "sy": np.array(0.06, np.float32), "zy": np.array(0, np.uint8)}
+    nodes = [helper.make_node("DequantizeLinear", ["A", "sx", "zx"], ["a"]),
+             helper.make_node("DequantizeLinear", ["w", "sw", "zw"], ["wf"], axis=1),
+             helper.make_node("MatMul", ["a", "wf"], ["p"], name="conv3"),
+             helper.make_node("Add", ["p", "bias"], ["y"]),
+             helper.make_node("DequantizeLinear", ["R", "sr", "zr"], ["r"]),
+             helper.make_node("Add", ["y", "r"], ["s"]),
+             helper.make_node("Relu", ["s"], ["t"]),
+             helper.make_node("QuantizeLinear", ["t", "sy", "zy"], ["Y"])]
+    u8 = TensorProto.UINT8
+    graph = helper.make_graph(
+        nodes, name, [helper.make_tensor_value_info("A", u8, [m, k]),
+                      helper.make_tensor_value_info("R", u8, [m, n])],
+        [helper.make_tensor_value_info("Y", u8, [m, n])],
+        [numpy_helper.from_array(v, key) for key, v in c.items()])
+    save(helper.make_model(graph, opset_imports=[helper.make_opsetid("", 21)]),
+         os.path.join(out, name + ".onnx"))
+
+
+block_end("block_end", 128)
+block_end("block_end_k1024", 1024)
