@@ -187,8 +187,7 @@ struct StagePipelineOptions : public PassPipelineOptions<StagePipelineOptions> {
   Option<bool> f32ConstantDivision{
       *this, "f32-constant-division",
       llvm::cl::desc("f32 divisions by a constant as a product and one FMA "
-                     "correction"),
-      llvm::cl::init(false)};
+                     "correction (default: on for int8)")};
   Option<std::string> int8Float{
       *this, "int8-float",
       llvm::cl::desc("int8: what the ops left in float compute in: auto, "
@@ -272,7 +271,8 @@ struct StagePipelineOptions : public PassPipelineOptions<StagePipelineOptions> {
     o.int8KeepFp32 = int8KeepFp32;
     o.int8Float = int8Float;
     o.int8Residuals = int8Residuals;
-    o.f32ConstantDivision = f32ConstantDivision;
+    if (f32ConstantDivision.hasValue())
+      o.f32ConstantDivision = f32ConstantDivision;
     setExposeIntermediates(o, exposeIntermediates);
     o.gpu.tiledContractions = gpuTiledContractions;
     o.gpu.warpReductions = gpuWarpReductions;
@@ -416,7 +416,8 @@ LogicalResult mlir::kiln::buildStagePipeline(OpPassManager &pm, StringRef stage,
       pm.addNestedPass<func::FuncOp>(createKilnFuseKernels());
       pm.addNestedPass<func::FuncOp>(createKilnViewWindows());
       KilnHalfDivisionOptions division;
-      division.f32 = options.f32ConstantDivision;
+      division.f32 =
+          options.f32ConstantDivision.value_or(options.precision == "int8");
       pm.addNestedPass<func::FuncOp>(createKilnHalfDivision(division));
       pm.addPass(createCanonicalizerPass());
     }

@@ -190,8 +190,11 @@ const OptionRow kOptions[] = {
      }},
     {"f32-constant-division", false,
      [](kiln_compile_options &o, llvm::StringRef v, std::string &e) {
-       return parseBool("f32-constant-division", v,
-                        o.compile.f32ConstantDivision, e);
+       bool on = false;
+       if (!parseBool("f32-constant-division", v, on, e))
+         return false;
+       o.compile.f32ConstantDivision = on;
+       return true;
      }},
     {"calibration-ranges", false,
      [](kiln_compile_options &o, llvm::StringRef v, std::string &e) {

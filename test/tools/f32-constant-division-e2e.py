@@ -7,7 +7,8 @@ quantizing by a scale of 0.0235294 (QuantizeLinear's x / scale), compiled
 with and without the flag for the CPU: the outputs are bit-identical on
 seeded inputs of every magnitude from 2^-100 to 2^100, on +-inf and on
 values whose quotient overflows; the flag's build has no division left in
-its kernels."""
+its kernels. With --precision=int8 the flag is on unless it is given as
+false; without it, off."""
 import os
 import shutil
 import sys
@@ -61,3 +62,17 @@ kernels = run(["kilnc", "div.onnx", "--f32-constant-division",
                "--dump-after=kernels", "-o", "dump.so"]).stdout
 assert "arith.divf" not in kernels and kernels.count("math.fma") == 8, kernels[-2000:]
 print("f32-constant-division: 4 outputs bit-identical, no division left")
+
+# The default: on for --precision=int8 (calibrated on the same x), off
+# otherwise; an explicit false turns it off for int8.
+os.makedirs("cal", exist_ok=True)
+shutil.copy("x.pb", os.path.join("cal", "input_0.pb"))
+plain = run(["kilnc", "div.onnx", "--dump-after=kernels", "-o", "d0.so"]).stdout
+assert plain.count("arith.divf") == 3, plain[-2000:]
+int8 = run(["kilnc", "div.onnx", "--precision=int8", "--calibrate=cal",
+            "--dump-after=kernels", "-o", "d1.so"]).stdout
+assert "arith.divf" not in int8 and int8.count("math.fma") == 8, int8[-2000:]
+off = run(["kilnc", "div.onnx", "--precision=int8", "--calibrate=cal",
+           "--f32-constant-division=false", "--dump-after=kernels", "-o", "d2.so"]).stdout
+assert off.count("arith.divf") == 3, off[-2000:]
+print("f32-constant-division: on by default for int8 only")

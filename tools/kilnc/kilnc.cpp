@@ -222,9 +222,9 @@ static cl::opt<bool> f32ConstantDivision(
     cl::desc("f32 divisions by a constant (QuantizeLinear's x / scale, "
              "GELU's x / sqrt(2)) as the product by the reciprocal with one "
              "FMA correction: the IEEE quotient for |x| >= 2^-104, within an "
-             "ulp below (default off; a division that is only rounded to an "
-             "integer, QuantizeLinear's, takes it always: there it is "
-             "exact)"),
+             "ulp below (default on with --precision=int8, off otherwise; a "
+             "division that is only rounded to an integer, QuantizeLinear's, "
+             "takes it always: there it is exact)"),
     cl::init(false));
 static cl::opt<std::string> int8Float(
     "int8-float",
