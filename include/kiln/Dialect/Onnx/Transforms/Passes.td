@@ -93,7 +93,10 @@ def KilnOnnxInsertQDQ : Pass<"kiln-onnx-insert-qdq", "::mlir::ModuleOp"> {
     value quantized for a contraction reads its DequantizeLinear too, so
     the value leaves its producer in uint8 only (a block's end writes one
     8-bit tensor instead of that and a float copy for the next block's
-    Add). Each decided contraction gets `kiln.precision`
+    Add); an Add of two int8 contractions' values that only it reads (a
+    downsampling shortcut's) quantizes the earlier one over its own range,
+    so that the later product reads it as a uint8 residual. Each decided
+    contraction gets `kiln.precision`
     ("int8" or "fp32", with `kiln.fp32_reason`); the module gets
     `kiln.precision_plan` with the ranges, scales and zero points
     (what the compile report lists). docs/int8.md.
