@@ -504,7 +504,11 @@ ArrayRef<Tile> warpgroup::tileTable() {
   // an H100, 2026-12-06) BERT's N = 768 products take 0.81x (FFN2) and
   // 0.83x (output projection) the kernel time of 256 x 128, its QKV (N =
   // 2304) 0.90x that of 128 x 128, and FFN1 with GELU 1.09x that of 256 x
-  // 128, which the rate keeps. Not measured on convolutions or TF32.
+  // 128, which the rate keeps. On u8 x s8 convolutions (ResNet-50 b64 int8,
+  // an H100, 2026-12-06, docs/gpu-results/int8-networks-resnet-*-06i):
+  // layer 3's 1x1 of K = 1024 (12544 x 256, 132 tiles of 192 rows: one
+  // full wave, against 98 of 256) 13.0 us against 14.8, its 3x3s 17.3
+  // against 20.3. Not measured on 16-bit convolutions or TF32.
   // 128 x 256, 128 x 192 and 192 x 192 (two or three consumer warpgroups of
   // m64n256 or m64n192 wgmmas: more columns per instruction, so fewer
   // shared-memory reads of A per product) are not measured yet: --gpu-tiles
@@ -517,7 +521,11 @@ ArrayRef<Tile> warpgroup::tileTable() {
   // 200704 x 256 x 64 88.0 us against 110.5 (256 x 128), 50176 x 512 x
   // 128 48.0 against 60.7, 12544 x 1024 x 256 27.6 against 33.2, 0.80x to
   // 0.83x, where 128 x 128 with one block took 1.16x-1.19x, 256 x 64 1.10x-
-  // 1.16x, persistent 128 x 128 1.03x-1.11x: rate 1.25 on such products.
+  // 1.16x, persistent 128 x 128 1.03x-1.11x; 3136 x 2048 x 512 (four K
+  // steps, dequantized to half) 0.93x, while BERT's products of 6 to 24 K
+  // steps took 1.06x-1.17x (FFN1 with GELU 0.95x; -tiles2-*-06h): rate
+  // 1.25 on 8-bit products of at most kShortKSteps = 4 K steps. ResNet-50
+  // b64 int8 with it: 1.733 ms against 1.865 without the /2 tiles.
   // The order breaks ties of the cost model.
   static const Tile table[] = {{256, 128, 4, 1.0},
                                {128, 128, 4, 0.88},
@@ -556,7 +564,9 @@ Tile warpgroup::chooseTile(const Problem &p, const ContractionTiles &allowed,
     // 64-column tiles, a wider N the others but 256 x 64.
     bool narrow = t.bn == 64 && t.bm == 256;
     bool measured =
-        rateOf(t) > 0 && (!t.matmulsOnly || (!p.conv && p.elemBytes() <= 2));
+        rateOf(t) > 0 &&
+        (!t.matmulsOnly ||
+         (p.conv ? p.elemBytes() == 1 : p.elemBytes() <= 2));
     if (measured && (p.n > 64 ? !narrow : t.bn == 64))
       candidates.push_back(t);
   }

@@ -128,8 +128,9 @@ struct Tile {
   /// Its throughput relative to 256 x 128 on a problem that fills every
   /// wave (bench/hopper, 8192^3 fp16: 0.88x torch.matmul, 0.77x, 0.52x).
   double rate;
-  /// Measured on matmuls of 16- and 8-bit operands only: the cost model
-  /// leaves it out for convolutions and TF32 (--gpu-tiles can still ask).
+  /// Measured on matmuls of 16- and 8-bit operands and on 8-bit
+  /// convolutions only: the cost model leaves it out for 16-bit
+  /// convolutions and TF32 (--gpu-tiles can still ask).
   bool matmulsOnly = false;
   /// Blocks that share a multiprocessor: 2 when the tile's stages take at
   /// most half of its 228 KiB (less 1 KiB a block the hardware keeps), so

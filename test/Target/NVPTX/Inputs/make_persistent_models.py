@@ -5,7 +5,10 @@ matmul_b1.onnx, the same product at batch 1 x 128 (A [128, 768]), and
 block_end.onnx and block_end_k1024.onnx: a QDQ product as ResNet-50's int8
 block ends have it, Y = QuantizeLinear(Relu(DequantizeLinear(A [50176, K])
 @ DequantizeLinear(W [K, 512]) + bias + DequantizeLinear(R))), uint8 A,
-R and Y, per-column int8 W, for K = 128 (one K step) and 1024 (eight)."""
+R and Y, per-column int8 W, for K = 128 (one K step) and 1024 (eight);
+conv_int8.onnx: ResNet-50 b64's layer-3 1x1 convolution of 1024 channels
+to 256 as a QDQ Conv (uint8 x [64, 1024, 14, 14], per-filter int8 weights,
+uint8 output)."""
 import os
 import sys
 
@@ -60,3 +63,27 @@ def block_end(name, k, n=512, m=50176):
 
 block_end("block_end", 128)
 block_end("block_end_k1024", 1024)
+
+
+def conv_int8(name="conv_int8", n=64, c=1024, f=256, hw=14):
+    rng = np.random.default_rng(1)
+    k = {"w": rng.integers(-127, 128, (f, c, 1, 1)).astype(np.int8),
+         "sw": (0.01 * (0.5 + rng.random(f))).astype(np.float32),
+         "zw": np.zeros(f, np.int8), "sx": np.array(0.02, np.float32),
+         "zx": np.array(128, np.uint8), "sy": np.array(0.05, np.float32),
+         "zy": np.array(0, np.uint8)}
+    nodes = [helper.make_node("DequantizeLinear", ["X", "sx", "zx"], ["x"]),
+             helper.make_node("DequantizeLinear", ["w", "sw", "zw"], ["wf"], axis=0),
+             helper.make_node("Conv", ["x", "wf"], ["c"], kernel_shape=[1, 1], name="conv1"),
+             helper.make_node("Relu", ["c"], ["r"]),
+             helper.make_node("QuantizeLinear", ["r", "sy", "zy"], ["Y"])]
+    u8 = TensorProto.UINT8
+    graph = helper.make_graph(
+        nodes, name, [helper.make_tensor_value_info("X", u8, [n, c, hw, hw])],
+        [helper.make_tensor_value_info("Y", u8, [n, f, hw, hw])],
+        [numpy_helper.from_array(v, key) for key, v in k.items()])
+    save(helper.make_model(graph, opset_imports=[helper.make_opsetid("", 21)]),
+         os.path.join(out, name + ".onnx"))
+
+
+conv_int8()
