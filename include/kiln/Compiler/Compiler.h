@@ -104,8 +104,8 @@ struct CompileOptions {
   /// take it anyway, where it is exact (docs/int8.md). Unset: on with
   /// --precision=int8 (whose float values between the 8-bit layers are
   /// rounded to those: an ulp for quotients below 2^-100 is far below a
-  /// step; FFN1 of BERT-base with its GELU 0.91x the kernel time on an
-  /// H100), off otherwise.
+  /// step; a u8 x s8 product with an f32 GELU and quantization, BERT's
+  /// FFN1 shape, 0.91x the kernel time on an H100), off otherwise.
   std::optional<bool> f32ConstantDivision;
   /// Return intermediate float values as extra outputs
   /// (kiln-expose-intermediates): all, or only `exposeNodes` when not empty.

@@ -565,8 +565,7 @@ Tile warpgroup::chooseTile(const Problem &p, const ContractionTiles &allowed,
     bool narrow = t.bn == 64 && t.bm == 256;
     bool measured =
         rateOf(t) > 0 &&
-        (!t.matmulsOnly ||
-         (p.conv ? p.elemBytes() == 1 : p.elemBytes() <= 2));
+        (!t.matmulsOnly || (p.conv ? p.elemBytes() == 1 : p.elemBytes() <= 2));
     if (measured && (p.n > 64 ? !narrow : t.bn == 64))
       candidates.push_back(t);
   }
