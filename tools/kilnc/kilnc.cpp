@@ -99,8 +99,9 @@ static cl::opt<std::string> gpuPersistent(
     "gpu-persistent",
     cl::desc("GPU targets: persistent contraction kernels, one block per "
              "multiprocessor looping over output tiles (sm_90a warpgroup "
-             "MMA): off, on, or auto (8-bit products of more tiles than "
-             "multiprocessors, at most 32 K steps, whose tile's staged "
+             "MMA): off, on, or auto (8-bit products of at most 128 "
+             "columns, more tiles than multiprocessors, at most 32 K steps, "
+             "whose tile's staged "
              "epilogue fits beside the ring; the default)"),
     cl::init("auto"));
 static cl::opt<std::string> gpuSplitK(

@@ -352,28 +352,37 @@ struct InsertQDQPass : public kiln::impl::KilnOnnxInsertQDQBase<InsertQDQPass> {
     }
   }
 
-  /// QuantizeLinear + DequantizeLinear of activation `x` after its
-  /// producer, once per value.
-  Value dequantizedActivation(const Decision &d) {
-    Value x = d.op->getOperand(0);
-    Value &slot = dequantized[x];
-    if (slot)
-      return slot;
+  /// A uint8 QuantizeLinear of `x` (scale, zero point) right after its
+  /// producer and its DequantizeLinear, named `base`_QuantizeLinear and
+  /// `base`_DequantizeLinear; returns the DequantizeLinear's value (x's
+  /// uses are the caller's to move).
+  Value quantizeAfter(Value x, StringRef base, float scale, int64_t zeroPoint) {
     OpBuilder b(&getContext());
     if (Operation *def = x.getDefiningOp())
       b.setInsertionPointAfter(def);
     else
       b.setInsertionPointToStart(x.getParentBlock());
-    std::string base = d.input.empty() ? "x" : d.input;
-    Location qloc = NameLoc::get(b.getStringAttr(base + "_QuantizeLinear"));
-    Location dqloc = NameLoc::get(b.getStringAttr(base + "_DequantizeLinear"));
+    Location qloc =
+        NameLoc::get(b.getStringAttr(base.str() + "_QuantizeLinear"));
+    Location dqloc =
+        NameLoc::get(b.getStringAttr(base.str() + "_DequantizeLinear"));
     auto u8 = IntegerType::get(&getContext(), 8, IntegerType::Unsigned);
-    Value s = f32Constant(b, qloc, {}, {d.scale}, "");
-    Value z = int8Constant(b, qloc, {}, u8, {d.zeroPoint}, "");
+    Value s = f32Constant(b, qloc, {}, {scale}, "");
+    Value z = int8Constant(b, qloc, {}, u8, {zeroPoint}, "");
     auto xt = cast<RankedTensorType>(x.getType());
     Value q = QuantizeLinearOp::create(b, qloc, Type(xt.clone(u8)), x, s, z,
                                        uint64_t(1));
-    slot = DequantizeLinearOp::create(b, dqloc, Type(xt), q, s, z, uint64_t(1));
+    return DequantizeLinearOp::create(b, dqloc, Type(xt), q, s, z, uint64_t(1));
+  }
+
+  /// QuantizeLinear + DequantizeLinear of activation `x` after its
+  /// producer, once per value.
+  Value dequantizedActivation(const Decision &d) {
+    Value x = d.op->getOperand(0);
+    Value &slot = dequantized[x];
+    if (!slot)
+      slot = quantizeAfter(x, d.input.empty() ? "x" : d.input, d.scale,
+                           d.zeroPoint);
     return slot;
   }
 
@@ -532,19 +541,9 @@ struct InsertQDQPass : public kiln::impl::KilnOnnxInsertQDQBase<InsertQDQPass> {
       float scale = 0;
       int64_t zeroPoint = 0;
       int8::uint8Params(lo, hi, scale, zeroPoint);
-      OpBuilder b(&getContext());
-      b.setInsertionPointAfter(v.getDefiningOp());
-      Location qloc = NameLoc::get(b.getStringAttr(key + "_QuantizeLinear"));
-      Location dqloc = NameLoc::get(b.getStringAttr(key + "_DequantizeLinear"));
-      auto u8 = IntegerType::get(&getContext(), 8, IntegerType::Unsigned);
-      Value sc = f32Constant(b, qloc, {}, {scale}, "");
-      Value z = int8Constant(b, qloc, {}, u8, {zeroPoint}, "");
-      auto vt = cast<RankedTensorType>(v.getType());
-      Value q = QuantizeLinearOp::create(b, qloc, Type(vt.clone(u8)), v, sc, z,
-                                         uint64_t(1));
-      Value dq =
-          DequantizeLinearOp::create(b, dqloc, Type(vt), q, sc, z, uint64_t(1));
-      v.replaceAllUsesExcept(dq, q.getDefiningOp());
+      Value dq = quantizeAfter(v, key, scale, zeroPoint);
+      Operation *q = dq.getDefiningOp()->getOperand(0).getDefiningOp();
+      v.replaceAllUsesExcept(dq, q);
       ++shortcuts;
     }
   }
@@ -579,24 +578,9 @@ struct InsertQDQPass : public kiln::impl::KilnOnnxInsertQDQBase<InsertQDQPass> {
           getConstantIntValues(q->getOperand(2));
       if (!scale || scale->size() != 1 || !zero || zero->size() != 1)
         continue;
-      Value in = pool.getX();
-      OpBuilder b(&getContext());
-      if (Operation *def = in.getDefiningOp())
-        b.setInsertionPointAfter(def);
-      else
-        b.setInsertionPointToStart(in.getParentBlock());
-      std::string base = onnxNodeName(pool) + "_input";
-      Location qloc = NameLoc::get(b.getStringAttr(base + "_QuantizeLinear"));
-      Location dqloc =
-          NameLoc::get(b.getStringAttr(base + "_DequantizeLinear"));
-      auto u8 = getElementTypeOrSelf(q.getResult().getType());
-      Value s = f32Constant(b, qloc, {}, {float(scale->front())}, "");
-      Value z = int8Constant(b, qloc, {}, u8, {zero->front()}, "");
-      auto it = cast<RankedTensorType>(in.getType());
-      Value qi = QuantizeLinearOp::create(b, qloc, Type(it.clone(u8)), in, s, z,
-                                          uint64_t(1));
-      pool->setOperand(0, DequantizeLinearOp::create(b, dqloc, Type(it), qi, s,
-                                                     z, uint64_t(1)));
+      pool->setOperand(0,
+                       quantizeAfter(pool.getX(), onnxNodeName(pool) + "_input",
+                                     float(scale->front()), zero->front()));
       ++pools;
     }
   }
