@@ -15,7 +15,7 @@ see test/e2e/int8_qdq.py).
 
 Here (lit): the cuda build's report (its sm_90a image) names an integer
 matrix instruction for every int8 product, wgmma for the MLP's two and the
-conv nets' two 128- and two 64-channel convolutions, and the run half is checked on the CPU build. The
+conv nets' two 128-, 64- and 32-channel convolutions, and the run half is checked on the CPU build. The
 GPU half (no GPU on the machine that compiles):
 
   .venv/bin/python test/e2e/int8_gpu.py prepare .gpu/int8
@@ -65,8 +65,9 @@ def models():
 
     def convnet(c=128):
         # c channels into conv2 and conv3: sm_90a's warpgroup kernel copies
-        # 128 channels (bytes) per filter tap, 64 of them real and 64
-        # out-of-bounds zeros when c = 64; conv1's 16 stay on mma.sync.
+        # 128 channels (bytes) per filter tap, or 64 with the 64-byte
+        # swizzle when c <= 64 (32 of them real and 32 out-of-bounds zeros
+        # when c = 32); conv1's 16 stay on mma.sync.
         inits = [numpy_helper.from_array(w(c, 16, 3, 3), "c1"),
                  numpy_helper.from_array(w(c, scale=0.1), "c1b"),
                  numpy_helper.from_array(w(c, c, 3, 3), "c2"),
@@ -119,6 +120,7 @@ def models():
             ("conv_u8s8_channel", convnet, {}, 3, 2),
             ("conv_s8s8_tensor", convnet, {"per_channel": False, "activation_type": "QInt8"}, 3, 2),
             ("conv64_u8s8_channel", lambda: convnet(64), {}, 3, 2),
+            ("conv32_u8s8_channel", lambda: convnet(32), {}, 3, 2),
             ("stem_u8s8_channel", stemnet, {}, 2, 2)]
 
 
@@ -151,7 +153,7 @@ def prepare(stage, target="cuda"):
             # Every int8 product on an integer matrix instruction (the report
             # shows the sm_90a image): warpgroup MMA (wgmma m64nNk32) where
             # the kernel takes it, mma.sync m16n8k32 otherwise (convolutions
-            # of fewer than 64 channels).
+            # of fewer than 32 channels).
             text = open(report).read()
             wgmma = len(re.findall(r"wgmma m64n\d+k32 [us]8x[us]8", text))
             found = wgmma + text.count("matrix instruction 16x8x32")

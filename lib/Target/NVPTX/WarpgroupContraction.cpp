@@ -226,7 +226,7 @@ mlir::kiln::lowerWarpgroupContraction(RewriterBase &rewriter,
   // fragments.
   const int64_t minStages = 2;
   auto ringBytes = [&](const Tile &t, int64_t stages) {
-    int64_t stageBytes = (t.bm + t.bn) * kStepBytes;
+    int64_t stageBytes = (t.bm + t.bn) * p.stepBytes;
     return (stages * stageBytes + 16 * stages + 127) / 128 * 128;
   };
   auto fitsStaged = [&](const Tile &t) {
@@ -238,7 +238,13 @@ mlir::kiln::lowerWarpgroupContraction(RewriterBase &rewriter,
     return choices.splitK ? splitK(p, t.bm, t.bn)
                           : std::make_pair(p.kSteps(), int64_t(1));
   };
-  Tile tile = chooseTile(p, choices.tiles);
+  // The table's stages are of 128-byte steps: narrower steps take as many
+  // more in the same shared memory.
+  auto withSteps = [&](Tile t) {
+    t.stages *= kStepBytes / p.stepBytes;
+    return t;
+  };
+  Tile tile = withSteps(chooseTile(p, choices.tiles));
   // Split K: each part's sums go to a scratch buffer [batch x parts][M][N];
   // a second launch adds them and applies the epilogue.
   auto [kPer, splits] = splitsOf(tile);
@@ -247,7 +253,9 @@ mlir::kiln::lowerWarpgroupContraction(RewriterBase &rewriter,
   if (persistent && mode == PersistentKernels::Auto)
     persistent = stageable && fitsStaged(tile);
   if (persistent && stageable && !fitsStaged(tile)) {
-    Tile other = chooseTile(p, choices.tiles, fitsStaged);
+    Tile other = withSteps(chooseTile(p, choices.tiles, [&](const Tile &t) {
+      return fitsStaged(withSteps(t));
+    }));
     auto [otherPer, otherSplits] = splitsOf(other);
     if (fitsStaged(other) && usePersistent(mode, p, other, otherSplits)) {
       tile = other;
@@ -258,7 +266,7 @@ mlir::kiln::lowerWarpgroupContraction(RewriterBase &rewriter,
   const int64_t bm = tile.bm, bn = tile.bn;
   const int64_t consumers = tile.consumers(), threads = tile.threads();
   const int64_t bk = p.bk();
-  const int64_t aBytes = bm * kStepBytes, bBytes = bn * kStepBytes;
+  const int64_t aBytes = bm * p.stepBytes, bBytes = bn * p.stepBytes;
   const int64_t stageBytes = aBytes + bBytes;
   KernelConfig cfg;
   cfg.kPer = kPer;
@@ -348,17 +356,17 @@ mlir::kiln::lowerWarpgroupContraction(RewriterBase &rewriter,
         rewriter.getI64IntegerAttr(bk), rewriter.getDenseI64ArrayAttr(lower),
         rewriter.getDenseI64ArrayAttr(upper),
         rewriter.getDenseI64ArrayAttr(strides),
-        rewriter.getI64IntegerAttr(128));
+        rewriter.getI64IntegerAttr(p.stepBytes));
     bBox = p.bKMajor ? SmallVector<int64_t>{bn, 1, 1, bk}
                      : SmallVector<int64_t>{1, 1, bk, 64};
   } else {
     mapA = TileMapOp::create(rewriter, loc, mapType, ctx, aView,
                              rewriter.getDenseI64ArrayAttr(aBox),
-                             rewriter.getI64IntegerAttr(128));
+                             rewriter.getI64IntegerAttr(p.stepBytes));
   }
   mapB = TileMapOp::create(rewriter, loc, mapType, ctx, p.b,
                            rewriter.getDenseI64ArrayAttr(bBox),
-                           rewriter.getI64IntegerAttr(128));
+                           rewriter.getI64IntegerAttr(p.stepBytes));
   auto cIndex = [&](int64_t v) {
     return arith::ConstantIndexOp::create(rewriter, loc, v);
   };

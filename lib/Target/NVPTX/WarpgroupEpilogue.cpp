@@ -61,7 +61,7 @@ bool warpgroup::canStageTile(const Problem &p, const KernelConfig &cfg) {
   if (cfg.persistent)
     return cfg.stagingOffset > 0;
   const Tile &t = cfg.tile;
-  int64_t ring = t.stages * (t.bm + t.bn) * kStepBytes;
+  int64_t ring = t.stages * (t.bm + t.bn) * p.stepBytes;
   return stagedTileBytes(t) <= ring;
 }
 

@@ -223,7 +223,8 @@ void warpgroup::buildKernel(RewriterBase &rewriter, const Problem &p,
   Location loc = p.op->getLoc();
   const int64_t bm = cfg.tile.bm, bn = cfg.tile.bn, stages = cfg.tile.stages;
   const int64_t consumers = cfg.tile.consumers(), bk = p.bk();
-  const int64_t aBytes = bm * kStepBytes, bBytes = bn * kStepBytes;
+  const int64_t step = p.stepBytes;
+  const int64_t aBytes = bm * step, bBytes = bn * step;
   const int64_t stageBytes = aBytes + bBytes, barOff = stages * stageBytes;
   const int64_t nAcc = bn / 2, splits = cfg.splits, kPer = cfg.kPer;
   Value mapA = cfg.mapA, mapB = cfg.mapB, parts = cfg.parts;
@@ -390,18 +391,21 @@ void warpgroup::buildKernel(RewriterBase &rewriter, const Problem &p,
     Value undefAcc = LLVM::UndefOp::create(b, loc, accType);
     TypedAttr fillAttr =
         splits > 1 ? cast<TypedAttr>(b.getZeroAttr(accElem)) : p.fillValue();
-    // Descriptor bits above the address: 128-byte swizzle (bit 62); A
-    // (K-major): leading offset 16 bytes (unused), stride 1024 bytes between
-    // 8-row groups; B (N-major): 64-element atoms 64 * BK * 2 bytes apart
-    // along N, 8-row groups 1024 bytes apart along K.
+    // Descriptor bits above the address: the rows' swizzle (bits 62-63: 1
+    // for 128 bytes, 2 for 64); A (K-major): leading offset 16 bytes
+    // (unused), stride 8 rows (1024 or 512 bytes) between 8-row groups; B
+    // (N-major, 128-byte steps only): 64-element atoms 64 * BK * 2 bytes
+    // apart along N, 8-row groups 1024 bytes apart along K.
+    const uint64_t swizzleMode = step == 128 ? 1 : 2;
     auto hiBits = [&](int64_t lbo, int64_t sbo) {
-      int64_t v = ((lbo >> 4) << 16) | ((sbo >> 4) << 32) | (int64_t(1) << 62);
+      int64_t v = int64_t(uint64_t((lbo >> 4) << 16) |
+                          uint64_t((sbo >> 4) << 32) | (swizzleMode << 62));
       return LLVM::ConstantOp::create(b, loc, b.getI64Type(),
                                       b.getI64IntegerAttr(v));
     };
     // B K-major (rows of 64 K, as A): the same bits as A.
-    Value hiA = hiBits(16, 1024),
-          hiB = p.bKMajor ? hiBits(16, 1024) : hiBits(64 * kStepBytes, 1024);
+    Value hiA = hiBits(16, 8 * step),
+          hiB = p.bKMajor ? hiBits(16, 8 * step) : hiBits(64 * step, 1024);
     const int64_t bStep = p.bKMajor ? 32 : 16 * 128;
     auto descriptor = [&](Value addr, Value hi) {
       Value field = arith::AndIOp::create(
@@ -410,7 +414,7 @@ void warpgroup::buildKernel(RewriterBase &rewriter, const Problem &p,
       Value wide = arith::ExtUIOp::create(b, loc, b.getI64Type(), field);
       return arith::OrIOp::create(b, loc, wide, hi).getResult();
     };
-    Value aRowOff = e.mul(cw, 64 * kStepBytes);
+    Value aRowOff = e.mul(cw, 64 * step);
     // TF32 operands are the f32 bits the copies brought: the tensor core
     // reads their TF32 part (no conversion pass over shared memory).
     // 8-bit operands: u8 or s8 each, into s32 (the sums wrap as the CPU's

@@ -16,6 +16,7 @@
 #include "kiln/Dialect/Kiln/IR/Precision.h"
 
 #include "mlir/Dialect/Arith/IR/Arith.h"
+#include "mlir/Dialect/Math/IR/Math.h"
 #include "mlir/Dialect/MemRef/IR/MemRef.h"
 #include "mlir/Interfaces/SideEffectInterfaces.h"
 
@@ -440,9 +441,13 @@ std::optional<Problem> warpgroup::analyze(Operation *operation) {
   // Each K step of a convolution copies a slice of bk channels of one
   // filter tap; fewer channels than that are read as the copies'
   // out-of-bounds zeros (A's im2col box and B's box both pass the
-  // channels' end), which multiply into nothing. At least half a slice:
-  // below that most of the instruction's work would be zeros (a stem's
-  // three channels take SmallChannelConv's im2col GEMM instead).
+  // channels' end), which multiply into nothing. 8-bit convolutions of at
+  // most 64 channels take steps of 64 bytes (64-byte swizzle), so that
+  // half of each stage is not zeros. At least half a slice: below that
+  // most of the instruction's work would be zeros (a stem's three channels
+  // take SmallChannelConv's im2col GEMM instead).
+  if (p.conv && bytes && p.conv->channels <= 64)
+    p.stepBytes = 64;
   if (p.conv && 2 * p.conv->channels < p.bk())
     return std::nullopt;
   // wgmma reads TF32 and 8-bit operands K-major only: an N-major B is
@@ -473,6 +478,20 @@ std::optional<Problem> warpgroup::analyze(Operation *operation) {
     return std::nullopt;
   std::tie(p.epilogue, p.epilogueIn) = epilogueAfter(p);
   return p;
+}
+
+bool Problem::epilogueBound() const {
+  if (!integer())
+    return false;
+  if (kSteps() <= kShortKSteps)
+    return true;
+  if (!epilogue)
+    return false;
+  linalg::GenericOp g = epilogue;
+  return llvm::any_of(g.getBody()->getOperations(), [](Operation &op) {
+    return isa<math::ErfOp, math::ExpOp, math::Exp2Op, math::ExpM1Op,
+               math::TanhOp, math::LogOp, math::Log1pOp, math::PowFOp>(op);
+  });
 }
 
 Value Problem::output() const {
@@ -523,9 +542,12 @@ ArrayRef<Tile> warpgroup::tileTable() {
   // 0.83x, where 128 x 128 with one block took 1.16x-1.19x, 256 x 64 1.10x-
   // 1.16x, persistent 128 x 128 1.03x-1.11x; 3136 x 2048 x 512 (four K
   // steps, dequantized to half) 0.93x, while BERT's products of 6 to 24 K
-  // steps took 1.06x-1.17x (FFN1 with GELU 0.95x; -tiles2-*-06h): rate
-  // 1.25 on 8-bit products of at most kShortKSteps = 4 K steps. ResNet-50
-  // b64 int8 with it: 1.733 ms against 1.865 without the /2 tiles.
+  // steps took 1.06x-1.17x, except FFN1 with GELU and its requantization
+  // in the epilogue: 0.95x (-tiles2-*-06h) and 41.9 against 45.7 us (0.92x,
+  // int8-gemm-gelu-tiles-h100-2026-12-06e): rate 1.25 on epilogue-bound
+  // 8-bit products (Problem::epilogueBound: at most kShortKSteps = 4 K
+  // steps, or a transcendental function in the epilogue). ResNet-50 b64
+  // int8 with it: 1.733 ms against 1.865 without the /2 tiles.
   // The order breaks ties of the cost model.
   static const Tile table[] = {{256, 128, 4, 1.0},
                                {128, 128, 4, 0.88},
@@ -536,7 +558,7 @@ ArrayRef<Tile> warpgroup::tileTable() {
                                {128, 192, 5, 0.0},
                                {192, 192, 4, 0.0},
                                {128, 128, 3, 0.0, false, /*blocksPerSM=*/2,
-                                /*shortInt8Rate=*/1.25},
+                                /*epilogueBoundRate=*/1.25},
                                {128, 64, 4, 0.0, false, /*blocksPerSM=*/2}};
   return table;
 }
@@ -547,9 +569,10 @@ ArrayRef<Tile> warpgroup::tileTable() {
 /// picks the fastest of the measured tiles or one within 6% of it.
 Tile warpgroup::chooseTile(const Problem &p, const ContractionTiles &allowed,
                            function_ref<bool(const Tile &)> accept) {
-  const bool shortInt8 = p.elemBytes() == 1 && p.kSteps() <= kShortKSteps;
+  const bool epilogueBound = p.epilogueBound();
   auto rateOf = [&](const Tile &t) {
-    return shortInt8 && t.shortInt8Rate > 0 ? t.shortInt8Rate : t.rate;
+    return epilogueBound && t.epilogueBoundRate > 0 ? t.epilogueBoundRate
+                                                    : t.rate;
   };
   SmallVector<Tile> candidates;
   for (const Tile &t : tileTable()) {

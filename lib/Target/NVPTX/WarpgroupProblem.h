@@ -18,7 +18,8 @@
 namespace mlir::kiln::warpgroup {
 
 /// K advances 128 bytes (one swizzle row) per pipeline stage: 64 f16/bf16
-/// elements, 32 tf32 ones or 128 8-bit integers (Problem::bk).
+/// elements, 32 tf32 ones or 128 8-bit integers (Problem::bk); 64 bytes
+/// for 8-bit convolutions of at most 64 channels (Problem::stepBytes).
 constexpr int64_t kStepBytes = 128;
 /// The SMs a tile choice fills: an H100 SXM's or H200's 132 (an H100 PCIe
 /// has 114; the choices only weigh how full the last wave is).
@@ -92,6 +93,11 @@ struct Problem {
   /// before the one store, C itself never written.
   linalg::GenericOp epilogue;
   OpOperand *epilogueIn = nullptr;
+  /// The bytes of K per pipeline stage and the swizzle of its rows (the
+  /// tile maps' and the wgmma descriptors'): kStepBytes, or 64 for an 8-bit
+  /// convolution of at most 64 channels, whose 128-byte steps would be half
+  /// the copies' out-of-bounds zeros (ResNet-50's layer 1).
+  int64_t stepBytes = kStepBytes;
 
   /// The fill's value as an attribute of the accumulators' type.
   TypedAttr fillValue() const;
@@ -100,8 +106,8 @@ struct Problem {
   bool tf32() const { return elem.isF32(); }
   bool integer() const { return elem.isInteger(8); }
   int64_t elemBytes() const { return integer() ? 1 : tf32() ? 4 : 2; }
-  /// K elements per pipeline stage (one 128-byte swizzle row).
-  int64_t bk() const { return kStepBytes / elemBytes(); }
+  /// K elements per pipeline stage (one swizzle row).
+  int64_t bk() const { return stepBytes / elemBytes(); }
   /// K of one wgmma (32 bytes of each row: k16 for f16/bf16, k8 for tf32,
   /// k32 for 8-bit integers).
   int64_t mmaK() const { return 32 / elemBytes(); }
@@ -113,6 +119,13 @@ struct Problem {
              ((conv->channels + bk() - 1) / bk());
     return (k + bk() - 1) / bk();
   }
+  /// Whether this is an 8-bit product whose epilogue takes most of a tile's
+  /// time: one of at most kShortKSteps K steps (a requantization, a residual
+  /// read after one or two steps: ResNet-50's block ends), or one whose
+  /// epilogue computes a transcendental function per element (GELU's erf
+  /// and its requantization after BERT's FFN1: some 50 instructions an
+  /// element, run while the tensor cores wait).
+  bool epilogueBound() const;
 };
 
 /// The problem `op` poses, when the kernel computes it: f16 or bf16
@@ -136,10 +149,9 @@ struct Tile {
   /// most half of its 228 KiB (less 1 KiB a block the hardware keeps), so
   /// that one block's epilogue overlaps the other's products.
   int64_t blocksPerSM = 1;
-  /// Its rate on 8-bit products of at most kShortKSteps K steps, where the
-  /// epilogue (a requantization, a residual read) is most of a tile's time;
-  /// 0: `rate` there too.
-  double shortInt8Rate = 0.0;
+  /// Its rate on epilogue-bound 8-bit products (Problem::epilogueBound),
+  /// where the epilogue is most of a tile's time; 0: `rate` there too.
+  double epilogueBoundRate = 0.0;
 
   /// The consumer warpgroups (64 rows each).
   int64_t consumers() const { return bm / 64; }
@@ -155,8 +167,8 @@ struct Tile {
   ContractionTile key() const { return {bm, bn, blocksPerSM}; }
 };
 
-/// The K steps up to which an 8-bit product counts as short (Tile::
-/// shortInt8Rate).
+/// The K steps up to which an 8-bit product is epilogue-bound whatever its
+/// epilogue (Tile::epilogueBoundRate).
 constexpr int64_t kShortKSteps = 4;
 
 /// Every tile the kernel takes. A rate of 0: not measured yet, taken only

@@ -362,3 +362,76 @@ func.func @dequantize_joins_its_reader(%x: tensor<4x8xf32>, %w: tensor<8x16xf32>
   }
   return %1, %4 : tensor<4x16xi8>, tensor<4x16xf32>
 }
+
+// -----
+
+#id = affine_map<(d0, d1) -> (d0, d1)>
+#red = affine_map<(d0, d1) -> (d0, 0)>
+#sc = affine_map<(d0, d1) -> ()>
+
+// A normalization quantized for the next product (BERT's int8 LayerNorms):
+// its rows end in a uint8 tensor, whose dequantization a residual Add
+// reads. The dequantization joins the Add's kernel, reading the uint8
+// tensor, not the normalization's by rows (which would write the f32
+// tensor beside the uint8 one, as an epilogue would).
+// CHECK-LABEL: func @dequantize_skips_the_rows
+// CHECK: %[[Q:.*]] = kiln.kernel "kernel_0"
+// CHECK: iterator_types = ["parallel", "reduction"]
+// CHECK: arith.fptoui
+// CHECK-NOT: arith.uitofp
+// CHECK: kiln.yield {{.*}} : tensor<4x16xi8>
+// CHECK: kiln.kernel "kernel_1" ins({{.*}}%[[Q]]{{.*}})
+// CHECK: linalg.matmul
+// CHECK: arith.uitofp
+// CHECK: arith.addf
+func.func @dequantize_skips_the_rows(%x: tensor<4x16xf32>, %v: tensor<4x16xf32>, %w2: tensor<16x16xf32>, %s: tensor<f32>) -> (tensor<4x16xi8>, tensor<4x16xf32>) {
+  %0 = kiln.kernel "norm" ins(%x : tensor<4x16xf32>) -> (tensor<4x16xi8>) {
+  ^bb0(%a: tensor<4x16xf32>):
+    %z = arith.constant 0.0 : f32
+    %e1 = tensor.empty() : tensor<4x1xf32>
+    %f = linalg.fill ins(%z : f32) outs(%e1 : tensor<4x1xf32>) -> tensor<4x1xf32>
+    %r = linalg.generic {indexing_maps = [#id, #red], iterator_types = ["parallel", "reduction"]} ins(%a : tensor<4x16xf32>) outs(%f : tensor<4x1xf32>) {
+    ^bb0(%p: f32, %o: f32):
+      %t = arith.addf %o, %p : f32
+      linalg.yield %t : f32
+    } -> tensor<4x1xf32>
+    %e = tensor.empty() : tensor<4x16xi8>
+    %g = linalg.generic {indexing_maps = [#id, #red, #id], iterator_types = ["parallel", "parallel"]} ins(%a, %r : tensor<4x16xf32>, tensor<4x1xf32>) outs(%e : tensor<4x16xi8>) {
+    ^bb0(%p: f32, %m: f32, %o: i8):
+      %d = arith.subf %p, %m : f32
+      %i = arith.fptoui %d : f32 to i8
+      linalg.yield %i : i8
+    } -> tensor<4x16xi8>
+    kiln.yield %g : tensor<4x16xi8>
+  }
+  %1 = kiln.kernel "dq" ins(%0, %s : tensor<4x16xi8>, tensor<f32>) -> (tensor<4x16xf32>) {
+  ^bb0(%a: tensor<4x16xi8>, %sc: tensor<f32>):
+    %e = tensor.empty() : tensor<4x16xf32>
+    %g = linalg.generic {indexing_maps = [#id, #sc, #id], iterator_types = ["parallel", "parallel"]} ins(%a, %sc : tensor<4x16xi8>, tensor<f32>) outs(%e : tensor<4x16xf32>) {
+    ^bb0(%p: i8, %k: f32, %o: f32):
+      %f = arith.uitofp %p : i8 to f32
+      %m = arith.mulf %f, %k : f32
+      linalg.yield %m : f32
+    } -> tensor<4x16xf32>
+    kiln.yield %g : tensor<4x16xf32>
+  }
+  %2 = kiln.kernel "mm2" ins(%v, %w2 : tensor<4x16xf32>, tensor<16x16xf32>) -> (tensor<4x16xf32>) {
+  ^bb0(%a: tensor<4x16xf32>, %c: tensor<16x16xf32>):
+    %z = arith.constant 0.0 : f32
+    %e = tensor.empty() : tensor<4x16xf32>
+    %f = linalg.fill ins(%z : f32) outs(%e : tensor<4x16xf32>) -> tensor<4x16xf32>
+    %m = linalg.matmul ins(%a, %c : tensor<4x16xf32>, tensor<16x16xf32>) outs(%f : tensor<4x16xf32>) -> tensor<4x16xf32>
+    kiln.yield %m : tensor<4x16xf32>
+  }
+  %3 = kiln.kernel "add" ins(%2, %1 : tensor<4x16xf32>, tensor<4x16xf32>) -> (tensor<4x16xf32>) {
+  ^bb0(%a: tensor<4x16xf32>, %b: tensor<4x16xf32>):
+    %e = tensor.empty() : tensor<4x16xf32>
+    %g = linalg.generic {indexing_maps = [#id, #id, #id], iterator_types = ["parallel", "parallel"]} ins(%a, %b : tensor<4x16xf32>, tensor<4x16xf32>) outs(%e : tensor<4x16xf32>) {
+    ^bb0(%p: f32, %q: f32, %o: f32):
+      %r = arith.addf %p, %q : f32
+      linalg.yield %r : f32
+    } -> tensor<4x16xf32>
+    kiln.yield %g : tensor<4x16xf32>
+  }
+  return %0, %3 : tensor<4x16xi8>, tensor<4x16xf32>
+}

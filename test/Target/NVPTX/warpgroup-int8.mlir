@@ -67,17 +67,27 @@
 // IR: kiln.im2col_map %{{.*}}, %{{.*}} pixels 128 channels 128 lower [0, 0] upper [-2, -2] strides [1, 1] swizzle 128 : memref<4x30x30x128xi8>
 // IR: kiln.tile_map %{{.*}}, %{{.*}} box [64, 1, 1, 128] swizzle 128 : memref<128x3x3x128xi8>
 // IR: nvvm.wgmma.mma_async {{.*}}, <m = 64, n = 64, k = 32>, D[<s32>, <zero>], A[<u8>, <one>, <row>], B[<s8>, <one>, <col>]
-// A ResNet-style 3x3 layer: 64 channels (each 128-byte copy half
-// out-of-bounds zeros), its input a copy zero-padded by 1 (an 8-bit zero
-// point of 0: the copy goes, the window starts 1 before the source), and
-// the requantization after it (per-channel [1, 1, 1, 64] bias and scale,
-// a run-time zero point) applied from the accumulators: one launch.
+// A ResNet-style 3x3 layer: 64 channels, so K steps of 64 bytes with the
+// 64-byte swizzle (a 128-byte step would be half out-of-bounds zeros) and
+// twice the table's 6 stages in the same shared memory; its input a copy
+// zero-padded by 1 (an 8-bit zero point of 0: the copy goes, the window
+// starts 1 before the source), and the requantization after it
+// (per-channel [1, 1, 1, 64] bias and scale, a run-time zero point)
+// applied from the accumulators: one launch. The descriptors' high bits:
+// swizzle mode 2 (bit 63), 8-row groups 512 bytes apart (32 << 32),
+// leading offset 16 (1 << 16); two k32 wgmmas a step (the peeled first
+// step and the loop's).
 // IR-LABEL: func.func private @conv_requant(
-// IR-SAME: "12544x64x576 (convolution 3x3, im2col copies): tile 128x64x128, wgmma m64n64k32 u8xs8
+// IR-SAME: "12544x64x576 (convolution 3x3, im2col copies): tile 128x64x64, wgmma m64n64k32 u8xs8, 12 stages, 3 warpgroups"
 // IR-NOT: linalg.map
-// IR: kiln.im2col_map %{{.*}}, %{{.*}} pixels 128 channels 128 lower [-1, -1] upper [-1, -1] strides [1, 1] swizzle 128 : memref<4x56x56x64xi8>
+// IR: kiln.im2col_map %{{.*}}, %{{.*}} pixels 128 channels 64 lower [-1, -1] upper [-1, -1] strides [1, 1] swizzle 64 : memref<4x56x56x64xi8>
+// IR: kiln.tile_map %{{.*}}, %{{.*}} box [64, 1, 1, 64] swizzle 64 : memref<64x3x3x64xi8>
 // IR: gpu.launch
-// IR: nvvm.wgmma.mma_async
+// IR: llvm.mlir.constant(-9223371899415756800 : i64)
+// IR-COUNT-2: nvvm.wgmma.mma_async
+// IR: scf.for
+// IR-COUNT-2: nvvm.wgmma.mma_async
+// IR-NOT: nvvm.wgmma.mma_async
 // IR: math.roundeven
 // IR: memref.store {{.*}} : memref<4x56x56x64xi8>
 // IR-NOT: gpu.launch

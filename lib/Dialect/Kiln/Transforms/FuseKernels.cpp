@@ -395,8 +395,9 @@ struct FuseKernelsPass
   /// the dequantization of a uint8 activation a residual Add reads. As an
   /// epilogue of the kernel producing that input it would write the wide
   /// tensor (2 to 4 times the bytes, beside the narrow one its other users
-  /// read) where the consumer can widen as it reads (a prologue or a rows
-  /// fusion takes it instead).
+  /// read) where the consumer can widen as it reads (a prologue or, where
+  /// the consumer is a row kernel, a rows fusion takes it instead; a rows
+  /// fusion into its producer would write it as the epilogue does).
   static bool onlyWidensForKernels(KernelOp k) {
     for (Operation &op : k.getBodyBlock().without_terminator()) {
       if (isa<tensor::EmptyOp, arith::ConstantOp>(op))
@@ -492,12 +493,17 @@ struct FuseKernelsPass
                  });
         });
       }
+      // A widening kernel does not join its producer by rows either (a
+      // LayerNorm writing its uint8 output and, beside it, the half
+      // dequantization a residual Add reads: BERT's int8 build): it joins
+      // its reader as a prologue.
       bool rows = (i1.kind == KernelKind::Reduction ||
                    i2.kind == KernelKind::Reduction ||
                    (i1.kind == KernelKind::Elementwise &&
                     i2.kind == KernelKind::Elementwise)) &&
                   i1.kind != KernelKind::Contraction &&
-                  i2.kind != KernelKind::Contraction && sameRows(i1, i2);
+                  i2.kind != KernelKind::Contraction && sameRows(i1, i2) &&
+                  !onlyWidensForKernels(k2);
       if (!prologue && !epilogue && !rows)
         continue;
       if (mergeInto(block, k1, k2))

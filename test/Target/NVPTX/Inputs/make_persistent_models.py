@@ -8,7 +8,9 @@ block ends have it, Y = QuantizeLinear(Relu(DequantizeLinear(A [50176, K])
 R and Y, per-column int8 W, for K = 128 (one K step) and 1024 (eight);
 conv_int8.onnx: ResNet-50 b64's layer-3 1x1 convolution of 1024 channels
 to 256 as a QDQ Conv (uint8 x [64, 1024, 14, 14], per-filter int8 weights,
-uint8 output)."""
+uint8 output); ffn1_gelu.onnx: BERT-base b32's FFN1 as a QDQ product
+(uint8 A [4096, 768], per-column int8 W [768, 3072]) with its bias, GELU
+(x * 0.5 * (1 + erf(x / sqrt(2)))) and a QuantizeLinear to uint8."""
 import os
 import sys
 
@@ -87,3 +89,34 @@ def conv_int8(name="conv_int8", n=64, c=1024, f=256, hw=14):
 
 
 conv_int8()
+
+
+def ffn1_gelu(name="ffn1_gelu", m=4096, k=768, n=3072):
+    rng = np.random.default_rng(2)
+    c = {"w": rng.integers(-127, 128, (k, n)).astype(np.int8),
+         "sw": (0.001 * (0.5 + rng.random(n))).astype(np.float32),
+         "zw": np.zeros(n, np.int8), "bias": rng.standard_normal(n).astype(np.float32),
+         "sx": np.array(0.02, np.float32), "zx": np.array(128, np.uint8),
+         "sqrt2": np.array(2 ** 0.5, np.float32), "one": np.array(1.0, np.float32),
+         "half": np.array(0.5, np.float32), "sy": np.array(0.05, np.float32),
+         "zy": np.array(20, np.uint8)}
+    nodes = [helper.make_node("DequantizeLinear", ["A", "sx", "zx"], ["a"]),
+             helper.make_node("DequantizeLinear", ["w", "sw", "zw"], ["wf"], axis=1),
+             helper.make_node("MatMul", ["a", "wf"], ["p"], name="ffn1"),
+             helper.make_node("Add", ["p", "bias"], ["y"]),
+             helper.make_node("Div", ["y", "sqrt2"], ["g0"]),
+             helper.make_node("Erf", ["g0"], ["g1"]),
+             helper.make_node("Add", ["g1", "one"], ["g2"]),
+             helper.make_node("Mul", ["y", "g2"], ["g3"]),
+             helper.make_node("Mul", ["g3", "half"], ["g4"]),
+             helper.make_node("QuantizeLinear", ["g4", "sy", "zy"], ["Y"])]
+    u8 = TensorProto.UINT8
+    graph = helper.make_graph(
+        nodes, name, [helper.make_tensor_value_info("A", u8, [m, k])],
+        [helper.make_tensor_value_info("Y", u8, [m, n])],
+        [numpy_helper.from_array(v, key) for key, v in c.items()])
+    save(helper.make_model(graph, opset_imports=[helper.make_opsetid("", 21)]),
+         os.path.join(out, name + ".onnx"))
+
+
+ffn1_gelu()
