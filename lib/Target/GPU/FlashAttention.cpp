@@ -42,6 +42,7 @@
 #include "mlir/Dialect/Math/IR/Math.h"
 #include "mlir/Dialect/SCF/IR/SCF.h"
 #include "mlir/Dialect/Vector/IR/VectorOps.h"
+#include "mlir/IR/IRMapping.h"
 #include "mlir/IR/Matchers.h"
 
 #include <cmath>
@@ -93,6 +94,75 @@ scoreOperandMap(const MMALayout &l) {
 /// `run` for every lane.
 bool runAligned(LaneCoord c, int64_t inner, int64_t run) {
   return c.group % run == 0 && c.thread % run == 0 && inner % run == 0;
+}
+
+/// An elementwise op that reads the attention's output (through reshapes
+/// of the whole buffer) and scalars only, and writes a buffer of as many
+/// elements (FuseKernels' attention epilogue: the quantization of the
+/// output for an int8 product). The kernel applies its body as it stores,
+/// into `result` (its output, viewed as the attention's output).
+struct OutputEpilogue {
+  linalg::GenericOp op;
+  OpOperand *input = nullptr;     // the attention's output, as it reads it
+  SmallVector<Operation *> views; // from the attention's output to `input`
+};
+
+std::optional<OutputEpilogue> outputEpilogue(AttentionOp att) {
+  Value out = att.getInit();
+  auto outType = cast<MemRefType>(out.getType());
+  if (!outType.hasStaticShape() || !outType.getLayout().isIdentity())
+    return std::nullopt;
+  OutputEpilogue e;
+  Value v = out;
+  while (true) {
+    Operation *reader = nullptr;
+    for (Operation *u : v.getUsers()) {
+      if (u == att.getOperation() || isa<ReleaseOp>(u))
+        continue;
+      if (reader)
+        return std::nullopt;
+      reader = u;
+    }
+    if (!reader)
+      return std::nullopt;
+    if (isa<memref::ReshapeOp, memref::CollapseShapeOp, memref::ExpandShapeOp,
+            memref::ReinterpretCastOp>(reader)) {
+      auto t = cast<MemRefType>(reader->getResult(0).getType());
+      if (!t.getLayout().isIdentity())
+        return std::nullopt;
+      e.views.push_back(reader);
+      v = reader->getResult(0);
+      continue;
+    }
+    auto g = dyn_cast<linalg::GenericOp>(reader);
+    if (!g || g.getNumLoops() != g.getNumParallelLoops() ||
+        g.getNumDpsInits() != 1 || g.getNumResults() != 0)
+      return std::nullopt;
+    e.op = g;
+    break;
+  }
+  linalg::GenericOp g = e.op;
+  for (OpOperand *in : g.getDpsInputOperands()) {
+    if (in->get() == v) {
+      if (e.input || !g.getMatchingIndexingMap(in).isIdentity())
+        return std::nullopt;
+      e.input = in;
+      continue;
+    }
+    auto t = dyn_cast<MemRefType>(in->get().getType());
+    if (t && t.getRank() != 0)
+      return std::nullopt;
+  }
+  OpOperand *init = g.getDpsInitOperand(0);
+  auto resType = dyn_cast<MemRefType>(init->get().getType());
+  if (!e.input || !resType || !resType.hasStaticShape() ||
+      !resType.getLayout().isIdentity() ||
+      resType.getNumElements() != outType.getNumElements() ||
+      !g.getMatchingIndexingMap(init).isIdentity() ||
+      !g.getBody()->getArgument(init->getOperandNumber()).use_empty() ||
+      !resType.getElementType().isIntOrFloat())
+    return std::nullopt;
+  return e;
 }
 
 } // namespace
@@ -164,6 +234,20 @@ LogicalResult FlashAttention::lower(AttentionOp op) {
     for (int64_t d = 0; d < 4; ++d)
       maskDims.push_back(memref::DimOp::create(rewriter, loc, mask, d));
 
+  // An elementwise epilogue of the output: its result viewed in the
+  // output's shape (both contiguous: the same element order).
+  std::optional<OutputEpilogue> epilogue = outputEpilogue(op);
+  Value result = out;
+  if (epilogue) {
+    Value dst = epilogue->op.getDpsInitOperand(0)->get();
+    auto dstType = cast<MemRefType>(dst.getType());
+    auto outType = cast<MemRefType>(out.getType());
+    auto viewType =
+        MemRefType::get(outType.getShape(), dstType.getElementType());
+    auto [strides, offset] = viewType.getStridesAndOffset();
+    result = memref::ReinterpretCastOp::create(
+        rewriter, loc, viewType, dst, offset, outType.getShape(), strides);
+  }
   Value one = index(loc, 1);
   Value gridX = arith::CeilDivUIOp::create(rewriter, loc, seqQ, index(loc, bm));
   auto launch = gpu::LaunchOp::create(rewriter, loc, gridX, heads, batch,
@@ -619,10 +703,39 @@ LogicalResult FlashAttention::lower(AttentionOp op) {
     inv[ri] = arith::DivFOp::create(
         rewriter, loc, oneF,
         butterfly(loop.getResult(nO + nR + ri), /*isMax=*/false));
+  // The epilogue's scalar operands, loaded once; its body on each value in
+  // the output's type.
+  IRMapping scalars;
+  Type resultElem = outElem;
+  if (epilogue) {
+    linalg::GenericOp g = epilogue->op;
+    Block &gb = *g.getBody();
+    for (OpOperand *in : g.getDpsInputOperands()) {
+      if (in == epilogue->input)
+        continue;
+      Value arg = gb.getArgument(in->getOperandNumber());
+      if (isa<MemRefType>(in->get().getType()))
+        scalars.map(arg, memref::LoadOp::create(rewriter, loc, in->get(),
+                                                ValueRange{}));
+      else
+        scalars.map(arg, in->get());
+    }
+    resultElem = cast<MemRefType>(result.getType()).getElementType();
+  }
+  auto throughEpilogue = [&](Value y) {
+    if (!epilogue)
+      return y;
+    Block &gb = *epilogue->op.getBody();
+    IRMapping map = scalars;
+    map.map(gb.getArgument(epilogue->input->getOperandNumber()), y);
+    for (Operation &o : gb.without_terminator())
+      rewriter.clone(o, map);
+    return map.lookupOrDefault(gb.getTerminator()->getOperand(0));
+  };
   // Two accumulators of a row in adjacent columns (m16n8's pairs) leave in
   // one store where the output allows it.
-  int64_t outBytes = outElem.getIntOrFloatBitWidth() / 8;
-  bool pairs = alignedRuns(memrefOf(out), 2);
+  int64_t outBytes = resultElem.getIntOrFloatBitWidth() / 8;
+  bool pairs = alignedRuns(memrefOf(result), 2);
   for (int64_t dn = 0; dn < oTiles; ++dn)
     for (int64_t e = 0; e < nC; ++e) {
       const FragmentOffset &c = L.cElems[e];
@@ -637,7 +750,7 @@ LogicalResult FlashAttention::lower(AttentionOp op) {
             rewriter, loc, loop.getResult(dn * nC + e + i), inv[rowIndex(e)]);
         if (outElem != f32)
           y = arith::TruncFOp::create(rewriter, loc, outElem, y);
-        ys.push_back(y);
+        ys.push_back(throughEpilogue(y));
       }
       auto guard = scf::IfOp::create(rewriter, loc, ult(loc, row, seqQ),
                                      /*withElseRegion=*/false);
@@ -645,16 +758,30 @@ LogicalResult FlashAttention::lower(AttentionOp op) {
       rewriter.setInsertionPoint(guard.thenBlock()->getTerminator());
       if (pair) {
         Value v = vector::FromElementsOp::create(
-            rewriter, loc, VectorType::get({2}, outElem), ys);
-        auto st = vector::StoreOp::create(rewriter, loc, v, out,
+            rewriter, loc, VectorType::get({2}, resultElem), ys);
+        auto st = vector::StoreOp::create(rewriter, loc, v, result,
                                           at(3, b, h, row, col));
         st.setAlignment(2 * outBytes);
         ++e;
       } else {
-        memref::StoreOp::create(rewriter, loc, ys[0], out,
+        memref::StoreOp::create(rewriter, loc, ys[0], result,
                                 at(3, b, h, row, col));
       }
     }
   rewriter.eraseOp(op);
+  if (epilogue) {
+    rewriter.eraseOp(epilogue->op);
+    for (Operation *v : llvm::reverse(epilogue->views))
+      rewriter.eraseOp(v);
+    // The buffer the output went to, now only released.
+    if (Operation *def = out.getDefiningOp();
+        def && isa<memref::AllocOp, BufferOp>(def) &&
+        llvm::all_of(def->getUsers(),
+                     [](Operation *u) { return isa<ReleaseOp>(u); })) {
+      for (Operation *u : llvm::make_early_inc_range(def->getUsers()))
+        rewriter.eraseOp(u);
+      rewriter.eraseOp(def);
+    }
+  }
   return success();
 }

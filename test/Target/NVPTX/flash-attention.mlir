@@ -161,3 +161,55 @@ func.func private @head128(%q: memref<2x4x50x128xf16>, %k: memref<2x4x130x128xf1
   kiln.attention ins(%q, %k, %v : memref<2x4x50x128xf16>, memref<2x4x130x128xf16>, memref<2x4x130x128xf16>) outs(%o : memref<2x4x50x128xf16>) scale = 8.838835e-02 seq_major = [false, false, false, false]
   return
 }
+
+// -----
+
+// The quantization of the output for an int8 product (BERT's int8 build:
+// kiln-fuse-kernels puts it in the attention's kernel): an elementwise op
+// that reads the output through a reshape of the whole buffer and a scalar
+// scale, into a uint8 buffer of as many elements. The attention applies it
+// as it stores (two bytes a row pair, into the uint8 buffer viewed in the
+// output's shape): one launch, no half buffer.
+// IR-LABEL: func.func private @quantized_output
+// IR-NOT: kiln.buffer
+// IR: %[[Y:.*]] = memref.reinterpret_cast %arg{{[0-9]+}} to offset: [0], sizes: [2, 16, 2, 32], strides: [1024, 64, 32, 1] : memref<2x16x64xi8> to memref<2x16x2x32xi8>
+// IR: gpu.launch
+// IR: nvvm.mma.sync
+// IR: math.roundeven
+// IR: vector.store %{{.*}}, %[[Y]][{{.*}}] {alignment = 2 : i64} : memref<2x16x2x32xi8>, vector<2xi8>
+// IR-NOT: gpu.launch
+// IR-NOT: kiln.release
+// IR: return
+// PTX-LABEL: .visible .entry quantized_output_kernel(
+// PTX-DAG: mma.sync.aligned.m16n8k16.row.col.f32.f16.f16.f32
+// PTX-DAG: st.global.v2.b8
+// PTX: ret;
+#id3 = affine_map<(d0, d1, d2) -> (d0, d1, d2)>
+#s3 = affine_map<(d0, d1, d2) -> ()>
+func.func private @quantized_output(%qkv: memref<2x16x192xf16>, %scale: memref<f32>, %y: memref<2x16x64xi8>) attributes {kiln.kernel} {
+  %shape = arith.constant dense<[2, 16, 64]> : tensor<3xindex>
+  %shape_m = bufferization.to_buffer %shape : tensor<3xindex> to memref<3xindex>
+  %q = memref.subview %qkv[0, 0, 0] [2, 16, 64] [1, 1, 1] : memref<2x16x192xf16> to memref<2x16x64xf16, strided<[3072, 192, 1]>>
+  %k = memref.subview %qkv[0, 0, 64] [2, 16, 64] [1, 1, 1] : memref<2x16x192xf16> to memref<2x16x64xf16, strided<[3072, 192, 1], offset: 64>>
+  %v = memref.subview %qkv[0, 0, 128] [2, 16, 64] [1, 1, 1] : memref<2x16x192xf16> to memref<2x16x64xf16, strided<[3072, 192, 1], offset: 128>>
+  %q4 = memref.expand_shape %q [[0], [1], [2, 3]] output_shape [2, 16, 2, 32] : memref<2x16x64xf16, strided<[3072, 192, 1]>> into memref<2x16x2x32xf16, strided<[3072, 192, 32, 1]>>
+  %k4 = memref.expand_shape %k [[0], [1], [2, 3]] output_shape [2, 16, 2, 32] : memref<2x16x64xf16, strided<[3072, 192, 1], offset: 64>> into memref<2x16x2x32xf16, strided<[3072, 192, 32, 1], offset: 64>>
+  %v4 = memref.expand_shape %v [[0], [1], [2, 3]] output_shape [2, 16, 2, 32] : memref<2x16x64xf16, strided<[3072, 192, 1], offset: 128>> into memref<2x16x2x32xf16, strided<[3072, 192, 32, 1], offset: 128>>
+  %o = memref.alloc() {alignment = 64 : i64} : memref<2x16x2x32xf16>
+  kiln.attention ins(%q4, %k4, %v4 : memref<2x16x2x32xf16, strided<[3072, 192, 32, 1]>>, memref<2x16x2x32xf16, strided<[3072, 192, 32, 1], offset: 64>>, memref<2x16x2x32xf16, strided<[3072, 192, 32, 1], offset: 128>>) outs(%o : memref<2x16x2x32xf16>) scale = 1.767767e-01 seq_major = [true, true, true, true]
+  %o3 = memref.reshape %o(%shape_m) : (memref<2x16x2x32xf16>, memref<3xindex>) -> memref<2x16x64xf16>
+  linalg.generic {indexing_maps = [#id3, #s3, #id3], iterator_types = ["parallel", "parallel", "parallel"]} ins(%o3, %scale : memref<2x16x64xf16>, memref<f32>) outs(%y : memref<2x16x64xi8>) {
+  ^bb0(%in: f16, %s: f32, %out: i8):
+    %lo = arith.constant 0.0 : f32
+    %hi = arith.constant 255.0 : f32
+    %x = arith.extf %in : f16 to f32
+    %d = arith.divf %x, %s : f32
+    %r = math.roundeven %d : f32
+    %c = arith.maximumf %r, %lo : f32
+    %c2 = arith.minimumf %c, %hi : f32
+    %i = arith.fptoui %c2 : f32 to i8
+    linalg.yield %i : i8
+  }
+  memref.dealloc %o : memref<2x16x2x32xf16>
+  return
+}

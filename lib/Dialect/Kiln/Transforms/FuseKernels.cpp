@@ -20,6 +20,7 @@
 //
 //===----------------------------------------------------------------------===//
 
+#include "kiln/Dialect/Kiln/IR/KilnDialect.h"
 #include "kiln/Dialect/Kiln/IR/Precision.h"
 #include "kiln/Dialect/Kiln/Transforms/Passes.h"
 
@@ -432,6 +433,45 @@ struct FuseKernelsPass
   /// reads beside its input.
   static constexpr int64_t kMaxParamElements = 4096;
 
+  /// Whether `k` is a fused attention, the views of its operands and the
+  /// elementwise epilogues it took.
+  static bool isAttention(KernelOp k) {
+    bool found = false;
+    for (Operation &op : k.getBodyBlock().without_terminator()) {
+      if (isa<AttentionOp>(op)) {
+        found = true;
+        continue;
+      }
+      if (auto g = dyn_cast<linalg::GenericOp>(op);
+          g && g.getNumLoops() == g.getNumParallelLoops())
+        continue;
+      if (!isa<tensor::EmptyOp, arith::ConstantOp, tensor::ExtractSliceOp,
+               tensor::ReshapeOp, tensor::CollapseShapeOp,
+               tensor::ExpandShapeOp, tensor::CastOp>(op))
+        return false;
+    }
+    return found && k->getNumResults() == 1;
+  }
+
+  /// Whether elementwise `k2` reads `k1`'s one result (`in`, through views
+  /// or not) and otherwise only scalars: the quantization of an attention's
+  /// output for the next int8 product (BERT's int8 build), which the fused
+  /// attention applies as it stores (FlashAttention.cpp) instead of a launch
+  /// of its own that reads the half tensor back.
+  static bool isAttentionEpilogue(KernelOp k1, KernelOp k2, Value in) {
+    if (!isAttention(k1) || analyze(k2).kind != KernelKind::Elementwise ||
+        k2->getNumResults() != 1 || !k1->getResult(0).hasOneUse())
+      return false;
+    for (Value v : k2.getInputs()) {
+      if (v == in)
+        continue;
+      auto t = dyn_cast<RankedTensorType>(v.getType());
+      if (!t || t.getRank() != 0)
+        return false;
+    }
+    return true;
+  }
+
   bool tryVertical(Block &block, KernelOp k2) {
     KernelInfo i2 = analyze(k2);
     if (i2.kind == KernelKind::Other)
@@ -452,6 +492,8 @@ struct FuseKernelsPass
       auto k1 = src.getDefiningOp<KernelOp>();
       if (!k1 || k1 == k2)
         continue;
+      if (isAttentionEpilogue(k1, k2, in) && mergeInto(block, k1, k2, chain))
+        return true;
       KernelInfo i1 = analyze(k1);
       if (i1.kind == KernelKind::Other)
         continue;
