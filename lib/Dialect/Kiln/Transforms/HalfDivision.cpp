@@ -93,7 +93,8 @@ struct HalfDivisionPass
     SmallVector<arith::DivFOp> divisions;
     getOperation().walk([&](arith::DivFOp op) {
       Type t = op.getType();
-      if (t.isF16() || t.isBF16() || (t.isF32() && (f32 || onlyRounded(op))))
+      if (t.isF16() || t.isBF16() ||
+          (t.isF32() && (f32 || (rounded && onlyRounded(op)))))
         divisions.push_back(op);
     });
     for (arith::DivFOp op : divisions) {

@@ -79,6 +79,11 @@ def KilnHalfDivision : Pass<"kiln-half-division", "func::FuncOp"> {
     Option<"f32", "f32", "bool", /*default=*/"false",
            "Also f32 divisions by a constant, as a product with one FMA "
            "correction">,
+    Option<"rounded", "rounded", "bool", /*default=*/"true",
+           "f32 divisions by a constant whose every use rounds them to an "
+           "integer (a QuantizeLinear's) take the correction even without "
+           "`f32` (the pipeline turns this off for the host CPU, whose "
+           "vector division is cheaper there)">,
   ];
   let dependentDialects = ["::mlir::arith::ArithDialect",
                            "::mlir::math::MathDialect"];
