@@ -17,7 +17,7 @@ Checks first, on one seeded input: Kiln int8 against onnxruntime int8 (the
 largest difference in steps of the output's quantization scale, and how
 many outputs differ), Kiln fp32 against onnxruntime fp32 (max relative
 error), and int8 against fp32 (max relative error; top-1 agreement over the
-batch for the classifier). Then, per thread count, 4 rounds that alternate
+batch for the classifier). Then, per thread count, --rounds (4) rounds that alternate
 onnxruntime int8, Kiln int8, Kiln fp32 and onnxruntime fp32 (the machine is
 shared and its speed drifts): each figure is the median of the rounds'
 medians. Kiln runs through `kiln-run --benchmark N --threads T`,
@@ -59,7 +59,7 @@ from kiln_tools.quantize import quantize_qdq  # noqa: E402
 ROOT = kiln_tools.ROOT
 BIN = os.path.join(ROOT, "build", "bin")
 DIMS = {"bert": {"seq": 128, "batch": 1}}
-ROUNDS = 4
+ROUNDS = 4  # the default of --rounds
 
 
 def dim_flags(name):
@@ -149,11 +149,11 @@ def bench_model(name, args):
                                           np.argmax(got32[0][1], -1)))
     print(f"# {name} checks: {row}", file=sys.stderr)
 
-    per = max(args.runs // ROUNDS, 5)
+    per = max(args.runs // args.rounds, 5)
     for threads in [int(t) for t in args.threads.split(",")]:
         s8, s32 = ort_session(qdq, threads), ort_session(fp32, threads)
         t = {"ort_int8": [], "kiln_int8": [], "kiln_fp32": [], "ort_fp32": []}
-        for _ in range(ROUNDS):
+        for _ in range(args.rounds):
             t["ort_int8"].append(ort_ms(s8, feeds, per))
             t["kiln_int8"].append(kiln_tools.tools.benchmark_ms(
                 builds["int8"][0], inputs, per, bindir=BIN, flags=["--threads", str(threads)]))
@@ -280,11 +280,11 @@ def bench_ptq(name, args):
     feeds = acc.image_feeds(fp32, 0, dims, images)
     inputs = [p for _, p in kiln_tools.write_inputs(feeds, os.path.join(wd, f"{name}_inputs"))]
     first = builds[args.methods.split(",")[0]]
-    per = max(args.runs // ROUNDS, 5)
+    per = max(args.runs // args.rounds, 5)
     for threads in [int(t) for t in args.threads.split(",")]:
         sess8 = ort_session(qdq, threads)
         t = {"ort_int8": [], "kiln_int8": [], "kiln_fp32": []}
-        for _ in range(ROUNDS):
+        for _ in range(args.rounds):
             t["ort_int8"].append(ort_ms(sess8, feeds, per))
             t["kiln_int8"].append(kiln_tools.tools.benchmark_ms(
                 first, inputs, per, bindir=BIN, flags=["--threads", str(threads)]))
@@ -335,7 +335,10 @@ def main():
     ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     ap.add_argument("--models", default="resnet50,bert")
     ap.add_argument("--threads", default="1,2")
-    ap.add_argument("--runs", type=int, default=40)
+    ap.add_argument("--runs", type=int, default=40,
+                    help="timed runs per build and thread count, spread over the rounds")
+    ap.add_argument("--rounds", type=int, default=ROUNDS,
+                    help="rounds alternating the builds (more where the machine's speed swings)")
     ap.add_argument("--workdir", default=os.path.join(ROOT, "build", "bench-int8"))
     ap.add_argument("--json", default="")
     ap.add_argument("--profile", action="store_true")
@@ -363,7 +366,7 @@ def main():
     flags = open("/proc/cpuinfo").read()
     isa = [f for f in ("avx512_vnni", "avx_vnni", "amx_int8") if f" {f}" in flags]
     print(f"CPU: {len(os.sched_getaffinity(0))} cores, {', '.join(isa)}; onnxruntime "
-          f"{ort.__version__}; median of {ROUNDS} rounds' medians of {args.runs // ROUNDS} runs\n")
+          f"{ort.__version__}; median of {args.rounds} rounds' medians of {max(args.runs // args.rounds, 5)} runs\n")
     print("| model | Kiln int8 vs ORT int8 | int8 vs fp32 (max rel) | threads | ORT int8 | "
           "Kiln int8 | Kiln fp32 | ORT fp32 | Kiln int8 / ORT int8 | Kiln fp32 / Kiln int8 |")
     print("|" + "---|" * 10)

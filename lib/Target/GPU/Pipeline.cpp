@@ -31,6 +31,7 @@ void mlir::kiln::addGPUMappingPasses(
 }
 
 void mlir::kiln::addDeviceLoweringPrologue(OpPassManager &dev) {
+  dev.addPass(createKilnErfComplement());
   dev.addPass(createLowerAffinePass());
   dev.addPass(arith::createArithExpandOpsPass());
   dev.addPass(memref::createExpandStridedMetadataPass());

@@ -265,3 +265,49 @@ func.func @residual_stream(%ids: tensor<4xi64>, %table: tensor<16x8xf32> {kiln.w
   %t:3 = "onnx.LayerNormalization"(%r, %g, %b) {axis = -1 : i64, epsilon = 1.0e-5 : f32} : (tensor<4x8xf32>, tensor<8xf32>, tensor<8xf32>) -> (tensor<4x8xf32>, tensor<4x1xf32>, none) loc("ln_mean")
   return %s#0, %t#0, %t#1 : tensor<4x8xf32>, tensor<4x8xf32>, tensor<4x1xf32>
 }
+
+// -----
+
+// Ops read only by QuantizeLinear stay fp32 (fused with it, their values
+// never reach memory): an integer product's dequantization, bias and GELU
+// before its requantization, and a LayerNormalization before its
+// quantization. The normalization's input is stored for its row kernel:
+// the Relu computing it stays half. An op also read by something else
+// (the returned Mul) decides as usual.
+// CHECK-LABEL: func @requantized
+// CHECK: "onnx.Mul"({{.*}}) {kiln.fp32_reason = "rule: read only by QuantizeLinear (fused with it: no half storage to save)", kiln.precision = "fp32"} : (tensor<2x8xf32>, tensor<8xf32>) -> tensor<2x8xf32>
+// CHECK: "onnx.Add"({{.*}}) {kiln.fp32_reason = "rule: read only by QuantizeLinear {{.*}}", kiln.precision = "fp32"} : (tensor<2x8xf32>, tensor<8xf32>) -> tensor<2x8xf32>
+// CHECK: "onnx.Div"({{.*}}) {kiln.fp32_reason = "rule: read only by QuantizeLinear {{.*}}", kiln.precision = "fp32"}
+// CHECK: "onnx.Erf"({{.*}}) {kiln.fp32_reason = "rule: read only by QuantizeLinear {{.*}}", kiln.precision = "fp32"}
+// CHECK: "onnx.Mul"({{.*}}) {kiln.fp32_reason = "rule: read only by QuantizeLinear {{.*}}", kiln.precision = "fp32"}
+// CHECK: "onnx.QuantizeLinear"
+// CHECK: "onnx.MatMul"({{.*}}) {kiln.precision = "fp16"}
+// CHECK: "onnx.Relu"({{.*}}) {kiln.precision = "fp16"} : (tensor<2x8xf16>) -> tensor<2x8xf16>
+// CHECK: "onnx.LayerNormalization"({{.*}}) <{{{.*}}}> {kiln.fp32_reason = "rule: read only by QuantizeLinear {{.*}}", kiln.precision = "fp32"} : (tensor<2x8xf32>, tensor<8xf32>, tensor<8xf32>) -> (tensor<2x8xf32>, none, none)
+// CHECK: "onnx.QuantizeLinear"
+// CHECK: "onnx.Mul"({{.*}}) {kiln.precision = "fp16"} : (tensor<2x8xf16>, tensor<2x8xf16>) -> tensor<2x8xf16>
+func.func @requantized(%sums: tensor<2x8xi32>, %x: tensor<2x8xf32>, %w: tensor<8x8xf32>) -> (tensor<2x8xui8>, tensor<2x8xui8>, tensor<2x8xui8>, tensor<2x8xf32>) {
+  %scale = arith.constant dense<0.01> : tensor<8xf32>
+  %bias = arith.constant dense<0.5> : tensor<8xf32>
+  %sqrt2 = arith.constant dense<1.41421354> : tensor<f32>
+  %one = arith.constant dense<1.0> : tensor<f32>
+  %s = arith.constant dense<0.02> : tensor<f32>
+  %z = arith.constant dense<128> : tensor<ui8>
+  %g = arith.constant dense<1.0> : tensor<8xf32>
+  %b = arith.constant dense<0.0> : tensor<8xf32>
+  %f = "onnx.Cast"(%sums) {to = 1 : i64} : (tensor<2x8xi32>) -> tensor<2x8xf32> loc("sums")
+  %d = "onnx.Mul"(%f, %scale) : (tensor<2x8xf32>, tensor<8xf32>) -> tensor<2x8xf32> loc("dequant")
+  %a = "onnx.Add"(%d, %bias) : (tensor<2x8xf32>, tensor<8xf32>) -> tensor<2x8xf32> loc("bias")
+  %y = "onnx.Div"(%a, %sqrt2) : (tensor<2x8xf32>, tensor<f32>) -> tensor<2x8xf32> loc("div")
+  %e = "onnx.Erf"(%y) : (tensor<2x8xf32>) -> tensor<2x8xf32> loc("erf")
+  %e1 = "onnx.Add"(%e, %one) : (tensor<2x8xf32>, tensor<f32>) -> tensor<2x8xf32> loc("plus_one")
+  %gl = "onnx.Mul"(%a, %e1) : (tensor<2x8xf32>, tensor<2x8xf32>) -> tensor<2x8xf32> loc("gelu")
+  %q = "onnx.QuantizeLinear"(%gl, %s, %z) : (tensor<2x8xf32>, tensor<f32>, tensor<ui8>) -> tensor<2x8xui8> loc("q_gelu")
+  %m = "onnx.MatMul"(%x, %w) : (tensor<2x8xf32>, tensor<8x8xf32>) -> tensor<2x8xf32> loc("mm")
+  %r = "onnx.Relu"(%m) : (tensor<2x8xf32>) -> tensor<2x8xf32> loc("relu")
+  %n:3 = "onnx.LayerNormalization"(%r, %g, %b) {axis = -1 : i64, epsilon = 1.0e-5 : f32} : (tensor<2x8xf32>, tensor<8xf32>, tensor<8xf32>) -> (tensor<2x8xf32>, none, none) loc("ln")
+  %qn = "onnx.QuantizeLinear"(%n#0, %s, %z) : (tensor<2x8xf32>, tensor<f32>, tensor<ui8>) -> tensor<2x8xui8> loc("q_ln")
+  %sq = "onnx.Mul"(%r, %r) : (tensor<2x8xf32>, tensor<2x8xf32>) -> tensor<2x8xf32> loc("square")
+  %qs = "onnx.QuantizeLinear"(%sq, %s, %z) : (tensor<2x8xf32>, tensor<f32>, tensor<ui8>) -> tensor<2x8xui8> loc("q_square")
+  return %q, %qn, %qs, %sq : tensor<2x8xui8>, tensor<2x8xui8>, tensor<2x8xui8>, tensor<2x8xf32>
+}

@@ -39,7 +39,7 @@ void addGPUMappingPasses(OpPassManager &pm, const GPUCodegenOptions &gpu,
                          StringRef device,
                          std::shared_ptr<const GPUTargetInfo> info);
 /// In the device module (`dev`, nested on gpu.module), what precedes the
-/// vendor's GPU-to-LLVM conversion: affine, arith-expand,
+/// vendor's GPU-to-LLVM conversion: kiln-erf-complement, affine, arith-expand,
 /// expand-strided-metadata, scf to cf, kiln-finalize-device-memrefs
 /// {stage=before}.
 void addDeviceLoweringPrologue(OpPassManager &dev);

@@ -117,4 +117,25 @@ def KilnFinalizeDeviceMemRefs
   let dependentDialects = ["::mlir::LLVM::LLVMDialect"];
 }
 
+def KilnErfComplement : Pass<"kiln-erf-complement", "gpu::GPUModuleOp"> {
+  let summary = "1 + erf(y) in device code as erfc(-y), without branches";
+  let description = [{
+    GELU's `x * (1 + erf(x / sqrt(2))) / 2` (every BERT-like FFN) calls the
+    vendor's math library's erf: two ranges, each element selecting the
+    coefficients of its range's polynomial (nine selects an element) and
+    branching to the exponential of the outer range, a third of the
+    instructions of an int8 FFN's epilogue.
+    This pass rewrites an f32 `arith.addf` of `math.erf(y)` and the
+    constant 1 as erfc(-y) computed in one range: u = 2^-g(min(|y|, 3.9))
+    with g(t) = t * P(t) (degree 8, fitted to -log2(erfc(t)) on [0, 3.9]
+    with weight erfc(t)), 0 past 3.9 (where f32's erf rounds to +-1), and
+    2 - u for y >= 0. In f32 (before the exp2 instruction's own error) u
+    is within 5.1e-8 of erfc(|y|) and the result within 1.3e-7 of
+    1 + erf(y), about an ulp of a result in [1, 2), where 1 + erff(y)
+    rounds too. NaN stays NaN; +-inf give 2 and 0.
+  }];
+  let dependentDialects = ["::mlir::arith::ArithDialect",
+                           "::mlir::math::MathDialect"];
+}
+
 #endif // KILN_TARGET_GPU_PASSES_TD

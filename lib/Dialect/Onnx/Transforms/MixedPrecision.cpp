@@ -15,6 +15,12 @@
 //                follow (their statistics are f32 by definition);
 //   other        no half rule (recurrences, control flow...): fp32.
 //
+// Elementwise ops and normalizations read only by QuantizeLinear (directly
+// or through one another: an integer product's dequantization, bias and
+// activation, a LayerNorm before its quantization) stay fp32: fused with
+// the quantization they never reach memory, and half would only add
+// conversions.
+//
 // A half candidate stays fp32 when pinned (`keep-fp32`), when a constant
 // operand's finite values exceed the half type's range, or when calibration
 // ranges say an input or result would overflow or be wholly subnormal. Then
@@ -209,6 +215,50 @@ bool hasStashedStatistics(Operation *op) {
   });
 }
 
+bool isNormalization(Operation *op) {
+  StringRef type = onnxOpType(op);
+  return type == "LayerNormalization" || type == "RMSNormalization";
+}
+
+/// Ops that may compute in fp32 inside the kernel of the QuantizeLinear
+/// that reads them: elementwise arithmetic and the normalizations (what
+/// kernel fusion puts in an integer product's epilogue or a row kernel
+/// before the quantization).
+bool isRequantizable(Operation *op) {
+  static const llvm::StringSet<> types = {"Add",
+                                          "Sub",
+                                          "Mul",
+                                          "Div",
+                                          "Max",
+                                          "Min",
+                                          "Sum",
+                                          "Mean",
+                                          "Relu",
+                                          "LeakyRelu",
+                                          "PRelu",
+                                          "Sigmoid",
+                                          "HardSigmoid",
+                                          "HardSwish",
+                                          "Tanh",
+                                          "Abs",
+                                          "Neg",
+                                          "Clip",
+                                          "Sqrt",
+                                          "Reciprocal",
+                                          "Elu",
+                                          "Selu",
+                                          "Celu",
+                                          "Softsign",
+                                          "Erf",
+                                          "Exp",
+                                          "Gelu",
+                                          "Softplus",
+                                          "Mish",
+                                          "LayerNormalization",
+                                          "RMSNormalization"};
+  return types.contains(onnxOpType(op));
+}
+
 /// Number of elements an accumulating reduction combines per result, or -1
 /// when unknown (dynamic).
 int64_t reducedElements(Operation *op) {
@@ -254,6 +304,33 @@ struct MixedPrecisionPass
   llvm::StringMap<double> calibrated; // value key -> max |x|
   llvm::StringSet<> usedPins;
   Converter converter;
+  /// Ops read only by QuantizeLinear ops, directly or through other such
+  /// ops (collectRequantized).
+  llvm::SmallPtrSet<Operation *, 32> requantized;
+
+  /// The requantized ops of `block`: an integer product's epilogue (its
+  /// dequantization, bias, activation) or a normalization, when all they
+  /// compute goes to QuantizeLinear. Fused with the quantization, they
+  /// keep their values in registers, so half would save no memory and
+  /// only add conversions (two or three per element of a GELU epilogue).
+  /// A normalization's input is stored for its row kernel: what computes
+  /// that input keeps its own precision.
+  void collectRequantized(Block &block) {
+    requantized.clear();
+    for (Operation &op : llvm::reverse(block)) {
+      if (!isRequantizable(&op))
+        continue;
+      bool any = false, all = true;
+      for (Value r : op.getResults())
+        for (Operation *user : r.getUsers()) {
+          any = true;
+          all &= onnxOpType(user) == "QuantizeLinear" ||
+                 (requantized.contains(user) && !isNormalization(user));
+        }
+      if (any && all)
+        requantized.insert(&op);
+    }
+  }
 
   LogicalResult loadRanges() {
     std::string path = ranges;
@@ -359,6 +436,12 @@ struct MixedPrecisionPass
         d.reason = detail.str();
         return d;
       }
+    }
+    if (requantized.contains(op)) {
+      d.category = "rule";
+      d.reason = "read only by QuantizeLinear (fused with it: no half "
+                 "storage to save)";
+      return d;
     }
     // Only pure-f32 ops change (a model may already use other float types).
     for (Value v : op->getOperands())
@@ -542,6 +625,7 @@ struct MixedPrecisionPass
       for (auto [i, v] : llvm::enumerate(ret->getOperands()))
         if (auto n = func.getResultAttrOfType<StringAttr>(i, "kiln.name"))
           outputNames.try_emplace(v, n.str());
+      collectRequantized(func.getBody().front());
       DenseMap<Operation *, Decision> decided;
       SmallVector<Operation *> order;
       for (Operation &op : func.getBody().front()) {

@@ -1,0 +1,61 @@
+# RUN: %python %s %kiln_src/lib/Target/GPU/ErfComplement.cpp
+"""kiln-erf-complement's polynomial, read from the pass's source, against
+1 + erf(y) in double precision.
+
+The device code evaluates u = 2^-(t * P(t)), t = min(|y|, 3.9), with one f32
+FMA per coefficient (Horner), then 0 past 3.9 and 2 - u for y >= 0. This
+evaluates the same in f32 (each FMA rounded once: the f32 product is exact
+in double) on a dense grid of y and checks the largest difference from
+1 + erf(y): at most 1.5e-7, about one ulp of a result in [1, 2) (2 - u
+rounds there; 1 + erff(y) rounds the same way, after erff's own error); the
+exponential instruction's error comes on top on the device. Also the ends: NaN stays NaN, +-inf
+give 2 and 0, and |y| past 3.9 gives exactly 2 or 0.
+"""
+import math
+import re
+import sys
+
+import numpy as np
+
+src = open(sys.argv[1]).read()
+block = re.search(r"kLog2Erfc\[\] = \{(.*?)\};", src, re.S).group(1)
+coeffs = [np.float32(float(v.rstrip("f"))) for v in re.findall(r"[-0-9.e+]+f", block)]
+bound = np.float32(float(re.search(r"kErfSaturation = ([0-9.]+)f", src).group(1)))
+assert len(coeffs) == 8, coeffs
+
+
+def one_plus_erf(y):
+    y = np.asarray(y, dtype=np.float32)
+    t = np.abs(y)
+    tc = np.where(np.isnan(t), t, np.minimum(t, bound)).astype(np.float32)
+    p = np.full_like(tc, coeffs[-1])
+    for c in reversed(coeffs[:-1]):
+        p = (p.astype(np.float64) * tc + np.float64(c)).astype(np.float32)
+    g = (p * -tc).astype(np.float32)
+    u = np.exp2(g.astype(np.float64)).astype(np.float32)
+    u = np.where(t > bound, np.float32(0), u)
+    return np.where(y >= 0, (np.float32(2) - u).astype(np.float32), u)
+
+
+ys = np.linspace(-6, 6, 1200001).astype(np.float32)
+got = one_plus_erf(ys).astype(np.float64)
+ref = np.array([1 + math.erf(float(v)) for v in ys])
+err = np.abs(got - ref)
+worst = int(err.argmax())
+print(f"max |(1 + erf) - ref| = {err.max():.3g} at y = {ys[worst]}")
+assert err.max() <= 1.5e-7, err.max()
+# Where 1 + erf(y) is small (GELU of negative x), relative to the value:
+# below 1% down to 1e-6. 1 + erff(y) computed in f32 is worse there (erf
+# near -1 has ulps of 6e-8: 4% of erfc(3.5)), as printed.
+small = (ref > 1e-6) & (ys < 0)
+rel = err[small] / ref[small]
+f32 = np.array([np.float32(1) + np.float32(math.erf(float(v))) for v in ys[small]], np.float64)
+rel32 = np.abs(f32 - ref[small]) / ref[small]
+print(f"max relative error where 1e-6 < 1 + erf(y), y < 0: {rel.max():.3g} "
+      f"(1 + erff(y) in f32: {rel32.max():.3g})")
+assert rel.max() <= 1e-2, rel.max()
+ends = one_plus_erf(np.array([np.nan, np.inf, -np.inf, 4.0, -4.0, 0.0], np.float32))
+print("ends:", ends)
+assert np.isnan(ends[0]) and ends[1] == 2 and ends[2] == 0
+assert ends[3] == 2 and ends[4] == 0 and ends[5] == 1
+print("ok")

@@ -1,0 +1,70 @@
+// RUN: kiln-opt %s --pass-pipeline="builtin.module(gpu.module(kiln-erf-complement))" | FileCheck %s
+// RUN: kiln-opt %s --pass-pipeline="builtin.module(nvvm-attach-target{chip=sm_90 features=+ptx80 O=3}, gpu.module(kiln-erf-complement, convert-scf-to-cf, kiln-finalize-device-memrefs{stage=before}, convert-gpu-to-nvvm, kiln-finalize-device-memrefs, canonicalize, cse, reconcile-unrealized-casts), gpu-module-to-binary{format=isa})" | sed -e 's/\\0A/\n/g' -e 's/\\09/ /g' | FileCheck %s --check-prefix=PTX
+
+// GELU's 1 + erf(y) (either operand order) becomes erfc(-y) in one range:
+// |y| clamped to 3.9, the polynomial (8 FMAs), 2^-g, 0 past 3.9, and
+// 2 - u for y >= 0. The vendor's erf (two ranges, selected coefficients, a
+// branch to the outer range's exponential) is gone from the PTX.
+// CHECK-LABEL: gpu.func @gelu
+// CHECK-NOT: math.erf
+// CHECK: %[[T:.*]] = math.absf %[[Y:.*]] : f32
+// CHECK: %[[C:.*]] = arith.minimumf %[[T]], %{{.*}} : f32
+// CHECK-COUNT-7: math.fma %{{.*}}, %[[C]], %{{.*}} : f32
+// CHECK: %[[G:.*]] = arith.mulf
+// CHECK: %[[U:.*]] = math.exp2 %[[G]] : f32
+// CHECK: %[[SAT:.*]] = arith.cmpf ogt, %[[T]], %{{.*}} : f32
+// CHECK: %[[U0:.*]] = arith.select %[[SAT]], %{{.*}}, %[[U]] : f32
+// CHECK: %[[POS:.*]] = arith.cmpf oge, %[[Y]], %{{.*}} : f32
+// CHECK: %[[UP:.*]] = arith.subf %{{.*}}, %[[U0]] : f32
+// CHECK: arith.select %[[POS]], %[[UP]], %[[U0]] : f32
+// CHECK-NOT: math.erf
+// CHECK: gpu.return
+// (The exponential is ex2.approx where the toolkit's math library is
+// linked, else a call of it.)
+// PTX-LABEL: .entry gelu(
+// PTX-NOT: __nv_erff
+// PTX-NOT: bra
+// PTX: {{ex2.approx|__nv_exp2f}}
+// PTX-NOT: __nv_erff
+// PTX-NOT: bra
+// PTX: ret;
+
+// An erf not added to 1, and half ones, keep the vendor's erf.
+// CHECK-LABEL: gpu.func @other_sums
+// CHECK: math.erf %{{.*}} : f32
+// CHECK: arith.addf %{{.*}}, %{{.*}} : f32
+// CHECK: math.erf %{{.*}} : f16
+// CHECK-NOT: math.exp2
+// CHECK: gpu.return
+module attributes {gpu.container_module} {
+  gpu.module @kernels {
+    gpu.func @gelu(%x: memref<256xf32>, %out: memref<256xf32>) kernel {
+      %i = gpu.thread_id x
+      %v = memref.load %x[%i] : memref<256xf32>
+      %r2 = arith.constant 0.707106769 : f32
+      %one = arith.constant 1.0 : f32
+      %half = arith.constant 0.5 : f32
+      %y = arith.mulf %v, %r2 : f32
+      %e = math.erf %y : f32
+      %s = arith.addf %one, %e : f32
+      %g = arith.mulf %v, %s : f32
+      %h = arith.mulf %g, %half : f32
+      memref.store %h, %out[%i] : memref<256xf32>
+      gpu.return
+    }
+    gpu.func @other_sums(%x: memref<256xf32>, %h: memref<256xf16>, %out: memref<256xf32>, %hout: memref<256xf16>) kernel {
+      %i = gpu.thread_id x
+      %v = memref.load %x[%i] : memref<256xf32>
+      %two = arith.constant 2.0 : f32
+      %e = math.erf %v : f32
+      %s = arith.addf %e, %two : f32
+      memref.store %s, %out[%i] : memref<256xf32>
+      %w = memref.load %h[%i] : memref<256xf16>
+      %one = arith.constant 1.0 : f16
+      %eh = math.erf %w : f16
+      %sh = arith.addf %eh, %one : f16
+      memref.store %sh, %hout[%i] : memref<256xf16>
+      gpu.return
+    }
+  }
+}
