@@ -20,7 +20,8 @@ error), and int8 against fp32 (max relative error; top-1 agreement over the
 batch for the classifier). Then, per thread count, --rounds (4) rounds that alternate
 onnxruntime int8, Kiln int8, Kiln fp32 and onnxruntime fp32 (the machine is
 shared and its speed drifts): each figure is the median of the rounds'
-medians. Kiln runs through `kiln-run --benchmark N --threads T`,
+medians, and "paired" the median over rounds of Kiln int8's median over the
+onnxruntime int8 median measured just before it. Kiln runs through `kiln-run --benchmark N --threads T`,
 onnxruntime with intra_op_num_threads=T. --profile adds where Kiln int8's
 time goes (one profiled run per kernel, 1 thread, the kernels' ONNX nodes).
 
@@ -163,6 +164,11 @@ def bench_model(name, args):
         for k, v in t.items():
             row[f"{k}_{threads}t_ms"] = float(np.median(v))
             row[f"{k}_{threads}t_rounds"] = v
+        # Each round's Kiln int8 against the onnxruntime int8 run just before
+        # it: where the machine's speed swings between rounds (shared
+        # vCPUs), the pairs compare like with like.
+        row[f"paired_{threads}t"] = float(np.median(
+            [k / o for k, o in zip(t["kiln_int8"], t["ort_int8"])]))
         print(f"# {name} {threads}T: " + ", ".join(
             f"{k} {float(np.median(v)):.2f} ms" for k, v in t.items()), file=sys.stderr)
     if args.profile:
@@ -368,8 +374,9 @@ def main():
     print(f"CPU: {len(os.sched_getaffinity(0))} cores, {', '.join(isa)}; onnxruntime "
           f"{ort.__version__}; median of {args.rounds} rounds' medians of {max(args.runs // args.rounds, 5)} runs\n")
     print("| model | Kiln int8 vs ORT int8 | int8 vs fp32 (max rel) | threads | ORT int8 | "
-          "Kiln int8 | Kiln fp32 | ORT fp32 | Kiln int8 / ORT int8 | Kiln fp32 / Kiln int8 |")
-    print("|" + "---|" * 10)
+          "Kiln int8 | Kiln fp32 | ORT fp32 | Kiln int8 / ORT int8 | the same, paired by round | "
+          "Kiln fp32 / Kiln int8 |")
+    print("|" + "---|" * 11)
     for r in rows:
         agree = f", top-1 {100 * r['top1_agree']:.0f}%" if "top1_agree" in r else ""
         for threads in args.threads.split(","):
@@ -378,7 +385,7 @@ def main():
                   f"differ) | {r['int8_vs_fp32_rel']:.1e}{agree} | {threads} | "
                   f"{k('ort_int8'):.2f} ms | {k('kiln_int8'):.2f} ms | {k('kiln_fp32'):.2f} ms | "
                   f"{k('ort_fp32'):.2f} ms | {k('kiln_int8') / k('ort_int8'):.2f}x | "
-                  f"{k('kiln_fp32') / k('kiln_int8'):.2f}x |")
+                  f"{r[f'paired_{threads}t']:.2f}x | {k('kiln_fp32') / k('kiln_int8'):.2f}x |")
     for r in rows:
         if "profile" not in r:
             continue

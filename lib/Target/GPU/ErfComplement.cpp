@@ -16,6 +16,9 @@
 #include "mlir/IR/PatternMatch.h"
 #include "mlir/Transforms/GreedyPatternRewriteDriver.h"
 
+#include <cmath>
+#include <optional>
+
 namespace mlir::kiln {
 #define GEN_PASS_DEF_KILNERFCOMPLEMENT
 #include "kiln/Target/GPU/Passes.h.inc"
@@ -27,13 +30,67 @@ using namespace mlir::kiln;
 namespace {
 
 /// Past this |y|, f32's erf(y) rounds to +-1: 1 + erf(y) is 0 or 2.
-constexpr float kErfSaturation = 3.9f;
+constexpr double kErfSaturation = 3.9;
 
 /// g(t) = t * (c0 + c1 t + ... + c7 t^7) ~ -log2(erfc(t)) on [0, 3.9].
-constexpr float kLog2Erfc[] = {
+constexpr double kLog2Erfc[] = {
     1.6279085874557495f,     0.9184163808822632f,    0.14848162233829498f,
     -0.028253687545657158f,  0.0007746367482468486f, 0.0014894376508891582f,
     -0.0004455065354704857f, 4.5358483475865796e-05f};
+
+/// A positive constant f32 scalar's value.
+std::optional<double> positiveConstant(Value v) {
+  FloatAttr attr;
+  if (!matchPattern(v, m_Constant(&attr)))
+    return std::nullopt;
+  double d = attr.getValueAsDouble();
+  if (!(d > 0) || !std::isfinite(d))
+    return std::nullopt;
+  return d;
+}
+
+/// When `y` is a positive constant multiple of another value x (x * c,
+/// x / c, or kiln-half-division's correctly rounded x / c: q0 = x * r,
+/// select(|q0| == inf, q0, fma(fma(-q0, c, x), r, q0))), x and the
+/// multiplier. GELU's erf argument is x / sqrt(2): the polynomial then takes
+/// |x| with scaled coefficients and the division goes away.
+std::optional<std::pair<Value, double>> scaledValue(Value y) {
+  Operation *def = y.getDefiningOp();
+  if (!def)
+    return std::nullopt;
+  if (auto mul = dyn_cast<arith::MulFOp>(def)) {
+    for (int i = 0; i < 2; ++i)
+      if (std::optional<double> c = positiveConstant(mul.getOperand(1 - i)))
+        return std::make_pair(mul.getOperand(i), *c);
+    return std::nullopt;
+  }
+  if (auto div = dyn_cast<arith::DivFOp>(def)) {
+    if (std::optional<double> c = positiveConstant(div.getRhs()))
+      return std::make_pair(div.getLhs(), 1.0 / *c);
+    return std::nullopt;
+  }
+  auto sel = dyn_cast<arith::SelectOp>(def);
+  if (!sel)
+    return std::nullopt;
+  auto q0 = sel.getTrueValue().getDefiningOp<arith::MulFOp>();
+  auto q1 = sel.getFalseValue().getDefiningOp<math::FmaOp>();
+  auto cmp = sel.getCondition().getDefiningOp<arith::CmpFOp>();
+  if (!q0 || !q1 || !cmp || cmp.getPredicate() != arith::CmpFPredicate::OEQ)
+    return std::nullopt;
+  auto abs = cmp.getLhs().getDefiningOp<math::AbsFOp>();
+  auto e = q1.getA().getDefiningOp<math::FmaOp>();
+  if (!abs || abs.getOperand() != q0.getResult() || !e ||
+      q1.getC() != q0.getResult())
+    return std::nullopt;
+  auto neg = e.getA().getDefiningOp<arith::NegFOp>();
+  if (!neg || neg.getOperand() != q0.getResult())
+    return std::nullopt;
+  Value x = e.getC();
+  std::optional<double> c = positiveConstant(e.getB());
+  if (!c || (q0.getLhs() != x && q0.getRhs() != x))
+    return std::nullopt;
+  return std::make_pair(x, 1.0 / *c);
+}
 
 /// addf(erf(y), 1) (either order) on f32 scalars.
 struct ErfPlusOne : OpRewritePattern<arith::AddFOp> {
@@ -50,19 +107,31 @@ struct ErfPlusOne : OpRewritePattern<arith::AddFOp> {
       return failure();
     Location loc = add.getLoc();
     Value y = erf.getOperand();
+    // y = x * s (s > 0) read by the erf alone: the polynomial takes |x|, its
+    // coefficients c_k * s^(k+1) and its bound 3.9 / s (in double, rounded
+    // once), which is x * s unrounded.
+    double scale = 1.0;
+    if (y.hasOneUse())
+      if (std::optional<std::pair<Value, double>> xs = scaledValue(y)) {
+        y = xs->first;
+        scale = xs->second;
+      }
     Type f32 = rewriter.getF32Type();
     auto cst = [&](float v) {
       return arith::ConstantOp::create(rewriter, loc,
                                        rewriter.getFloatAttr(f32, v))
           .getResult();
     };
+    auto coeff = [&](int k) {
+      return cst(static_cast<float>(kLog2Erfc[k] * std::pow(scale, k + 1)));
+    };
     Value t = math::AbsFOp::create(rewriter, loc, y);
-    Value bound = cst(kErfSaturation);
+    Value bound = cst(static_cast<float>(kErfSaturation / scale));
     // NaN stays NaN through minimumf; t > bound is false for it.
     Value tc = arith::MinimumFOp::create(rewriter, loc, t, bound);
-    Value p = cst(kLog2Erfc[std::size(kLog2Erfc) - 1]);
+    Value p = coeff(std::size(kLog2Erfc) - 1);
     for (int k = std::size(kLog2Erfc) - 2; k >= 0; --k)
-      p = math::FmaOp::create(rewriter, loc, p, tc, cst(kLog2Erfc[k]));
+      p = math::FmaOp::create(rewriter, loc, p, tc, coeff(k));
     // u = 2^-g = erfc(tc).
     Value negT = arith::NegFOp::create(rewriter, loc, tc);
     Value u = math::Exp2Op::create(

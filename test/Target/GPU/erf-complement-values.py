@@ -19,12 +19,16 @@ import numpy as np
 
 src = open(sys.argv[1]).read()
 block = re.search(r"kLog2Erfc\[\] = \{(.*?)\};", src, re.S).group(1)
-coeffs = [np.float32(float(v.rstrip("f"))) for v in re.findall(r"[-0-9.e+]+f", block)]
-bound = np.float32(float(re.search(r"kErfSaturation = ([0-9.]+)f", src).group(1)))
-assert len(coeffs) == 8, coeffs
+raw = [float(v.rstrip("f")) for v in re.findall(r"[-0-9.e+]+f", block)]
+saturation = float(re.search(r"kErfSaturation = ([0-9.]+)f?;", src).group(1))
+assert len(raw) == 8, raw
 
 
-def one_plus_erf(y):
+def one_plus_erf(y, scale=1.0):
+    """1 + erf(y * scale) as the pass computes it (scale: the multiplier it
+    folds into the coefficients, GELU's 1 / sqrt(2))."""
+    coeffs = [np.float32(c * scale ** (k + 1)) for k, c in enumerate(raw)]
+    bound = np.float32(saturation / scale)
     y = np.asarray(y, dtype=np.float32)
     t = np.abs(y)
     tc = np.where(np.isnan(t), t, np.minimum(t, bound)).astype(np.float32)
@@ -54,6 +58,14 @@ rel32 = np.abs(f32 - ref[small]) / ref[small]
 print(f"max relative error where 1e-6 < 1 + erf(y), y < 0: {rel.max():.3g} "
       f"(1 + erff(y) in f32: {rel32.max():.3g})")
 assert rel.max() <= 1e-2, rel.max()
+# GELU's argument x / sqrt(2) folded into the polynomial: against
+# 1 + erf(x / sqrt(2)) in double, as close as unscaled.
+xs = np.linspace(-8, 8, 1200001).astype(np.float32)
+gelu = one_plus_erf(xs, 1 / math.sqrt(2)).astype(np.float64)
+gref = np.array([1 + math.erf(float(v) / math.sqrt(2)) for v in xs])
+gerr = np.abs(gelu - gref)
+print(f"scaled by 1/sqrt(2): max |(1 + erf) - ref| = {gerr.max():.3g} at x = {xs[gerr.argmax()]}")
+assert gerr.max() <= 1.5e-7, gerr.max()
 ends = one_plus_erf(np.array([np.nan, np.inf, -np.inf, 4.0, -4.0, 0.0], np.float32))
 print("ends:", ends)
 assert np.isnan(ends[0]) and ends[1] == 2 and ends[2] == 0

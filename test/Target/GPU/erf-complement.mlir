@@ -4,12 +4,20 @@
 // GELU's 1 + erf(y) (either operand order) becomes erfc(-y) in one range:
 // |y| clamped to 3.9, the polynomial (8 FMAs), 2^-g, 0 past 3.9, and
 // 2 - u for y >= 0. The vendor's erf (two ranges, selected coefficients, a
-// branch to the outer range's exponential) is gone from the PTX.
+// branch to the outer range's exponential) is gone from the PTX. y = x *
+// 0.7071 read by the erf alone: the polynomial takes |x| (the bound 3.9 /
+// 0.7071 = 5.5154), its coefficients scaled (the first 1.6279 * 0.7071 =
+// 1.1511), and the product goes away.
 // CHECK-LABEL: gpu.func @gelu
+// CHECK-DAG: %[[BOUND:.*]] = arith.constant 5.51543{{[0-9]*}} : f32
+// CHECK-DAG: %[[C0:.*]] = arith.constant 1.15110{{[0-9]*}} : f32
 // CHECK-NOT: math.erf
-// CHECK: %[[T:.*]] = math.absf %[[Y:.*]] : f32
-// CHECK: %[[C:.*]] = arith.minimumf %[[T]], %{{.*}} : f32
-// CHECK-COUNT-7: math.fma %{{.*}}, %[[C]], %{{.*}} : f32
+// CHECK: %[[Y:.*]] = memref.load
+// CHECK-NOT: arith.mulf
+// CHECK: %[[T:.*]] = math.absf %[[Y]] : f32
+// CHECK: %[[C:.*]] = arith.minimumf %[[T]], %[[BOUND]] : f32
+// CHECK-COUNT-6: math.fma %{{.*}}, %[[C]], %{{.*}} : f32
+// CHECK: math.fma %{{.*}}, %[[C]], %[[C0]] : f32
 // CHECK: %[[G:.*]] = arith.mulf
 // CHECK: %[[U:.*]] = math.exp2 %[[G]] : f32
 // CHECK: %[[SAT:.*]] = arith.cmpf ogt, %[[T]], %{{.*}} : f32
@@ -28,6 +36,20 @@
 // PTX-NOT: __nv_erff
 // PTX-NOT: bra
 // PTX: ret;
+
+// The division kiln-half-division leaves (x / sqrt(2) correctly rounded:
+// the product, its residual, the correction, the infinity select) folds
+// the same way; a divf by a constant too. A multiplier with another use
+// stays.
+// CHECK-LABEL: gpu.func @divisions
+// CHECK-NOT: math.erf
+// CHECK-NOT: arith.divf
+// CHECK: math.absf %[[X:.*]] : f32
+// CHECK: math.absf %[[X]] : f32
+// CHECK: %[[M:.*]] = arith.mulf %[[X]], %{{.*}} : f32
+// CHECK: math.absf %[[M]] : f32
+// CHECK-NOT: math.erf
+// CHECK: gpu.return
 
 // An erf not added to 1, and half ones, keep the vendor's erf.
 // CHECK-LABEL: gpu.func @other_sums
@@ -50,6 +72,34 @@ module attributes {gpu.container_module} {
       %g = arith.mulf %v, %s : f32
       %h = arith.mulf %g, %half : f32
       memref.store %h, %out[%i] : memref<256xf32>
+      gpu.return
+    }
+    gpu.func @divisions(%x: memref<256xf32>, %out: memref<256xf32>) kernel {
+      %i = gpu.thread_id x
+      %v = memref.load %x[%i] : memref<256xf32>
+      %r = arith.constant 0.707106769 : f32
+      %c = arith.constant 1.41421354 : f32
+      %inf = arith.constant 0x7F800000 : f32
+      %one = arith.constant 1.0 : f32
+      %q0 = arith.mulf %v, %r : f32
+      %n = arith.negf %q0 : f32
+      %e = math.fma %n, %c, %v : f32
+      %q1 = math.fma %e, %r, %q0 : f32
+      %a = math.absf %q0 : f32
+      %isinf = arith.cmpf oeq, %a, %inf : f32
+      %y = arith.select %isinf, %q0, %q1 : f32
+      %erf = math.erf %y : f32
+      %s = arith.addf %erf, %one : f32
+      %d = arith.divf %v, %c : f32
+      %erf2 = math.erf %d : f32
+      %s2 = arith.addf %erf2, %one : f32
+      %m = arith.mulf %v, %r : f32
+      %erf3 = math.erf %m : f32
+      %s3 = arith.addf %one, %erf3 : f32
+      %t = arith.addf %s, %s2 : f32
+      %t2 = arith.addf %t, %s3 : f32
+      %t3 = arith.addf %t2, %m : f32
+      memref.store %t3, %out[%i] : memref<256xf32>
       gpu.return
     }
     gpu.func @other_sums(%x: memref<256xf32>, %h: memref<256xf16>, %out: memref<256xf32>, %hout: memref<256xf16>) kernel {
