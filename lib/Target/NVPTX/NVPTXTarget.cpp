@@ -111,6 +111,8 @@ public:
     attach.optLevel = 3;
     pm.addPass(createGpuNVVMAttachTarget(attach));
     OpPassManager &dev = pm.nest<gpu::GPUModuleOp>();
+    // Before arith-expand (the prologue) turns the clamps into selects.
+    dev.addPass(createKilnNVPTXQuantizeRounding());
     addDeviceLoweringPrologue(dev);
     dev.addPass(createConvertGpuOpsToNVVMOps());
     // convert-gpu-to-nvvm leaves memref accesses to this one.

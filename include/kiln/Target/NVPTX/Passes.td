@@ -21,4 +21,26 @@ def KilnNVPTXGridConstants
                            "::mlir::NVVM::NVVMDialect"];
 }
 
+def KilnNVPTXQuantizeRounding
+    : Pass<"kiln-nvptx-quantize-rounding", "gpu::GPUModuleOp"> {
+  let summary = "A quantization's round, zero point and clamp in one "
+                "rounding conversion and integer ops";
+  let description = [{
+    A QuantizeLinear (or any round-then-clamp to integers) lowers to
+    `fptosi(min(max(roundeven(v) + zp, lo), hi))`: on NVIDIA GPUs a float
+    rounding (FRND) and a conversion (F2I), both on the quarter-rate
+    conversion pipe, with float adds and clamps. This pass rewrites it as
+    `cvt.rni.s32.f32` (llvm.nvvm.f2i.rn: round to nearest even, saturating)
+    and the clamp and zero point in integers: `min(max(r, lo - zp),
+    hi - zp) + zp`. The same integer for every finite or infinite v (the
+    float sum is exact below 2^24, both saturate beyond); a NaN gives the
+    zero point where the float form's conversion was undefined. zp, lo and
+    hi must be integral constants below 2^24 in magnitude; the clamp may be
+    the NaN-propagating (minimumf) or the NaN-ignoring (minnumf) forms, in
+    either order.
+  }];
+  let dependentDialects = ["::mlir::LLVM::LLVMDialect",
+                           "::mlir::arith::ArithDialect"];
+}
+
 #endif // KILN_TARGET_NVPTX_PASSES_TD

@@ -1,0 +1,128 @@
+//===- QuantizeRounding.cpp - Round, zero point and clamp as one cvt.rni --===//
+//
+// kiln-nvptx-quantize-rounding (Passes.td): fptosi(clamp(roundeven(v) + zp))
+// becomes llvm.nvvm.f2i.rn (cvt.rni.s32.f32) with the zero point and the
+// clamp in integers, one conversion instead of two.
+//
+//===----------------------------------------------------------------------===//
+
+#include "kiln/Target/NVPTX/Passes.h"
+
+#include "mlir/Dialect/Arith/IR/Arith.h"
+#include "mlir/Dialect/Math/IR/Math.h"
+#include "mlir/IR/Matchers.h"
+#include "mlir/IR/PatternMatch.h"
+#include "mlir/Transforms/GreedyPatternRewriteDriver.h"
+
+#include <cmath>
+#include <optional>
+
+namespace mlir::kiln {
+#define GEN_PASS_DEF_KILNNVPTXQUANTIZEROUNDING
+#include "kiln/Target/NVPTX/Passes.h.inc"
+} // namespace mlir::kiln
+
+using namespace mlir;
+using namespace mlir::kiln;
+
+namespace {
+
+/// An integral f32 constant below 2^24 in magnitude.
+std::optional<int64_t> integralConstant(Value v) {
+  FloatAttr attr;
+  if (!matchPattern(v, m_Constant(&attr)) || !attr.getType().isF32())
+    return std::nullopt;
+  double d = attr.getValueAsDouble();
+  if (!std::isfinite(d) || std::fabs(d) >= 16777216.0 || d != std::floor(d))
+    return std::nullopt;
+  return static_cast<int64_t>(d);
+}
+
+/// `op` as one side of a clamp: its non-constant operand and its integral
+/// bound, for max (`upper` false) or min (`upper` true).
+std::optional<std::pair<Value, int64_t>> clampSide(Operation *op, bool upper) {
+  if (!op)
+    return std::nullopt;
+  bool isMax = isa<arith::MaximumFOp, arith::MaxNumFOp>(op);
+  bool isMin = isa<arith::MinimumFOp, arith::MinNumFOp>(op);
+  if ((upper && !isMin) || (!upper && !isMax))
+    return std::nullopt;
+  for (int i = 0; i < 2; ++i)
+    if (std::optional<int64_t> c = integralConstant(op->getOperand(1 - i)))
+      return std::make_pair(op->getOperand(i), *c);
+  return std::nullopt;
+}
+
+template <typename ConvOp> struct RoundedConversion : OpRewritePattern<ConvOp> {
+  using OpRewritePattern<ConvOp>::OpRewritePattern;
+  LogicalResult matchAndRewrite(ConvOp conv,
+                                PatternRewriter &rewriter) const override {
+    auto resultType = dyn_cast<IntegerType>(conv.getType());
+    if (!resultType || resultType.getWidth() > 32 ||
+        !conv.getIn().getType().isF32())
+      return failure();
+    // min(max(a, lo), hi) or max(min(a, hi), lo).
+    Value a;
+    int64_t lo, hi;
+    Operation *outer = conv.getIn().getDefiningOp();
+    if (auto o = clampSide(outer, /*upper=*/true)) {
+      auto i = clampSide(o->first.getDefiningOp(), /*upper=*/false);
+      if (!i)
+        return failure();
+      a = i->first, lo = i->second, hi = o->second;
+    } else if (auto o = clampSide(outer, /*upper=*/false)) {
+      auto i = clampSide(o->first.getDefiningOp(), /*upper=*/true);
+      if (!i)
+        return failure();
+      a = i->first, lo = o->second, hi = i->second;
+    } else {
+      return failure();
+    }
+    if (lo > hi || (std::is_same_v<ConvOp, arith::FPToUIOp> && lo < 0))
+      return failure();
+    // a = roundeven(v) + zp, or roundeven(v).
+    int64_t zp = 0;
+    Value rounded = a;
+    if (auto add = a.getDefiningOp<arith::AddFOp>()) {
+      rounded = Value();
+      for (int i = 0; i < 2 && !rounded; ++i)
+        if (std::optional<int64_t> c = integralConstant(add.getOperand(1 - i)))
+          rounded = add.getOperand(i), zp = *c;
+      if (!rounded)
+        return failure();
+    }
+    auto round = rounded.getDefiningOp<math::RoundEvenOp>();
+    if (!round)
+      return failure();
+    Location loc = conv.getLoc();
+    Type i32 = rewriter.getI32Type();
+    auto intrinsic = LLVM::CallIntrinsicOp::create(
+        rewriter, loc, i32, rewriter.getStringAttr("llvm.nvvm.f2i.rn"),
+        ValueRange{round.getOperand()});
+    auto cst = [&](int64_t v) {
+      return arith::ConstantIntOp::create(rewriter, loc, i32, v).getResult();
+    };
+    Value r = intrinsic.getResult(0);
+    r = arith::MaxSIOp::create(rewriter, loc, r, cst(lo - zp));
+    r = arith::MinSIOp::create(rewriter, loc, r, cst(hi - zp));
+    if (zp)
+      r = arith::AddIOp::create(rewriter, loc, r, cst(zp));
+    if (resultType.getWidth() < 32)
+      r = arith::TruncIOp::create(rewriter, loc, resultType, r);
+    rewriter.replaceOp(conv, r);
+    return success();
+  }
+};
+
+struct QuantizeRoundingPass
+    : public kiln::impl::KilnNVPTXQuantizeRoundingBase<QuantizeRoundingPass> {
+  void runOnOperation() override {
+    RewritePatternSet patterns(&getContext());
+    patterns.add<RoundedConversion<arith::FPToSIOp>,
+                 RoundedConversion<arith::FPToUIOp>>(&getContext());
+    if (failed(applyPatternsGreedily(getOperation(), std::move(patterns))))
+      return signalPassFailure();
+  }
+};
+
+} // namespace

@@ -1,0 +1,94 @@
+// RUN: kiln-opt %s --pass-pipeline="builtin.module(gpu.module(kiln-nvptx-quantize-rounding))" | FileCheck %s
+// RUN: kiln-opt %s --pass-pipeline="builtin.module(nvvm-attach-target{chip=sm_90 features=+ptx80 O=3}, gpu.module(kiln-nvptx-quantize-rounding, arith-expand, convert-scf-to-cf, kiln-finalize-device-memrefs{stage=before}, convert-gpu-to-nvvm, kiln-finalize-device-memrefs, canonicalize, cse, reconcile-unrealized-casts), gpu-module-to-binary{format=isa})" | sed -e 's/\\0A/\n/g' -e 's/\\09/ /g' | FileCheck %s --check-prefix=PTX
+
+// A QuantizeLinear to uint8 with zero point 127 (its lowering: roundeven,
+// + zp, clamp to [0, 255], fptosi, trunci): one cvt.rni.s32.f32 and the
+// clamp to [0 - 127, 255 - 127] and the zero point in integers.
+// CHECK-LABEL: gpu.func @quantize
+// CHECK-NOT: math.roundeven
+// CHECK: %[[R:.*]] = llvm.call_intrinsic "llvm.nvvm.f2i.rn"(%{{.*}}) : (f32) -> i32
+// CHECK: %[[LO:.*]] = arith.maxsi %[[R]], %{{.*}} : i32
+// CHECK: %[[HI:.*]] = arith.minsi %[[LO]], %{{.*}} : i32
+// CHECK: %[[Q:.*]] = arith.addi %[[HI]], %{{.*}} : i32
+// CHECK: arith.trunci %[[Q]] : i32 to i8
+// PTX-LABEL: .entry quantize(
+// PTX-NOT: cvt.rni.f32.f32
+// PTX: cvt.rni.s32.f32
+// PTX: max.s32 {{.*}}, -127;
+// PTX: min.s32 {{.*}}, 128;
+// PTX-NOT: cvt.rni.f32.f32
+// PTX: ret;
+
+// The NaN-ignoring clamp in the other order, unsigned, no zero point.
+// CHECK-LABEL: gpu.func @unsigned_clamp
+// CHECK: llvm.call_intrinsic "llvm.nvvm.f2i.rn"
+// CHECK: arith.maxsi %{{.*}}, %[[C0:.*]] : i32
+// CHECK: arith.minsi
+// CHECK-NOT: arith.addi
+// CHECK: arith.trunci %{{.*}} : i32 to i8
+
+// A zero point that is not integral, a rounding other than to even, and
+// a clamp with a variable bound keep the float form.
+// CHECK-LABEL: gpu.func @kept
+// CHECK-NOT: llvm.call_intrinsic
+// CHECK: math.roundeven
+// CHECK: math.round
+// CHECK: math.roundeven
+// CHECK-NOT: llvm.call_intrinsic
+// CHECK: gpu.return
+module attributes {gpu.container_module} {
+  gpu.module @kernels {
+    gpu.func @quantize(%x: memref<256xf32>, %out: memref<256xi8>) kernel {
+      %i = gpu.thread_id x
+      %v = memref.load %x[%i] : memref<256xf32>
+      %zp = arith.constant 127.0 : f32
+      %lo = arith.constant 0.0 : f32
+      %hi = arith.constant 255.0 : f32
+      %r = math.roundeven %v : f32
+      %a = arith.addf %r, %zp : f32
+      %m = arith.maximumf %a, %lo : f32
+      %c = arith.minimumf %m, %hi : f32
+      %q = arith.fptosi %c : f32 to i32
+      %t = arith.trunci %q : i32 to i8
+      memref.store %t, %out[%i] : memref<256xi8>
+      gpu.return
+    }
+    gpu.func @unsigned_clamp(%x: memref<256xf32>, %out: memref<256xi8>) kernel {
+      %i = gpu.thread_id x
+      %v = memref.load %x[%i] : memref<256xf32>
+      %lo = arith.constant 0.0 : f32
+      %hi = arith.constant 255.0 : f32
+      %r = math.roundeven %v : f32
+      %m = arith.minnumf %r, %hi : f32
+      %c = arith.maxnumf %lo, %m : f32
+      %q = arith.fptoui %c : f32 to i8
+      memref.store %q, %out[%i] : memref<256xi8>
+      gpu.return
+    }
+    gpu.func @kept(%x: memref<256xf32>, %b: memref<f32>, %out: memref<256xi32>) kernel {
+      %i = gpu.thread_id x
+      %v = memref.load %x[%i] : memref<256xf32>
+      %zp = arith.constant 127.5 : f32
+      %lo = arith.constant 0.0 : f32
+      %hi = arith.constant 255.0 : f32
+      %r = math.roundeven %v : f32
+      %a = arith.addf %r, %zp : f32
+      %m = arith.maximumf %a, %lo : f32
+      %c = arith.minimumf %m, %hi : f32
+      %q = arith.fptosi %c : f32 to i32
+      %r2 = math.round %v : f32
+      %m2 = arith.maximumf %r2, %lo : f32
+      %c2 = arith.minimumf %m2, %hi : f32
+      %q2 = arith.fptosi %c2 : f32 to i32
+      %bv = memref.load %b[] : memref<f32>
+      %r3 = math.roundeven %v : f32
+      %m3 = arith.maximumf %r3, %bv : f32
+      %c3 = arith.minimumf %m3, %hi : f32
+      %q3 = arith.fptosi %c3 : f32 to i32
+      %s = arith.addi %q, %q2 : i32
+      %s2 = arith.addi %s, %q3 : i32
+      memref.store %s2, %out[%i] : memref<256xi32>
+      gpu.return
+    }
+  }
+}
