@@ -134,8 +134,12 @@ struct ErfPlusOne : OpRewritePattern<arith::AddFOp> {
       p = math::FmaOp::create(rewriter, loc, p, tc, coeff(k));
     // u = 2^-g = erfc(tc).
     Value negT = arith::NegFOp::create(rewriter, loc, tc);
-    Value u = math::Exp2Op::create(
+    // g <= 26 (the polynomial at the bound): the exponential's result is a
+    // normal float, which a target may use for a cheaper instruction.
+    auto exp2 = math::Exp2Op::create(
         rewriter, loc, arith::MulFOp::create(rewriter, loc, p, negT));
+    exp2->setAttr("kiln.exp2_normal", rewriter.getUnitAttr());
+    Value u = exp2;
     Value saturated = arith::CmpFOp::create(
         rewriter, loc, arith::CmpFPredicate::OGT, t, bound);
     u = arith::SelectOp::create(rewriter, loc, saturated, cst(0.0f), u);

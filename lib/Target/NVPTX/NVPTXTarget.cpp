@@ -114,6 +114,9 @@ public:
     // Before arith-expand (the prologue) turns the clamps into selects.
     dev.addPass(createKilnNVPTXQuantizeRounding());
     addDeviceLoweringPrologue(dev);
+    // kiln-erf-complement's exponential (the prologue's) without the
+    // subnormal guard.
+    dev.addPass(createKilnNVPTXFastExp2());
     dev.addPass(createConvertGpuOpsToNVVMOps());
     // convert-gpu-to-nvvm leaves memref accesses to this one.
     dev.addPass(createKilnFinalizeDeviceMemRefs());

@@ -19,7 +19,7 @@
 // CHECK-COUNT-6: math.fma %{{.*}}, %[[C]], %{{.*}} : f32
 // CHECK: math.fma %{{.*}}, %[[C]], %[[C0]] : f32
 // CHECK: %[[G:.*]] = arith.mulf
-// CHECK: %[[U:.*]] = math.exp2 %[[G]] : f32
+// CHECK: %[[U:.*]] = math.exp2 %[[G]] {kiln.exp2_normal} : f32
 // CHECK: %[[SAT:.*]] = arith.cmpf ogt, %[[T]], %{{.*}} : f32
 // CHECK: %[[U0:.*]] = arith.select %[[SAT]], %{{.*}}, %[[U]] : f32
 // CHECK: %[[POS:.*]] = arith.cmpf oge, %[[Y]], %{{.*}} : f32

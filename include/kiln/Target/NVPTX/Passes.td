@@ -43,4 +43,18 @@ def KilnNVPTXQuantizeRounding
                            "::mlir::arith::ArithDialect"];
 }
 
+def KilnNVPTXFastExp2 : Pass<"kiln-nvptx-fast-exp2", "gpu::GPUModuleOp"> {
+  let summary = "A marked math.exp2 as ex2.approx.ftz.f32";
+  let description = [{
+    libdevice's exp2f is `ex2.approx.f32`, for which ptxas adds a
+    subnormal guard (a compare and two predicated products around the
+    MUFU instruction). A `math.exp2` whose producer knows its argument stays
+    above -126 (no subnormal result to keep) carries the unit attribute
+    `kiln.exp2_normal` (kiln-erf-complement's, whose argument is at least
+    -26): this pass makes it `llvm.nvvm.ex2.approx.ftz.f`, the instruction
+    alone, with the same approximation.
+  }];
+  let dependentDialects = ["::mlir::LLVM::LLVMDialect"];
+}
+
 #endif // KILN_TARGET_NVPTX_PASSES_TD
