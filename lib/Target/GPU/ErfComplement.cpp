@@ -12,6 +12,8 @@
 
 #include "kiln/Target/GPU/Passes.h"
 
+#include "kiln/Dialect/Kiln/Transforms/Passes.h"
+
 #include "mlir/IR/Matchers.h"
 #include "mlir/IR/PatternMatch.h"
 #include "mlir/Transforms/GreedyPatternRewriteDriver.h"
@@ -50,8 +52,7 @@ std::optional<double> positiveConstant(Value v) {
 }
 
 /// When `y` is a positive constant multiple of another value x (x * c,
-/// x / c, or kiln-half-division's correctly rounded x / c: q0 = x * r,
-/// select(|q0| == inf, q0, fma(fma(-q0, c, x), r, q0))), x and the
+/// x / c, or kiln-half-division's correctly rounded x / c), x and the
 /// multiplier. GELU's erf argument is x / sqrt(2): the polynomial then takes
 /// |x| with scaled coefficients and the division goes away.
 std::optional<std::pair<Value, double>> scaledValue(Value y) {
@@ -69,27 +70,10 @@ std::optional<std::pair<Value, double>> scaledValue(Value y) {
       return std::make_pair(div.getLhs(), 1.0 / *c);
     return std::nullopt;
   }
-  auto sel = dyn_cast<arith::SelectOp>(def);
-  if (!sel)
-    return std::nullopt;
-  auto q0 = sel.getTrueValue().getDefiningOp<arith::MulFOp>();
-  auto q1 = sel.getFalseValue().getDefiningOp<math::FmaOp>();
-  auto cmp = sel.getCondition().getDefiningOp<arith::CmpFOp>();
-  if (!q0 || !q1 || !cmp || cmp.getPredicate() != arith::CmpFPredicate::OEQ)
-    return std::nullopt;
-  auto abs = cmp.getLhs().getDefiningOp<math::AbsFOp>();
-  auto e = q1.getA().getDefiningOp<math::FmaOp>();
-  if (!abs || abs.getOperand() != q0.getResult() || !e ||
-      q1.getC() != q0.getResult())
-    return std::nullopt;
-  auto neg = e.getA().getDefiningOp<arith::NegFOp>();
-  if (!neg || neg.getOperand() != q0.getResult())
-    return std::nullopt;
-  Value x = e.getC();
-  std::optional<double> c = positiveConstant(e.getB());
-  if (!c || (q0.getLhs() != x && q0.getRhs() != x))
-    return std::nullopt;
-  return std::make_pair(x, 1.0 / *c);
+  if (std::optional<std::pair<Value, Value>> xc = matchCorrectedF32Division(y))
+    if (std::optional<double> c = positiveConstant(xc->second))
+      return std::make_pair(xc->first, 1.0 / *c);
+  return std::nullopt;
 }
 
 /// addf(erf(y), 1) (either order) on f32 scalars.

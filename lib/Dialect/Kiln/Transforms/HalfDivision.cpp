@@ -74,6 +74,35 @@ bool correctF32Division(arith::DivFOp op, const APFloat &c) {
   return true;
 }
 
+} // namespace
+
+std::optional<std::pair<Value, Value>>
+mlir::kiln::matchCorrectedF32Division(Value quotient) {
+  auto sel = quotient.getDefiningOp<arith::SelectOp>();
+  if (!sel)
+    return std::nullopt;
+  auto q0 = sel.getTrueValue().getDefiningOp<arith::MulFOp>();
+  auto q1 = sel.getFalseValue().getDefiningOp<math::FmaOp>();
+  auto cmp = sel.getCondition().getDefiningOp<arith::CmpFOp>();
+  if (!q0 || !q1 || !cmp || cmp.getPredicate() != arith::CmpFPredicate::OEQ)
+    return std::nullopt;
+  auto abs = cmp.getLhs().getDefiningOp<math::AbsFOp>();
+  auto residual = q1.getA().getDefiningOp<math::FmaOp>();
+  if (!abs || abs.getOperand() != q0.getResult() || !residual ||
+      q1.getC() != q0.getResult())
+    return std::nullopt;
+  auto neg = residual.getA().getDefiningOp<arith::NegFOp>();
+  if (!neg || neg.getOperand() != q0.getResult())
+    return std::nullopt;
+  Value x = residual.getC();
+  Value divisor = residual.getB();
+  if ((q0.getLhs() != x && q0.getRhs() != x) ||
+      !matchPattern(divisor, m_Constant()))
+    return std::nullopt;
+  return std::make_pair(x, divisor);
+}
+
+namespace {
 /// Whether every use of `op`'s quotient rounds it to the nearest integer
 /// (a QuantizeLinear's `round(x / scale)`): there the corrected product
 /// gives the same integer for every x, since it differs from `x / c` only

@@ -70,21 +70,65 @@ namespace {
 
 enum class OpClass { Contraction, Follow, Reduction, Sensitive, Other };
 
+/// Elementwise ops of the follow class (the rest of it moves data).
+const llvm::StringSet<> &elementwiseOps() {
+  static const llvm::StringSet<> ops = {"Add",
+                                        "Sub",
+                                        "Mul",
+                                        "Div",
+                                        "Max",
+                                        "Min",
+                                        "Sum",
+                                        "Mean",
+                                        "Where",
+                                        "Relu",
+                                        "LeakyRelu",
+                                        "PRelu",
+                                        "Sigmoid",
+                                        "HardSigmoid",
+                                        "HardSwish",
+                                        "Tanh",
+                                        "Abs",
+                                        "Neg",
+                                        "Clip",
+                                        "Sqrt",
+                                        "Reciprocal",
+                                        "Floor",
+                                        "Ceil",
+                                        "Round",
+                                        "Sign",
+                                        "Elu",
+                                        "Selu",
+                                        "Celu",
+                                        "ThresholdedRelu",
+                                        "Shrink",
+                                        "Softsign",
+                                        "Equal",
+                                        "Less",
+                                        "LessOrEqual",
+                                        "Greater",
+                                        "GreaterOrEqual",
+                                        "Identity"};
+  return ops;
+}
+
+/// Elementwise ops of the sensitive class (exponentials, logarithms, erf).
+const llvm::StringSet<> &elementwiseSensitiveOps() {
+  static const llvm::StringSet<> ops = {"Exp",      "Log",  "Pow", "Erf",
+                                        "Softplus", "Gelu", "Mish"};
+  return ops;
+}
+
 OpClass classify(StringRef type, std::string &why) {
   static const llvm::StringSet<> contractions = {
       "MatMul", "Gemm", "Conv", "ConvTranspose", "Einsum", "Attention"};
-  static const llvm::StringSet<> follow = {
-      // elementwise
-      "Add", "Sub", "Mul", "Div", "Max", "Min", "Sum", "Mean", "Where", "Relu",
-      "LeakyRelu", "PRelu", "Sigmoid", "HardSigmoid", "HardSwish", "Tanh",
-      "Abs", "Neg", "Clip", "Sqrt", "Reciprocal", "Floor", "Ceil", "Round",
-      "Sign", "Elu", "Selu", "Celu", "ThresholdedRelu", "Shrink", "Softsign",
-      "Equal", "Less", "LessOrEqual", "Greater", "GreaterOrEqual", "Identity",
+  static const llvm::StringSet<> dataMovement = {
       // data movement and selection (no arithmetic)
-      "Reshape", "Transpose", "Flatten", "Squeeze", "Unsqueeze", "Concat",
-      "Split", "Slice", "Gather", "GatherElements", "GatherND", "Expand",
-      "Tile", "Pad", "MaxPool", "GlobalMaxPool", "ReduceMax", "ReduceMin",
-      "ArgMax", "ArgMin", "DepthToSpace", "SpaceToDepth", "Resize"};
+      "Reshape",       "Transpose",    "Flatten",   "Squeeze", "Unsqueeze",
+      "Concat",        "Split",        "Slice",     "Gather",  "GatherElements",
+      "GatherND",      "Expand",       "Tile",      "Pad",     "MaxPool",
+      "GlobalMaxPool", "ReduceMax",    "ReduceMin", "ArgMax",  "ArgMin",
+      "DepthToSpace",  "SpaceToDepth", "Resize"};
   static const llvm::StringSet<> reductions = {
       "ReduceSum", "ReduceMean",  "ReduceSumSquare",  "ReduceL1",
       "ReduceL2",  "AveragePool", "GlobalAveragePool"};
@@ -94,14 +138,14 @@ OpClass classify(StringRef type, std::string &why) {
       "InstanceNormalization",     "GroupNormalization",
       "RMSNormalization",          "LpNormalization",
       "MeanVarianceNormalization", "SkipLayerNormalization"};
-  static const llvm::StringSet<> expLog = {
-      "Exp",        "Log",          "Pow",
-      "Erf",        "Softplus",     "Gelu",
-      "Mish",       "ReduceLogSum", "ReduceLogSumExp",
-      "ReduceProd", "LpPool",       "GlobalLpPool"};
+  static const llvm::StringSet<> expLogReductions = {
+      "ReduceLogSum", "ReduceLogSumExp", "ReduceProd", "LpPool",
+      "GlobalLpPool"};
+  bool expLog = elementwiseSensitiveOps().contains(type) ||
+                expLogReductions.contains(type);
   if (contractions.contains(type))
     return OpClass::Contraction;
-  if (follow.contains(type))
+  if (elementwiseOps().contains(type) || dataMovement.contains(type))
     return OpClass::Follow;
   if (reductions.contains(type))
     return OpClass::Reduction;
@@ -113,7 +157,7 @@ OpClass classify(StringRef type, std::string &why) {
     why = "normalization statistics stay fp32";
     return OpClass::Sensitive;
   }
-  if (expLog.contains(type)) {
+  if (expLog) {
     why = "exp/log/pow/erf stay fp32";
     return OpClass::Sensitive;
   }
@@ -196,6 +240,13 @@ bool isWeightLookup(Operation *op) {
   return isConstantF32(table) || isExternalWeight(table);
 }
 
+/// LayerNormalization or RMSNormalization (statistics over the last axes,
+/// a stash type).
+bool isNormalization(Operation *op) {
+  StringRef type = onnxOpType(op);
+  return type == "LayerNormalization" || type == "RMSNormalization";
+}
+
 /// A normalization whose statistics its own definition keeps in float32
 /// whatever its input type: LayerNormalization and RMSNormalization with
 /// stash_type 1 (the default; their lowering extends a half input to f32
@@ -204,8 +255,7 @@ bool isWeightLookup(Operation *op) {
 /// only its normalized output is used (Mean and InvStdDev have the stash
 /// type).
 bool hasStashedStatistics(Operation *op) {
-  StringRef type = onnxOpType(op);
-  if (type != "LayerNormalization" && type != "RMSNormalization")
+  if (!isNormalization(op))
     return false;
   auto stash = op->getAttrOfType<IntegerAttr>("stash_type");
   if (stash && stash.getInt() != 1)
@@ -215,48 +265,14 @@ bool hasStashedStatistics(Operation *op) {
   });
 }
 
-bool isNormalization(Operation *op) {
-  StringRef type = onnxOpType(op);
-  return type == "LayerNormalization" || type == "RMSNormalization";
-}
-
 /// Ops that may compute in fp32 inside the kernel of the QuantizeLinear
 /// that reads them: elementwise arithmetic and the normalizations (what
 /// kernel fusion puts in an integer product's epilogue or a row kernel
 /// before the quantization).
 bool isRequantizable(Operation *op) {
-  static const llvm::StringSet<> types = {"Add",
-                                          "Sub",
-                                          "Mul",
-                                          "Div",
-                                          "Max",
-                                          "Min",
-                                          "Sum",
-                                          "Mean",
-                                          "Relu",
-                                          "LeakyRelu",
-                                          "PRelu",
-                                          "Sigmoid",
-                                          "HardSigmoid",
-                                          "HardSwish",
-                                          "Tanh",
-                                          "Abs",
-                                          "Neg",
-                                          "Clip",
-                                          "Sqrt",
-                                          "Reciprocal",
-                                          "Elu",
-                                          "Selu",
-                                          "Celu",
-                                          "Softsign",
-                                          "Erf",
-                                          "Exp",
-                                          "Gelu",
-                                          "Softplus",
-                                          "Mish",
-                                          "LayerNormalization",
-                                          "RMSNormalization"};
-  return types.contains(onnxOpType(op));
+  StringRef type = onnxOpType(op);
+  return elementwiseOps().contains(type) ||
+         elementwiseSensitiveOps().contains(type) || isNormalization(op);
 }
 
 /// Number of elements an accumulating reduction combines per result, or -1

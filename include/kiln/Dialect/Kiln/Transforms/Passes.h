@@ -11,6 +11,9 @@
 #include "mlir/Dialect/Tensor/IR/Tensor.h"
 #include "mlir/Pass/Pass.h"
 
+#include <optional>
+#include <utility>
+
 namespace mlir::kiln {
 
 #define GEN_PASS_DECL
@@ -18,6 +21,12 @@ namespace mlir::kiln {
 
 #define GEN_PASS_REGISTRATION
 #include "kiln/Dialect/Kiln/Transforms/Passes.h.inc"
+
+/// When `quotient` is kiln-half-division's correctly rounded f32 `x / c`
+/// (q0 = x * r, select(|q0| == inf, q0, fma(fma(-q0, c, x), r, q0))), x
+/// and the divisor c, a constant (HalfDivision.cpp builds the form).
+std::optional<std::pair<Value, Value>>
+matchCorrectedF32Division(Value quotient);
 
 } // namespace mlir::kiln
 
