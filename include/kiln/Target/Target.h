@@ -101,23 +101,26 @@ inline StringRef stringifyPersistentKernels(PersistentKernels p) {
 /// An output tile (rows x columns of a block's output) of a target's own
 /// contraction kernels, and how many of its blocks share a multiprocessor
 /// (2: each takes at most half the shared memory, so one block's stores
-/// overlap the other's products).
+/// overlap the other's products), or whether two consumers of one block
+/// take turns on whole tiles (ping-pong: one's products overlap the
+/// other's epilogue).
 struct ContractionTile {
   int64_t rows = 0, columns = 0, blocksPerSM = 1;
+  bool pingPong = false;
   bool operator==(const ContractionTile &o) const {
     return rows == o.rows && columns == o.columns &&
-           blocksPerSM == o.blocksPerSM;
+           blocksPerSM == o.blocksPerSM && pingPong == o.pingPong;
   }
 };
 
 /// The tiles that a target's own contraction kernels may choose from
-/// (--gpu-tiles "BMxBN[/BLOCKS][,...]"); empty: every tile of the target's,
-/// by its cost model.
+/// (--gpu-tiles "BMxBN[/BLOCKS|/pingpong][,...]"); empty: every tile of the
+/// target's, by its cost model.
 using ContractionTiles = SmallVector<ContractionTile>;
 
 /// Parses a --gpu-tiles list ("" is the empty list); false with `error`
 /// set when an entry is not two positive integers joined by 'x', with an
-/// optional "/N" of 1 or 2 blocks per multiprocessor.
+/// optional "/N" of 1 or 2 blocks per multiprocessor or "/pingpong".
 inline bool parseContractionTiles(StringRef s, ContractionTiles &tiles,
                                   std::string &error) {
   tiles.clear();
@@ -130,23 +133,27 @@ inline bool parseContractionTiles(StringRef s, ContractionTiles &tiles,
     auto [shape, perSM] = e.trim().split('/');
     auto [m, n] = shape.split('x');
     int64_t bm = 0, bn = 0, blocks = 1;
+    bool pingPong = slash && perSM == "pingpong";
     if (m.getAsInteger(10, bm) || n.getAsInteger(10, bn) || bm <= 0 ||
-        bn <= 0 || (slash && perSM.getAsInteger(10, blocks)) || blocks < 1 ||
-        blocks > 2) {
+        bn <= 0 || (slash && !pingPong && perSM.getAsInteger(10, blocks)) ||
+        blocks < 1 || blocks > 2) {
       error = ("gpu-tiles: '" + e.trim() +
                "' is not a tile (rows x columns, optionally / blocks per "
-               "multiprocessor, 1 or 2; e.g. 192x128 or 128x128/2)")
+               "multiprocessor, 1 or 2, or /pingpong; e.g. 192x128, "
+               "128x128/2 or 128x128/pingpong)")
                   .str();
       return false;
     }
-    tiles.push_back({bm, bn, blocks});
+    tiles.push_back({bm, bn, blocks, pingPong});
   }
   return true;
 }
 
 inline std::string stringifyContractionTile(const ContractionTile &t) {
   std::string s = std::to_string(t.rows) + "x" + std::to_string(t.columns);
-  if (t.blocksPerSM != 1)
+  if (t.pingPong)
+    s += "/pingpong";
+  else if (t.blocksPerSM != 1)
     s += "/" + std::to_string(t.blocksPerSM);
   return s;
 }

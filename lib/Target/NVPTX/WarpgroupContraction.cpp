@@ -244,17 +244,22 @@ mlir::kiln::lowerWarpgroupContraction(RewriterBase &rewriter,
     t.stages *= kStepBytes / p.stepBytes;
     return t;
   };
-  Tile tile = withSteps(chooseTile(p, choices.tiles));
+  const bool stageable = canStageOutput(p);
+  // A ping-pong tile is persistent, whole along K, and leaves through its
+  // consumer's staging area: an output that cannot takes the best other.
+  Tile tile = withSteps(chooseTile(p, choices.tiles, [&](const Tile &t) {
+    return stageable || !t.pingPong;
+  }));
   // Split K: each part's sums go to a scratch buffer [batch x parts][M][N];
   // a second launch adds them and applies the epilogue.
-  auto [kPer, splits] = splitsOf(tile);
-  bool persistent = usePersistent(mode, p, tile, splits);
-  const bool stageable = canStageOutput(p);
-  if (persistent && mode == PersistentKernels::Auto)
+  auto [kPer, splits] =
+      tile.pingPong ? std::make_pair(p.kSteps(), int64_t(1)) : splitsOf(tile);
+  bool persistent = tile.pingPong || usePersistent(mode, p, tile, splits);
+  if (persistent && mode == PersistentKernels::Auto && !tile.pingPong)
     persistent = stageable && fitsStaged(tile);
-  if (persistent && stageable && !fitsStaged(tile)) {
+  if (persistent && stageable && !fitsStaged(tile) && !tile.pingPong) {
     Tile other = withSteps(chooseTile(p, choices.tiles, [&](const Tile &t) {
-      return fitsStaged(withSteps(t));
+      return !t.pingPong && fitsStaged(withSteps(t));
     }));
     auto [otherPer, otherSplits] = splitsOf(other);
     if (fitsStaged(other) && usePersistent(mode, p, other, otherSplits)) {
@@ -406,6 +411,10 @@ mlir::kiln::lowerWarpgroupContraction(RewriterBase &rewriter,
     if (tile.producerWarp())
       os << consumers << " warpgroups and a producer warp, " << tile.blocksPerSM
          << " blocks an SM";
+    else if (tile.pingPong)
+      os << "ping-pong: " << consumers
+         << " consumer warpgroups taking turns on whole tiles and a producer "
+            "warpgroup";
     else
       os << consumers + 1 << " warpgroups";
     if (transposedB)

@@ -38,13 +38,15 @@ namespace {
 constexpr int64_t kRowPad = 8;
 /// Columns per chunk of the second pass.
 constexpr int64_t kChunk = 8;
-/// Named barrier of the consumer warpgroups (0 is the block's).
-constexpr int64_t kConsumerBarrier = 1;
-
 } // namespace
 
 int64_t warpgroup::stagedTileBytes(const Tile &t) {
-  return t.bm * (t.bn + kRowPad) * 4;
+  return stagedRows(t) * (t.bn + kRowPad) * 4;
+}
+
+int64_t warpgroup::stagedRows(const Tile &t) {
+  // A ping-pong consumer stages its row blocks one at a time.
+  return t.pingPong ? 64 * t.consumers() : t.bm;
 }
 
 bool warpgroup::canStageOutput(const Problem &p) {
@@ -67,11 +69,13 @@ bool warpgroup::canStageTile(const Problem &p, const KernelConfig &cfg) {
 
 void warpgroup::storeTileStaged(Emitter &e, const Problem &p,
                                 const KernelConfig &cfg, const TileCoords &t,
-                                Value acc, Value base, Value cw, Value ltid) {
+                                const StagedPart &part, Value base,
+                                Value ltid) {
   OpBuilder &b = e.b;
   Location loc = e.loc;
   MLIRContext *context = b.getContext();
-  const int64_t bn = cfg.tile.bn, consumers = cfg.tile.consumers();
+  const int64_t bn = cfg.tile.bn;
+  Value acc = part.acc;
   const int64_t pitch = (bn + kRowPad) * 4; // bytes per staged row
   Type accElem = p.acc;
   Value out = p.output();
@@ -84,16 +88,16 @@ void warpgroup::storeTileStaged(Emitter &e, const Problem &p,
       b, loc, NVVM::ProxyKind::async_shared,
       NVVM::SharedSpaceAttr::get(context, NVVM::SharedSpace::shared_cta));
   auto consumerBarrier = [&] {
-    NVVM::BarrierOp::create(b, loc, Type(), e.i32(kConsumerBarrier),
-                            e.i32(128 * consumers),
+    NVVM::BarrierOp::create(b, loc, Type(), part.barrier,
+                            e.i32(part.barrierThreads),
                             NVVM::BarrierReductionAttr(), Value());
   };
   consumerBarrier();
 
   // Pass 1: accumulator 4j + 2h + x at row 16 warp + lane / 4 + 8h and
-  // column 8j + 2 (lane % 4) + x of the warpgroup's 64 rows.
+  // column 8j + 2 (lane % 4) + x of the part's 64 rows.
   Value warp = e.divu(ltid, 32), lane = e.remu(ltid, 32);
-  Value row0 = e.add(e.mul(cw, 64), e.add(e.mul(warp, 16), e.divu(lane, 4)));
+  Value row0 = e.add(part.stagedRow, e.add(e.mul(warp, 16), e.divu(lane, 4)));
   Value col0 = e.mul(e.remu(lane, 4), 2);
   auto pairType = VectorType::get({2}, accElem);
   for (int64_t h = 0; h < 2; ++h) {
@@ -231,7 +235,7 @@ void warpgroup::storeTileStaged(Emitter &e, const Problem &p,
       SmallVector<Value> loaded;
       for (const RowOperand &r : rowOps)
         for (int64_t pass = 0; pass < passes; ++pass) {
-          Value local = e.add(e.mul(cw, 64),
+          Value local = e.add(part.tileRow,
                               e.add(e.divu(ltid, perRow), pass * 128 / perRow));
           Value row = arith::MinUIOp::create(b, loc, e.add(t.m0, local),
                                              e.i32(p.m - 1));
@@ -254,10 +258,11 @@ void warpgroup::storeTileStaged(Emitter &e, const Problem &p,
   for (int64_t pass = 0; pass < passes; ++pass) {
     Value i = e.add(ltid, 128 * pass);
     Value chunkCol = e.mul(e.remu(whole ? ltid : i, perRow), kChunk);
-    Value local = e.add(e.mul(cw, 64),
-                        whole ? e.add(e.divu(ltid, perRow), pass * 128 / perRow)
-                              : e.divu(i, perRow));
-    Value row = e.add(t.m0, local), col = e.add(t.n0, chunkCol);
+    // The chunk's row among the part's 64.
+    Value inPart = whole ? e.add(e.divu(ltid, perRow), pass * 128 / perRow)
+                         : e.divu(i, perRow);
+    Value row = e.add(t.m0, e.add(part.tileRow, inPart));
+    Value col = e.add(t.n0, chunkCol);
     Value ok = arith::AndIOp::create(
         b, loc, e.cmp(arith::CmpIPredicate::ult, row, mBound),
         e.cmp(arith::CmpIPredicate::ult, col, nBound));
@@ -265,7 +270,8 @@ void warpgroup::storeTileStaged(Emitter &e, const Problem &p,
       ok = arith::AndIOp::create(
           b, loc, ok, e.cmp(arith::CmpIPredicate::ult, i, e.i32(chunks)));
     e.ifThen(ok, [&] {
-      Value addr = e.add(e.mul(local, pitch), e.mul(chunkCol, 4));
+      Value addr = e.add(e.mul(e.add(part.stagedRow, inPart), pitch),
+                         e.mul(chunkCol, 4));
       addr = e.add(base, addr);
       SmallVector<Value> vals;
       for (int64_t q = 0; q < kChunk / 4; ++q) {

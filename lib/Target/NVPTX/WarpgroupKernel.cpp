@@ -29,6 +29,15 @@ using namespace mlir::kiln::warpgroup;
 
 namespace {
 
+// Named barriers (0 is the block's): the consumers' staging area (a
+// ping-pong consumer's own: kStagingBarrier + its index), and the turns of
+// ping-pong main loops (kTurnBarrier: consumer 0's is done, + 1: 1's).
+constexpr int64_t kStagingBarrier = 1;
+constexpr int64_t kTurnBarrier = 3;
+/// A ping-pong block's registers a thread (setmaxnreg): 128 x 40 + 256 x
+/// 232 of the multiprocessor's 64 K.
+constexpr int64_t kProducerRegisters = 40, kConsumerRegisters = 232;
+
 /// A bulk tensor copy into shared memory at `dst` completing on `bar`:
 /// coordinates innermost first; im2col offsets (16-bit) for im2col maps.
 void bulkCopy(Emitter &e, Value dst, Value desc, ArrayRef<Value> coords,
@@ -223,6 +232,8 @@ void warpgroup::buildKernel(RewriterBase &rewriter, const Problem &p,
   Location loc = p.op->getLoc();
   const int64_t bm = cfg.tile.bm, bn = cfg.tile.bn, stages = cfg.tile.stages;
   const int64_t consumers = cfg.tile.consumers(), bk = p.bk();
+  const int64_t rowBlocks = cfg.tile.rowBlocks();
+  const bool pingPong = cfg.tile.pingPong;
   const int64_t step = p.stepBytes;
   const int64_t aBytes = bm * step, bBytes = bn * step;
   const int64_t stageBytes = aBytes + bBytes, barOff = stages * stageBytes;
@@ -253,10 +264,13 @@ void warpgroup::buildKernel(RewriterBase &rewriter, const Problem &p,
                                       e.i32(p.kSteps()));
     one.bIdx = batchIndices(e, p, bz);
   }
-  // `body` at each of this block's tiles (the persistent loop's body).
-  auto forEachTile = [&](function_ref<void(const TileCoords &)> body) {
+  // `body` at each of this block's tiles (the persistent loop's body); a
+  // ping-pong consumer `first` takes every second one from its first.
+  auto forEachTile = [&](function_ref<void(const TileCoords &)> body,
+                         Value first = nullptr) {
     if (cfg.persistent)
-      forEachPersistentTile(e, p, cfg, e.toI32(launch.getBlockIds().x), body);
+      forEachPersistentTile(e, p, cfg, e.toI32(launch.getBlockIds().x), body,
+                            first, first ? consumers : 1);
     else
       body(one);
   };
@@ -282,14 +296,16 @@ void warpgroup::buildKernel(RewriterBase &rewriter, const Problem &p,
   };
 
   // Thread 0 initializes the barriers: `full` expects the producer's one
-  // arrival (and the copies' bytes), `empty` every consumer thread's.
+  // arrival (and the copies' bytes), `empty` every consumer thread's (a
+  // ping-pong tile's: its one consumer's).
   Value isT0 = e.cmp(arith::CmpIPredicate::eq, tid, e.i32(0));
   e.ifThen(isT0, [&] {
     for (int64_t s = 0; s < stages; ++s) {
       NVVM::MBarrierInitOp::create(b, loc, barrier(e.i32(s), false), e.i32(1),
                                    Value());
       NVVM::MBarrierInitOp::create(b, loc, barrier(e.i32(s), true),
-                                   e.i32(128 * consumers), Value());
+                                   e.i32(128 * (pingPong ? 1 : consumers)),
+                                   Value());
     }
     NVVM::FenceMbarrierInitOp::create(b, loc);
   });
@@ -311,10 +327,24 @@ void warpgroup::buildKernel(RewriterBase &rewriter, const Problem &p,
   auto branch = scf::IfOp::create(b, loc, TypeRange{}, isProducer,
                                   /*withElseRegion=*/true);
 
+  // A ping-pong block's 384 threads start with 168 registers each (the
+  // block's cap): its producer warpgroup gives up all but 40 and its two
+  // consumers take 232, for their two row blocks' accumulators (128
+  // registers) beside the epilogue's values (at 168 ptxas spilled 92-384
+  // bytes a thread).
+  auto setRegisters = [&](int64_t count, bool increase) {
+    if (pingPong)
+      NVVM::SetMaxRegisterOp::create(
+          b, loc, count,
+          increase ? NVVM::SetMaxRegisterAction::increase
+                   : NVVM::SetMaxRegisterAction::decrease);
+  };
+
   // Producer.
   {
     OpBuilder::InsertionGuard g(b);
     b.setInsertionPoint(branch.thenBlock()->getTerminator());
+    setRegisters(kProducerRegisters, /*increase=*/false);
     auto issuer = scf::IfOp::create(b, loc, TypeRange{}, isIssuer,
                                     /*withElseRegion=*/false);
     b.setInsertionPoint(issuer.thenBlock()->getTerminator());
@@ -377,6 +407,7 @@ void warpgroup::buildKernel(RewriterBase &rewriter, const Problem &p,
   {
     OpBuilder::InsertionGuard g(b);
     b.setInsertionPoint(branch.elseBlock()->getTerminator());
+    setRegisters(kConsumerRegisters, /*increase=*/true);
     Value cw = producerWarp ? wg : e.add(wg, -1);
     Value ltid = e.remu(tid, 128);
     auto accType = LLVM::LLVMStructType::getLiteral(
@@ -414,7 +445,11 @@ void warpgroup::buildKernel(RewriterBase &rewriter, const Problem &p,
       Value wide = arith::ExtUIOp::create(b, loc, b.getI64Type(), field);
       return arith::OrIOp::create(b, loc, wide, hi).getResult();
     };
-    Value aRowOff = e.mul(cw, 64 * step);
+    // A's rows of row block r of the consumer's part of a tile: its own 64
+    // (one row block), or all of a ping-pong tile's.
+    auto aRowOff = [&](int64_t r) {
+      return pingPong ? e.i32(r * 64 * step) : e.mul(cw, 64 * step);
+    };
     // TF32 operands are the f32 bits the copies brought: the tensor core
     // reads their TF32 part (no conversion pass over shared memory).
     // 8-bit operands: u8 or s8 each, into s32 (the sums wrap as the CPU's
@@ -429,13 +464,42 @@ void warpgroup::buildKernel(RewriterBase &rewriter, const Problem &p,
     NVVM::WGMMATypes wb = p.integer() ? byteType(p.bSigned) : wt;
     NVVM::WGMMATypes wd =
         p.integer() ? NVVM::WGMMATypes::s32 : NVVM::WGMMATypes::f32;
-    forEachTile([&](const TileCoords &t) {
+    // Ping-pong: the consumers' main loops take turns on named barriers
+    // (all 256 consumer threads: one warpgroup arrives, the other waits),
+    // so that one's epilogue runs beside the other's products instead of
+    // both at once. Consumer 0 waits on kTurnBarrier + 1 before each tile
+    // but its first, consumer 1 on kTurnBarrier before each; each arrives
+    // on the other's after its main loop when the block has a next tile
+    // (so that every arrival has its wait).
+    auto turn = [&](Value id, bool wait) {
+      if (wait)
+        NVVM::BarrierOp::create(b, loc, Type(), id, e.i32(256),
+                                NVVM::BarrierReductionAttr(), Value());
+      else
+        NVVM::BarrierArriveOp::create(b, loc, id, e.i32(256));
+    };
+    Value waitTurn, giveTurn;
+    if (pingPong) {
+      waitTurn = arith::SubIOp::create(b, loc, e.i32(kTurnBarrier + 1), cw);
+      giveTurn = e.add(cw, kTurnBarrier);
+    }
+    auto consume = [&](const TileCoords &t) {
       Value m0 = t.m0, n0 = t.n0, kBegin = t.kBegin;
       ArrayRef<Value> bIdx = t.bIdx;
-      // One K step at `k` on the accumulators `acc`; `first`: the tile's
-      // first step (its first wgmma overwrites the accumulators, and no
-      // earlier stage is to be released).
-      auto kStep = [&](Value k, Value acc, bool first) -> Value {
+      if (pingPong) {
+        Value isFirst = arith::AndIOp::create(
+            b, loc, e.cmp(arith::CmpIPredicate::eq, cw, e.i32(0)),
+            e.cmp(arith::CmpIPredicate::eq, t.ring, e.i32(0)));
+        e.ifThen(arith::XOrIOp::create(
+                     b, loc, isFirst,
+                     arith::ConstantIntOp::create(b, loc, b.getI1Type(), 1)),
+                 [&] { turn(waitTurn, /*wait=*/true); });
+      }
+      // One K step at `k` on the accumulators `accs` (one per row block);
+      // `first`: the tile's first step (its first wgmma overwrites the
+      // accumulators, and no earlier stage is to be released).
+      auto kStep = [&](Value k, ValueRange accs,
+                       bool first) -> SmallVector<Value> {
         // local: the tile's step; kl: the ring's (the block's count).
         Value local = arith::SubIOp::create(b, loc, k, kBegin);
         Value kl = t.ring ? e.add(local, t.ring) : local;
@@ -445,22 +509,25 @@ void warpgroup::buildKernel(RewriterBase &rewriter, const Problem &p,
         NVVM::MBarrierTryWaitParityOp::create(b, loc, barrier(s, false), parity,
                                               ticks);
         Value stageAddr = e.add(base, e.mul(s, stageBytes));
-        Value aAddr = e.add(stageAddr, aRowOff);
         Value bAddr = e.add(stageAddr, aBytes);
         NVVM::WgmmaFenceAlignedOp::create(b, loc);
         auto shape = NVVM::MMAShapeAttr::get(context, 64, bn, p.mmaK());
+        SmallVector<Value> out(accs);
         // Each wgmma takes the next 32 bytes of every row.
         for (int64_t kk = 0; kk < bk / p.mmaK(); ++kk) {
-          Value da = descriptor(e.add(aAddr, 32 * kk), hiA);
           Value db = descriptor(e.add(bAddr, bStep * kk), hiB);
-          acc = NVVM::WgmmaMmaAsyncOp::create(
-              b, loc, accType, acc, da, db, shape, wa, wb, wd,
-              first && kk == 0 ? NVVM::WGMMAScaleOut::zero
-                               : NVVM::WGMMAScaleOut::one,
-              NVVM::WGMMAScaleIn::one, NVVM::WGMMAScaleIn::one,
-              NVVM::MMALayout::row,
-              p.bKMajor ? NVVM::MMALayout::col : NVVM::MMALayout::row,
-              NVVM::MMAIntOverflowAttr());
+          for (int64_t r = 0; r < rowBlocks; ++r) {
+            Value aAddr = e.add(stageAddr, aRowOff(r));
+            Value da = descriptor(e.add(aAddr, 32 * kk), hiA);
+            out[r] = NVVM::WgmmaMmaAsyncOp::create(
+                b, loc, accType, out[r], da, db, shape, wa, wb, wd,
+                first && kk == 0 ? NVVM::WGMMAScaleOut::zero
+                                 : NVVM::WGMMAScaleOut::one,
+                NVVM::WGMMAScaleIn::one, NVVM::WGMMAScaleIn::one,
+                NVVM::MMALayout::row,
+                p.bKMajor ? NVVM::MMALayout::col : NVVM::MMALayout::row,
+                NVVM::MMAIntOverflowAttr());
+          }
         }
         // One group stays in flight: once the previous step's group is
         // done, its stage goes back to the producer.
@@ -471,21 +538,27 @@ void warpgroup::buildKernel(RewriterBase &rewriter, const Problem &p,
           NVVM::MBarrierArriveOp::create(b, loc, b.getI64Type(),
                                          barrier(prev, true), Value());
         }
-        return acc;
+        return out;
       };
       // The first step peeled (a tile has at least one K step), the rest in
       // a loop.
-      Value acc0 = kStep(kBegin, undefAcc, /*first=*/true);
-      auto loop = scf::ForOp::create(b, loc, e.add(kBegin, 1), t.kEnd, e.i32(1),
-                                     ValueRange{acc0});
+      SmallVector<Value> acc0 =
+          kStep(kBegin, SmallVector<Value>(rowBlocks, undefAcc),
+                /*first=*/true);
+      auto loop =
+          scf::ForOp::create(b, loc, e.add(kBegin, 1), t.kEnd, e.i32(1), acc0);
       {
         OpBuilder::InsertionGuard lg(b);
         b.setInsertionPointToStart(loop.getBody());
         scf::YieldOp::create(b, loc,
                              kStep(loop.getInductionVar(),
-                                   loop.getRegionIterArgs()[0],
+                                   loop.getRegionIterArgs(),
                                    /*first=*/false));
       }
+      // Ping-pong: the other consumer's main loop may start (its wgmmas
+      // queue behind this one's).
+      if (pingPong)
+        e.ifThen(t.hasNext, [&] { turn(giveTurn, /*wait=*/false); });
       NVVM::WgmmaWaitGroupSyncOp::create(b, loc, 0);
       // Persistent: the tile's last stage goes back to the producer before
       // the stores, so that the next tile's copies fill it meanwhile.
@@ -496,28 +569,46 @@ void warpgroup::buildKernel(RewriterBase &rewriter, const Problem &p,
                                        barrier(e.remu(last, stages), true),
                                        Value());
       }
-      Value acc = loop.getResult(0);
+      SmallVector<Value> accs(loop.getResults());
       bool zeroFill = isa<IntegerAttr>(fillAttr)
                           ? cast<IntegerAttr>(fillAttr).getValue().isZero()
                           : cast<FloatAttr>(fillAttr).getValue().isZero();
       if (!zeroFill) {
         Value fillValue = LLVM::ConstantOp::create(b, loc, accElem, fillAttr);
-        for (int64_t i = 0; i < nAcc; ++i) {
-          Value v =
-              LLVM::ExtractValueOp::create(b, loc, acc, ArrayRef<int64_t>{i});
-          Value sum =
-              p.integer()
-                  ? arith::AddIOp::create(b, loc, v, fillValue).getResult()
-                  : arith::AddFOp::create(b, loc, v, fillValue).getResult();
-          acc = LLVM::InsertValueOp::create(b, loc, acc, sum,
-                                            ArrayRef<int64_t>{i});
-        }
+        for (Value &acc : accs)
+          for (int64_t i = 0; i < nAcc; ++i) {
+            Value v =
+                LLVM::ExtractValueOp::create(b, loc, acc, ArrayRef<int64_t>{i});
+            Value sum =
+                p.integer()
+                    ? arith::AddIOp::create(b, loc, v, fillValue).getResult()
+                    : arith::AddFOp::create(b, loc, v, fillValue).getResult();
+            acc = LLVM::InsertValueOp::create(b, loc, acc, sum,
+                                              ArrayRef<int64_t>{i});
+          }
       }
       if (canStageTile(p, cfg)) {
-        storeTileStaged(e, p, cfg, t, acc, e.add(base, cfg.stagingOffset), cw,
-                        ltid);
+        // The staging area: the ring's memory (one tile per block), or its
+        // own past the ring; a ping-pong consumer's part of it is its own,
+        // 64 rows, which its row blocks take in turn.
+        Value area = e.add(base, cfg.stagingOffset);
+        if (pingPong) {
+          area = e.add(area, e.mul(cw, stagedTileBytes(cfg.tile) / consumers));
+          for (int64_t r = 0; r < rowBlocks; ++r)
+            storeTileStaged(e, p, cfg, t,
+                            {accs[r], e.i32(64 * r), e.i32(0),
+                             e.add(cw, kStagingBarrier), 128},
+                            area, ltid);
+          return;
+        }
+        storeTileStaged(e, p, cfg, t,
+                        {accs[0], e.mul(cw, 64), e.mul(cw, 64),
+                         e.i32(kStagingBarrier), 128 * consumers},
+                        area, ltid);
         return;
       }
+      assert(!pingPong && "a ping-pong tile leaves through shared memory");
+      Value acc = accs[0];
       // Accumulator 4j + 2h + e of a thread: row 16 warp + lane / 4 + 8h,
       // column 8j + 2 (lane % 4) + e of its warpgroup's 64 x BN part.
       Value warp = e.divu(ltid, 32), lane = e.remu(ltid, 32);
@@ -607,6 +698,7 @@ void warpgroup::buildKernel(RewriterBase &rewriter, const Problem &p,
           });
         }
       }
-    });
+    };
+    forEachTile(consume, pingPong ? cw : Value());
   }
 }

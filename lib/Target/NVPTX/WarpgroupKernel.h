@@ -99,6 +99,8 @@ struct TileCoords {
   /// The K steps the block ran through its ring before this tile's
   /// (persistent; null: none).
   Value ring;
+  /// Whether the block has a tile after this one (persistent; null: none).
+  Value hasNext;
 };
 
 /// Builds the kernel's body into `launch` (whose grid covers the problem as
@@ -145,16 +147,32 @@ bool canStageTile(const Problem &p, const KernelConfig &cfg);
 /// The bytes of a staged tile of `t` (its accumulators, rows padded).
 int64_t stagedTileBytes(const Tile &t);
 
+/// The rows of the staging area (the tile's; a ping-pong tile's consumers
+/// stage 64 rows at a time, each in its own part of the area).
+int64_t stagedRows(const Tile &t);
+
 /// Whether the output of `p` can leave through shared memory at all (its
 /// element type and N), whatever the tile.
 bool canStageOutput(const Problem &p);
 
-/// Stores tile `t`'s accumulators `acc` (this consumer's: warpgroup `cw`
-/// of the consumers, thread `ltid` of it) through the ring at shared
-/// address `base`, then through the epilogue to the output in chunks of 8
-/// columns. Every consumer thread calls it (it synchronizes them).
+/// 64 rows of a tile that one warpgroup stores through shared memory.
+struct StagedPart {
+  /// Their accumulators (one m64 wgmma row block's).
+  Value acc;
+  /// Their first row in the tile and in the staging area (i32).
+  Value tileRow, stagedRow;
+  /// The named barrier (i32) of the warpgroups that share the staging
+  /// area, and their threads.
+  Value barrier;
+  int64_t barrierThreads;
+};
+
+/// Stores `part` of tile `t` (thread `ltid` of its warpgroup) through the
+/// staging area at shared address `base`, then through the epilogue to
+/// the output in chunks of 8 columns. Every thread of the part's barrier
+/// calls it (it synchronizes them).
 void storeTileStaged(Emitter &e, const Problem &p, const KernelConfig &cfg,
-                     const TileCoords &t, Value acc, Value base, Value cw,
+                     const TileCoords &t, const StagedPart &part, Value base,
                      Value ltid);
 
 // The persistent schedule (WarpgroupPersistent.cpp).
@@ -174,10 +192,13 @@ constexpr int64_t kGroupM = 8;
 
 /// Builds a loop over the tiles of block `blockId` (i32): tile
 /// blockId + i * cfg.blocks, in grouped order, calling `body` at each with
-/// the K steps the ring has run before it.
+/// the K steps the ring has run before it; with `first` (i32) and `stride`,
+/// only the block's tiles first, first + stride, ... (a ping-pong
+/// consumer's).
 void forEachPersistentTile(Emitter &e, const Problem &p,
                            const KernelConfig &cfg, Value blockId,
-                           function_ref<void(const TileCoords &)> body);
+                           function_ref<void(const TileCoords &)> body,
+                           Value first = nullptr, int64_t stride = 1);
 
 } // namespace mlir::kiln::warpgroup
 

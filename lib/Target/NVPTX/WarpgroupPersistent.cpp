@@ -75,19 +75,25 @@ int64_t warpgroup::persistentBlocks(const Problem &p, const Tile &t) {
 
 void warpgroup::forEachPersistentTile(
     Emitter &e, const Problem &p, const KernelConfig &cfg, Value blockId,
-    function_ref<void(const TileCoords &)> body) {
+    function_ref<void(const TileCoords &)> body, Value first, int64_t stride) {
   OpBuilder &b = e.b;
   Location loc = e.loc;
   TileCounts n = countTiles(p, cfg.tile);
   int64_t perBatch = n.m * n.n, group = std::min(kGroupM, n.m);
   int64_t kSteps = p.kSteps();
-  auto loop = scf::ForOp::create(b, loc, blockId, e.i32(n.total),
-                                 e.i32(cfg.blocks), ValueRange{e.i32(0)});
+  // The block's tile `first` (its number among the block's tiles) and the
+  // ring's steps before it: every earlier tile's K steps.
+  Value start = first ? e.add(blockId, e.mul(first, cfg.blocks)) : blockId;
+  Value ring0 = first ? e.mul(first, kSteps) : e.i32(0);
+  auto loop = scf::ForOp::create(b, loc, start, e.i32(n.total),
+                                 e.i32(cfg.blocks * stride), ValueRange{ring0});
   OpBuilder::InsertionGuard g(b);
   b.setInsertionPointToStart(loop.getBody());
   Value tile = loop.getInductionVar();
   TileCoords c;
   c.ring = loop.getRegionIterArgs()[0];
+  c.hasNext =
+      e.cmp(arith::CmpIPredicate::ult, e.add(tile, cfg.blocks), e.i32(n.total));
   c.bz = p.batch > 1 ? e.divu(tile, perBatch) : e.i32(0);
   Value r = p.batch > 1 ? e.remu(tile, perBatch) : tile;
   // Group `gid` of `group` M-tiles (`size` in the last when group does not
@@ -112,5 +118,5 @@ void warpgroup::forEachPersistentTile(
   c.kBegin = e.i32(0);
   c.kEnd = e.i32(kSteps);
   body(c);
-  scf::YieldOp::create(b, loc, e.add(c.ring, kSteps));
+  scf::YieldOp::create(b, loc, e.add(c.ring, kSteps * stride));
 }

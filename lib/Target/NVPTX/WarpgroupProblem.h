@@ -152,9 +152,17 @@ struct Tile {
   /// Its rate on epilogue-bound 8-bit products (Problem::epilogueBound),
   /// where the epilogue is most of a tile's time; 0: `rate` there too.
   double epilogueBoundRate = 0.0;
+  /// Ping-pong: two consumer warpgroups each take whole tiles (BM / 64
+  /// wgmma row blocks apiece), in turns, of a persistent block: one's main
+  /// loop runs while the other's epilogue does (named barriers order the
+  /// main loops), where the consumers of the other tiles share each tile
+  /// and run their epilogues at once.
+  bool pingPong = false;
 
-  /// The consumer warpgroups (64 rows each).
-  int64_t consumers() const { return bm / 64; }
+  /// The consumer warpgroups: 64 rows each, or two taking turns.
+  int64_t consumers() const { return pingPong ? 2 : bm / 64; }
+  /// The m64 wgmma row blocks of a consumer's part of a tile.
+  int64_t rowBlocks() const { return pingPong ? bm / 64 : 1; }
   /// Whether the producer is one warp after the consumers (two blocks to a
   /// multiprocessor, whose registers must fit twice) rather than
   /// warpgroup 0 before them.
@@ -164,7 +172,7 @@ struct Tile {
     return 128 * consumers() + (producerWarp() ? 32 : 128);
   }
   /// The tile as --gpu-tiles names it.
-  ContractionTile key() const { return {bm, bn, blocksPerSM}; }
+  ContractionTile key() const { return {bm, bn, blocksPerSM, pingPong}; }
 };
 
 /// The K steps up to which an 8-bit product is epilogue-bound whatever its
