@@ -29,7 +29,7 @@ library: the tensor cores' int8 rate is twice their fp16 rate, so a main
 loop at the same efficiency gives 0.5.
 
 --variant NAME=FLAGS builds every int8 model again with those kilnc flags
-(rows "int8 +NAME"): tiles (--gpu-tiles=...), --gpu-persistent=on,
+(rows "int8 +NAME"; the fp16 models too with --fp16-variants, "fp16 +NAME"): tiles (--gpu-tiles=...), --gpu-persistent=on,
 --f32-constant-division for the gelu-q epilogue; a variant whose .so is the
 default build's, byte for byte, is left out. The table compares a variant
 with the default int8 build of its shape when both ran in the same call
@@ -211,7 +211,10 @@ def prepare(a):
             sys.exit(f"unknown shape '{name}'; known: {', '.join(SHAPES)}")
         M, N, K, epi = SHAPES[name]
         stem = name.replace(" ", "_").replace("^", "p")
-        builds = [("fp16", "", [])] if epi in ("dq", "mlp") and not a.no_fp16 else []
+        builds = []
+        if epi in ("dq", "mlp") and not a.no_fp16:
+            builds = [("fp16", vname, flags) for vname, flags in
+                      (variants if a.fp16_variants else variants[:1])]
         builds += [("int8", vname, flags) for vname, flags in variants]
         default_sha = None
         for kind, vname, flags in builds:
@@ -241,7 +244,7 @@ def prepare(a):
                 shutil.rmtree(cal)
             ok = p.returncode == 0
             note = ""
-            if ok and kind == "int8":
+            if ok:
                 # A variant whose flags change nothing (--f32-constant-division
                 # without divisions) is not carried twice.
                 sha = file_sha256(so)
@@ -440,6 +443,9 @@ def main():
     ap.add_argument("--variant", action="append", default=[], metavar="NAME=FLAGS",
                     help="prepare: every int8 model again with these kilnc flags")
     ap.add_argument("--no-fp16", action="store_true", help="prepare: the int8 models only")
+    ap.add_argument("--fp16-variants", action="store_true",
+                    help="prepare: build the fp16 models with every --variant too "
+                         "(rows 'fp16 +NAME')")
     ap.add_argument("--only", help="run: comma-separated shapes or 'SHAPE LABEL' rows")
     ap.add_argument("--runs", type=int, default=1,
                     help="run: extra plain runs per model after the check (for ncu)")
