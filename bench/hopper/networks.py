@@ -372,7 +372,8 @@ def prepare(a):
                 row = {"label": r[0], "net": net, "dims": r[2],
                        "so": tag(net, r[2]) + "_int8.so", "compare": partner(r[0])}
                 man["rows"].append(row)
-                build_int8(a, kilnc, r, filled, graph, weights, row)
+                build_int8(a, kilnc, r, filled, graph, weights, row, "",
+                           a.int8_flags.split())
                 # --int8-variant NAME=FLAGS: the row again with FLAGS.
                 for v in a.int8_variant:
                     name, _, flags = v.partition("=")
@@ -382,7 +383,7 @@ def prepare(a):
                            "compare": partner(r[0])}
                     man["rows"].append(row)
                     build_int8(a, kilnc, vr, filled, graph, weights, row, "_" + name,
-                               flags.split())
+                               a.int8_flags.split() + flags.split())
         for path in (src, weights, filled):
             os.remove(path)  # regenerated there
     with open(os.path.join(a.dir, "manifest.json"), "w") as f:
@@ -691,6 +692,10 @@ def main():
     ap.add_argument("--int8-variant", action="append", default=[], metavar="NAME=FLAGS",
                     help="prepare: every int8 row also compiled with these kilnc flags, labelled "
                          "'... int8 +NAME' (its ratio to the same fp16 row)")
+    ap.add_argument("--int8-flags", default="",
+                    help="prepare: extra kilnc flags of the int8 rows themselves (their "
+                         "variants' too), e.g. --gpu-tiles=... for a build the cost model "
+                         "does not choose yet")
     ap.add_argument("--keep-reports", action="store_true",
                     help="keep each int8 build's kilnc --report JSON beside its .so "
                          "(NAME_int8.report.json: its kernels, what each launch computes)")
