@@ -391,6 +391,49 @@ void RowFusion::emit(MutableArrayRef<Member> chain, const Shape &shape,
              return members.contains(u) || fills.contains(u);
            });
   };
+  // An input row that the chain does not write (the row itself, a
+  // LayerNorm's scale and bias): read from registers, each element loaded
+  // once (unrolled warp rows).
+  auto registerRow = [&](Value v, AffineMap map) {
+    return unroll && isa<MemRefType>(v.getType()) && !writes.contains(v) &&
+           (rowForm(map, outer) || broadcastRow(map, outer)) &&
+           map.isFunctionOfDim(outer);
+  };
+  // Such a row's element at step `s`, `vec` elements at a time where the
+  // buffer allows.
+  auto rowElement = [&](Value v, AffineMap map, int64_t s) {
+    SmallVector<Value> dims = outerIdx;
+    dims.push_back(elementAt(s));
+    Value &cached = loaded[{v, s}];
+    if (!cached && vec > 1 && vectorRow(v, map, outer, vec)) {
+      int64_t base = s - s % vec;
+      dims.back() = elementAt(base);
+      Type elem = cast<MemRefType>(v.getType()).getElementType();
+      auto ld =
+          vector::LoadOp::create(rewriter, loc, VectorType::get({vec}, elem), v,
+                                 apply(loc, map, dims));
+      ld.setAlignment(vec *
+                      std::max<int64_t>(elem.getIntOrFloatBitWidth() / 8, 1));
+      for (int64_t j = 0; j < vec; ++j)
+        loaded[{v, base + j}] = vector::ExtractOp::create(rewriter, loc, ld, j);
+      dims.back() = elementAt(s);
+    }
+    Value &c = loaded[{v, s}];
+    if (!c)
+      c = load(loc, v, map, dims);
+    return c;
+  };
+  // All of them before the chain's first op: the stores between the ops
+  // (which may alias them, as far as LLVM knows) otherwise keep the later
+  // ops' loads after them, one memory latency each (BERT-base's LayerNorm
+  // waited for its scale and bias in three such rounds, one per 16-byte
+  // vector of its output).
+  if (unroll)
+    for (Member &m : chain)
+      for (OpOperand *in : m.op.getDpsInputOperands())
+        if (registerRow(in->get(), m.op.getMatchingIndexingMap(in)))
+          for (int64_t s = 0; s < steps; ++s)
+            rowElement(in->get(), m.op.getMatchingIndexingMap(in), s);
   // (A member over the row reads a row scalar's buffer at its one element
   // when its map leaves out the row's dim; a per-row member always does.)
   auto argsAt = [&](linalg::GenericOp g, ArrayRef<Value> dims, Value acc) {
@@ -405,31 +448,9 @@ void RowFusion::emit(MutableArrayRef<Member> chain, const Shape &shape,
         args.push_back(it->second);
       else if (auto r = registers.find(v); r != registers.end())
         args.push_back(r->second[step]);
-      else if (unroll && isa<MemRefType>(v.getType()) && !writes.contains(v) &&
-               (rowForm(map, outer) || broadcastRow(map, outer)) &&
-               map.isFunctionOfDim(outer)) {
-        // An input row read by several ops: loaded once per element,
-        // `vec` elements at a time where the buffer allows.
-        Value &cached = loaded[{v, step}];
-        if (!cached && vec > 1 && vectorRow(v, map, outer, vec)) {
-          int64_t base = step - step % vec;
-          SmallVector<Value> at(dims);
-          at.back() = elementAt(base);
-          Type elem = cast<MemRefType>(v.getType()).getElementType();
-          auto ld = vector::LoadOp::create(rewriter, loc,
-                                           VectorType::get({vec}, elem), v,
-                                           apply(loc, map, at));
-          ld.setAlignment(
-              vec * std::max<int64_t>(elem.getIntOrFloatBitWidth() / 8, 1));
-          for (int64_t j = 0; j < vec; ++j)
-            loaded[{v, base + j}] =
-                vector::ExtractOp::create(rewriter, loc, ld, j);
-        }
-        Value &c = loaded[{v, step}];
-        if (!c)
-          c = load(loc, v, map, dims);
-        args.push_back(c);
-      } else if (isa<MemRefType>(v.getType()))
+      else if (registerRow(v, map))
+        args.push_back(rowElement(v, map, step));
+      else if (isa<MemRefType>(v.getType()))
         args.push_back(load(loc, v, map, dims));
       else
         args.push_back(v);
