@@ -483,8 +483,10 @@ std::optional<Problem> warpgroup::analyze(Operation *operation) {
 bool Problem::epilogueBound() const {
   if (!integer())
     return false;
-  if (kSteps() <= kShortKSteps)
-    return true;
+  return kSteps() <= kShortKSteps || transcendentalEpilogue();
+}
+
+bool Problem::transcendentalEpilogue() const {
   if (!epilogue)
     return false;
   linalg::GenericOp g = epilogue;
@@ -563,6 +565,7 @@ ArrayRef<Tile> warpgroup::tileTable() {
                                 /*epilogueBoundRate=*/1.25},
                                {128, 64, 4, 0.0, false, /*blocksPerSM=*/2},
                                {128, 128, 4, 0.0, false, 1, 0.0,
+                                /*transcendentalRate=*/0.0,
                                 /*pingPong=*/true}};
   return table;
 }
@@ -574,7 +577,11 @@ ArrayRef<Tile> warpgroup::tileTable() {
 Tile warpgroup::chooseTile(const Problem &p, const ContractionTiles &allowed,
                            function_ref<bool(const Tile &)> accept) {
   const bool epilogueBound = p.epilogueBound();
+  const bool transcendental =
+      p.integer() && p.kSteps() > kShortKSteps && p.transcendentalEpilogue();
   auto rateOf = [&](const Tile &t) {
+    if (transcendental && t.transcendentalRate > 0)
+      return t.transcendentalRate;
     return epilogueBound && t.epilogueBoundRate > 0 ? t.epilogueBoundRate
                                                     : t.rate;
   };
