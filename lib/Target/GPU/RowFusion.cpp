@@ -402,25 +402,26 @@ void RowFusion::emit(MutableArrayRef<Member> chain, const Shape &shape,
   // Such a row's element at step `s`, `vec` elements at a time where the
   // buffer allows.
   auto rowElement = [&](Value v, AffineMap map, int64_t s) {
-    SmallVector<Value> dims = outerIdx;
-    dims.push_back(elementAt(s));
+    auto dimsAt = [&](int64_t step) {
+      SmallVector<Value> dims = outerIdx;
+      dims.push_back(elementAt(step));
+      return dims;
+    };
     Value &cached = loaded[{v, s}];
     if (!cached && vec > 1 && vectorRow(v, map, outer, vec)) {
       int64_t base = s - s % vec;
-      dims.back() = elementAt(base);
       Type elem = cast<MemRefType>(v.getType()).getElementType();
       auto ld =
           vector::LoadOp::create(rewriter, loc, VectorType::get({vec}, elem), v,
-                                 apply(loc, map, dims));
+                                 apply(loc, map, dimsAt(base)));
       ld.setAlignment(vec *
                       std::max<int64_t>(elem.getIntOrFloatBitWidth() / 8, 1));
       for (int64_t j = 0; j < vec; ++j)
         loaded[{v, base + j}] = vector::ExtractOp::create(rewriter, loc, ld, j);
-      dims.back() = elementAt(s);
     }
     Value &c = loaded[{v, s}];
     if (!c)
-      c = load(loc, v, map, dims);
+      c = load(loc, v, map, dimsAt(s));
     return c;
   };
   // All of them before the chain's first op: the stores between the ops

@@ -254,18 +254,21 @@ mlir::kiln::lowerWarpgroupContraction(RewriterBase &rewriter,
   // a second launch adds them and applies the epilogue.
   auto [kPer, splits] =
       tile.pingPong ? std::make_pair(p.kSteps(), int64_t(1)) : splitsOf(tile);
-  bool persistent = tile.pingPong || usePersistent(mode, p, tile, splits);
-  if (persistent && mode == PersistentKernels::Auto && !tile.pingPong)
-    persistent = stageable && fitsStaged(tile);
-  if (persistent && stageable && !fitsStaged(tile) && !tile.pingPong) {
-    Tile other = withSteps(chooseTile(p, choices.tiles, [&](const Tile &t) {
-      return !t.pingPong && fitsStaged(withSteps(t));
-    }));
-    auto [otherPer, otherSplits] = splitsOf(other);
-    if (fitsStaged(other) && usePersistent(mode, p, other, otherSplits)) {
-      tile = other;
-      kPer = otherPer;
-      splits = otherSplits;
+  bool persistent = tile.pingPong;
+  if (!tile.pingPong) {
+    persistent = usePersistent(mode, p, tile, splits);
+    if (persistent && mode == PersistentKernels::Auto)
+      persistent = stageable && fitsStaged(tile);
+    if (persistent && stageable && !fitsStaged(tile)) {
+      Tile other = withSteps(chooseTile(p, choices.tiles, [&](const Tile &t) {
+        return !t.pingPong && fitsStaged(withSteps(t));
+      }));
+      auto [otherPer, otherSplits] = splitsOf(other);
+      if (fitsStaged(other) && usePersistent(mode, p, other, otherSplits)) {
+        tile = other;
+        kPer = otherPer;
+        splits = otherSplits;
+      }
     }
   }
   const int64_t bm = tile.bm, bn = tile.bn;

@@ -486,15 +486,10 @@ void warpgroup::buildKernel(RewriterBase &rewriter, const Problem &p,
     auto consume = [&](const TileCoords &t) {
       Value m0 = t.m0, n0 = t.n0, kBegin = t.kBegin;
       ArrayRef<Value> bIdx = t.bIdx;
-      if (pingPong) {
-        Value isFirst = arith::AndIOp::create(
-            b, loc, e.cmp(arith::CmpIPredicate::eq, cw, e.i32(0)),
-            e.cmp(arith::CmpIPredicate::eq, t.ring, e.i32(0)));
-        e.ifThen(arith::XOrIOp::create(
-                     b, loc, isFirst,
-                     arith::ConstantIntOp::create(b, loc, b.getI1Type(), 1)),
+      // (Only consumer 0's first tile starts at ring position 0.)
+      if (pingPong)
+        e.ifThen(e.cmp(arith::CmpIPredicate::ne, t.ring, e.i32(0)),
                  [&] { turn(waitTurn, /*wait=*/true); });
-      }
       // One K step at `k` on the accumulators `accs` (one per row block);
       // `first`: the tile's first step (its first wgmma overwrites the
       // accumulators, and no earlier stage is to be released).

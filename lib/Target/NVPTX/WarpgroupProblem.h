@@ -126,8 +126,6 @@ struct Problem {
   /// and its requantization after BERT's FFN1: some 50 instructions an
   /// element, run while the tensor cores wait).
   bool epilogueBound() const;
-  /// Whether its epilogue computes a transcendental function per element.
-  bool transcendentalEpilogue() const;
 };
 
 /// The problem `op` poses, when the kernel computes it: f16 or bf16
@@ -154,10 +152,6 @@ struct Tile {
   /// Its rate on epilogue-bound 8-bit products (Problem::epilogueBound),
   /// where the epilogue is most of a tile's time; 0: `rate` there too.
   double epilogueBoundRate = 0.0;
-  /// Its rate on the 8-bit products of more than kShortKSteps K steps whose
-  /// epilogue computes a transcendental function (BERT's FFN1 with GELU);
-  /// 0: epilogueBoundRate there.
-  double transcendentalRate = 0.0;
   /// Ping-pong: two consumer warpgroups each take whole tiles (BM / 64
   /// wgmma row blocks apiece), in turns, of a persistent block: one's main
   /// loop runs while the other's epilogue does (named barriers order the
