@@ -135,12 +135,136 @@ struct ErfPlusOne : OpRewritePattern<arith::AddFOp> {
   }
 };
 
+/// A positive f32 constant in [2^-64, 2^64] (its log2 stays small).
+std::optional<double> moderateConstant(Value v) {
+  std::optional<double> c = positiveConstant(v);
+  if (!c || *c < 0x1p-64 || *c > 0x1p64)
+    return std::nullopt;
+  return c;
+}
+
+/// `sum` as addf(erf(x * s), 1) (s > 0), the erf and the sum read once:
+/// the erf's argument and s.
+std::optional<std::pair<math::ErfOp, double>> erfPlusOneOf(Value sum, Value x) {
+  auto add = sum.getDefiningOp<arith::AddFOp>();
+  if (!add || !add.getType().isF32() || !add->hasOneUse())
+    return std::nullopt;
+  for (int i = 0; i < 2; ++i) {
+    if (!matchPattern(add.getOperand(1 - i), m_OneFloat()))
+      continue;
+    auto erf = add.getOperand(i).getDefiningOp<math::ErfOp>();
+    if (!erf || !erf->hasOneUse() || !erf.getOperand().hasOneUse())
+      return std::nullopt;
+    std::optional<std::pair<Value, double>> xs = scaledValue(erf.getOperand());
+    if (!xs || xs->first != x)
+      return std::nullopt;
+    return std::make_pair(erf, xs->second);
+  }
+  return std::nullopt;
+}
+
+/// GELU, c * x * (1 + erf(x * s)) with a constant c > 0, in any of the
+/// exporters' groupings: (x * (1 + erf)) * c, (x * c) * (1 + erf), and x *
+/// (1 + erf) (c = 1, when no product by a constant follows). With e =
+/// erfc(|x| s),
+///   c x (1 + erf(x s)) = 2c max(x, 0) - |x| (c e)
+/// (x >= 0: c x (2 - e); x < 0: c x e), and c e = 2^(log2 c - g(|x| s)) is
+/// the polynomial's exponential with log2 c in its last FMA. Past the bound
+/// (|x| s > 3.9, e below f32's resolution of 2) the result is 2c max(x, 0).
+/// Against ErfPlusOne with its products: no sign test and select, no
+/// product by x or c, a max and an FMA instead (and x * (1 + erf) rounded
+/// once instead of three times). -inf gives 0 where the product's form
+/// gives NaN (-inf * 0); NaN stays NaN.
+struct GeluProduct : OpRewritePattern<arith::MulFOp> {
+  GeluProduct(MLIRContext *ctx) : OpRewritePattern(ctx, /*benefit=*/2) {}
+  LogicalResult matchAndRewrite(arith::MulFOp mul,
+                                PatternRewriter &rewriter) const override {
+    if (!mul.getType().isF32())
+      return failure();
+    Value x;
+    double c = 0, s = 0;
+    // One operand a product read by `mul` alone, the other `other`.
+    auto innerProduct = [&](int i) -> arith::MulFOp {
+      auto inner = mul.getOperand(i).getDefiningOp<arith::MulFOp>();
+      return inner && inner->hasOneUse() ? inner : arith::MulFOp();
+    };
+    for (int i = 0; i < 2 && !x; ++i) {
+      Value other = mul.getOperand(1 - i);
+      arith::MulFOp inner = innerProduct(i);
+      if (!inner)
+        continue;
+      for (int j = 0; j < 2 && !x; ++j) {
+        Value a = inner.getOperand(j), b = inner.getOperand(1 - j);
+        // (x * (1 + erf)) * c
+        if (std::optional<double> k = moderateConstant(other))
+          if (auto e = erfPlusOneOf(b, a)) {
+            x = a, c = *k, s = e->second;
+            break;
+          }
+        // (x * c) * (1 + erf)
+        if (std::optional<double> k = moderateConstant(b))
+          if (auto e = erfPlusOneOf(other, a))
+            x = a, c = *k, s = e->second;
+      }
+    }
+    // x * (1 + erf), unless a product by a constant follows (that one is
+    // the match).
+    if (!x) {
+      if (mul->hasOneUse())
+        if (auto next = dyn_cast<arith::MulFOp>(*mul->user_begin()))
+          if (moderateConstant(next.getOperand(0)) ||
+              moderateConstant(next.getOperand(1)))
+            return failure();
+      for (int i = 0; i < 2 && !x; ++i)
+        if (auto e = erfPlusOneOf(mul.getOperand(1 - i), mul.getOperand(i)))
+          x = mul.getOperand(i), c = 1.0, s = e->second;
+    }
+    if (!x)
+      return failure();
+    Location loc = mul.getLoc();
+    Type f32 = rewriter.getF32Type();
+    auto cst = [&](double v) {
+      return arith::ConstantOp::create(
+                 rewriter, loc,
+                 rewriter.getFloatAttr(f32, static_cast<float>(v)))
+          .getResult();
+    };
+    Value t = math::AbsFOp::create(rewriter, loc, x);
+    Value bound = cst(kErfSaturation / s);
+    Value tc = arith::MinimumFOp::create(rewriter, loc, t, bound);
+    Value p = cst(kLog2Erfc[std::size(kLog2Erfc) - 1] *
+                  std::pow(s, std::size(kLog2Erfc)));
+    for (int k = std::size(kLog2Erfc) - 2; k >= 0; --k)
+      p = math::FmaOp::create(rewriter, loc, p, tc,
+                              cst(kLog2Erfc[k] * std::pow(s, k + 1)));
+    // c e = 2^(log2 c - g): the exponent is at least log2 c - 26, > -126.
+    Value negTc = arith::NegFOp::create(rewriter, loc, tc);
+    auto exp2 = math::Exp2Op::create(
+        rewriter, loc,
+        math::FmaOp::create(rewriter, loc, p, negTc, cst(std::log2(c))));
+    exp2->setAttr("kiln.exp2_normal", rewriter.getUnitAttr());
+    Value r = arith::MaximumFOp::create(rewriter, loc, x, cst(0.0));
+    if (2.0 * c != 1.0)
+      r = arith::MulFOp::create(rewriter, loc, r, cst(2.0 * c));
+    Value v = math::FmaOp::create(
+        rewriter, loc, arith::NegFOp::create(rewriter, loc, t), exp2, r);
+    Value saturated = arith::CmpFOp::create(
+        rewriter, loc, arith::CmpFPredicate::OGT, t, bound);
+    rewriter.replaceOpWithNewOp<arith::SelectOp>(mul, saturated, r, v);
+    return success();
+  }
+};
+
 struct ErfComplementPass
     : public kiln::impl::KilnErfComplementBase<ErfComplementPass> {
   void runOnOperation() override {
-    RewritePatternSet patterns(&getContext());
-    patterns.add<ErfPlusOne>(&getContext());
-    if (failed(applyPatternsGreedily(getOperation(), std::move(patterns))))
+    // GELU's products first (a sum they take would otherwise become
+    // ErfPlusOne's), then the other 1 + erf sums.
+    RewritePatternSet gelu(&getContext()), sums(&getContext());
+    gelu.add<GeluProduct>(&getContext());
+    sums.add<ErfPlusOne>(&getContext());
+    if (failed(applyPatternsGreedily(getOperation(), std::move(gelu))) ||
+        failed(applyPatternsGreedily(getOperation(), std::move(sums))))
       return signalPassFailure();
   }
 };

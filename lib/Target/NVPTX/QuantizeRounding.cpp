@@ -2,7 +2,8 @@
 //
 // kiln-nvptx-quantize-rounding (Passes.td): fptosi(clamp(roundeven(v) + zp))
 // becomes llvm.nvvm.f2i.rn (cvt.rni.s32.f32) with the zero point and the
-// clamp in integers, one conversion instead of two.
+// clamp in integers, one conversion instead of two; sitofp(acc) * s + b
+// becomes one fma.
 //
 //===----------------------------------------------------------------------===//
 
@@ -114,12 +115,39 @@ template <typename ConvOp> struct RoundedConversion : OpRewritePattern<ConvOp> {
   }
 };
 
+/// addf(mulf(itofp(acc), s), b), either operand order, the product read
+/// by the sum alone: math.fma(itofp(acc), s, b).
+struct DequantizeFma : OpRewritePattern<arith::AddFOp> {
+  using OpRewritePattern::OpRewritePattern;
+  LogicalResult matchAndRewrite(arith::AddFOp add,
+                                PatternRewriter &rewriter) const override {
+    if (!add.getType().isF32())
+      return failure();
+    for (int i = 0; i < 2; ++i) {
+      auto mul = add.getOperand(i).getDefiningOp<arith::MulFOp>();
+      if (!mul || !mul->hasOneUse())
+        continue;
+      for (int j = 0; j < 2; ++j) {
+        Value x = mul.getOperand(j);
+        if (!x.getDefiningOp<arith::SIToFPOp>() &&
+            !x.getDefiningOp<arith::UIToFPOp>())
+          continue;
+        rewriter.replaceOpWithNewOp<math::FmaOp>(add, x, mul.getOperand(1 - j),
+                                                 add.getOperand(1 - i));
+        return success();
+      }
+    }
+    return failure();
+  }
+};
+
 struct QuantizeRoundingPass
     : public kiln::impl::KilnNVPTXQuantizeRoundingBase<QuantizeRoundingPass> {
   void runOnOperation() override {
     RewritePatternSet patterns(&getContext());
     patterns.add<RoundedConversion<arith::FPToSIOp>,
-                 RoundedConversion<arith::FPToUIOp>>(&getContext());
+                 RoundedConversion<arith::FPToUIOp>, DequantizeFma>(
+        &getContext());
     if (failed(applyPatternsGreedily(getOperation(), std::move(patterns))))
       return signalPassFailure();
   }

@@ -2,20 +2,23 @@
 
 // onnxruntime's quantize_static spelling of a MatMul: a uint8 activation
 // with a zero point, int8 weights per output column (axis 1), the result
-// quantized. One MatMulInteger (uint8 x int8, the activation's zero point,
-// no weight zero point), then Cast, Mul by sx*sw[n]/sy = 0.5*[0.25, 0.125]
-// / 0.0625 = [2, 1], QuantizeLinear of scale 1 and the output zero point.
+// quantized. One MatMulInteger (uint8 x int8, no zero points), then Cast,
+// Mul by sx*sw[n]/sy = 0.5*[0.25, 0.125] / 0.0625 = [2, 1], the activation's
+// zero point as a float bias -zx * colsum[n] * M[n] = -128 * [16, -20] *
+// [2, 1] = [-4096, 2560], QuantizeLinear of scale 1 and the output zero
+// point.
 // CHECK-LABEL: func.func @matmul_per_channel
 // CHECK-SAME: (%[[X:.*]]: tensor<3x4xui8>)
 // CHECK-DAG: %[[ONE:.*]] = arith.constant dense<1.000000e+00> : tensor<f32>
 // CHECK-DAG: %[[ZY:.*]] = arith.constant dense<7> : tensor<ui8>
 // CHECK-DAG: %[[M:.*]] = arith.constant dense<[2.000000e+00, 1.000000e+00]> : tensor<2xf32>
+// CHECK-DAG: %[[ZB:.*]] = arith.constant dense<[-4.096000e+03, 2.560000e+03]> : tensor<2xf32>
 // CHECK-DAG: %[[W:.*]] = arith.constant dense<{{\[\[}}1, -2], [3, -4], [5, -6], [7, -8]]> : tensor<4x2xi8>
-// CHECK-DAG: %[[ZX:.*]] = arith.constant dense<128> : tensor<ui8>
-// CHECK: %[[ACC:.*]] = "onnx.MatMulInteger"(%[[X]], %[[W]], %[[ZX]], %{{.*}}) : (tensor<3x4xui8>, tensor<4x2xi8>, tensor<ui8>, none) -> tensor<3x2xi32>
+// CHECK: %[[ACC:.*]] = "onnx.MatMulInteger"(%[[X]], %[[W]], %{{.*}}, %{{.*}}) : (tensor<3x4xui8>, tensor<4x2xi8>, none, none) -> tensor<3x2xi32>
 // CHECK: %[[F:.*]] = "onnx.Cast"(%[[ACC]]) <{{{.*}}to = 1 : i64}> : (tensor<3x2xi32>) -> tensor<3x2xf32>
 // CHECK: %[[Y:.*]] = "onnx.Mul"(%[[F]], %[[M]])
-// CHECK: %[[Q:.*]] = "onnx.QuantizeLinear"(%[[Y]], %[[ONE]], %[[ZY]])
+// CHECK: %[[B:.*]] = "onnx.Add"(%[[Y]], %[[ZB]])
+// CHECK: %[[Q:.*]] = "onnx.QuantizeLinear"(%[[B]], %[[ONE]], %[[ZY]])
 // CHECK-NOT: onnx.MatMul"
 // CHECK-NOT: onnx.DequantizeLinear
 // CHECK: return %[[Q]] : tensor<3x2xui8>
@@ -68,13 +71,17 @@ func.func @matmul_bias_relu(%x: tensor<2x5x4xui8>) -> tensor<2x5x2xui8> {
 
 // Gemm with transB = 1 and C the DequantizeLinear of an int32 bias whose
 // scale is sx*sw (in the accumulator's units): the weights transposed to
-// [K, N] at compile time, the bias added to the int32 accumulator.
+// [K, N] at compile time, the bias in the float one after the Mul by
+// sx*sw[n]/sy = 0.5 * [0.25, 0.5] / 0.25 = [0.5, 1]: [10, -20] * [0.5, 1] =
+// [5, -20]; no integer addition.
 // CHECK-LABEL: func.func @gemm_transb_int_bias
 // CHECK-DAG: %[[W:.*]] = arith.constant dense<{{\[\[}}1, 2], [3, 4], [5, 6]]> : tensor<3x2xi8>
-// CHECK-DAG: %[[BQ:.*]] = arith.constant dense<[10, -20]> : tensor<2xi32>
+// CHECK-DAG: %[[FB:.*]] = arith.constant dense<[5.000000e+00, -2.000000e+01]> : tensor<2xf32>
 // CHECK: %[[ACC:.*]] = "onnx.MatMulInteger"(%{{.*}}, %[[W]], %{{.*}}, %{{.*}}) : (tensor<2x3xui8>, tensor<3x2xi8>, none, none) -> tensor<2x2xi32>
-// CHECK: %[[B:.*]] = "onnx.Add"(%[[ACC]], %[[BQ]]) : (tensor<2x2xi32>, tensor<2xi32>) -> tensor<2x2xi32>
-// CHECK: "onnx.Cast"(%[[B]])
+// CHECK-NOT: tensor<2xi32>
+// CHECK: %[[F:.*]] = "onnx.Cast"(%[[ACC]])
+// CHECK: %[[Y:.*]] = "onnx.Mul"(%[[F]], %{{.*}})
+// CHECK: "onnx.Add"(%[[Y]], %[[FB]])
 // CHECK-NOT: onnx.Gemm
 func.func @gemm_transb_int_bias(%x: tensor<2x3xui8>) -> tensor<2x2xi8> {
   %sx = arith.constant dense<0.5> : tensor<f32>
@@ -97,7 +104,9 @@ func.func @gemm_transb_int_bias(%x: tensor<2x3xui8>) -> tensor<2x2xi8> {
 
 // onnxruntime's Conv: per-filter int8 weights (axis 0) with zero points of
 // 0, the int32 bias DequantizeLinear'd at sx*sw[f]. ConvInteger with the
-// Conv's attributes, the bias as [F, 1, 1] int32, the scale [F, 1, 1].
+// Conv's attributes, the bias as [F, 1, 1] int32, the scale [F, 1, 1]. Its
+// padding keeps the activation's zero point in the product (a padded
+// position adds no zx * w), and so the int32 bias in integers.
 // CHECK-LABEL: func.func @conv_per_filter
 // CHECK: %[[ACC:.*]] = "onnx.ConvInteger"(%{{.*}}, %{{.*}}, %{{.*}}, %{{.*}}) <{auto_pad = "NOTSET", group = 1 : i64, pads = [1, 1, 1, 1], strides = [2, 2]}> : (tensor<1x2x6x6xui8>, tensor<2x2x3x3xi8>, tensor<ui8>, none) -> tensor<1x2x3x3xi32>
 // CHECK: %[[B:.*]] = "onnx.Add"(%[[ACC]], %{{.*}}) : (tensor<1x2x3x3xi32>, tensor<2x1x1xi32>)
@@ -151,7 +160,8 @@ func.func @conv_relu_float_output(%x: tensor<1x2x4x4xui8>) -> tensor<1x2x4x4xf32
 // int8 activations from a QuantizeLinear: produced as uint8 by a twin
 // QuantizeLinear with the zero point + 128 (-3 + 128 = 125), which the
 // product reads; uint8 weights become int8 (w - 128) with zero point
-// 130 - 128 = 2; Clip's bounds divided by sy (0 and 6 / 0.5 = 12).
+// 130 - 128 = 2; Clip's bounds divided by sy (0 and 6 / 0.5 = 12). The
+// activation's zero point goes into the float bias.
 // CHECK-LABEL: func.func @int8_activation_uint8_weights_clip
 // CHECK-SAME: (%[[XF:.*]]: tensor<2x4xf32>)
 // CHECK-DAG: %[[Z125:.*]] = arith.constant dense<125> : tensor<ui8>
@@ -159,7 +169,7 @@ func.func @conv_relu_float_output(%x: tensor<1x2x4x4xui8>) -> tensor<1x2x4x4xf32
 // CHECK-DAG: %[[ZW:.*]] = arith.constant dense<2> : tensor<i8>
 // CHECK-DAG: %[[HI:.*]] = arith.constant dense<1.200000e+01> : tensor<f32>
 // CHECK: %[[XU:.*]] = "onnx.QuantizeLinear"(%[[XF]], %{{.*}}, %[[Z125]]) {{.*}} -> tensor<2x4xui8>
-// CHECK: "onnx.MatMulInteger"(%[[XU]], %[[W]], %[[Z125]], %[[ZW]])
+// CHECK: "onnx.MatMulInteger"(%[[XU]], %[[W]], %{{.*}}, %[[ZW]]) : (tensor<2x4xui8>, tensor<4x2xi8>, none, tensor<i8>)
 // CHECK: "onnx.Clip"(%{{.*}}, %{{.*}}, %[[HI]])
 func.func @int8_activation_uint8_weights_clip(%xf: tensor<2x4xf32>) -> tensor<2x2xi8> {
   %sx = arith.constant dense<0.5> : tensor<f32>
@@ -386,4 +396,29 @@ func.func @conv_residual_relu(%x: tensor<1x2x4x4xui8>, %rq: tensor<1x2x4x4xui8>)
   %r = "onnx.Relu"(%s) : (tensor<1x2x4x4xf32>) -> tensor<1x2x4x4xf32>
   %q = "onnx.QuantizeLinear"(%r, %sy, %zy) : (tensor<1x2x4x4xf32>, tensor<f32>, tensor<ui8>) -> tensor<1x2x4x4xui8>
   return %q : tensor<1x2x4x4xui8>
+}
+
+// -----
+
+// The activation's zero point stays in the product where the product
+// without it could reach 2^24 (255 * 600 * 127 here: its f32 conversion
+// would round), and for a padded Conv (@conv_per_filter above); a 1x1 Conv
+// without padding folds it.
+// CHECK-LABEL: func.func @zero_point_kept
+// CHECK: "onnx.MatMulInteger"(%{{.*}}, %{{.*}}, %{{.*}}, %{{.*}}) : (tensor<2x600xui8>, tensor<600x2xi8>, tensor<ui8>, none)
+// CHECK: "onnx.ConvInteger"(%{{.*}}, %{{.*}}, %{{.*}}, %{{.*}}) {{.*}} : (tensor<1x2x4x4xui8>, tensor<2x2x1x1xi8>, none, none)
+// CHECK: "onnx.Add"(%{{.*}}, %{{.*}}) : (tensor<1x2x4x4xf32>, tensor<f32>)
+func.func @zero_point_kept(%x: tensor<2x600xui8>, %y: tensor<1x2x4x4xui8>) -> (tensor<2x2xf32>, tensor<1x2x4x4xf32>) {
+  %s = arith.constant dense<0.5> : tensor<f32>
+  %zx = arith.constant dense<5> : tensor<ui8>
+  %w = arith.constant dense<127> : tensor<600x2xi8>
+  %wc = arith.constant dense<1> : tensor<2x2x1x1xi8>
+  %none = onnx.NoValue
+  %xf = "onnx.DequantizeLinear"(%x, %s, %zx) : (tensor<2x600xui8>, tensor<f32>, tensor<ui8>) -> tensor<2x600xf32>
+  %wf = "onnx.DequantizeLinear"(%w, %s, %none) : (tensor<600x2xi8>, tensor<f32>, none) -> tensor<600x2xf32>
+  %m = "onnx.MatMul"(%xf, %wf) : (tensor<2x600xf32>, tensor<600x2xf32>) -> tensor<2x2xf32>
+  %yf = "onnx.DequantizeLinear"(%y, %s, %zx) : (tensor<1x2x4x4xui8>, tensor<f32>, tensor<ui8>) -> tensor<1x2x4x4xf32>
+  %wcf = "onnx.DequantizeLinear"(%wc, %s, %none) : (tensor<2x2x1x1xi8>, tensor<f32>, none) -> tensor<2x2x1x1xf32>
+  %c = "onnx.Conv"(%yf, %wcf, %none) <{group = 1 : i64}> : (tensor<1x2x4x4xf32>, tensor<2x2x1x1xf32>, none) -> tensor<1x2x4x4xf32>
+  return %m, %c : tensor<2x2xf32>, tensor<1x2x4x4xf32>
 }

@@ -34,10 +34,10 @@
 // EXCL: "onnx.MatMul"(%{{.*}}, %{{.*}}) {kiln.precision = "int8"}
 // EXCL: "onnx.MatMul"(%[[X:.*]], %{{.*}}) {kiln.fp32_reason = "exclude: --int8-exclude=mm2", kiln.precision = "fp32"} : (tensor<3x4xf32>, tensor<4x2xf32>)
 // The fused form: one integer product per MatMul, both reading the same
-// uint8 activation.
+// uint8 activation (its zero point folded into each product's float bias).
 // FUSED-LABEL: func.func @matmuls
 // FUSED: %[[Q:.*]] = "onnx.QuantizeLinear"
-// FUSED: "onnx.MatMulInteger"(%[[Q]], %{{.*}}, %{{.*}}, %{{.*}}) : (tensor<3x4xui8>, tensor<4x2xi8>, tensor<ui8>, none) -> tensor<3x2xi32>
+// FUSED: "onnx.MatMulInteger"(%[[Q]], %{{.*}}, %{{.*}}, %{{.*}}) : (tensor<3x4xui8>, tensor<4x2xi8>, none, none) -> tensor<3x2xi32>
 // FUSED: "onnx.MatMulInteger"(%[[Q]],
 // FUSED-NOT: "onnx.MatMul"(
 func.func @matmuls(%x: tensor<3x4xf32> {kiln.name = "x"}) -> (tensor<3x2xf32>, tensor<3x2xf32>) {

@@ -1,14 +1,72 @@
 // RUN: kiln-opt %s --pass-pipeline="builtin.module(gpu.module(kiln-erf-complement))" | FileCheck %s
 // RUN: kiln-opt %s --pass-pipeline="builtin.module(nvvm-attach-target{chip=sm_90 features=+ptx80 O=3}, gpu.module(kiln-erf-complement, convert-scf-to-cf, kiln-finalize-device-memrefs{stage=before}, convert-gpu-to-nvvm, kiln-finalize-device-memrefs, canonicalize, cse, reconcile-unrealized-casts), gpu-module-to-binary{format=isa})" | sed -e 's/\\0A/\n/g' -e 's/\\09/ /g' | FileCheck %s --check-prefix=PTX
 
-// GELU's 1 + erf(y) (either operand order) becomes erfc(-y) in one range:
+// 1 + erf(y) (either operand order) becomes erfc(-y) in one range:
 // |y| clamped to 3.9, the polynomial (8 FMAs), 2^-g, 0 past 3.9, and
 // 2 - u for y >= 0. The vendor's erf (two ranges, selected coefficients, a
 // branch to the outer range's exponential) is gone from the PTX. y = x *
 // 0.7071 read by the erf alone: the polynomial takes |x| (the bound 3.9 /
 // 0.7071 = 5.5154), its coefficients scaled (the first 1.6279 * 0.7071 =
 // 1.1511), and the product goes away.
+// GELU as c * x * (1 + erf(x * 0.7071)), in the exporters' groupings:
+// 2c max(x, 0) - |x| (c e), c e = 2^(log2 c - g) with log2 c in the last
+// FMA, and 2c max(x, 0) past the bound. PyTorch's (x * (1 + erf)) * 0.5:
+// c = 0.5, the FMA adds -1, no product by 2c = 1.
 // CHECK-LABEL: gpu.func @gelu
+// CHECK-DAG: %[[BOUND:.*]] = arith.constant 5.51543{{[0-9]*}} : f32
+// CHECK-DAG: %[[C0:.*]] = arith.constant 1.15110{{[0-9]*}} : f32
+// CHECK-DAG: %[[M1:.*]] = arith.constant -1.000000e+00 : f32
+// CHECK-DAG: %[[ZERO:.*]] = arith.constant 0.000000e+00 : f32
+// CHECK-NOT: math.erf
+// CHECK: %[[X:.*]] = memref.load
+// CHECK: %[[T:.*]] = math.absf %[[X]] : f32
+// CHECK: %[[C:.*]] = arith.minimumf %[[T]], %[[BOUND]] : f32
+// CHECK-COUNT-6: math.fma %{{.*}}, %[[C]], %{{.*}} : f32
+// CHECK: %[[P:.*]] = math.fma %{{.*}}, %[[C]], %[[C0]] : f32
+// CHECK: %[[NC:.*]] = arith.negf %[[C]] : f32
+// CHECK: %[[G:.*]] = math.fma %[[P]], %[[NC]], %[[M1]] : f32
+// CHECK: %[[U:.*]] = math.exp2 %[[G]] {kiln.exp2_normal} : f32
+// CHECK: %[[R:.*]] = arith.maximumf %[[X]], %[[ZERO]] : f32
+// CHECK: %[[NT:.*]] = arith.negf %[[T]] : f32
+// CHECK: %[[V:.*]] = math.fma %[[NT]], %[[U]], %[[R]] : f32
+// CHECK: %[[SAT:.*]] = arith.cmpf ogt, %[[T]], %[[BOUND]] : f32
+// CHECK: %[[Y:.*]] = arith.select %[[SAT]], %[[R]], %[[V]] : f32
+// CHECK-NOT: arith.mulf
+// CHECK: memref.store %[[Y]]
+// PTX-LABEL: .entry gelu(
+// PTX-NOT: __nv_erff
+// PTX-NOT: bra
+// PTX: {{ex2.approx|__nv_exp2f}}
+// PTX: max.NaN.f32
+// PTX-NOT: bra
+// PTX: ret;
+
+// Kiln's Gelu lowering, (0.5 * x) * (1 + erf): c = 0.5; x * (1 + erf)
+// without a constant after it: c = 1, the FMA adds log2 1 = 0, max(x, 0)
+// times 2. A GELU whose erf argument has another use is left to the sum's
+// pattern (the product by x stays).
+// CHECK-LABEL: gpu.func @gelu_groupings
+// CHECK-DAG: %[[NEG1:.*]] = arith.constant -1.000000e+00 : f32
+// CHECK-DAG: %[[ZERO:.*]] = arith.constant 0.000000e+00 : f32
+// CHECK-DAG: %[[TWO:.*]] = arith.constant 2.000000e+00 : f32
+// CHECK: %[[G1:.*]] = math.fma %{{.*}}, %{{.*}}, %[[NEG1]] : f32
+// CHECK: math.exp2 %[[G1]]
+// CHECK: %[[R1:.*]] = arith.maximumf %{{.*}}, %[[ZERO]] : f32
+// CHECK: math.fma %{{.*}}, %{{.*}}, %[[R1]] : f32
+// CHECK: %[[G2:.*]] = math.fma %{{.*}}, %{{.*}}, %[[ZERO]] : f32
+// CHECK: math.exp2 %[[G2]]
+// CHECK: %[[R2:.*]] = arith.maximumf %{{.*}}, %[[ZERO]] : f32
+// CHECK: %[[R2X:.*]] = arith.mulf %[[R2]], %[[TWO]] : f32
+// CHECK: math.fma %{{.*}}, %{{.*}}, %[[R2X]] : f32
+// CHECK: math.exp2
+// CHECK: arith.select
+// CHECK: arith.subf
+// CHECK: arith.select
+// CHECK: arith.mulf
+// CHECK-NOT: math.erf
+// CHECK: gpu.return
+
+// CHECK-LABEL: gpu.func @one_plus_erf
 // CHECK-DAG: %[[BOUND:.*]] = arith.constant 5.51543{{[0-9]*}} : f32
 // CHECK-DAG: %[[C0:.*]] = arith.constant 1.15110{{[0-9]*}} : f32
 // CHECK-NOT: math.erf
@@ -29,7 +87,7 @@
 // CHECK: gpu.return
 // (The exponential is ex2.approx where the toolkit's math library is
 // linked, else a call of it.)
-// PTX-LABEL: .entry gelu(
+// PTX-LABEL: .entry one_plus_erf(
 // PTX-NOT: __nv_erff
 // PTX-NOT: bra
 // PTX: {{ex2.approx|__nv_exp2f}}
@@ -72,6 +130,40 @@ module attributes {gpu.container_module} {
       %g = arith.mulf %v, %s : f32
       %h = arith.mulf %g, %half : f32
       memref.store %h, %out[%i] : memref<256xf32>
+      gpu.return
+    }
+    gpu.func @gelu_groupings(%x: memref<256xf32>, %out: memref<256xf32>) kernel {
+      %i = gpu.thread_id x
+      %v = memref.load %x[%i] : memref<256xf32>
+      %r2 = arith.constant 0.707106769 : f32
+      %one = arith.constant 1.0 : f32
+      %half = arith.constant 0.5 : f32
+      %hx = arith.mulf %half, %v : f32
+      %y = arith.mulf %v, %r2 : f32
+      %e = math.erf %y : f32
+      %s = arith.addf %one, %e : f32
+      %g1 = arith.mulf %hx, %s : f32
+      %y2 = arith.mulf %g1, %r2 : f32
+      %e2 = math.erf %y2 : f32
+      %s2 = arith.addf %e2, %one : f32
+      %g2 = arith.mulf %s2, %g1 : f32
+      %y3 = arith.mulf %g2, %r2 : f32
+      %e3 = math.erf %y3 : f32
+      %s3 = arith.addf %e3, %one : f32
+      %g3 = arith.mulf %g2, %s3 : f32
+      %t = arith.addf %g3, %y3 : f32
+      memref.store %t, %out[%i] : memref<256xf32>
+      gpu.return
+    }
+    gpu.func @one_plus_erf(%x: memref<256xf32>, %out: memref<256xf32>) kernel {
+      %i = gpu.thread_id x
+      %v = memref.load %x[%i] : memref<256xf32>
+      %r2 = arith.constant 0.707106769 : f32
+      %one = arith.constant 1.0 : f32
+      %y = arith.mulf %v, %r2 : f32
+      %e = math.erf %y : f32
+      %s = arith.addf %one, %e : f32
+      memref.store %s, %out[%i] : memref<256xf32>
       gpu.return
     }
     gpu.func @divisions(%x: memref<256xf32>, %out: memref<256xf32>) kernel {

@@ -36,6 +36,25 @@
 // CHECK: math.roundeven
 // CHECK-NOT: llvm.call_intrinsic
 // CHECK: gpu.return
+
+// A dequantization (an integer product's accumulator, its scale and bias
+// per channel) is one fma, either operand order; a product of a float
+// (not converted from an integer) and a product with another use stay.
+// CHECK-LABEL: gpu.func @dequantize
+// CHECK: %[[F:.*]] = arith.sitofp %{{.*}} : i32 to f32
+// CHECK: %[[Y:.*]] = math.fma %[[F]], %[[S:.*]], %[[B:.*]] : f32
+// CHECK: %[[U:.*]] = arith.uitofp %{{.*}} : i32 to f32
+// CHECK: %[[Y2:.*]] = math.fma %[[U]], %[[S]], %[[B]] : f32
+// CHECK: %[[P:.*]] = arith.mulf %{{.*}}, %[[S]] : f32
+// CHECK: arith.addf %[[P]], %[[B]] : f32
+// CHECK: %[[P2:.*]] = arith.mulf %[[F]], %[[S]] : f32
+// CHECK: arith.addf %[[P2]], %[[B]] : f32
+// CHECK: arith.mulf %[[P2]], %{{.*}} : f32
+// (fma.rn where the toolkit's math library is linked, else a call of it.)
+// PTX-LABEL: .entry dequantize(
+// PTX: cvt.rn.f32.s32
+// PTX: {{fma.rn.f32|__nv_fmaf}}
+
 module attributes {gpu.container_module} {
   gpu.module @kernels {
     gpu.func @quantize(%x: memref<256xf32>, %out: memref<256xi8>) kernel {
@@ -88,6 +107,30 @@ module attributes {gpu.container_module} {
       %s = arith.addi %q, %q2 : i32
       %s2 = arith.addi %s, %q3 : i32
       memref.store %s2, %out[%i] : memref<256xi32>
+      gpu.return
+    }
+    gpu.func @dequantize(%acc: memref<256xi32>, %x: memref<256xf32>, %out: memref<256xf32>) kernel {
+      %i = gpu.thread_id x
+      %a = memref.load %acc[%i] : memref<256xi32>
+      %v = memref.load %x[%i] : memref<256xf32>
+      %s = arith.constant 0.25 : f32
+      %b = arith.constant -3.5 : f32
+      %f = arith.sitofp %a : i32 to f32
+      %p = arith.mulf %f, %s : f32
+      %y = arith.addf %p, %b : f32
+      %u = arith.uitofp %a : i32 to f32
+      %p1 = arith.mulf %s, %u : f32
+      %y1 = arith.addf %b, %p1 : f32
+      %pv = arith.mulf %v, %s : f32
+      %yv = arith.addf %pv, %b : f32
+      %p2 = arith.mulf %f, %s : f32
+      %y2 = arith.addf %p2, %b : f32
+      %z2 = arith.mulf %p2, %v : f32
+      %t0 = arith.addf %y, %y1 : f32
+      %t1 = arith.addf %t0, %yv : f32
+      %t2 = arith.addf %t1, %y2 : f32
+      %t3 = arith.addf %t2, %z2 : f32
+      memref.store %t3, %out[%i] : memref<256xf32>
       gpu.return
     }
   }

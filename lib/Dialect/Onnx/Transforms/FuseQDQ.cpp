@@ -520,6 +520,62 @@ struct FuseQDQPass : public kiln::impl::KilnOnnxFuseQDQBase<FuseQDQPass> {
     return {twin, x.zp[0] + 128};
   }
 
+  /// The offset per channel, in accumulator units, that the activation's
+  /// zero point zx and an int32 bias add to the product:
+  ///   sum_k (x - zx)(w - zw[c]) + bias[c]
+  ///     = sum_k x (w - zw[c]) + (bias[c] - zx sum_k (w - zw[c]))
+  /// so that the epilogue converts the product as it is and the offset
+  /// joins the float bias (one constant, rounded once), instead of an
+  /// integer addition per element. Empty (nothing folded) where there is
+  /// nothing to fold, where the product without zx may reach 2^24 in
+  /// magnitude (bounded from a channel's weights and the range of x: its
+  /// f32 conversion would round, and the offset's cancellation could then
+  /// show), and for convolutions with padding (a padded position adds
+  /// nothing to the product but zx·w to the offset). `w` holds the int8
+  /// weights as the product reads them ([K, N], or [F, ...] for Conv).
+  static SmallVector<double> foldedOffsets(const Layer &layer, ArrayRef<char> w,
+                                           ArrayRef<int64_t> shape,
+                                           ArrayRef<double> zw, int64_t zx,
+                                           bool unsignedX) {
+    if (zx == 0 && layer.intBias.empty())
+      return {};
+    if (auto conv = dyn_cast<ConvOp>(layer.contraction)) {
+      StringRef autoPad = conv.getAutoPad();
+      std::optional<ArrayAttr> pads = conv.getPads();
+      if ((autoPad != "NOTSET" && autoPad != "VALID") ||
+          (pads && llvm::any_of(*pads, [](Attribute a) {
+             return cast<IntegerAttr>(a).getInt() != 0;
+           })))
+        return {};
+    }
+    const bool conv = isa<ConvOp>(layer.contraction);
+    const int64_t channels = layer.channels;
+    const int64_t inner = static_cast<int64_t>(w.size()) / channels;
+    // Per channel: the sum of w - zw, and of its positive and negative
+    // parts (uint8 x in [0, 255] gives |product| <= 255 max(pos, -neg);
+    // int8 x in [-128, 127], <= 128 (pos - neg)).
+    SmallVector<double> sum(channels, 0.0), pos(channels, 0.0),
+        neg(channels, 0.0);
+    for (auto [i, byte] : llvm::enumerate(w)) {
+      int64_t idx = static_cast<int64_t>(i);
+      int64_t c = conv ? idx / inner : idx % shape.back();
+      double v = static_cast<double>(static_cast<signed char>(byte)) -
+                 zw[zw.size() > 1 ? c : 0];
+      sum[c] += v;
+      (v > 0 ? pos[c] : neg[c]) += v;
+    }
+    SmallVector<double> offsets;
+    for (int64_t c = 0; c < channels; ++c) {
+      double largest = unsignedX ? 255.0 * std::max(pos[c], -neg[c])
+                                 : 128.0 * (pos[c] - neg[c]);
+      if (largest >= 16777216.0)
+        return {};
+      offsets.push_back((layer.intBias.empty() ? 0.0 : layer.intBias[c]) -
+                        static_cast<double>(zx) * sum[c]);
+    }
+    return offsets;
+  }
+
   void rewrite(Layer &layer) {
     Operation *op = layer.contraction;
     MLIRContext *ctx = op->getContext();
@@ -569,6 +625,15 @@ struct FuseQDQPass : public kiln::impl::KilnOnnxFuseQDQBase<FuseQDQPass> {
       wzp = valuesConstant(b, loc, {static_cast<int64_t>(zw.size())}, i8, zw,
                            hintOf(op, "_wzp"));
 
+    // The activation's zero point and an int32 bias in the float bias,
+    // where the product's conversion to f32 is exact (foldedOffsets).
+    SmallVector<double> offsets =
+        foldedOffsets(layer, bytes, shape, zw, zx, isUnsigned8(xq.getType()));
+    if (!offsets.empty()) {
+      xzp = NoValueOp::create(b, loc, b.getNoneType());
+      layer.intBias.clear();
+    }
+
     // The integer product.
     auto yt = cast<RankedTensorType>(op->getResult(0).getType());
     auto accType = yt.clone(i32);
@@ -604,10 +669,12 @@ struct FuseQDQPass : public kiln::impl::KilnOnnxFuseQDQBase<FuseQDQPass> {
       m.push_back(static_cast<float>(static_cast<float>(s) / sy) *
                   static_cast<float>(layer.alpha));
     y = MulOp::create(b, loc, yt, y, perChannel(f32, m, "_scale"));
-    if (!layer.floatBias.empty()) {
+    if (!layer.floatBias.empty() || !offsets.empty()) {
       SmallVector<double> fb;
-      for (double v : layer.floatBias)
-        fb.push_back(v / sy);
+      for (int64_t c = 0; c < layer.channels; ++c)
+        fb.push_back(
+            (layer.floatBias.empty() ? 0.0 : layer.floatBias[c] / sy) +
+            (offsets.empty() ? 0.0 : offsets[c] * static_cast<float>(m[c])));
       y = AddOp::create(b, loc, yt, y, perChannel(f32, fb, "_bias"));
     }
     if (const std::optional<Dequantized> &r = layer.residual) {
