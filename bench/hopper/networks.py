@@ -72,10 +72,14 @@ than --part-mib is cut into DIR.part1, DIR.part2, ... (one per earlier
 device call of the same lease, each carried alone: a warm machine keeps
 them), and run joins the parts it finds next to DIR (checked against the
 whole file's sha256; a missing part fails that row, saying which).
-What BERT would need to fit one call: int8 products whose weights are
-external (the zero-point column sums computed when the weights load, the
-K-major copy for wgmma made then), or quantizing external float weights at
-load time (Kiln's PTQ would then ship only scales and ranges).
+An int8 .so larger than --part-mib is first cut down instead: the int8
+weights of every MatMul that run can recompute from the regenerated float
+model (int8_matmul_weights: Kiln's PTQ quantization redone in numpy, the
+K-major layout) are found in the .so, zeroed, and the rest gzipped
+(NAME.so.gz); run puts them back and checks the whole file's sha256.
+BERT-base b32's 84.3 MiB .so carries as 1.9 MiB (48 blobs, 81.0 MiB), in
+the one call with the rest. Parts are the fallback when some weights are
+not found or the remainder is still too large.
 
 The int8 rows are checked against onnxruntime fp32 on the same float weights
 and inputs (ResNet-50: smooth pictures of another seed; BERT: the fp16
@@ -233,6 +237,87 @@ def split_parts(a, so, mib):
     return parts
 
 
+def int8_matmul_weights(model_path):
+    """Each MatMul's constant float weights [K, N] of the model at
+    `model_path` quantized as Kiln's PTQ does (kiln-onnx-insert-qdq's
+    quantizeWeights: per column n, s = f32(max |W[:, n]|) / 127 in f32, q =
+    round half to even of f32(W) / s, clamped to [-127, 127]) and laid out
+    K-major ([N, K], what the sm_90a product reads): {name: bytes}."""
+    import numpy as np
+    import onnx
+    from onnx import numpy_helper
+
+    model = onnx.load(model_path)
+    inits = {t.name: t for t in model.graph.initializer}
+    blobs = {}
+    for node in model.graph.node:
+        if node.op_type != "MatMul" or len(node.input) < 2 or node.input[1] not in inits:
+            continue
+        w = numpy_helper.to_array(inits[node.input[1]])
+        if w.dtype != np.float32 or w.ndim != 2:
+            continue
+        m = np.abs(w).max(axis=0).astype(np.float32)
+        s = np.where((m > 0) & np.isfinite(m), m / np.float32(127), np.float32(1))
+        q = np.clip(np.rint(w / s.astype(np.float32)), -127, 127).astype(np.int8)
+        blobs[node.input[1]] = np.ascontiguousarray(q.T).tobytes()
+    return blobs
+
+
+def regen_int8(a, so, filled, mib):
+    """The int8 .so without the bytes run can recompute: every MatMul's
+    quantized weights (int8_matmul_weights of the filled model) found in
+    the .so are zeroed and the rest gzipped to NAME.so.gz in DIR; returns
+    the manifest record (the file, each blob's initializer, offset and size)
+    or None when the result would still be larger than `mib` MiB (or none
+    was found)."""
+    import gzip
+
+    data = bytearray(open(so, "rb").read())
+    found = []
+    for name, blob in int8_matmul_weights(filled).items():
+        at = data.find(blob)
+        if at >= 0 and data.find(blob, at + 1) < 0:
+            found.append({"init": name, "offset": at, "bytes": len(blob)})
+            data[at:at + len(blob)] = bytes(len(blob))
+    if not found:
+        return None
+    gz = so + ".gz"
+    with gzip.open(gz, "wb", compresslevel=6) as f:
+        f.write(data)
+    if os.path.getsize(gz) > mib << 20:
+        os.remove(gz)
+        return None
+    return {"file": os.path.basename(gz), "blobs": found,
+            "zeroed_bytes": sum(b["bytes"] for b in found)}
+
+
+def join_regen(a, r, filled):
+    """The .so of row `r` rebuilt from its gzipped remainder and the int8
+    weights recomputed from the regenerated float model; an error or None."""
+    import gzip
+
+    path = os.path.join(a.dir, r["so"])
+    gz = os.path.join(a.dir, r["regen"]["file"])
+    if not os.path.exists(gz):
+        return f"{r['regen']['file']} is missing"
+    with gzip.open(gz, "rb") as f:
+        data = bytearray(f.read())
+    blobs = int8_matmul_weights(filled)
+    for b in r["regen"]["blobs"]:
+        blob = blobs.get(b["init"])
+        if blob is None or len(blob) != b["bytes"]:
+            return f"{b['init']}: no quantized weights of {b['bytes']} bytes to put back"
+        data[b["offset"]:b["offset"] + b["bytes"]] = blob
+    with open(path + ".tmp", "wb") as out:
+        out.write(data)
+    os.replace(path + ".tmp", path)
+    if kiln_tools.file_sha256(path) != r["so_sha256"]:
+        os.remove(path)
+        return (f"{r['so']} rebuilt from {r['regen']['file']} and the recomputed int8 weights "
+                "differs from the build machine's (sha256)")
+    return None
+
+
 def build_int8(a, kilnc, row, filled, graph_path, weights, man_row, suffix="", extra=()):
     """Kiln's PTQ of the filled float model for one int8 row (route (a) of
     the docstring): calibration inputs, `kilnc --precision=int8 --calibrate`
@@ -293,7 +378,15 @@ def build_int8(a, kilnc, row, filled, graph_path, weights, man_row, suffix="", e
                               "same_as_kilnc": kiln_tools.file_sha256(external) == kilnc_sha}
         os.remove(external)
     note = ""
-    if size > a.part_mib << 20:
+    regen = regen_int8(a, so, filled, a.part_mib) if size > a.part_mib << 20 else None
+    if regen:
+        man_row["regen"] = regen
+        os.remove(so)
+        note = (f", carried as {regen['file']} "
+                f"({os.path.getsize(os.path.join(a.dir, regen['file'])) / 2**20:.1f} MiB: "
+                f"{len(regen['blobs'])} int8 weight blobs, "
+                f"{regen['zeroed_bytes'] / 2**20:.1f} MiB, recomputed there)")
+    elif size > a.part_mib << 20:
         if a.int8_parts:
             man_row["parts"] = split_parts(a, so, a.part_mib)
             note = f", in {len(man_row['parts'])} parts: " + ", ".join(
@@ -413,6 +506,8 @@ def join_parts(a, r):
     path = os.path.join(a.dir, r["so"])
     if os.path.exists(path) and kiln_tools.file_sha256(path) == r["so_sha256"]:
         return None
+    if r.get("regen"):
+        return join_regen(a, r, os.path.join(a.dir, r["net"] + ".filled.onnx"))
     if not r.get("parts"):
         return f"{r['so']} is missing"
     parent = os.path.dirname(os.path.normpath(os.path.abspath(a.dir)))
