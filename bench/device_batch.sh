@@ -16,9 +16,9 @@
 #   int8       .gpu/int8               QDQ models on both images
 #   networks   .hnet + build/lib/libkiln_runtime.so     vs torch.compile
 #   networks2  .hnet2 + build/lib/libkiln_runtime.so    BERT variants (--variant)
-#   int8net    .hnet-int8 + build/lib/libkiln_runtime.so (+ .hnet-int8.part1,
-#              .hnet-int8.part2 carried alone in earlier calls: BERT's int8
-#              .so) int8 vs fp16 vs torch.compile (issue 19)
+#   int8net    .hnet-int8 + build/lib/libkiln_runtime.so   int8 vs fp16 vs
+#              torch.compile (issue 19; BERT's int8 .so as a .gz without the
+#              int8 weights, recomputed there)
 #   gemm       .hopper-kilnc           GEMMs vs torch.matmul
 #   ci         .gpu/stage.tar.xz       node tests, small models, differential
 # A step whose stage is missing is reported and skipped. Exit status: the
