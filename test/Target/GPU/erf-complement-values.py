@@ -25,19 +25,26 @@ saturation = float(re.search(r"kErfSaturation = ([0-9.]+)f?;", src).group(1))
 assert len(raw) == 8, raw
 
 
-def one_plus_erf(y, scale=1.0):
-    """1 + erf(y * scale) as the pass computes it (scale: the multiplier it
-    folds into the coefficients, GELU's 1 / sqrt(2))."""
+def scaled_erfc(v, scale, log2c=0.0):
+    """The pass's exponential of |v|: t = |v|, the bound 3.9 / scale, and
+    2^(log2c - g(min(t, bound))) with g's coefficients scaled (Horner, one
+    f32 FMA each; the last one adds log2c, 0 for ErfPlusOne)."""
     coeffs = [np.float32(c * scale ** (k + 1)) for k, c in enumerate(raw)]
     bound = np.float32(saturation / scale)
-    y = np.asarray(y, dtype=np.float32)
-    t = np.abs(y)
+    t = np.abs(np.asarray(v, dtype=np.float32))
     tc = np.where(np.isnan(t), t, np.minimum(t, bound)).astype(np.float32)
     p = np.full_like(tc, coeffs[-1])
     for c in reversed(coeffs[:-1]):
         p = (p.astype(np.float64) * tc + np.float64(c)).astype(np.float32)
-    g = (p * -tc).astype(np.float32)
-    u = np.exp2(g.astype(np.float64)).astype(np.float32)
+    g = (p.astype(np.float64) * -tc + np.float64(np.float32(log2c))).astype(np.float32)
+    return t, bound, np.exp2(g.astype(np.float64)).astype(np.float32)
+
+
+def one_plus_erf(y, scale=1.0):
+    """1 + erf(y * scale) as the pass computes it (scale: the multiplier it
+    folds into the coefficients, GELU's 1 / sqrt(2))."""
+    y = np.asarray(y, dtype=np.float32)
+    t, bound, u = scaled_erfc(y, scale)
     u = np.where(t > bound, np.float32(0), u)
     return np.where(y >= 0, (np.float32(2) - u).astype(np.float32), u)
 
@@ -77,16 +84,8 @@ def gelu_product(x, c=0.5, scale=1 / math.sqrt(2)):
     """GeluProduct's c * x * (1 + erf(x * scale)): 2c max(x, 0) - |x| c e,
     c e = 2^(log2 c - g) (log2 c in the last FMA), 2c max(x, 0) past the
     bound."""
-    coeffs = [np.float32(v * scale ** (k + 1)) for k, v in enumerate(raw)]
-    bound = np.float32(saturation / scale)
     x = np.asarray(x, dtype=np.float32)
-    t = np.abs(x)
-    tc = np.where(np.isnan(t), t, np.minimum(t, bound)).astype(np.float32)
-    p = np.full_like(tc, coeffs[-1])
-    for k in reversed(coeffs[:-1]):
-        p = (p.astype(np.float64) * tc + np.float64(k)).astype(np.float32)
-    g = (p.astype(np.float64) * -tc + np.float64(np.float32(math.log2(c)))).astype(np.float32)
-    ce = np.exp2(g.astype(np.float64)).astype(np.float32)
+    t, bound, ce = scaled_erfc(x, scale, math.log2(c))
     r = np.where(np.isnan(x), x, np.maximum(x, np.float32(0)))
     if 2 * c != 1:
         r = (r * np.float32(2 * c)).astype(np.float32)
