@@ -76,6 +76,44 @@ std::optional<std::pair<Value, double>> scaledValue(Value y) {
   return std::nullopt;
 }
 
+/// For y = x * scale (scale > 0): t = |x|, the bound 3.9 / scale, and
+/// 2^(log2c - g(min(t, bound))) = 2^log2c erfc(min(|y|, 3.9)), the
+/// polynomial's coefficients c_k * scale^(k+1) (in double, rounded once)
+/// and log2c in its last FMA (a product where it is 0). g <= 26 at the
+/// bound: for log2c > -100 the exponential's result is a normal float,
+/// which a target may use for a cheaper instruction (kiln.exp2_normal).
+/// NaN stays NaN through minimumf; t > bound is false for it.
+struct ScaledErfc {
+  Value t, bound, value;
+};
+ScaledErfc scaledErfc(PatternRewriter &rewriter, Location loc, Value x,
+                      double scale, double log2c) {
+  Type f32 = rewriter.getF32Type();
+  auto cst = [&](double v) {
+    return arith::ConstantOp::create(
+               rewriter, loc, rewriter.getFloatAttr(f32, static_cast<float>(v)))
+        .getResult();
+  };
+  ScaledErfc r;
+  r.t = math::AbsFOp::create(rewriter, loc, x);
+  r.bound = cst(kErfSaturation / scale);
+  Value tc = arith::MinimumFOp::create(rewriter, loc, r.t, r.bound);
+  const int n = std::size(kLog2Erfc);
+  Value p = cst(kLog2Erfc[n - 1] * std::pow(scale, n));
+  for (int k = n - 2; k >= 0; --k)
+    p = math::FmaOp::create(rewriter, loc, p, tc,
+                            cst(kLog2Erfc[k] * std::pow(scale, k + 1)));
+  Value negTc = arith::NegFOp::create(rewriter, loc, tc);
+  Value g = log2c == 0
+                ? arith::MulFOp::create(rewriter, loc, p, negTc).getResult()
+                : math::FmaOp::create(rewriter, loc, p, negTc, cst(log2c))
+                      .getResult();
+  auto exp2 = math::Exp2Op::create(rewriter, loc, g);
+  exp2->setAttr("kiln.exp2_normal", rewriter.getUnitAttr());
+  r.value = exp2;
+  return r;
+}
+
 /// addf(erf(y), 1) (either order) on f32 scalars.
 struct ErfPlusOne : OpRewritePattern<arith::AddFOp> {
   using OpRewritePattern::OpRewritePattern;
@@ -106,27 +144,12 @@ struct ErfPlusOne : OpRewritePattern<arith::AddFOp> {
                                        rewriter.getFloatAttr(f32, v))
           .getResult();
     };
-    auto coeff = [&](int k) {
-      return cst(static_cast<float>(kLog2Erfc[k] * std::pow(scale, k + 1)));
-    };
-    Value t = math::AbsFOp::create(rewriter, loc, y);
-    Value bound = cst(static_cast<float>(kErfSaturation / scale));
-    // NaN stays NaN through minimumf; t > bound is false for it.
-    Value tc = arith::MinimumFOp::create(rewriter, loc, t, bound);
-    Value p = coeff(std::size(kLog2Erfc) - 1);
-    for (int k = std::size(kLog2Erfc) - 2; k >= 0; --k)
-      p = math::FmaOp::create(rewriter, loc, p, tc, coeff(k));
-    // u = 2^-g = erfc(tc).
-    Value negT = arith::NegFOp::create(rewriter, loc, tc);
-    // g <= 26 (the polynomial at the bound): the exponential's result is a
-    // normal float, which a target may use for a cheaper instruction.
-    auto exp2 = math::Exp2Op::create(
-        rewriter, loc, arith::MulFOp::create(rewriter, loc, p, negT));
-    exp2->setAttr("kiln.exp2_normal", rewriter.getUnitAttr());
-    Value u = exp2;
+    // u = 2^-g = erfc(min(|y|, 3.9)), 0 past the bound.
+    ScaledErfc e = scaledErfc(rewriter, loc, y, scale, 0.0);
     Value saturated = arith::CmpFOp::create(
-        rewriter, loc, arith::CmpFPredicate::OGT, t, bound);
-    u = arith::SelectOp::create(rewriter, loc, saturated, cst(0.0f), u);
+        rewriter, loc, arith::CmpFPredicate::OGT, e.t, e.bound);
+    Value u =
+        arith::SelectOp::create(rewriter, loc, saturated, cst(0.0f), e.value);
     Value positive = arith::CmpFOp::create(
         rewriter, loc, arith::CmpFPredicate::OGE, y, cst(0.0f));
     Value upper = arith::SubFOp::create(rewriter, loc, cst(2.0f), u);
@@ -176,7 +199,7 @@ std::optional<std::pair<math::ErfOp, double>> erfPlusOneOf(Value sum, Value x) {
 /// once instead of three times). -inf gives 0 where the product's form
 /// gives NaN (-inf * 0); NaN stays NaN.
 struct GeluProduct : OpRewritePattern<arith::MulFOp> {
-  GeluProduct(MLIRContext *ctx) : OpRewritePattern(ctx, /*benefit=*/2) {}
+  using OpRewritePattern::OpRewritePattern;
   LogicalResult matchAndRewrite(arith::MulFOp mul,
                                 PatternRewriter &rewriter) const override {
     if (!mul.getType().isF32())
@@ -229,27 +252,14 @@ struct GeluProduct : OpRewritePattern<arith::MulFOp> {
                  rewriter.getFloatAttr(f32, static_cast<float>(v)))
           .getResult();
     };
-    Value t = math::AbsFOp::create(rewriter, loc, x);
-    Value bound = cst(kErfSaturation / s);
-    Value tc = arith::MinimumFOp::create(rewriter, loc, t, bound);
-    Value p = cst(kLog2Erfc[std::size(kLog2Erfc) - 1] *
-                  std::pow(s, std::size(kLog2Erfc)));
-    for (int k = std::size(kLog2Erfc) - 2; k >= 0; --k)
-      p = math::FmaOp::create(rewriter, loc, p, tc,
-                              cst(kLog2Erfc[k] * std::pow(s, k + 1)));
-    // c e = 2^(log2 c - g): the exponent is at least log2 c - 26, > -126.
-    Value negTc = arith::NegFOp::create(rewriter, loc, tc);
-    auto exp2 = math::Exp2Op::create(
-        rewriter, loc,
-        math::FmaOp::create(rewriter, loc, p, negTc, cst(std::log2(c))));
-    exp2->setAttr("kiln.exp2_normal", rewriter.getUnitAttr());
+    ScaledErfc e = scaledErfc(rewriter, loc, x, s, std::log2(c));
     Value r = arith::MaximumFOp::create(rewriter, loc, x, cst(0.0));
     if (2.0 * c != 1.0)
       r = arith::MulFOp::create(rewriter, loc, r, cst(2.0 * c));
     Value v = math::FmaOp::create(
-        rewriter, loc, arith::NegFOp::create(rewriter, loc, t), exp2, r);
+        rewriter, loc, arith::NegFOp::create(rewriter, loc, e.t), e.value, r);
     Value saturated = arith::CmpFOp::create(
-        rewriter, loc, arith::CmpFPredicate::OGT, t, bound);
+        rewriter, loc, arith::CmpFPredicate::OGT, e.t, e.bound);
     rewriter.replaceOpWithNewOp<arith::SelectOp>(mul, saturated, r, v);
     return success();
   }

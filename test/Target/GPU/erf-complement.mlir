@@ -42,7 +42,7 @@
 // PTX: ret;
 
 // Kiln's Gelu lowering, (0.5 * x) * (1 + erf): c = 0.5; x * (1 + erf)
-// without a constant after it: c = 1, the FMA adds log2 1 = 0, max(x, 0)
+// without a constant after it: c = 1, log2 1 = 0 (a product, not an FMA), max(x, 0)
 // times 2. A GELU whose erf argument has another use is left to the sum's
 // pattern (the product by x stays).
 // CHECK-LABEL: gpu.func @gelu_groupings
@@ -53,7 +53,7 @@
 // CHECK: math.exp2 %[[G1]]
 // CHECK: %[[R1:.*]] = arith.maximumf %{{.*}}, %[[ZERO]] : f32
 // CHECK: math.fma %{{.*}}, %{{.*}}, %[[R1]] : f32
-// CHECK: %[[G2:.*]] = math.fma %{{.*}}, %{{.*}}, %[[ZERO]] : f32
+// CHECK: %[[G2:.*]] = arith.mulf %{{.*}}, %{{.*}} : f32
 // CHECK: math.exp2 %[[G2]]
 // CHECK: %[[R2:.*]] = arith.maximumf %{{.*}}, %[[ZERO]] : f32
 // CHECK: %[[R2X:.*]] = arith.mulf %[[R2]], %[[TWO]] : f32
