@@ -20,6 +20,8 @@
 #              torch.compile (issue 19; BERT's int8 .so as a .gz without the
 #              int8 weights, recomputed there)
 #   gemm       .hopper-kilnc           GEMMs vs torch.matmul
+#   int8gemm   .i8g                    int8 products (bench/hopper/int8_gemm.py,
+#              its --variant builds: tiles, multicast) vs fp16 and cuBLAS
 #   ci         .gpu/stage.tar.xz       node tests, small models, differential
 # A step whose stage is missing is reported and skipped. Exit status: the
 # number of steps that failed or timed out.
@@ -80,6 +82,9 @@ for arg in "$@"; do
       cp build/lib/libkiln_runtime.so .hnet-int8/ &&
       timeout "$limit" python3 bench/hopper/networks.py run .hnet-int8 \
         --json "$OUT/int8net.json" ;;
+    int8gemm) need .i8g &&
+      timeout "$limit" python3 bench/hopper/int8_gemm.py run .i8g \
+        --json "$OUT/int8gemm.json" ;;
     gemm) need .hopper-kilnc &&
       timeout "$limit" python3 bench/hopper/kilnc_gemm.py run .hopper-kilnc \
         --json "$OUT/gemm.json" ;;

@@ -103,24 +103,28 @@ inline StringRef stringifyPersistentKernels(PersistentKernels p) {
 /// (2: each takes at most half the shared memory, so one block's stores
 /// overlap the other's products), or whether two consumers of one block
 /// take turns on whole tiles (ping-pong: one's products overlap the
-/// other's epilogue).
+/// other's epilogue), or whether two blocks form a cluster that loads the
+/// larger of their operand tiles once for both (multicast).
 struct ContractionTile {
   int64_t rows = 0, columns = 0, blocksPerSM = 1;
   bool pingPong = false;
+  bool multicast = false;
   bool operator==(const ContractionTile &o) const {
     return rows == o.rows && columns == o.columns &&
-           blocksPerSM == o.blocksPerSM && pingPong == o.pingPong;
+           blocksPerSM == o.blocksPerSM && pingPong == o.pingPong &&
+           multicast == o.multicast;
   }
 };
 
 /// The tiles that a target's own contraction kernels may choose from
-/// (--gpu-tiles "BMxBN[/BLOCKS|/pingpong][,...]"); empty: every tile of the
+/// (--gpu-tiles "BMxBN[/BLOCKS|/pingpong|/multicast][,...]"); empty: every tile of the
 /// target's, by its cost model.
 using ContractionTiles = SmallVector<ContractionTile>;
 
 /// Parses a --gpu-tiles list ("" is the empty list); false with `error`
 /// set when an entry is not two positive integers joined by 'x', with an
-/// optional "/N" of 1 or 2 blocks per multiprocessor or "/pingpong".
+/// optional "/N" of 1 or 2 blocks per multiprocessor, "/pingpong" or
+/// "/multicast".
 inline bool parseContractionTiles(StringRef s, ContractionTiles &tiles,
                                   std::string &error) {
   tiles.clear();
@@ -134,17 +138,19 @@ inline bool parseContractionTiles(StringRef s, ContractionTiles &tiles,
     auto [m, n] = shape.split('x');
     int64_t bm = 0, bn = 0, blocks = 1;
     bool pingPong = slash && perSM == "pingpong";
+    bool multicast = slash && perSM == "multicast";
     if (m.getAsInteger(10, bm) || n.getAsInteger(10, bn) || bm <= 0 ||
-        bn <= 0 || (slash && !pingPong && perSM.getAsInteger(10, blocks)) ||
+        bn <= 0 ||
+        (slash && !pingPong && !multicast && perSM.getAsInteger(10, blocks)) ||
         blocks < 1 || blocks > 2) {
       error = ("gpu-tiles: '" + e.trim() +
                "' is not a tile (rows x columns, optionally / blocks per "
-               "multiprocessor, 1 or 2, or /pingpong; e.g. 192x128, "
-               "128x128/2 or 128x128/pingpong)")
+               "multiprocessor, 1 or 2, /pingpong or /multicast; e.g. "
+               "192x128, 128x128/2, 128x128/pingpong or 192x128/multicast)")
                   .str();
       return false;
     }
-    tiles.push_back({bm, bn, blocks, pingPong});
+    tiles.push_back({bm, bn, blocks, pingPong, multicast});
   }
   return true;
 }
@@ -153,6 +159,8 @@ inline std::string stringifyContractionTile(const ContractionTile &t) {
   std::string s = std::to_string(t.rows) + "x" + std::to_string(t.columns);
   if (t.pingPong)
     s += "/pingpong";
+  else if (t.multicast)
+    s += "/multicast";
   else if (t.blocksPerSM != 1)
     s += "/" + std::to_string(t.blocksPerSM);
   return s;

@@ -245,17 +245,30 @@ mlir::kiln::lowerWarpgroupContraction(RewriterBase &rewriter,
     return t;
   };
   const bool stageable = canStageOutput(p);
+  // A multicast tile's two blocks each take one tile, whole along K, of a
+  // matmul (an im2col copy has no half boxes), and pair up along the dim
+  // they do not share: that dim's tiles must come in pairs (a lone block
+  // would wait for a peer that does not exist). B is shared from K-major
+  // rows, or by whole 64-column boxes of N-major ones.
+  auto multicastFits = [&](const Tile &t) {
+    int64_t tm = (p.m + t.bm - 1) / t.bm, tn = (p.n + t.bn - 1) / t.bn;
+    return !p.conv && t.blocksPerSM == 1 && splitsOf(t).second == 1 &&
+           (t.sharesA() ? tn % 2 == 0 && t.bm % 16 == 0
+                        : tm % 2 == 0 &&
+                              (p.bKMajor || p.transposeB || t.bn % 128 == 0));
+  };
   // A ping-pong tile is persistent, whole along K, and leaves through its
   // consumer's staging area: an output that cannot takes the best other.
   Tile tile = withSteps(chooseTile(p, choices.tiles, [&](const Tile &t) {
-    return stageable || !t.pingPong;
+    return (stageable || !t.pingPong) && (!t.multicast || multicastFits(t));
   }));
   // Split K: each part's sums go to a scratch buffer [batch x parts][M][N];
   // a second launch adds them and applies the epilogue.
-  auto [kPer, splits] =
-      tile.pingPong ? std::make_pair(p.kSteps(), int64_t(1)) : splitsOf(tile);
+  auto [kPer, splits] = tile.pingPong || tile.multicast
+                            ? std::make_pair(p.kSteps(), int64_t(1))
+                            : splitsOf(tile);
   bool persistent = tile.pingPong;
-  if (!tile.pingPong) {
+  if (!tile.pingPong && !tile.multicast) {
     persistent = usePersistent(mode, p, tile, splits);
     if (persistent && mode == PersistentKernels::Auto)
       persistent = stageable && fitsStaged(tile);
@@ -319,13 +332,17 @@ mlir::kiln::lowerWarpgroupContraction(RewriterBase &rewriter,
   // Host: the tile maps. A's boxes are BM x BK (K innermost); B's are
   // 64 (K) x 64 (N), bn / 64 of them per stage (N innermost, f16/bf16), or
   // bn (N) x BK (K) when K is innermost; 1 along the batch dims.
+  // A multicast tile's shared operand: boxes of half its rows (each block
+  // of the pair copies one half), or half of B's 64-column boxes each.
+  const bool halfA = tile.multicast && tile.sharesA();
+  const bool halfB = tile.multicast && !tile.sharesA();
   auto boxOf = [&](ArrayRef<DimRole> dims) {
     SmallVector<int64_t> box;
     for (DimRole d : dims)
       box.push_back(d.role == Role::Batch ? 1
-                    : d.role == Role::M   ? bm
+                    : d.role == Role::M   ? (halfA ? bm / 2 : bm)
                     : d.role == Role::K   ? bk
-                    : p.bKMajor           ? bn
+                    : p.bKMajor           ? (halfB ? bn / 2 : bn)
                                           : 64);
     return box;
   };
@@ -381,16 +398,33 @@ mlir::kiln::lowerWarpgroupContraction(RewriterBase &rewriter,
   Value smemSize = arith::ConstantIntOp::create(
       rewriter, loc, rewriter.getI32Type(), smemBytes);
   // One block per tile (grid x along N, y along M, z the batch and the K
-  // parts), or the persistent blocks along x.
+  // parts), or the persistent blocks along x. A multicast tile's blocks
+  // are clusters of two along x (sharing A: the same rows, next columns)
+  // or y (sharing B); the kernel's .reqnctapercluster lets a plain launch
+  // make them.
   auto launch =
       cfg.persistent
           ? gpu::LaunchOp::create(rewriter, loc, cIndex(cfg.blocks), cIndex(1),
                                   cIndex(1), cIndex(threads), cIndex(1),
                                   cIndex(1), smemSize)
-          : gpu::LaunchOp::create(rewriter, loc, cIndex((p.n + bn - 1) / bn),
+      : !tile.multicast
+          ? gpu::LaunchOp::create(rewriter, loc, cIndex((p.n + bn - 1) / bn),
                                   cIndex((p.m + bm - 1) / bm),
                                   cIndex(p.batch * splits), cIndex(threads),
-                                  cIndex(1), cIndex(1), smemSize);
+                                  cIndex(1), cIndex(1), smemSize)
+          : gpu::LaunchOp::create(rewriter, loc, cIndex((p.n + bn - 1) / bn),
+                                  cIndex((p.m + bm - 1) / bm), cIndex(p.batch),
+                                  cIndex(threads), cIndex(1), cIndex(1),
+                                  smemSize, Type(), ValueRange{}, TypeRange{},
+                                  TypeRange{}, cIndex(halfA ? 2 : 1),
+                                  cIndex(halfA ? 1 : 2), cIndex(1));
+  // The builder leaves out the region's cluster ids and sizes (the six
+  // arguments after the block sizes) that the verifier expects.
+  if (tile.multicast) {
+    Block &body = launch.getBody().front();
+    while (body.getNumArguments() < 18)
+      body.addArgument(rewriter.getIndexType(), loc);
+  }
   // What was chosen, for kilnc --report (the kernel's "gpu_contractions").
   {
     std::string what;
@@ -420,6 +454,9 @@ mlir::kiln::lowerWarpgroupContraction(RewriterBase &rewriter,
             "warpgroup";
     else
       os << consumers + 1 << " warpgroups";
+    if (tile.multicast)
+      os << ", clusters of 2 blocks along " << (halfA ? "N" : "M")
+         << " sharing " << (halfA ? "A" : "B") << "'s tile by multicast";
     if (transposedB)
       os << ", B transposed to K-major first";
     if (splits > 1)

@@ -295,21 +295,43 @@ void warpgroup::buildKernel(RewriterBase &rewriter, const Problem &p,
         e.add(e.add(base, e.mul(stage, 8)), barOff + (empty ? 8 * stages : 0)));
   };
 
+  // A multicast tile: this block's rank in its cluster of two (which half
+  // of the shared operand it copies, into both blocks).
+  const bool multicast = cfg.tile.multicast;
+  const bool halfA = multicast && cfg.tile.sharesA();
+  const bool halfB = multicast && !halfA;
+  Value rank =
+      multicast ? NVVM::ClusterId::create(b, loc, b.getI32Type()) : Value();
+  // Both blocks' cluster barrier (every thread of each arrives and waits):
+  // after the mbarriers' initialization, so that no copy or arrival of the
+  // peer reaches them before; and at the end, so that neither block exits
+  // while the other may still arrive on its barriers.
+  auto clusterBarrier = [&] {
+    NVVM::ClusterArriveOp::create(b, loc, UnitAttr());
+    NVVM::ClusterWaitOp::create(b, loc, UnitAttr());
+  };
+
   // Thread 0 initializes the barriers: `full` expects the producer's one
-  // arrival (and the copies' bytes), `empty` every consumer thread's (a
-  // ping-pong tile's: its one consumer's).
+  // arrival (and the copies' bytes, the peer's half of a multicast operand
+  // included), `empty` every consumer thread's (a ping-pong tile's: its one
+  // consumer's; a multicast tile's: the first lane of each consumer warp of
+  // both blocks, since the peer's producer writes this block's stage too).
   Value isT0 = e.cmp(arith::CmpIPredicate::eq, tid, e.i32(0));
+  const int64_t releases =
+      multicast ? 2 * 4 * consumers : 128 * (pingPong ? 1 : consumers);
   e.ifThen(isT0, [&] {
     for (int64_t s = 0; s < stages; ++s) {
       NVVM::MBarrierInitOp::create(b, loc, barrier(e.i32(s), false), e.i32(1),
                                    Value());
       NVVM::MBarrierInitOp::create(b, loc, barrier(e.i32(s), true),
-                                   e.i32(128 * (pingPong ? 1 : consumers)),
-                                   Value());
+                                   e.i32(releases), Value());
     }
     NVVM::FenceMbarrierInitOp::create(b, loc);
   });
-  NVVM::Barrier0Op::create(b, loc);
+  if (multicast)
+    clusterBarrier();
+  else
+    NVVM::Barrier0Op::create(b, loc);
 
   Value ticks = e.i32(10000000);
   // Warpgroup 0 produces (its first thread issues the copies) and
@@ -376,28 +398,51 @@ void warpgroup::buildKernel(RewriterBase &rewriter, const Problem &p,
           false, Value());
       Value stageAddr = e.add(base, e.mul(s, stageBytes));
       Value kc = e.mul(kt, bk);
-      // Coordinates innermost first, as the tile map's dims.
-      auto copy = [&](Value dst, Value desc, ArrayRef<DimRole> dims, Value mn) {
+      // Coordinates innermost first, as the tile map's dims. A copy of half
+      // a multicast operand lands at the same offset in both blocks of the
+      // cluster and completes on the same stage's `full` in each.
+      auto copy = [&](Value dst, Value desc, ArrayRef<DimRole> dims, Value mn,
+                      bool both = false) {
         SmallVector<Value> coords;
         for (DimRole d : llvm::reverse(dims))
           coords.push_back(d.role == Role::Batch ? bIdx[d.batch]
                            : d.role == Role::K   ? kc
                                                  : mn);
         Value dst7 = LLVM::AddrSpaceCastOp::create(b, loc, ptr7, e.shared(dst));
+        Value mask =
+            both ? arith::ConstantIntOp::create(b, loc, b.getI16Type(), 0b11)
+                       .getResult()
+                 : Value();
         NVVM::CpAsyncBulkTensorGlobalToSharedClusterOp::create(
-            b, loc, dst7, desc, coords, full, ValueRange{}, Value(), Value(),
+            b, loc, dst7, desc, coords, full, ValueRange{}, mask, Value(),
             NVVM::TMALoadMode::TILE, false, NVVM::CTAGroupKindAttr(), Value());
       };
       if (p.conv) {
         copyConvolutionStep(e, *p.conv, p.bKMajor, bk, pixel, stageAddr, aBytes,
                             bn, descA, descB, full, kt, n0);
       } else {
-        copy(stageAddr, descA, p.aDims, m0);
-        if (p.bKMajor)
-          copy(e.add(stageAddr, aBytes), descB, p.bDims, n0);
+        // A multicast tile's rank r copies rows r * BM / 2 .. of A (or
+        // r * BN / 2 .. of B, or its 64-column boxes from r * BN / 128).
+        if (halfA)
+          copy(e.add(stageAddr, e.mul(rank, bm / 2 * step)), descA, p.aDims,
+               e.add(m0, e.mul(rank, bm / 2)), /*both=*/true);
+        else
+          copy(stageAddr, descA, p.aDims, m0);
+        Value bStage = e.add(stageAddr, aBytes);
+        if (p.bKMajor && halfB)
+          copy(e.add(bStage, e.mul(rank, bn / 2 * step)), descB, p.bDims,
+               e.add(n0, e.mul(rank, bn / 2)), /*both=*/true);
+        else if (p.bKMajor)
+          copy(bStage, descB, p.bDims, n0);
+        else if (halfB)
+          for (int64_t j = 0; j < bn / 128; ++j) {
+            Value box = e.add(e.mul(rank, bn / 128), j);
+            copy(e.add(bStage, e.mul(box, 64 * kStepBytes)), descB, p.bDims,
+                 e.add(n0, e.mul(box, 64)), /*both=*/true);
+          }
         else
           for (int64_t j = 0; j < bn / 64; ++j)
-            copy(e.add(stageAddr, aBytes + j * 64 * kStepBytes), descB, p.bDims,
+            copy(e.add(bStage, j * 64 * kStepBytes), descB, p.bDims,
                  e.add(n0, 64 * j));
       }
     });
@@ -410,6 +455,27 @@ void warpgroup::buildKernel(RewriterBase &rewriter, const Problem &p,
     setRegisters(kConsumerRegisters, /*increase=*/true);
     Value cw = producerWarp ? wg : e.add(wg, -1);
     Value ltid = e.remu(tid, 128);
+    // Gives a stage back to the producer(s): every consumer thread arrives
+    // on its block's `empty`; in a multicast tile the first lane of each
+    // warp (its wgmma.wait_group, warp-wide, is behind it) arrives on the
+    // stage's `empty` of both blocks.
+    Value firstLane =
+        multicast ? e.cmp(arith::CmpIPredicate::eq, e.remu(tid, 32), e.i32(0))
+                  : Value();
+    auto release = [&](Value stage) {
+      Value empty = barrier(stage, true);
+      if (!multicast) {
+        NVVM::MBarrierArriveOp::create(b, loc, b.getI64Type(), empty, Value());
+        return;
+      }
+      e.ifThen(firstLane, [&] {
+        for (int64_t r = 0; r < 2; ++r) {
+          Value there = NVVM::MapaOp::create(b, loc, ptr7, empty, e.i32(r));
+          NVVM::MBarrierArriveOp::create(b, loc, Type(), there, Value(),
+                                         NVVM::MemScopeKind::CLUSTER);
+        }
+      });
+    };
     auto accType = LLVM::LLVMStructType::getLiteral(
         context, SmallVector<Type>(nAcc, accElem));
     // The accumulators start undefined: the first K step's first wgmma
@@ -528,11 +594,8 @@ void warpgroup::buildKernel(RewriterBase &rewriter, const Problem &p,
         // done, its stage goes back to the producer.
         NVVM::WgmmaGroupSyncAlignedOp::create(b, loc);
         NVVM::WgmmaWaitGroupSyncOp::create(b, loc, 1);
-        if (!first) {
-          Value prev = e.remu(e.add(kl, stages - 1), stages);
-          NVVM::MBarrierArriveOp::create(b, loc, b.getI64Type(),
-                                         barrier(prev, true), Value());
-        }
+        if (!first)
+          release(e.remu(e.add(kl, stages - 1), stages));
         return out;
       };
       // The first step peeled (a tile has at least one K step), the rest in
@@ -695,5 +758,9 @@ void warpgroup::buildKernel(RewriterBase &rewriter, const Problem &p,
       }
     };
     forEachTile(consume, pingPong ? cw : Value());
+  }
+  if (multicast) {
+    b.setInsertionPointAfter(branch);
+    clusterBarrier();
   }
 }

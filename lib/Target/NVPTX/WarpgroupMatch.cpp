@@ -568,7 +568,15 @@ ArrayRef<Tile> warpgroup::tileTable() {
                                 /*epilogueBoundRate=*/1.25},
                                {128, 64, 4, 0.0, false, /*blocksPerSM=*/2},
                                {128, 128, 4, 0.0, false, 1, 0.0,
-                                /*pingPong=*/true}};
+                                /*pingPong=*/true},
+                               {192, 128, 4, 0.0, true, 1, 0.0, false,
+                                /*multicast=*/true},
+                               {256, 128, 4, 0.0, false, 1, 0.0, false,
+                                /*multicast=*/true},
+                               {128, 256, 4, 0.0, false, 1, 0.0, false,
+                                /*multicast=*/true},
+                               {128, 128, 4, 0.0, false, 1, 0.0, false,
+                                /*multicast=*/true}};
   return table;
 }
 

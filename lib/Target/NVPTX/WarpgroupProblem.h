@@ -158,7 +158,16 @@ struct Tile {
   /// main loops), where the consumers of the other tiles share each tile
   /// and run their epilogues at once.
   bool pingPong = false;
+  /// Multicast: two blocks (a cluster along the other operand's dim) share
+  /// the larger of the two operand tiles (A's when bm >= bn): each loads
+  /// half of it into both blocks' shared memory (Tensor Memory Accelerator
+  /// multicast), so that a block reads (bm / 2 + bn) or (bm + bn / 2) rows
+  /// a K step from L2 instead of bm + bn.
+  bool multicast = false;
 
+  /// Whether a multicast tile shares A (its pairs along N); B otherwise
+  /// (pairs along M).
+  bool sharesA() const { return bm >= bn; }
   /// The consumer warpgroups: 64 rows each, or two taking turns.
   int64_t consumers() const { return pingPong ? 2 : bm / 64; }
   /// The m64 wgmma row blocks of a consumer's part of a tile.
@@ -172,7 +181,9 @@ struct Tile {
     return 128 * consumers() + (producerWarp() ? 32 : 128);
   }
   /// The tile as --gpu-tiles names it.
-  ContractionTile key() const { return {bm, bn, blocksPerSM, pingPong}; }
+  ContractionTile key() const {
+    return {bm, bn, blocksPerSM, pingPong, multicast};
+  }
 };
 
 /// The K steps up to which an 8-bit product is epilogue-bound whatever its
