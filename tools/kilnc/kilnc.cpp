@@ -113,10 +113,12 @@ static cl::opt<std::string> gpuSplitK(
     cl::init("auto"));
 static cl::opt<std::string> gpuTiles(
     "gpu-tiles",
-    cl::desc("GPU targets: the output tiles (BMxBN, comma-separated) the "
-             "target's own contraction kernels may choose from (sm_90a "
-             "warpgroup MMA: 256x128, 128x128, 256x64, 128x64, 192x128; "
-             "default: all measured ones, by the cost model)"),
+    cl::desc("GPU targets: the output tiles (BMxBN[/2|/pingpong|/multicast], "
+             "comma-separated) the target's own contraction kernels may "
+             "choose from (sm_90a warpgroup MMA: 256x128, 128x128, 256x64, "
+             "128x64, 192x128; /multicast: clusters of two blocks sharing "
+             "an operand tile; default: all measured ones, by the cost "
+             "model)"),
     cl::init(""));
 static cl::opt<std::string>
     dumpAfter("dump-after",

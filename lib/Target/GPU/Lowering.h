@@ -512,6 +512,8 @@ public:
 private:
   /// Warps of a block (each the instruction's M query rows) and keys a step.
   static constexpr int64_t kWarps = 4, kKeys = 64;
+  /// Blocks a multiprocessor takes of a kernel with heads of up to 64.
+  static constexpr int64_t kMinAttentionBlocks = 4;
   /// The static shared memory a block may take (the smallest limit of the
   /// targets: 48 KiB); the asynchronous copies' second buffers must fit.
   static constexpr int64_t kMaxSharedBytes = 48 * 1024;

@@ -26,7 +26,7 @@ void mlir::kiln::addGPUMappingPasses(
   // Constants move into the launches: a divisor passed as a kernel argument
   // costs a real (64-bit) division per use.
   pm.addPass(createGpuLaunchSinkIndexComputationsPass());
-  pm.addPass(createGpuKernelOutliningPass());
+  pm.addPass(createKilnOutlineGPUKernels());
   pm.addPass(createKilnMergeGPUModules());
 }
 

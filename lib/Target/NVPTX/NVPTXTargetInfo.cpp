@@ -324,6 +324,13 @@ public:
     return lowerWarpgroupContraction(rewriter, op, ctx, choices);
   }
 
+  std::optional<NamedAttribute>
+  getMinBlocksPerSMAttr(MLIRContext *context, int64_t blocks) const override {
+    Builder b(context);
+    return b.getNamedAttr(NVVM::NVVMDialect::getMinctasmAttrName(),
+                          b.getI32IntegerAttr(blocks));
+  }
+
   ContractionTiles getContractionTiles() const override {
     return hasWarpgroupMMA ? warpgroupTiles() : ContractionTiles();
   }

@@ -458,7 +458,7 @@ void warpgroup::buildKernel(RewriterBase &rewriter, const Problem &p,
     // Gives a stage back to the producer(s): every consumer thread arrives
     // on its block's `empty`; in a multicast tile the first lane of each
     // warp (its wgmma.wait_group, warp-wide, is behind it) arrives on the
-    // stage's `empty` of both blocks.
+    // stage's `empty` of both blocks (the peer's through `mapa`).
     Value firstLane =
         multicast ? e.cmp(arith::CmpIPredicate::eq, e.remu(tid, 32), e.i32(0))
                   : Value();
@@ -468,12 +468,15 @@ void warpgroup::buildKernel(RewriterBase &rewriter, const Problem &p,
         NVVM::MBarrierArriveOp::create(b, loc, b.getI64Type(), empty, Value());
         return;
       }
+      // Both arrivals release at the block's scope (the default): what
+      // they order is the warp's reads of the stage, which its
+      // wgmma.wait_group has completed; a cluster-scope release costs a
+      // fence each K step.
       e.ifThen(firstLane, [&] {
-        for (int64_t r = 0; r < 2; ++r) {
-          Value there = NVVM::MapaOp::create(b, loc, ptr7, empty, e.i32(r));
-          NVVM::MBarrierArriveOp::create(b, loc, Type(), there, Value(),
-                                         NVVM::MemScopeKind::CLUSTER);
-        }
+        NVVM::MBarrierArriveOp::create(b, loc, b.getI64Type(), empty, Value());
+        Value peer = arith::XOrIOp::create(b, loc, rank, e.i32(1));
+        Value there = NVVM::MapaOp::create(b, loc, ptr7, empty, peer);
+        NVVM::MBarrierArriveOp::create(b, loc, Type(), there, Value());
       });
     };
     auto accType = LLVM::LLVMStructType::getLiteral(

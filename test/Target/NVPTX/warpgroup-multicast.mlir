@@ -7,7 +7,8 @@
 // along M, cluster 1x2x1): from K-major rows (8-bit, after the transpose)
 // or as one of the two 64-column boxes of each half of N-major f16 rows.
 // Each stage's `empty` barrier counts the first lane of each consumer warp
-// of both blocks (mapa + mbarrier.arrive.release.cluster), and cluster
+// of both blocks (the peer's through mapa, mbarrier.arrive.shared::cluster),
+// and cluster
 // barriers follow the barriers' initialization and end the kernel. A
 // problem whose tiles along the pairing dim are odd (3136 x 1920: 15 tiles
 // of 128 columns, 25 of 128 rows) takes the cost model's tile, no cluster.
@@ -69,17 +70,17 @@ module {
 // IRA: kiln.tile_map %arg0, %arg1 box [96, 64] swizzle 128 : memref<4096x512xf16>
 // IRA: kiln.tile_map %arg0, %arg2 box [64, 64] swizzle 128 : memref<512x2048xf16>
 // IRA: gpu.launch clusters({{.*}}) in ({{.*}} = %c2{{[_0-9]*}}, {{.*}} = %c1{{[_0-9]*}}, {{.*}} = %c1{{[_0-9]*}}) blocks({{.*}}) in ({{.*}} = %c16{{[_0-9]*}}, {{.*}} = %c22{{[_0-9]*}},
-// IRA: nvvm.read.ptx.sreg.cluster.ctarank
+// IRA: %[[RANK:.*]] = nvvm.read.ptx.sreg.cluster.ctarank
 // IRA: nvvm.mbarrier.init {{.*}}, %c24_i32 :
 // IRA: nvvm.cluster.arrive
 // IRA-NEXT: nvvm.cluster.wait
 // IRA: nvvm.cp.async.bulk.tensor.shared.cluster.global {{.*}} multicast_mask = %c3_i16
 // IRA-NOT: multicast_mask
 // IRA: nvvm.wgmma.mma_async
-// IRA: nvvm.mapa {{.*}}, %c0_i32{{.*}} : !llvm.ptr<3> -> !llvm.ptr<7>
-// IRA-NEXT: nvvm.mbarrier.arrive {{.*}} {scope = #nvvm.mem_scope<cluster>} : !llvm.ptr<7>
-// IRA: nvvm.mapa {{.*}}, %c1_i32{{.*}} : !llvm.ptr<3> -> !llvm.ptr<7>
-// IRA-NEXT: nvvm.mbarrier.arrive {{.*}} {scope = #nvvm.mem_scope<cluster>} : !llvm.ptr<7>
+// IRA: nvvm.mbarrier.arrive {{.*}} : !llvm.ptr<3> -> i64
+// IRA: %[[PEER:.*]] = arith.xori %[[RANK]], %c1_i32
+// IRA-NEXT: %[[THERE:.*]] = nvvm.mapa {{.*}}, %[[PEER]] : !llvm.ptr<3> -> !llvm.ptr<7>
+// IRA-NEXT: nvvm.mbarrier.arrive %[[THERE]] : !llvm.ptr<7>
 // IRA: nvvm.cluster.arrive
 // IRA-NEXT: nvvm.cluster.wait
 // IRA-NEXT: gpu.terminator
@@ -109,13 +110,13 @@ module {
 // PTXA: .entry f16_mm_kernel(
 // PTXA: .explicitcluster
 // PTXA-NEXT: .reqnctapercluster 2, 1, 1
-// PTXA: barrier.cluster.arrive;
-// PTXA-NEXT: barrier.cluster.wait;
-// PTXA: mov.u32 {{.*}}%cluster_ctarank;
+// PTXA-DAG: mov.u32 {{.*}}%cluster_ctarank;
+// PTXA-DAG: barrier.cluster.arrive;
+// PTXA: barrier.cluster.wait;
 // PTXA: cp.async.bulk.tensor.2d.shared::cluster.global.tile.mbarrier::complete_tx::bytes.multicast::cluster
 // PTXA: wgmma.mma_async.sync.aligned.m64n128k16.f32.f16.f16
 // PTXA: mapa.shared::cluster.u64
-// PTXA: mbarrier.arrive.release.cluster.shared::cluster.b64
+// PTXA: mbarrier.arrive.shared::cluster.b64
 // PTXA: barrier.cluster.arrive;
 // PTXA-NEXT: barrier.cluster.wait;
 // PTXA: ret;

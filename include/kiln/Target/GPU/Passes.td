@@ -86,6 +86,22 @@ def KilnMapKernelsToGPU : Pass<"kiln-map-kernels-to-gpu", "ModuleOp"> {
                            "::mlir::kiln::KilnDialect"];
 }
 
+def KilnOutlineGPUKernels : Pass<"kiln-outline-gpu-kernels", "ModuleOp"> {
+  let summary = "gpu-kernel-outlining that keeps each launch's kernel "
+                "attributes";
+  let description = [{
+    Runs upstream `gpu-kernel-outlining` and gives each outlined `gpu.func`
+    the entries of its `gpu.launch`'s `kiln.kernel_attrs` dictionary (which
+    outlining would drop): attributes of the vendor's kernel functions that
+    a lowering asks for, e.g. the fused attention kernel's blocks per
+    multiprocessor (GPUTargetInfo::getMinBlocksPerSMAttr). The
+    launches are matched to their `gpu.launch_func`s by position.
+  }];
+  let dependentDialects = ["::mlir::gpu::GPUDialect",
+                           "::mlir::cf::ControlFlowDialect",
+                           "::mlir::DLTIDialect"];
+}
+
 def KilnMergeGPUModules : Pass<"kiln-merge-gpu-modules", "ModuleOp"> {
   let summary = "Moves every outlined kernel into one gpu.module";
   let description = [{

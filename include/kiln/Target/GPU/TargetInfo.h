@@ -211,6 +211,15 @@ public:
   /// columns); empty when it has none (then --gpu-tiles does not apply).
   virtual ContractionTiles getContractionTiles() const { return {}; }
 
+  /// The kernel function attribute asking the vendor's compiler to fit at
+  /// least `blocks` blocks on a multiprocessor (bounding its registers), for
+  /// a launch's `kiln.kernel_attrs` (kiln-outline-gpu-kernels); none when the
+  /// target has no such attribute.
+  virtual std::optional<NamedAttribute>
+  getMinBlocksPerSMAttr(MLIRContext *context, int64_t blocks) const {
+    return std::nullopt;
+  }
+
   /// Dialects of the ops this target-info creates (loaded before the pass
   /// runs).
   virtual void getDependentDialects(DialectRegistry &registry) const {}
