@@ -260,13 +260,15 @@ LogicalResult FlashAttention::lower(AttentionOp op) {
                                MemRefLayoutAttrInterface(), wg);
   Value ks = launch.addWorkgroupAttribution(kType, loc);
   Value vs = launch.addWorkgroupAttribution(vType, loc);
-  // Heads of up to 64: four blocks to a multiprocessor (16 warps; their
-  // stages take 4 x 37 KB of shared memory), which bounds the registers at
-  // 128 a thread. The half kernel fit them on its own (128 registers), but
-  // an epilogue that quantizes the output for an int8 product took 141,
-  // three blocks, and 21.2 us against half's 17.9 on BERT-base b32 (H200,
-  // 2026-12-07).
-  if (headQK <= 64 && headV <= 64)
+  // An output epilogue with heads of up to 64: four blocks to a
+  // multiprocessor (16 warps; their stages take 4 x 37 KB of shared
+  // memory), which bounds the registers at 128 a thread. BERT-base b32's
+  // half kernel fit them on its own (128 registers), but with the epilogue
+  // that quantizes its output for an int8 product it took 141, three
+  // blocks, and 21.2 us against half's 17.9 (H200, 2026-12-07). Kernels
+  // without an epilogue keep the vendor compiler's choice: under the bound
+  // two of the lit kernels spill 8 and 16 bytes, and that is unmeasured.
+  if (epilogue && headQK <= 64 && headV <= 64)
     if (std::optional<NamedAttribute> a =
             info.getMinBlocksPerSMAttr(ctxt, kMinAttentionBlocks))
       launch->setAttr("kiln.kernel_attrs",

@@ -555,6 +555,13 @@ ArrayRef<Tile> warpgroup::tileTable() {
   // N = 768 products and 1.01x on fp16 FFN1 (an H100, 2026-12-07,
   // docs/gpu-results/int8-gemm-pingpong-h100-2026-12-06o.json): too little
   // for the cost model to take it, --gpu-tiles only.
+  // The multicast tiles (clusters of two blocks loading the larger operand
+  // tile once: 192 x 128 reads 30% fewer bytes from L2) gave the same
+  // results but were slower on BERT-base b32 (H200, 2026-12-07, releases
+  // at cluster scope, docs/gpu-results/int8-networks-bert-h200-2026-12-07c):
+  // int8 1.754 ms (192 x 128), 1.717 (128 x 256) against 1.278 for the
+  // cost model's tiles, QKV 32.4 us against 23.3, FFN2 32.7 against 19.4;
+  // fp16 2.64-2.76 ms against 1.66: --gpu-tiles only.
   // The order breaks ties of the cost model.
   static const Tile table[] = {{256, 128, 4, 1.0},
                                {128, 128, 4, 0.88},

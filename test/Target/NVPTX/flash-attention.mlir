@@ -8,10 +8,12 @@
 // O += P·V on mma.sync m16n8k16 with f32 accumulators, their B registers
 // from ldmatrix (K's rows as they are, V's transposed: 4 x4 loads of each
 // per 16 keys); the running row max and the final row sums across the
-// lanes of a row by xor shuffles; exp2; no buffer of scores. Heads of up
-// to 64 ask for four blocks a multiprocessor (`kiln.kernel_attrs`, which
-// kiln-outline-gpu-kernels puts on the kernel: PTX .minnctapersm 4, so at
-// most 128 registers a thread), heads of 128 do not.
+// lanes of a row by xor shuffles; exp2; no buffer of scores. A kernel
+// whose output goes through an epilogue (the quantization for an int8
+// product) with heads of up to 64 asks for four blocks a multiprocessor
+// (`kiln.kernel_attrs`, which kiln-outline-gpu-kernels puts on the kernel:
+// PTX .minnctapersm 4, so at most 128 registers a thread); the others
+// do not.
 // RUN: kiln-opt %s --split-input-file --kiln-map-kernels-to-gpu="device='cuda sm_80'" | FileCheck %s --check-prefix=IR
 // RUN: kiln-opt %s --pass-pipeline="builtin.module(kiln-map-kernels-to-gpu{device='cuda sm_80'}, canonicalize, gpu-launch-sink-index-computations, kiln-outline-gpu-kernels, kiln-merge-gpu-modules, nvvm-attach-target{chip=sm_80 features=+ptx80 O=3}, gpu.module(lower-affine, arith-expand, expand-strided-metadata, convert-scf-to-cf, kiln-finalize-device-memrefs{stage=before}, convert-gpu-to-nvvm, kiln-finalize-device-memrefs, canonicalize, cse, reconcile-unrealized-casts), gpu-module-to-binary{format=isa})" --split-input-file | sed -e 's/\\0A/\n/g' -e 's/\\09/ /g' | FileCheck %s --check-prefix=PTX
 // RUN: not kiln-opt %s --split-input-file --kiln-map-kernels-to-gpu="device='cuda sm_75'" 2>&1 | FileCheck %s --check-prefix=SM75
@@ -55,8 +57,7 @@
 // IR: return
 
 // PTX-LABEL: .visible .entry bhsd_kernel(
-// PTX: .maxntid 128, 1, 1
-// PTX-NEXT: .minnctapersm 4
+// PTX-NOT: .minnctapersm
 // PTX-DAG: .shared .align 16 .b8 __wg_bhsd_kernel_0[18432]
 // PTX-DAG: cp.async.cg.shared.global [%{{.*}}], [%{{.*}}], 16, 16;
 // PTX-DAG: cp.async.wait_group 1
@@ -187,7 +188,8 @@ func.func private @head128(%q: memref<2x4x50x128xf16>, %k: memref<2x4x130x128xf1
 // IR-NOT: kiln.release
 // IR: return
 // PTX-LABEL: .visible .entry quantized_output_kernel(
-// PTX: .minnctapersm 4
+// PTX: .maxntid 128, 1, 1
+// PTX-NEXT: .minnctapersm 4
 // PTX-DAG: mma.sync.aligned.m16n8k16.row.col.f32.f16.f16.f32
 // PTX-DAG: st.global.v2.b8
 // PTX: ret;
