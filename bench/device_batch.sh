@@ -20,6 +20,10 @@
 #              torch.compile (issue 19; BERT's int8 .so as a .gz without the
 #              int8 weights, recomputed there)
 #   gemm       .hopper-kilnc           GEMMs vs torch.matmul
+#   int8rn     .hnet-rn + build/lib/libkiln_runtime.so   ResNet-50 int8 vs fp16
+#              (networks.py prepare .hnet-rn --int8 --only "ResNet-50 b64 int8")
+#   f16var     .hnet-f16 + build/lib/libkiln_runtime.so   fp16 --variant rows
+#              (e.g. the multicast tiles, docs/int8.md "Multicast tiles")
 #   int8gemm   .i8g                    int8 products (bench/hopper/int8_gemm.py,
 #              its --variant builds: tiles, multicast) vs fp16 and cuBLAS
 #   ci         .gpu/stage.tar.xz       node tests, small models, differential
@@ -82,6 +86,14 @@ for arg in "$@"; do
       cp build/lib/libkiln_runtime.so .hnet-int8/ &&
       timeout "$limit" python3 bench/hopper/networks.py run .hnet-int8 \
         --json "$OUT/int8net.json" ;;
+    int8rn) need .hnet-rn build/lib/libkiln_runtime.so &&
+      cp build/lib/libkiln_runtime.so .hnet-rn/ &&
+      timeout "$limit" python3 bench/hopper/networks.py run .hnet-rn \
+        --no-torch --json "$OUT/int8rn.json" ;;
+    f16var) need .hnet-f16 build/lib/libkiln_runtime.so &&
+      cp build/lib/libkiln_runtime.so .hnet-f16/ &&
+      timeout "$limit" python3 bench/hopper/networks.py run .hnet-f16 \
+        --no-torch --json "$OUT/f16var.json" ;;
     int8gemm) need .i8g &&
       timeout "$limit" python3 bench/hopper/int8_gemm.py run .i8g \
         --json "$OUT/int8gemm.json" ;;
