@@ -2,8 +2,6 @@
 
 #include "kiln/Target/GPU/Passes.h"
 
-#include "mlir/IR/Matchers.h"
-
 namespace mlir::kiln {
 #define GEN_PASS_DEF_KILNMERGEGPUMODULES
 #include "kiln/Target/GPU/Passes.h.inc"
@@ -57,22 +55,6 @@ struct MergeGPUModulesPass
         return;
       launch.setKernelAttr(SymbolRefAttr::get(
           merged.getNameAttr(), {FlatSymbolRefAttr::get(it->second)}));
-      // A launch of clusters (a multicast tile's pairs): the kernel's
-      // cluster shape is fixed at compile time (.reqnctapercluster), so
-      // that the runtime's plain launch makes the clusters.
-      std::optional<gpu::KernelDim3> cluster =
-          launch.getClusterSizeOperandValues();
-      auto fn = merged.lookupSymbol<gpu::GPUFuncOp>(it->second);
-      if (!cluster || !fn || fn.getKnownClusterSizeAttr())
-        return;
-      SmallVector<int32_t> dims;
-      for (Value v : {cluster->x, cluster->y, cluster->z}) {
-        APInt c;
-        if (!matchPattern(v, m_ConstantInt(&c)))
-          return;
-        dims.push_back(c.getZExtValue());
-      }
-      fn.setKnownClusterSizeAttr(b.getDenseI32ArrayAttr(dims));
     });
     for (gpu::GPUModuleOp m : modules)
       m.erase();

@@ -1,17 +1,20 @@
 //===- OutlineGPUKernels.cpp - Outlining that keeps kernel attributes -----===//
 //
 // Upstream gpu-kernel-outlining makes each gpu.launch a gpu.func and drops
-// the launch's attributes; a lowering that wants something of the kernel
-// function itself (its occupancy, a register bound) writes it into the
+// what the kernel function itself must know of its launch: a lowering that
+// wants something of it (its occupancy, a register bound) writes it into the
 // launch's `kiln.kernel_attrs` dictionary, and this pass sets it on the
-// outlined function. Launches and their gpu.launch_func replacements are
-// matched by position in the module's walk order.
+// outlined function (launches and their gpu.launch_func replacements are
+// matched by position in the module's walk order); a launch of clusters
+// gives its kernel `known_cluster_size`, so that the cluster shape is fixed
+// at compile time and the runtime's plain launch makes the clusters.
 //
 //===----------------------------------------------------------------------===//
 
 #include "kiln/Target/GPU/Passes.h"
 
 #include "mlir/Dialect/GPU/Transforms/Passes.h"
+#include "mlir/IR/Matchers.h"
 #include "mlir/Pass/PassManager.h"
 
 namespace mlir::kiln {
@@ -44,10 +47,13 @@ struct OutlineGPUKernelsPass
     pm.addPass(createGpuKernelOutliningPass());
     if (failed(runPipeline(pm, module)))
       return signalPassFailure();
-    if (!any)
-      return;
     SmallVector<gpu::LaunchFuncOp> launches;
     module.walk([&](gpu::LaunchFuncOp l) { launches.push_back(l); });
+    for (gpu::LaunchFuncOp launch : launches)
+      if (failed(setClusterSize(launch)))
+        return signalPassFailure();
+    if (!any)
+      return;
     if (launches.size() != attrs.size()) {
       module.emitError("kiln-outline-gpu-kernels: ")
           << attrs.size() << " launches became " << launches.size()
@@ -67,6 +73,30 @@ struct OutlineGPUKernelsPass
       for (NamedAttribute a : d)
         fn->setAttr(a.getName(), a.getValue());
     }
+  }
+
+  /// The kernel of a launch with constant cluster sizes gets them as its
+  /// `known_cluster_size`.
+  static LogicalResult setClusterSize(gpu::LaunchFuncOp launch) {
+    if (!launch.hasClusterSize())
+      return success();
+    std::optional<gpu::KernelDim3> cluster =
+        launch.getClusterSizeOperandValues();
+    SmallVector<int32_t> dims;
+    for (Value v : {cluster->x, cluster->y, cluster->z}) {
+      APInt c;
+      if (!matchPattern(v, m_ConstantInt(&c)))
+        return success();
+      dims.push_back(c.getZExtValue());
+    }
+    auto fn = SymbolTable::lookupNearestSymbolFrom<gpu::GPUFuncOp>(
+        launch, launch.getKernel());
+    if (!fn)
+      return launch.emitError("kiln-outline-gpu-kernels: no kernel ")
+             << launch.getKernel();
+    fn.setKnownClusterSizeAttr(
+        DenseI32ArrayAttr::get(launch.getContext(), dims));
+    return success();
   }
 
   static constexpr StringLiteral kKernelAttrs = "kiln.kernel_attrs";

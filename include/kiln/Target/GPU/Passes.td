@@ -95,7 +95,10 @@ def KilnOutlineGPUKernels : Pass<"kiln-outline-gpu-kernels", "ModuleOp"> {
     outlining would drop): attributes of the vendor's kernel functions that
     a lowering asks for, e.g. the fused attention kernel's blocks per
     multiprocessor (GPUTargetInfo::getMinBlocksPerSMAttr). The
-    launches are matched to their `gpu.launch_func`s by position.
+    launches are matched to their `gpu.launch_func`s by position. A launch
+    of clusters with constant sizes gives its kernel `known_cluster_size`
+    (the cluster shape fixed at compile time, so a plain launch makes the
+    clusters).
   }];
   let dependentDialects = ["::mlir::gpu::GPUDialect",
                            "::mlir::cf::ControlFlowDialect",
