@@ -84,7 +84,7 @@ for arg in "$@"; do
         --trace 12 --json "$OUT/networks2.json" ;;
     int8net) need .hnet-int8 build/lib/libkiln_runtime.so &&
       cp build/lib/libkiln_runtime.so .hnet-int8/ &&
-      timeout "$limit" python3 bench/hopper/networks.py run .hnet-int8 \
+      timeout "$limit" python3 bench/hopper/networks.py run .hnet-int8 --trace 16 \
         --json "$OUT/int8net.json" ;;
     int8rn) need .hnet-rn build/lib/libkiln_runtime.so &&
       cp build/lib/libkiln_runtime.so .hnet-rn/ &&

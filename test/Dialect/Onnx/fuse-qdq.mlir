@@ -422,3 +422,65 @@ func.func @zero_point_kept(%x: tensor<2x600xui8>, %y: tensor<1x2x4x4xui8>) -> (t
   %c = "onnx.Conv"(%yf, %wcf, %none) <{group = 1 : i64}> : (tensor<1x2x4x4xf32>, tensor<2x2x1x1xf32>, none) -> tensor<1x2x4x4xf32>
   return %m, %c : tensor<2x2xf32>, tensor<1x2x4x4xf32>
 }
+
+// -----
+
+// A LayerNormalization that only a QuantizeLinear reads: its Scale and B
+// take the QuantizeLinear's 1 / 0.25, whose scale becomes 1 (no division
+// an element). Not where the result has another reader, nor with a scale
+// that is not a constant (@layer_norm_kept).
+// CHECK-LABEL: func.func @layer_norm_quantized
+// CHECK-DAG: %[[G:.*]] = arith.constant dense<[4.000000e+00, 8.000000e+00]> : tensor<2xf32>
+// CHECK-DAG: %[[B:.*]] = arith.constant dense<[2.000000e+00, -1.000000e+00]> : tensor<2xf32>
+// CHECK-DAG: %[[ONE:.*]] = arith.constant dense<1.000000e+00> : tensor<f32>
+// CHECK: %[[Y:.*]], %{{.*}}, %{{.*}} = "onnx.LayerNormalization"(%{{.*}}, %[[G]], %[[B]])
+// CHECK: "onnx.QuantizeLinear"(%[[Y]], %[[ONE]], %{{.*}})
+func.func @layer_norm_quantized(%x: tensor<3x2xf32>) -> tensor<3x2xui8> {
+  %g = arith.constant dense<[1.0, 2.0]> : tensor<2xf32>
+  %b = arith.constant dense<[0.5, -0.25]> : tensor<2xf32>
+  %sy = arith.constant dense<0.25> : tensor<f32>
+  %zy = arith.constant dense<128> : tensor<ui8>
+  %y, %m, %r = "onnx.LayerNormalization"(%x, %g, %b) <{axis = -1 : i64, epsilon = 1.0e-05 : f32}> : (tensor<3x2xf32>, tensor<2xf32>, tensor<2xf32>) -> (tensor<3x2xf32>, none, none)
+  %q = "onnx.QuantizeLinear"(%y, %sy, %zy) : (tensor<3x2xf32>, tensor<f32>, tensor<ui8>) -> tensor<3x2xui8>
+  return %q : tensor<3x2xui8>
+}
+
+// -----
+
+// CHECK-LABEL: func.func @layer_norm_kept
+// CHECK-DAG: %[[G:.*]] = arith.constant dense<[1.000000e+00, 2.000000e+00]> : tensor<2xf32>
+// CHECK-DAG: %[[SY:.*]] = arith.constant dense<2.500000e-01> : tensor<f32>
+// CHECK: %[[Y:.*]], %{{.*}}, %{{.*}} = "onnx.LayerNormalization"(%{{.*}}, %[[G]], %{{.*}})
+// CHECK: "onnx.QuantizeLinear"(%[[Y]], %[[SY]], %{{.*}})
+// CHECK: %[[Y2:.*]], %{{.*}}, %{{.*}} = "onnx.LayerNormalization"(%{{.*}}, %[[G]], %{{.*}})
+// CHECK: "onnx.QuantizeLinear"(%[[Y2]], %{{.*}}, %{{.*}})
+func.func @layer_norm_kept(%x: tensor<3x2xf32>, %s: tensor<f32>) -> (tensor<3x2xui8>, tensor<3x2xf32>, tensor<3x2xui8>) {
+  %g = arith.constant dense<[1.0, 2.0]> : tensor<2xf32>
+  %b = arith.constant dense<[0.5, -0.25]> : tensor<2xf32>
+  %sy = arith.constant dense<0.25> : tensor<f32>
+  %zy = arith.constant dense<128> : tensor<ui8>
+  %y, %m, %r = "onnx.LayerNormalization"(%x, %g, %b) <{axis = -1 : i64, epsilon = 1.0e-05 : f32}> : (tensor<3x2xf32>, tensor<2xf32>, tensor<2xf32>) -> (tensor<3x2xf32>, none, none)
+  %q = "onnx.QuantizeLinear"(%y, %sy, %zy) : (tensor<3x2xf32>, tensor<f32>, tensor<ui8>) -> tensor<3x2xui8>
+  %y2, %m2, %r2 = "onnx.LayerNormalization"(%y, %g, %b) <{axis = -1 : i64, epsilon = 1.0e-05 : f32}> : (tensor<3x2xf32>, tensor<2xf32>, tensor<2xf32>) -> (tensor<3x2xf32>, none, none)
+  %q2 = "onnx.QuantizeLinear"(%y2, %s, %zy) : (tensor<3x2xf32>, tensor<f32>, tensor<ui8>) -> tensor<3x2xui8>
+  return %q, %y2, %q2 : tensor<3x2xui8>, tensor<3x2xf32>, tensor<3x2xui8>
+}
+
+// -----
+
+// A product by a constant that only a QuantizeLinear reads (GELU's last
+// product by 0.5 before an FFN's requantization): the constant takes the
+// 1 / 0.25, the QuantizeLinear's scale becomes 1.
+// CHECK-LABEL: func.func @product_quantized
+// CHECK-DAG: %[[C:.*]] = arith.constant dense<2.000000e+00> : tensor<f32>
+// CHECK-DAG: %[[ONE:.*]] = arith.constant dense<1.000000e+00> : tensor<f32>
+// CHECK: %[[M:.*]] = "onnx.Mul"(%{{.*}}, %[[C]])
+// CHECK: "onnx.QuantizeLinear"(%[[M]], %[[ONE]], %{{.*}})
+func.func @product_quantized(%x: tensor<3x2xf32>) -> tensor<3x2xui8> {
+  %h = arith.constant dense<0.5> : tensor<f32>
+  %sy = arith.constant dense<0.25> : tensor<f32>
+  %zy = arith.constant dense<0> : tensor<ui8>
+  %m = "onnx.Mul"(%x, %h) : (tensor<3x2xf32>, tensor<f32>) -> tensor<3x2xf32>
+  %q = "onnx.QuantizeLinear"(%m, %sy, %zy) : (tensor<3x2xf32>, tensor<f32>, tensor<ui8>) -> tensor<3x2xui8>
+  return %q : tensor<3x2xui8>
+}

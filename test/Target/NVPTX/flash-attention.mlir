@@ -187,11 +187,19 @@ func.func private @head128(%q: memref<2x4x50x128xf16>, %k: memref<2x4x130x128xf1
 // IR-NOT: gpu.launch
 // IR-NOT: kiln.release
 // IR: return
+// The body takes the f32 value O / sum (no rounding to half and back) and
+// its division by the scale as O times the row's 1 / sum divided by the
+// scale: two divisions a thread (its two rows), none an element.
 // PTX-LABEL: .visible .entry quantized_output_kernel(
 // PTX: .maxntid 128, 1, 1
 // PTX-NEXT: .minnctapersm 4
-// PTX-DAG: mma.sync.aligned.m16n8k16.row.col.f32.f16.f16.f32
-// PTX-DAG: st.global.v2.b8
+// PTX: mma.sync.aligned.m16n8k16.row.col.f32.f16.f16.f32
+// PTX-COUNT-2: div.rn.f32
+// PTX-NOT: div.rn.f32
+// PTX-NOT: cvt.rn.f16.f32
+// PTX: st.global.v2.b8
+// PTX-NOT: div.rn.f32
+// PTX-NOT: cvt.rn.f16.f32
 // PTX: ret;
 #id3 = affine_map<(d0, d1, d2) -> (d0, d1, d2)>
 #s3 = affine_map<(d0, d1, d2) -> ()>
@@ -215,6 +223,59 @@ func.func private @quantized_output(%qkv: memref<2x16x192xf16>, %scale: memref<f
     %d = arith.divf %x, %s : f32
     %r = math.roundeven %d : f32
     %c = arith.maximumf %r, %lo : f32
+    %c2 = arith.minimumf %c, %hi : f32
+    %i = arith.fptoui %c2 : f32 to i8
+    linalg.yield %i : i8
+  }
+  memref.dealloc %o : memref<2x16x2x32xf16>
+  return
+}
+
+// -----
+
+// The same with kiln-half-division's corrected division by a constant
+// (x * 16 and its correction): the kernel multiplies each row's 1 / sum by
+// 16 and each element once; no division, no product by 16 an element.
+// PTX-LABEL: .visible .entry quantized_output_constant_scale_kernel(
+// PTX: mma.sync.aligned.m16n8k16.row.col.f32.f16.f16.f32
+// PTX-COUNT-2: mul.rn.f32 {{.*}}, 0f41800000;
+// PTX-NOT: 0f41800000
+// PTX-NOT: div.rn.f32
+// PTX-NOT: cvt.rn.f16.f32
+// PTX: st.global.v2.b8
+// PTX-NOT: 0f41800000
+// PTX-NOT: div.rn.f32
+// PTX: ret;
+#id3 = affine_map<(d0, d1, d2) -> (d0, d1, d2)>
+func.func private @quantized_output_constant_scale(%qkv: memref<2x16x192xf16>, %y: memref<2x16x64xi8>) attributes {kiln.kernel} {
+  %shape = arith.constant dense<[2, 16, 64]> : tensor<3xindex>
+  %shape_m = bufferization.to_buffer %shape : tensor<3xindex> to memref<3xindex>
+  %q = memref.subview %qkv[0, 0, 0] [2, 16, 64] [1, 1, 1] : memref<2x16x192xf16> to memref<2x16x64xf16, strided<[3072, 192, 1]>>
+  %k = memref.subview %qkv[0, 0, 64] [2, 16, 64] [1, 1, 1] : memref<2x16x192xf16> to memref<2x16x64xf16, strided<[3072, 192, 1], offset: 64>>
+  %v = memref.subview %qkv[0, 0, 128] [2, 16, 64] [1, 1, 1] : memref<2x16x192xf16> to memref<2x16x64xf16, strided<[3072, 192, 1], offset: 128>>
+  %q4 = memref.expand_shape %q [[0], [1], [2, 3]] output_shape [2, 16, 2, 32] : memref<2x16x64xf16, strided<[3072, 192, 1]>> into memref<2x16x2x32xf16, strided<[3072, 192, 32, 1]>>
+  %k4 = memref.expand_shape %k [[0], [1], [2, 3]] output_shape [2, 16, 2, 32] : memref<2x16x64xf16, strided<[3072, 192, 1], offset: 64>> into memref<2x16x2x32xf16, strided<[3072, 192, 32, 1], offset: 64>>
+  %v4 = memref.expand_shape %v [[0], [1], [2, 3]] output_shape [2, 16, 2, 32] : memref<2x16x64xf16, strided<[3072, 192, 1], offset: 128>> into memref<2x16x2x32xf16, strided<[3072, 192, 32, 1], offset: 128>>
+  %o = memref.alloc() {alignment = 64 : i64} : memref<2x16x2x32xf16>
+  kiln.attention ins(%q4, %k4, %v4 : memref<2x16x2x32xf16, strided<[3072, 192, 32, 1]>>, memref<2x16x2x32xf16, strided<[3072, 192, 32, 1], offset: 64>>, memref<2x16x2x32xf16, strided<[3072, 192, 32, 1], offset: 128>>) outs(%o : memref<2x16x2x32xf16>) scale = 1.767767e-01 seq_major = [true, true, true, true]
+  %o3 = memref.reshape %o(%shape_m) : (memref<2x16x2x32xf16>, memref<3xindex>) -> memref<2x16x64xf16>
+  linalg.generic {indexing_maps = [#id3, #id3], iterator_types = ["parallel", "parallel", "parallel"]} ins(%o3 : memref<2x16x64xf16>) outs(%y : memref<2x16x64xi8>) {
+  ^bb0(%in: f16, %out: i8):
+    %lo = arith.constant 0.0 : f32
+    %hi = arith.constant 255.0 : f32
+    %s = arith.constant 0.0625 : f32
+    %r = arith.constant 16.0 : f32
+    %inf = arith.constant 0x7F800000 : f32
+    %x = arith.extf %in : f16 to f32
+    %q0 = arith.mulf %x, %r : f32
+    %nq = arith.negf %q0 : f32
+    %e = math.fma %nq, %s, %x : f32
+    %q1 = math.fma %e, %r, %q0 : f32
+    %a = math.absf %q0 : f32
+    %big = arith.cmpf oeq, %a, %inf : f32
+    %d = arith.select %big, %q0, %q1 : f32
+    %rd = math.roundeven %d : f32
+    %c = arith.maximumf %rd, %lo : f32
     %c2 = arith.minimumf %c, %hi : f32
     %i = arith.fptoui %c2 : f32 to i8
     linalg.yield %i : i8
