@@ -2,8 +2,9 @@
 //
 // kiln-nvptx-quantize-rounding (Passes.td): fptosi(clamp(roundeven(v) + zp))
 // becomes llvm.nvvm.f2i.rn (cvt.rni.s32.f32) with the zero point and the
-// clamp in integers, one conversion instead of two; sitofp(acc) * s + b
-// becomes one fma.
+// clamp in integers, one conversion instead of two (for an 8-bit result
+// without a zero point clamped to a byte's range, one saturating conversion
+// to s8 or u8); sitofp(acc) * s + b becomes one fma.
 //
 //===----------------------------------------------------------------------===//
 
@@ -97,6 +98,41 @@ template <typename ConvOp> struct RoundedConversion : OpRewritePattern<ConvOp> {
       return failure();
     Location loc = conv.getLoc();
     Type i32 = rewriter.getI32Type();
+    // An 8-bit result without a zero point whose clamp is a byte's range:
+    // one saturating conversion (cvt.rni.sat.s8.f32 or .u8: one
+    // instruction, against a conversion and two clamps). With a zero point
+    // (uint8 with 128, the shifted int8 range) the 8-bit addition after it
+    // cost as many byte permutes as the clamps it saved (BERT-base's int8
+    // attention kernel, ptxas 13: 1120 instructions either way).
+    const bool signedByte = zp == 0 && lo == -128 && hi == 127;
+    const bool unsignedByte = zp == 0 && lo == 0 && hi == 255;
+    // (a wider conversion that only a truncation to 8 bits reads, too: the
+    // lowering's fptosi to i32 and trunci)
+    arith::TruncIOp narrowed;
+    if (resultType.getWidth() > 8 && conv->hasOneUse())
+      if (auto t = dyn_cast<arith::TruncIOp>(*conv->user_begin()))
+        if (t.getType().getIntOrFloatBitWidth() == 8)
+          narrowed = t;
+    Type byteType = narrowed ? narrowed.getType() : resultType;
+    if (byteType.getIntOrFloatBitWidth() == 8 &&
+        (signedByte || unsignedByte)) {
+      Type i16 = rewriter.getI16Type();
+      auto asmOp = LLVM::InlineAsmOp::create(
+          rewriter, loc, i16, ValueRange{round.getOperand()},
+          signedByte ? "cvt.rni.sat.s8.f32 $0, $1;"
+                     : "cvt.rni.sat.u8.f32 $0, $1;",
+          "=h,f", /*has_side_effects=*/false, /*is_align_stack=*/false,
+          LLVM::TailCallKind::None, LLVM::AsmDialectAttr(), ArrayAttr());
+      Value r =
+          arith::TruncIOp::create(rewriter, loc, byteType, asmOp.getResult(0));
+      if (narrowed) {
+        rewriter.replaceOp(narrowed, r);
+        rewriter.eraseOp(conv);
+      } else {
+        rewriter.replaceOp(conv, r);
+      }
+      return success();
+    }
     auto intrinsic = LLVM::CallIntrinsicOp::create(
         rewriter, loc, i32, rewriter.getStringAttr("llvm.nvvm.f2i.rn"),
         ValueRange{round.getOperand()});

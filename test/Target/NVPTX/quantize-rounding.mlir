@@ -19,13 +19,32 @@
 // PTX-NOT: cvt.rni.f32.f32
 // PTX: ret;
 
-// The NaN-ignoring clamp in the other order, unsigned, no zero point.
+// The NaN-ignoring clamp in the other order, unsigned, no zero point, to
+// 8 bits: one saturating conversion to u8, no clamp.
 // CHECK-LABEL: gpu.func @unsigned_clamp
-// CHECK: llvm.call_intrinsic "llvm.nvvm.f2i.rn"
-// CHECK: arith.maxsi %{{.*}}, %[[C0:.*]] : i32
-// CHECK: arith.minsi
+// CHECK-NOT: llvm.call_intrinsic
+// CHECK: %[[B:.*]] = llvm.inline_asm "cvt.rni.sat.u8.f32 $0, $1;", "=h,f" %{{.*}} : (f32) -> i16
+// CHECK-NEXT: arith.trunci %[[B]] : i16 to i8
 // CHECK-NOT: arith.addi
-// CHECK: arith.trunci %{{.*}} : i32 to i8
+// CHECK-NOT: arith.minsi
+// CHECK: memref.store
+// PTX-LABEL: .entry unsigned_clamp(
+// PTX: cvt.rni.sat.u8.f32
+// PTX-NOT: {{max|min}}.s32
+// PTX: ret;
+
+// int8 without a zero point through the lowering's fptosi to i32 and
+// trunci: a saturating conversion to s8, no clamp. (uint8 with zero point
+// 128 keeps @quantize's form: the 8-bit addition would cost byte permutes.)
+// CHECK-LABEL: gpu.func @signed_byte
+// CHECK: %[[S:.*]] = llvm.inline_asm "cvt.rni.sat.s8.f32 $0, $1;", "=h,f" %{{.*}} : (f32) -> i16
+// CHECK-NEXT: arith.trunci %[[S]] : i16 to i8
+// CHECK-NOT: arith.fptosi
+// CHECK: memref.store
+// PTX-LABEL: .entry signed_byte(
+// PTX: cvt.rni.sat.s8.f32
+// PTX-NOT: {{max|min}}.s32
+// PTX: ret;
 
 // A zero point that is not integral, a rounding other than to even, and
 // a clamp with a variable bound keep the float form.
@@ -82,6 +101,19 @@ module attributes {gpu.container_module} {
       %c = arith.maxnumf %lo, %m : f32
       %q = arith.fptoui %c : f32 to i8
       memref.store %q, %out[%i] : memref<256xi8>
+      gpu.return
+    }
+    gpu.func @signed_byte(%x: memref<256xf32>, %out: memref<256xi8>) kernel {
+      %i = gpu.thread_id x
+      %v = memref.load %x[%i] : memref<256xf32>
+      %lo = arith.constant -128.0 : f32
+      %hi = arith.constant 127.0 : f32
+      %r = math.roundeven %v : f32
+      %m = arith.maximumf %r, %lo : f32
+      %c = arith.minimumf %m, %hi : f32
+      %q = arith.fptosi %c : f32 to i32
+      %t = arith.trunci %q : i32 to i8
+      memref.store %t, %out[%i] : memref<256xi8>
       gpu.return
     }
     gpu.func @kept(%x: memref<256xf32>, %b: memref<f32>, %out: memref<256xi32>) kernel {

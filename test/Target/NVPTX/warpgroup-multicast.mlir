@@ -7,9 +7,12 @@
 // along M, cluster 1x2x1): from K-major rows (8-bit, after the transpose)
 // or as one of the two 64-column boxes of each half of N-major f16 rows.
 // Each stage's `empty` barrier counts the first lane of each consumer warp
-// of both blocks (the peer's through mapa, mbarrier.arrive.shared::cluster),
-// and cluster
-// barriers follow the barriers' initialization and end the kernel. A
+// of both blocks (the peer's through mapa, mbarrier.arrive.shared::cluster).
+// A relaxed cluster barrier follows the barriers' initialization (its
+// fence orders the initialization); none ends the kernel: the consumers
+// release the last stage too (to both blocks), and each producer waits for
+// the releases of its last four stages (8 K steps of 64: ring positions 8
+// to 11, parity 1) before it exits. A
 // problem whose tiles along the pairing dim are odd (3136 x 1920: 15 tiles
 // of 128 columns, 25 of 128 rows) takes the cost model's tile, no cluster.
 // RUN: kiln-opt %s --kiln-map-kernels-to-gpu="device='cuda sm_90a' tiles=192x128/multicast" | FileCheck %s --check-prefix=IRA
@@ -72,18 +75,22 @@ module {
 // IRA: gpu.launch clusters({{.*}}) in ({{.*}} = %c2{{[_0-9]*}}, {{.*}} = %c1{{[_0-9]*}}, {{.*}} = %c1{{[_0-9]*}}) blocks({{.*}}) in ({{.*}} = %c16{{[_0-9]*}}, {{.*}} = %c22{{[_0-9]*}},
 // IRA: %[[RANK:.*]] = nvvm.read.ptx.sreg.cluster.ctarank
 // IRA: nvvm.mbarrier.init {{.*}}, %c24_i32 :
-// IRA: nvvm.cluster.arrive
+// IRA: nvvm.fence.mbarrier.init
+// IRA: nvvm.cluster.arrive.relaxed
 // IRA-NEXT: nvvm.cluster.wait
 // IRA: nvvm.cp.async.bulk.tensor.shared.cluster.global {{.*}} multicast_mask = %c3_i16
 // IRA-NOT: multicast_mask
+// IRA-COUNT-4: nvvm.mbarrier.try_wait.parity {{.*}}, %c1_i32{{(_[0-9]+)?}}, %c10000000_i32
 // IRA: nvvm.wgmma.mma_async
 // IRA: nvvm.mbarrier.arrive {{.*}} : !llvm.ptr<3> -> i64
 // IRA: %[[PEER:.*]] = arith.xori %[[RANK]], %c1_i32
 // IRA-NEXT: %[[THERE:.*]] = nvvm.mapa {{.*}}, %[[PEER]] : !llvm.ptr<3> -> !llvm.ptr<7>
 // IRA-NEXT: nvvm.mbarrier.arrive %[[THERE]] : !llvm.ptr<7>
-// IRA: nvvm.cluster.arrive
-// IRA-NEXT: nvvm.cluster.wait
-// IRA-NEXT: gpu.terminator
+// IRA: nvvm.wgmma.wait.group.sync.aligned 0
+// IRA: nvvm.mapa
+// IRA-NEXT: nvvm.mbarrier.arrive {{.*}} : !llvm.ptr<7>
+// IRA-NOT: nvvm.cluster.arrive
+// IRA: gpu.terminator
 // IRA-LABEL: func.func private @int8_mm
 // IRA-SAME: tile 192x128x128, wgmma m64n128k32 u8xs8, 4 stages, 4 warpgroups, clusters of 2 blocks along N sharing A's tile by multicast, B transposed to K-major first
 // IRA-LABEL: func.func private @odd
@@ -111,14 +118,19 @@ module {
 // PTXA: .explicitcluster
 // PTXA-NEXT: .reqnctapercluster 2, 1, 1
 // PTXA-DAG: mov.u32 {{.*}}%cluster_ctarank;
-// PTXA-DAG: barrier.cluster.arrive;
+// PTXA-DAG: fence.mbarrier_init.release.cluster;
+// PTXA-DAG: barrier.cluster.arrive.relaxed;
 // PTXA: barrier.cluster.wait;
 // PTXA: cp.async.bulk.tensor.2d.shared::cluster.global.tile.mbarrier::complete_tx::bytes.multicast::cluster
+// PTXA-COUNT-4: mbarrier.try_wait.parity.shared.b64 {{.*}}, 1, 10000000;
 // PTXA: wgmma.mma_async.sync.aligned.m64n128k16.f32.f16.f16
 // PTXA: mapa.shared::cluster.u64
 // PTXA: mbarrier.arrive.shared::cluster.b64
-// PTXA: barrier.cluster.arrive;
-// PTXA-NEXT: barrier.cluster.wait;
+// The last stage's release, to both blocks, after the main loop.
+// PTXA: wgmma.wait_group.sync.aligned 0;
+// PTXA: mapa.shared::cluster.u64
+// PTXA: mbarrier.arrive.shared::cluster.b64
+// PTXA-NOT: barrier.cluster
 // PTXA: ret;
 // PTXA: .entry int8_mm_kernel_0(
 // PTXA: .reqnctapercluster 2, 1, 1
