@@ -561,7 +561,13 @@ ArrayRef<Tile> warpgroup::tileTable() {
   // at cluster scope, docs/gpu-results/int8-networks-bert-h200-2026-12-07c):
   // int8 1.754 ms (192 x 128), 1.717 (128 x 256) against 1.278 for the
   // cost model's tiles, QKV 32.4 us against 23.3, FFN2 32.7 against 19.4;
-  // fp16 2.64-2.76 ms against 1.66: --gpu-tiles only.
+  // fp16 2.64-2.76 ms against 1.66. Without the end's cluster barrier (a
+  // producer tail instead; an H100, 2026-12-07, docs/gpu-results/
+  // int8-gemm-multicast-tail-h100-2026-12-07e) 192 x 128 multicast took
+  // 1.03x the kernel time of 192 x 128 on BERT's int8 QKV and FFN2, 1.06x
+  // on FFN1 with GELU (against 128 x 128 /2), 0.87x on the output
+  // projection, 0.99x-1.02x in fp16; BERT-base b32 int8 1.037x the
+  // default build: --gpu-tiles only.
   // The order breaks ties of the cost model.
   static const Tile table[] = {{256, 128, 4, 1.0},
                                {128, 128, 4, 0.88},
