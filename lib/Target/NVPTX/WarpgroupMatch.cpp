@@ -480,11 +480,7 @@ std::optional<Problem> warpgroup::analyze(Operation *operation) {
   return p;
 }
 
-bool Problem::epilogueBound() const {
-  if (!integer())
-    return false;
-  if (kSteps() <= kShortKSteps)
-    return true;
+bool Problem::transcendentalEpilogue() const {
   if (!epilogue)
     return false;
   linalg::GenericOp g = epilogue;
@@ -492,6 +488,17 @@ bool Problem::epilogueBound() const {
     return isa<math::ErfOp, math::ExpOp, math::Exp2Op, math::ExpM1Op,
                math::TanhOp, math::LogOp, math::Log1pOp, math::PowFOp>(op);
   });
+}
+
+bool Problem::epilogueBound() const {
+  if (!integer())
+    return false;
+  return kSteps() <= kShortKSteps || transcendentalEpilogue();
+}
+
+bool Problem::shortK() const {
+  return !conv && batch == 1 && elemBytes() <= 2 && k <= kShortK &&
+         !epilogueBound() && !transcendentalEpilogue();
 }
 
 Value Problem::output() const {
@@ -554,7 +561,17 @@ ArrayRef<Tile> warpgroup::tileTable() {
   // and 0.87x (fp16) of 192 x 128 on its QKV, but 1.14x-1.39x on its
   // N = 768 products and 1.01x on fp16 FFN1 (an H100, 2026-12-07,
   // docs/gpu-results/int8-gemm-pingpong-h100-2026-12-06o.json): too little
-  // for the cost model to take it, --gpu-tiles only.
+  // for the cost model to take it, --gpu-tiles only. In the network
+  // (BERT-base b32, an H100, 2026-12-07, docs/gpu-results/
+  // int8-networks-bert-pingpong-h100-2026-12-07g) QKV took 22.1 us against
+  // 24.5 in int8 and 30.3 against 33.5 in fp16, the int8 run 0.963x: rate
+  // 1.0 on short-K matmuls (Problem::shortK: K <= 768, 16- or 8-bit, one
+  // batch, no transcendental epilogue, not epilogue-bound) of at least two
+  // tiles a block, where it takes
+  // BERT's QKV (5 waves of 128 x 128 against 3 of 192 x 128 at 0.86) and
+  // not its N = 768 products (2 waves against 1).
+  // 1.0 ties with 256 x 128 wherever both fill their waves (four times the
+  // tiles); the order keeps 256 x 128 there.
   // The multicast tiles (clusters of two blocks loading the larger operand
   // tile once: 192 x 128 reads 30% fewer bytes from L2) gave the same
   // results but were slower on BERT-base b32 (H200, 2026-12-07, releases
@@ -581,14 +598,14 @@ ArrayRef<Tile> warpgroup::tileTable() {
                                 /*epilogueBoundRate=*/1.25},
                                {128, 64, 4, 0.0, false, /*blocksPerSM=*/2},
                                {128, 128, 4, 0.0, false, 1, 0.0,
-                                /*pingPong=*/true},
-                               {192, 128, 4, 0.0, true, 1, 0.0, false,
+                                /*shortKRate=*/1.0, /*pingPong=*/true},
+                               {192, 128, 4, 0.0, true, 1, 0.0, 0.0, false,
                                 /*multicast=*/true},
-                               {256, 128, 4, 0.0, false, 1, 0.0, false,
+                               {256, 128, 4, 0.0, false, 1, 0.0, 0.0, false,
                                 /*multicast=*/true},
-                               {128, 256, 4, 0.0, false, 1, 0.0, false,
+                               {128, 256, 4, 0.0, false, 1, 0.0, 0.0, false,
                                 /*multicast=*/true},
-                               {128, 128, 4, 0.0, false, 1, 0.0, false,
+                               {128, 128, 4, 0.0, false, 1, 0.0, 0.0, false,
                                 /*multicast=*/true}};
   return table;
 }
@@ -600,9 +617,18 @@ ArrayRef<Tile> warpgroup::tileTable() {
 Tile warpgroup::chooseTile(const Problem &p, const ContractionTiles &allowed,
                            function_ref<bool(const Tile &)> accept) {
   const bool epilogueBound = p.epilogueBound();
+  const bool shortK = p.shortK();
+  auto tilesOf = [&](const Tile &t) {
+    return ((p.m + t.bm - 1) / t.bm) * ((p.n + t.bn - 1) / t.bn) * p.batch;
+  };
   auto rateOf = [&](const Tile &t) {
-    return epilogueBound && t.epilogueBoundRate > 0 ? t.epilogueBoundRate
-                                                    : t.rate;
+    if (epilogueBound && t.epilogueBoundRate > 0)
+      return t.epilogueBoundRate;
+    // (A persistent tile of fewer than two tiles a block has nothing to
+    // overlap.)
+    if (shortK && t.shortKRate > 0 && tilesOf(t) >= 2 * kSMs)
+      return t.shortKRate;
+    return t.rate;
   };
   SmallVector<Tile> candidates;
   for (const Tile &t : tileTable()) {

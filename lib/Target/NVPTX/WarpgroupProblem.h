@@ -126,6 +126,14 @@ struct Problem {
   /// and its requantization after BERT's FFN1: some 50 instructions an
   /// element, run while the tensor cores wait).
   bool epilogueBound() const;
+  /// Whether the epilogue computes a transcendental function per element
+  /// (GELU's erf).
+  bool transcendentalEpilogue() const;
+  /// Whether this is a matmul of at most kShortK K elements, not
+  /// epilogue-bound and without a transcendental epilogue: its tiles' fill
+  /// and epilogue are a large share of their time, and the ping-pong tile
+  /// (one consumer's epilogue beside the other's main loop) pays there.
+  bool shortK() const;
 };
 
 /// The problem `op` poses, when the kernel computes it: f16 or bf16
@@ -152,6 +160,8 @@ struct Tile {
   /// Its rate on epilogue-bound 8-bit products (Problem::epilogueBound),
   /// where the epilogue is most of a tile's time; 0: `rate` there too.
   double epilogueBoundRate = 0.0;
+  /// Its rate on short-K matmuls (Problem::shortK); 0: `rate` there too.
+  double shortKRate = 0.0;
   /// Ping-pong: two consumer warpgroups each take whole tiles (BM / 64
   /// wgmma row blocks apiece), in turns, of a persistent block: one's main
   /// loop runs while the other's epilogue does (named barriers order the
@@ -189,6 +199,9 @@ struct Tile {
 /// The K steps up to which an 8-bit product is epilogue-bound whatever its
 /// epilogue (Tile::epilogueBoundRate).
 constexpr int64_t kShortKSteps = 4;
+/// Problem::shortK's bound on K (elements): BERT-base's QKV product, K =
+/// 768, is where the ping-pong tile was measured faster.
+constexpr int64_t kShortK = 768;
 
 /// Every tile the kernel takes. A rate of 0: not measured yet, taken only
 /// when --gpu-tiles asks for it.

@@ -50,17 +50,27 @@
 // IR-COUNT-4: nvvm.wgmma.mma_async {{.*}}, <m = 64, n = 128, k = 16>
 // Where 256 x 128 leaves the last wave partly empty (288 tiles, 3 waves of
 // 132): 192 x 128, 396 tiles in 3 full waves, three consumer warpgroups.
+// (K = 1024: a K of at most 768 takes the ping-pong tile, @short_k.)
 // IR-LABEL: func.func private @mm_mid(
-// IR: kiln.tile_map %{{.*}}, %{{.*}} box [192, 64] swizzle 128 : memref<4096x64xf16>
+// IR: kiln.tile_map %{{.*}}, %{{.*}} box [192, 64] swizzle 128 : memref<4096x1024xf16>
 // IR: gpu.launch {{.*}} in (%{{.*}} = %c18, %{{.*}} = %c22, %{{.*}} = %c1) threads({{.*}}) in (%{{.*}} = %c512, {{.*}})
 // IR-COUNT-4: nvvm.wgmma.mma_async {{.*}}, <m = 64, n = 128, k = 16>
+// A matmul of K at most 768 (16- or 8-bit, one batch, no transcendental
+// epilogue) of at least two tiles a block takes the ping-pong tile
+// (Problem::shortK: BERT-base's QKV product, 4096 x 2304 x 768); one of
+// fewer tiles (BERT at batch 1, 128 x 3072 x 768: 24 tiles) and one of K =
+// 1024 (@mm_mid) do not.
+// IR-LABEL: func.func private @short_k(
+// IR-SAME: "4096x2304x768: tile 128x128x64, wgmma m64n128k16, 4 stages, ping-pong: 2 consumer warpgroups taking turns on whole tiles and a producer warpgroup, persistent: 132 blocks over 576 tiles"
+// IR-LABEL: func.func private @short_k_few_tiles(
+// IR-SAME: "128x3072x768: tile 128x64x64, wgmma m64n64k16, 6 stages, 3 warpgroups, split-K 2"]
 // A linalg.generic matmul as ONNX MatMul lowers ([batch, seq, K] x [K, N],
 // mixed precision's casts in the body): A read as 4096 x 768; the epilogue
 // indexes C's three dims from the row.
 // IR-LABEL: func.func private @dense_3d(
-// IR: %[[AV:.*]] = memref.collapse_shape %{{.*}} {{\[\[}}0, 1], [2]] : memref<32x128x768xf16> into memref<4096x768xf16>
-// IR: kiln.tile_map %{{.*}}, %[[AV]] box [192, 64] swizzle 128 : memref<4096x768xf16>
-// IR: kiln.tile_map %{{.*}}, %{{.*}} box [64, 64] swizzle 128 : memref<768x2304xf16>
+// IR: %[[AV:.*]] = memref.collapse_shape %{{.*}} {{\[\[}}0, 1], [2]] : memref<32x128x1024xf16> into memref<4096x1024xf16>
+// IR: kiln.tile_map %{{.*}}, %[[AV]] box [192, 64] swizzle 128 : memref<4096x1024xf16>
+// IR: kiln.tile_map %{{.*}}, %{{.*}} box [64, 64] swizzle 128 : memref<1024x2304xf16>
 // IR: gpu.launch
 // IR-COUNT-4: nvvm.wgmma.mma_async {{.*}}, <m = 64, n = 128, k = 16>
 // The tile leaves through the idle ring: once every consumer is past its
@@ -194,18 +204,30 @@ module {
     linalg.matmul ins(%a, %b : memref<4096x64xf16>, memref<64x4096xf16>) outs(%y : memref<4096x4096xf32>)
     return
   }
-  func.func private @mm_mid(%a: memref<4096x64xf16>, %b: memref<64x2304xf16>, %y: memref<4096x2304xf32>) attributes {kiln.kernel} {
+  func.func private @mm_mid(%a: memref<4096x1024xf16>, %b: memref<1024x2304xf16>, %y: memref<4096x2304xf32>) attributes {kiln.kernel} {
     %zero = arith.constant 0.0 : f32
     linalg.fill ins(%zero : f32) outs(%y : memref<4096x2304xf32>)
-    linalg.matmul ins(%a, %b : memref<4096x64xf16>, memref<64x2304xf16>) outs(%y : memref<4096x2304xf32>)
+    linalg.matmul ins(%a, %b : memref<4096x1024xf16>, memref<1024x2304xf16>) outs(%y : memref<4096x2304xf32>)
     return
   }
-  func.func private @dense_3d(%a: memref<32x128x768xf16>, %w: memref<768x2304xf16>, %bias: memref<2304xf32>, %y: memref<32x128x2304xf16>) attributes {kiln.kernel} {
+  func.func private @short_k(%a: memref<4096x768xf16>, %b: memref<768x2304xf16>, %y: memref<4096x2304xf32>) attributes {kiln.kernel} {
+    %zero = arith.constant 0.0 : f32
+    linalg.fill ins(%zero : f32) outs(%y : memref<4096x2304xf32>)
+    linalg.matmul ins(%a, %b : memref<4096x768xf16>, memref<768x2304xf16>) outs(%y : memref<4096x2304xf32>)
+    return
+  }
+  func.func private @short_k_few_tiles(%a: memref<128x768xf16>, %b: memref<768x3072xf16>, %y: memref<128x3072xf32>) attributes {kiln.kernel} {
+    %zero = arith.constant 0.0 : f32
+    linalg.fill ins(%zero : f32) outs(%y : memref<128x3072xf32>)
+    linalg.matmul ins(%a, %b : memref<128x768xf16>, memref<768x3072xf16>) outs(%y : memref<128x3072xf32>)
+    return
+  }
+  func.func private @dense_3d(%a: memref<32x128x1024xf16>, %w: memref<1024x2304xf16>, %bias: memref<2304xf32>, %y: memref<32x128x2304xf16>) attributes {kiln.kernel} {
     %zero = arith.constant 0.0 : f32
     %t = memref.alloc() : memref<32x128x2304xf32>
     linalg.fill ins(%zero : f32) outs(%t : memref<32x128x2304xf32>)
     linalg.generic {indexing_maps = [affine_map<(d0, d1, d2, d3) -> (d0, d1, d3)>, affine_map<(d0, d1, d2, d3) -> (d3, d2)>, affine_map<(d0, d1, d2, d3) -> (d0, d1, d2)>], iterator_types = ["parallel", "parallel", "parallel", "reduction"]}
-        ins(%a, %w : memref<32x128x768xf16>, memref<768x2304xf16>) outs(%t : memref<32x128x2304xf32>) {
+        ins(%a, %w : memref<32x128x1024xf16>, memref<1024x2304xf16>) outs(%t : memref<32x128x2304xf32>) {
     ^bb0(%in: f16, %in_0: f16, %out: f32):
       %0 = arith.extf %in : f16 to f32
       %1 = arith.extf %in_0 : f16 to f32

@@ -14,7 +14,8 @@
 // the releases of its last four stages (8 K steps of 64: ring positions 8
 // to 11, parity 1) before it exits. A
 // problem whose tiles along the pairing dim are odd (3136 x 1920: 15 tiles
-// of 128 columns, 25 of 128 rows) takes the cost model's tile, no cluster.
+// of 128 columns, 25 of 128 rows) takes the cost model's tile (a short-K
+// matmul's: ping-pong), no cluster.
 // RUN: kiln-opt %s --kiln-map-kernels-to-gpu="device='cuda sm_90a' tiles=192x128/multicast" | FileCheck %s --check-prefix=IRA
 // RUN: kiln-opt %s --kiln-map-kernels-to-gpu="device='cuda sm_90a' tiles=128x256/multicast" | FileCheck %s --check-prefix=IRB
 // RUN: kiln-opt %s --pass-pipeline="builtin.module(kiln-map-kernels-to-gpu{device='cuda sm_90a' tiles=192x128/multicast}, canonicalize, gpu-launch-sink-index-computations, kiln-outline-gpu-kernels, kiln-merge-gpu-modules, nvvm-attach-target{chip=sm_90a features=+ptx84 O=3}, gpu.module(lower-affine, arith-expand, expand-strided-metadata, convert-scf-to-cf, kiln-finalize-device-memrefs{stage=before}, convert-gpu-to-nvvm, kiln-finalize-device-memrefs, kiln-nvptx-grid-constants, convert-nvvm-to-llvm, canonicalize, cse, reconcile-unrealized-casts), gpu-module-to-binary{format=isa})" | sed -e 's/\\0A/\n/g' -e 's/\\09/ /g' | FileCheck %s --check-prefix=PTXA
@@ -94,7 +95,7 @@ module {
 // IRA-LABEL: func.func private @int8_mm
 // IRA-SAME: tile 192x128x128, wgmma m64n128k32 u8xs8, 4 stages, 4 warpgroups, clusters of 2 blocks along N sharing A's tile by multicast, B transposed to K-major first
 // IRA-LABEL: func.func private @odd
-// IRA-SAME: "3136x1920x512: tile 128x128x64, wgmma m64n128k16, 4 stages, 3 warpgroups"]
+// IRA-SAME: "3136x1920x512: tile 128x128x64, wgmma m64n128k16, 4 stages, ping-pong: 2 consumer warpgroups taking turns on whole tiles and a producer warpgroup, persistent: 132 blocks over 375 tiles"]
 // IRA-NOT: clusters
 // IRA: return
 
