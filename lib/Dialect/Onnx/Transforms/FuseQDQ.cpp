@@ -805,23 +805,20 @@ struct FuseQDQPass : public kiln::impl::KilnOnnxFuseQDQBase<FuseQDQPass> {
     }
   }
 
+  /// `fold` on every op of type OpT, collected first (a fold may erase or
+  /// create ops).
+  template <typename OpT, typename Fold> void foldEach(Fold fold) {
+    SmallVector<OpT> ops;
+    getOperation().walk([&](OpT op) { ops.push_back(op); });
+    for (OpT op : ops)
+      fold(op);
+  }
+
   void runOnOperation() override {
-    SmallVector<LayerNormalizationOp> norms;
-    getOperation().walk([&](LayerNormalizationOp op) { norms.push_back(op); });
-    for (LayerNormalizationOp op : norms)
-      foldLayerNormScale(op);
-    SmallVector<MulOp> products;
-    getOperation().walk([&](MulOp op) { products.push_back(op); });
-    for (MulOp op : products)
-      foldProductScale(op);
-    SmallVector<MaxPoolOp> pools;
-    getOperation().walk([&](MaxPoolOp op) { pools.push_back(op); });
-    for (MaxPoolOp op : pools)
-      foldMaxPool(op);
-    SmallVector<GatherOp> gathers;
-    getOperation().walk([&](GatherOp op) { gathers.push_back(op); });
-    for (GatherOp op : gathers)
-      foldGather(op);
+    foldEach<LayerNormalizationOp>(foldLayerNormScale);
+    foldEach<MulOp>(foldProductScale);
+    foldEach<MaxPoolOp>([](MaxPoolOp op) { foldMaxPool(op); });
+    foldEach<GatherOp>([](GatherOp op) { foldGather(op); });
     SmallVector<Operation *> contractions;
     getOperation().walk([&](Operation *op) {
       if (isa<MatMulOp, GemmOp, ConvOp>(op))
