@@ -114,8 +114,7 @@ template <typename ConvOp> struct RoundedConversion : OpRewritePattern<ConvOp> {
         if (t.getType().getIntOrFloatBitWidth() == 8)
           narrowed = t;
     Type byteType = narrowed ? narrowed.getType() : resultType;
-    if (byteType.getIntOrFloatBitWidth() == 8 &&
-        (signedByte || unsignedByte)) {
+    if (byteType.getIntOrFloatBitWidth() == 8 && (signedByte || unsignedByte)) {
       Type i16 = rewriter.getI16Type();
       auto asmOp = LLVM::InlineAsmOp::create(
           rewriter, loc, i16, ValueRange{round.getOperand()},
