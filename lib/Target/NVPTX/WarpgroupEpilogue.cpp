@@ -82,6 +82,33 @@ void warpgroup::storeTileStaged(Emitter &e, const Problem &p,
   Type outElem = cast<MemRefType>(out.getType()).getElementType();
   const int64_t outBytes = outElem.getIntOrFloatBitWidth() / 8;
 
+  const int64_t perRow = bn / kChunk, chunks = 64 * perRow;
+  // Where perRow divides 128, i / perRow is ltid / perRow + pass *
+  // (128 / perRow) and i % perRow is ltid % perRow: one division for all,
+  // and a thread's chunk is the same 8 columns in every pass. Their
+  // per-column operands (an int8 product's scales and zero-point sums, a
+  // bias) are then loaded once, not once a pass: the stores between the
+  // passes keep the compiler from reusing the loads itself, and the
+  // repeated loads were most of the epilogue's load instructions (3 of 4
+  // for a requantized int8 product). A chunk past N (an edge tile) loads
+  // the last chunk's, unused. They are loaded before the barriers, so that
+  // their latency passes while the consumers wait for each other and stage
+  // their accumulators, not after (a latency a tile: the QKV product's
+  // loads followed the second barrier).
+  const bool whole = 128 % perRow == 0;
+  SmallVector<llvm::DenseMap<OpOperand *, Value>> perColumn(kChunk);
+  // The thread's chunk's first column (whole), clamped into the output.
+  Value chunk0;
+  SmallVector<OpOperand *> columnOps = columnOperands(p);
+  if (whole) {
+    chunk0 = e.add(t.n0, e.mul(e.remu(ltid, perRow), kChunk));
+    chunk0 = arith::MinUIOp::create(b, loc, chunk0, e.i32(p.n - kChunk));
+    for (OpOperand *in : columnOps)
+      for (int64_t x = 0; x < kChunk; ++x)
+        perColumn[x][in] = loadEpilogueOperand(
+            b, loc, p, in, cPoint(b, loc, p, t.bIdx, t.m0, e.add(chunk0, x)));
+  }
+
   // Every consumer is past its last wgmma (so no stage is read any more)
   // before any of them writes over the ring.
   NVVM::FenceProxyOp::create(
@@ -118,7 +145,6 @@ void warpgroup::storeTileStaged(Emitter &e, const Problem &p,
   // Pass 2: pass `pass` takes chunk i = 128 pass + ltid of the warpgroup's
   // 64 x perRow chunks, row-major: chunk i % perRow of row i / perRow (a
   // row of 24 chunks, BN = 192, straddles two passes).
-  const int64_t perRow = bn / kChunk, chunks = 64 * perRow;
   Value mBound = e.i32(p.m), nBound = e.i32(p.n);
   auto ptrType = LLVM::LLVMPointerType::get(context);
   auto i64 = [&](Value v) {
@@ -154,28 +180,6 @@ void warpgroup::storeTileStaged(Emitter &e, const Problem &p,
   Value outPtr, aligned;
   std::tie(outPtr, aligned) = baseOf(out, align);
   auto quadType = VectorType::get({4}, accElem);
-  // Where perRow divides 128, i / perRow is ltid / perRow + pass *
-  // (128 / perRow) and i % perRow is ltid % perRow: one division for all,
-  // and a thread's chunk is the same 8 columns in every pass. Their
-  // per-column operands (an int8 product's scales and zero-point sums, a
-  // bias) are then loaded once, not once a pass: the stores between the
-  // passes keep the compiler from reusing the loads itself, and the
-  // repeated loads were most of the epilogue's load instructions (3 of 4
-  // for a requantized int8 product). A chunk past N (an edge tile) loads
-  // the last chunk's, unused.
-  const bool whole = 128 % perRow == 0;
-  SmallVector<llvm::DenseMap<OpOperand *, Value>> perColumn(kChunk);
-  // The thread's chunk's first column (whole), clamped into the output.
-  Value chunk0;
-  SmallVector<OpOperand *> columnOps = columnOperands(p);
-  if (whole) {
-    chunk0 = e.add(t.n0, e.mul(e.remu(ltid, perRow), kChunk));
-    chunk0 = arith::MinUIOp::create(b, loc, chunk0, e.i32(p.n - kChunk));
-    for (OpOperand *in : columnOps)
-      for (int64_t x = 0; x < kChunk; ++x)
-        perColumn[x][in] = loadEpilogueOperand(
-            b, loc, p, in, cPoint(b, loc, p, t.bIdx, t.m0, e.add(chunk0, x)));
-  }
   // The epilogue's operands read at C's own point from a buffer laid out as
   // the output (a residual): where every such base address is aligned, all
   // passes' chunks are loaded up front, 16 bytes at a time (at most 128

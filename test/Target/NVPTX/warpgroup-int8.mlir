@@ -26,8 +26,8 @@
 // IR-COUNT-4: nvvm.wgmma.mma_async {{.*}}, D[<s32>, <one>], A[<u8>, <one>, <row>], B[<s8>, <one>, <col>]
 // IR: nvvm.wgmma.wait.group.sync.aligned 0
 // IR-NOT: llvm.mlir.constant({{.*}} : i32) : i32
-// IR: llvm.extractvalue
 // IR: memref.load %{{.*}} : memref<384xi32>
+// IR: llvm.extractvalue
 // IR: arith.addi %{{.*}}, %{{.*}} : i32
 // IR: arith.sitofp
 // IR: arith.mulf

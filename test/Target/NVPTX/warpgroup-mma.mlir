@@ -78,13 +78,14 @@
 // reads 8 adjacent columns back, runs the epilogue on them and stores them
 // with one 16-byte store (element by element if the output is not 16-byte
 // aligned).
+// A thread's chunk is the same 8 columns in every pass, so the bias (one
+// value per column) is loaded once for them, before the barriers (its
+// latency passes while the consumers wait and stage), not in each pass.
+// IR-COUNT-8: memref.load %{{.*}}[%{{.*}}] : memref<2304xf32>
 // IR: nvvm.fence.proxy {kind = #nvvm.proxy_kind<async.shared>, space = #nvvm.shared_space<cta>}
 // IR: nvvm.barrier id = %{{.*}} number_of_threads = %c384
 // IR-COUNT-16: llvm.store {{.*}} {alignment = 8 : i64} : vector<2xf32>, !llvm.ptr<3>
 // IR: nvvm.barrier id = %{{.*}} number_of_threads = %c384
-// A thread's chunk is the same 8 columns in every pass, so the bias (one
-// value per column) is loaded once for them, before the passes, not in each.
-// IR-COUNT-8: memref.load %{{.*}}[%{{.*}}] : memref<2304xf32>
 // IR-NOT: memref.load %{{.*}}[%{{.*}}] : memref<2304xf32>
 // IR-COUNT-2: llvm.load {{.*}} {alignment = 16 : i64} : !llvm.ptr<3> -> vector<4xf32>
 // IR-NOT: memref.load %{{.*}}[%{{.*}}] : memref<2304xf32>
@@ -118,8 +119,8 @@
 // IR-LABEL: func.func private @mm_bias_relu_f16(
 // IR: gpu.launch
 // IR: nvvm.wgmma.mma_async
-// IR: nvvm.barrier id
 // IR: memref.load %{{.*}}[%{{.*}}] : memref<384xf16>
+// IR: nvvm.barrier id
 // IR: llvm.load {{.*}} : !llvm.ptr<3> -> vector<4xf32>
 // IR: arith.maximumf
 // IR: arith.truncf {{.*}} : f32 to f16
@@ -132,8 +133,8 @@
 // from those; else each pass loads its elements one by one.
 // IR-LABEL: func.func private @mm_residual_f16(
 // IR: nvvm.wgmma.mma_async
-// IR: nvvm.barrier id
 // IR: memref.load %{{.*}}[%{{.*}}] : memref<384xf16>
+// IR: nvvm.barrier id
 // IR: scf.if %{{.*}} -> (vector<8xf16>, vector<8xf16>, vector<8xf16>, vector<8xf16>)
 // IR-COUNT-4: llvm.load %{{.*}} {alignment = 16 : i64} : !llvm.ptr -> vector<8xf16>
 // IR: } else {

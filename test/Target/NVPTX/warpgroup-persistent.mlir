@@ -60,10 +60,10 @@
 // producer is not filling with the next tile's stages: the accumulators
 // in, the bias loaded once per thread, 8 columns a 16-byte store.
 // ON: %[[STAGE:.*]] = arith.addi %{{.*}}, %c131200_i32 : i32
+// ON-COUNT-8: memref.load %{{.*}}[%{{.*}}] : memref<2304xf32>
 // ON: nvvm.barrier id = %{{.*}} number_of_threads = %c256_i32
 // ON: llvm.store {{.*}} : vector<2xf32>, !llvm.ptr<3>
 // ON: nvvm.barrier id = %{{.*}} number_of_threads = %c256_i32
-// ON-COUNT-8: memref.load %{{.*}}[%{{.*}}] : memref<2304xf32>
 // ON: llvm.store {{.*}} {alignment = 16 : i64} : vector<8xf16>, !llvm.ptr
 // ON: arith.addi %[[CRING]], %c12_i32
 // 4096^3: persistent when asked (64 K steps). 256 x 128's staging (136 KiB)
