@@ -40,9 +40,8 @@
 //
 //===----------------------------------------------------------------------===//
 
+#include "AttentionEpilogue.h"
 #include "Lowering.h"
-
-#include "kiln/Dialect/Kiln/Transforms/Passes.h"
 
 #include "mlir/Dialect/GPU/IR/GPUDialect.h"
 #include "mlir/Dialect/Math/IR/Math.h"
@@ -100,142 +99,6 @@ scoreOperandMap(const MMALayout &l) {
 /// `run` for every lane.
 bool runAligned(LaneCoord c, int64_t inner, int64_t run) {
   return c.group % run == 0 && c.thread % run == 0 && inner % run == 0;
-}
-
-/// An elementwise op that reads the attention's output (through reshapes
-/// of the whole buffer) and scalars only, and writes a buffer of as many
-/// elements (FuseKernels' attention epilogue: the quantization of the
-/// output for an int8 product). The kernel applies its body as it stores,
-/// into `result` (its output, viewed as the attention's output).
-struct OutputEpilogue {
-  linalg::GenericOp op;
-  OpOperand *input = nullptr;     // the attention's output, as it reads it
-  SmallVector<Operation *> views; // from the attention's output to `input`
-};
-
-std::optional<OutputEpilogue> outputEpilogue(AttentionOp att) {
-  Value out = att.getInit();
-  auto outType = cast<MemRefType>(out.getType());
-  if (!outType.hasStaticShape() || !outType.getLayout().isIdentity())
-    return std::nullopt;
-  OutputEpilogue e;
-  Value v = out;
-  while (true) {
-    Operation *reader = nullptr;
-    for (Operation *u : v.getUsers()) {
-      if (u == att.getOperation() || isa<ReleaseOp>(u))
-        continue;
-      if (reader)
-        return std::nullopt;
-      reader = u;
-    }
-    if (!reader)
-      return std::nullopt;
-    if (isa<memref::ReshapeOp, memref::CollapseShapeOp, memref::ExpandShapeOp,
-            memref::ReinterpretCastOp>(reader)) {
-      auto t = cast<MemRefType>(reader->getResult(0).getType());
-      if (!t.getLayout().isIdentity())
-        return std::nullopt;
-      e.views.push_back(reader);
-      v = reader->getResult(0);
-      continue;
-    }
-    auto g = dyn_cast<linalg::GenericOp>(reader);
-    if (!g || g.getNumLoops() != g.getNumParallelLoops() ||
-        g.getNumDpsInits() != 1 || g.getNumResults() != 0)
-      return std::nullopt;
-    e.op = g;
-    break;
-  }
-  linalg::GenericOp g = e.op;
-  for (OpOperand *in : g.getDpsInputOperands()) {
-    if (in->get() == v) {
-      if (e.input || !g.getMatchingIndexingMap(in).isIdentity())
-        return std::nullopt;
-      e.input = in;
-      continue;
-    }
-    auto t = dyn_cast<MemRefType>(in->get().getType());
-    if (t && t.getRank() != 0)
-      return std::nullopt;
-  }
-  OpOperand *init = g.getDpsInitOperand(0);
-  auto resType = dyn_cast<MemRefType>(init->get().getType());
-  if (!e.input || !resType || !resType.hasStaticShape() ||
-      !resType.getLayout().isIdentity() ||
-      resType.getNumElements() != outType.getNumElements() ||
-      !g.getMatchingIndexingMap(init).isIdentity() ||
-      !g.getBody()->getArgument(init->getOperandNumber()).use_empty() ||
-      !resType.getElementType().isIntOrFloat())
-    return std::nullopt;
-  return e;
-}
-
-/// Where an output epilogue's body starts on the attention's output `in`:
-/// the f32 value of it (`in` itself, or the result of its one use, an
-/// `extf` to f32 undoing the output's half rounding), and a division of
-/// that value by a scalar (QuantizeLinear's x / scale: by a scalar operand,
-/// or kiln-half-division's corrected product by a constant's reciprocal),
-/// if there is one. The kernel then gives the body the f32 row value
-/// without the half rounding, and the division's result as the product of
-/// the accumulator by the row's 1 / sum divided by the scale, once a row:
-/// per element one product instead of a conversion to half and back and
-/// the division's four instructions (BERT-base's int8 attention kernel:
-/// 1304 instructions against the half kernel's 976).
-struct EpilogueEntry {
-  Value widened;  // the body's f32 value of the output
-  Value quotient; // widened / divisor, or null
-  Value divisor;  // a block argument of a scalar operand, or a constant
-};
-
-std::optional<EpilogueEntry> epilogueEntry(OutputEpilogue &e) {
-  Block &body = *e.op.getBody();
-  BlockArgument in = body.getArgument(e.input->getOperandNumber());
-  EpilogueEntry entry;
-  if (in.getType().isF32()) {
-    entry.widened = in;
-  } else {
-    if (!in.hasOneUse())
-      return std::nullopt;
-    auto ext = dyn_cast<arith::ExtFOp>(*in.getUsers().begin());
-    if (!ext || !ext.getType().isF32())
-      return std::nullopt;
-    entry.widened = ext.getResult();
-  }
-  auto usable = [&](Value d) {
-    FloatAttr c;
-    if (matchPattern(d, m_Constant(&c)))
-      return c.getType().isF32() &&
-             std::isnormal(static_cast<float>(1.0 / c.getValueAsDouble()));
-    auto arg = dyn_cast<BlockArgument>(d);
-    return arg && arg.getOwner() == &body && arg != in &&
-           arg.getArgNumber() < e.op.getNumDpsInputs();
-  };
-  for (Operation *u : entry.widened.getUsers()) {
-    if (auto div = dyn_cast<arith::DivFOp>(u)) {
-      if (div.getLhs() == entry.widened && usable(div.getRhs())) {
-        entry.quotient = div.getResult();
-        entry.divisor = div.getRhs();
-        break;
-      }
-    }
-    if (!isa<arith::MulFOp>(u))
-      continue;
-    for (Operation *s : u->getUsers()) {
-      if (!isa<arith::SelectOp>(s))
-        continue;
-      std::optional<std::pair<Value, Value>> xc =
-          matchCorrectedF32Division(s->getResult(0));
-      if (xc && xc->first == entry.widened) {
-        entry.quotient = s->getResult(0);
-        entry.divisor = xc->second;
-        break;
-      }
-    }
-    if (entry.quotient)
-      break;
-  }
-  return entry;
 }
 
 } // namespace

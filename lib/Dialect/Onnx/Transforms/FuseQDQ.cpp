@@ -61,6 +61,7 @@
 #include "kiln/Dialect/Onnx/Transforms/Passes.h"
 
 #include "ByteConstants.h"
+#include "QDQUtils.h"
 
 #include "kiln/Dialect/Onnx/IR/OnnxOps.h"
 #include "kiln/Dialect/Onnx/IR/OnnxUtils.h"
@@ -81,30 +82,9 @@ namespace mlir::kiln {
 using namespace mlir;
 using namespace mlir::kiln;
 using namespace mlir::kiln::onnxops;
+using namespace mlir::kiln::qdq;
 
 namespace {
-
-/// `values` as a constant of `shape` and element type `elem` (8- or 32-bit
-/// integers, or f32).
-Value valuesConstant(OpBuilder &b, Location loc, ArrayRef<int64_t> shape,
-                     Type elem, ArrayRef<double> values, StringRef hint) {
-  auto type = RankedTensorType::get(shape, elem);
-  unsigned width = elem.getIntOrFloatBitWidth();
-  std::vector<char> bytes(values.size() * width / 8);
-  for (auto [i, v] : llvm::enumerate(values)) {
-    char *p = bytes.data() + i * width / 8;
-    if (elem.isF32()) {
-      float f = static_cast<float>(v);
-      std::memcpy(p, &f, 4);
-    } else if (width == 32) {
-      int32_t x = static_cast<int32_t>(v);
-      std::memcpy(p, &x, 4);
-    } else {
-      *p = static_cast<char>(static_cast<int64_t>(v));
-    }
-  }
-  return makeBytesConstant(b, loc, type, bytes, hint);
-}
 
 bool isUnsigned8(Type t) {
   auto it = dyn_cast<IntegerType>(getElementTypeOrSelf(t));
@@ -237,19 +217,6 @@ std::optional<ChannelValues> channelValues(Value v, int64_t rank, int64_t axis,
     r.values.push_back(exact ? qv[c] : (qv[c] - zv[c]) * sv[c]);
   r.inAccumulatorUnits = exact;
   return r;
-}
-
-/// The one user of `v`, if it has exactly one.
-Operation *soleUser(Value v) {
-  return v.hasOneUse() ? *v.getUsers().begin() : nullptr;
-}
-
-/// A scalar float constant.
-std::optional<double> scalarOf(Value v) {
-  std::optional<SmallVector<double>> f = getConstantFloatValues(v);
-  if (!f || f->size() != 1)
-    return std::nullopt;
-  return f->front();
 }
 
 /// One quantized layer, as matched.
@@ -484,12 +451,6 @@ bool foldGather(GatherOp gather) {
   return true;
 }
 
-std::string hintOf(Operation *op, StringRef suffix) {
-  if (auto nl = dyn_cast<NameLoc>(op->getLoc()))
-    return (nl.getName().strref() + suffix).str();
-  return ("qdq" + suffix).str();
-}
-
 struct FuseQDQPass : public kiln::impl::KilnOnnxFuseQDQBase<FuseQDQPass> {
   /// The uint8 twin of an int8 QuantizeLinear (zero point + 128).
   llvm::DenseMap<Operation *, Value> twins;
@@ -714,95 +675,6 @@ struct FuseQDQPass : public kiln::impl::KilnOnnxFuseQDQBase<FuseQDQPass> {
     Value q = QuantizeLinearOp::create(b, layer.out.getLoc(), qt, y, one, zy,
                                        layer.out.getAxisAttr());
     layer.out.getResult().replaceAllUsesWith(q);
-  }
-
-  /// The QuantizeLinear of one constant scale sy other than 1 that alone
-  /// reads `v` (f32), and sy.
-  static std::optional<std::pair<QuantizeLinearOp, double>>
-  soleScaledQuantize(Value v) {
-    auto q = dyn_cast_or_null<QuantizeLinearOp>(soleUser(v));
-    auto t = dyn_cast<RankedTensorType>(v.getType());
-    if (!q || q.getX() != v || q.getBlockSizeAttr().getInt() != 0 || !t ||
-        !t.getElementType().isF32())
-      return std::nullopt;
-    std::optional<double> sy = scalarOf(q.getYScale());
-    if (!sy || !(*sy > 0) || !std::isfinite(*sy) || *sy == 1.0)
-      return std::nullopt;
-    return std::make_pair(q, *sy);
-  }
-
-  /// A new constant of `v`'s values (an f32 constant) divided by `sy`, each
-  /// rounded once to f32, before `at`.
-  static std::optional<Value> dividedConstant(Value v, double sy,
-                                              Operation *at) {
-    std::optional<SmallVector<double>> values = getConstantFloatValues(v);
-    auto t = dyn_cast<RankedTensorType>(v.getType());
-    if (!values || !t || !t.hasStaticShape() || !t.getElementType().isF32() ||
-        static_cast<int64_t>(values->size()) != t.getNumElements())
-      return std::nullopt;
-    for (double &x : *values) {
-      x = static_cast<float>(x / sy);
-      if (!std::isfinite(x))
-        return std::nullopt;
-    }
-    OpBuilder b(at);
-    return valuesConstant(b, at->getLoc(), t.getShape(), t.getElementType(),
-                          *values, hintOf(at, "_quantized"));
-  }
-
-  static void setUnitScale(QuantizeLinearOp q) {
-    OpBuilder b(q);
-    q.getYScaleMutable().assign(
-        valuesConstant(b, q.getLoc(), {}, b.getF32Type(), {1.0}, ""));
-  }
-
-  /// A LayerNormalization whose result only a QuantizeLinear of one
-  /// constant scale sy reads: its constant Scale and B take the 1 / sy, the
-  /// QuantizeLinear's scale becomes 1, so that the normalization's kernel
-  /// rounds (x - mean) · rstd · Scale' + B' without a division an element
-  /// (BERT-base's int8 build: two such LayerNormalizations a layer; the
-  /// division's correction was 4 of their kernel's 18 instructions an
-  /// element).
-  static void foldLayerNormScale(LayerNormalizationOp ln) {
-    if (!ln.getMean().use_empty() || !ln.getInvStdDev().use_empty())
-      return;
-    auto qs = soleScaledQuantize(ln.getY());
-    if (!qs)
-      return;
-    std::optional<Value> scale = dividedConstant(ln.getScale(), qs->second, ln);
-    if (!scale)
-      return;
-    std::optional<Value> bias;
-    if (!isNoValue(ln.getB()) &&
-        !(bias = dividedConstant(ln.getB(), qs->second, ln)))
-      return;
-    ln.getScaleMutable().assign(*scale);
-    if (bias)
-      ln.getBMutable().assign(*bias);
-    setUnitScale(qs->first);
-  }
-
-  /// A product by a constant whose result only a QuantizeLinear of one
-  /// constant scale sy reads: the constant takes the 1 / sy and the
-  /// QuantizeLinear's scale becomes 1 (GELU's last product by 0.5 before
-  /// an int8 FFN1's requantization: kiln-erf-complement then folds c / sy
-  /// into its GELU, one product instead of the division's four
-  /// instructions an element).
-  static void foldProductScale(MulOp mul) {
-    auto qs = soleScaledQuantize(mul.getResult());
-    if (!qs)
-      return;
-    for (int i = 0; i < 2; ++i) {
-      Value c = mul->getOperand(i);
-      if (!getConstantFloatValues(c))
-        continue;
-      std::optional<Value> divided = dividedConstant(c, qs->second, mul);
-      if (!divided)
-        return;
-      mul->setOperand(i, *divided);
-      setUnitScale(qs->first);
-      return;
-    }
   }
 
   /// `fold` on every op of type OpT, collected first (a fold may erase or
