@@ -316,10 +316,6 @@ void warpgroup::buildKernel(RewriterBase &rewriter, const Problem &p,
   // b32's int8 QKV product took 27.7 us against 23.4 without the cluster
   // (Nsight Compute on an H100, 2026-12-07: membar and barrier stalls 4.7
   // and 5.5 cycles an instruction, against 0 and 1.7).
-  auto clusterBarrier = [&] {
-    NVVM::ClusterArriveRelaxedOp::create(b, loc, UnitAttr());
-    NVVM::ClusterWaitOp::create(b, loc, UnitAttr());
-  };
 
   // Thread 0 initializes the barriers: `full` expects the producer's one
   // arrival (and the copies' bytes, the peer's half of a multicast operand
@@ -338,10 +334,12 @@ void warpgroup::buildKernel(RewriterBase &rewriter, const Problem &p,
     }
     NVVM::FenceMbarrierInitOp::create(b, loc);
   });
-  if (multicast)
-    clusterBarrier();
-  else
+  if (multicast) {
+    NVVM::ClusterArriveRelaxedOp::create(b, loc, UnitAttr());
+    NVVM::ClusterWaitOp::create(b, loc, UnitAttr());
+  } else {
     NVVM::Barrier0Op::create(b, loc);
+  }
 
   Value ticks = e.i32(10000000);
   // Warpgroup 0 produces (its first thread issues the copies) and
