@@ -34,3 +34,13 @@ if subprocess.run([config.python_executable, "-c", "import torch, torchvision"],
 # (/usr/local/cuda, present on this machine's image; docs/gpu.md).
 if os.path.exists("/usr/local/cuda/bin/ptxas"):
     config.available_features.add("ptxas")
+
+# nvdisasm (pip's nvidia-cuda-nvdisasm, python/requirements.txt) shows the
+# SASS that ptxas made of the PTX (Inputs/ptxas_notes.py --sass).
+_nvdisasm = subprocess.run(
+    [config.python_executable, "-c",
+     "import nvidia, os; print(os.path.join(list(nvidia.__path__)[0], 'cu13', 'bin', 'nvdisasm'))"],
+    capture_output=True, text=True).stdout.strip()
+if _nvdisasm and os.access(_nvdisasm, os.X_OK):
+    config.available_features.add("nvdisasm")
+    config.environment["KILN_NVDISASM"] = _nvdisasm

@@ -24,7 +24,9 @@ if [ ${#missing[@]} -gt 0 ]; then
 fi
 
 VENV="$ROOT/.venv"
-if [ ! -x "$VENV/bin/python" ] || ! "$VENV/bin/python" -c "import onnx, onnxruntime, numpy, lit, pytest, nanobind, scikit_build_core" 2>/dev/null; then
+# (nvidia-cuda-nvdisasm: the SASS of the lit tests that assemble PTX, e.g.
+# test/Target/NVPTX/quantize-rounding-sass.test)
+if [ ! -x "$VENV/bin/python" ] || ! "$VENV/bin/python" -c "import onnx, onnxruntime, numpy, lit, pytest, nanobind, scikit_build_core; import importlib.metadata as m; m.version('nvidia-cuda-nvdisasm')" 2>/dev/null; then
   echo "== creating Python environment in $VENV"
   /usr/bin/python3 -m venv --system-site-packages "$VENV"
   "$VENV/bin/pip" install -q --upgrade pip

@@ -1,10 +1,12 @@
 //===- QuantizeRounding.cpp - Round, zero point and clamp as one cvt.rni --===//
 //
 // kiln-nvptx-quantize-rounding (Passes.td): fptosi(clamp(roundeven(v) + zp))
-// becomes llvm.nvvm.f2i.rn (cvt.rni.s32.f32) with the zero point and the
-// clamp in integers, one conversion instead of two (for an 8-bit result
-// without a zero point clamped to a byte's range, one saturating conversion
-// to s8 or u8); sitofp(acc) * s + b becomes one fma.
+// to 8 bits becomes a float clamp and one addition of 1.5 * 2^23 whose sum's
+// bit pattern holds the rounded integer (no conversion: cvt.rni is a
+// quarter-rate instruction on the unit that ex2 and the accumulators'
+// conversions use); to wider types, llvm.nvvm.f2i.rn (cvt.rni.s32.f32) with
+// the zero point and the clamp in integers, one conversion instead of two.
+// sitofp(acc) * s + b becomes one fma.
 //
 //===----------------------------------------------------------------------===//
 
@@ -16,7 +18,9 @@
 #include "mlir/IR/PatternMatch.h"
 #include "mlir/Transforms/GreedyPatternRewriteDriver.h"
 
+#include <algorithm>
 #include <cmath>
+#include <cstdlib>
 #include <optional>
 
 namespace mlir::kiln {
@@ -53,6 +57,56 @@ std::optional<std::pair<Value, int64_t>> clampSide(Operation *op, bool upper) {
     if (std::optional<int64_t> c = integralConstant(op->getOperand(1 - i)))
       return std::make_pair(op->getOperand(i), *c);
   return std::nullopt;
+}
+
+/// 1.5 * 2^23: f32's integers from 2^23 to 2^24 have consecutive bit
+/// patterns, so adding it rounds a value of magnitude below 2^22 to an
+/// integer (to nearest even, f32's rounding) and leaves that integer in the
+/// low bits of the sum's pattern.
+constexpr int64_t kMagic = 12582912;
+/// The largest |bound| the addition keeps in that binade.
+constexpr int64_t kMagicRange = 1 << 21;
+
+/// The 8-bit clamp(roundeven(v) + zp, lo, hi) without a conversion: v
+/// clamped to [lo - zp, hi - zp] in f32 (the bounds are integers, so before
+/// the rounding is the same as after; max first, so NaN takes lo), plus
+/// kMagic + zp, the sum's pattern truncated to 8 bits. An even zero point
+/// goes into the addition (roundeven(v + zp) = roundeven(v) + zp when zp
+/// is even); an odd one is added to the integer, so that ties still round
+/// v and not v + zp to even. Two float clamps and an addition at full
+/// rate, against a quarter-rate conversion (cvt.rni, whose unit GELU's
+/// ex2 and the accumulators' cvt.rn.f32.s32 share) and integer clamps.
+Value roundedByAddition(PatternRewriter &rewriter, Location loc, Value v,
+                        int64_t lo, int64_t hi, int64_t zp, Type byteType) {
+  Type f32 = rewriter.getF32Type(), i32 = rewriter.getI32Type();
+  auto fcst = [&](int64_t c) {
+    return arith::ConstantFloatOp::create(rewriter, loc, cast<FloatType>(f32),
+                                          APFloat(static_cast<float>(c)))
+        .getResult();
+  };
+  // (LLVM's maxnum and minnum, max.f32 and min.f32: arith-expand, later in
+  // the pipeline, would turn arith's into compares and selects)
+  Value c = LLVM::MaxNumOp::create(rewriter, loc, v, fcst(lo - zp));
+  c = LLVM::MinNumOp::create(rewriter, loc, c, fcst(hi - zp));
+  const bool evenZp = zp % 2 == 0;
+  Value sum =
+      arith::AddFOp::create(rewriter, loc, c, fcst(kMagic + (evenZp ? zp : 0)));
+  // The pattern through an inline mov.b32, not a bitcast: LLVM drops a
+  // bitcast (one .b32 register for both), and ptxas (CUDA 13) stores a
+  // register that an f32 instruction wrote with st.b8 as a conversion
+  // (cvt.rzi.u8.f32 of 1.5 * 2^23 + q: 255), where a mov.b32 between them
+  // makes it a plain byte store and costs nothing in SASS.
+  Value bits =
+      LLVM::InlineAsmOp::create(
+          rewriter, loc, i32, ValueRange{sum}, "mov.b32 $0, $1;", "=r,f",
+          /*has_side_effects=*/false, /*is_align_stack=*/false,
+          LLVM::TailCallKind::None, LLVM::AsmDialectAttr(), ArrayAttr())
+          .getResult(0);
+  if (!evenZp)
+    bits = arith::AddIOp::create(
+        rewriter, loc, bits,
+        arith::ConstantIntOp::create(rewriter, loc, i32, zp).getResult());
+  return arith::TruncIOp::create(rewriter, loc, byteType, bits);
 }
 
 template <typename ConvOp> struct RoundedConversion : OpRewritePattern<ConvOp> {
@@ -98,14 +152,6 @@ template <typename ConvOp> struct RoundedConversion : OpRewritePattern<ConvOp> {
       return failure();
     Location loc = conv.getLoc();
     Type i32 = rewriter.getI32Type();
-    // An 8-bit result without a zero point whose clamp is a byte's range:
-    // one saturating conversion (cvt.rni.sat.s8.f32 or .u8: one
-    // instruction, against a conversion and two clamps). With a zero point
-    // (uint8 with 128, the shifted int8 range) the 8-bit addition after it
-    // cost as many byte permutes as the clamps it saved (BERT-base's int8
-    // attention kernel, ptxas 13: 1120 instructions either way).
-    const bool signedByte = zp == 0 && lo == -128 && hi == 127;
-    const bool unsignedByte = zp == 0 && lo == 0 && hi == 255;
     // (a wider conversion that only a truncation to 8 bits reads, too: the
     // lowering's fptosi to i32 and trunci)
     arith::TruncIOp narrowed;
@@ -114,16 +160,10 @@ template <typename ConvOp> struct RoundedConversion : OpRewritePattern<ConvOp> {
         if (t.getType().getIntOrFloatBitWidth() == 8)
           narrowed = t;
     Type byteType = narrowed ? narrowed.getType() : resultType;
-    if (byteType.getIntOrFloatBitWidth() == 8 && (signedByte || unsignedByte)) {
-      Type i16 = rewriter.getI16Type();
-      auto asmOp = LLVM::InlineAsmOp::create(
-          rewriter, loc, i16, ValueRange{round.getOperand()},
-          signedByte ? "cvt.rni.sat.s8.f32 $0, $1;"
-                     : "cvt.rni.sat.u8.f32 $0, $1;",
-          "=h,f", /*has_side_effects=*/false, /*is_align_stack=*/false,
-          LLVM::TailCallKind::None, LLVM::AsmDialectAttr(), ArrayAttr());
-      Value r =
-          arith::TruncIOp::create(rewriter, loc, byteType, asmOp.getResult(0));
+    if (byteType.getIntOrFloatBitWidth() == 8 &&
+        std::max(std::abs(lo - zp), std::abs(hi - zp)) <= kMagicRange) {
+      Value r = roundedByAddition(rewriter, loc, round.getOperand(), lo, hi, zp,
+                                  byteType);
       if (narrowed) {
         rewriter.replaceOp(narrowed, r);
         rewriter.eraseOp(conv);

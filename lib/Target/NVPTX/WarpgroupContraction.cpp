@@ -54,6 +54,7 @@
 #include "mlir/Dialect/Arith/IR/Arith.h"
 #include "mlir/Dialect/Func/IR/FuncOps.h"
 #include "mlir/Dialect/GPU/IR/GPUDialect.h"
+#include "mlir/Dialect/LLVMIR/NVVMDialect.h"
 #include "mlir/Dialect/Linalg/IR/Linalg.h"
 #include "mlir/Dialect/MemRef/IR/MemRef.h"
 #include "mlir/Dialect/SCF/IR/SCF.h"
@@ -424,6 +425,19 @@ mlir::kiln::lowerWarpgroupContraction(RewriterBase &rewriter,
     Block &body = launch.getBody().front();
     while (body.getNumArguments() < 18)
       body.addArgument(rewriter.getIndexType(), loc);
+  }
+  // Two blocks to a multiprocessor need their registers to fit twice:
+  // the bound goes to the vendor compiler (nvvm.minctasm: .minnctapersm
+  // with the kernel's .maxntid), or a few more registers in the epilogue
+  // silently leave one block an SM (BERT-base b32's int8 FFN1: 93 to 116
+  // registers a thread, 33 to 40 us on an H100, 2026-12-07).
+  if (tile.blocksPerSM > 1) {
+    Builder b(rewriter.getContext());
+    launch->setAttr(
+        "kiln.kernel_attrs",
+        b.getDictionaryAttr(b.getNamedAttr(
+            NVVM::NVVMDialect::getMinctasmAttrName(),
+            b.getI32IntegerAttr(static_cast<int32_t>(tile.blocksPerSM)))));
   }
   // What was chosen, for kilnc --report (the kernel's "gpu_contractions").
   {

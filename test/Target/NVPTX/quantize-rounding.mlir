@@ -2,48 +2,92 @@
 // RUN: kiln-opt %s --pass-pipeline="builtin.module(nvvm-attach-target{chip=sm_90 features=+ptx80 O=3}, gpu.module(kiln-nvptx-quantize-rounding, arith-expand, convert-scf-to-cf, kiln-finalize-device-memrefs{stage=before}, convert-gpu-to-nvvm, kiln-finalize-device-memrefs, canonicalize, cse, reconcile-unrealized-casts), gpu-module-to-binary{format=isa})" | sed -e 's/\\0A/\n/g' -e 's/\\09/ /g' | FileCheck %s --check-prefix=PTX
 
 // A QuantizeLinear to uint8 with zero point 127 (its lowering: roundeven,
-// + zp, clamp to [0, 255], fptosi, trunci): one cvt.rni.s32.f32 and the
-// clamp to [0 - 127, 255 - 127] and the zero point in integers.
+// + zp, clamp to [0, 255], fptosi, trunci): no conversion. v is clamped to
+// [0 - 127, 255 - 127] in f32 (max first), 1.5 * 2^23 added (the sum's
+// pattern holds roundeven(v)), and the odd zero point added to the integer
+// (test/Target/NVPTX/quantize-rounding-values.py checks the values). The
+// pattern is read through an inline mov.b32 (quantize-rounding-sass.mlir:
+// ptxas would store the f32 register as a conversion).
 // CHECK-LABEL: gpu.func @quantize
 // CHECK-NOT: math.roundeven
-// CHECK: %[[R:.*]] = llvm.call_intrinsic "llvm.nvvm.f2i.rn"(%{{.*}}) : (f32) -> i32
-// CHECK: %[[LO:.*]] = arith.maxsi %[[R]], %{{.*}} : i32
-// CHECK: %[[HI:.*]] = arith.minsi %[[LO]], %{{.*}} : i32
-// CHECK: %[[Q:.*]] = arith.addi %[[HI]], %{{.*}} : i32
+// CHECK-NOT: llvm.call_intrinsic
+// CHECK: %[[LO:.*]] = llvm.intr.maxnum(%{{.*}}, %[[LOB:.*]]) : (f32, f32) -> f32
+// CHECK: %[[HI:.*]] = llvm.intr.minnum(%[[LO]], %[[HIB:.*]]) : (f32, f32) -> f32
+// CHECK: %[[S:.*]] = arith.addf %[[HI]], %[[M:.*]] : f32
+// CHECK: %[[BITS:.*]] = llvm.inline_asm "mov.b32 $0, $1;", "=r,f" %[[S]] : (f32) -> i32
+// CHECK: %[[Q:.*]] = arith.addi %[[BITS]], %{{.*}} : i32
 // CHECK: arith.trunci %[[Q]] : i32 to i8
+// CHECK-NOT: arith.fptosi
 // PTX-LABEL: .entry quantize(
-// PTX-NOT: cvt.rni.f32.f32
-// PTX: cvt.rni.s32.f32
-// PTX: max.s32 {{.*}}, -127;
-// PTX: min.s32 {{.*}}, 128;
-// PTX-NOT: cvt.rni.f32.f32
+// PTX-NOT: cvt.rni
+// PTX: max.f32 {{.*}}, 0fC2FE0000;
+// PTX: min.f32 {{.*}}, 0f43000000;
+// PTX: add.rn.f32 {{.*}}, 0f4B400000;
+// PTX: add.s16 {{.*}}, 127;
+// PTX-NOT: cvt.rni
 // PTX: ret;
 
 // The NaN-ignoring clamp in the other order, unsigned, no zero point, to
-// 8 bits: one saturating conversion to u8, no clamp.
+// 8 bits: the same form without the integer addition.
 // CHECK-LABEL: gpu.func @unsigned_clamp
 // CHECK-NOT: llvm.call_intrinsic
-// CHECK: %[[B:.*]] = llvm.inline_asm "cvt.rni.sat.u8.f32 $0, $1;", "=h,f" %{{.*}} : (f32) -> i16
-// CHECK-NEXT: arith.trunci %[[B]] : i16 to i8
+// CHECK: llvm.intr.maxnum
+// CHECK: llvm.intr.minnum
+// CHECK: %[[S:.*]] = arith.addf %{{.*}}, %{{.*}} : f32
+// CHECK: %[[BITS:.*]] = llvm.inline_asm "mov.b32 $0, $1;", "=r,f" %[[S]] : (f32) -> i32
+// CHECK-NEXT: arith.trunci %[[BITS]] : i32 to i8
 // CHECK-NOT: arith.addi
-// CHECK-NOT: arith.minsi
 // CHECK: memref.store
 // PTX-LABEL: .entry unsigned_clamp(
-// PTX: cvt.rni.sat.u8.f32
+// PTX: max.f32 {{.*}}, 0f00000000;
+// PTX: min.f32 {{.*}}, 0f437F0000;
+// PTX: add.rn.f32 {{.*}}, 0f4B400000;
+// PTX-NOT: cvt.rni
 // PTX-NOT: {{max|min}}.s32
 // PTX: ret;
 
 // int8 without a zero point through the lowering's fptosi to i32 and
-// trunci: a saturating conversion to s8, no clamp. (uint8 with zero point
-// 128 keeps @quantize's form: the 8-bit addition would cost byte permutes.)
+// trunci: the clamp to [-128, 127], the addition, no conversion.
 // CHECK-LABEL: gpu.func @signed_byte
-// CHECK: %[[S:.*]] = llvm.inline_asm "cvt.rni.sat.s8.f32 $0, $1;", "=h,f" %{{.*}} : (f32) -> i16
-// CHECK-NEXT: arith.trunci %[[S]] : i16 to i8
+// CHECK: llvm.intr.maxnum
+// CHECK: llvm.intr.minnum
+// CHECK: llvm.inline_asm "mov.b32 $0, $1;"
 // CHECK-NOT: arith.fptosi
 // CHECK: memref.store
 // PTX-LABEL: .entry signed_byte(
-// PTX: cvt.rni.sat.s8.f32
-// PTX-NOT: {{max|min}}.s32
+// PTX: max.f32 {{.*}}, 0fC3000000;
+// PTX: min.f32 {{.*}}, 0f42FE0000;
+// PTX: add.rn.f32 {{.*}}, 0f4B400000;
+// PTX-NOT: cvt.rni
+// PTX: ret;
+
+// uint8 with zero point 128 (even): the zero point goes into the addition,
+// 1.5 * 2^23 + 128.
+// CHECK-LABEL: gpu.func @even_zero_point
+// CHECK: llvm.intr.maxnum
+// CHECK: llvm.intr.minnum
+// CHECK: arith.addf %{{.*}}, %{{.*}} : f32
+// CHECK-NOT: arith.addi
+// CHECK: arith.trunci
+// PTX-LABEL: .entry even_zero_point(
+// PTX: max.f32 {{.*}}, 0fC3000000;
+// PTX: min.f32 {{.*}}, 0f42FE0000;
+// PTX: add.rn.f32 {{.*}}, 0f4B400080;
+// PTX-NOT: add.s16
+// PTX: ret;
+
+// A 16-bit result keeps one cvt.rni.s32.f32 with the zero point and the
+// clamp in integers.
+// CHECK-LABEL: gpu.func @sixteen_bits
+// CHECK: %[[R:.*]] = llvm.call_intrinsic "llvm.nvvm.f2i.rn"(%{{.*}}) : (f32) -> i32
+// CHECK: %[[LO:.*]] = arith.maxsi %[[R]], %{{.*}} : i32
+// CHECK: %[[HI:.*]] = arith.minsi %[[LO]], %{{.*}} : i32
+// CHECK: %[[Q:.*]] = arith.addi %[[HI]], %{{.*}} : i32
+// CHECK: arith.trunci %[[Q]] : i32 to i16
+// PTX-LABEL: .entry sixteen_bits(
+// PTX: cvt.rni.s32.f32
+// PTX: max.s32 {{.*}}, -32771;
+// PTX: min.s32 {{.*}}, 32764;
 // PTX: ret;
 
 // A zero point that is not integral, a rounding other than to even, and
@@ -114,6 +158,35 @@ module attributes {gpu.container_module} {
       %q = arith.fptosi %c : f32 to i32
       %t = arith.trunci %q : i32 to i8
       memref.store %t, %out[%i] : memref<256xi8>
+      gpu.return
+    }
+    gpu.func @even_zero_point(%x: memref<256xf32>, %out: memref<256xi8>) kernel {
+      %i = gpu.thread_id x
+      %v = memref.load %x[%i] : memref<256xf32>
+      %zp = arith.constant 128.0 : f32
+      %lo = arith.constant 0.0 : f32
+      %hi = arith.constant 255.0 : f32
+      %r = math.roundeven %v : f32
+      %a = arith.addf %r, %zp : f32
+      %m = arith.maximumf %a, %lo : f32
+      %c = arith.minimumf %m, %hi : f32
+      %q = arith.fptoui %c : f32 to i8
+      memref.store %q, %out[%i] : memref<256xi8>
+      gpu.return
+    }
+    gpu.func @sixteen_bits(%x: memref<256xf32>, %out: memref<256xi16>) kernel {
+      %i = gpu.thread_id x
+      %v = memref.load %x[%i] : memref<256xf32>
+      %zp = arith.constant 3.0 : f32
+      %lo = arith.constant -32768.0 : f32
+      %hi = arith.constant 32767.0 : f32
+      %r = math.roundeven %v : f32
+      %a = arith.addf %r, %zp : f32
+      %m = arith.maximumf %a, %lo : f32
+      %c = arith.minimumf %m, %hi : f32
+      %q = arith.fptosi %c : f32 to i32
+      %t = arith.trunci %q : i32 to i16
+      memref.store %t, %out[%i] : memref<256xi16>
       gpu.return
     }
     gpu.func @kept(%x: memref<256xf32>, %b: memref<f32>, %out: memref<256xi32>) kernel {

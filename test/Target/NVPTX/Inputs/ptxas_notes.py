@@ -2,7 +2,8 @@
 escaped string) on stdin, assembles the PTX with the toolkit's ptxas -v for
 the chip given as argv[1] and prints ptxas's notes (its info lines), for
 FileCheck: e.g. that no wgmma is serialized (C7520) and ptxas inserted no
-warpgroup arrive of its own (C7519)."""
+warpgroup arrive of its own (C7519). With --sass after the chip, the cubin's
+SASS follows (nvdisasm, $KILN_NVDISASM: lit's feature nvdisasm)."""
 import os
 import re
 import subprocess
@@ -21,7 +22,13 @@ with tempfile.TemporaryDirectory() as d:
     src = os.path.join(d, "k.ptx")
     with open(src, "w") as f:
         f.write(ptx)
-    p = subprocess.run([ptxas, f"-arch={sys.argv[1]}", "-v", src, "-o", os.path.join(d, "k.cubin")],
+    cubin = os.path.join(d, "k.cubin")
+    p = subprocess.run([ptxas, f"-arch={sys.argv[1]}", "-v", src, "-o", cubin],
                        capture_output=True, text=True)
-sys.stdout.write(p.stdout + p.stderr)
+    sys.stdout.write(p.stdout + p.stderr)
+    if p.returncode == 0 and "--sass" in sys.argv[2:]:
+        s = subprocess.run([os.environ["KILN_NVDISASM"], cubin],
+                           capture_output=True, text=True)
+        sys.stdout.write(s.stdout + s.stderr)
+        sys.exit(s.returncode)
 sys.exit(p.returncode)
