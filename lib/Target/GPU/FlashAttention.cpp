@@ -327,18 +327,23 @@ LogicalResult FlashAttention::lower(AttentionOp op) {
   };
   Side sides[] = {{k, ks, 1, headQK}, {v, vs, 2, headV}};
   int64_t threads = kWarps * warpSize;
+  // Run `c` of rows of `perRow` runs of `width` elements: its row and its
+  // first element.
+  auto runPosition = [&](Value c, int64_t perRow, int64_t width) {
+    Value row = arith::DivUIOp::create(rewriter, loc, c, index(loc, perRow));
+    Value first =
+        mul(loc, arith::RemUIOp::create(rewriter, loc, c, index(loc, perRow)),
+            width);
+    return std::make_pair(row, first);
+  };
   // This thread's chunks of a tile, K's then V's: `fn(side, row, d)` with
   // the chunk's row in the tile and its first element.
   auto forEachChunk = [&](llvm::function_ref<void(Side &, Value, Value)> fn) {
     for (Side &s : sides) {
       int64_t perRow = s.head / chunk;
       for (int64_t r = 0; r < kKeys * perRow / threads; ++r) {
-        Value c = add(loc, tid, index(loc, r * threads));
-        Value row =
-            arith::DivUIOp::create(rewriter, loc, c, index(loc, perRow));
-        Value d = mul(
-            loc, arith::RemUIOp::create(rewriter, loc, c, index(loc, perRow)),
-            chunk);
+        auto [row, d] =
+            runPosition(add(loc, tid, index(loc, r * threads)), perRow, chunk);
         fn(s, row, d);
       }
     }
@@ -801,12 +806,8 @@ LogicalResult FlashAttention::lower(AttentionOp op) {
     info.buildBarrier(rewriter, loc);
     const int64_t runsPerRow = headV / run;
     for (int64_t i = 0; i < L.m * runsPerRow / warpSize; ++i) {
-      Value r = add(loc, lane, index(loc, i * warpSize));
-      Value within =
-          arith::DivUIOp::create(rewriter, loc, r, index(loc, runsPerRow));
-      Value col = mul(
-          loc, arith::RemUIOp::create(rewriter, loc, r, index(loc, runsPerRow)),
-          run);
+      auto [within, col] = runPosition(add(loc, lane, index(loc, i * warpSize)),
+                                       runsPerRow, run);
       auto runType = VectorType::get({run}, resultElem);
       auto ld = vector::LoadOp::create(
           rewriter, loc, runType, outStage,
