@@ -207,8 +207,7 @@ LogicalResult FlashAttention::lower(AttentionOp op) {
   if (epilogue && headQK <= 64 && headV <= 64)
     if (std::optional<NamedAttribute> a =
             info.getMinBlocksPerSMAttr(ctxt, kMinAttentionBlocks))
-      launch->setAttr("kiln.kernel_attrs",
-                      DictionaryAttr::get(ctxt, ArrayRef<NamedAttribute>{*a}));
+      addKernelAttr(launch, *a);
   {
     std::string what;
     llvm::raw_string_ostream os(what);

@@ -12,6 +12,7 @@
 //===----------------------------------------------------------------------===//
 
 #include "kiln/Target/GPU/Passes.h"
+#include "kiln/Target/GPU/TargetInfo.h"
 
 #include "mlir/Dialect/GPU/Transforms/Passes.h"
 #include "mlir/IR/Matchers.h"
@@ -36,7 +37,7 @@ struct OutlineGPUKernelsPass
     bool any = false;
     module.walk([&](Operation *op) {
       if (isa<gpu::LaunchOp>(op)) {
-        auto d = op->getAttrOfType<DictionaryAttr>(kKernelAttrs);
+        auto d = op->getAttrOfType<DictionaryAttr>(kKernelAttrsName);
         any |= bool(d);
         attrs.push_back(d);
       } else if (isa<gpu::LaunchFuncOp>(op)) {
@@ -98,7 +99,5 @@ struct OutlineGPUKernelsPass
         DenseI32ArrayAttr::get(launch.getContext(), dims));
     return success();
   }
-
-  static constexpr StringLiteral kKernelAttrs = "kiln.kernel_attrs";
 };
 } // namespace

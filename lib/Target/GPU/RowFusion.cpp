@@ -401,12 +401,13 @@ void RowFusion::emit(MutableArrayRef<Member> chain, const Shape &shape,
   };
   // Such a row's element at step `s`, `vec` elements at a time where the
   // buffer allows.
+  // The dims of the row's element at step `step`.
+  auto dimsAt = [&](int64_t step) {
+    SmallVector<Value> dims = outerIdx;
+    dims.push_back(elementAt(step));
+    return dims;
+  };
   auto rowElement = [&](Value v, AffineMap map, int64_t s) {
-    auto dimsAt = [&](int64_t step) {
-      SmallVector<Value> dims = outerIdx;
-      dims.push_back(elementAt(step));
-      return dims;
-    };
     Value &cached = loaded[{v, s}];
     if (!cached && vec > 1 && vectorRow(v, map, outer, vec)) {
       int64_t base = s - s % vec;
@@ -441,11 +442,9 @@ void RowFusion::emit(MutableArrayRef<Member> chain, const Shape &shape,
         if (!registerRow(in->get(), map) || rowForm(map, outer))
           continue;
         int64_t run = vectorRow(in->get(), map, outer, vec) ? vec : 1;
-        for (int64_t s = 0; s < steps; s += run) {
-          SmallVector<Value> dims = outerIdx;
-          dims.push_back(elementAt(s));
-          info.buildPrefetch(rewriter, loc, in->get(), apply(loc, map, dims));
-        }
+        for (int64_t s = 0; s < steps; s += run)
+          info.buildPrefetch(rewriter, loc, in->get(),
+                             apply(loc, map, dimsAt(s)));
       }
   if (unroll)
     for (Member &m : chain)

@@ -37,6 +37,14 @@ SmallVector<Value> GPUTargetInfo::buildMMA(OpBuilder &, Location,
                    "must be overridden");
 }
 
+void mlir::kiln::addKernelAttr(Operation *launch, NamedAttribute attr) {
+  NamedAttrList attrs;
+  if (auto d = launch->getAttrOfType<DictionaryAttr>(kKernelAttrsName))
+    attrs.append(d.getValue());
+  attrs.set(attr.getName(), attr.getValue());
+  launch->setAttr(kKernelAttrsName, attrs.getDictionary(launch->getContext()));
+}
+
 namespace {
 struct Entry {
   std::string kind, defaultChip;

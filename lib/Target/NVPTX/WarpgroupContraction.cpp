@@ -431,14 +431,11 @@ mlir::kiln::lowerWarpgroupContraction(RewriterBase &rewriter,
   // with the kernel's .maxntid), or a few more registers in the epilogue
   // silently leave one block an SM (BERT-base b32's int8 FFN1: 93 to 116
   // registers a thread, 33 to 40 us on an H100, 2026-12-07).
-  if (tile.blocksPerSM > 1) {
-    Builder b(rewriter.getContext());
-    launch->setAttr(
-        "kiln.kernel_attrs",
-        b.getDictionaryAttr(b.getNamedAttr(
-            NVVM::NVVMDialect::getMinctasmAttrName(),
-            b.getI32IntegerAttr(static_cast<int32_t>(tile.blocksPerSM)))));
-  }
+  if (tile.blocksPerSM > 1)
+    addKernelAttr(launch, rewriter.getNamedAttr(
+                              NVVM::NVVMDialect::getMinctasmAttrName(),
+                              rewriter.getI32IntegerAttr(
+                                  static_cast<int32_t>(tile.blocksPerSM))));
   // What was chosen, for kilnc --report (the kernel's "gpu_contractions").
   {
     std::string what;

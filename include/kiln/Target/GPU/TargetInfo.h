@@ -239,6 +239,14 @@ public:
 /// --report lists them under the kernel.
 void noteGPUContraction(Operation *op, StringRef what);
 
+/// The dictionary of a gpu.launch that kiln-outline-gpu-kernels puts on its
+/// outlined kernel (occupancy and register bounds a lowering wants).
+inline constexpr llvm::StringLiteral kKernelAttrsName = "kiln.kernel_attrs";
+
+/// Adds `attr` to `launch`'s kKernelAttrsName dictionary (replacing an
+/// entry of the same name, keeping the others).
+void addKernelAttr(Operation *launch, NamedAttribute attr);
+
 /// Creates the target-info of one chip of a GPU kind; null when the chip is
 /// not one of the kind's.
 using GPUTargetInfoFactory =
