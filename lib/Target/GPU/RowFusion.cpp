@@ -430,22 +430,9 @@ void RowFusion::emit(MutableArrayRef<Member> chain, const Shape &shape,
   // ops' loads after them, one memory latency each (BERT-base's LayerNorm
   // waited for its scale and bias in three such rounds, one per 16-byte
   // vector of its output).
-  // The rows of weights (a scale and a bias, the same for every row) are
-  // prefetched first: the vendor compiler may still move their loads next
-  // to their uses, after the row's reductions (BERT-base's int8 LayerNorms,
-  // whose scale and bias are f32: a third of their stall samples waited on
-  // them, H100, 2026-12-07), and then they hit the first-level cache.
-  if (unroll)
-    for (Member &m : chain)
-      for (OpOperand *in : m.op.getDpsInputOperands()) {
-        AffineMap map = m.op.getMatchingIndexingMap(in);
-        if (!registerRow(in->get(), map) || rowForm(map, outer))
-          continue;
-        int64_t run = vectorRow(in->get(), map, outer, vec) ? vec : 1;
-        for (int64_t s = 0; s < steps; s += run)
-          info.buildPrefetch(rewriter, loc, in->get(),
-                             apply(loc, map, dimsAt(s)));
-      }
+  // (A prefetch of the rows of weights to the first-level cache before
+  // them, prefetch.L1, made BERT-base's LayerNorms 3.4x slower on an H100,
+  // 7.5 to 25.7 us, 2026-12-07: it is not emitted.)
   if (unroll)
     for (Member &m : chain)
       for (OpOperand *in : m.op.getDpsInputOperands())

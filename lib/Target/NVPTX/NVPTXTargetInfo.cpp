@@ -324,18 +324,6 @@ public:
     return lowerWarpgroupContraction(rewriter, op, ctx, choices);
   }
 
-  /// prefetch.L1 on the element's generic address (no state space: the
-  /// buffers of a kernel are generic pointers).
-  void buildPrefetch(OpBuilder &b, Location loc, Value memref,
-                     ValueRange indices) const override {
-    Value addr = arith::IndexCastUIOp::create(
-        b, loc, b.getI64Type(), elementAddress(b, loc, memref, indices));
-    LLVM::InlineAsmOp::create(
-        b, loc, TypeRange{}, ValueRange{addr}, "prefetch.L1 [$0];", "l",
-        /*has_side_effects=*/true, /*is_align_stack=*/false,
-        LLVM::TailCallKind::None, LLVM::AsmDialectAttr(), ArrayAttr());
-  }
-
   std::optional<NamedAttribute>
   getMinBlocksPerSMAttr(MLIRContext *context, int64_t blocks) const override {
     Builder b(context);

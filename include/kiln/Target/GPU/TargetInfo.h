@@ -220,15 +220,6 @@ public:
     return std::nullopt;
   }
 
-  /// Asks for the cache line of `memref[indices]` (device memory) to be
-  /// brought to the multiprocessor's first-level cache, without waiting and
-  /// without a result: a load issued later then hits it. Nothing where the
-  /// target has no such instruction. (The vendor compiler may schedule a
-  /// load late, next to its use, behind a chain of shuffles; a prefetch,
-  /// having no result, stays where it is.)
-  virtual void buildPrefetch(OpBuilder &b, Location loc, Value memref,
-                             ValueRange indices) const {}
-
   /// Dialects of the ops this target-info creates (loaded before the pass
   /// runs).
   virtual void getDependentDialects(DialectRegistry &registry) const {}
