@@ -196,6 +196,34 @@ LogicalResult FlashAttention::lower(AttentionOp op) {
                                MemRefLayoutAttrInterface(), wg);
   Value ks = launch.addWorkgroupAttribution(kType, loc);
   Value vs = launch.addWorkgroupAttribution(vType, loc);
+  // The output leaves through shared memory in runs of 16 bytes where its
+  // rows hold them (the head dim contiguous, every outer stride and the
+  // offset a multiple of 16 bytes, the bases aligned as above) and the
+  // block's static shared memory allows: each warp writes its m x headV
+  // rows there as the fragments hold them (two adjacent columns of a row
+  // per lane), then reads back whole runs. A store of the fragments goes
+  // to 8 rows at 2 elements a row per lane quad: 4 bytes a row (an int8
+  // build's quantized output) left most of each sector unwritten, and
+  // BERT-base b32's int8 attention kernel spent 14% of its stall samples
+  // draining its stores at the end (Nsight Compute, H100, 2026-12-07).
+  Type stagedElem = memrefOf(result).getElementType();
+  const int64_t stagedBytes =
+      stagedElem.isIntOrFloat() ? stagedElem.getIntOrFloatBitWidth() / 8 : 0;
+  const int64_t run = stagedBytes ? 16 / stagedBytes : 0;
+  const int64_t sharedBytes =
+      (kType.getNumElements() + vType.getNumElements()) * elemBytes;
+  const int64_t stagingBytes = kWarps * L.m * headV * stagedBytes;
+  const bool stageOut = stagedBytes && 16 % stagedBytes == 0 &&
+                        headV % run == 0 &&
+                        (L.m * headV / run) % warpSize == 0 &&
+                        alignedRuns(memrefOf(result), run) &&
+                        sharedBytes + stagingBytes <= kMaxSharedBytes;
+  Value outStage;
+  if (stageOut)
+    outStage = launch.addWorkgroupAttribution(
+        MemRefType::get({kWarps * L.m, headV}, stagedElem,
+                        MemRefLayoutAttrInterface(), wg),
+        loc);
   // An output epilogue with heads of up to 64: four blocks to a
   // multiprocessor (16 warps; their stages take 4 x 37 KB of shared
   // memory), which bounds the registers at 128 a thread. BERT-base b32's
@@ -298,18 +326,23 @@ LogicalResult FlashAttention::lower(AttentionOp op) {
   };
   Side sides[] = {{k, ks, 1, headQK}, {v, vs, 2, headV}};
   int64_t threads = kWarps * warpSize;
+  // Run `c` of rows of `perRow` runs of `width` elements: its row and its
+  // first element.
+  auto runPosition = [&](Value c, int64_t perRow, int64_t width) {
+    Value row = arith::DivUIOp::create(rewriter, loc, c, index(loc, perRow));
+    Value first =
+        mul(loc, arith::RemUIOp::create(rewriter, loc, c, index(loc, perRow)),
+            width);
+    return std::make_pair(row, first);
+  };
   // This thread's chunks of a tile, K's then V's: `fn(side, row, d)` with
   // the chunk's row in the tile and its first element.
   auto forEachChunk = [&](llvm::function_ref<void(Side &, Value, Value)> fn) {
     for (Side &s : sides) {
       int64_t perRow = s.head / chunk;
       for (int64_t r = 0; r < kKeys * perRow / threads; ++r) {
-        Value c = add(loc, tid, index(loc, r * threads));
-        Value row =
-            arith::DivUIOp::create(rewriter, loc, c, index(loc, perRow));
-        Value d = mul(
-            loc, arith::RemUIOp::create(rewriter, loc, c, index(loc, perRow)),
-            chunk);
+        auto [row, d] =
+            runPosition(add(loc, tid, index(loc, r * threads)), perRow, chunk);
         fn(s, row, d);
       }
     }
@@ -740,22 +773,55 @@ LogicalResult FlashAttention::lower(AttentionOp op) {
           y = arith::TruncFOp::create(rewriter, loc, outElem, y);
         ys.push_back(throughEpilogue(y, quotient));
       }
+      // Staged: the warp's own rows of the staging buffer, every row
+      // (those past the queries are not copied out).
+      Value stageRow = stageOut ? add(loc, add(loc, mul(loc, warp, L.m), cRow),
+                                      index(loc, c.outer))
+                                : Value();
+      std::optional<OpBuilder::InsertionGuard> g;
+      if (!stageOut) {
+        auto guard = scf::IfOp::create(rewriter, loc, ult(loc, row, seqQ),
+                                       /*withElseRegion=*/false);
+        g.emplace(rewriter);
+        rewriter.setInsertionPoint(guard.thenBlock()->getTerminator());
+      }
+      Value dst = stageOut ? outStage : result;
+      SmallVector<Value> idx =
+          stageOut ? SmallVector<Value>{stageRow, col} : at(3, b, h, row, col);
+      if (pair) {
+        Value v = vector::FromElementsOp::create(
+            rewriter, loc, VectorType::get({2}, resultElem), ys);
+        auto st = vector::StoreOp::create(rewriter, loc, v, dst, idx);
+        st.setAlignment(2 * outBytes);
+        ++e;
+      } else {
+        memref::StoreOp::create(rewriter, loc, ys[0], dst, idx);
+      }
+    }
+  if (stageOut) {
+    // Each warp reads back its rows in runs of 16 bytes, lane by lane
+    // along the rows (a warp's store: whole rows of the output), after a
+    // barrier (every warp gets here).
+    info.buildBarrier(rewriter, loc);
+    const int64_t runsPerRow = headV / run;
+    for (int64_t i = 0; i < L.m * runsPerRow / warpSize; ++i) {
+      auto [within, col] = runPosition(add(loc, lane, index(loc, i * warpSize)),
+                                       runsPerRow, run);
+      auto runType = VectorType::get({run}, resultElem);
+      auto ld = vector::LoadOp::create(
+          rewriter, loc, runType, outStage,
+          ValueRange{add(loc, mul(loc, warp, L.m), within), col});
+      ld.setAlignment(16);
+      Value row = add(loc, row0, within);
       auto guard = scf::IfOp::create(rewriter, loc, ult(loc, row, seqQ),
                                      /*withElseRegion=*/false);
       OpBuilder::InsertionGuard g(rewriter);
       rewriter.setInsertionPoint(guard.thenBlock()->getTerminator());
-      if (pair) {
-        Value v = vector::FromElementsOp::create(
-            rewriter, loc, VectorType::get({2}, resultElem), ys);
-        auto st = vector::StoreOp::create(rewriter, loc, v, result,
-                                          at(3, b, h, row, col));
-        st.setAlignment(2 * outBytes);
-        ++e;
-      } else {
-        memref::StoreOp::create(rewriter, loc, ys[0], result,
-                                at(3, b, h, row, col));
-      }
+      auto st = vector::StoreOp::create(rewriter, loc, ld, result,
+                                        at(3, b, h, row, col));
+      st.setAlignment(16);
     }
+  }
   rewriter.eraseOp(op);
   if (epilogue) {
     rewriter.eraseOp(epilogue->op);

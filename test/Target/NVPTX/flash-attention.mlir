@@ -13,14 +13,17 @@
 // product) with heads of up to 64 asks for four blocks a multiprocessor
 // (`kiln.kernel_attrs`, which kiln-outline-gpu-kernels puts on the kernel:
 // PTX .minnctapersm 4, so at most 128 registers a thread); the others
-// do not.
+// do not. Where the output's rows hold runs of 16 bytes and the static
+// shared memory allows, each warp writes its rows to a staging buffer as
+// the fragments hold them and, after a barrier, stores them 16 bytes a
+// lane (whole rows a warp store).
 // RUN: kiln-opt %s --split-input-file --kiln-map-kernels-to-gpu="device='cuda sm_80'" | FileCheck %s --check-prefix=IR
 // RUN: kiln-opt %s --pass-pipeline="builtin.module(kiln-map-kernels-to-gpu{device='cuda sm_80'}, canonicalize, gpu-launch-sink-index-computations, kiln-outline-gpu-kernels, kiln-merge-gpu-modules, nvvm-attach-target{chip=sm_80 features=+ptx80 O=3}, gpu.module(lower-affine, arith-expand, expand-strided-metadata, convert-scf-to-cf, kiln-finalize-device-memrefs{stage=before}, convert-gpu-to-nvvm, kiln-finalize-device-memrefs, canonicalize, cse, reconcile-unrealized-casts), gpu-module-to-binary{format=isa})" --split-input-file | sed -e 's/\\0A/\n/g' -e 's/\\09/ /g' | FileCheck %s --check-prefix=PTX
 // RUN: not kiln-opt %s --split-input-file --kiln-map-kernels-to-gpu="device='cuda sm_75'" 2>&1 | FileCheck %s --check-prefix=SM75
 
 // IR-LABEL: func.func private @bhsd
 // IR-NOT: kiln.buffer
-// IR: gpu.launch blocks({{.*}}) in ({{.*}}) threads({{.*}}) in (%{{.*}} = %c128, {{.*}}) workgroup(%[[KS:.*]] : memref<128x72xf16, #gpu.address_space<workgroup>>, %[[VS:.*]] : memref<128x72xf16, #gpu.address_space<workgroup>>)
+// IR: gpu.launch blocks({{.*}}) in ({{.*}}) threads({{.*}}) in (%{{.*}} = %c128, {{.*}}) workgroup(%[[KS:.*]] : memref<128x72xf16, #gpu.address_space<workgroup>>, %[[VS:.*]] : memref<128x72xf16, #gpu.address_space<workgroup>>, %[[OS:.*]] : memref<64x64xf16, #gpu.address_space<workgroup>>)
 // The first two tiles (S = 128: both), 4 copies of K and 4 of V a thread
 // each, one group each; the second only where there is one.
 // IR-COUNT-8: nvvm.cp.async.shared.global {{.*}}, 16, cache = cg
@@ -52,13 +55,21 @@
 // IR: nvvm.cp.async.wait.group 0
 // IR: gpu.shuffle  xor
 // IR: arith.truncf %{{.*}} : f32 to f16
-// IR: vector.store %{{.*}}, %arg4[{{.*}}] {alignment = 4 : i64} : memref<2x4x128x64xf16>, vector<2xf16>
+// The rows to the staging buffer in pairs (no bound check), a barrier,
+// then 4 runs of 8 a lane (16 x 64 halves a warp) to the output.
+// IR-COUNT-16: vector.store %{{.*}}, %[[OS]][{{.*}}] {alignment = 4 : i64} : memref<64x64xf16, #gpu.address_space<workgroup>>, vector<2xf16>
+// IR-NOT: vector.store %{{.*}}, %arg4
+// IR: gpu.barrier
+// IR-COUNT-4: vector.store %{{.*}}, %arg4[{{.*}}] {alignment = 16 : i64} : memref<2x4x128x64xf16>, vector<8xf16>
+// IR-NOT: vector.store
 // IR-NOT: gpu.launch
 // IR: return
 
 // PTX-LABEL: .visible .entry bhsd_kernel(
 // PTX-NOT: .minnctapersm
 // PTX-DAG: .shared .align 16 .b8 __wg_bhsd_kernel_0[18432]
+// PTX-DAG: .shared .align 16 .b8 __wg_bhsd_kernel_2[8192]
+// PTX-DAG: st.global.v4.b32
 // PTX-DAG: cp.async.cg.shared.global [%{{.*}}], [%{{.*}}], 16, 16;
 // PTX-DAG: cp.async.wait_group 1
 // PTX-DAG: bar.sync
@@ -84,7 +95,7 @@ func.func private @bhsd(%q: memref<2x4x128x64xf16>, %k: memref<2x4x128x64xf16>, 
 // copies); key tiles end at the block's last query row; the mask is read at
 // (0, 0, row, key) and the keys past the query row and past L are -inf.
 // IR-LABEL: func.func private @views_mask_causal
-// IR: gpu.launch {{.*}} workgroup(%{{.*}} : memref<128x40xbf16, #gpu.address_space<workgroup>>, %{{.*}} : memref<128x40xbf16, #gpu.address_space<workgroup>>)
+// IR: gpu.launch {{.*}} workgroup(%{{.*}} : memref<128x40xbf16, #gpu.address_space<workgroup>>, %{{.*}} : memref<128x40xbf16, #gpu.address_space<workgroup>>, %{{.*}} : memref<64x32xbf16, #gpu.address_space<workgroup>>)
 // IR: arith.divui %{{.*}}, %c4
 // IR: nvvm.cp.async.shared.global
 // IR: arith.minui
@@ -94,7 +105,8 @@ func.func private @bhsd(%q: memref<2x4x128x64xf16>, %k: memref<2x4x128x64xf16>, 
 // IR: arith.cmpi uge
 // IR: arith.cmpi ugt
 // IR: math.exp2
-// IR: vector.store %{{.*}}, %arg5[%{{.*}}, %{{.*}}, %{{.*}}, %{{.*}}] {alignment = 4 : i64} : memref<1x77x8x32xbf16, strided<[19712, 256, 32, 1]>>, vector<2xbf16>
+// IR: gpu.barrier
+// IR: vector.store %{{.*}}, %arg5[%{{.*}}, %{{.*}}, %{{.*}}, %{{.*}}] {alignment = 16 : i64} : memref<1x77x8x32xbf16, strided<[19712, 256, 32, 1]>>, vector<8xbf16>
 // PTX-LABEL: .visible .entry views_mask_causal_kernel(
 // PTX-DAG: cp.async.cg.shared.global
 // PTX-DAG: mma.sync.aligned.m16n8k16.row.col.f32.bf16.bf16.f32
@@ -175,15 +187,18 @@ func.func private @head128(%q: memref<2x4x50x128xf16>, %k: memref<2x4x130x128xf1
 // kiln-fuse-kernels puts it in the attention's kernel): an elementwise op
 // that reads the output through a reshape of the whole buffer and a scalar
 // scale, into a uint8 buffer of as many elements. The attention applies it
-// as it stores (two bytes a row pair, into the uint8 buffer viewed in the
-// output's shape): one launch, no half buffer.
+// as it stores (two bytes a row pair, staged, then 16 bytes a lane into
+// the uint8 buffer viewed in the output's shape): one launch, no half
+// buffer.
 // IR-LABEL: func.func private @quantized_output
 // IR-NOT: kiln.buffer
 // IR: %[[Y:.*]] = memref.reinterpret_cast %arg{{[0-9]+}} to offset: [0], sizes: [2, 16, 2, 32], strides: [1024, 64, 32, 1] : memref<2x16x64xi8> to memref<2x16x2x32xi8>
 // IR: gpu.launch
 // IR: nvvm.mma.sync
 // IR: math.roundeven
-// IR: vector.store %{{.*}}, %[[Y]][{{.*}}] {alignment = 2 : i64} : memref<2x16x2x32xi8>, vector<2xi8>
+// IR: vector.store %{{.*}} {alignment = 2 : i64} : memref<64x32xi8, #gpu.address_space<workgroup>>, vector<2xi8>
+// IR: gpu.barrier
+// IR: vector.store %{{.*}}, %[[Y]][{{.*}}] {alignment = 16 : i64} : memref<2x16x2x32xi8>, vector<16xi8>
 // IR-NOT: gpu.launch
 // IR-NOT: kiln.release
 // IR: return
@@ -197,7 +212,8 @@ func.func private @head128(%q: memref<2x4x50x128xf16>, %k: memref<2x4x130x128xf1
 // PTX-COUNT-2: div.rn.f32
 // PTX-NOT: div.rn.f32
 // PTX-NOT: cvt.rn.f16.f32
-// PTX: st.global.v2.b8
+// PTX: st.shared.v2.b8
+// PTX: st.global.v4.b32
 // PTX-NOT: div.rn.f32
 // PTX-NOT: cvt.rn.f16.f32
 // PTX: ret;
@@ -242,7 +258,8 @@ func.func private @quantized_output(%qkv: memref<2x16x192xf16>, %scale: memref<f
 // PTX-NOT: 0f41800000
 // PTX-NOT: div.rn.f32
 // PTX-NOT: cvt.rn.f16.f32
-// PTX: st.global.v2.b8
+// PTX: st.shared.v2.b8
+// PTX: st.global.v4.b32
 // PTX-NOT: 0f41800000
 // PTX-NOT: div.rn.f32
 // PTX: ret;
