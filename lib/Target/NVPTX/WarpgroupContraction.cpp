@@ -426,16 +426,13 @@ mlir::kiln::lowerWarpgroupContraction(RewriterBase &rewriter,
     while (body.getNumArguments() < 18)
       body.addArgument(rewriter.getIndexType(), loc);
   }
-  // Two blocks to a multiprocessor need their registers to fit twice:
-  // the bound goes to the vendor compiler (nvvm.minctasm: .minnctapersm
-  // with the kernel's .maxntid), or a few more registers in the epilogue
-  // silently leave one block an SM (BERT-base b32's int8 FFN1: 93 to 116
-  // registers a thread, 33 to 40 us on an H100, 2026-12-07).
-  if (tile.blocksPerSM > 1)
-    addKernelAttr(launch, rewriter.getNamedAttr(
-                              NVVM::NVVMDialect::getMinctasmAttrName(),
-                              rewriter.getI32IntegerAttr(
-                                  static_cast<int32_t>(tile.blocksPerSM))));
+  // Two blocks to a multiprocessor need their registers to fit twice
+  // (at most 112 a thread at 288 threads). No bound goes to the vendor
+  // compiler: .minnctapersm 2 made ptxas hold ResNet-50 b64's int8 block
+  // ends to 96 registers with 40-56 bytes of spills (108-109 registers
+  // and none without it, still two blocks an SM), which took them from
+  // 70-72 to 94-113 us on an H100 (2026-12-07); BERT-base's int8 FFN1
+  // takes 93 registers either way.
   // What was chosen, for kilnc --report (the kernel's "gpu_contractions").
   {
     std::string what;
