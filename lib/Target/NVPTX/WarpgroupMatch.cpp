@@ -584,9 +584,7 @@ ArrayRef<Tile> warpgroup::tileTable() {
   // 1.03x the kernel time of 192 x 128 on BERT's int8 QKV and FFN2, 1.06x
   // on FFN1 with GELU (against 128 x 128 /2), 0.87x on the output
   // projection, 0.99x-1.02x in fp16; BERT-base b32 int8 1.037x the
-  // default build: --gpu-tiles only, but for 8-bit short-K matmuls of one
-  // wave (Tile::oneWaveRate 0.9 against 192 x 128's 0.86): BERT's output
-  // projection (4096 x 768 x 768, 132 tiles).
+  // default build: --gpu-tiles only.
   // The order breaks ties of the cost model.
   static const Tile table[] = {{256, 128, 4, 1.0},
                                {128, 128, 4, 0.88},
@@ -602,7 +600,7 @@ ArrayRef<Tile> warpgroup::tileTable() {
                                {128, 128, 4, 0.0, false, 1, 0.0,
                                 /*shortKRate=*/1.0, /*pingPong=*/true},
                                {192, 128, 4, 0.0, true, 1, 0.0, 0.0, false,
-                                /*multicast=*/true, /*oneWaveRate=*/0.9},
+                                /*multicast=*/true},
                                {256, 128, 4, 0.0, false, 1, 0.0, 0.0, false,
                                 /*multicast=*/true},
                                {128, 256, 4, 0.0, false, 1, 0.0, 0.0, false,
@@ -630,9 +628,6 @@ Tile warpgroup::chooseTile(const Problem &p, const ContractionTiles &allowed,
     // overlap.)
     if (shortK && t.shortKRate > 0 && tilesOf(t) >= 2 * kSMs)
       return t.shortKRate;
-    if (shortK && p.integer() && t.oneWaveRate > 0 &&
-        tilesOf(t) <= kSMs * t.blocksPerSM)
-      return t.oneWaveRate;
     return t.rate;
   };
   SmallVector<Tile> candidates;

@@ -174,11 +174,6 @@ struct Tile {
   /// multicast), so that a block reads (bm / 2 + bn) or (bm + bn / 2) rows
   /// a K step from L2 instead of bm + bn.
   bool multicast = false;
-  /// Its rate on 8-bit short-K matmuls (Problem::shortK) whose tiles fit
-  /// one wave (at most kSMs * blocksPerSM); 0: as elsewhere. There every
-  /// block's one tile is mostly its fill and its epilogue, and a multicast
-  /// pair's operand tile reaches both blocks in one read of L2.
-  double oneWaveRate = 0.0;
 
   /// Whether a multicast tile shares A (its pairs along N); B otherwise
   /// (pairs along M).

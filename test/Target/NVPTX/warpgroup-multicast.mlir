@@ -16,12 +16,6 @@
 // problem whose tiles along the pairing dim are odd (3136 x 1920: 15 tiles
 // of 128 columns, 25 of 128 rows) takes the cost model's tile (a short-K
 // matmul's: ping-pong), no cluster.
-// Without --gpu-tiles (the cost model, DEF), an 8-bit short-K matmul whose
-// 192x128 tiles fit one wave (BERT-base b32's output projection, 4096 x
-// 768 x 768: 132 tiles) takes 192x128/multicast (Tile::oneWaveRate); the
-// same product in f16, and an 8-bit one of more tiles (QKV's 4096 x 2304),
-// do not.
-// RUN: kiln-opt %s --kiln-map-kernels-to-gpu="device='cuda sm_90a'" | FileCheck %s --check-prefix=DEF
 // RUN: kiln-opt %s --kiln-map-kernels-to-gpu="device='cuda sm_90a' tiles=192x128/multicast" | FileCheck %s --check-prefix=IRA
 // RUN: kiln-opt %s --kiln-map-kernels-to-gpu="device='cuda sm_90a' tiles=128x256/multicast" | FileCheck %s --check-prefix=IRB
 // RUN: kiln-opt %s --pass-pipeline="builtin.module(kiln-map-kernels-to-gpu{device='cuda sm_90a' tiles=192x128/multicast}, canonicalize, gpu-launch-sink-index-computations, kiln-outline-gpu-kernels, kiln-merge-gpu-modules, nvvm-attach-target{chip=sm_90a features=+ptx84 O=3}, gpu.module(lower-affine, arith-expand, expand-strided-metadata, convert-scf-to-cf, kiln-finalize-device-memrefs{stage=before}, convert-gpu-to-nvvm, kiln-finalize-device-memrefs, kiln-nvptx-grid-constants, convert-nvvm-to-llvm, canonicalize, cse, reconcile-unrealized-casts), gpu-module-to-binary{format=isa})" | sed -e 's/\\0A/\n/g' -e 's/\\09/ /g' | FileCheck %s --check-prefix=PTXA
@@ -56,34 +50,6 @@ module {
       %m = arith.muli %xe, %we : i32
       %r = arith.addi %s, %m : i32
       linalg.yield %r : i32
-    }
-    return
-  }
-  func.func private @int8_out(%a: memref<4096x768xi8>, %b: memref<768x768xi8>, %y: memref<4096x768xi32>) attributes {kiln.kernel} {
-    %zero = arith.constant 0 : i32
-    linalg.fill ins(%zero : i32) outs(%y : memref<4096x768xi32>)
-    linalg.generic {indexing_maps = [#mA, #mB, #mC], iterator_types = ["parallel", "parallel", "reduction"]}
-        ins(%a, %b : memref<4096x768xi8>, memref<768x768xi8>) outs(%y : memref<4096x768xi32>) {
-    ^bb0(%x: i8, %w: i8, %s: i32):
-      %xe = arith.extui %x : i8 to i32
-      %we = arith.extsi %w : i8 to i32
-      %m = arith.muli %xe, %we : i32
-      %r = arith.addi %s, %m : i32
-      linalg.yield %r : i32
-    }
-    return
-  }
-  func.func private @f16_out(%a: memref<4096x768xf16>, %b: memref<768x768xf16>, %y: memref<4096x768xf32>) attributes {kiln.kernel} {
-    %zero = arith.constant 0.0 : f32
-    linalg.fill ins(%zero : f32) outs(%y : memref<4096x768xf32>)
-    linalg.generic {indexing_maps = [#mA, #mB, #mC], iterator_types = ["parallel", "parallel", "reduction"]}
-        ins(%a, %b : memref<4096x768xf16>, memref<768x768xf16>) outs(%y : memref<4096x768xf32>) {
-    ^bb0(%x: f16, %w: f16, %acc: f32):
-      %xe = arith.extf %x : f16 to f32
-      %we = arith.extf %w : f16 to f32
-      %m = arith.mulf %xe, %we : f32
-      %s = arith.addf %acc, %m : f32
-      linalg.yield %s : f32
     }
     return
   }
@@ -179,13 +145,3 @@ module {
 // PTXB: .entry int8_mm_kernel_0(
 // PTXB: .reqnctapercluster 1, 2, 1
 // PTXB: wgmma.mma_async.sync.aligned.m64n256k32.s32.u8.s8
-
-// DEF-LABEL: func.func private @int8_mm
-// DEF-NOT: clusters
-// DEF-SAME: ping-pong
-// DEF-LABEL: func.func private @int8_out
-// DEF-SAME: "4096x768x768: tile 192x128x128, wgmma m64n128k32 u8xs8, 4 stages, 4 warpgroups, clusters of 2 blocks along N sharing A's tile by multicast
-// DEF: gpu.launch clusters
-// DEF-LABEL: func.func private @f16_out
-// DEF-NOT: clusters
-// DEF: return
