@@ -401,13 +401,12 @@ void RowFusion::emit(MutableArrayRef<Member> chain, const Shape &shape,
   };
   // Such a row's element at step `s`, `vec` elements at a time where the
   // buffer allows.
-  // The dims of the row's element at step `step`.
-  auto dimsAt = [&](int64_t step) {
-    SmallVector<Value> dims = outerIdx;
-    dims.push_back(elementAt(step));
-    return dims;
-  };
   auto rowElement = [&](Value v, AffineMap map, int64_t s) {
+    auto dimsAt = [&](int64_t step) {
+      SmallVector<Value> dims = outerIdx;
+      dims.push_back(elementAt(step));
+      return dims;
+    };
     Value &cached = loaded[{v, s}];
     if (!cached && vec > 1 && vectorRow(v, map, outer, vec)) {
       int64_t base = s - s % vec;
@@ -429,10 +428,9 @@ void RowFusion::emit(MutableArrayRef<Member> chain, const Shape &shape,
   // (which may alias them, as far as LLVM knows) otherwise keep the later
   // ops' loads after them, one memory latency each (BERT-base's LayerNorm
   // waited for its scale and bias in three such rounds, one per 16-byte
-  // vector of its output).
-  // (A prefetch of the rows of weights to the first-level cache before
-  // them, prefetch.L1, made BERT-base's LayerNorms 3.4x slower on an H100,
-  // 7.5 to 25.7 us, 2026-12-07: it is not emitted.)
+  // vector of its output). (No prefetch of the rows of weights before
+  // them: prefetch.L1 made BERT-base's LayerNorms 3.4x slower on an H100,
+  // 2026-12-07.)
   if (unroll)
     for (Member &m : chain)
       for (OpOperand *in : m.op.getDpsInputOperands())
