@@ -91,23 +91,36 @@ void warpgroup::storeTileStaged(Emitter &e, const Problem &p,
   // passes keep the compiler from reusing the loads itself, and the
   // repeated loads were most of the epilogue's load instructions (3 of 4
   // for a requantized int8 product). A chunk past N (an edge tile) loads
-  // the last chunk's, unused. They are loaded before the barriers, so that
-  // their latency passes while the consumers wait for each other and stage
-  // their accumulators, not after (a latency a tile: the QKV product's
-  // loads followed the second barrier).
+  // the last chunk's, unused.
+  //
+  // A one-block tile loads them before the barriers, so that their latency
+  // passes while the consumers wait for each other and stage their
+  // accumulators, not after (a latency a tile: BERT-base's QKV product's
+  // loads followed the second barrier). A tile of two blocks to a
+  // multiprocessor loads them after the barriers: its 9 warps fit twice
+  // only at 96 registers or fewer (each of the 4 quarters of the register
+  // file holds 16K, and one of them takes 5 of the 18 warps), and holding
+  // the columns' operands across the staging took ResNet-50 b64's int8
+  // block ends (a residual, one K step) from 90 to 109 registers, one
+  // block an SM and 72 to 110 us on an H100 (2026-12-07).
   const bool whole = 128 % perRow == 0;
   SmallVector<llvm::DenseMap<OpOperand *, Value>> perColumn(kChunk);
   // The thread's chunk's first column (whole), clamped into the output.
   Value chunk0;
   SmallVector<OpOperand *> columnOps = columnOperands(p);
-  if (whole) {
+  auto loadColumns = [&] {
+    if (!whole)
+      return;
     chunk0 = e.add(t.n0, e.mul(e.remu(ltid, perRow), kChunk));
     chunk0 = arith::MinUIOp::create(b, loc, chunk0, e.i32(p.n - kChunk));
     for (OpOperand *in : columnOps)
       for (int64_t x = 0; x < kChunk; ++x)
         perColumn[x][in] = loadEpilogueOperand(
             b, loc, p, in, cPoint(b, loc, p, t.bIdx, t.m0, e.add(chunk0, x)));
-  }
+  };
+  const bool columnsFirst = cfg.tile.blocksPerSM == 1;
+  if (columnsFirst)
+    loadColumns();
 
   // Every consumer is past its last wgmma (so no stage is read any more)
   // before any of them writes over the ring.
@@ -141,6 +154,8 @@ void warpgroup::storeTileStaged(Emitter &e, const Problem &p,
     }
   }
   consumerBarrier();
+  if (!columnsFirst)
+    loadColumns();
 
   // Pass 2: pass `pass` takes chunk i = 128 pass + ltid of the warpgroup's
   // 64 x perRow chunks, row-major: chunk i % perRow of row i / perRow (a
