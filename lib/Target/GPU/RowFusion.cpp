@@ -305,6 +305,9 @@ void RowFusion::emit(MutableArrayRef<Member> chain, const Shape &shape,
   // The thread's first element of the row and its row.
   Value first = warpRows ? lane : tid;
   Value row = launch.getBlockIds().x;
+  // Warp rows whose count the blocks do not divide: the guard that skips
+  // the last block's rows past the end.
+  Operation *rowGuard = nullptr;
   if (warpRows) {
     row = arith::AddIOp::create(
         rewriter, loc,
@@ -314,6 +317,7 @@ void RowFusion::emit(MutableArrayRef<Member> chain, const Shape &shape,
       Value inRange = arith::CmpIOp::create(
           rewriter, loc, arith::CmpIPredicate::ult, row, index(loc, rows));
       auto guard = scf::IfOp::create(rewriter, loc, inRange, false);
+      rowGuard = guard;
       rewriter.setInsertionPoint(guard.thenBlock()->getTerminator());
     }
   }
@@ -399,6 +403,10 @@ void RowFusion::emit(MutableArrayRef<Member> chain, const Shape &shape,
            (rowForm(map, outer) || broadcastRow(map, outer)) &&
            map.isFunctionOfDim(outer);
   };
+  // Rows of weights that every row of the block reads (a LayerNorm's
+  // scale and bias: their map reads the row's element alone), copied to
+  // shared memory once a block: their shared copy.
+  DenseMap<Value, Value> stagedRows;
   // Such a row's element at step `s`, `vec` elements at a time where the
   // buffer allows.
   auto rowElement = [&](Value v, AffineMap map, int64_t s) {
@@ -411,11 +419,17 @@ void RowFusion::emit(MutableArrayRef<Member> chain, const Shape &shape,
     if (!cached && vec > 1 && vectorRow(v, map, outer, vec)) {
       int64_t base = s - s % vec;
       Type elem = cast<MemRefType>(v.getType()).getElementType();
-      auto ld =
-          vector::LoadOp::create(rewriter, loc, VectorType::get({vec}, elem), v,
-                                 apply(loc, map, dimsAt(base)));
-      ld.setAlignment(vec *
-                      std::max<int64_t>(elem.getIntOrFloatBitWidth() / 8, 1));
+      Value staged = stagedRows.lookup(v);
+      auto ld = staged ? vector::LoadOp::create(
+                             rewriter, loc, VectorType::get({vec}, elem),
+                             staged, ValueRange{elementAt(base)})
+                       : vector::LoadOp::create(rewriter, loc,
+                                                VectorType::get({vec}, elem), v,
+                                                apply(loc, map, dimsAt(base)));
+      // (A shared copy is aligned to 16 bytes.)
+      int64_t bytes =
+          vec * std::max<int64_t>(elem.getIntOrFloatBitWidth() / 8, 1);
+      ld.setAlignment(staged ? std::min<int64_t>(bytes, 16) : bytes);
       for (int64_t j = 0; j < vec; ++j)
         loaded[{v, base + j}] = vector::ExtractOp::create(rewriter, loc, ld, j);
     }
@@ -431,12 +445,96 @@ void RowFusion::emit(MutableArrayRef<Member> chain, const Shape &shape,
   // vector of its output). (No prefetch of the rows of weights before
   // them: prefetch.L1 made BERT-base's LayerNorms 3.4x slower on an H100,
   // 2026-12-07.)
+  //
+  // The rows of weights that all of a block's rows read go through shared
+  // memory instead: the block's threads copy them once, 16 bytes each,
+  // after the rows' own loads, and a barrier orders the copy before the
+  // reads. The device assembler otherwise issues their loads after the row's reductions
+  // (to spare the registers that hold them), each an L2 latency after the
+  // reductions, in rounds: BERT-base's int8 LayerNorm (f32 scale and bias,
+  // 24 of each a lane) waited for them in four.
+  auto widthOf = [](Value v) {
+    Type elem = cast<MemRefType>(v.getType()).getElementType();
+    return std::max<int64_t>(elem.getIntOrFloatBitWidth() / 8, 1);
+  };
+  auto sharedRow = [&](Value v, AffineMap map) {
+    auto type = dyn_cast<MemRefType>(v.getType());
+    if (!type || !registerRow(v, map) || rowsPerBlock < 2 || vec < 2 ||
+        !type.hasStaticShape())
+      return false;
+    int64_t run = 16 / widthOf(v);
+    return 16 % widthOf(v) == 0 && shape.row % run == 0 && vec % run == 0 &&
+           vectorRow(v, map, outer, run) &&
+           llvm::all_of(map.getResults().drop_back(), [](AffineExpr e) {
+             return isa<AffineConstantExpr>(e);
+           });
+  };
+  // (Of one element width, the first such row's: the same runs a row.)
+  SmallVector<std::pair<Value, AffineMap>> toStage;
+  int64_t stagedBytes = 0;
   if (unroll)
     for (Member &m : chain)
-      for (OpOperand *in : m.op.getDpsInputOperands())
-        if (registerRow(in->get(), m.op.getMatchingIndexingMap(in)))
-          for (int64_t s = 0; s < steps; ++s)
-            rowElement(in->get(), m.op.getMatchingIndexingMap(in), s);
+      for (OpOperand *in : m.op.getDpsInputOperands()) {
+        AffineMap map = m.op.getMatchingIndexingMap(in);
+        if (!registerRow(in->get(), map))
+          continue;
+        if (sharedRow(in->get(), map) &&
+            (!stagedBytes || widthOf(in->get()) == stagedBytes)) {
+          stagedBytes = widthOf(in->get());
+          if (!stagedRows.count(in->get())) {
+            stagedRows[in->get()] = Value();
+            toStage.push_back({in->get(), map});
+          }
+          continue;
+        }
+        for (int64_t s = 0; s < steps; ++s)
+          rowElement(in->get(), map, s);
+      }
+  if (!toStage.empty()) {
+    // Outside the last block's guard, whose warps all reach the barrier.
+    OpBuilder::InsertionGuard ig(rewriter);
+    if (rowGuard)
+      rewriter.setInsertionPoint(rowGuard);
+    // Each row's runs of 16 bytes; a thread takes run tid + k * threads of
+    // every row, all its loads before its stores (under one guard where
+    // the threads outnumber the runs left).
+    const int64_t runs = shape.row * stagedBytes / 16;
+    SmallVector<Value> copies;
+    for (auto [v, map] : toStage) {
+      Type elem = cast<MemRefType>(v.getType()).getElementType();
+      copies.push_back(addSharedSlots(launch, shape.row, elem));
+      stagedRows[v] = copies.back();
+    }
+    for (int64_t r = 0; r < runs; r += threads) {
+      OpBuilder::InsertionGuard inner(rewriter);
+      Value at = arith::AddIOp::create(rewriter, loc, tid, index(loc, r));
+      if (r + threads > runs) {
+        Value inside = arith::CmpIOp::create(
+            rewriter, loc, arith::CmpIPredicate::ult, at, index(loc, runs));
+        auto guard = scf::IfOp::create(rewriter, loc, inside, false);
+        rewriter.setInsertionPoint(guard.thenBlock()->getTerminator());
+      }
+      const int64_t run = 16 / stagedBytes;
+      Value element = arith::MulIOp::create(rewriter, loc, at, index(loc, run));
+      SmallVector<Value> dims(outer, zero);
+      dims.push_back(element);
+      SmallVector<Value> values;
+      for (auto [v, map] : toStage) {
+        Type elem = cast<MemRefType>(v.getType()).getElementType();
+        auto ld =
+            vector::LoadOp::create(rewriter, loc, VectorType::get({run}, elem),
+                                   v, apply(loc, map, dims));
+        ld.setAlignment(16);
+        values.push_back(ld);
+      }
+      for (auto [value, copy] : llvm::zip(values, copies)) {
+        auto st = vector::StoreOp::create(rewriter, loc, value, copy,
+                                          ValueRange{element});
+        st.setAlignment(16);
+      }
+    }
+    info.buildBarrier(rewriter, loc);
+  }
   // (A member over the row reads a row scalar's buffer at its one element
   // when its map leaves out the row's dim; a per-row member always does.)
   auto argsAt = [&](linalg::GenericOp g, ArrayRef<Value> dims, Value acc) {

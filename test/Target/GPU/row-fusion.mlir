@@ -12,24 +12,42 @@
 // registers (never stored), each sum ends in a butterfly of xor shuffles
 // after which every lane holds it, and the later ops read it from
 // registers (the sums' buffers, read by the chain only, are not written).
-// Every element of the rows the chain reads and does not write (x, r, the
-// scale and the bias) is loaded before the chain's first op: LLVM would
-// not move a later op's loads above the stores between the ops. No
+// Every element of the rows the chain reads and does not write (x, r) is
+// loaded before the chain's first op: LLVM would not move a later op's
+// loads above the stores between the ops. The scale and the bias, the
+// same row for every row, are copied to shared memory once a block (16
+// bytes a thread, after x and r) before one barrier, and read from there:
+// from global memory ptxas issued their loads after the two reductions, in
+// four rounds of L2 latency (BERT-base's int8 LayerNorm, 2026-12-07). No
 // prefetch of the rows of weights: prefetch.L1 before the loads made
 // BERT-base's LayerNorms 3.4x slower on an H100 (2026-12-07).
 // CHECK-LABEL: func.func private @add_layernorm
-// CHECK: gpu.launch blocks({{.*}}) in (%{{.*}} = %c512, {{.*}}) threads({{.*}}) in (%{{.*}} = %c256, {{.*}}) {
+// CHECK: gpu.launch blocks({{.*}}) in (%{{.*}} = %c512, {{.*}}) threads({{.*}}) in (%{{.*}} = %c256, {{.*}}) workgroup(%[[S:.*]] : memref<768xf32, #gpu.address_space<workgroup>>, %[[B:.*]] : memref<768xf32, #gpu.address_space<workgroup>>) {
 // CHECK-NOT: gpu.barrier
 // CHECK-NOT: prefetch
-// x and r, then the scale and the bias, loaded once per element.
+// x and r loaded once per element.
 // CHECK-COUNT-12: vector.load %{{.*}} {alignment = 16 : i64} : memref<32x128x768xf32>, vector<4xf32>
-// CHECK-COUNT-12: vector.load %{{.*}} {alignment = 16 : i64} : memref<1x1x768xf32>, vector<4xf32>
+// The scale's and the bias's copies: 192 runs of 16 bytes each, one of
+// each a thread of the first 192, both loads before the stores. (Not
+// cp.async: ptxas moved those, holding no registers, after both
+// reductions.)
+// CHECK: arith.cmpi ult, %{{.*}}, %c192
+// CHECK: %[[SV:.*]] = vector.load %{{.*}} {alignment = 16 : i64} : memref<1x1x768xf32>, vector<4xf32>
+// CHECK: %[[BV:.*]] = vector.load %{{.*}} {alignment = 16 : i64} : memref<1x1x768xf32>, vector<4xf32>
+// CHECK-NEXT: vector.store %[[SV]], %[[S]][%{{.*}}] {alignment = 16 : i64} : memref<768xf32, #gpu.address_space<workgroup>>, vector<4xf32>
+// CHECK-NEXT: vector.store %[[BV]], %[[B]][%{{.*}}] {alignment = 16 : i64} : memref<768xf32, #gpu.address_space<workgroup>>, vector<4xf32>
+// CHECK-NEXT: }
+// CHECK-NEXT: gpu.barrier
+// CHECK-NOT: gpu.barrier
 // The add, the sums kept.
 // CHECK-NOT: memref.store
 // CHECK-COUNT-5: gpu.shuffle xor
 // CHECK-NOT: {{memref|vector}}.{{load|store}}
 // CHECK-COUNT-5: gpu.shuffle xor
 // CHECK-NOT: {{memref|vector}}.{{load|store}}
+// CHECK: vector.load %[[S]][%{{.*}}] {alignment = 16 : i64} : memref<768xf32, #gpu.address_space<workgroup>>, vector<4xf32>
+// CHECK: vector.load %[[B]][%{{.*}}] {alignment = 16 : i64} : memref<768xf32, #gpu.address_space<workgroup>>, vector<4xf32>
+// CHECK-NOT: memref<1x1x768xf32>
 // CHECK: math.sqrt
 // CHECK: vector.store %{{.*}} {alignment = 16 : i64} : memref<32x128x768xf32>, vector<4xf32>
 // CHECK-COUNT-5: vector.store %{{.*}} : memref<32x128x768xf32>, vector<4xf32>
@@ -41,7 +59,13 @@
 // OFF-COUNT-5: gpu.launch
 // PTX-LABEL: .visible .entry add_layernorm_kernel(
 // PTX-NOT: prefetch
-// PTX-DAG: shfl.sync.bfly.b32
+// PTX: st.shared.v4.b32
+// PTX: st.shared.v4.b32
+// PTX: bar.sync
+// PTX-NOT: bar.sync
+// PTX: shfl.sync.bfly.b32
+// PTX-NOT: bar.sync
+// PTX: ld.shared.v4.b32
 // PTX-NOT: bar.sync
 // PTX: ret;
 
@@ -211,6 +235,78 @@ module {
       %0 = arith.divf %in, %in_0 : f32
       linalg.yield %0 : f32
     }
+    return
+  }
+}
+
+// -----
+
+// 100 rows: the last block's four warps past the end skip the row under a
+// guard, so the scale's and the bias's copies (half: 96 runs of 8) and
+// their barrier come before it, where every thread of the block reaches
+// them.
+// CHECK-LABEL: func.func private @ragged_layernorm
+// CHECK: gpu.launch blocks({{.*}}) in (%{{.*}} = %c13, {{.*}}) threads({{.*}}) in (%{{.*}} = %c256, {{.*}}) workgroup(%[[S:.*]] : memref<768xf16, #gpu.address_space<workgroup>>, %[[B:.*]] : memref<768xf16, #gpu.address_space<workgroup>>) {
+// CHECK: %[[IN:.*]] = arith.cmpi ult, %{{.*}}, %c100
+// CHECK: arith.cmpi ult, %{{.*}}, %c96
+// CHECK: vector.load %{{.*}} {alignment = 16 : i64} : memref<768xf16>, vector<8xf16>
+// CHECK: vector.load %{{.*}} {alignment = 16 : i64} : memref<768xf16>, vector<8xf16>
+// CHECK-NEXT: vector.store %{{.*}}, %[[S]][%{{.*}}] {alignment = 16 : i64}
+// CHECK-NEXT: vector.store %{{.*}}, %[[B]][%{{.*}}] {alignment = 16 : i64}
+// CHECK-NEXT: }
+// CHECK-NEXT: gpu.barrier
+// CHECK-NEXT: scf.if %[[IN]] {
+// CHECK-NOT: gpu.barrier
+// CHECK: vector.load %[[S]]
+// CHECK-NOT: gpu.barrier
+// CHECK: return
+
+#id2 = affine_map<(d0, d1) -> (d0, d1)>
+#row2 = affine_map<(d0, d1) -> (d0, 0)>
+#bcast2 = affine_map<(d0, d1) -> (d1)>
+module {
+  func.func private @ragged_layernorm(%x: memref<100x768xf32>, %s: memref<768xf16>, %b: memref<768xf16>, %y: memref<100x768xf16>) attributes {kiln.kernel} {
+    %zero = arith.constant 0.000000e+00 : f32
+    %n = arith.constant 7.680000e+02 : f32
+    %eps = arith.constant 9.99999974E-6 : f32
+    %sum = memref.alloc() : memref<100x1xf32>
+    linalg.fill ins(%zero : f32) outs(%sum : memref<100x1xf32>)
+    linalg.generic {indexing_maps = [#id2, #row2], iterator_types = ["parallel", "reduction"]} ins(%x : memref<100x768xf32>) outs(%sum : memref<100x1xf32>) {
+    ^bb0(%in: f32, %out: f32):
+      %0 = arith.addf %out, %in : f32
+      linalg.yield %0 : f32
+    }
+    %c = memref.alloc() : memref<100x768xf32>
+    linalg.generic {indexing_maps = [#id2, #row2, #id2], iterator_types = ["parallel", "parallel"]} ins(%x, %sum : memref<100x768xf32>, memref<100x1xf32>) outs(%c : memref<100x768xf32>) {
+    ^bb0(%in: f32, %in_6: f32, %out: f32):
+      %0 = arith.divf %in_6, %n : f32
+      %1 = arith.subf %in, %0 : f32
+      linalg.yield %1 : f32
+    }
+    %sq = memref.alloc() : memref<100x1xf32>
+    linalg.fill ins(%zero : f32) outs(%sq : memref<100x1xf32>)
+    linalg.generic {indexing_maps = [#id2, #row2], iterator_types = ["parallel", "reduction"]} ins(%c : memref<100x768xf32>) outs(%sq : memref<100x1xf32>) {
+    ^bb0(%in: f32, %out: f32):
+      %0 = arith.mulf %in, %in : f32
+      %1 = arith.addf %out, %0 : f32
+      linalg.yield %1 : f32
+    }
+    linalg.generic {indexing_maps = [#id2, #row2, #bcast2, #bcast2, #id2], iterator_types = ["parallel", "parallel"]} ins(%c, %sq, %s, %b : memref<100x768xf32>, memref<100x1xf32>, memref<768xf16>, memref<768xf16>) outs(%y : memref<100x768xf16>) {
+    ^bb0(%in: f32, %in_6: f32, %in_7: f16, %in_8: f16, %out: f16):
+      %0 = arith.divf %in_6, %n : f32
+      %1 = arith.addf %0, %eps : f32
+      %2 = math.rsqrt %1 : f32
+      %3 = arith.mulf %in, %2 : f32
+      %4 = arith.extf %in_7 : f16 to f32
+      %5 = arith.extf %in_8 : f16 to f32
+      %6 = arith.mulf %3, %4 : f32
+      %7 = arith.addf %6, %5 : f32
+      %8 = arith.truncf %7 : f32 to f16
+      linalg.yield %8 : f16
+    }
+    memref.dealloc %sum : memref<100x1xf32>
+    memref.dealloc %c : memref<100x768xf32>
+    memref.dealloc %sq : memref<100x1xf32>
     return
   }
 }
