@@ -34,6 +34,10 @@ if subprocess.run([config.python_executable, "-c", "import torch, torchvision"],
 # (/usr/local/cuda, present on this machine's image; docs/gpu.md).
 if os.path.exists("/usr/local/cuda/bin/ptxas"):
     config.available_features.add("ptxas")
+    # MLIR's NVVM target finds libdevice (which the math functions of
+    # kernels assembled by ptxas need) through CUDA_HOME, as for kilnc.
+    config.environment.setdefault(
+        "CUDA_HOME", os.environ.get("CUDA_HOME", "/usr/local/cuda"))
 
 # nvdisasm (pip's nvidia-cuda-nvdisasm, python/requirements.txt) shows the
 # SASS that ptxas made of the PTX (Inputs/ptxas_notes.py --sass).

@@ -426,13 +426,13 @@ mlir::kiln::lowerWarpgroupContraction(RewriterBase &rewriter,
     while (body.getNumArguments() < 18)
       body.addArgument(rewriter.getIndexType(), loc);
   }
-  // Two blocks to a multiprocessor need their registers to fit twice
-  // (at most 112 a thread at 288 threads). No bound goes to the vendor
+  // Two blocks to a multiprocessor need their registers to fit twice: at
+  // most 96 a thread for 9 warps (each quarter of the register file, 16 K,
+  // takes 5 of the 18 warps: 3072 a warp). No bound goes to the vendor
   // compiler: .minnctapersm 2 made ptxas hold ResNet-50 b64's int8 block
-  // ends to 96 registers with 40-56 bytes of spills (108-109 registers
-  // and none without it, still two blocks an SM), which took them from
-  // 70-72 to 94-113 us on an H100 (2026-12-07); BERT-base's int8 FFN1
-  // takes 93 registers either way.
+  // ends to 96 registers with 40-56 bytes of spills, 70-72 to 94-113 us on
+  // an H100 (2026-12-07); what keeps them at 90 is the epilogue's order
+  // (storeTileStaged; lit wgmma-serialization.test checks both).
   // What was chosen, for kilnc --report (the kernel's "gpu_contractions").
   {
     std::string what;

@@ -3,9 +3,10 @@
 // memory each) carry no register bound for the vendor compiler: with
 // kiln.kernel_attrs {nvvm.minctasm = 2} (PTX .minnctapersm 2, the twelfth
 // session's) ptxas held ResNet-50 b64's int8 block ends to 96 registers
-// with 40-56 bytes of spills, 1.3x-1.6x slower on an H100 (2026-12-07),
-// where without it they take 108-109 registers, no spill, and still fit
-// two blocks an SM (BERT-base's int8 FFN1: 93 either way).
+// with 40-56 bytes of spills, 1.3x-1.6x slower on an H100 (2026-12-07).
+// Two blocks of 9 warps fit only at 96 registers or fewer (a quarter of
+// the register file holds 5 of the 18 warps); the staged epilogue's order
+// keeps those kernels at 90 (wgmma-serialization.test).
 // RUN: kiln-opt %s --kiln-map-kernels-to-gpu="device='cuda sm_90a' tiles=128x128/2" | FileCheck %s
 // RUN: kiln-opt %s --kiln-map-kernels-to-gpu="device='cuda sm_90a' tiles=128x128/pingpong" | FileCheck %s --check-prefix=ONE
 // RUN: kiln-opt %s --pass-pipeline="builtin.module(kiln-map-kernels-to-gpu{device='cuda sm_90a' tiles=128x128/2}, canonicalize, gpu-launch-sink-index-computations, kiln-outline-gpu-kernels, kiln-merge-gpu-modules, nvvm-attach-target{chip=sm_90a features=+ptx80 O=3}, gpu.module(lower-affine, arith-expand, expand-strided-metadata, convert-scf-to-cf, kiln-finalize-device-memrefs{stage=before}, convert-gpu-to-nvvm, kiln-finalize-device-memrefs, kiln-nvptx-grid-constants, convert-nvvm-to-llvm, canonicalize, cse, reconcile-unrealized-casts), gpu-module-to-binary{format=isa})" | sed -e 's/\\0A/\n/g' -e 's/\\09/ /g' | FileCheck %s --check-prefix=PTX
