@@ -125,3 +125,73 @@ gpumap::epilogueEntry(gpumap::OutputEpilogue &e) {
   }
   return entry;
 }
+
+gpumap::EpilogueApplier::EpilogueApplier(
+    OpBuilder &b, Location loc, std::optional<OutputEpilogue> &epilogue,
+    Type outElem, Value result, ArrayRef<Value> inv)
+    : epilogue(epilogue), outElem(outElem), resultElem_(outElem),
+      inv(inv.begin(), inv.end()) {
+  if (!epilogue)
+    return;
+  linalg::GenericOp g = epilogue->op;
+  Block &gb = *g.getBody();
+  for (OpOperand *in : g.getDpsInputOperands()) {
+    if (in == epilogue->input)
+      continue;
+    Value arg = gb.getArgument(in->getOperandNumber());
+    if (isa<MemRefType>(in->get().getType()))
+      scalars.map(arg, memref::LoadOp::create(b, loc, in->get(), ValueRange{}));
+    else
+      scalars.map(arg, in->get());
+  }
+  resultElem_ = cast<MemRefType>(result.getType()).getElementType();
+  entry = epilogueEntry(*epilogue);
+  if (!entry || !entry->quotient)
+    return;
+  // Each row's 1 / sum divided by the scale, once: times the reciprocal of
+  // a constant (rounded once), else a division.
+  FloatAttr c;
+  if (matchPattern(entry->divisor, m_Constant(&c)) && c.getType().isF32()) {
+    Value r = arith::ConstantOp::create(
+        b, loc,
+        b.getF32FloatAttr(static_cast<float>(1.0 / c.getValueAsDouble())));
+    for (Value v : inv)
+      invQuotient.push_back(arith::MulFOp::create(b, loc, v, r));
+  } else {
+    Value divisor = scalars.lookup(entry->divisor);
+    for (Value v : inv)
+      invQuotient.push_back(arith::DivFOp::create(b, loc, v, divisor));
+  }
+}
+
+// The body on one element: `y` the accumulator times its row's 1 / sum
+// (f32), its quotient the accumulator times the row's entry of
+// invQuotient. The ops whose values the kernel gives (the widening, the
+// division) are not cloned; what only they used is left dead.
+Value gpumap::EpilogueApplier::apply(OpBuilder &b, Location loc, Value acc,
+                                     int64_t ri) const {
+  Value y = arith::MulFOp::create(b, loc, acc, inv[ri]);
+  if (!epilogue) {
+    if (outElem != b.getF32Type())
+      y = arith::TruncFOp::create(b, loc, outElem, y);
+    return y;
+  }
+  Block &gb = *epilogue->op.getBody();
+  IRMapping map = scalars;
+  if (entry) {
+    map.map(entry->widened, y);
+    if (entry->quotient)
+      map.map(entry->quotient,
+              arith::MulFOp::create(b, loc, acc, invQuotient[ri]));
+  } else {
+    if (outElem != b.getF32Type())
+      y = arith::TruncFOp::create(b, loc, outElem, y);
+    map.map(gb.getArgument(epilogue->input->getOperandNumber()), y);
+  }
+  for (Operation &o : gb.without_terminator()) {
+    if (llvm::all_of(o.getResults(), [&](Value r) { return map.contains(r); }))
+      continue;
+    b.clone(o, map);
+  }
+  return map.lookupOrDefault(gb.getTerminator()->getOperand(0));
+}

@@ -12,6 +12,7 @@
 #include "kiln/Dialect/Kiln/IR/KilnDialect.h"
 
 #include "mlir/Dialect/Linalg/IR/Linalg.h"
+#include "mlir/IR/IRMapping.h"
 
 #include <optional>
 
@@ -46,6 +47,35 @@ struct EpilogueEntry {
   Value divisor;  // a block argument of a scalar operand, or a constant
 };
 std::optional<EpilogueEntry> epilogueEntry(OutputEpilogue &e);
+
+/// An output epilogue (or none) applied as the kernel stores: its scalar
+/// operands loaded once where this is built, each row's 1 / sum divided by
+/// the scale (EpilogueEntry's quotient) once a row, and the body cloned on
+/// each value.
+class EpilogueApplier {
+public:
+  /// At the builder's insertion point: `epilogue` (or none) on the
+  /// attention's output of element type `outElem` into `result`; `inv` the
+  /// rows' 1 / sum (f32).
+  EpilogueApplier(OpBuilder &b, Location loc,
+                  std::optional<OutputEpilogue> &epilogue, Type outElem,
+                  Value result, ArrayRef<Value> inv);
+  /// The element type the kernel stores.
+  Type resultElem() const { return resultElem_; }
+  /// Whether the body starts on the f32 value (no rounding to `outElem`
+  /// before it).
+  bool widens() const { return entry.has_value(); }
+  /// The stored value of accumulator `acc` of row `ri` (in the rows of
+  /// `inv`): `acc` times the row's 1 / sum, through the body.
+  Value apply(OpBuilder &b, Location loc, Value acc, int64_t ri) const;
+
+private:
+  std::optional<OutputEpilogue> &epilogue;
+  Type outElem, resultElem_;
+  SmallVector<Value> inv, invQuotient;
+  IRMapping scalars;
+  std::optional<EpilogueEntry> entry;
+};
 
 } // namespace mlir::kiln::gpumap
 

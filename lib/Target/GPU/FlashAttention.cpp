@@ -687,68 +687,8 @@ LogicalResult FlashAttention::lower(AttentionOp op) {
   // The epilogue's scalar operands, loaded once; its body on each value in
   // the output's type, or in f32 where it starts by widening it
   // (epilogueEntry).
-  IRMapping scalars;
-  Type resultElem = outElem;
-  std::optional<EpilogueEntry> entry;
-  SmallVector<Value> invQuotient;
-  if (epilogue) {
-    linalg::GenericOp g = epilogue->op;
-    Block &gb = *g.getBody();
-    for (OpOperand *in : g.getDpsInputOperands()) {
-      if (in == epilogue->input)
-        continue;
-      Value arg = gb.getArgument(in->getOperandNumber());
-      if (isa<MemRefType>(in->get().getType()))
-        scalars.map(arg, memref::LoadOp::create(rewriter, loc, in->get(),
-                                                ValueRange{}));
-      else
-        scalars.map(arg, in->get());
-    }
-    resultElem = cast<MemRefType>(result.getType()).getElementType();
-    entry = epilogueEntry(*epilogue);
-    if (entry && entry->quotient) {
-      // Each row's 1 / sum divided by the scale, once: times the
-      // reciprocal of a constant (rounded once), else a division.
-      FloatAttr c;
-      if (matchPattern(entry->divisor, m_Constant(&c)) && c.getType().isF32()) {
-        Value r = arith::ConstantOp::create(
-            rewriter, loc,
-            rewriter.getF32FloatAttr(
-                static_cast<float>(1.0 / c.getValueAsDouble())));
-        for (Value v : inv)
-          invQuotient.push_back(arith::MulFOp::create(rewriter, loc, v, r));
-      } else {
-        Value divisor = scalars.lookup(entry->divisor);
-        for (Value v : inv)
-          invQuotient.push_back(
-              arith::DivFOp::create(rewriter, loc, v, divisor));
-      }
-    }
-  }
-  // The body on one element: `y` the accumulator times its row's 1 / sum
-  // (f32), `quotient` the accumulator times the row's entry of
-  // invQuotient. The ops whose values the kernel gives (the widening, the
-  // division) are not cloned; what only they used is left dead.
-  auto throughEpilogue = [&](Value y, Value quotient) {
-    if (!epilogue)
-      return y;
-    Block &gb = *epilogue->op.getBody();
-    IRMapping map = scalars;
-    if (entry) {
-      map.map(entry->widened, y);
-      if (entry->quotient)
-        map.map(entry->quotient, quotient);
-    } else {
-      map.map(gb.getArgument(epilogue->input->getOperandNumber()), y);
-    }
-    for (Operation &o : gb.without_terminator()) {
-      if (llvm::all_of(o.getResults(),
-                       [&](Value r) { return map.contains(r); }))
-        continue;
-      rewriter.clone(o, map);
-    }
-    return map.lookupOrDefault(gb.getTerminator()->getOperand(0));
-  };
+  EpilogueApplier applier(rewriter, loc, epilogue, outElem, result, inv);
+  Type resultElem = applier.resultElem();
   // Two accumulators of a row in adjacent columns (m16n8's pairs) leave in
   // one store where the output allows it.
   int64_t outBytes = resultElem.getIntOrFloatBitWidth() / 8;
@@ -762,17 +702,9 @@ LogicalResult FlashAttention::lower(AttentionOp op) {
       Value row = add(loc, add(loc, row0, cRow), index(loc, c.outer));
       Value col = add(loc, cCol, index(loc, dn * L.n + c.inner));
       SmallVector<Value> ys;
-      for (int64_t i = 0; i < (pair ? 2 : 1); ++i) {
-        Value acc = loop.getResult(dn * nC + e + i);
-        Value y = arith::MulFOp::create(rewriter, loc, acc, inv[rowIndex(e)]);
-        Value quotient;
-        if (!invQuotient.empty())
-          quotient = arith::MulFOp::create(rewriter, loc, acc,
-                                           invQuotient[rowIndex(e)]);
-        if (outElem != f32 && !entry)
-          y = arith::TruncFOp::create(rewriter, loc, outElem, y);
-        ys.push_back(throughEpilogue(y, quotient));
-      }
+      for (int64_t i = 0; i < (pair ? 2 : 1); ++i)
+        ys.push_back(applier.apply(
+            rewriter, loc, loop.getResult(dn * nC + e + i), rowIndex(e)));
       // Staged: the warp's own rows of the staging buffer, every row
       // (those past the queries are not copied out).
       Value stageRow = stageOut ? add(loc, add(loc, mul(loc, warp, L.m), cRow),
