@@ -62,9 +62,6 @@ public:
                   Value result, ArrayRef<Value> inv);
   /// The element type the kernel stores.
   Type resultElem() const { return resultElem_; }
-  /// Whether the body starts on the f32 value (no rounding to `outElem`
-  /// before it).
-  bool widens() const { return entry.has_value(); }
   /// The stored value of accumulator `acc` of row `ri` (in the rows of
   /// `inv`): `acc` times the row's 1 / sum, through the body.
   Value apply(OpBuilder &b, Location loc, Value acc, int64_t ri) const;

@@ -449,18 +449,18 @@ void RowFusion::emit(MutableArrayRef<Member> chain, const Shape &shape,
   // The rows of weights that all of a block's rows read go through shared
   // memory instead: the block's threads copy them once, 16 bytes each,
   // after the rows' own loads, and a barrier orders the copy before the
-  // reads. The device assembler otherwise issues their loads after the row's reductions
-  // (to spare the registers that hold them), each an L2 latency after the
-  // reductions, in rounds: BERT-base's int8 LayerNorm (f32 scale and bias,
-  // 24 of each a lane) waited for them in four.
+  // reads. The device assembler otherwise issues their loads after the
+  // row's reductions (to spare the registers that hold them), each an L2
+  // latency after the reductions, in rounds: BERT-base's int8 LayerNorm
+  // (f32 scale and bias, 24 of each a lane) waited for them in four.
   auto widthOf = [](Value v) {
     Type elem = cast<MemRefType>(v.getType()).getElementType();
     return std::max<int64_t>(elem.getIntOrFloatBitWidth() / 8, 1);
   };
+  // Whether a row that registerRow accepts goes through shared memory.
   auto sharedRow = [&](Value v, AffineMap map) {
     auto type = dyn_cast<MemRefType>(v.getType());
-    if (!type || !registerRow(v, map) || rowsPerBlock < 2 || vec < 2 ||
-        !type.hasStaticShape())
+    if (!type || rowsPerBlock < 2 || vec < 2 || !type.hasStaticShape())
       return false;
     int64_t run = 16 / widthOf(v);
     return 16 % widthOf(v) == 0 && shape.row % run == 0 && vec % run == 0 &&
@@ -481,10 +481,8 @@ void RowFusion::emit(MutableArrayRef<Member> chain, const Shape &shape,
         if (sharedRow(in->get(), map) &&
             (!stagedBytes || widthOf(in->get()) == stagedBytes)) {
           stagedBytes = widthOf(in->get());
-          if (!stagedRows.count(in->get())) {
-            stagedRows[in->get()] = Value();
+          if (!llvm::is_contained(llvm::make_first_range(toStage), in->get()))
             toStage.push_back({in->get(), map});
-          }
           continue;
         }
         for (int64_t s = 0; s < steps; ++s)
