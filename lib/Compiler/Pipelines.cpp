@@ -184,6 +184,11 @@ struct StagePipelineOptions : public PassPipelineOptions<StagePipelineOptions> {
       *this, "int8-residuals",
       llvm::cl::desc("int8: residual Adds read the quantized activation"),
       llvm::cl::init(true)};
+  Option<bool> int8Attention{
+      *this, "int8-attention",
+      llvm::cl::desc("int8: quantize attention's Q, K and V for the fused "
+                     "kernel"),
+      llvm::cl::init(true)};
   Option<bool> f32ConstantDivision{
       *this, "f32-constant-division",
       llvm::cl::desc("f32 divisions by a constant as a product and one FMA "
@@ -271,6 +276,7 @@ struct StagePipelineOptions : public PassPipelineOptions<StagePipelineOptions> {
     o.int8KeepFp32 = int8KeepFp32;
     o.int8Float = int8Float;
     o.int8Residuals = int8Residuals;
+    o.int8Attention = int8Attention;
     if (f32ConstantDivision.hasValue())
       o.f32ConstantDivision = f32ConstantDivision;
     setExposeIntermediates(o, exposeIntermediates);
@@ -367,6 +373,13 @@ LogicalResult mlir::kiln::buildStagePipeline(OpPassManager &pm, StringRef stage,
       llvm::append_range(o.exclude, options.keepFp32);
       o.keepCount = options.int8KeepFp32;
       o.quantizeResiduals = options.int8Residuals;
+      // Q, K, V in 8 bits where the attention becomes the fused kernel
+      // (its condition below), which reads them so.
+      o.attentionInputs =
+          options.int8Attention && optLevel >= 1 &&
+          options.fuseAttention.value_or(
+              target->hasFusedAttention() &&
+              int8FloatPrecision(options, *target) != "fp32");
       pm.addPass(createKilnOnnxInsertQDQ(o));
     }
     // Quantized (QDQ) layers as integer products: what such a model asks

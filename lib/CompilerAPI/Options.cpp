@@ -188,6 +188,10 @@ const OptionRow kOptions[] = {
      [](kiln_compile_options &o, llvm::StringRef v, std::string &e) {
        return parseBool("int8-residuals", v, o.compile.int8Residuals, e);
      }},
+    {"int8-attention", false,
+     [](kiln_compile_options &o, llvm::StringRef v, std::string &e) {
+       return parseBool("int8-attention", v, o.compile.int8Attention, e);
+     }},
     {"f32-constant-division", false,
      [](kiln_compile_options &o, llvm::StringRef v, std::string &e) {
        bool on = false;

@@ -220,6 +220,12 @@ static cl::opt<bool> int8Residuals(
              "read quantized, so a block's end writes 8 bits only "
              "(default on)"),
     cl::init(true));
+static cl::opt<bool> int8Attention(
+    "int8-attention",
+    cl::desc("--precision=int8 on a target with a fused attention kernel: "
+             "quantize attention's Q, K and V to uint8 too (the kernel reads "
+             "8-bit operands; default on)"),
+    cl::init(true));
 static cl::opt<bool> f32ConstantDivision(
     "f32-constant-division",
     cl::desc("f32 divisions by a constant (QuantizeLinear's x / scale, "
@@ -374,6 +380,7 @@ bool setOptions(kiln_compile_options_t *options) {
       !setInt("int8-keep-fp32", int8KeepFp32) ||
       !setString("int8-float", int8Float) ||
       !setBool("int8-residuals", int8Residuals) ||
+      !setBool("int8-attention", int8Attention) ||
       !setBool("f32-constant-division", f32ConstantDivision) ||
       !setBool("gpu-tiled-contractions", gpuTiledContractions) ||
       !setBool("gpu-warp-reductions", gpuWarpReductions) ||

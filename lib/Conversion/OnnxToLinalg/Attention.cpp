@@ -14,6 +14,8 @@
 #include "kiln/Dialect/Kiln/IR/KilnDialect.h"
 #include "kiln/Dialect/Onnx/IR/OnnxUtils.h"
 
+#include "mlir/IR/IRMapping.h"
+
 using namespace mlir;
 using namespace mlir::kiln;
 using namespace mlir::kiln::lowering;
@@ -124,14 +126,96 @@ int64_t staticDim(Value v, int64_t d) {
   return cast<RankedTensorType>(v.getType()).getDimSize(d);
 }
 
+/// An 8-bit operand of the fused attention: the integers and how they
+/// dequantize.
+struct Dequantized {
+  Value ints;
+  double scale = 1.0;
+  int64_t zeroPoint = 0;
+  bool isUnsigned = false;
+};
+
+/// Whether `g` only converts one float type to another (a Cast's generic).
+bool isFloatCast(linalg::GenericOp g) {
+  if (g.getNumDpsInputs() != 1 || g.getNumDpsInits() != 1 ||
+      g.getNumLoops() != g.getNumParallelLoops())
+    return false;
+  Block &body = g.getRegion().front();
+  if (body.getOperations().size() != 2)
+    return false;
+  Operation &conv = body.front();
+  return isa<arith::ExtFOp, arith::TruncFOp>(conv) &&
+         conv.getOperand(0) == body.getArgument(0) &&
+         body.getTerminator()->getOperand(0) == conv.getResult(0);
+}
+
+/// `ints` (signless) with its sign's bitcast moved above the views between
+/// it and the unsigned tensor it reinterprets (a Split's slices of a uint8
+/// product): the kernel then reads the product's buffer through the views
+/// (a bitcast of a slice would be a copy kernel of its own).
+Value bitcastFirst(OpBuilder &b, Value ints) {
+  auto bc = ints.getDefiningOp<tensor::BitcastOp>();
+  if (!bc)
+    return ints;
+  SmallVector<Operation *> views;
+  Value base = bc.getSource();
+  while (Operation *def = base.getDefiningOp()) {
+    if (!isa<tensor::ExtractSliceOp, tensor::ExpandShapeOp,
+             tensor::CollapseShapeOp>(def))
+      break;
+    views.push_back(def);
+    base = def->getOperand(0);
+  }
+  if (views.empty())
+    return ints;
+  Type elem = bc.getType().getElementType();
+  OpBuilder::InsertionGuard g(b);
+  b.setInsertionPoint(bc);
+  Value x = tensor::BitcastOp::create(
+      b, bc.getLoc(), cast<RankedTensorType>(base.getType()).clone(elem), base);
+  for (Operation *view : llvm::reverse(views)) {
+    IRMapping map;
+    map.map(view->getOperand(0), x);
+    Operation *copy = b.clone(*view, map);
+    copy->getResult(0).setType(
+        cast<RankedTensorType>(copy->getResult(0).getType()).clone(elem));
+    x = copy->getResult(0);
+  }
+  return x;
+}
+
+/// The 8-bit integers behind `x` when it is their per-tensor
+/// DequantizeLinear (kDequantizeAttr), through a float Cast (mixed
+/// precision's conversion to half).
+std::optional<Dequantized> dequantizedInput(OpBuilder &b, Value x) {
+  auto g = x.getDefiningOp<linalg::GenericOp>();
+  if (g && isFloatCast(g))
+    g = g.getDpsInputs()[0].getDefiningOp<linalg::GenericOp>();
+  auto attr = g ? g->getAttrOfType<DictionaryAttr>(kDequantizeAttr) : nullptr;
+  if (!attr)
+    return std::nullopt;
+  auto scale = attr.getAs<FloatAttr>("scale");
+  auto zp = attr.getAs<IntegerAttr>("zero_point");
+  auto uns = attr.getAs<BoolAttr>("unsigned");
+  Value ints = g.getDpsInputs()[0];
+  auto t = dyn_cast<RankedTensorType>(ints.getType());
+  if (!scale || !zp || !uns || !t || !t.getElementType().isSignlessInteger(8) ||
+      t != cast<RankedTensorType>(x.getType()).clone(t.getElementType()))
+    return std::nullopt;
+  return Dequantized{bitcastFirst(b, ints), scale.getValueAsDouble(),
+                     zp.getInt(), uns.getValue()};
+}
+
 /// Attention as one kiln.attention, for a target with a fused kernel, when
 /// its conditions hold: f16/bf16 Q, K, V; static head sizes, multiples of 16
 /// up to 128; a static head group; no past, present, scores output, padding
 /// lengths or softcap; no mask, or an additive float mask of rank 2 to 4
 /// whose leading dims are 1 or the full size. A null value (and no IR)
 /// when they do not (the generics follow); failure after an error.
-FailureOr<Value> buildFusedAttention(onnxops::AttentionOp op, OpBuilder &b,
-                                     HeadView q, HeadView k, HeadView v) {
+FailureOr<Value>
+buildFusedAttention(onnxops::AttentionOp op, OpBuilder &b, HeadView q,
+                    HeadView k, HeadView v,
+                    ArrayRef<std::optional<Dequantized>> quant = {}) {
   Location loc = op->getLoc();
   // A head-splitting transpose ([B, S, H, D] → [B, H, S, D], as exporters
   // write it) is read through: the kernel takes the [B, S, H, D] view with
@@ -144,9 +228,20 @@ FailureOr<Value> buildFusedAttention(onnxops::AttentionOp op, OpBuilder &b,
       hv->seqMajor = true;
     }
   }
-  Type elem = cast<RankedTensorType>(q.v.getType()).getElementType();
+  // The result's type, which float operands share; 8-bit ones (`quant`)
+  // are dequantized in the kernel.
+  Type elem =
+      cast<RankedTensorType>(op->getResult(0).getType()).getElementType();
   if (!elem.isF16() && !elem.isBF16())
     return Value();
+  bool anyQuant = false;
+  for (auto [i, hv] : llvm::enumerate(ArrayRef<HeadView>{q, k, v})) {
+    bool quantized = i < quant.size() && quant[i];
+    anyQuant |= quantized;
+    if (!quantized &&
+        cast<RankedTensorType>(hv.v.getType()).getElementType() != elem)
+      return Value();
+  }
   for (unsigned i = 1; i < op->getNumResults(); ++i)
     if (!op->getResult(i).use_empty())
       return Value();
@@ -218,12 +313,30 @@ FailureOr<Value> buildFusedAttention(onnxops::AttentionOp op, OpBuilder &b,
     if (outType.isDynamicDim(d))
       dyn.push_back(sizes[d]);
   Value init = tensor::EmptyOp::create(b, loc, shape, elem, dyn);
+  DenseF64ArrayAttr scales;
+  DenseI64ArrayAttr zeroPoints;
+  DenseBoolArrayAttr uns;
+  if (anyQuant) {
+    SmallVector<double> s(3, 1.0);
+    SmallVector<int64_t> z(3, 0);
+    SmallVector<bool> u(3, false);
+    for (unsigned i = 0; i < 3 && i < quant.size(); ++i)
+      if (quant[i]) {
+        s[i] = quant[i]->scale;
+        z[i] = quant[i]->zeroPoint;
+        u[i] = quant[i]->isUnsigned;
+      }
+    scales = b.getDenseF64ArrayAttr(s);
+    zeroPoints = b.getDenseI64ArrayAttr(z);
+    uns = b.getDenseBoolArrayAttr(u);
+  }
   Value y =
       kiln::AttentionOp::create(
           b, loc, TypeRange{outType}, q.v, k.v, v.v, mask, init,
           b.getF64FloatAttr(scale),
           asInt(op.getIsCausal()) ? b.getUnitAttr() : UnitAttr(),
-          b.getDenseBoolArrayAttr({q.seqMajor, k.seqMajor, v.seqMajor, out3}))
+          b.getDenseBoolArrayAttr({q.seqMajor, k.seqMajor, v.seqMajor, out3}),
+          scales, zeroPoints, uns)
           .getResult()[0];
   if (out3)
     y = reshapeTo(b, loc, y, ty,
@@ -274,7 +387,27 @@ LogicalResult lowerAttention(onnxops::AttentionOp op, OpBuilder &b,
   if (hasPast != !onnxops::isNoValue(pastV))
     return nodeError(op) << "past_key and past_value go together", failure();
   if (targetHasFusedAttention()) {
-    FailureOr<Value> fused = buildFusedAttention(op, b, *q, *k, *v);
+    // Q, K, V dequantized from 8 bits (an int8 build's attention inputs):
+    // the kernel reads the integers, a quarter of f32's bytes.
+    SmallVector<std::optional<Dequantized>> quant;
+    SmallVector<HeadView> views = {*q, *k, *v};
+    for (unsigned i = 0; i < 3; ++i) {
+      quant.push_back(dequantizedInput(b, op->getOperand(i)));
+      if (!quant.back())
+        continue;
+      FailureOr<HeadView> hv =
+          viewHeads(op, b, loc, quant.back()->ints,
+                    i == 0 ? qHeadsAttr : kvHeadsAttr, "Q/K/V");
+      if (failed(hv))
+        return failure();
+      views[i] = *hv;
+    }
+    FailureOr<Value> fused =
+        llvm::any_of(quant, [](const auto &d) { return d.has_value(); })
+            ? buildFusedAttention(op, b, views[0], views[1], views[2], quant)
+            : Value();
+    if (succeeded(fused) && !*fused)
+      fused = buildFusedAttention(op, b, *q, *k, *v);
     if (failed(fused))
       return failure();
     if (*fused) {

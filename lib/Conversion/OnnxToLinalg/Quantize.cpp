@@ -284,7 +284,7 @@ LogicalResult lowerDequantize(onnxops::DequantizeLinearOp op, OpBuilder &b,
   Value x = signless(b, loc, op->getOperand(0));
   FloatType outF = cast<FloatType>(ty->getElementType());
   if (isPerTensor(op, block)) {
-    results.push_back(buildElementwise(
+    Value r = buildElementwise(
         b, loc, *ty, perTensorInputs(b, loc, op, x),
         [&](OpBuilder &nb, Location l, ValueRange a) -> Value {
           Value v = toI32(nb, l, a[0], uns);
@@ -295,7 +295,25 @@ LogicalResult lowerDequantize(onnxops::DequantizeLinearOp op, OpBuilder &b,
           if (outF.getWidth() < 32)
             r = arith::TruncFOp::create(nb, l, outF, r);
           return r;
-        }));
+        });
+    // An 8-bit input with constant parameters: the attention lowering
+    // reads such a generic's input with these instead (kiln.attention's
+    // quantized operands).
+    std::optional<SmallVector<double>> sv =
+        onnxops::getConstantFloatValues(op->getOperand(1));
+    std::optional<SmallVector<int64_t>> zv =
+        operandPresent(op, 2)
+            ? onnxops::getConstantIntValues(op->getOperand(2))
+            : std::optional<SmallVector<int64_t>>(SmallVector<int64_t>{0});
+    if (cast<IntegerType>(xe).getWidth() == 8 && sv && zv)
+      if (Operation *g = r.getDefiningOp())
+        g->setAttr(
+            kDequantizeAttr,
+            b.getDictionaryAttr(
+                {b.getNamedAttr("scale", b.getF64FloatAttr(sv->front())),
+                 b.getNamedAttr("zero_point", b.getI64IntegerAttr(zv->front())),
+                 b.getNamedAttr("unsigned", b.getBoolAttr(uns))}));
+    results.push_back(r);
     return success();
   }
   Value scale = op->getOperand(1);

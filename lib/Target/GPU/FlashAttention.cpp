@@ -108,8 +108,19 @@ LogicalResult FlashAttention::lower(AttentionOp op) {
   MLIRContext *ctxt = op.getContext();
   auto qType = cast<MemRefType>(op.getQuery().getType());
   auto oType = cast<MemRefType>(op.getInit().getType());
-  Type elem = qType.getElementType(), outElem = oType.getElementType();
+  Type outElem = oType.getElementType();
   Type f32 = rewriter.getF32Type();
+  // The matrix instruction's operand type: that of the float operands, f16
+  // where all three are 8-bit (their q - zp is exact in f16; the scales
+  // fold into the scores' scale and the output).
+  Type elem = rewriter.getF16Type();
+  for (unsigned i = 0; i < 3; ++i)
+    if (!op.isQuantized(i))
+      elem = cast<MemRefType>(op->getOperand(i).getType()).getElementType();
+  const bool qInt = op.isQuantized(0), kvInt = op.isQuantized(1);
+  if (kvInt != op.isQuantized(2))
+    return op.emitError("fused attention: key and value must both be 8-bit "
+                        "or both float");
   std::optional<MMALayout> mmaLayout = info.getMMA(elem, f32);
   if (!mmaLayout)
     return op.emitError("fused attention needs the target's matrix "
@@ -124,7 +135,15 @@ LogicalResult FlashAttention::lower(AttentionOp op) {
   std::optional<SmallVector<std::pair<int64_t, int64_t>>> pMap =
       scoreOperandMap(L);
   int64_t elemBytes = elem.getIntOrFloatBitWidth() / 8;
-  int64_t chunk = 16 / elemBytes; // elements per 16-byte load
+  // K's and V's elements in memory (8-bit ones widen as they are staged)
+  // and a 16-byte load of them.
+  Type srcElem = kvInt ? rewriter.getI8Type() : elem;
+  const int64_t srcBytes = srcElem.getIntOrFloatBitWidth() / 8;
+  int64_t chunk = 16 / srcBytes;
+  // (8-byte loads of 8-bit heads of 16: a tile's 16-byte runs would not
+  // spread evenly over the threads.)
+  if (kvInt && (kKeys * headQK / chunk) % (kWarps * warpSize) != 0)
+    chunk /= 2;
   if (ShapedType::isDynamic(headQK) || ShapedType::isDynamic(headV) ||
       headQK % L.k != 0 || headQK % chunk != 0 || headV % L.n != 0 ||
       headV % chunk != 0 || kKeys % L.n != 0 || kKeys % L.k != 0 ||
@@ -160,9 +179,12 @@ LogicalResult FlashAttention::lower(AttentionOp op) {
   // Asynchronous copies into two buffers of each tile, or register staging
   // into one (the header says how).
   // (Two buffers of 128-wide heads would take 68 KiB: one then.)
+  // (8-bit K and V widen in registers on their way: register staging.)
+  const int64_t pad = 16 / elemBytes; // 16 bytes a row: fragment reads
+                                      // free of conflicts
   const bool async =
-      wide && info.hasAsyncCopy() &&
-      2 * kKeys * (headQK + headV + 2 * chunk) * elemBytes <= kMaxSharedBytes;
+      wide && !kvInt && info.hasAsyncCopy() &&
+      2 * kKeys * (headQK + headV + 2 * pad) * elemBytes <= kMaxSharedBytes;
   const int64_t stages = async ? 2 : 1;
   // The mask's dims; a dim of size 1 broadcasts.
   SmallVector<Value> maskDims;
@@ -189,7 +211,6 @@ LogicalResult FlashAttention::lower(AttentionOp op) {
   auto launch = gpu::LaunchOp::create(rewriter, loc, gridX, heads, batch,
                                       index(loc, kWarps * warpSize), one, one);
   Attribute wg = info.getSharedMemorySpace(ctxt);
-  int64_t pad = chunk; // 16 bytes a row: fragment reads free of conflicts
   auto kType = MemRefType::get({stages * kKeys, headQK + pad}, elem,
                                MemRefLayoutAttrInterface(), wg);
   auto vType = MemRefType::get({stages * kKeys, headV + pad}, elem,
@@ -245,6 +266,12 @@ LogicalResult FlashAttention::lower(AttentionOp op) {
        << warpSize;
     if (async)
       os << ", asynchronous copies, 2 buffers";
+    if (qInt || kvInt)
+      os << ", 8-bit "
+         << (qInt && kvInt ? "Q/K/V"
+             : qInt        ? "Q"
+                           : "K/V")
+         << " widened to " << elem;
     noteGPUContraction(launch, what);
   }
   enterLaunch(launch);
@@ -280,6 +307,27 @@ LogicalResult FlashAttention::lower(AttentionOp op) {
   Value aRow = coord(L.aRow), aK = coord(L.aK), bCol = coord(L.bCol),
         bK = coord(L.bK), cRow = coord(L.cRow), cCol = coord(L.cCol);
   auto runType = VectorType::get({L.kPack}, elem);
+  // 8-bit operand `operand`'s integers (a vector) as `elem`: q - zp,
+  // widened exactly; the scale is applied elsewhere.
+  auto widen = [&](Value ints, unsigned operand) -> Value {
+    auto vt = cast<VectorType>(ints.getType());
+    auto i16 = VectorType::get(vt.getShape(), rewriter.getI16Type());
+    Value w =
+        (*op.getDequantUnsigned())[operand]
+            ? arith::ExtUIOp::create(rewriter, loc, i16, ints).getResult()
+            : arith::ExtSIOp::create(rewriter, loc, i16, ints).getResult();
+    if (int64_t zp = (*op.getDequantZeroPoints())[operand])
+      w = arith::SubIOp::create(
+          rewriter, loc, w,
+          arith::ConstantOp::create(
+              rewriter, loc,
+              DenseElementsAttr::get(
+                  i16, ArrayRef<Attribute>{rewriter.getIntegerAttr(
+                           rewriter.getI16Type(), zp)})));
+    return arith::SIToFPOp::create(rewriter, loc, vt.clone(elem), w);
+  };
+  auto qRunType = VectorType::get({L.kPack}, qType.getElementType());
+  const int64_t qBytes = qInt ? 1 : elemBytes;
 
   // Q's fragments, once: rows past S read row S - 1 (their results are
   // never stored). Built after the first tiles' asynchronous copies start.
@@ -297,9 +345,9 @@ LogicalResult FlashAttention::lower(AttentionOp op) {
             runAligned(L.aK, kt * L.k + r.inner, L.kPack)) {
           // The register's elements are adjacent along the head dim: one
           // load of all of them.
-          auto ld = vector::LoadOp::create(rewriter, loc, runType, q,
+          auto ld = vector::LoadOp::create(rewriter, loc, qRunType, q,
                                            at(0, b, h, row, d));
-          ld.setAlignment(L.kPack * elemBytes);
+          ld.setAlignment(L.kPack * qBytes);
           run = ld;
         } else {
           SmallVector<Value> elems;
@@ -307,8 +355,10 @@ LogicalResult FlashAttention::lower(AttentionOp op) {
             elems.push_back(memref::LoadOp::create(
                 rewriter, loc, q,
                 at(0, b, h, row, add(loc, d, index(loc, p)))));
-          run = vector::FromElementsOp::create(rewriter, loc, runType, elems);
+          run = vector::FromElementsOp::create(rewriter, loc, qRunType, elems);
         }
+        if (qInt)
+          run = widen(run, 0);
         regs.push_back(info.buildMMAOperand(rewriter, loc, L, run));
       }
       qFrag.push_back(regs);
@@ -318,7 +368,7 @@ LogicalResult FlashAttention::lower(AttentionOp op) {
   // Staging: chunk c of a tile's kKeys x D elements is key c / (D / V),
   // elements (c % (D / V)) * V onwards (V = one 16-byte load): consecutive
   // threads read consecutive 16 bytes of a row.
-  auto chunkType = VectorType::get({chunk}, elem);
+  auto chunkType = VectorType::get({chunk}, srcElem);
   struct Side {
     Value src, dst;
     unsigned operand;
@@ -358,7 +408,7 @@ LogicalResult FlashAttention::lower(AttentionOp op) {
       if (wide) {
         auto ld = vector::LoadOp::create(rewriter, loc, chunkType, s.src,
                                          at(s.operand, b, kvh, key, d));
-        ld.setAlignment(16);
+        ld.setAlignment(chunk * srcBytes);
         vals.push_back(ld);
         return;
       }
@@ -374,7 +424,10 @@ LogicalResult FlashAttention::lower(AttentionOp op) {
   auto storeTile = [&](ValueRange vals) {
     unsigned i = 0;
     forEachChunk([&](Side &s, Value row, Value d) {
-      auto st = vector::StoreOp::create(rewriter, loc, vals[i++], s.dst,
+      Value val = vals[i++];
+      if (kvInt)
+        val = widen(val, s.operand);
+      auto st = vector::StoreOp::create(rewriter, loc, val, s.dst,
                                         ValueRange{row, d});
       st.setAlignment(16);
     });
@@ -511,9 +564,15 @@ LogicalResult FlashAttention::lower(AttentionOp op) {
   }
   // Scale (base 2), mask, bounds and causality.
   double log2e = 1.4426950408889634;
+  // 8-bit Q and K: their scales multiply the scores.
+  double qkScale = 1.0;
+  for (unsigned i = 0; i < 2; ++i)
+    if (op.isQuantized(i))
+      qkScale *= (*op.getDequantScales())[i];
   Value scale2 = arith::ConstantOp::create(
       rewriter, loc,
-      rewriter.getF32FloatAttr(op.getScale().convertToDouble() * log2e));
+      rewriter.getF32FloatAttr(op.getScale().convertToDouble() * log2e *
+                               qkScale));
   Value log2eV =
       arith::ConstantOp::create(rewriter, loc, rewriter.getF32FloatAttr(log2e));
   Value key0 = mul(loc, t, kKeys);
@@ -676,10 +735,12 @@ LogicalResult FlashAttention::lower(AttentionOp op) {
   if (async)
     info.buildAsyncWait(rewriter, loc, /*pending=*/0);
 
-  // The rows' sums across their lanes; O / sum in the output's type.
+  // The rows' sums across their lanes; O / sum in the output's type (O
+  // times V's scale / sum for an 8-bit V).
   SmallVector<Value> inv(nR);
-  Value oneF =
-      arith::ConstantOp::create(rewriter, loc, rewriter.getF32FloatAttr(1));
+  Value oneF = arith::ConstantOp::create(
+      rewriter, loc,
+      rewriter.getF32FloatAttr(kvInt ? (*op.getDequantScales())[2] : 1.0));
   for (int64_t ri = 0; ri < nR; ++ri)
     inv[ri] = arith::DivFOp::create(
         rewriter, loc, oneF,

@@ -43,7 +43,11 @@ ATTR_READ = re.compile(
     r"getAttrOfType\s*<|\bgetAttr\s*\(|\bhasAttr\s*\(|getInherentAttr\s*\(|"
     r"getDiscardableAttr\s*\(|getAttrDictionary\s*\(|->getAttrs\s*\(|"
     r"\b(?:getInt|getFloat|getStr|getInts|getBool)\s*\([^()]*\"")
-ALLOWED_ATTR_READ = re.compile(r'module->getAttrOfType<IntegerAttr>\("onnx\.opset"\)')
+# The opset, and the marker the DequantizeLinear lowering puts on its own
+# generic for the attention lowering (kDequantizeAttr, Lowering.h): not ONNX
+# attributes.
+ALLOWED_ATTR_READ = re.compile(r'module->getAttrOfType<IntegerAttr>\("onnx\.opset"\)|'
+                               r'getAttrOfType<DictionaryAttr>\(kDequantizeAttr\)')
 
 
 def kebab(name):

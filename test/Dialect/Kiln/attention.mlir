@@ -25,3 +25,16 @@ func.func @memrefs(%q: memref<1x2x16x64xbf16>, %k: memref<1x2x16x64xbf16>, %v: m
   kiln.attention ins(%q, %k, %v : memref<1x2x16x64xbf16>, memref<1x2x16x64xbf16>, memref<1x2x16x64xbf16>) outs(%o : memref<1x2x16x64xbf16>) scale = 0.5 seq_major = [false, false, false, false]
   return
 }
+
+// -----
+
+// 8-bit operands with their dequantization (a float V keeps 1, 0, false);
+// bufferization keeps the parameters.
+// CHECK-LABEL: func @quantized
+// CHECK: kiln.attention ins(%arg0, %arg0, %arg1 : tensor<1x2x8x16xi8>, tensor<1x2x8x16xi8>, tensor<1x2x8x16xf16>) outs(%arg2 : tensor<1x2x8x16xf16>) scale = 2.500000e-01 seq_major = [false, false, false, false] dequant(scales = [5.000000e-01, 5.000000e-01, 1.000000e+00], zero_points = [128, 128, 0], unsigned = [true, true, false]) -> tensor<1x2x8x16xf16>
+// BUF-LABEL: func @quantized
+// BUF: kiln.attention ins({{.*}} : memref<1x2x8x16xi8, {{.*}}>, memref<1x2x8x16xi8, {{.*}}>, memref<1x2x8x16xf16, {{.*}}>) outs({{.*}}) scale = 2.500000e-01 seq_major = [false, false, false, false] dequant(scales = [5.000000e-01, 5.000000e-01, 1.000000e+00], zero_points = [128, 128, 0], unsigned = [true, true, false]){{$}}
+func.func @quantized(%qk: tensor<1x2x8x16xi8>, %v: tensor<1x2x8x16xf16>, %init: tensor<1x2x8x16xf16>) -> tensor<1x2x8x16xf16> {
+  %0 = kiln.attention ins(%qk, %qk, %v : tensor<1x2x8x16xi8>, tensor<1x2x8x16xi8>, tensor<1x2x8x16xf16>) outs(%init : tensor<1x2x8x16xf16>) scale = 0.25 seq_major = [false, false, false, false] dequant(scales = [0.5, 0.5, 1.0], zero_points = [128, 128, 0], unsigned = [true, true, false]) -> tensor<1x2x8x16xf16>
+  return %0 : tensor<1x2x8x16xf16>
+}

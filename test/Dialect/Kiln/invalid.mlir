@@ -114,3 +114,35 @@ func.func @release_view(%ctx: !llvm.ptr, %n: index) {
   kiln.release %ctx, %v : memref<2x8xf32, strided<[8, 1]>>
   return
 }
+
+// -----
+
+func.func @attention_int_without_dequant(%q: tensor<1x2x8x16xi8>, %o: tensor<1x2x8x16xf16>) -> tensor<1x2x8x16xf16> {
+  // expected-error @+1 {{dequant scales, zero points and unsigned flags are given exactly when an operand is an integer}}
+  %0 = kiln.attention ins(%q, %q, %q : tensor<1x2x8x16xi8>, tensor<1x2x8x16xi8>, tensor<1x2x8x16xi8>) outs(%o : tensor<1x2x8x16xf16>) scale = 1.0 seq_major = [false, false, false, false] -> tensor<1x2x8x16xf16>
+  return %0 : tensor<1x2x8x16xf16>
+}
+
+// -----
+
+func.func @attention_int_zero_point(%q: tensor<1x2x8x16xi8>, %o: tensor<1x2x8x16xf16>) -> tensor<1x2x8x16xf16> {
+  // expected-error @+1 {{key's zero point 200 is out of its type's range}}
+  %0 = kiln.attention ins(%q, %q, %q : tensor<1x2x8x16xi8>, tensor<1x2x8x16xi8>, tensor<1x2x8x16xi8>) outs(%o : tensor<1x2x8x16xf16>) scale = 1.0 seq_major = [false, false, false, false] dequant(scales = [1.0, 1.0, 1.0], zero_points = [0, 200, 0], unsigned = [true, false, false]) -> tensor<1x2x8x16xf16>
+  return %0 : tensor<1x2x8x16xf16>
+}
+
+// -----
+
+func.func @attention_float_dequant(%q: tensor<1x2x8x16xi8>, %v: tensor<1x2x8x16xf16>, %o: tensor<1x2x8x16xf16>) -> tensor<1x2x8x16xf16> {
+  // expected-error @+1 {{the float value has dequant entries other than 1, 0, false}}
+  %0 = kiln.attention ins(%q, %q, %v : tensor<1x2x8x16xi8>, tensor<1x2x8x16xi8>, tensor<1x2x8x16xf16>) outs(%o : tensor<1x2x8x16xf16>) scale = 1.0 seq_major = [false, false, false, false] dequant(scales = [1.0, 1.0, 0.5], zero_points = [0, 0, 0], unsigned = [false, false, false]) -> tensor<1x2x8x16xf16>
+  return %0 : tensor<1x2x8x16xf16>
+}
+
+// -----
+
+func.func @attention_int_width(%q: tensor<1x2x8x16xi16>, %o: tensor<1x2x8x16xf16>) -> tensor<1x2x8x16xf16> {
+  // expected-error @+1 {{query must be of a float type or signless i8, not 'i16'}}
+  %0 = kiln.attention ins(%q, %q, %q : tensor<1x2x8x16xi16>, tensor<1x2x8x16xi16>, tensor<1x2x8x16xi16>) outs(%o : tensor<1x2x8x16xf16>) scale = 1.0 seq_major = [false, false, false, false] dequant(scales = [1.0, 1.0, 1.0], zero_points = [0, 0, 0], unsigned = [false, false, false]) -> tensor<1x2x8x16xf16>
+  return %0 : tensor<1x2x8x16xf16>
+}

@@ -186,3 +186,47 @@ func.func @batch_one(%x: tensor<1x8x48xf16>) -> tensor<1x8x2x8xf16> {
   }
   return %y : tensor<1x8x2x8xf16>
 }
+
+// -----
+
+// An int8 build's quantized QKV: the window copy is of the uint8 tensor and
+// the attention reads its signless bitcast. The kernel takes the bitcast of
+// the whole source and views it; copy and bitcast go.
+// CHECK-LABEL: func @unsigned_window
+// CHECK-SAME: (%[[X:.*]]: tensor<2x8x48xui8>)
+// CHECK: %[[B:.*]] = tensor.bitcast %[[X]] : tensor<2x8x48xui8> to tensor<2x8x48xi8>
+// CHECK: kiln.kernel "attn" ins(%[[B]] : tensor<2x8x48xi8>)
+// CHECK: tensor.extract_slice %{{.*}}[0, 0, 16] [2, 8, 16] [1, 1, 1] : tensor<2x8x48xi8> to tensor<2x8x16xi8>
+// CHECK: kiln.attention
+// CHECK-NOT: linalg.generic
+#id2 = affine_map<(d0, d1, d2) -> (d0, d1, d2)>
+func.func @unsigned_window(%x: tensor<2x8x48xui8>) -> tensor<2x8x2x8xf16> {
+  %k = kiln.kernel "copy_k" ins(%x : tensor<2x8x48xui8>) -> (tensor<2x8x16xui8>) {
+  ^bb0(%a: tensor<2x8x48xui8>):
+    %c0 = arith.constant 0 : index
+    %c16 = arith.constant 16 : index
+    %c47 = arith.constant 47 : index
+    %e = tensor.empty() : tensor<2x8x16xui8>
+    %g = linalg.generic {indexing_maps = [#id2], iterator_types = ["parallel", "parallel", "parallel"]} outs(%e : tensor<2x8x16xui8>) {
+    ^bb0(%out: ui8):
+      %i = linalg.index 0 : index
+      %j = linalg.index 1 : index
+      %l = linalg.index 2 : index
+      %s = arith.addi %l, %c16 : index
+      %lo = arith.minsi %s, %c47 : index
+      %c = arith.maxsi %lo, %c0 : index
+      %v = tensor.extract %a[%i, %j, %c] : tensor<2x8x48xui8>
+      linalg.yield %v : ui8
+    } -> tensor<2x8x16xui8>
+    kiln.yield %g : tensor<2x8x16xui8>
+  }
+  %kb = tensor.bitcast %k : tensor<2x8x16xui8> to tensor<2x8x16xi8>
+  %k4 = tensor.expand_shape %kb [[0], [1], [2, 3]] output_shape [2, 8, 2, 8] : tensor<2x8x16xi8> into tensor<2x8x2x8xi8>
+  %y = kiln.kernel "attn" ins(%k4 : tensor<2x8x2x8xi8>) -> (tensor<2x8x2x8xf16>) {
+  ^bb0(%a: tensor<2x8x2x8xi8>):
+    %e = tensor.empty() : tensor<2x8x2x8xf16>
+    %r = kiln.attention ins(%a, %a, %a : tensor<2x8x2x8xi8>, tensor<2x8x2x8xi8>, tensor<2x8x2x8xi8>) outs(%e : tensor<2x8x2x8xf16>) scale = 0.35 seq_major = [true, true, true, true] dequant(scales = [0.5, 0.5, 0.5], zero_points = [128, 128, 128], unsigned = [true, true, true]) -> tensor<2x8x2x8xf16>
+    kiln.yield %r : tensor<2x8x2x8xf16>
+  }
+  return %y : tensor<2x8x2x8xf16>
+}

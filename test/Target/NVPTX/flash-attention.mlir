@@ -300,3 +300,43 @@ func.func private @quantized_output_constant_scale(%qkv: memref<2x16x192xf16>, %
   memref.dealloc %o : memref<2x16x2x32xf16>
   return
 }
+
+// -----
+
+// 8-bit Q, K and V (an int8 build's quantized QKV projection, uint8 Q with
+// zero point 128, int8 K with 3, int8 V with 0): K and V tiles are loaded
+// 16 bytes (16 elements) a thread, widened in registers to q - zp in f16
+// (exact) and stored to the f16 buffers: register staging, no cp.async.
+// Q's registers are 2-byte loads, widened the same way. The scales fold
+// into the scores' scale (0.1767767 x log2(e) x 0.5 x 0.25) and V's into the
+// rows' final 1 / sum (2 / sum).
+// IR-LABEL: func.func private @packed_qkv_int8
+// IR: gpu.launch
+// IR-NOT: nvvm.cp.async
+// IR: vector.load %{{.*}} {alignment = 2 : i64} : memref<2x16x2x32xi8, {{.*}}>, vector<2xi8>
+// IR: arith.extui %{{.*}} : vector<2xi8> to vector<2xi16>
+// IR: arith.subi
+// IR: arith.sitofp %{{.*}} : vector<2xi16> to vector<2xf16>
+// IR: vector.load %{{.*}} {alignment = 16 : i64} : memref<2x16x2x32xi8, {{.*}}>, vector<16xi8>
+// IR: scf.for
+// IR: arith.extsi %{{.*}} : vector<16xi8> to vector<16xi16>
+// IR: arith.sitofp %{{.*}} : vector<16xi16> to vector<16xf16>
+// IR: vector.store %{{.*}} {alignment = 16 : i64} : memref<64x40xf16, #gpu.address_space<workgroup>>, vector<16xf16>
+// IR: nvvm.mma.sync
+// IR: arith.constant 0.0318{{[0-9]*}} : f32
+// IR: arith.constant 2.000000e+00 : f32
+// PTX-LABEL: .visible .entry packed_qkv_int8_kernel(
+// PTX-NOT: cp.async
+// PTX: cvt.rn.f16.s16
+// PTX: mma.sync.aligned.m16n8k16.row.col.f32.f16.f16.f32
+// PTX: ret;
+func.func private @packed_qkv_int8(%qkv: memref<2x16x192xi8>, %o: memref<2x16x2x32xf16>) attributes {kiln.kernel} {
+  %q = memref.subview %qkv[0, 0, 0] [2, 16, 64] [1, 1, 1] : memref<2x16x192xi8> to memref<2x16x64xi8, strided<[3072, 192, 1]>>
+  %k = memref.subview %qkv[0, 0, 64] [2, 16, 64] [1, 1, 1] : memref<2x16x192xi8> to memref<2x16x64xi8, strided<[3072, 192, 1], offset: 64>>
+  %v = memref.subview %qkv[0, 0, 128] [2, 16, 64] [1, 1, 1] : memref<2x16x192xi8> to memref<2x16x64xi8, strided<[3072, 192, 1], offset: 128>>
+  %q4 = memref.expand_shape %q [[0], [1], [2, 3]] output_shape [2, 16, 2, 32] : memref<2x16x64xi8, strided<[3072, 192, 1]>> into memref<2x16x2x32xi8, strided<[3072, 192, 32, 1]>>
+  %k4 = memref.expand_shape %k [[0], [1], [2, 3]] output_shape [2, 16, 2, 32] : memref<2x16x64xi8, strided<[3072, 192, 1], offset: 64>> into memref<2x16x2x32xi8, strided<[3072, 192, 32, 1], offset: 64>>
+  %v4 = memref.expand_shape %v [[0], [1], [2, 3]] output_shape [2, 16, 2, 32] : memref<2x16x64xi8, strided<[3072, 192, 1], offset: 128>> into memref<2x16x2x32xi8, strided<[3072, 192, 32, 1], offset: 128>>
+  kiln.attention ins(%q4, %k4, %v4 : memref<2x16x2x32xi8, strided<[3072, 192, 32, 1]>>, memref<2x16x2x32xi8, strided<[3072, 192, 32, 1], offset: 64>>, memref<2x16x2x32xi8, strided<[3072, 192, 32, 1], offset: 128>>) outs(%o : memref<2x16x2x32xf16>) scale = 1.767767e-01 seq_major = [true, true, true, true] dequant(scales = [0.5, 0.25, 2.0], zero_points = [128, 3, 0], unsigned = [true, false, false])
+  return
+}

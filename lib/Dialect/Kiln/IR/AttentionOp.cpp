@@ -11,6 +11,8 @@
 #include "mlir/Dialect/Tensor/IR/Tensor.h"
 #include "mlir/IR/Builders.h"
 
+#include <cmath>
+
 using namespace mlir;
 using namespace mlir::kiln;
 
@@ -19,6 +21,11 @@ int64_t AttentionOp::canonicalDim(unsigned operand, int64_t d) {
   if (!getSeqMajor()[operand] || d == 0 || d == 3)
     return d;
   return d == 1 ? 2 : 1;
+}
+
+bool AttentionOp::isQuantized(unsigned operand) {
+  Value v = operand == 0 ? getQuery() : operand == 1 ? getKey() : getValue();
+  return isa<IntegerType>(cast<ShapedType>(v.getType()).getElementType());
 }
 
 LogicalResult AttentionOp::verify() {
@@ -44,10 +51,51 @@ LogicalResult AttentionOp::verify() {
     return ShapedType::isDynamic(a) || ShapedType::isDynamic(b) || a == b;
   };
   auto elem = [](Value v) { return cast<ShapedType>(v.getType()); };
-  Type e = elem(getQuery()).getElementType();
-  if (!isa<FloatType>(e) || elem(getKey()).getElementType() != e ||
-      elem(getValue()).getElementType() != e)
-    return emitOpError("query, key and value must have one float type");
+  // Float operands share one type; 8-bit integer ones come with their
+  // dequantization parameters.
+  Type e;
+  bool anyInt = false;
+  for (unsigned i = 0; i < 3; ++i) {
+    Type t = elem(operands[i]).getElementType();
+    if (auto it = dyn_cast<IntegerType>(t)) {
+      if (it.getWidth() != 8 || !it.isSignless())
+        return emitOpError(names[i])
+               << " must be of a float type or signless i8, not " << t;
+      anyInt = true;
+      continue;
+    }
+    if (!isa<FloatType>(t) || (e && t != e))
+      return emitOpError("query, key and value must have one float type "
+                         "(or be 8-bit integers)");
+    e = t;
+  }
+  auto scales = getDequantScales();
+  auto zeroPoints = getDequantZeroPoints();
+  auto uns = getDequantUnsigned();
+  if (anyInt != scales.has_value() || anyInt != zeroPoints.has_value() ||
+      anyInt != uns.has_value())
+    return emitOpError("dequant scales, zero points and unsigned flags are "
+                       "given exactly when an operand is an integer");
+  if (anyInt) {
+    if (scales->size() != 3 || zeroPoints->size() != 3 || uns->size() != 3)
+      return emitOpError("dequant arrays need 3 entries (query, key, value)");
+    for (unsigned i = 0; i < 3; ++i) {
+      double s = (*scales)[i];
+      int64_t z = (*zeroPoints)[i];
+      bool u = (*uns)[i];
+      if (!isQuantized(i)) {
+        if (s != 1.0 || z != 0 || u)
+          return emitOpError("the float ")
+                 << names[i] << " has dequant entries other than 1, 0, false";
+        continue;
+      }
+      if (!(s > 0) || !std::isfinite(s))
+        return emitOpError(names[i]) << " has a dequant scale of " << s;
+      if (u ? (z < 0 || z > 255) : (z < -128 || z > 127))
+        return emitOpError(names[i])
+               << "'s zero point " << z << " is out of its type's range";
+    }
+  }
   if (!isa<FloatType>(elem(getInit()).getElementType()))
     return emitOpError("init must be of a float type");
   // Batch; Q and output heads, rows; K and V heads, rows; head sizes.
@@ -146,7 +194,8 @@ AttentionOp::bufferize(RewriterBase &rewriter,
   Value init = buffers.back();
   AttentionOp::create(rewriter, getLoc(), TypeRange{}, buffers[0], buffers[1],
                       buffers[2], mask, init, getScaleAttr(), getCausalAttr(),
-                      getSeqMajorAttr());
+                      getSeqMajorAttr(), getDequantScalesAttr(),
+                      getDequantZeroPointsAttr(), getDequantUnsignedAttr());
   bufferization::replaceOpWithBufferizedValues(rewriter, getOperation(), init);
   return success();
 }

@@ -189,21 +189,29 @@ struct ViewWindowsPass
       if (!op.use_empty())
         continue;
       auto k = dyn_cast<KernelOp>(op);
-      if ((k && windowOf(k)) || isa<tensor::ReshapeOp, tensor::ExpandShapeOp,
-                                    tensor::CollapseShapeOp>(op))
+      if ((k && windowOf(k)) ||
+          isa<tensor::ReshapeOp, tensor::ExpandShapeOp, tensor::CollapseShapeOp,
+              tensor::BitcastOp>(op))
         op.erase();
     }
   }
 
   /// Input `i` of `k` through its source's view when it is a window copy's
-  /// result (through host reshapes of static shape) read in place.
+  /// result (through host reshapes of static shape, and bitcasts between
+  /// integer types of one width: an unsigned copy read as signless) read in
+  /// place.
   void viewInput(KernelOp k, unsigned i) {
     BlockArgument arg = k.getBodyBlock().getArgument(i);
     if (!readInPlace(arg))
       return;
     Value in = k.getInputs()[i];
     SmallVector<RankedTensorType> shapes; // the reshapes, last first
+    Type elem = cast<RankedTensorType>(arg.getType()).getElementType();
     while (Operation *def = in.getDefiningOp()) {
+      if (isa<tensor::BitcastOp>(def)) {
+        in = def->getOperand(0);
+        continue;
+      }
       if (!isa<tensor::ReshapeOp, tensor::ExpandShapeOp,
                tensor::CollapseShapeOp>(def))
         break;
@@ -222,6 +230,18 @@ struct ViewWindowsPass
       return;
     Value source = copy.getInputs()[window->first];
     auto sliceType = cast<RankedTensorType>(copy->getResult(0).getType());
+    auto sourceType = cast<RankedTensorType>(source.getType());
+    if (sourceType.getElementType() != elem) {
+      // The bitcasts on the way, taken before the view instead.
+      auto from = dyn_cast<IntegerType>(sourceType.getElementType());
+      auto to = dyn_cast<IntegerType>(elem);
+      if (!from || !to || from.getWidth() != to.getWidth())
+        return;
+      OpBuilder host(k);
+      source = tensor::BitcastOp::create(host, k.getLoc(),
+                                         sourceType.clone(elem), source);
+      sliceType = sliceType.clone(elem);
+    }
 
     OpBuilder b(k.getContext());
     b.setInsertionPointToStart(&k.getBodyBlock());

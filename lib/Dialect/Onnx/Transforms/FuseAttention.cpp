@@ -25,6 +25,7 @@
 
 #include "mlir/Dialect/Func/IR/FuncOps.h"
 #include "mlir/IR/Builders.h"
+#include "mlir/IR/IRMapping.h"
 
 namespace mlir::kiln {
 #define GEN_PASS_DEF_KILNONNXFUSEATTENTION
@@ -130,6 +131,64 @@ ReshapeOp mergedHeads(Value y) {
   return r;
 }
 
+/// Whether `dq` dequantizes 8-bit integers with one constant scale and
+/// zero point (which commute with moving elements around).
+bool isPerTensorDequantize(DequantizeLinearOp dq) {
+  auto xt = dyn_cast<RankedTensorType>(dq->getOperand(0).getType());
+  if (!xt || !isa<IntegerType>(xt.getElementType()) ||
+      xt.getElementTypeBitWidth() != 8)
+    return false;
+  for (unsigned i = 1; i < dq->getNumOperands(); ++i) {
+    Value p = dq->getOperand(i);
+    if (isNoValue(p))
+      continue;
+    auto pt = dyn_cast<RankedTensorType>(p.getType());
+    if (!pt || !pt.hasStaticShape() || pt.getNumElements() != 1 ||
+        (!getConstantFloatValues(p) && !getConstantIntValues(p)))
+      return false;
+  }
+  return true;
+}
+
+/// `v` when it is not data movement (Split, Slice, Reshape, Transpose,
+/// Squeeze, Unsqueeze, Flatten, Identity) of a per-tensor
+/// DequantizeLinear; else the same movement of the integers, dequantized
+/// after it: the attention then reads 8-bit operands (its lowering takes
+/// the integers and the scale into the fused kernel).
+Value sinkDequantize(OpBuilder &b, Value v) {
+  SmallVector<Value> chain; // the moved values, from `v` up
+  Value cur = v;
+  DequantizeLinearOp dq;
+  while (Operation *def = cur.getDefiningOp()) {
+    if ((dq = dyn_cast<DequantizeLinearOp>(def)))
+      break;
+    if (!isa<SplitOp, SliceOp, ReshapeOp, TransposeOp, SqueezeOp, UnsqueezeOp,
+             FlattenOp, IdentityOp>(def))
+      return v;
+    chain.push_back(cur);
+    cur = def->getOperand(0);
+  }
+  if (!dq || !isPerTensorDequantize(dq))
+    return v;
+  Value x = dq->getOperand(0);
+  Type ints = cast<RankedTensorType>(x.getType()).getElementType();
+  for (Value moved : llvm::reverse(chain)) {
+    Operation *def = moved.getDefiningOp();
+    IRMapping map;
+    map.map(def->getOperand(0), x);
+    Operation *copy = b.clone(*def, map);
+    for (Value r : copy->getResults())
+      if (auto rt = dyn_cast<RankedTensorType>(r.getType()))
+        r.setType(rt.clone(ints));
+    x = copy->getResult(cast<OpResult>(moved).getResultNumber());
+  }
+  IRMapping map;
+  map.map(dq->getOperand(0), x);
+  Operation *copy = b.clone(*dq, map);
+  copy->getResult(0).setType(v.getType());
+  return copy->getResult(0);
+}
+
 /// Rewrites the attention chain ending in `softmax`; false when it is not
 /// one.
 bool fuse(SoftmaxOp softmax) {
@@ -205,6 +264,9 @@ bool fuse(SoftmaxOp softmax) {
       k3 = headsOf(t.getData(), kHeads);
     ReshapeOp merged = mergedHeads(pv.getResult());
     if (q3 && k3 && v3 && merged && kHeads == vHeads && qHeads % kHeads == 0) {
+      q3 = sinkDequantize(b, q3);
+      k3 = sinkDequantize(b, k3);
+      v3 = sinkDequantize(b, v3);
       auto attention = AttentionOp::create(
           b, loc,
           TypeRange{merged.getType(), b.getNoneType(), b.getNoneType(),
@@ -229,10 +291,13 @@ bool fuse(SoftmaxOp softmax) {
   else
     k = transpose(b, loc, kt, {0, 1, 3, 2});
   auto yType = cast<RankedTensorType>(pv.getResult().getType());
+  q = sinkDequantize(b, q);
+  k = sinkDequantize(b, k);
+  Value v = sinkDequantize(b, pv.getB());
   auto attention = AttentionOp::create(
       b, loc,
       TypeRange{yType, b.getNoneType(), b.getNoneType(), b.getNoneType()}, q, k,
-      pv.getB(), mask ? mask : none, none, none, none,
+      v, mask ? mask : none, none, none, none,
       /*is_causal=*/b.getI64IntegerAttr(0), /*kv_num_heads=*/nullptr,
       /*q_num_heads=*/nullptr, /*qk_matmul_output_mode=*/b.getI64IntegerAttr(0),
       b.getF32FloatAttr(scale), /*softcap=*/b.getF32FloatAttr(0.0f),

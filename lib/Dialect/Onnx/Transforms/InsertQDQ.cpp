@@ -156,6 +156,9 @@ struct InsertQDQPass : public kiln::impl::KilnOnnxInsertQDQBase<InsertQDQPass> {
   int64_t residuals = 0;
   int64_t shortcuts = 0;
   int64_t pools = 0;
+  /// Values quantized as attention inputs (Q, K, V), and the attention
+  /// chains that read them.
+  int64_t attentionValues = 0, attentions = 0;
   DenseMap<std::pair<Value, int64_t>, Value> weights;
   SmallVector<Decision> decisions;
 
@@ -465,6 +468,8 @@ struct InsertQDQPass : public kiln::impl::KilnOnnxInsertQDQBase<InsertQDQPass> {
       quantizeShortcuts();
     }
     quantizePoolInputs();
+    if (attentionInputs)
+      quantizeAttentionInputs();
     for (const std::string &e : exclude)
       if (!usedExcludes.contains(e))
         mlir::emitWarning(module.getLoc())
@@ -585,6 +590,106 @@ struct InsertQDQPass : public kiln::impl::KilnOnnxInsertQDQBase<InsertQDQPass> {
     }
   }
 
+  /// The value that `v` moves elements of (through Split, Slice, Reshape,
+  /// Transpose, Squeeze, Unsqueeze, Flatten, Identity), where every value
+  /// on the way, that one included, has one user; null when there is none.
+  static Value movedFrom(Value v) {
+    while (true) {
+      if (!v.hasOneUse())
+        return Value();
+      Operation *def = v.getDefiningOp();
+      if (!def || !isa<SplitOp, SliceOp, ReshapeOp, TransposeOp, SqueezeOp,
+                       UnsqueezeOp, FlattenOp, IdentityOp>(def))
+        return v;
+      if (isa<SplitOp>(def) && !llvm::all_of(def->getResults(), [](Value r) {
+            return r.use_empty() || r.hasOneUse();
+          }))
+        return Value();
+      v = def->getOperand(0);
+    }
+  }
+
+  /// A product by a scalar constant (Mul or Div), an additive mask, or
+  /// nothing: the scores' way from Q·Kᵀ to the Softmax.
+  static MatMulOp scoresProduct(Value x) {
+    while (Operation *def = x.getDefiningOp()) {
+      if (auto mm = dyn_cast<MatMulOp>(def))
+        return mm;
+      if (!isa<MulOp, DivOp, AddOp>(def) || !x.hasOneUse())
+        return MatMulOp();
+      Value a = def->getOperand(0), b = def->getOperand(1);
+      // Follow the operand that is not a constant (an Add's mask: the one
+      // that does not lead to a MatMul).
+      if (isa<AddOp>(def))
+        x = a.getDefiningOp<MatMulOp>() || scoresProduct(a) ? a : b;
+      else
+        x = getConstantFloatValues(b) ? a : b;
+    }
+    return MatMulOp();
+  }
+
+  /// `attention-inputs`: Q, K and V of each Softmax(Q·Kᵀ ...)·V chain whose
+  /// three operands are data movement of calibrated f32 values nothing
+  /// else reads get a uint8 QDQ after those values (once a value: BERT's
+  /// Q, K and V are one product's Split). A chain with an operand that is
+  /// not such a value, or whose products --int8-exclude names, is left.
+  void quantizeAttentionInputs() {
+    DenseMap<Value, Value> quantized;
+    SmallVector<SoftmaxOp> softmaxes;
+    getOperation().walk([&](SoftmaxOp op) { softmaxes.push_back(op); });
+    for (SoftmaxOp sm : softmaxes) {
+      Value probs = sm.getResult();
+      if (!probs.hasOneUse())
+        continue;
+      auto pv = dyn_cast<MatMulOp>(*probs.getUsers().begin());
+      MatMulOp qk = scoresProduct(sm.getInput());
+      if (!pv || pv.getA() != probs || !qk)
+        continue;
+      NodeKeys &keys = funcKeys[sm->getParentOfType<func::FuncOp>()];
+      if (excludedBy(qk, keys.nodes.lookup(qk)) ||
+          excludedBy(pv, keys.nodes.lookup(pv)))
+        continue;
+      SmallVector<Value> sources;
+      for (Value operand : {qk.getA(), qk.getB(), pv.getB()})
+        if (Value src = movedFrom(operand);
+            src && isF32Tensor(src.getType()) &&
+            !src.getDefiningOp<arith::ConstantOp>())
+          sources.push_back(src);
+      if (sources.size() != 3)
+        continue;
+      struct Params {
+        std::string key;
+        float scale = 0;
+        int64_t zeroPoint = 0;
+      };
+      SmallVector<Params> params;
+      for (Value src : sources) {
+        Params p;
+        const TensorRecord *r = recordOf(src, keys, p.key);
+        double lo = 0, hi = 0;
+        std::string error;
+        if (!quantized.count(src) &&
+            (!r || !int8::rangeOf(*r, parsedMethod, lo, hi, error) ||
+             !std::isfinite(lo) || !std::isfinite(hi) || hi - lo <= 0))
+          break;
+        int8::uint8Params(lo, hi, p.scale, p.zeroPoint);
+        params.push_back(p);
+      }
+      if (params.size() != 3)
+        continue;
+      for (auto [src, p] : llvm::zip(sources, params)) {
+        if (quantized.count(src))
+          continue;
+        Value dq = quantizeAfter(src, p.key, p.scale, p.zeroPoint);
+        Operation *q = dq.getDefiningOp()->getOperand(0).getDefiningOp();
+        src.replaceAllUsesExcept(dq, q);
+        quantized[src] = dq;
+        ++attentionValues;
+      }
+      ++attentions;
+    }
+  }
+
   /// `kiln.precision_plan`: the method and, per contraction (program
   /// order), int8 with its activation's range and parameters, or fp32 and
   /// why.
@@ -643,6 +748,15 @@ struct InsertQDQPass : public kiln::impl::KilnOnnxInsertQDQBase<InsertQDQPass> {
              b.getNamedAttr("residuals", b.getI64IntegerAttr(residuals)),
              b.getNamedAttr("shortcuts", b.getI64IntegerAttr(shortcuts)),
              b.getNamedAttr("pools", b.getI64IntegerAttr(pools))}));
+    if (attentionInputs) {
+      auto plan =
+          getOperation()->getAttrOfType<DictionaryAttr>("kiln.precision_plan");
+      NamedAttrList fields(plan);
+      fields.set("attention_inputs", b.getI64IntegerAttr(attentionValues));
+      fields.set("attentions", b.getI64IntegerAttr(attentions));
+      getOperation()->setAttr("kiln.precision_plan",
+                              fields.getDictionary(&getContext()));
+    }
   }
 };
 } // namespace

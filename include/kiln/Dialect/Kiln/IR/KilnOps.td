@@ -124,6 +124,16 @@ def Kiln_AttentionOp : Kiln_Op<"attention", [
     is [B or 1, Hq or 1, S or 1, M] with M = L, 1, or shorter than L (keys
     past M masked); `causal` masks key j > query i. Accumulation is f32.
 
+    Q, K and V may be 8-bit integers instead (each on its own), quantized
+    per tensor: operand i (query, key, value) holds q with the value
+    `dequant_scales[i]` * (q - `dequant_zero_points[i]`), q read as unsigned
+    where `dequant_unsigned[i]` is set (the three arrays are present exactly
+    when an operand is an integer; a float operand's entries are 1, 0,
+    false). An integer build's quantized Q/K/V then reach the kernel in a
+    quarter of f32's bytes, half of f16's: the kernel takes (q - zp) as f16
+    (exact: |q - zp| < 2^11) and folds the scales into the scores' scale
+    and the output.
+
     ```mlir
     %y = kiln.attention ins(%q, %k, %v : tensor<2x4x128x64xf16>, ...)
            outs(%init : tensor<2x4x128x64xf16>) scale = 0.125
@@ -133,14 +143,19 @@ def Kiln_AttentionOp : Kiln_Op<"attention", [
   let arguments = (ins AnyShaped:$query, AnyShaped:$key, AnyShaped:$value,
                        Optional<AnyShaped>:$mask, AnyShaped:$init,
                        F64Attr:$scale, UnitAttr:$causal,
-                       DenseBoolArrayAttr:$seq_major);
+                       DenseBoolArrayAttr:$seq_major,
+                       OptionalAttr<DenseF64ArrayAttr>:$dequant_scales,
+                       OptionalAttr<DenseI64ArrayAttr>:$dequant_zero_points,
+                       OptionalAttr<DenseBoolArrayAttr>:$dequant_unsigned);
   let results = (outs Variadic<AnyRankedTensor>:$result);
   let assemblyFormat = [{
     `ins` `(` $query `,` $key `,` $value (`,` `mask` $mask^)? `:`
       type($query) `,` type($key) `,` type($value) (`,` type($mask)^)? `)`
     `outs` `(` $init `:` type($init) `)` `scale` `=` $scale
-    (`causal` $causal^)? `seq_major` `=` $seq_major attr-dict
-    (`->` type($result)^)?
+    (`causal` $causal^)? `seq_major` `=` $seq_major
+    (`dequant` `(` `scales` `=` $dequant_scales^ `,` `zero_points` `=`
+      $dequant_zero_points `,` `unsigned` `=` $dequant_unsigned `)`)?
+    attr-dict (`->` type($result)^)?
   }];
   let hasVerifier = 1;
   let extraClassDeclaration = [{
@@ -151,6 +166,9 @@ def Kiln_AttentionOp : Kiln_Op<"attention", [
     /// operand `operand` (0 query, 1 key, 2 value, 3 init), by its
     /// seq_major flag.
     int64_t canonicalDim(unsigned operand, int64_t d);
+    /// Whether operand `operand` (0 query, 1 key, 2 value) holds 8-bit
+    /// integers to dequantize (`dequant_*`).
+    bool isQuantized(unsigned operand);
   }];
 }
 

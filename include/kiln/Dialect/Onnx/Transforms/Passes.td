@@ -95,7 +95,15 @@ def KilnOnnxInsertQDQ : Pass<"kiln-onnx-insert-qdq", "::mlir::ModuleOp"> {
     8-bit tensor instead of that and a float copy for the next block's
     Add); an Add of two int8 contractions' values that only it reads (a
     downsampling shortcut's) quantizes the earlier one over its own range,
-    so that the later product reads it as a uint8 residual. Each decided
+    so that the later product reads it as a uint8 residual. With
+    `attention-inputs` (kilnc sets it for a target with a fused attention
+    kernel), the Q, K and V of each attention chain (Softmax(Q·Kᵀ ...)·V)
+    are quantized too, where each is data movement (Split, Reshape,
+    Transpose, ...) of one calibrated value that nothing else reads: a
+    QuantizeLinear right after that value (its producer, BERT's QKV
+    product, then writes uint8) and a DequantizeLinear that
+    kiln-onnx-fuse-attention moves down to the attention's inputs (the
+    fused kernel reads the 8-bit values). Each decided
     contraction gets `kiln.precision`
     ("int8" or "fp32", with `kiln.fp32_reason`); the module gets
     `kiln.precision_plan` with the ranges, scales and zero points
@@ -113,6 +121,9 @@ def KilnOnnxInsertQDQ : Pass<"kiln-onnx-insert-qdq", "::mlir::ModuleOp"> {
     Option<"quantizeResiduals", "quantize-residuals", "bool", "true",
            "Residual Adds read the quantized value of an activation that "
            "contractions read quantized">,
+    Option<"attentionInputs", "attention-inputs", "bool", "false",
+           "Quantize the Q, K and V of attention chains (for a fused "
+           "attention kernel that reads 8-bit operands)">,
   ];
   let dependentDialects = ["::mlir::arith::ArithDialect"];
 }
