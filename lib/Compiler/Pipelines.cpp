@@ -375,11 +375,10 @@ LogicalResult mlir::kiln::buildStagePipeline(OpPassManager &pm, StringRef stage,
       o.quantizeResiduals = options.int8Residuals;
       // Q, K, V in 8 bits where the attention becomes the fused kernel
       // (its condition below), which reads them so.
-      o.attentionInputs =
-          options.int8Attention && optLevel >= 1 &&
-          options.fuseAttention.value_or(
-              target->hasFusedAttention() &&
-              int8FloatPrecision(options, *target) != "fp32");
+      o.attentionInputs = options.int8Attention && optLevel >= 1 &&
+                          options.fuseAttention.value_or(
+                              target->hasFusedAttention() &&
+                              int8FloatPrecision(options, *target) != "fp32");
       pm.addPass(createKilnOnnxInsertQDQ(o));
     }
     // Quantized (QDQ) layers as integer products: what such a model asks
