@@ -137,6 +137,11 @@ def prepare_models(args, kilnc, payload, manifest):
 
 
 ATTENTION_BOUND = 2e-3  # max rel err of fp16 attention vs onnxruntime fp32
+# The int8 BERT-like layer's (kilnc --precision=int8 --calibrate: the four
+# projections' inputs, uint8 over their calibrated ranges, about 1/60 of
+# each range a step; the attention's Q, K and V too unless
+# --int8-attention=false): its end-to-end error against fp32.
+INT8_ATTENTION_BOUND = 5e-2
 
 
 def prepare_attention(kilnc, payload, manifest):
@@ -144,7 +149,8 @@ def prepare_attention(kilnc, payload, manifest):
     test/Target/NVPTX/Inputs/make_attention_models.py): opset-23 Attention
     nodes on fp16 Q, K, V (4-D and 3-D, masks, causal, grouped heads, cross
     attention) and a BERT-like layer compiled with --precision=fp16
-    --fuse-attention (and without, for comparison), with onnxruntime's fp32
+    --fuse-attention (and without, for comparison) and with --precision=int8
+    (8-bit Q, K and V in the fused kernel; and without), with onnxruntime's fp32
     outputs of the reference chains computed here on the seeded inputs."""
     import numpy as np
 
@@ -198,7 +204,10 @@ def run_attention(payload, manifest):
                 continue
             try:
                 row["max_rel"] = kiln_tools.max_rel_errors(kiln_tools.read_outputs(outdir), refs)
-                row["ok"] = row["max_rel"] <= ATTENTION_BOUND
+                bound = (INT8_ATTENTION_BOUND if "--precision=int8" in c["flags"]
+                         else ATTENTION_BOUND)
+                row["bound"] = bound
+                row["ok"] = row["max_rel"] <= bound
             except ValueError as e:
                 row["error"] = str(e)
     return rows
@@ -466,7 +475,7 @@ def run(args):
             err = r.get("error")
             log(f"attention {r['name']:20s} {r['chip']:7s} " + (
                 f"ERROR {err}" if err else f"max rel err vs onnxruntime fp32 {r['max_rel']:.2e} "
-                f"({'ok' if r['ok'] else 'OVER'} {ATTENTION_BOUND:g})"))
+                f"({'ok' if r['ok'] else 'OVER'} {r['bound']:g})"))
     if manifest.get("external_weights") and not args.skip_models:
         log("external weights (regenerated here, loaded at run time):")
         report["external_weights"] = run_external_weights(payload, manifest)
