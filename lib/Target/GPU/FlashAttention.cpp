@@ -179,13 +179,25 @@ LogicalResult FlashAttention::lower(AttentionOp op) {
   // Asynchronous copies into two buffers of each tile, or register staging
   // into one (the header says how).
   // (Two buffers of 128-wide heads would take 68 KiB: one then.)
-  // (8-bit K and V widen in registers on their way: register staging.)
+  // 8-bit K and V: asynchronous copies into two 8-bit buffers, widened
+  // from there into one buffer of `elem` once a tile has arrived (holding
+  // the next tile in registers instead took BERT-base's int8 attention
+  // kernel past its 128 registers: 26 spill instructions, 18.9 us against
+  // the half kernel's 17.3; H100, 2026-12-07); else register staging, each
+  // chunk widened on its way.
   const int64_t pad = 16 / elemBytes; // 16 bytes a row: fragment reads
                                       // free of conflicts
+  const int64_t widenBytes =
+      kvInt ? kKeys * (headQK + headV + 2 * pad) * elemBytes +
+                  2 * kKeys * (headQK + headV + 2 * chunk)
+            : 0;
+  const bool widenShared = kvInt && wide && chunk == 16 &&
+                           info.hasAsyncCopy() && widenBytes <= kMaxSharedBytes;
   const bool async =
-      wide && !kvInt && info.hasAsyncCopy() &&
-      2 * kKeys * (headQK + headV + 2 * pad) * elemBytes <= kMaxSharedBytes;
-  const int64_t stages = async ? 2 : 1;
+      widenShared ||
+      (wide && !kvInt && info.hasAsyncCopy() &&
+       2 * kKeys * (headQK + headV + 2 * pad) * elemBytes <= kMaxSharedBytes);
+  const int64_t stages = async && !kvInt ? 2 : 1;
   // The mask's dims; a dim of size 1 broadcasts.
   SmallVector<Value> maskDims;
   if (mask)
@@ -217,6 +229,18 @@ LogicalResult FlashAttention::lower(AttentionOp op) {
                                MemRefLayoutAttrInterface(), wg);
   Value ks = launch.addWorkgroupAttribution(kType, loc);
   Value vs = launch.addWorkgroupAttribution(vType, loc);
+  // The 8-bit tiles' two buffers (rows padded by 16 bytes).
+  Value ks8, vs8;
+  if (widenShared) {
+    ks8 = launch.addWorkgroupAttribution(
+        MemRefType::get({2 * kKeys, headQK + chunk}, srcElem,
+                        MemRefLayoutAttrInterface(), wg),
+        loc);
+    vs8 = launch.addWorkgroupAttribution(
+        MemRefType::get({2 * kKeys, headV + chunk}, srcElem,
+                        MemRefLayoutAttrInterface(), wg),
+        loc);
+  }
   // The output leaves through shared memory in runs of 16 bytes where its
   // rows hold them (the head dim contiguous, every outer stride and the
   // offset a multiple of 16 bytes, the bases aligned as above) and the
@@ -232,7 +256,9 @@ LogicalResult FlashAttention::lower(AttentionOp op) {
       stagedElem.isIntOrFloat() ? stagedElem.getIntOrFloatBitWidth() / 8 : 0;
   const int64_t run = stagedBytes ? 16 / stagedBytes : 0;
   const int64_t sharedBytes =
-      (kType.getNumElements() + vType.getNumElements()) * elemBytes;
+      widenShared
+          ? widenBytes
+          : (kType.getNumElements() + vType.getNumElements()) * elemBytes;
   const int64_t stagingBytes = kWarps * L.m * headV * stagedBytes;
   const bool stageOut = stagedBytes && 16 % stagedBytes == 0 &&
                         headV % run == 0 &&
@@ -373,8 +399,9 @@ LogicalResult FlashAttention::lower(AttentionOp op) {
     Value src, dst;
     unsigned operand;
     int64_t head;
+    Value stage8; // the 8-bit buffers the copies fill (widenShared)
   };
-  Side sides[] = {{k, ks, 1, headQK}, {v, vs, 2, headV}};
+  Side sides[] = {{k, ks, 1, headQK, ks8}, {v, vs, 2, headV, vs8}};
   int64_t threads = kWarps * warpSize;
   // Run `c` of rows of `perRow` runs of `width` elements: its row and its
   // first element.
@@ -448,9 +475,10 @@ LogicalResult FlashAttention::lower(AttentionOp op) {
     Value valid = arith::ConstantIntOp::create(rewriter, loc, 1, 1);
     Value key0 = mul(loc, tile, kKeys), row0 = mul(loc, stage, kKeys);
     forEachChunk([&](Side &s, Value row, Value d) {
-      info.buildAsyncCopy(
-          rewriter, loc, s.dst, ValueRange{add(loc, row0, row), d}, s.src,
-          at(s.operand, b, kvh, clampedKey(key0, row), d), valid);
+      info.buildAsyncCopy(rewriter, loc, s.stage8 ? s.stage8 : s.dst,
+                          ValueRange{add(loc, row0, row), d}, s.src,
+                          at(s.operand, b, kvh, clampedKey(key0, row), d),
+                          valid);
     });
     if (guard)
       rewriter.setInsertionPointAfter(guard);
@@ -515,6 +543,20 @@ LogicalResult FlashAttention::lower(AttentionOp op) {
     info.buildBarrier(rewriter, loc);
     sOff = mul(loc, arith::RemUIOp::create(rewriter, loc, t, index(loc, 2)),
                kKeys);
+    if (widenShared) {
+      // The 8-bit tile into the one wide buffer (its readers of the last
+      // tile passed the barrier above), then a barrier before its reads.
+      forEachChunk([&](Side &s, Value row, Value d) {
+        auto ld = vector::LoadOp::create(rewriter, loc, chunkType, s.stage8,
+                                         ValueRange{add(loc, sOff, row), d});
+        ld.setAlignment(16);
+        auto st = vector::StoreOp::create(rewriter, loc, widen(ld, s.operand),
+                                          s.dst, ValueRange{row, d});
+        st.setAlignment(16);
+      });
+      info.buildBarrier(rewriter, loc);
+      sOff = index(loc, 0);
+    }
   } else {
     info.buildBarrier(rewriter, loc);
     storeTile(staged);

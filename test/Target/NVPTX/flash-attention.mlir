@@ -304,29 +304,38 @@ func.func private @quantized_output_constant_scale(%qkv: memref<2x16x192xf16>, %
 // -----
 
 // 8-bit Q, K and V (an int8 build's quantized QKV projection, uint8 Q with
-// zero point 128, int8 K with 3, int8 V with 0): K and V tiles are loaded
-// 16 bytes (16 elements) a thread, widened in registers to q - zp in f16
-// (exact) and stored to the f16 buffers: register staging, no cp.async.
-// Q's registers are 2-byte loads, widened the same way. The scales fold
-// into the scores' scale (0.1767767 x log2(e) x 0.5 x 0.25) and V's into the
+// zero point 128, int8 K with 3, int8 V with 0): K and V tiles go by
+// 16-byte asynchronous copies (16 elements) into two 8-bit buffers; once a
+// tile is in, each thread widens its chunks to q - zp in f16 (exact) into
+// the one f16 buffer the fragment loads read, and a barrier follows. Q's
+// registers are 2-byte loads, widened the same way. The scales fold into
+// the scores' scale (0.1767767 x log2(e) x 0.5 x 0.25) and V's into the
 // rows' final 1 / sum (2 / sum).
 // IR-LABEL: func.func private @packed_qkv_int8
-// IR: gpu.launch
-// IR-NOT: nvvm.cp.async
+// IR: gpu.launch {{.*}} workgroup(%[[KS:.*]] : memref<64x40xf16, #gpu.address_space<workgroup>>, %[[VS:.*]] : memref<64x40xf16, #gpu.address_space<workgroup>>, %[[KS8:.*]] : memref<128x48xi8, #gpu.address_space<workgroup>>, %[[VS8:.*]] : memref<128x48xi8, #gpu.address_space<workgroup>>
+// IR: nvvm.cp.async.shared.global {{.*}}, 16, cache = cg
 // IR: vector.load %{{.*}} {alignment = 2 : i64} : memref<2x16x2x32xi8, {{.*}}>, vector<2xi8>
 // IR: arith.extui %{{.*}} : vector<2xi8> to vector<2xi16>
 // IR: arith.subi
 // IR: arith.sitofp %{{.*}} : vector<2xi16> to vector<2xf16>
-// IR: vector.load %{{.*}} {alignment = 16 : i64} : memref<2x16x2x32xi8, {{.*}}>, vector<16xi8>
 // IR: scf.for
+// IR: nvvm.cp.async.wait.group 1
+// IR-NEXT: gpu.barrier
+// IR: vector.load %[[KS8]][{{.*}}] {alignment = 16 : i64} : memref<128x48xi8, #gpu.address_space<workgroup>>, vector<16xi8>
 // IR: arith.extsi %{{.*}} : vector<16xi8> to vector<16xi16>
+// IR: arith.subi
 // IR: arith.sitofp %{{.*}} : vector<16xi16> to vector<16xf16>
-// IR: vector.store %{{.*}} {alignment = 16 : i64} : memref<64x40xf16, #gpu.address_space<workgroup>>, vector<16xf16>
+// IR: vector.store %{{.*}}, %[[KS]][{{.*}}] {alignment = 16 : i64} : memref<64x40xf16, #gpu.address_space<workgroup>>, vector<16xf16>
+// IR: vector.load %[[VS8]]
+// IR: arith.extsi %{{.*}} : vector<16xi8> to vector<16xi16>
+// IR-NEXT: arith.sitofp %{{.*}} : vector<16xi16> to vector<16xf16>
+// IR-NEXT: vector.store %{{.*}}, %[[VS]]
+// IR-NEXT: gpu.barrier
 // IR: nvvm.mma.sync
 // IR: arith.constant 0.0318{{[0-9]*}} : f32
 // IR: arith.constant 2.000000e+00 : f32
 // PTX-LABEL: .visible .entry packed_qkv_int8_kernel(
-// PTX-NOT: cp.async
+// PTX: cp.async.cg.shared.global
 // PTX: cvt.rn.f16.s16
 // PTX: mma.sync.aligned.m16n8k16.row.col.f32.f16.f16.f32
 // PTX: ret;
