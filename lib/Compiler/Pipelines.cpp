@@ -188,7 +188,7 @@ struct StagePipelineOptions : public PassPipelineOptions<StagePipelineOptions> {
       *this, "int8-attention",
       llvm::cl::desc("int8: quantize attention's Q, K and V for the fused "
                      "kernel"),
-      llvm::cl::init(true)};
+      llvm::cl::init(false)};
   Option<bool> f32ConstantDivision{
       *this, "f32-constant-division",
       llvm::cl::desc("f32 divisions by a constant as a product and one FMA "

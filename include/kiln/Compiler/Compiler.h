@@ -101,7 +101,8 @@ struct CompileOptions {
   /// --int8-attention: with --precision=int8 on a target whose attention
   /// becomes the fused kernel, attention's Q, K and V are quantized too
   /// (kiln-onnx-insert-qdq's attention-inputs; the kernel reads 8 bits).
-  bool int8Attention = true;
+  /// Off by default until it is measured faster (docs/int8.md).
+  bool int8Attention = false;
   /// --f32-constant-division: f32 divisions by a constant as the product by
   /// the reciprocal with one FMA correction (kiln-half-division's f32).
   /// Off: divisions that are only rounded to an integer (QuantizeLinear's)

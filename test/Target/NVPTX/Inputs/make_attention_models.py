@@ -190,16 +190,16 @@ def make(out):
     cases["bert_layer"] = ((path, path), ["--precision=fp16", "--fuse-attention"])
     cases["bert_layer_unfused"] = ((path, path), ["--precision=fp16"])
     # int8 (kilnc's PTQ, calibrated on inputs of another seed): the three
-    # projections, the output projection and (--int8-attention, the
-    # default) the attention's Q, K and V, each with its own scale, in 8
-    # bits; then without the attention's.
+    # projections, the output projection and (--int8-attention) the
+    # attention's Q, K and V, each with its own scale, in 8 bits; then
+    # without the attention's (the default).
     cal = os.path.join(out, "bert_layer.calibration", "test_data_set_0")
     os.makedirs(cal, exist_ok=True)
     for i, (n, x) in enumerate(feeds("bert_layer", path, seed=1).items()):
         with open(os.path.join(cal, f"input_{i}.pb"), "wb") as f:
             f.write(numpy_helper.from_array(x, n).SerializeToString())
     calib = "--calibrate=" + os.path.dirname(cal)
-    cases["bert_layer_int8"] = ((path, path), ["--precision=int8", calib])
+    cases["bert_layer_int8"] = ((path, path), ["--precision=int8", calib, "--int8-attention"])
     cases["bert_layer_int8_float_attention"] = (
         (path, path), ["--precision=int8", calib, "--int8-attention=false"])
     return cases
