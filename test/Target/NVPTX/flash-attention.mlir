@@ -349,3 +349,26 @@ func.func private @packed_qkv_int8(%qkv: memref<2x16x192xi8>, %o: memref<2x16x2x
   kiln.attention ins(%q4, %k4, %v4 : memref<2x16x2x32xi8, strided<[3072, 192, 32, 1]>>, memref<2x16x2x32xi8, strided<[3072, 192, 32, 1], offset: 64>>, memref<2x16x2x32xi8, strided<[3072, 192, 32, 1], offset: 128>>) outs(%o : memref<2x16x2x32xf16>) scale = 1.767767e-01 seq_major = [true, true, true, true] dequant(scales = [0.5, 0.25, 2.0], zero_points = [128, 3, 0], unsigned = [true, false, false])
   return
 }
+
+// -----
+
+// 8-bit heads of 16: a tile's 16-byte runs would not spread evenly over
+// the 128 threads (64 x 16 / 16 = 64), so K and V go by 8-byte loads into
+// registers, widened as they are stored (register staging, no cp.async).
+// IR-LABEL: func.func private @int8_head16
+// IR: gpu.launch
+// IR-NOT: nvvm.cp.async
+// IR: vector.load %{{.*}} {alignment = 8 : i64} : memref<1x2x64x16xi8>, vector<8xi8>
+// IR: scf.for
+// IR: arith.extsi %{{.*}} : vector<8xi8> to vector<8xi16>
+// IR: arith.sitofp %{{.*}} : vector<8xi16> to vector<8xf16>
+// IR: vector.store %{{.*}} {alignment = 16 : i64} : memref<64x24xf16, #gpu.address_space<workgroup>>, vector<8xf16>
+// IR: nvvm.mma.sync
+// PTX-LABEL: .visible .entry int8_head16_kernel(
+// PTX-NOT: cp.async
+// PTX: mma.sync.aligned.m16n8k16.row.col.f32.f16.f16.f32
+// PTX: ret;
+func.func private @int8_head16(%q: memref<1x2x64x16xi8>, %k: memref<1x2x64x16xi8>, %v: memref<1x2x64x16xi8>, %o: memref<1x2x64x16xf16>) attributes {kiln.kernel} {
+  kiln.attention ins(%q, %k, %v : memref<1x2x64x16xi8>, memref<1x2x64x16xi8>, memref<1x2x64x16xi8>) outs(%o : memref<1x2x64x16xf16>) scale = 2.500000e-01 seq_major = [false, false, false, false] dequant(scales = [0.1, 0.1, 0.1], zero_points = [0, 0, 0], unsigned = [false, false, false])
+  return
+}
