@@ -207,7 +207,9 @@ std::optional<Dequantized> dequantizedInput(OpBuilder &b, Value x) {
 }
 
 /// Attention as one kiln.attention, for a target with a fused kernel, when
-/// its conditions hold: f16/bf16 Q, K, V; static head sizes, multiples of 16
+/// its conditions hold: f16/bf16 Q, K, V of the result's type, or 8-bit
+/// integers with their dequantization (`quant`: Q alone, K and V together,
+/// or all three); static head sizes, multiples of 16
 /// up to 128; a static head group; no past, present, scores output, padding
 /// lengths or softcap; no mask, or an additive float mask of rank 2 to 4
 /// whose leading dims are 1 or the full size. A null value (and no IR)
@@ -235,13 +237,16 @@ buildFusedAttention(onnxops::AttentionOp op, OpBuilder &b, HeadView q,
   if (!elem.isF16() && !elem.isBF16())
     return Value();
   bool anyQuant = false;
+  auto quantized = [&](unsigned i) { return i < quant.size() && quant[i]; };
   for (auto [i, hv] : llvm::enumerate(ArrayRef<HeadView>{q, k, v})) {
-    bool quantized = i < quant.size() && quant[i];
-    anyQuant |= quantized;
-    if (!quantized &&
+    anyQuant |= quantized(i);
+    if (!quantized(i) &&
         cast<RankedTensorType>(hv.v.getType()).getElementType() != elem)
       return Value();
   }
+  // (The kernel stages K and V alike: both 8-bit or both float.)
+  if (quantized(1) != quantized(2))
+    return Value();
   for (unsigned i = 1; i < op->getNumResults(); ++i)
     if (!op->getResult(i).use_empty())
       return Value();

@@ -70,3 +70,24 @@ func.func @fallbacks(%q32: tensor<1x2x8x64xf32>, %q72: tensor<1x2x8x72xf16>, %q:
   %e, %e1, %e2, %e3 = "onnx.Attention"(%q, %q, %q, %none, %none, %none, %none) : (tensor<1x2x8x64xf16>, tensor<1x2x8x64xf16>, tensor<1x2x8x64xf16>, none, none, none, none) -> (tensor<1x2x8x64xf16>, tensor<1x2x8x64xf16>, none, none)
   return %a, %b, %c, %d, %e, %e1, %g : tensor<1x2x8x64xf32>, tensor<1x2x8x72xf16>, tensor<1x2x8x64xf16>, tensor<1x2x8x64xf16>, tensor<1x2x8x64xf16>, tensor<1x2x8x64xf16>, tensor<1x2x8x144xf16>
 }
+
+// -----
+
+// 8-bit operands (per-tensor DequantizeLinear to half): Q alone takes its
+// integers into the kernel with its scale and zero point; a quantized K
+// without a quantized V is read dequantized (the kernel stages K and V
+// alike), so that op has three half operands.
+// CHECK-LABEL: func @quantized_operands
+// CHECK: kiln.attention ins(%{{.*}}, %{{.*}}, %{{.*}} : tensor<1x2x8x64xi8>, tensor<1x2x8x64xf16>, tensor<1x2x8x64xf16>) {{.*}} dequant(scales = [5.000000e-01, 1.000000e+00, 1.000000e+00], zero_points = [128, 0, 0], unsigned = [true, false, false])
+// CHECK: kiln.attention ins(%{{.*}}, %{{.*}}, %{{.*}} : tensor<1x2x8x64xf16>, tensor<1x2x8x64xf16>, tensor<1x2x8x64xf16>) outs
+// CHECK-NOT: dequant
+// CHECK: return
+func.func @quantized_operands(%x: tensor<1x2x8x64xui8>, %f: tensor<1x2x8x64xf16>) -> (tensor<1x2x8x64xf16>, tensor<1x2x8x64xf16>) {
+  %none = onnx.NoValue
+  %s = arith.constant dense<0.5> : tensor<f16>
+  %z = arith.constant dense<128> : tensor<ui8>
+  %dq = "onnx.DequantizeLinear"(%x, %s, %z) : (tensor<1x2x8x64xui8>, tensor<f16>, tensor<ui8>) -> tensor<1x2x8x64xf16>
+  %a, %a1, %a2, %a3 = "onnx.Attention"(%dq, %f, %f, %none, %none, %none, %none) : (tensor<1x2x8x64xf16>, tensor<1x2x8x64xf16>, tensor<1x2x8x64xf16>, none, none, none, none) -> (tensor<1x2x8x64xf16>, none, none, none)
+  %b, %b1, %b2, %b3 = "onnx.Attention"(%f, %dq, %f, %none, %none, %none, %none) : (tensor<1x2x8x64xf16>, tensor<1x2x8x64xf16>, tensor<1x2x8x64xf16>, none, none, none, none) -> (tensor<1x2x8x64xf16>, none, none, none)
+  return %a, %b : tensor<1x2x8x64xf16>, tensor<1x2x8x64xf16>
+}
