@@ -665,12 +665,15 @@ struct InsertQDQPass : public kiln::impl::KilnOnnxInsertQDQBase<InsertQDQPass> {
       SmallVector<Params> params;
       for (Value src : sources) {
         Params p;
+        if (quantized.count(src)) { // by an earlier chain
+          params.push_back(p);
+          continue;
+        }
         const TensorRecord *r = recordOf(src, keys, p.key);
         double lo = 0, hi = 0;
         std::string error;
-        if (!quantized.count(src) &&
-            (!r || !int8::rangeOf(*r, parsedMethod, lo, hi, error) ||
-             !std::isfinite(lo) || !std::isfinite(hi) || hi - lo <= 0))
+        if (!r || !int8::rangeOf(*r, parsedMethod, lo, hi, error) ||
+            !std::isfinite(lo) || !std::isfinite(hi) || hi - lo <= 0)
           break;
         int8::uint8Params(lo, hi, p.scale, p.zeroPoint);
         params.push_back(p);
