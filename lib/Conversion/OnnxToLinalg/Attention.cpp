@@ -10,11 +10,10 @@
 //===----------------------------------------------------------------------===//
 
 #include "Lowering.h"
+#include "Quantization.h"
 
 #include "kiln/Dialect/Kiln/IR/KilnDialect.h"
 #include "kiln/Dialect/Onnx/IR/OnnxUtils.h"
-
-#include "mlir/IR/IRMapping.h"
 
 using namespace mlir;
 using namespace mlir::kiln;
@@ -126,86 +125,6 @@ int64_t staticDim(Value v, int64_t d) {
   return cast<RankedTensorType>(v.getType()).getDimSize(d);
 }
 
-/// An 8-bit operand of the fused attention: the integers and how they
-/// dequantize.
-struct Dequantized {
-  Value ints;
-  double scale = 1.0;
-  int64_t zeroPoint = 0;
-  bool isUnsigned = false;
-};
-
-/// Whether `g` only converts one float type to another (a Cast's generic).
-bool isFloatCast(linalg::GenericOp g) {
-  if (g.getNumDpsInputs() != 1 || g.getNumDpsInits() != 1 ||
-      g.getNumLoops() != g.getNumParallelLoops())
-    return false;
-  Block &body = g.getRegion().front();
-  if (body.getOperations().size() != 2)
-    return false;
-  Operation &conv = body.front();
-  return isa<arith::ExtFOp, arith::TruncFOp>(conv) &&
-         conv.getOperand(0) == body.getArgument(0) &&
-         body.getTerminator()->getOperand(0) == conv.getResult(0);
-}
-
-/// `ints` (signless) with its sign's bitcast moved above the views between
-/// it and the unsigned tensor it reinterprets (a Split's slices of a uint8
-/// product): the kernel then reads the product's buffer through the views
-/// (a bitcast of a slice would be a copy kernel of its own).
-Value bitcastFirst(OpBuilder &b, Value ints) {
-  auto bc = ints.getDefiningOp<tensor::BitcastOp>();
-  if (!bc)
-    return ints;
-  SmallVector<Operation *> views;
-  Value base = bc.getSource();
-  while (Operation *def = base.getDefiningOp()) {
-    if (!isa<tensor::ExtractSliceOp, tensor::ExpandShapeOp,
-             tensor::CollapseShapeOp>(def))
-      break;
-    views.push_back(def);
-    base = def->getOperand(0);
-  }
-  if (views.empty())
-    return ints;
-  Type elem = bc.getType().getElementType();
-  OpBuilder::InsertionGuard g(b);
-  b.setInsertionPoint(bc);
-  Value x = tensor::BitcastOp::create(
-      b, bc.getLoc(), cast<RankedTensorType>(base.getType()).clone(elem), base);
-  for (Operation *view : llvm::reverse(views)) {
-    IRMapping map;
-    map.map(view->getOperand(0), x);
-    Operation *copy = b.clone(*view, map);
-    copy->getResult(0).setType(
-        cast<RankedTensorType>(copy->getResult(0).getType()).clone(elem));
-    x = copy->getResult(0);
-  }
-  return x;
-}
-
-/// The 8-bit integers behind `x` when it is their per-tensor
-/// DequantizeLinear (kDequantizeAttr), through a float Cast (mixed
-/// precision's conversion to half).
-std::optional<Dequantized> dequantizedInput(OpBuilder &b, Value x) {
-  auto g = x.getDefiningOp<linalg::GenericOp>();
-  if (g && isFloatCast(g))
-    g = g.getDpsInputs()[0].getDefiningOp<linalg::GenericOp>();
-  auto attr = g ? g->getAttrOfType<DictionaryAttr>(kDequantizeAttr) : nullptr;
-  if (!attr)
-    return std::nullopt;
-  auto scale = attr.getAs<FloatAttr>("scale");
-  auto zp = attr.getAs<IntegerAttr>("zero_point");
-  auto uns = attr.getAs<BoolAttr>("unsigned");
-  Value ints = g.getDpsInputs()[0];
-  auto t = dyn_cast<RankedTensorType>(ints.getType());
-  if (!scale || !zp || !uns || !t || !t.getElementType().isSignlessInteger(8) ||
-      t != cast<RankedTensorType>(x.getType()).clone(t.getElementType()))
-    return std::nullopt;
-  return Dequantized{bitcastFirst(b, ints), scale.getValueAsDouble(),
-                     zp.getInt(), uns.getValue()};
-}
-
 /// Attention as one kiln.attention, for a target with a fused kernel, when
 /// its conditions hold: f16/bf16 Q, K, V of the result's type, or 8-bit
 /// integers with their dequantization (`quant`: Q alone, K and V together,
@@ -217,7 +136,7 @@ std::optional<Dequantized> dequantizedInput(OpBuilder &b, Value x) {
 FailureOr<Value>
 buildFusedAttention(onnxops::AttentionOp op, OpBuilder &b, HeadView q,
                     HeadView k, HeadView v,
-                    ArrayRef<std::optional<Dequantized>> quant = {}) {
+                    ArrayRef<std::optional<quant::Dequantized>> quant = {}) {
   Location loc = op->getLoc();
   // A head-splitting transpose ([B, S, H, D] → [B, H, S, D], as exporters
   // write it) is read through: the kernel takes the [B, S, H, D] view with
@@ -394,10 +313,10 @@ LogicalResult lowerAttention(onnxops::AttentionOp op, OpBuilder &b,
   if (targetHasFusedAttention()) {
     // Q, K, V dequantized from 8 bits (an int8 build's attention inputs):
     // the kernel reads the integers, a quarter of f32's bytes.
-    SmallVector<std::optional<Dequantized>> quant;
+    SmallVector<std::optional<quant::Dequantized>> quant;
     SmallVector<HeadView> views = {*q, *k, *v};
     for (unsigned i = 0; i < 3; ++i) {
-      quant.push_back(dequantizedInput(b, op->getOperand(i)));
+      quant.push_back(quant::dequantizedInput(b, op->getOperand(i)));
       if (!quant.back())
         continue;
       FailureOr<HeadView> hv =

@@ -257,11 +257,6 @@ Value reduceKeepDims(OpBuilder &b, Location loc, Value x,
 /// for a mean over 184 x 248), where onnxruntime's vectorized partial sums
 /// lose ~1e-6.
 constexpr int64_t kWideSumThreshold = 4096;
-
-/// On the generic of a per-tensor DequantizeLinear of 8-bit integers with
-/// constant parameters: {scale, zero_point, unsigned} (its input 0 is the
-/// signless integer tensor). The fused attention reads through it.
-constexpr llvm::StringLiteral kDequantizeAttr = "kiln.dequantize";
 /// Whether a sum of `type`'s elements over the `reduced` dims accumulates in
 /// f64 (f32 elements only; Helpers.cpp).
 bool accumulatesWide(RankedTensorType type, ArrayRef<bool> reduced);

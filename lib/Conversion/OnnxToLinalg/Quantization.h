@@ -2,7 +2,7 @@
 //
 // Private to lib/Conversion/OnnxToLinalg: the integer helpers of the
 // Quantize/Dequantize lowerings (Quantize.cpp) that the integer products
-// (IntegerProducts.cpp) use too.
+// (IntegerProducts.cpp) and the fused attention (Attention.cpp) use too.
 //
 //===----------------------------------------------------------------------===//
 #ifndef KILN_LIB_CONVERSION_ONNXTOLINALG_QUANTIZATION_H
@@ -30,6 +30,25 @@ Value saturate(OpBuilder &b, Location loc, Value v, IntegerType intTy,
                bool isUns, bool rounded = false);
 /// Integers of 8 to 32 bits.
 bool supportedInt(Type t);
+
+/// On the generic of a per-tensor DequantizeLinear of 8-bit integers with
+/// constant parameters: {scale, zero_point, unsigned} (its input 0 is the
+/// signless integer tensor). The fused attention reads through it
+/// (dequantizedInput).
+constexpr llvm::StringLiteral kDequantizeAttr = "kiln.dequantize";
+
+/// 8-bit integers and how they dequantize.
+struct Dequantized {
+  Value ints;
+  double scale = 1.0;
+  int64_t zeroPoint = 0;
+  bool isUnsigned = false;
+};
+/// The 8-bit integers behind lowered value `x` when it is their per-tensor
+/// DequantizeLinear (kDequantizeAttr), through a float Cast (mixed
+/// precision's conversion to half), as a signless tensor read through the
+/// same views as `x` (so that a kernel reading in place still can).
+std::optional<Dequantized> dequantizedInput(OpBuilder &b, Value x);
 
 } // namespace mlir::kiln::lowering::quant
 

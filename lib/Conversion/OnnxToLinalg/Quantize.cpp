@@ -14,6 +14,7 @@
 #include "kiln/Dialect/Onnx/IR/OnnxUtils.h"
 
 #include "mlir/IR/DialectResourceBlobManager.h"
+#include "mlir/IR/IRMapping.h"
 
 #include <cstring>
 
@@ -46,6 +47,79 @@ Value quant::toType(OpBuilder &b, Location loc, Value v,
 bool quant::isUnsigned(Type t) {
   auto it = dyn_cast<IntegerType>(getElementTypeOrSelf(t));
   return it && it.isUnsigned();
+}
+
+namespace {
+
+/// Whether `g` only converts one float type to another (a Cast's generic).
+bool isFloatCast(linalg::GenericOp g) {
+  if (g.getNumDpsInputs() != 1 || g.getNumDpsInits() != 1 ||
+      g.getNumLoops() != g.getNumParallelLoops())
+    return false;
+  Block &body = g.getRegion().front();
+  if (body.getOperations().size() != 2)
+    return false;
+  Operation &conv = body.front();
+  return isa<arith::ExtFOp, arith::TruncFOp>(conv) &&
+         conv.getOperand(0) == body.getArgument(0) &&
+         body.getTerminator()->getOperand(0) == conv.getResult(0);
+}
+
+/// `ints` (signless) with its sign's bitcast moved above the views between
+/// it and the unsigned tensor it reinterprets (a Split's slices of a uint8
+/// product): the kernel then reads the product's buffer through the views
+/// (a bitcast of a slice would be a copy kernel of its own).
+Value bitcastFirst(OpBuilder &b, Value ints) {
+  auto bc = ints.getDefiningOp<tensor::BitcastOp>();
+  if (!bc)
+    return ints;
+  SmallVector<Operation *> views;
+  Value base = bc.getSource();
+  while (Operation *def = base.getDefiningOp()) {
+    if (!isa<tensor::ExtractSliceOp, tensor::ExpandShapeOp,
+             tensor::CollapseShapeOp>(def))
+      break;
+    views.push_back(def);
+    base = def->getOperand(0);
+  }
+  if (views.empty())
+    return ints;
+  Type elem = bc.getType().getElementType();
+  OpBuilder::InsertionGuard g(b);
+  b.setInsertionPoint(bc);
+  Value x = tensor::BitcastOp::create(
+      b, bc.getLoc(), cast<RankedTensorType>(base.getType()).clone(elem), base);
+  for (Operation *view : llvm::reverse(views)) {
+    IRMapping map;
+    map.map(view->getOperand(0), x);
+    Operation *copy = b.clone(*view, map);
+    copy->getResult(0).setType(
+        cast<RankedTensorType>(copy->getResult(0).getType()).clone(elem));
+    x = copy->getResult(0);
+  }
+  return x;
+}
+
+} // namespace
+
+std::optional<quant::Dequantized> quant::dequantizedInput(OpBuilder &b,
+                                                          Value x) {
+  auto g = x.getDefiningOp<linalg::GenericOp>();
+  if (g && isFloatCast(g))
+    g = g.getDpsInputs()[0].getDefiningOp<linalg::GenericOp>();
+  auto attr = g ? g->getAttrOfType<DictionaryAttr>(kDequantizeAttr) : nullptr;
+  if (!attr)
+    return std::nullopt;
+  auto scale = attr.getAs<FloatAttr>("scale");
+  auto zp = attr.getAs<IntegerAttr>("zero_point");
+  auto uns = attr.getAs<BoolAttr>("unsigned");
+  Value ints = g.getDpsInputs()[0];
+  auto t = dyn_cast<RankedTensorType>(ints.getType());
+  if (!scale || !zp || !uns || !t || !t.getElementType().isSignlessInteger(8) ||
+      t != cast<RankedTensorType>(x.getType()).clone(t.getElementType()))
+    return std::nullopt;
+  return Dequantized{bitcastFirst(b, ints), scale.getValueAsDouble(),
+                     zp.getInt(), uns.getValue()};
 }
 
 Value quant::toF32(OpBuilder &b, Location loc, Value v, bool isUns) {

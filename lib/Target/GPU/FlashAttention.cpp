@@ -41,6 +41,7 @@
 //===----------------------------------------------------------------------===//
 
 #include "AttentionEpilogue.h"
+#include "AttentionOperands.h"
 #include "Lowering.h"
 
 #include "mlir/Dialect/GPU/IR/GPUDialect.h"
@@ -56,53 +57,6 @@ using namespace mlir;
 using namespace mlir::kiln;
 using namespace mlir::kiln::gpumap;
 
-namespace {
-/// The lanes of a warp that hold one row of C: the xor offsets of the
-/// butterfly combining them; empty when the layout does not say.
-SmallVector<int32_t> rowLaneOffsets(const MMALayout &l, int64_t warp) {
-  SmallVector<int32_t> offs;
-  if (l.groupSize <= 0 || !llvm::isPowerOf2_64(l.groupSize) ||
-      !llvm::isPowerOf2_64(warp))
-    return offs;
-  if (l.cRow.thread == 0) // the row is the group's: combine its threads
-    for (int64_t o = 1; o < l.groupSize; o *= 2)
-      offs.push_back(o);
-  else if (l.cRow.group == 0) // the row is the thread's: combine groups
-    for (int64_t o = l.groupSize; o < warp; o *= 2)
-      offs.push_back(o);
-  return offs;
-}
-
-/// For each A register of P·V (the k-th key tile of kKeys, `kPack`
-/// elements each), which score accumulator (n-tile, element) holds each of
-/// its elements in the same lane; nullopt when C's and A's fragments do not
-/// line up (the lane coordinates or the offsets differ).
-std::optional<SmallVector<std::pair<int64_t, int64_t>>>
-scoreOperandMap(const MMALayout &l) {
-  if (!(l.aRow == l.cRow) || !(l.aK == l.cCol))
-    return std::nullopt;
-  SmallVector<std::pair<int64_t, int64_t>> map;
-  for (const FragmentOffset &r : l.aRegs)
-    for (int64_t p = 0; p < l.kPack; ++p) {
-      int64_t key = r.inner + p;
-      int64_t tile = key / l.n, within = key % l.n;
-      auto it = llvm::find_if(l.cElems, [&](const FragmentOffset &c) {
-        return c.outer == r.outer && c.inner == within;
-      });
-      if (it == l.cElems.end())
-        return std::nullopt;
-      map.push_back({tile, it - l.cElems.begin()});
-    }
-  return map;
-}
-/// Whether the lane coordinate `c` and offsets `inner` are multiples of
-/// `run` for every lane.
-bool runAligned(LaneCoord c, int64_t inner, int64_t run) {
-  return c.group % run == 0 && c.thread % run == 0 && inner % run == 0;
-}
-
-} // namespace
-
 LogicalResult FlashAttention::lower(AttentionOp op) {
   Location loc = op.getLoc();
   MLIRContext *ctxt = op.getContext();
@@ -110,17 +64,11 @@ LogicalResult FlashAttention::lower(AttentionOp op) {
   auto oType = cast<MemRefType>(op.getInit().getType());
   Type outElem = oType.getElementType();
   Type f32 = rewriter.getF32Type();
-  // The matrix instruction's operand type: that of the float operands, f16
-  // where all three are 8-bit (their q - zp is exact in f16; the scales
-  // fold into the scores' scale and the output).
-  Type elem = rewriter.getF16Type();
-  for (unsigned i = 0; i < 3; ++i)
-    if (!op.isQuantized(i))
-      elem = cast<MemRefType>(op->getOperand(i).getType()).getElementType();
-  const bool qInt = op.isQuantized(0), kvInt = op.isQuantized(1);
-  if (kvInt != op.isQuantized(2))
-    return op.emitError("fused attention: key and value must both be 8-bit "
-                        "or both float");
+  FailureOr<AttentionOperands> operands = AttentionOperands::of(op);
+  if (failed(operands))
+    return failure();
+  Type elem = operands->elem;
+  const bool qInt = operands->qInt, kvInt = operands->kvInt;
   std::optional<MMALayout> mmaLayout = info.getMMA(elem, f32);
   if (!mmaLayout)
     return op.emitError("fused attention needs the target's matrix "
@@ -135,15 +83,15 @@ LogicalResult FlashAttention::lower(AttentionOp op) {
   std::optional<SmallVector<std::pair<int64_t, int64_t>>> pMap =
       scoreOperandMap(L);
   int64_t elemBytes = elem.getIntOrFloatBitWidth() / 8;
-  // K's and V's elements in memory (8-bit ones widen as they are staged)
-  // and a 16-byte load of them.
-  Type srcElem = kvInt ? rewriter.getI8Type() : elem;
-  const int64_t srcBytes = srcElem.getIntOrFloatBitWidth() / 8;
-  int64_t chunk = 16 / srcBytes;
-  // (8-byte loads of 8-bit heads of 16: a tile's 16-byte runs would not
-  // spread evenly over the threads.)
-  if (kvInt && (kKeys * headQK / chunk) % (kWarps * warpSize) != 0)
-    chunk /= 2;
+  auto memrefOf = [](Value m) { return cast<MemRefType>(m.getType()); };
+  const TileStaging staging = TileStaging::plan(
+      *operands, memrefOf(op.getKey()), memrefOf(op.getValue()), kKeys,
+      kWarps * warpSize, info.hasAsyncCopy(), kMaxSharedBytes);
+  Type srcElem = staging.srcElem;
+  const int64_t srcBytes = staging.srcBytes, chunk = staging.chunk,
+                pad = staging.pad, stages = staging.stages;
+  const bool wide = staging.wide, widenShared = staging.widenShared,
+             async = staging.async;
   if (ShapedType::isDynamic(headQK) || ShapedType::isDynamic(headV) ||
       headQK % L.k != 0 || headQK % chunk != 0 || headV % L.n != 0 ||
       headV % chunk != 0 || kKeys % L.n != 0 || kKeys % L.k != 0 ||
@@ -169,35 +117,6 @@ LogicalResult FlashAttention::lower(AttentionOp op) {
   Value batch = dim(q, 0, 0), heads = dim(q, 0, 1), seqQ = dim(q, 0, 2);
   Value kvHeads = dim(k, 1, 1), seqK = dim(k, 1, 2);
   Value group = arith::DivUIOp::create(rewriter, loc, heads, kvHeads);
-  // 16-byte loads of K and V when their types show every outer stride and
-  // the offset a multiple of 16 bytes and the head dim contiguous (the
-  // bases are: the arena's buffers and staged inputs are 256-byte aligned,
-  // as the bulk tensor copies of the Hopper kernels need them too); else element loads.
-  auto memrefOf = [](Value m) { return cast<MemRefType>(m.getType()); };
-  bool wide =
-      alignedRuns(memrefOf(k), chunk) && alignedRuns(memrefOf(v), chunk);
-  // Asynchronous copies into two buffers of each tile, or register staging
-  // into one (the header says how).
-  // (Two buffers of 128-wide heads would take 68 KiB: one then.)
-  // 8-bit K and V: asynchronous copies into two 8-bit buffers, widened
-  // from there into one buffer of `elem` once a tile has arrived (holding
-  // the next tile in registers instead took BERT-base's int8 attention
-  // kernel past its 128 registers: 26 spill instructions, 18.9 us against
-  // the half kernel's 17.3; H100, 2026-12-07); else register staging, each
-  // chunk widened on its way.
-  const int64_t pad = 16 / elemBytes; // 16 bytes a row: fragment reads
-                                      // free of conflicts
-  const int64_t widenBytes =
-      kvInt ? kKeys * (headQK + headV + 2 * pad) * elemBytes +
-                  2 * kKeys * (headQK + headV + 2 * chunk)
-            : 0;
-  const bool widenShared = kvInt && wide && chunk == 16 &&
-                           info.hasAsyncCopy() && widenBytes <= kMaxSharedBytes;
-  const bool async =
-      widenShared ||
-      (wide && !kvInt && info.hasAsyncCopy() &&
-       2 * kKeys * (headQK + headV + 2 * pad) * elemBytes <= kMaxSharedBytes);
-  const int64_t stages = async && !kvInt ? 2 : 1;
   // The mask's dims; a dim of size 1 broadcasts.
   SmallVector<Value> maskDims;
   if (mask)
@@ -257,7 +176,7 @@ LogicalResult FlashAttention::lower(AttentionOp op) {
   const int64_t run = stagedBytes ? 16 / stagedBytes : 0;
   const int64_t sharedBytes =
       widenShared
-          ? widenBytes
+          ? staging.widenBytes
           : (kType.getNumElements() + vType.getNumElements()) * elemBytes;
   const int64_t stagingBytes = kWarps * L.m * headV * stagedBytes;
   const bool stageOut = stagedBytes && 16 % stagedBytes == 0 &&
@@ -333,24 +252,8 @@ LogicalResult FlashAttention::lower(AttentionOp op) {
   Value aRow = coord(L.aRow), aK = coord(L.aK), bCol = coord(L.bCol),
         bK = coord(L.bK), cRow = coord(L.cRow), cCol = coord(L.cCol);
   auto runType = VectorType::get({L.kPack}, elem);
-  // 8-bit operand `operand`'s integers (a vector) as `elem`: q - zp,
-  // widened exactly; the scale is applied elsewhere.
-  auto widen = [&](Value ints, unsigned operand) -> Value {
-    auto vt = cast<VectorType>(ints.getType());
-    auto i16 = VectorType::get(vt.getShape(), rewriter.getI16Type());
-    Value w =
-        (*op.getDequantUnsigned())[operand]
-            ? arith::ExtUIOp::create(rewriter, loc, i16, ints).getResult()
-            : arith::ExtSIOp::create(rewriter, loc, i16, ints).getResult();
-    if (int64_t zp = (*op.getDequantZeroPoints())[operand])
-      w = arith::SubIOp::create(
-          rewriter, loc, w,
-          arith::ConstantOp::create(
-              rewriter, loc,
-              DenseElementsAttr::get(
-                  i16, ArrayRef<Attribute>{rewriter.getIntegerAttr(
-                           rewriter.getI16Type(), zp)})));
-    return arith::SIToFPOp::create(rewriter, loc, vt.clone(elem), w);
+  auto widen = [&](Value ints, unsigned operand) {
+    return widenQuantized(rewriter, loc, op, operand, ints, elem);
   };
   auto qRunType = VectorType::get({L.kPack}, qType.getElementType());
   const int64_t qBytes = qInt ? 1 : elemBytes;
