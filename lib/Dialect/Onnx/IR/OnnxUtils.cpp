@@ -19,6 +19,11 @@ bool mlir::kiln::onnxops::isNoValue(Value v) {
   return v && (isa<NoneType>(v.getType()) || v.getDefiningOp<NoValueOp>());
 }
 
+bool mlir::kiln::onnxops::movesElements(Operation *op) {
+  return isa<SplitOp, SliceOp, ReshapeOp, TransposeOp, SqueezeOp, UnsqueezeOp,
+             FlattenOp, IdentityOp>(op);
+}
+
 /// The constant attribute behind `v`: arith.constant or onnx.Constant.
 static Attribute getConstantAttr(Value v) {
   if (!v)

@@ -14,7 +14,10 @@
 //     [B, L, H·D]), Transpose([B, H, L, D], perm [0, 1, 3, 2]), or any
 //     [B, H, D, L] value (transposed back here).
 // The scales must be scalar constants; Q, K and V rank 4 with one element
-// type. Anything else is left as it is.
+// type. Anything else is left as it is. A Q, K or V that is data movement
+// of a per-tensor DequantizeLinear (an int8 build's --int8-attention) is
+// read as that movement of the integers, dequantized right before the
+// attention, which the lowering then takes in 8 bits.
 //
 //===----------------------------------------------------------------------===//
 
@@ -162,8 +165,7 @@ Value sinkDequantize(OpBuilder &b, Value v) {
   while (Operation *def = cur.getDefiningOp()) {
     if ((dq = dyn_cast<DequantizeLinearOp>(def)))
       break;
-    if (!isa<SplitOp, SliceOp, ReshapeOp, TransposeOp, SqueezeOp, UnsqueezeOp,
-             FlattenOp, IdentityOp>(def))
+    if (!movesElements(def))
       return v;
     chain.push_back(cur);
     cur = def->getOperand(0);

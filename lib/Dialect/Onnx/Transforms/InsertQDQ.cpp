@@ -598,8 +598,7 @@ struct InsertQDQPass : public kiln::impl::KilnOnnxInsertQDQBase<InsertQDQPass> {
       if (!v.hasOneUse())
         return Value();
       Operation *def = v.getDefiningOp();
-      if (!def || !isa<SplitOp, SliceOp, ReshapeOp, TransposeOp, SqueezeOp,
-                       UnsqueezeOp, FlattenOp, IdentityOp>(def))
+      if (!def || !movesElements(def))
         return v;
       if (isa<SplitOp>(def) && !llvm::all_of(def->getResults(), [](Value r) {
             return r.use_empty() || r.hasOneUse();

@@ -20,6 +20,11 @@ namespace mlir::kiln::onnxops {
 /// True if `v` is produced by onnx.NoValue (a missing optional operand).
 bool isNoValue(Value v);
 
+/// Whether `op` only moves its first operand's elements (Split, Slice,
+/// Reshape, Transpose, Squeeze, Unsqueeze, Flatten, Identity): a per-tensor
+/// quantization commutes with it.
+bool movesElements(Operation *op);
+
 /// Set by the importer on an If that matchSqueezeIfSizeOne matched (the
 /// squeezed axis): its result has the squeezed branch's type, which the
 /// lowering checks at run time.
