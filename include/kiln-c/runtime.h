@@ -308,6 +308,11 @@ typedef struct kiln_instance_options {
    * "Per-kernel times"; no graphs then). NULL or "": off. (For the times
    * of single launches, see kiln_instance_set_profiling.) */
   const char *profile_path;
+  /* Dependent launches (a model whose signature has `dependent-launch`,
+   * docs/runtime.md): each kernel is launched while the one before it still
+   * runs and waits for it itself. 1 on, 0 off, -1:
+   * KILN_<KIND>_DEPENDENT_LAUNCH=0 turns them off, else on. */
+  int32_t dependent_launch;
 } kiln_instance_options_t;
 
 /* Sets struct_size and leaves every option unset (-1, NULL). */

@@ -215,6 +215,11 @@ struct StagePipelineOptions : public PassPipelineOptions<StagePipelineOptions> {
       llvm::cl::desc("GPU: chains of row-local ops (normalizations, softmax) "
                      "as one launch"),
       llvm::cl::init(GPUCodegenOptions().rowFusion)};
+  Option<bool> gpuDependentLaunch{
+      *this, "gpu-dependent-launch",
+      llvm::cl::desc("GPU: kernels wait for the previous one themselves and "
+                     "are launched while it runs, where the chip can"),
+      llvm::cl::init(GPUCodegenOptions().dependentLaunch)};
   Option<bool> gpuTensorCores{
       *this, "gpu-tensor-cores",
       llvm::cl::desc("GPU: half contractions on tensor cores"),
@@ -285,6 +290,7 @@ struct StagePipelineOptions : public PassPipelineOptions<StagePipelineOptions> {
     o.gpu.tensorCores = gpuTensorCores;
     o.gpu.asyncCopy = gpuAsyncCopy;
     o.gpu.rowFusion = gpuRowFusion;
+    o.gpu.dependentLaunch = gpuDependentLaunch;
     o.gpu.blockSize = gpuBlockSize;
     o.gpu.fillBlocks = gpuFillBlocks;
     o.gpu.minThreads = gpuMinThreads;

@@ -290,6 +290,11 @@ const OptionRow kOptions[] = {
      [](kiln_compile_options &o, llvm::StringRef v, std::string &e) {
        return parseBool("gpu-row-fusion", v, o.compile.gpu.rowFusion, e);
      }},
+    {"gpu-dependent-launch", false,
+     [](kiln_compile_options &o, llvm::StringRef v, std::string &e) {
+       return parseBool("gpu-dependent-launch", v,
+                        o.compile.gpu.dependentLaunch, e);
+     }},
     {"gpu-tensor-cores", false,
      [](kiln_compile_options &o, llvm::StringRef v, std::string &e) {
        return parseBool("gpu-tensor-cores", v, o.compile.gpu.tensorCores, e);

@@ -278,6 +278,77 @@ TEST_F(CudaRunTest, GraphsOffInTheEnvironment) {
   EXPECT_EQ(delta().capture_attempts, 0);
 }
 
+/// A model whose kernels wait for the previous one themselves (the
+/// signature's dependent-launch): launched with programmatic stream
+/// serialization (cuLaunchKernelEx), directly and under capture, unless the
+/// instance option or KILN_CUDA_DEPENDENT_LAUNCH=0 turns it off.
+class CudaDependentLaunchTest : public CudaRunTest {
+protected:
+  void SetUp() override {
+    CudaFakeDriverTest::SetUp();
+    if (HasFatalFailure())
+      return;
+    load(KILN_TEST_CUDA_DEPENDENT_MODEL);
+  }
+  /// A second instance with `dependent_launch` (-1: unset) run three times
+  /// (plain, captured, replayed); its status.
+  std::string runOther(int32_t dependentLaunch) {
+    kiln_instance_options_t options;
+    kiln_instance_options_init(&options);
+    options.dependent_launch = dependentLaunch;
+    kiln_instance_t *other = nullptr;
+    std::string status =
+        take(kiln_instance_create_with_options(model, &options, &other));
+    if (!status.empty())
+      return status;
+    std::swap(instance, other);
+    for (int i = 0; i < 3; ++i)
+      runAndCheck(Case(3, static_cast<float>(i)));
+    std::swap(instance, other);
+    kiln_instance_release(other);
+    return "";
+  }
+};
+
+TEST_F(CudaDependentLaunchTest, KernelsLaunchedDependent) {
+  for (int i = 0; i < 3; ++i)
+    runAndCheck(Case(3, static_cast<float>(i)));
+  fake_cuda_stats d = delta();
+  EXPECT_EQ(d.graph_launches, 2);
+  EXPECT_EQ(d.launches, 4); // the plain run's two kernels, the capture's
+  EXPECT_EQ(d.dependent_launches, 4);
+  EXPECT_EQ(d.kernel_runs, 6);
+}
+
+TEST_F(CudaDependentLaunchTest, OffByOption) {
+  ASSERT_EQ(runOther(0), "");
+  fake_cuda_stats d = delta();
+  EXPECT_EQ(d.launches, 4);
+  EXPECT_EQ(d.dependent_launches, 0);
+  EXPECT_EQ(d.kernel_runs, 6);
+}
+
+TEST_F(CudaDependentLaunchTest, OffInTheEnvironmentUnlessTheOptionSaysOn) {
+  env.set("KILN_CUDA_DEPENDENT_LAUNCH", "0");
+  ASSERT_EQ(runOther(-1), "");
+  EXPECT_EQ(delta().dependent_launches, 0);
+  ASSERT_EQ(runOther(1), "");
+  EXPECT_EQ(delta().dependent_launches, 4);
+}
+
+TEST_F(CudaDependentLaunchTest, BadOption) {
+  EXPECT_EQ(runOther(2), "the dependent_launch option is 2, expected 0 (off), "
+                         "1 (on) or -1 (unset)");
+}
+
+TEST_F(CudaRunTest, ModelWithoutTheRecordLaunchesPlain) {
+  for (int i = 0; i < 3; ++i)
+    runAndCheck(Case(3, static_cast<float>(i)));
+  fake_cuda_stats d = delta();
+  EXPECT_EQ(d.launches, 4);
+  EXPECT_EQ(d.dependent_launches, 0);
+}
+
 TEST_F(CudaRunTest, CaptureFailureFallsBackToPlainRuns) {
   env.set("FAKE_CUDA_MODE", "nocapture");
   for (int i = 0; i < 4; ++i)

@@ -109,6 +109,7 @@ protected:
     env.set("KILN_CUDA_DRIVER", KILN_TEST_FAKE_CUDA_DRIVER);
     env.set("FAKE_CUDA_MODE", nullptr);
     env.set("KILN_CUDA_GRAPHS", nullptr);
+    env.set("KILN_CUDA_DEPENDENT_LAUNCH", nullptr);
     env.set("KILN_CUDA_DEVICE", nullptr);
     env.set("KILN_CUDA_PROFILE", nullptr);
     before = driver->stats();
@@ -200,6 +201,7 @@ protected:
     KILN_DELTA(dtod);
     KILN_DELTA(launch_attempts);
     KILN_DELTA(launches);
+    KILN_DELTA(dependent_launches);
     KILN_DELTA(kernel_runs);
     KILN_DELTA(syncs);
     KILN_DELTA(capture_attempts);

@@ -54,6 +54,17 @@ TEST(SignatureTest, Valid) {
   EXPECT_EQ(p.model->outputs[0].dims[1], 4);
 }
 
+// `graph-capturable` and `dependent-launch`: flags without fields.
+TEST(SignatureTest, FlagRecords) {
+  Parsed plain("kiln-signature 1\ngraph-capturable\n");
+  ASSERT_EQ(plain.error, "");
+  EXPECT_EQ(plain.model->graph_capturable, 1);
+  EXPECT_EQ(plain.model->dependent_launch, 0);
+  Parsed dependent("kiln-signature 1\ngraph-capturable\ndependent-launch\n");
+  ASSERT_EQ(dependent.error, "");
+  EXPECT_EQ(dependent.model->dependent_launch, 1);
+}
+
 // Records separated from their fields by a TAB or CR, or indented: both
 // passes tokenize alike, so each is counted where it is parsed (the first
 // pass once matched "input " literally and sized the arrays too small).
@@ -103,6 +114,8 @@ TEST(SignatureTest, Malformed) {
       {"kiln-signature 1\nlaunch 0 k a b\n", "line 2: expected 'launch"},
       {"kiln-signature 1\nlaunch 0 k a,,b\n", "line 2: empty node name"},
       {"kiln-signature 1\nlaunch 0 k a,%g0\n", "line 2: bad %XX escape"},
+      {"kiln-signature 1\ndependent-launch yes\n",
+       "line 2: expected 'dependent-launch'"},
   };
   for (const Case &c : cases) {
     Parsed p(c.text);

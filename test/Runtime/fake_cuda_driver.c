@@ -652,6 +652,36 @@ EXPORT CUresult cuLaunchKernel(const kernel *fn, unsigned gx, unsigned gy,
   return r;
 }
 
+/* cuda.h's CUlaunchAttribute and CUlaunchConfig (64-bit layout). */
+typedef struct {
+  int id;
+  char pad[4];
+  union {
+    char pad[64];
+    int programmatic;
+  } value;
+} launch_attribute;
+typedef struct {
+  unsigned gx, gy, gz, bx, by, bz, shared;
+  stream *s;
+  launch_attribute *attrs;
+  unsigned num_attrs;
+} launch_config;
+
+/* Takes one attribute, programmatic stream serialization (6) allowed. */
+EXPORT CUresult cuLaunchKernelEx(const launch_config *config, const kernel *fn,
+                                 void **params, void **extra) {
+  if (!config || config->num_attrs != 1 || !config->attrs ||
+      config->attrs[0].id != 6 || config->attrs[0].value.programmatic != 1)
+    return INVALID_VALUE;
+  CUresult r = cuLaunchKernel(fn, config->gx, config->gy, config->gz,
+                              config->bx, config->by, config->bz,
+                              config->shared, config->s, params, extra);
+  if (r == OK)
+    LOCKED((++gStats.dependent_launches, OK));
+  return r;
+}
+
 EXPORT CUresult cuStreamCreate(stream **out, unsigned flags) {
   if (need_context())
     return INVALID_CONTEXT;

@@ -20,7 +20,10 @@ typedef struct fake_cuda_stats {
   int64_t dtoh, dtod;
   int64_t launch_attempts; /* cuLaunchKernel calls */
   int64_t launches;        /* successful ones (run now or captured) */
-  int64_t kernel_runs;     /* kernels executed, directly or by a graph */
+  /* Successful cuLaunchKernelEx calls with programmatic stream
+   * serialization (dependent launches; also counted in `launches`). */
+  int64_t dependent_launches;
+  int64_t kernel_runs; /* kernels executed, directly or by a graph */
   int64_t syncs;
   int64_t stream_creates, stream_destroys;
   int64_t capture_attempts, captures, instantiations, graph_launches;

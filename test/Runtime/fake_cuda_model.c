@@ -28,6 +28,8 @@
  *   scratch buffer of the same size allocated again: the run fails unless
  *   it is tmp's memory; y and total are then computed again through it.
  *   =2: the same, then the second buffer is released twice (an error).
+ * -DKILN_FAKE_CUDA_DEPENDENT: the signature has `dependent-launch` (its
+ *   kernels wait for the previous one themselves).
  * -DKILN_FAKE_CUDA_NO_IMAGE: no kiln_model_device_image.
  * -DKILN_FAKE_CUDA_IMAGE_KIND="hip": an image of another kind than the
  *   signature's device (the runtime refuses it).
@@ -100,6 +102,9 @@ const char kiln_model_signature[] =
     "kernels 2\n"
     "weights 1\n"
     "graph-capturable\n"
+#ifdef KILN_FAKE_CUDA_DEPENDENT
+    "dependent-launch\n"
+#endif
     "input x f32 2 3 4\n"
     "output y f32 2 3 4\n"
     "output total f32 0\n";

@@ -64,6 +64,13 @@ static cl::opt<bool> gpuRowFusion(
              "(normalizations, softmax) as one launch of a block per row "
              "(default on)"),
     cl::init(true));
+static cl::opt<bool> gpuDependentLaunch(
+    "gpu-dependent-launch",
+    cl::desc("GPU targets: every kernel waits for the previous one itself, "
+             "and the runtime launches it while that one still runs "
+             "(NVIDIA sm_90 and newer: griddepcontrol and programmatic "
+             "launches; default on)"),
+    cl::init(true));
 static cl::opt<bool> gpuTensorCores(
     "gpu-tensor-cores",
     cl::desc("GPU targets: f16/bf16 contractions (--precision=fp16|bf16) "
@@ -385,6 +392,7 @@ bool setOptions(kiln_compile_options_t *options) {
       !setBool("gpu-tiled-contractions", gpuTiledContractions) ||
       !setBool("gpu-warp-reductions", gpuWarpReductions) ||
       !setBool("gpu-row-fusion", gpuRowFusion) ||
+      !setBool("gpu-dependent-launch", gpuDependentLaunch) ||
       !setBool("fuse-attention", fuseAttention) ||
       !setBool("gpu-tensor-cores", gpuTensorCores) ||
       !setBool("gpu-async-copy", gpuAsyncCopy) ||

@@ -79,8 +79,17 @@ typedef struct kiln_device_launch {
   const char *name; /* its symbol in the device image */
   uint32_t grid[3], block[3];
   uint32_t shared_bytes;
-  void **params; /* one pointer per kernel parameter */
+  uint32_t flags; /* KILN_DEVICE_LAUNCH_* */
+  void **params;  /* one pointer per kernel parameter */
 } kiln_device_launch;
+
+/* kiln_device_launch.flags: the kernel itself waits, before it touches
+ * memory, until the queue's previous kernel has finished and its writes are
+ * visible (the signature's `dependent-launch`; on NVIDIA GPUs
+ * griddepcontrol.wait at its entry), so the driver may launch it while that
+ * kernel still runs. Without the flag a launch starts after the previous one
+ * ends. */
+#define KILN_DEVICE_LAUNCH_DEPENDENT 0x1u
 
 /* The bytes (and alignment) of an encoded tile map. */
 #define KILN_DEVICE_TILE_MAP_BYTES 128

@@ -217,6 +217,10 @@ struct GPUCodegenOptions {
   /// The target's own contraction kernels split K for few tiles
   /// (--gpu-split-k; auto: by the target's rule, off: never).
   bool splitK = true;
+  /// Kernels wait for the previous kernel themselves and are launched
+  /// while it runs, where the chip can (--gpu-dependent-launch; the
+  /// target's codegen decides where, docs/gpu.md).
+  bool dependentLaunch = true;
 };
 
 /// One row of the target table.

@@ -766,6 +766,10 @@ struct ConvertHostToLLVMPass
       // the symbols' values decide every launch and allocation.
       if (!hostReads)
         text += "graph-capturable\n";
+      // Every kernel waits for the previous one itself (the target's
+      // codegen marks the module): the runtime may launch it early.
+      if (module->hasAttr("kiln.dependent_launch"))
+        text += "dependent-launch\n";
     }
     text.push_back('\0');
     OpBuilder b = OpBuilder::atBlockEnd(module.getBody());

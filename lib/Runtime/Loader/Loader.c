@@ -191,6 +191,7 @@ void kiln_instance_options_init(kiln_instance_options_t *options) {
   memset(options, 0, sizeof(*options));
   options->struct_size = sizeof(*options);
   options->graphs = -1;
+  options->dependent_launch = -1;
 }
 
 /* Copies the caller's options (NULL: all unset) into `full`, whose fields

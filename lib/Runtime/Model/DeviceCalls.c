@@ -332,6 +332,7 @@ void kiln_rt_launch_device(kiln_rt_ctx *ctx, int64_t kernel, const char *name,
   launch.block[1] = (uint32_t)block_y;
   launch.block[2] = (uint32_t)block_z;
   launch.shared_bytes = (uint32_t)shared_bytes;
+  launch.flags = di->dependent_launch ? KILN_DEVICE_LAUNCH_DEPENDENT : 0;
   launch.params = params;
   char call[224] = "";
   kiln_device_result r =

@@ -191,6 +191,7 @@ kiln_status_t *kiln_dev_instance_create(kiln_instance_impl *inst,
   di->drv = dm->driver;
   di->device = dm->device;
   di->graphs_enabled = opts->graphs;
+  di->dependent_launch = model->dependent_launch && opts->dependent_launch;
   di->profiling = opts->profile_path != NULL;
   size_t weights = (size_t)model->num_weights + model->num_ext_weights + 1;
   size_t ins = model->num_inputs + 1, outs = model->num_outputs + 1;

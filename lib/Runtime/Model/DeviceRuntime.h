@@ -84,6 +84,9 @@ struct kiln_dev_instance {
   char *output_direct;         /* per output: written straight to the caller */
   int64_t *output_dims;        /* per output, at output_dims_at[i]: its dims */
   size_t *output_dims_at;
+  /* Launches flagged KILN_DEVICE_LAUNCH_DEPENDENT: the signature's
+   * dependent-launch and the instance option. */
+  int dependent_launch;
   /* Graphs. */
   int graphs_enabled; /* the instance option / kiln_instance_set_graphs */
   int graph_failed;   /* capture or instantiation failed: plain runs */

@@ -56,6 +56,7 @@ typedef struct kiln_rt_options {
   const char *chip_source;    /* for messages: the option or KILN_<KIND>_CHIP */
   int graphs;                 /* 0 or 1 */
   const char *profile_path;   /* NULL: no profiling */
+  int dependent_launch;       /* 0 or 1 */
 } kiln_rt_options;
 
 /* THE place the runtime reads the environment: fills `out` from `model`
@@ -110,6 +111,9 @@ struct kiln_model_impl {
   char chip[32];        /* the signature's chip; "" on the cpu */
   uint64_t num_kernels, num_weights;
   int graph_capturable;
+  /* The `dependent-launch` record: every kernel waits for the previous
+   * one itself (KILN_DEVICE_LAUNCH_DEPENDENT). */
+  int dependent_launch;
   /* The `cpu <name> <feature>...` record: the CPU the host code was built
    * for and the features it needs (space-separated); NULL without one. */
   const char *cpu_name, *cpu_features;

@@ -10,6 +10,8 @@
  *   KILN_<KIND>_DEVICE    model option device_ordinal  (device models)
  *   KILN_<KIND>_CHIP      model option device_chip     (device models)
  *   KILN_<KIND>_GRAPHS    instance option graphs: "0" is off
+ *   KILN_<KIND>_DEPENDENT_LAUNCH  instance option dependent_launch: "0" is
+ *                         off
  *
  * (The instance option profile_path has no variable: profiles are asked
  * for through the API, kiln-run --profile.)
@@ -50,6 +52,7 @@ kiln_status_t *kiln_rt_options_from_env(const char *kind,
                                         kiln_rt_options *out) {
   memset(out, 0, sizeof(*out));
   out->graphs = 1;
+  out->dependent_launch = 1;
   char name[64];
   if (model) {
     if (model->weights_path && *model->weights_path) {
@@ -110,6 +113,18 @@ kiln_status_t *kiln_rt_options_from_env(const char *kind,
     } else {
       const char *env = kind_env(kind, "GRAPHS", name, sizeof(name));
       out->graphs = !(env && strcmp(env, "0") == 0);
+    }
+    if (instance->dependent_launch == 0 || instance->dependent_launch == 1) {
+      out->dependent_launch = instance->dependent_launch;
+    } else if (instance->dependent_launch != -1) {
+      return kiln_rtc_make_status(
+          KILN_STATUS_INVALID_ARGUMENT,
+          "the dependent_launch option is %d, expected 0 (off), 1 (on) or -1 "
+          "(unset)",
+          (int)instance->dependent_launch);
+    } else {
+      const char *env = kind_env(kind, "DEPENDENT_LAUNCH", name, sizeof(name));
+      out->dependent_launch = !(env && strcmp(env, "0") == 0);
     }
     const char *profile = instance->profile_path;
     out->profile_path = profile && *profile ? profile : NULL;

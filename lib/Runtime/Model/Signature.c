@@ -458,6 +458,10 @@ kiln_status_t *kiln_rt_parse_signature(kiln_model_impl *model,
       if (count != 1)
         return signature_error(line, "expected 'graph-capturable'");
       model->graph_capturable = 1;
+    } else if (token_is(tokens[0], "dependent-launch")) {
+      if (count != 1)
+        return signature_error(line, "expected 'dependent-launch'");
+      model->dependent_launch = 1;
     } else {
       return signature_error(line, "unknown record");
     }

@@ -82,11 +82,7 @@ public:
   /// on the matrix instruction: with tensor cores on, on the chips whose
   /// target-info has mma.sync for f16 (sm_80 and newer).
   bool hasFusedAttention() const override {
-    unsigned sm = 0;
-    (void)chip.chip.drop_front(3)
-        .take_while(llvm::isDigit)
-        .getAsInteger(10, sm);
-    return gpu.tensorCores && sm >= 80;
+    return gpu.tensorCores && smVersion() >= 80;
   }
   bool checkToolchain(std::string &error) const override {
     std::string toolkit = cudaToolkitPath();
@@ -127,6 +123,10 @@ public:
     dev.addPass(createCanonicalizerPass());
     dev.addPass(createCSEPass());
     dev.addPass(createReconcileUnrealizedCastsPass());
+    // griddepcontrol (sm_90 and newer): each kernel waits for the previous
+    // one itself, and the runtime launches it early.
+    if (gpu.dependentLaunch && smVersion() >= 90)
+      pm.addPass(createKilnNVPTXDependentLaunch());
     GpuModuleToBinaryPassOptions binary;
     binary.compilationTarget = "fatbin";
     binary.toolkitPath = cudaToolkitPath();
@@ -134,6 +134,15 @@ public:
   }
 
 private:
+  /// 90 for sm_90 and sm_90a.
+  unsigned smVersion() const {
+    unsigned sm = 0;
+    (void)chip.chip.drop_front(3)
+        .take_while(llvm::isDigit)
+        .getAsInteger(10, sm);
+    return sm;
+  }
+
   CudaChip chip;
   GPUCodegenOptions gpu;
 };

@@ -65,4 +65,29 @@ def KilnNVPTXFastExp2 : Pass<"kiln-nvptx-fast-exp2", "gpu::GPUModuleOp"> {
   let dependentDialects = ["::mlir::LLVM::LLVMDialect"];
 }
 
+def KilnNVPTXDependentLaunch
+    : Pass<"kiln-nvptx-dependent-launch", "ModuleOp"> {
+  let summary = "Kernels that wait for the previous kernel themselves, so "
+                "that the runtime may launch them early";
+  let description = [{
+    Puts `griddepcontrol.wait` and then `griddepcontrol.launch_dependents`
+    (sm_90 and newer) at the entry of every `nvvm.kernel` function of the
+    module's `gpu.module`s, and marks the module `kiln.dependent_launch`,
+    which the host lowering writes into the signature as the
+    `dependent-launch` record. The runtime then launches each kernel with
+    programmatic stream serialization (a programmatic edge in a captured
+    graph): the kernel is launched, and its blocks placed on the
+    multiprocessors the previous kernel's last blocks leave, while that
+    kernel still runs; each block waits at its first instruction until the
+    previous kernel has finished and its writes are visible, so no kernel
+    reads or overwrites memory before then. `launch_dependents` at the
+    entry lets the next kernel be launched once every block of this one has
+    started (all of them are then placed: the next one's blocks never take
+    a place this kernel's blocks wait for). Kernels without the wait must
+    not be launched that way: the mark is set only when every kernel has
+    it.
+  }];
+  let dependentDialects = ["::mlir::NVVM::NVVMDialect"];
+}
+
 #endif // KILN_TARGET_NVPTX_PASSES_TD

@@ -401,15 +401,34 @@ static kiln_device_result launch(kiln_device_queue *q,
     q->shared_limit[l->kernel] = l->shared_bytes;
   }
   kiln_cuda_profile_begin(q->profile, q->stream);
-  CUresult r = cu->cuLaunchKernel(fn, l->grid[0], l->grid[1], l->grid[2],
-                                  l->block[0], l->block[1], l->block[2],
-                                  l->shared_bytes, q->stream, l->params, NULL);
+  CUresult r;
+  if ((l->flags & KILN_DEVICE_LAUNCH_DEPENDENT) && cu->cuLaunchKernelEx) {
+    // The kernel waits for the previous one itself (griddepcontrol.wait at
+    // its entry): it may be launched, and its blocks placed, while that one
+    // runs (programmatic stream serialization; in a captured graph, a
+    // programmatic edge).
+    CUlaunchAttribute attr;
+    memset(&attr, 0, sizeof(attr));
+    attr.id = CU_LAUNCH_ATTRIBUTE_PROGRAMMATIC_STREAM_SERIALIZATION;
+    attr.value.programmaticStreamSerializationAllowed = 1;
+    CUlaunchConfig config = {
+        l->grid[0],  l->grid[1],      l->grid[2], l->block[0], l->block[1],
+        l->block[2], l->shared_bytes, q->stream,  &attr,       1};
+    r = cu->cuLaunchKernelEx(&config, fn, l->params, NULL);
+  } else {
+    r = cu->cuLaunchKernel(fn, l->grid[0], l->grid[1], l->grid[2], l->block[0],
+                           l->block[1], l->block[2], l->shared_bytes, q->stream,
+                           l->params, NULL);
+  }
   kiln_cuda_profile_end(q->profile, q->stream, l->kernel, l->name,
                         r == CUDA_SUCCESS);
   if (r != CUDA_SUCCESS)
     snprintf(call, call_size,
-             "cuLaunchKernel(kernel %lld '%s', grid %ux%ux%u, block "
+             "%s(kernel %lld '%s', grid %ux%ux%u, block "
              "%ux%ux%u)",
+             (l->flags & KILN_DEVICE_LAUNCH_DEPENDENT) && cu->cuLaunchKernelEx
+                 ? "cuLaunchKernelEx"
+                 : "cuLaunchKernel",
              kernel, l->name, l->grid[0], l->grid[1], l->grid[2], l->block[0],
              l->block[1], l->block[2]);
   return r;

@@ -2,8 +2,16 @@
 #include "CudaDriver.h"
 
 #include <dlfcn.h>
+#include <stddef.h>
 #include <stdio.h>
 #include <string.h>
+
+/* The layouts cuda.h gives these (64-bit). */
+_Static_assert(sizeof(CUlaunchAttribute) == 72, "CUlaunchAttribute");
+_Static_assert(offsetof(CUlaunchConfig, hStream) == 32 &&
+                   offsetof(CUlaunchConfig, attrs) == 40 &&
+                   offsetof(CUlaunchConfig, numAttrs) == 48,
+               "CUlaunchConfig");
 
 #define KILN_ENTRY(field, symbol)                                              \
   {offsetof(kiln_cuda_driver, field), symbol, NULL, 0}
@@ -61,6 +69,7 @@ static const struct {
     KILN_OPTIONAL(cuEventDestroy, "cuEventDestroy_v2", NULL),
     KILN_OPTIONAL(cuTensorMapEncodeTiled, "cuTensorMapEncodeTiled", NULL),
     KILN_OPTIONAL(cuTensorMapEncodeIm2col, "cuTensorMapEncodeIm2col", NULL),
+    KILN_OPTIONAL(cuLaunchKernelEx, "cuLaunchKernelEx", NULL),
 };
 
 int kiln_cuda_driver_open(kiln_cuda_driver *driver, const char *path,

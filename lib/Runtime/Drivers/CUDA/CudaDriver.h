@@ -56,6 +56,25 @@ enum {
 enum { CU_STREAM_NON_BLOCKING = 0x1 };
 enum { CU_STREAM_CAPTURE_MODE_RELAXED = 2 };
 enum { CU_EVENT_DEFAULT = 0x0 };
+enum { CU_LAUNCH_ATTRIBUTE_PROGRAMMATIC_STREAM_SERIALIZATION = 6 };
+
+/* cuLaunchKernelEx's attribute and configuration (CUDA 12+). */
+typedef struct CUlaunchAttribute {
+  int id; /* CU_LAUNCH_ATTRIBUTE_* */
+  char pad[8 - sizeof(int)];
+  union {
+    char pad[64];
+    int programmaticStreamSerializationAllowed;
+  } value;
+} CUlaunchAttribute;
+typedef struct CUlaunchConfig {
+  unsigned gridDimX, gridDimY, gridDimZ;
+  unsigned blockDimX, blockDimY, blockDimZ;
+  unsigned sharedMemBytes;
+  CUstream hStream;
+  CUlaunchAttribute *attrs;
+  unsigned numAttrs;
+} CUlaunchConfig;
 
 /* The entry points, resolved from the driver library. */
 typedef struct kiln_cuda_driver {
@@ -95,6 +114,10 @@ typedef struct kiln_cuda_driver {
                              unsigned block_y, unsigned block_z,
                              unsigned shared_bytes, CUstream stream,
                              void **params, void **extra);
+  /* Launches with attributes (CUDA 12+): optional; kernels that wait for
+   * the previous one themselves (dependent launches) use it. */
+  CUresult (*cuLaunchKernelEx)(const CUlaunchConfig *config, CUfunction fn,
+                               void **params, void **extra);
   CUresult (*cuStreamCreate)(CUstream *stream, unsigned int flags);
   CUresult (*cuStreamDestroy)(CUstream stream); /* _v2 */
   CUresult (*cuStreamSynchronize)(CUstream stream);
