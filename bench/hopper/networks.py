@@ -101,6 +101,7 @@ weights regenerated and checked, the parts joined, the references computed.
 import argparse
 import json
 import os
+import re
 import shutil
 import subprocess
 import sys
@@ -524,6 +525,8 @@ def run(a):
                 torch.cuda.synchronize()
                 check_errors(row, out.cpu().numpy(), ref, int8 and net != "bert")
                 row["kiln_ms"] = time_cuda(km.run, warmup=10, iters=50)
+                if a.trace and int8:
+                    trace_by_role(row, km, so, a.trace)
                 km.release()
                 _, row["profile"] = profile_runs(lib, so, ins, [out], stream.cuda_stream,
                                                  so + ".profile.jsonl")
@@ -634,6 +637,34 @@ def run(a):
     variant_table(results)
     if a.json:
         json.dump(results, open(a.json, "w"), indent=1)
+
+
+def trace_by_role(row, km, so, top):
+    """An int8 row's kernel times in graph replays (CUPTI, as --trace's fp16
+    rows), and their sums by role: kernels named after the first ONNX node of
+    their launch in the compile report (kept next to the .so by prepare
+    --keep-reports), its layer index replaced by '*' (every layer's kernel is
+    its own code: its scales are constants)."""
+    from profile_gemm import kernel_times, print_kernel_times
+    rows = kernel_times(km.run, runs=10)
+    row["trace_kiln"] = rows[:40]
+    row["trace_kiln_total_us"] = sum(us for _, us, _ in rows)
+    print_kernel_times(f"    {row['label']}, kiln", rows, top=top)
+    report = so[:-len(".so")] + ".report.json"
+    if not os.path.exists(report):
+        return
+    first = {k["name"]: re.sub(r"\.[0-9]+/", ".*/", k["onnx_nodes"][0])
+             for k in json.load(open(report))["kernels"] if k.get("onnx_nodes")}
+    roles = {}
+    for name, us, count in rows:
+        role = first.get(name.removesuffix("_kernel"), name)
+        t = roles.setdefault(role, [0.0, 0.0])
+        t[0] += us
+        t[1] += count
+    row["trace_kiln_roles"] = roles
+    print(f"    {row['label']}, kiln, by role (us a run, launches):")
+    for role, (us, count) in sorted(roles.items(), key=lambda kv: -kv[1][0]):
+        print(f"      {us:9.2f} us  x{count:.0f}  {us / max(count, 1):7.2f} us each  {role}")
 
 
 def ab_times(lib, sos, ins, shape, stream, rounds=4):

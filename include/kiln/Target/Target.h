@@ -219,8 +219,9 @@ struct GPUCodegenOptions {
   bool splitK = true;
   /// Kernels wait for the previous kernel themselves and are launched
   /// while it runs, where the chip can (--gpu-dependent-launch; the
-  /// target's codegen decides where, docs/gpu.md).
-  bool dependentLaunch = true;
+  /// target's codegen decides where, docs/gpu.md; off until a model
+  /// measures a gain).
+  bool dependentLaunch = false;
 };
 
 /// One row of the target table.
