@@ -216,6 +216,7 @@ public:
       attach.features = "+wavefrontsize32";
     pm.addPass(createGpuROCDLAttachTarget(attach));
     OpPassManager &dev = pm.nest<gpu::GPUModuleOp>();
+    dev.addPass(createKilnErfComplement());
     addDeviceLoweringPrologue(dev);
     ConvertAMDGPUToROCDLPassOptions amdgpu;
     amdgpu.chipset = chip.chip.str();

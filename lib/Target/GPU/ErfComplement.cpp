@@ -14,6 +14,7 @@
 
 #include "kiln/Dialect/Kiln/Transforms/Passes.h"
 
+#include "mlir/Dialect/Math/IR/Math.h"
 #include "mlir/IR/Matchers.h"
 #include "mlir/IR/PatternMatch.h"
 #include "mlir/Transforms/GreedyPatternRewriteDriver.h"
@@ -39,6 +40,19 @@ constexpr double kLog2Erfc[] = {
     1.6279085874557495f,     0.9184163808822632f,    0.14848162233829498f,
     -0.028253687545657158f,  0.0007746367482468486f, 0.0014894376508891582f,
     -0.0004455065354704857f, 4.5358483475865796e-05f};
+
+/// The same fit with five coefficients, for GELUs whose result is rounded
+/// to an integer (a quantization, GeluProduct): |(1 + erf) - ref| at most
+/// 7.1e-7 in f32 (test/Target/GPU/erf-complement-values.py), three FMAs
+/// fewer an element.
+constexpr double kLog2ErfcShort[] = {
+    1.6278890371322632f, 0.9185095429420471f, 0.14866502583026886f,
+    -0.029589436948299408f, 0.0029439800418913364f};
+/// kLog2ErfcShort's largest error in 1 + erf.
+constexpr double kShortError = 7.1e-7;
+/// The largest error, in units of the integer a GELU's result is rounded
+/// to, for which GeluProduct takes kLog2ErfcShort.
+constexpr double kRoundedTolerance = 1e-3;
 
 /// A positive constant f32 scalar's value.
 std::optional<double> positiveConstant(Value v) {
@@ -87,7 +101,8 @@ struct ScaledErfc {
   Value t, bound, value;
 };
 ScaledErfc scaledErfc(PatternRewriter &rewriter, Location loc, Value x,
-                      double scale, double log2c) {
+                      double scale, double log2c,
+                      ArrayRef<double> coeffs = kLog2Erfc) {
   Type f32 = rewriter.getF32Type();
   auto cst = [&](double v) {
     return arith::ConstantOp::create(
@@ -98,11 +113,11 @@ ScaledErfc scaledErfc(PatternRewriter &rewriter, Location loc, Value x,
   r.t = math::AbsFOp::create(rewriter, loc, x);
   r.bound = cst(kErfSaturation / scale);
   Value tc = arith::MinimumFOp::create(rewriter, loc, r.t, r.bound);
-  const int n = std::size(kLog2Erfc);
-  Value p = cst(kLog2Erfc[n - 1] * std::pow(scale, n));
+  const int n = coeffs.size();
+  Value p = cst(coeffs[n - 1] * std::pow(scale, n));
   for (int k = n - 2; k >= 0; --k)
     p = math::FmaOp::create(rewriter, loc, p, tc,
-                            cst(kLog2Erfc[k] * std::pow(scale, k + 1)));
+                            cst(coeffs[k] * std::pow(scale, k + 1)));
   Value negTc = arith::NegFOp::create(rewriter, loc, tc);
   Value g = log2c == 0
                 ? arith::MulFOp::create(rewriter, loc, p, negTc).getResult()
@@ -157,6 +172,59 @@ struct ErfPlusOne : OpRewritePattern<arith::AddFOp> {
     return success();
   }
 };
+
+/// A finite nonzero constant's magnitude.
+std::optional<double> constantMagnitude(Value v) {
+  FloatAttr attr;
+  if (!matchPattern(v, m_Constant(&attr)))
+    return std::nullopt;
+  double d = std::fabs(attr.getValueAsDouble());
+  if (!(d > 0) || !std::isfinite(d))
+    return std::nullopt;
+  return d;
+}
+
+/// When every use of `v` ends in a rounding to an integer (math.roundeven
+/// or math.round: a quantization) through products and quotients by
+/// constants, sums with constants, negations and clamps by constants: the
+/// largest factor by which those scale v's error (the sums and clamps do
+/// not widen it).
+std::optional<double> roundedFactor(Value v, int depth = 0) {
+  if (depth > 8 || v.use_empty())
+    return std::nullopt;
+  double worst = 0;
+  for (OpOperand &use : v.getUses()) {
+    Operation *user = use.getOwner();
+    Value other = user->getNumOperands() == 2
+                      ? user->getOperand(1 - use.getOperandNumber())
+                      : Value();
+    std::optional<double> k;
+    if (isa<math::RoundEvenOp, math::RoundOp>(user)) {
+      k = 1.0;
+    } else if (isa<arith::MulFOp>(user)) {
+      if (std::optional<double> c = constantMagnitude(other))
+        if (std::optional<double> rest =
+                roundedFactor(user->getResult(0), depth + 1))
+          k = *c * *rest;
+    } else if (isa<arith::DivFOp>(user)) {
+      if (use.getOperandNumber() == 0)
+        if (std::optional<double> c = constantMagnitude(other))
+          if (std::optional<double> rest =
+                  roundedFactor(user->getResult(0), depth + 1))
+            k = *rest / *c;
+    } else if (isa<arith::NegFOp>(user) ||
+               (isa<arith::AddFOp, arith::SubFOp, arith::MinimumFOp,
+                    arith::MaximumFOp, arith::MinNumFOp, arith::MaxNumFOp>(
+                    user) &&
+                matchPattern(other, m_Constant()))) {
+      k = roundedFactor(user->getResult(0), depth + 1);
+    }
+    if (!k)
+      return std::nullopt;
+    worst = std::max(worst, *k);
+  }
+  return worst;
+}
 
 /// A positive f32 constant in [2^-64, 2^64] (its log2 stays small).
 std::optional<double> moderateConstant(Value v) {
@@ -252,7 +320,14 @@ struct GeluProduct : OpRewritePattern<arith::MulFOp> {
                  rewriter.getFloatAttr(f32, static_cast<float>(v)))
           .getResult();
     };
-    ScaledErfc e = scaledErfc(rewriter, loc, x, s, std::log2(c));
+    // A result rounded to an integer (a quantized GELU) takes the short
+    // polynomial where its error, at most c (3.9 / s) kShortError scaled
+    // by the rounding's factor, stays below kRoundedTolerance of a unit.
+    ArrayRef<double> coeffs = kLog2Erfc;
+    if (std::optional<double> k = roundedFactor(mul.getResult()))
+      if (c * *k * (kErfSaturation / s) * kShortError <= kRoundedTolerance)
+        coeffs = kLog2ErfcShort;
+    ScaledErfc e = scaledErfc(rewriter, loc, x, s, std::log2(c), coeffs);
     Value r = arith::MaximumFOp::create(rewriter, loc, x, cst(0.0));
     if (2.0 * c != 1.0)
       r = arith::MulFOp::create(rewriter, loc, r, cst(2.0 * c));

@@ -31,7 +31,6 @@ void mlir::kiln::addGPUMappingPasses(
 }
 
 void mlir::kiln::addDeviceLoweringPrologue(OpPassManager &dev) {
-  dev.addPass(createKilnErfComplement());
   dev.addPass(createLowerAffinePass());
   dev.addPass(arith::createArithExpandOpsPass());
   dev.addPass(memref::createExpandStridedMetadataPass());

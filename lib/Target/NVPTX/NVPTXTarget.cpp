@@ -107,6 +107,9 @@ public:
     attach.optLevel = 3;
     pm.addPass(createGpuNVVMAttachTarget(attach));
     OpPassManager &dev = pm.nest<gpu::GPUModuleOp>();
+    // GELU's erf before the quantizations' rounding is rewritten (a GELU
+    // rounded to an integer takes the short polynomial).
+    dev.addPass(createKilnErfComplement());
     // Before arith-expand (the prologue) turns the clamps into selects.
     dev.addPass(createKilnNVPTXQuantizeRounding());
     addDeviceLoweringPrologue(dev);

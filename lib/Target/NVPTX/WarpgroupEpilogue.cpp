@@ -274,12 +274,50 @@ void warpgroup::storeTileStaged(Emitter &e, const Problem &p,
       prefetched.push_back(
           SmallVector<Value>(load.getResults().slice(o * passes, passes)));
   }
-  for (int64_t pass = 0; pass < passes; ++pass) {
+  // A pass's chunk: its column in the tile and its row among the part's 64.
+  auto chunkOf = [&](int64_t pass) {
     Value i = e.add(ltid, 128 * pass);
     Value chunkCol = e.mul(e.remu(whole ? ltid : i, perRow), kChunk);
-    // The chunk's row among the part's 64.
     Value inPart = whole ? e.add(e.divu(ltid, perRow), pass * 128 / perRow)
                          : e.divu(i, perRow);
+    return std::make_pair(chunkCol, inPart);
+  };
+  // The chunk's staged accumulators, 16 bytes a load.
+  auto loadStaged = [&](Value chunkCol, Value inPart) {
+    Value addr =
+        e.add(e.mul(e.add(part.stagedRow, inPart), pitch), e.mul(chunkCol, 4));
+    addr = e.add(base, addr);
+    SmallVector<Value> vals;
+    for (int64_t q = 0; q < kChunk / 4; ++q) {
+      Value quad = LLVM::LoadOp::create(b, loc, quadType,
+                                        e.shared(e.add(addr, 16 * q)), 16);
+      for (int64_t x = 0; x < 4; ++x)
+        vals.push_back(LLVM::ExtractElementOp::create(b, loc, quad, e.i32(x)));
+    }
+    return vals;
+  };
+  // Where every pass's chunk lies in the staged rows (chunks a multiple of
+  // 128), the next pass's accumulators are loaded before this pass's
+  // elements are computed and stored, whether or not the chunks are inside
+  // the output: the loads' latency passes under the previous pass's work
+  // instead of starting each pass (the passes' epilogue chains, such as
+  // BERT's FFN1 with its GELU and requantization, were latency-bound:
+  // Nsight Compute, one eligible warp a scheduler). Eight registers a
+  // thread, after the accumulators are staged (so below the main loop's).
+  const bool prefetchStaged = chunks % 128 == 0;
+  SmallVector<std::pair<Value, Value>> chunkAt;
+  for (int64_t pass = 0; pass < passes; ++pass)
+    chunkAt.push_back(chunkOf(pass));
+  SmallVector<Value> nextStaged;
+  if (prefetchStaged)
+    nextStaged = loadStaged(chunkAt[0].first, chunkAt[0].second);
+  for (int64_t pass = 0; pass < passes; ++pass) {
+    auto [chunkCol, inPart] = chunkAt[pass];
+    Value i = e.add(ltid, 128 * pass);
+    SmallVector<Value> staged = nextStaged;
+    if (prefetchStaged && pass + 1 < passes)
+      nextStaged =
+          loadStaged(chunkAt[pass + 1].first, chunkAt[pass + 1].second);
     Value row = e.add(t.m0, e.add(part.tileRow, inPart));
     Value col = e.add(t.n0, chunkCol);
     Value ok = arith::AndIOp::create(
@@ -289,17 +327,8 @@ void warpgroup::storeTileStaged(Emitter &e, const Problem &p,
       ok = arith::AndIOp::create(
           b, loc, ok, e.cmp(arith::CmpIPredicate::ult, i, e.i32(chunks)));
     e.ifThen(ok, [&] {
-      Value addr = e.add(e.mul(e.add(part.stagedRow, inPart), pitch),
-                         e.mul(chunkCol, 4));
-      addr = e.add(base, addr);
-      SmallVector<Value> vals;
-      for (int64_t q = 0; q < kChunk / 4; ++q) {
-        Value quad = LLVM::LoadOp::create(b, loc, quadType,
-                                          e.shared(e.add(addr, 16 * q)), 16);
-        for (int64_t x = 0; x < 4; ++x)
-          vals.push_back(
-              LLVM::ExtractElementOp::create(b, loc, quad, e.i32(x)));
-      }
+      SmallVector<Value> vals =
+          prefetchStaged ? staged : loadStaged(chunkCol, inPart);
       SmallVector<SmallVector<Value>> dims;
       for (int64_t x = 0; x < kChunk; ++x)
         dims.push_back(cPoint(b, loc, p, t.bIdx, row, e.add(col, x)));

@@ -25,7 +25,13 @@ saturation = float(re.search(r"kErfSaturation = ([0-9.]+)f?;", src).group(1))
 assert len(raw) == 8, raw
 
 
-def scaled_erfc(v, scale, log2c=0.0):
+short_block = re.search(r"kLog2ErfcShort\[\] = \{(.*?)\};", src, re.S).group(1)
+short = [float(v.rstrip("f")) for v in re.findall(r"[-0-9.e+]+f", short_block)]
+short_error = float(re.search(r"kShortError = ([0-9.e+-]+);", src).group(1))
+assert len(short) == 5, short
+
+
+def scaled_erfc(v, scale, log2c=0.0, raw=raw):
     """The pass's exponential of |v|: t = |v|, the bound 3.9 / scale, and
     2^(log2c - g(min(t, bound))) with g's coefficients scaled (Horner, one
     f32 FMA each; the last one adds log2c, 0 for ErfPlusOne)."""
@@ -40,11 +46,11 @@ def scaled_erfc(v, scale, log2c=0.0):
     return t, bound, np.exp2(g.astype(np.float64)).astype(np.float32)
 
 
-def one_plus_erf(y, scale=1.0):
+def one_plus_erf(y, scale=1.0, raw=raw):
     """1 + erf(y * scale) as the pass computes it (scale: the multiplier it
     folds into the coefficients, GELU's 1 / sqrt(2))."""
     y = np.asarray(y, dtype=np.float32)
-    t, bound, u = scaled_erfc(y, scale)
+    t, bound, u = scaled_erfc(y, scale, raw=raw)
     u = np.where(t > bound, np.float32(0), u)
     return np.where(y >= 0, (np.float32(2) - u).astype(np.float32), u)
 
@@ -74,6 +80,14 @@ gref = np.array([1 + math.erf(float(v) / math.sqrt(2)) for v in xs])
 gerr = np.abs(gelu - gref)
 print(f"scaled by 1/sqrt(2): max |(1 + erf) - ref| = {gerr.max():.3g} at x = {xs[gerr.argmax()]}")
 assert gerr.max() <= 1.5e-7, gerr.max()
+# The five-term table (quantized GELUs): within the kShortError the pass
+# uses for its tolerance, unscaled and scaled by 1/sqrt(2).
+for scale, grid in ((1.0, ys), (1 / math.sqrt(2), xs)):
+    got5 = one_plus_erf(grid, scale, raw=short).astype(np.float64)
+    ref5 = np.array([1 + math.erf(float(v) * scale) for v in grid])
+    err5 = np.abs(got5 - ref5).max()
+    print(f"five terms, scale {scale:.4f}: max |(1 + erf) - ref| = {err5:.3g}")
+    assert err5 <= short_error, (err5, short_error)
 ends = one_plus_erf(np.array([np.nan, np.inf, -np.inf, 4.0, -4.0, 0.0], np.float32))
 print("ends:", ends)
 assert np.isnan(ends[0]) and ends[1] == 2 and ends[2] == 0

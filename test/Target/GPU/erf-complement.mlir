@@ -116,6 +116,25 @@
 // CHECK: math.erf %{{.*}} : f16
 // CHECK-NOT: math.exp2
 // CHECK: gpu.return
+// A GELU whose result is quantized (divided by the scale 0.0154, clamped,
+// rounded to an integer) takes the five-term polynomial: 4 FMAs and the
+// last one, against 7 and the last one. Its error, 0.5 / 0.0154 * 5.5 *
+// 7.1e-7 = 1.3e-4 of a unit, is below the tolerance (1e-3). With a scale
+// of 1e-5 (error 0.2 of a unit) or a use that is not rounded, the long one.
+// CHECK-LABEL: gpu.func @quantized_gelu
+// CHECK: %[[C1:.*]] = arith.minimumf
+// CHECK-COUNT-4: math.fma %{{.*}}, %[[C1]], %{{.*}} : f32
+// CHECK-NEXT: arith.negf %[[C1]]
+// CHECK: math.roundeven
+// CHECK: %[[C2:.*]] = arith.minimumf
+// CHECK-COUNT-7: math.fma %{{.*}}, %[[C2]], %{{.*}} : f32
+// CHECK-NEXT: arith.negf %[[C2]]
+// CHECK: math.roundeven
+// CHECK: %[[C3:.*]] = arith.minimumf
+// CHECK-COUNT-7: math.fma %{{.*}}, %[[C3]], %{{.*}} : f32
+// CHECK-NEXT: arith.negf %[[C3]]
+// CHECK: math.roundeven
+// CHECK: gpu.return
 module attributes {gpu.container_module} {
   gpu.module @kernels {
     gpu.func @gelu(%x: memref<256xf32>, %out: memref<256xf32>) kernel {
@@ -206,6 +225,50 @@ module attributes {gpu.container_module} {
       %eh = math.erf %w : f16
       %sh = arith.addf %eh, %one : f16
       memref.store %sh, %hout[%i] : memref<256xf16>
+      gpu.return
+    }
+    gpu.func @quantized_gelu(%x: memref<256xf32>, %out: memref<256xi8>, %fout: memref<256xf32>) kernel {
+      %i = gpu.thread_id x
+      %v = memref.load %x[%i] : memref<256xf32>
+      %r2 = arith.constant 0.707106769 : f32
+      %one = arith.constant 1.0 : f32
+      %half = arith.constant 0.5 : f32
+      %scale = arith.constant 0.0154 : f32
+      %tiny = arith.constant 1.0e-5 : f32
+      %lo = arith.constant -128.0 : f32
+      %hi = arith.constant 127.0 : f32
+      %zp = arith.constant 11.0 : f32
+      %y = arith.mulf %v, %r2 : f32
+      %e = math.erf %y : f32
+      %s = arith.addf %one, %e : f32
+      %g = arith.mulf %v, %s : f32
+      %h = arith.mulf %g, %half : f32
+      %q = arith.divf %h, %scale : f32
+      %qz = arith.addf %q, %zp : f32
+      %ql = arith.maximumf %qz, %lo : f32
+      %qh = arith.minimumf %ql, %hi : f32
+      %qr = math.roundeven %qh : f32
+      %qi = arith.fptosi %qr : f32 to i8
+      memref.store %qi, %out[%i] : memref<256xi8>
+      %y2 = arith.mulf %v, %r2 : f32
+      %e2 = math.erf %y2 : f32
+      %s2 = arith.addf %one, %e2 : f32
+      %g2 = arith.mulf %v, %s2 : f32
+      %h2 = arith.mulf %g2, %half : f32
+      %q2 = arith.divf %h2, %tiny : f32
+      %r2d = math.roundeven %q2 : f32
+      %qi2 = arith.fptosi %r2d : f32 to i8
+      memref.store %qi2, %out[%i] : memref<256xi8>
+      %y3 = arith.mulf %v, %r2 : f32
+      %e3 = math.erf %y3 : f32
+      %s3 = arith.addf %one, %e3 : f32
+      %g3 = arith.mulf %v, %s3 : f32
+      %h3 = arith.mulf %g3, %half : f32
+      %q3 = arith.divf %h3, %scale : f32
+      %r3 = math.roundeven %q3 : f32
+      %qi3 = arith.fptosi %r3 : f32 to i8
+      memref.store %qi3, %out[%i] : memref<256xi8>
+      memref.store %h3, %fout[%i] : memref<256xf32>
       gpu.return
     }
   }

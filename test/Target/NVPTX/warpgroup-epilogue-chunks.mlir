@@ -8,6 +8,18 @@
 // hopper-kilnc-gemm-h100-2026-12-06.log, "err inf".)
 // RUN: kiln-opt %S/Inputs/wgmma-tiles.mlir --kiln-map-kernels-to-gpu="device='cuda sm_90a' tiles=128x192" | FileCheck %s
 // RUN: kiln-opt %S/Inputs/wgmma-tiles.mlir --kiln-map-kernels-to-gpu="device='cuda sm_90a' tiles=128x128" | FileCheck %s --check-prefix=POW2
+// RUN: kiln-opt %S/Inputs/wgmma-tiles.mlir --kiln-map-kernels-to-gpu="device='cuda sm_90a' tiles=128x128" | FileCheck %s --check-prefix=PREFETCH
+
+// The second pass loads the staged accumulators one pass ahead: pass 0's
+// and pass 1's chunks (two 16-byte shared loads each) before pass 0's
+// guarded epilogue and stores, where each pass used to load its own inside
+// them.
+// PREFETCH-LABEL: func.func private @full(
+// PREFETCH: nvvm.barrier id
+// PREFETCH: nvvm.barrier id
+// PREFETCH-NOT: scf.if
+// PREFETCH-COUNT-4: llvm.load %{{.*}} {alignment = 16 : i64} : !llvm.ptr<3> -> vector<4xf32>
+// PREFETCH: scf.if
 
 // CHECK-LABEL: func.func private @full(
 // CHECK-SAME: tile 128x192x64

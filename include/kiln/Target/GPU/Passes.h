@@ -41,9 +41,10 @@ void addGPUMappingPasses(OpPassManager &pm, const GPUCodegenOptions &gpu,
                          StringRef device,
                          std::shared_ptr<const GPUTargetInfo> info);
 /// In the device module (`dev`, nested on gpu.module), what precedes the
-/// vendor's GPU-to-LLVM conversion: kiln-erf-complement, affine, arith-expand,
+/// vendor's GPU-to-LLVM conversion: affine, arith-expand,
 /// expand-strided-metadata, scf to cf, kiln-finalize-device-memrefs
-/// {stage=before}.
+/// {stage=before}. (kiln-erf-complement comes before it and before a
+/// target's own rewrites of the quantizations, whose rounding it reads.)
 void addDeviceLoweringPrologue(OpPassManager &dev);
 
 #define GEN_PASS_REGISTRATION
