@@ -20,10 +20,7 @@ typedef struct fake_cuda_stats {
   int64_t dtoh, dtod;
   int64_t launch_attempts; /* cuLaunchKernel calls */
   int64_t launches;        /* successful ones (run now or captured) */
-  /* Successful cuLaunchKernelEx calls with programmatic stream
-   * serialization (dependent launches; also counted in `launches`). */
-  int64_t dependent_launches;
-  int64_t kernel_runs; /* kernels executed, directly or by a graph */
+  int64_t kernel_runs;     /* kernels executed, directly or by a graph */
   int64_t syncs;
   int64_t stream_creates, stream_destroys;
   int64_t capture_attempts, captures, instantiations, graph_launches;
@@ -42,6 +39,10 @@ typedef struct fake_cuda_stats {
   int last_im2col_lower[3], last_im2col_upper[3];
   unsigned last_im2col_channels, last_im2col_pixels;
   unsigned last_im2col_element_strides[5];
+  /* Successful cuLaunchKernelEx calls with programmatic stream
+   * serialization (dependent launches; also counted in `launches`). Last:
+   * test/python/test_device.py reads the leading counters by offset. */
+  int64_t dependent_launches;
 } fake_cuda_stats;
 
 typedef fake_cuda_stats (*fake_cuda_get_stats_fn)(void);
