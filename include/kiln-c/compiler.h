@@ -77,7 +77,7 @@ kiln_compile_options_free(kiln_compile_options_t *options);
  *                     compile); or the weights FILE's path, for the
  *                     *_to_file compiles (a file named like a boolean: ./1)
  *   gpu-tiled-contractions, gpu-warp-reductions, gpu-row-fusion,
- *   gpu-tensor-cores, gpu-async-copy
+ *   gpu-tensor-cores, gpu-async-copy, gpu-dependent-launch
  *                     1 or 0
  *   gpu-block-size, gpu-fill-blocks, gpu-min-threads
  *                     integers, as kilnc's --gpu-* flags

@@ -35,6 +35,25 @@ static const char *kind_env(const char *kind, const char *what, char *name,
   return value && *value ? value : NULL;
 }
 
+/* An instance option that is 1 (on), 0 (off) or -1 (unset: on unless
+ * KILN_<KIND>_<what> is "0"), into `out`. */
+static kiln_status_t *on_off_option(const char *kind, const char *option,
+                                    const char *what, int32_t value, int *out) {
+  if (value == 0 || value == 1) {
+    *out = value;
+    return NULL;
+  }
+  if (value != -1)
+    return kiln_rtc_make_status(
+        KILN_STATUS_INVALID_ARGUMENT,
+        "the %s option is %d, expected 0 (off), 1 (on) or -1 (unset)", option,
+        (int)value);
+  char name[64];
+  const char *env = kind_env(kind, what, name, sizeof(name));
+  *out = !(env && strcmp(env, "0") == 0);
+  return NULL;
+}
+
 kiln_status_t *kiln_rt_check_options_size(const char *what, size_t struct_size,
                                           size_t full_size) {
   if (struct_size < sizeof(size_t) || struct_size > full_size)
@@ -103,29 +122,14 @@ kiln_status_t *kiln_rt_options_from_env(const char *kind,
     }
   }
   if (instance) {
-    if (instance->graphs == 0 || instance->graphs == 1) {
-      out->graphs = instance->graphs;
-    } else if (instance->graphs != -1) {
-      return kiln_rtc_make_status(
-          KILN_STATUS_INVALID_ARGUMENT,
-          "the graphs option is %d, expected 0 (off), 1 (on) or -1 (unset)",
-          (int)instance->graphs);
-    } else {
-      const char *env = kind_env(kind, "GRAPHS", name, sizeof(name));
-      out->graphs = !(env && strcmp(env, "0") == 0);
-    }
-    if (instance->dependent_launch == 0 || instance->dependent_launch == 1) {
-      out->dependent_launch = instance->dependent_launch;
-    } else if (instance->dependent_launch != -1) {
-      return kiln_rtc_make_status(
-          KILN_STATUS_INVALID_ARGUMENT,
-          "the dependent_launch option is %d, expected 0 (off), 1 (on) or -1 "
-          "(unset)",
-          (int)instance->dependent_launch);
-    } else {
-      const char *env = kind_env(kind, "DEPENDENT_LAUNCH", name, sizeof(name));
-      out->dependent_launch = !(env && strcmp(env, "0") == 0);
-    }
+    kiln_status_t *status =
+        on_off_option(kind, "graphs", "GRAPHS", instance->graphs, &out->graphs);
+    if (!status)
+      status =
+          on_off_option(kind, "dependent_launch", "DEPENDENT_LAUNCH",
+                        instance->dependent_launch, &out->dependent_launch);
+    if (status)
+      return status;
     const char *profile = instance->profile_path;
     out->profile_path = profile && *profile ? profile : NULL;
   }
