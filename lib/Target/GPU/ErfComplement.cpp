@@ -54,15 +54,21 @@ constexpr double kShortError = 7.1e-7;
 /// to, for which GeluProduct takes kLog2ErfcShort.
 constexpr double kRoundedTolerance = 1e-3;
 
-/// A positive constant f32 scalar's value.
-std::optional<double> positiveConstant(Value v) {
+/// A finite nonzero constant f32 scalar's value.
+std::optional<double> finiteConstant(Value v) {
   FloatAttr attr;
   if (!matchPattern(v, m_Constant(&attr)))
     return std::nullopt;
   double d = attr.getValueAsDouble();
-  if (!(d > 0) || !std::isfinite(d))
+  if (d == 0 || !std::isfinite(d))
     return std::nullopt;
   return d;
+}
+
+/// A positive constant f32 scalar's value.
+std::optional<double> positiveConstant(Value v) {
+  std::optional<double> c = finiteConstant(v);
+  return c && *c > 0 ? c : std::nullopt;
 }
 
 /// When `y` is a positive constant multiple of another value x (x * c,
@@ -173,17 +179,6 @@ struct ErfPlusOne : OpRewritePattern<arith::AddFOp> {
   }
 };
 
-/// A finite nonzero constant's magnitude.
-std::optional<double> constantMagnitude(Value v) {
-  FloatAttr attr;
-  if (!matchPattern(v, m_Constant(&attr)))
-    return std::nullopt;
-  double d = std::fabs(attr.getValueAsDouble());
-  if (!(d > 0) || !std::isfinite(d))
-    return std::nullopt;
-  return d;
-}
-
 /// When every use of `v` ends in a rounding to an integer (math.roundeven
 /// or math.round: a quantization) through products and quotients by
 /// constants, sums with constants, negations and clamps by constants: the
@@ -202,16 +197,16 @@ std::optional<double> roundedFactor(Value v, int depth = 0) {
     if (isa<math::RoundEvenOp, math::RoundOp>(user)) {
       k = 1.0;
     } else if (isa<arith::MulFOp>(user)) {
-      if (std::optional<double> c = constantMagnitude(other))
+      if (std::optional<double> c = finiteConstant(other))
         if (std::optional<double> rest =
                 roundedFactor(user->getResult(0), depth + 1))
-          k = *c * *rest;
+          k = std::fabs(*c) * *rest;
     } else if (isa<arith::DivFOp>(user)) {
       if (use.getOperandNumber() == 0)
-        if (std::optional<double> c = constantMagnitude(other))
+        if (std::optional<double> c = finiteConstant(other))
           if (std::optional<double> rest =
                   roundedFactor(user->getResult(0), depth + 1))
-            k = *rest / *c;
+            k = *rest / std::fabs(*c);
     } else if (isa<arith::NegFOp>(user) ||
                (isa<arith::AddFOp, arith::SubFOp, arith::MinimumFOp,
                     arith::MaximumFOp, arith::MinNumFOp, arith::MaxNumFOp>(

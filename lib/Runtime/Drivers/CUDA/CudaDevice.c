@@ -401,8 +401,10 @@ static kiln_device_result launch(kiln_device_queue *q,
     q->shared_limit[l->kernel] = l->shared_bytes;
   }
   kiln_cuda_profile_begin(q->profile, q->stream);
+  const int dependent =
+      (l->flags & KILN_DEVICE_LAUNCH_DEPENDENT) && cu->cuLaunchKernelEx;
   CUresult r;
-  if ((l->flags & KILN_DEVICE_LAUNCH_DEPENDENT) && cu->cuLaunchKernelEx) {
+  if (dependent) {
     // The kernel waits for the previous one itself (griddepcontrol.wait at
     // its entry): it may be launched, and its blocks placed, while that one
     // runs (programmatic stream serialization; in a captured graph, a
@@ -426,11 +428,9 @@ static kiln_device_result launch(kiln_device_queue *q,
     snprintf(call, call_size,
              "%s(kernel %lld '%s', grid %ux%ux%u, block "
              "%ux%ux%u)",
-             (l->flags & KILN_DEVICE_LAUNCH_DEPENDENT) && cu->cuLaunchKernelEx
-                 ? "cuLaunchKernelEx"
-                 : "cuLaunchKernel",
-             kernel, l->name, l->grid[0], l->grid[1], l->grid[2], l->block[0],
-             l->block[1], l->block[2]);
+             dependent ? "cuLaunchKernelEx" : "cuLaunchKernel", kernel, l->name,
+             l->grid[0], l->grid[1], l->grid[2], l->block[0], l->block[1],
+             l->block[2]);
   return r;
 }
 
