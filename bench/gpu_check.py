@@ -24,7 +24,8 @@
             JSON (gpu_results.json; the corpus under "corpus").
 
   bench/gpu_check.py prepare [--stage .gpu] [--conformance all|ci|none]
-      [--models small|none] [--no-attention] [--no-differential] [--no-bench]
+      [--models small|none] [--no-attention] [--attention-flags FLAGS]
+      [--no-differential] [--no-bench]
       [--corpus | --no-corpus] [--corpus-part-mib 40]
   bench/gpu_check.py run [--stage .gpu] [--out DIR] [--skip-conformance]
       [--skip-models] [--skip-attention] [--skip-bench] [--skip-differential] [--skip-corpus]
@@ -147,14 +148,16 @@ ATTENTION_BOUND = 2e-3  # max rel err of fp16 attention vs onnxruntime fp32
 INT8_ATTENTION_BOUND = 0.25
 
 
-def prepare_attention(kilnc, payload, manifest):
+def prepare_attention(kilnc, payload, manifest, extra=()):
     """The fused attention kernel's cases (docs/gpu.md, "Fused attention";
     test/Target/NVPTX/Inputs/make_attention_models.py): opset-23 Attention
     nodes on fp16 Q, K, V (4-D and 3-D, masks, causal, grouped heads, cross
     attention) and a BERT-like layer compiled with --precision=fp16
     --fuse-attention (and without, for comparison) and with --precision=int8
     (8-bit Q, K and V in the fused kernel; and without), with onnxruntime's fp32
-    outputs of the reference chains computed here on the seeded inputs."""
+    outputs of the reference chains computed here on the seeded inputs.
+    `extra` (--attention-flags) goes to every case's kilnc, e.g. a
+    --gpu-attention-block to check."""
     import numpy as np
 
     mam = kiln_tools.project_module("test/Target/NVPTX/Inputs/make_attention_models.py")
@@ -162,6 +165,7 @@ def prepare_attention(kilnc, payload, manifest):
     cases = mam.make(d)
     for name, ((model, ref), flags) in cases.items():
         so = os.path.join(d, name + ".so")
+        flags = [*flags, *extra]
         status, reason, dt = compile_one(kilnc, model, so, flags)
         feeds = mam.feeds(name, model)
         refs = kiln_tools.ort_run(ref, {k: v.astype(np.float32) for k, v in feeds.items()})
@@ -320,7 +324,7 @@ def prepare(args):
         prepare_models(args, kilnc, payload, manifest)
         prepare_external_weights(payload, manifest)
     if args.attention:
-        prepare_attention(kilnc, payload, manifest)
+        prepare_attention(kilnc, payload, manifest, args.attention_flags.split())
     if args.differential:
         # Run-time errors on the device: every differential case compiled
         # for cuda, onnxruntime's outcome saved beside it.
@@ -542,6 +546,9 @@ def main(argv=None):
     pp.add_argument("--attention", action=argparse.BooleanOptionalAction, default=True,
                     help="the fused attention kernel's cases (fp16 Attention nodes, a "
                          "BERT-like layer with --fuse-attention)")
+    pp.add_argument("--attention-flags", default="", metavar="FLAGS",
+                    help="more kilnc flags for every attention case (e.g. "
+                         "--gpu-attention-block=8x32/3)")
     pp.add_argument("--differential", action=argparse.BooleanOptionalAction, default=True,
                     help="the run-time error cases (test/hardening/differential.py) for cuda")
     pp.add_argument("--bench", action=argparse.BooleanOptionalAction, default=True,

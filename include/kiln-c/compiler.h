@@ -87,6 +87,9 @@ kiln_compile_options_free(kiln_compile_options_t *options);
  *                     kernels split K for few tiles, as kilnc's --gpu-split-k
  *   gpu-tiles         BMxBN[,BMxBN...]: the output tiles the target's own
  *                     contraction kernels may take, as kilnc's --gpu-tiles
+ *   gpu-attention-block
+ *                     WARPSxKEYS[/BLOCKS]: the fused attention kernel's
+ *                     block, as kilnc's --gpu-attention-block
  *   max-memory        SIZE: bytes with K/M/G, or a fraction such as 0.6x
  *   max-memory-weights
  *                     1 or 0: the max-memory budget covers the weights too

@@ -256,6 +256,10 @@ struct StagePipelineOptions : public PassPipelineOptions<StagePipelineOptions> {
       *this, "gpu-tiles",
       llvm::cl::desc("GPU: output tiles (BMxBN, comma-separated) the "
                      "target's contraction kernels may choose from")};
+  Option<std::string> gpuAttentionBlock{
+      *this, "gpu-attention-block",
+      llvm::cl::desc("GPU: the fused attention kernel's block, "
+                     "WARPSxKEYS[/BLOCKS] (default: the kernel's own)")};
   Option<std::string> maxMemory{
       *this, "max-memory",
       llvm::cl::desc("Arena budget for kiln-remat: bytes with K/M/G, or a "
@@ -299,6 +303,7 @@ struct StagePipelineOptions : public PassPipelineOptions<StagePipelineOptions> {
       o.gpu.persistent = *pk;
     std::string error;
     (void)parseContractionTiles(gpuTiles, o.gpu.tiles, error);
+    (void)parseAttentionBlock(gpuAttentionBlock, o.gpu.attentionBlock, error);
     o.gpu.splitK = gpuSplitK != "off";
     o.maxMemory = maxMemory;
     o.maxMemoryWeights = maxMemoryWeights;

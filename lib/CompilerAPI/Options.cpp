@@ -336,6 +336,10 @@ const OptionRow kOptions[] = {
      [](kiln_compile_options &o, llvm::StringRef v, std::string &e) {
        return parseContractionTiles(v, o.compile.gpu.tiles, e);
      }},
+    {"gpu-attention-block", false,
+     [](kiln_compile_options &o, llvm::StringRef v, std::string &e) {
+       return parseAttentionBlock(v, o.compile.gpu.attentionBlock, e);
+     }},
     {"gpu-min-threads", false,
      [](kiln_compile_options &o, llvm::StringRef v, std::string &e) {
        return parseInt("gpu-min-threads", v, 0, INT32_MAX,

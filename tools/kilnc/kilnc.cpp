@@ -127,6 +127,15 @@ static cl::opt<std::string> gpuTiles(
              "an operand tile; default: all measured ones, by the cost "
              "model)"),
     cl::init(""));
+static cl::opt<std::string> gpuAttentionBlock(
+    "gpu-attention-block",
+    cl::desc("GPU targets: the fused attention kernel's block, "
+             "WARPSxKEYS[/BLOCKS]: warps (a power of two up to 16, each 16 "
+             "query rows on NVIDIA), keys a step (a multiple of 16 up to "
+             "256) and optionally the blocks a multiprocessor must take (a "
+             "register bound); default: the kernel's own (4x64, /4 where it "
+             "quantizes its output)"),
+    cl::init(""));
 static cl::opt<std::string>
     dumpAfter("dump-after",
               cl::desc("Print the IR after a stage (import, graph, lower, "
@@ -400,7 +409,9 @@ bool setOptions(kiln_compile_options_t *options) {
       !setInt("gpu-fill-blocks", gpuFillBlocks) ||
       !setInt("gpu-min-threads", gpuMinThreads) ||
       !setString("gpu-persistent", gpuPersistent) ||
-      !setString("gpu-tiles", gpuTiles) || !setString("gpu-split-k", gpuSplitK))
+      !setString("gpu-tiles", gpuTiles) ||
+      !setString("gpu-split-k", gpuSplitK) ||
+      !setString("gpu-attention-block", gpuAttentionBlock))
     return false;
   // Nodes to expose: one value per node (the flag splits at commas).
   if (given(exposeIntermediates) &&

@@ -173,6 +173,59 @@ inline std::string stringifyContractionTiles(const ContractionTiles &tiles) {
   return s;
 }
 
+/// The fused attention kernel's block (--gpu-attention-block
+/// "WARPSxKEYS[/BLOCKS]"): its warps (each the matrix instruction's M query
+/// rows), the keys of a step, and optionally the blocks a multiprocessor
+/// must take (a register bound for the vendor compiler). Warps 0: the
+/// kernel's own choice (lib/Target/GPU/FlashAttention.cpp).
+struct AttentionBlock {
+  int64_t warps = 0, keys = 0, blocksPerSM = 0;
+  bool isDefault() const { return warps == 0; }
+  bool operator==(const AttentionBlock &o) const {
+    return warps == o.warps && keys == o.keys && blocksPerSM == o.blocksPerSM;
+  }
+};
+
+/// Parses a --gpu-attention-block value ("" is the kernel's own choice);
+/// false with `error` set unless it is a power-of-two warp count of at
+/// most 16, 'x', a multiple of 16 keys of at most 256, and optionally "/"
+/// and 1 to 32 blocks a multiprocessor.
+inline bool parseAttentionBlock(StringRef s, AttentionBlock &block,
+                                std::string &error) {
+  block = {};
+  s = s.trim();
+  if (s.empty())
+    return true;
+  bool slash = s.contains('/');
+  auto [shape, perSM] = s.split('/');
+  auto [w, k] = shape.split('x');
+  int64_t warps = 0, keys = 0, blocks = 0;
+  if (w.getAsInteger(10, warps) || k.getAsInteger(10, keys) || warps < 1 ||
+      warps > 16 || (warps & (warps - 1)) != 0 || keys < 16 || keys > 256 ||
+      keys % 16 != 0 ||
+      (slash &&
+       (perSM.getAsInteger(10, blocks) || blocks < 1 || blocks > 32))) {
+    error = ("gpu-attention-block: '" + s +
+             "' is not a block of the fused attention (warps, a power of two "
+             "up to 16, x keys a step, a multiple of 16 up to 256, "
+             "optionally / blocks a multiprocessor, 1 to 32; e.g. 4x64 or "
+             "8x32/3)")
+                .str();
+    return false;
+  }
+  block = {warps, keys, blocks};
+  return true;
+}
+
+inline std::string stringifyAttentionBlock(const AttentionBlock &b) {
+  if (b.isDefault())
+    return "";
+  std::string s = std::to_string(b.warps) + "x" + std::to_string(b.keys);
+  if (b.blocksPerSM)
+    s += "/" + std::to_string(b.blocksPerSM);
+  return s;
+}
+
 /// What a target's own contraction kernels may choose
 /// (GPUTargetInfo::lowerContraction).
 struct ContractionChoices {
@@ -222,6 +275,9 @@ struct GPUCodegenOptions {
   /// target's codegen decides where, docs/gpu.md; off until a model
   /// measures a gain).
   bool dependentLaunch = false;
+  /// The fused attention kernel's block (--gpu-attention-block; default:
+  /// the kernel's own choice).
+  AttentionBlock attentionBlock;
 };
 
 /// One row of the target table.

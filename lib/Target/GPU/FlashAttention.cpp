@@ -7,7 +7,9 @@
 // GPUTargetInfo::getMMA, the shuffles and the barrier from the target-info.
 //
 // A block of kWarps warps takes kWarps * m query rows of one (batch, head),
-// each warp m rows (the instruction's M: 16 on NVIDIA, so 64 rows a block).
+// each warp m rows (the instruction's M: 16 on NVIDIA, so 64 rows a block;
+// --gpu-attention-block chooses other warps, keys a step and blocks a
+// multiprocessor).
 // Each warp loads its Q fragments once (a register's adjacent elements in
 // one load where Q's layout aligns them). The block walks the keys in tiles
 // of kKeys. Where the target has asynchronous copies and K's and V's
@@ -58,6 +60,10 @@ using namespace mlir::kiln;
 using namespace mlir::kiln::gpumap;
 
 LogicalResult FlashAttention::lower(AttentionOp op) {
+  // The block: --gpu-attention-block's, else the kernel's own.
+  const bool chosen = !block.isDefault();
+  const int64_t blockWarps = chosen ? block.warps : kWarps;
+  const int64_t tileKeys = chosen ? block.keys : kKeys;
   Location loc = op.getLoc();
   MLIRContext *ctxt = op.getContext();
   auto qType = cast<MemRefType>(op.getQuery().getType());
@@ -78,15 +84,15 @@ LogicalResult FlashAttention::lower(AttentionOp op) {
   int64_t warpSize = info.getWarpSize();
   int64_t headQK = qType.getDimSize(3);
   int64_t headV = cast<MemRefType>(op.getValue().getType()).getDimSize(3);
-  int64_t bm = kWarps * L.m;
+  int64_t bm = blockWarps * L.m;
   SmallVector<int32_t> rowLanes = rowLaneOffsets(L, warpSize);
   std::optional<SmallVector<std::pair<int64_t, int64_t>>> pMap =
       scoreOperandMap(L);
   int64_t elemBytes = elem.getIntOrFloatBitWidth() / 8;
   auto memrefOf = [](Value m) { return cast<MemRefType>(m.getType()); };
   const TileStaging staging = TileStaging::plan(
-      *operands, memrefOf(op.getKey()), memrefOf(op.getValue()), kKeys,
-      kWarps * warpSize, info.hasAsyncCopy(), kMaxSharedBytes);
+      *operands, memrefOf(op.getKey()), memrefOf(op.getValue()), tileKeys,
+      blockWarps * warpSize, info.hasAsyncCopy(), kMaxSharedBytes);
   Type srcElem = staging.srcElem;
   const int64_t srcBytes = staging.srcBytes, chunk = staging.chunk,
                 pad = staging.pad, stages = staging.stages;
@@ -94,12 +100,18 @@ LogicalResult FlashAttention::lower(AttentionOp op) {
              async = staging.async;
   if (ShapedType::isDynamic(headQK) || ShapedType::isDynamic(headV) ||
       headQK % L.k != 0 || headQK % chunk != 0 || headV % L.n != 0 ||
-      headV % chunk != 0 || kKeys % L.n != 0 || kKeys % L.k != 0 ||
-      (kKeys * headQK / chunk) % (kWarps * warpSize) != 0 ||
-      (kKeys * headV / chunk) % (kWarps * warpSize) != 0)
+      headV % chunk != 0 || tileKeys % L.n != 0 || tileKeys % L.k != 0 ||
+      (tileKeys * headQK / chunk) % (blockWarps * warpSize) != 0 ||
+      (tileKeys * headV / chunk) % (blockWarps * warpSize) != 0)
     return op.emitError("fused attention: head sizes ")
            << headQK << " and " << headV
-           << " do not fit the matrix instruction's tiles";
+           << " do not fit the matrix instruction's tiles"
+           << (chosen ? " with --gpu-attention-block=" +
+                            stringifyAttentionBlock(block) +
+                            " (its keys a step times a head size must "
+                            "divide among the block's threads in runs of " +
+                            std::to_string(chunk) + ")"
+                      : std::string());
   if (rowLanes.empty() && L.groupSize > 1)
     return op.emitError("fused attention: the target's accumulator layout "
                         "spreads a row over lanes the kernel cannot combine");
@@ -139,12 +151,13 @@ LogicalResult FlashAttention::lower(AttentionOp op) {
   }
   Value one = index(loc, 1);
   Value gridX = arith::CeilDivUIOp::create(rewriter, loc, seqQ, index(loc, bm));
-  auto launch = gpu::LaunchOp::create(rewriter, loc, gridX, heads, batch,
-                                      index(loc, kWarps * warpSize), one, one);
+  auto launch =
+      gpu::LaunchOp::create(rewriter, loc, gridX, heads, batch,
+                            index(loc, blockWarps * warpSize), one, one);
   Attribute wg = info.getSharedMemorySpace(ctxt);
-  auto kType = MemRefType::get({stages * kKeys, headQK + pad}, elem,
+  auto kType = MemRefType::get({stages * tileKeys, headQK + pad}, elem,
                                MemRefLayoutAttrInterface(), wg);
-  auto vType = MemRefType::get({stages * kKeys, headV + pad}, elem,
+  auto vType = MemRefType::get({stages * tileKeys, headV + pad}, elem,
                                MemRefLayoutAttrInterface(), wg);
   Value ks = launch.addWorkgroupAttribution(kType, loc);
   Value vs = launch.addWorkgroupAttribution(vType, loc);
@@ -152,11 +165,11 @@ LogicalResult FlashAttention::lower(AttentionOp op) {
   Value ks8, vs8;
   if (widenShared) {
     ks8 = launch.addWorkgroupAttribution(
-        MemRefType::get({2 * kKeys, headQK + chunk}, srcElem,
+        MemRefType::get({2 * tileKeys, headQK + chunk}, srcElem,
                         MemRefLayoutAttrInterface(), wg),
         loc);
     vs8 = launch.addWorkgroupAttribution(
-        MemRefType::get({2 * kKeys, headV + chunk}, srcElem,
+        MemRefType::get({2 * tileKeys, headV + chunk}, srcElem,
                         MemRefLayoutAttrInterface(), wg),
         loc);
   }
@@ -178,7 +191,7 @@ LogicalResult FlashAttention::lower(AttentionOp op) {
       widenShared
           ? staging.widenBytes
           : (kType.getNumElements() + vType.getNumElements()) * elemBytes;
-  const int64_t stagingBytes = kWarps * L.m * headV * stagedBytes;
+  const int64_t stagingBytes = blockWarps * L.m * headV * stagedBytes;
   const bool stageOut = stagedBytes && 16 % stagedBytes == 0 &&
                         headV % run == 0 &&
                         (L.m * headV / run) % warpSize == 0 &&
@@ -187,7 +200,7 @@ LogicalResult FlashAttention::lower(AttentionOp op) {
   Value outStage;
   if (stageOut)
     outStage = launch.addWorkgroupAttribution(
-        MemRefType::get({kWarps * L.m, headV}, stagedElem,
+        MemRefType::get({blockWarps * L.m, headV}, stagedElem,
                         MemRefLayoutAttrInterface(), wg),
         loc);
   // An output epilogue with heads of up to 64: four blocks to a
@@ -198,16 +211,23 @@ LogicalResult FlashAttention::lower(AttentionOp op) {
   // blocks, and 21.2 us against half's 17.9 (H200, 2026-12-07). Kernels
   // without an epilogue keep the vendor compiler's choice: under the bound
   // two of the lit kernels spill 8 and 16 bytes, and that is unmeasured.
-  if (epilogue && headQK <= 64 && headV <= 64)
+  // A block chosen by --gpu-attention-block with blocks a multiprocessor
+  // asks for them whatever the epilogue; chosen without, for none.
+  int64_t minBlocks = 0;
+  if (chosen)
+    minBlocks = block.blocksPerSM;
+  else if (epilogue && headQK <= 64 && headV <= 64)
+    minBlocks = kMinAttentionBlocks;
+  if (minBlocks)
     if (std::optional<NamedAttribute> a =
-            info.getMinBlocksPerSMAttr(ctxt, kMinAttentionBlocks))
+            info.getMinBlocksPerSMAttr(ctxt, minBlocks))
       addKernelAttr(launch, *a);
   {
     std::string what;
     llvm::raw_string_ostream os(what);
     os << "attention head " << headQK << "/" << headV << ": fused, " << bm
-       << " queries x " << kKeys << " keys a step, matrix instruction " << L.m
-       << "x" << L.n << "x" << L.k << ", " << kWarps << " warps of "
+       << " queries x " << tileKeys << " keys a step, matrix instruction "
+       << L.m << "x" << L.n << "x" << L.k << ", " << blockWarps << " warps of "
        << warpSize;
     if (async)
       os << ", asynchronous copies, 2 buffers";
@@ -294,7 +314,7 @@ LogicalResult FlashAttention::lower(AttentionOp op) {
     }
   };
 
-  // Staging: chunk c of a tile's kKeys x D elements is key c / (D / V),
+  // Staging: chunk c of a tile's tileKeys x D elements is key c / (D / V),
   // elements (c % (D / V)) * V onwards (V = one 16-byte load): consecutive
   // threads read consecutive 16 bytes of a row.
   auto chunkType = VectorType::get({chunk}, srcElem);
@@ -305,7 +325,7 @@ LogicalResult FlashAttention::lower(AttentionOp op) {
     Value stage8; // the 8-bit buffers the copies fill (widenShared)
   };
   Side sides[] = {{k, ks, 1, headQK, ks8}, {v, vs, 2, headV, vs8}};
-  int64_t threads = kWarps * warpSize;
+  int64_t threads = blockWarps * warpSize;
   // Run `c` of rows of `perRow` runs of `width` elements: its row and its
   // first element.
   auto runPosition = [&](Value c, int64_t perRow, int64_t width) {
@@ -320,7 +340,7 @@ LogicalResult FlashAttention::lower(AttentionOp op) {
   auto forEachChunk = [&](llvm::function_ref<void(Side &, Value, Value)> fn) {
     for (Side &s : sides) {
       int64_t perRow = s.head / chunk;
-      for (int64_t r = 0; r < kKeys * perRow / threads; ++r) {
+      for (int64_t r = 0; r < tileKeys * perRow / threads; ++r) {
         auto [row, d] =
             runPosition(add(loc, tid, index(loc, r * threads)), perRow, chunk);
         fn(s, row, d);
@@ -332,7 +352,7 @@ LogicalResult FlashAttention::lower(AttentionOp op) {
     return arith::MinUIOp::create(rewriter, loc, add(loc, key0, row), lastK);
   };
   auto loadTile = [&](Value tile, SmallVectorImpl<Value> &vals) {
-    Value key0 = mul(loc, tile, kKeys);
+    Value key0 = mul(loc, tile, tileKeys);
     forEachChunk([&](Side &s, Value row, Value d) {
       Value key = clampedKey(key0, row);
       if (wide) {
@@ -376,7 +396,7 @@ LogicalResult FlashAttention::lower(AttentionOp op) {
     if (barrier)
       info.buildBarrier(rewriter, loc);
     Value valid = arith::ConstantIntOp::create(rewriter, loc, 1, 1);
-    Value key0 = mul(loc, tile, kKeys), row0 = mul(loc, stage, kKeys);
+    Value key0 = mul(loc, tile, tileKeys), row0 = mul(loc, stage, tileKeys);
     forEachChunk([&](Side &s, Value row, Value d) {
       info.buildAsyncCopy(rewriter, loc, s.stage8 ? s.stage8 : s.dst,
                           ValueRange{add(loc, row0, row), d}, s.src,
@@ -391,12 +411,12 @@ LogicalResult FlashAttention::lower(AttentionOp op) {
   // The key tiles: all of them, or (causal) those up to the block's last
   // query row.
   Value tiles =
-      arith::CeilDivUIOp::create(rewriter, loc, seqK, index(loc, kKeys));
+      arith::CeilDivUIOp::create(rewriter, loc, seqK, index(loc, tileKeys));
   if (op.getCausal()) {
     Value last = add(loc, qBase, index(loc, bm - 1));
-    Value upTo =
-        add(loc, arith::DivUIOp::create(rewriter, loc, last, index(loc, kKeys)),
-            one);
+    Value upTo = add(
+        loc, arith::DivUIOp::create(rewriter, loc, last, index(loc, tileKeys)),
+        one);
     tiles = arith::MinUIOp::create(rewriter, loc, tiles, upTo);
   }
   // The lane's row offsets (distinct C element rows).
@@ -405,7 +425,7 @@ LogicalResult FlashAttention::lower(AttentionOp op) {
     if (!llvm::is_contained(rowOffs, c.outer))
       rowOffs.push_back(c.outer);
   int64_t nC = L.cElems.size();
-  int64_t oTiles = headV / L.n, sTiles = kKeys / L.n;
+  int64_t oTiles = headV / L.n, sTiles = tileKeys / L.n;
   Value zeroF =
       arith::ConstantOp::create(rewriter, loc, rewriter.getF32FloatAttr(0));
   Value negInf = arith::ConstantOp::create(
@@ -445,7 +465,7 @@ LogicalResult FlashAttention::lower(AttentionOp op) {
     info.buildAsyncWait(rewriter, loc, /*pending=*/1);
     info.buildBarrier(rewriter, loc);
     sOff = mul(loc, arith::RemUIOp::create(rewriter, loc, t, index(loc, 2)),
-               kKeys);
+               tileKeys);
     if (widenShared) {
       // The 8-bit tile into the one wide buffer (its readers of the last
       // tile passed the barrier above), then a barrier before its reads.
@@ -520,12 +540,12 @@ LogicalResult FlashAttention::lower(AttentionOp op) {
                                qkScale));
   Value log2eV =
       arith::ConstantOp::create(rewriter, loc, rewriter.getF32FloatAttr(log2e));
-  Value key0 = mul(loc, t, kKeys);
+  Value key0 = mul(loc, t, tileKeys);
   Value zero = index(loc, 0);
   int64_t staticKeys = cast<MemRefType>(k.getType())
                            .getDimSize(op.canonicalDim(/*operand=*/1, 2));
   const bool fullTiles =
-      !ShapedType::isDynamic(staticKeys) && staticKeys % kKeys == 0;
+      !ShapedType::isDynamic(staticKeys) && staticKeys % tileKeys == 0;
   auto bcast = [&](int64_t d, Value i) -> Value {
     Value unit = arith::CmpIOp::create(rewriter, loc, arith::CmpIPredicate::eq,
                                        maskDims[d], one);
@@ -617,7 +637,7 @@ LogicalResult FlashAttention::lower(AttentionOp op) {
                                              alpha[rowIndex(e)]);
   // O += P·V: P's operand registers from the scores (same lanes); V's B
   // registers read K (keys) down a column of the V tile.
-  for (int64_t kt = 0; kt < kKeys / L.k; ++kt) {
+  for (int64_t kt = 0; kt < tileKeys / L.k; ++kt) {
     SmallVector<Value> pRegs;
     unsigned m = 0;
     for (size_t r = 0; r < L.aRegs.size(); ++r) {

@@ -503,16 +503,21 @@ private:
 /// registers (FlashAttention.cpp, whose header says how).
 class FlashAttention : public LoweringBase {
 public:
-  FlashAttention(RewriterBase &rewriter, const GPUTargetInfo &info)
-      : LoweringBase(rewriter), info(info) {}
+  /// `block` (--gpu-attention-block) overrides the kernel's own warps,
+  /// keys a step and blocks a multiprocessor where it is not the default.
+  FlashAttention(RewriterBase &rewriter, const GPUTargetInfo &info,
+                 const AttentionBlock &block = {})
+      : LoweringBase(rewriter), info(info), block(block) {}
   /// Builds the launch in place of `op`; an error at `op` when the target's
   /// matrix instruction cannot serve it.
   LogicalResult lower(AttentionOp op);
 
 private:
-  /// Warps of a block (each the instruction's M query rows) and keys a step.
+  /// Warps of a block (each the instruction's M query rows) and keys a step,
+  /// the kernel's own choice.
   static constexpr int64_t kWarps = 4, kKeys = 64;
-  /// Blocks a multiprocessor takes of a kernel with heads of up to 64.
+  /// Blocks a multiprocessor takes of a kernel with heads of up to 64 and
+  /// an output epilogue, the kernel's own choice.
   static constexpr int64_t kMinAttentionBlocks = 4;
   /// The static shared memory a block may take (the smallest limit of the
   /// targets: 48 KiB); the asynchronous copies' second buffers must fit.
@@ -528,6 +533,7 @@ private:
                                  b);
   }
   const GPUTargetInfo &info;
+  AttentionBlock block;
 };
 
 } // namespace mlir::kiln::gpumap

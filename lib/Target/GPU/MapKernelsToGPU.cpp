@@ -87,6 +87,11 @@ struct MapKernelsToGPUPass
           << persistent << "'";
       return signalPassFailure();
     }
+    AttentionBlock attention;
+    if (!parseAttentionBlock(attentionBlock, attention, error)) {
+      module.emitError(error);
+      return signalPassFailure();
+    }
     ContractionChoices choices;
     choices.persistent = *persistentKernels;
     choices.splitK = splitK;
@@ -229,7 +234,7 @@ struct MapKernelsToGPUPass
       SmallVector<AttentionOp> attentions;
       fn.walk([&](AttentionOp op) { attentions.push_back(op); });
       for (AttentionOp op : attentions)
-        if (failed(FlashAttention(rewriter, *target).lower(op)))
+        if (failed(FlashAttention(rewriter, *target, attention).lower(op)))
           return failure();
       // A stem's few-channel convolutions become im2col GEMMs first.
       if (tensorCores)
@@ -358,5 +363,6 @@ std::unique_ptr<Pass> mlir::kiln::createKilnMapKernelsToGPU(
   options.persistent = stringifyPersistentKernels(gpu.persistent).str();
   options.tiles = stringifyContractionTiles(gpu.tiles);
   options.splitK = gpu.splitK;
+  options.attentionBlock = stringifyAttentionBlock(gpu.attentionBlock);
   return std::make_unique<MapKernelsToGPUPass>(options, std::move(info));
 }

@@ -312,7 +312,8 @@ void warpgroup::storeTileStaged(Emitter &e, const Problem &p,
   if (prefetchStaged)
     nextStaged = loadStaged(chunkAt[0].first, chunkAt[0].second);
   for (int64_t pass = 0; pass < passes; ++pass) {
-    auto [chunkCol, inPart] = chunkAt[pass];
+    // (Named, not bound: the lambdas below capture them.)
+    Value chunkCol = chunkAt[pass].first, inPart = chunkAt[pass].second;
     Value i = e.add(ltid, 128 * pass);
     SmallVector<Value> staged = nextStaged;
     if (prefetchStaged && pass + 1 < passes)

@@ -73,6 +73,11 @@ def KilnMapKernelsToGPU : Pass<"kiln-map-kernels-to-gpu", "ModuleOp"> {
            "Output tiles (BMxBN, comma-separated) the target's own "
            "contraction kernels may choose from; empty: all of them, by the "
            "target's cost model">,
+    Option<"attentionBlock", "attention-block", "std::string",
+           /*default=*/"\"\"",
+           "The fused attention kernel's block, WARPSxKEYS[/BLOCKS] (warps, "
+           "keys a step, blocks a multiprocessor); empty: the kernel's own "
+           "choice">,
   ];
   let dependentDialects = ["::mlir::gpu::GPUDialect",
                            "::mlir::scf::SCFDialect",
