@@ -270,6 +270,15 @@ struct StagePipelineOptions : public PassPipelineOptions<StagePipelineOptions> {
       llvm::cl::desc("The max-memory budget covers the weights too"),
       llvm::cl::init(false)};
 
+  /// The --gpu-* values toCompileOptions parses into structures (a
+  /// value that is none is an error here, not the default).
+  LogicalResult verifyGPUChoices(std::string &error) const {
+    ContractionTiles tiles;
+    AttentionBlock block;
+    return success(parseContractionTiles(gpuTiles, tiles, error) &&
+                   parseAttentionBlock(gpuAttentionBlock, block, error));
+  }
+
   CompileOptions toCompileOptions() const {
     CompileOptions o;
     o.target = target;
@@ -516,7 +525,8 @@ void mlir::kiln::registerAllKilnPasses() {
             return failure();
           CompileOptions options = parsed.toCompileOptions();
           std::string error;
-          if (failed(options.verify(error)))
+          if (failed(parsed.verifyGPUChoices(error)) ||
+              failed(options.verify(error)))
             return errorHandler(error);
           std::unique_ptr<Target> target = createTarget(options, error);
           if (!target)

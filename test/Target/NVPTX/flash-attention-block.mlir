@@ -5,12 +5,15 @@
 // rows each), and 3 blocks a multiprocessor asked of the vendor compiler
 // (PTX .minnctapersm 3) although the output has no epilogue. The default
 // block (flash-attention.mlir) is 4 warps of 64 keys with no bound here.
-// A value that is not a block is an error of the pass; so is a block whose
-// K and V tiles do not divide among its threads in 16-byte runs.
+// A value that is not a block is an error of the pass and of the stage
+// pipelines; so is a block whose K and V tiles do not divide among its
+// threads in 16-byte runs.
 // RUN: kiln-opt %s --kiln-map-kernels-to-gpu="device='cuda sm_80' attention-block=8x32/3" | FileCheck %s --check-prefix=IR
 // RUN: kiln-opt %s --pass-pipeline="builtin.module(kiln-map-kernels-to-gpu{device='cuda sm_80' attention-block=8x32/3}, canonicalize, gpu-launch-sink-index-computations, kiln-outline-gpu-kernels, kiln-merge-gpu-modules, nvvm-attach-target{chip=sm_80 features=+ptx80 O=3}, gpu.module(lower-affine, arith-expand, expand-strided-metadata, convert-scf-to-cf, kiln-finalize-device-memrefs{stage=before}, convert-gpu-to-nvvm, kiln-finalize-device-memrefs, canonicalize, cse, reconcile-unrealized-casts), gpu-module-to-binary{format=isa})" | sed -e 's/\\0A/\n/g' -e 's/\\09/ /g' | FileCheck %s --check-prefix=PTX
 // RUN: not kiln-opt %s --kiln-map-kernels-to-gpu="device='cuda sm_80' attention-block=6x64" 2>&1 | FileCheck %s --check-prefix=NOBLOCK
 // RUN: not kiln-opt %s --kiln-map-kernels-to-gpu="device='cuda sm_80' attention-block=16x16" 2>&1 | FileCheck %s --check-prefix=MISFIT
+// The stage pipelines (kilnc's stages in kiln-opt) check the value too.
+// RUN: not kiln-opt %s --pass-pipeline="builtin.module(kiln-kernels-pipeline{target=cuda:sm_80 gpu-attention-block=6x64})" 2>&1 | FileCheck %s --check-prefix=NOBLOCK
 
 // IR-LABEL: func.func private @bhsd
 // IR: gpu.launch blocks({{.*}}) in ({{.*}}) threads({{.*}}) in (%{{.*}} = %c256, {{.*}}) workgroup(%[[KS:.*]] : memref<64x72xf16, #gpu.address_space<workgroup>>, %[[VS:.*]] : memref<64x72xf16, #gpu.address_space<workgroup>>, %[[OS:.*]] : memref<128x64xf16, #gpu.address_space<workgroup>>)
